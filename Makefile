@@ -1,0 +1,40 @@
+# Every target works from a clean clone: the virtual environment is created on demand.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+
+.PHONY: install test lint format demo bench docs clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+lint: $(STAMP)
+	$(BIN)/ruff check agentctl tests migrations $(wildcard bench)
+	$(BIN)/ruff format --check agentctl tests migrations $(wildcard bench)
+	$(BIN)/mypy --strict agentctl
+
+format: $(STAMP)
+	$(BIN)/ruff check --fix agentctl tests migrations $(wildcard bench)
+	$(BIN)/ruff format agentctl tests migrations $(wildcard bench)
+
+demo: $(STAMP)
+	$(BIN)/agentctl db --db .agentctl/demo.db migrate
+	$(BIN)/agentctl db --db .agentctl/demo.db stats
+
+bench: $(STAMP)
+	$(BIN)/python bench/compile_bench.py
+
+docs: $(STAMP)
+	$(BIN)/python -m agentctl.cli.reference > docs/cli-reference.md
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache

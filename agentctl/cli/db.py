@@ -1,0 +1,72 @@
+"""``agentctl db``: schema migration and database statistics."""
+
+from __future__ import annotations
+
+import typer
+
+from agentctl.cli import output
+from agentctl.cli.options import DbOption, db_from_context
+
+app = typer.Typer(
+    name="db",
+    help="Inspect and migrate the SQLite store.",
+    no_args_is_help=True,
+)
+
+
+@app.callback()
+def _group(ctx: typer.Context, db: DbOption = None) -> None:
+    """Inspect and migrate the SQLite store."""
+    ctx.obj = {"db": db}
+
+
+@app.command("migrate")
+def migrate_command(ctx: typer.Context, db: DbOption = None) -> None:
+    """Upgrade the database to this agentctl's schema (also done automatically on open).
+
+    A database written by a newer agentctl is refused (exit 5) and left unchanged.
+    """
+    from agentctl.store import migrate as migrations
+    from agentctl.store.engine import open_store
+
+    path = db_from_context(ctx, db)
+    with open_store(path, migrate_schema=False) as store:
+        before = store.revision()
+        with store.write() as conn:
+            migrations.require_known_revision(migrations.current_revision(conn), path)
+            migrations.upgrade(conn)
+        after = store.revision()
+    data = {"path": path, "fromRevision": before, "toRevision": after, "changed": before != after}
+    if before == after:
+        human = f"{path} is up to date at schema revision {after}"
+    else:
+        human = f"{path} migrated from {before or 'an empty database'} to {after}"
+    output.current().success("DbMigration", data, human=human)
+
+
+@app.command("stats")
+def stats_command(ctx: typer.Context, db: DbOption = None) -> None:
+    """Print the schema revision, record counts, database and WAL size."""
+    from agentctl.store.engine import open_store
+    from agentctl.store.stats import database_stats
+
+    path = db_from_context(ctx, db)
+    with open_store(path) as store:
+        stats = database_stats(store)
+    out = output.current()
+
+    def human() -> None:
+        print(f"database        {stats.path}", file=out.stdout)
+        print(f"schema revision {stats.revision} (head {stats.head_revision})", file=out.stdout)
+        print(
+            f"size            {stats.database_bytes} bytes, WAL {stats.wal_bytes} bytes",
+            file=out.stdout,
+        )
+        print(
+            f"journal         {stats.journal_mode}, synchronous={stats.synchronous}",
+            file=out.stdout,
+        )
+        for table, count in stats.counts.items():
+            print(f"  {table:<22} {count}", file=out.stdout)
+
+    out.success("DbStats", stats.to_json(), human=human)

@@ -1,0 +1,100 @@
+"""The one boundary where errors become exit codes.
+
+Everything below ``agentctl/cli`` raises :mod:`agentctl.errors`; here each is rendered (JSON
+envelope or human text) and mapped to its exit code. Unexpected exceptions are reported
+without a traceback unless ``--verbose`` is given (tracebacks can hold secrets).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import sys
+import traceback
+from collections.abc import Sequence
+
+from agentctl.cli import output
+from agentctl.cli.globals import split_global_options
+from agentctl.errors import EXIT_CANCELLED, EXIT_USAGE, AgentctlError, Cancelled
+
+__all__ = ["main", "run"]
+
+EXIT_INTERNAL = 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI on ``argv`` and return the exit code (never calls ``sys.exit``)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    options, rest = split_global_options(args)
+    out = output.Output(mode=options.output, color=options.color, verbose=options.verbose)
+    output.set_current(out)
+    if options.problems:
+        out.failure(
+            code="cli.usage",
+            message=options.problems[0],
+            exit_code=EXIT_USAGE,
+            hint="run `agentctl --help` for the options",
+        )
+        return EXIT_USAGE
+
+    import typer
+    from typer.main import get_command
+
+    from agentctl.cli.app import app
+
+    command = get_command(app)
+    captured = io.StringIO()
+    # In machine modes anything the parser prints (help, usage) is captured and wrapped in
+    # an envelope, so stdout carries exactly one JSON document.
+    redirect = contextlib.redirect_stdout(captured) if out.machine else contextlib.nullcontext()
+    try:
+        with redirect:
+            result = command.main(args=rest, prog_name="agentctl", standalone_mode=False)
+        code = result if isinstance(result, int) else 0
+    except AgentctlError as error:
+        out.error(error)
+        return error.exit_code
+    except Cancelled as cancelled:
+        out.failure(
+            code=Cancelled.code,
+            message=f"cancelled: {cancelled.reason}",
+            exit_code=EXIT_CANCELLED,
+            run_id=cancelled.run_id,
+        )
+        return EXIT_CANCELLED
+    except typer.Abort:
+        out.failure(code="cli.aborted", message="aborted", exit_code=EXIT_CANCELLED)
+        return EXIT_CANCELLED
+    except typer.TyperException as error:
+        code = int(getattr(error, "exit_code", EXIT_USAGE))
+        message = error.format_message() if hasattr(error, "format_message") else str(error)
+        ctx = getattr(error, "ctx", None)
+        command_path = ctx.command_path if ctx is not None else "agentctl"
+        out.failure(
+            code="cli.usage",
+            message=message,
+            exit_code=code,
+            hint=f"run `{command_path} --help` for its usage",
+        )
+        return code
+    except Exception as error:  # the last line of defence: no tracebacks for users
+        if out.verbose:
+            traceback.print_exc(file=out.stderr)
+        out.failure(
+            code="internal.error",
+            message=f"internal error: {type(error).__name__}: {error}",
+            exit_code=EXIT_INTERNAL,
+            hint="this is a bug in agentctl; rerun with --verbose for the traceback and report it",
+        )
+        return EXIT_INTERNAL
+    text = captured.getvalue()
+    if out.machine and text and not out.emitted:
+        out.success("Help", {"text": text})
+    elif not out.machine and text:
+        out.stdout.write(text)
+    return code
+
+
+def run() -> None:
+    """Console-script entry point."""
+    sys.exit(main())

@@ -1,0 +1,56 @@
+"""``agentctl version`` and ``agentctl completion SHELL``."""
+
+from __future__ import annotations
+
+import platform
+from enum import StrEnum
+from typing import Annotated
+
+import typer
+
+from agentctl import __version__
+from agentctl.cli import output
+
+COMPLETE_VAR = "_AGENTCTL_COMPLETE"
+
+
+class Shell(StrEnum):
+    bash = "bash"
+    zsh = "zsh"
+    fish = "fish"
+    powershell = "powershell"
+
+
+def version_command() -> None:
+    """Print agentctl's version, the newest schema revision it knows, and Python's."""
+    from agentctl.store.migrate import head_revision
+    from agentctl.store.tables import FORMAT_VERSION
+
+    data = {
+        "version": __version__,
+        "schemaRevision": head_revision(),
+        "recordFormatVersion": FORMAT_VERSION,
+        "python": platform.python_version(),
+    }
+    output.current().success("Version", data, human=f"agentctl {__version__}")
+
+
+def completion_command(
+    shell: Annotated[Shell, typer.Argument(help="Shell to generate completion for.")],
+) -> None:
+    """Print a shell completion script.
+
+    Install it with, for example, ``agentctl completion bash > ~/.agentctl-complete.bash``
+    and ``source ~/.agentctl-complete.bash`` in your shell's start-up file.
+    """
+    from typer._completion_shared import get_completion_script
+
+    script = get_completion_script(
+        prog_name="agentctl", complete_var=COMPLETE_VAR, shell=shell.value
+    )
+    out = output.current()
+    if out.machine:
+        out.success("Completion", {"shell": shell.value, "script": script})
+    else:
+        out.stdout.write(script if script.endswith("\n") else script + "\n")
+        out.emitted = True

@@ -1,0 +1,142 @@
+"""One exception hierarchy for agentctl; every error carries a stable code and an exit code.
+
+    AgentctlError                      (exit code on the class, stable ``code`` string)
+    ├── UsageError                     2  bad flags, bad --input JSON, unreadable files
+    ├── ValidationError                2  workflow diagnostics (carries the diagnostics)
+    ├── PausedError                    3  run parked for an approval or a question
+    ├── BlockedError                   3  uncertain effect, blocked retry/repair/compensation plan
+    ├── RunFailedError                 4  task failure, policy denial, budget, deadline
+    ├── PersistenceError               5  database cannot be opened or migrated, corrupt state
+    │   ├── NewerSchemaError           5  database written by a newer agentctl
+    │   ├── NewerFormatError           5  a record whose format version is newer than the code
+    │   └── NotFoundError              5  unknown run / effect / artifact id
+    └── ProviderError                  6  credentials unresolvable, provider/protocol errors
+
+    Cancelled (BaseException)        130  SIGINT, SIGTERM, `agentctl cancel`, --timeout-seconds
+
+Cancellation derives from ``BaseException`` so that no ``except Exception`` below the CLI
+swallows it. Nothing below ``agentctl/cli`` calls ``sys.exit``: the CLI maps these classes
+to exit codes at one boundary.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from agentctl.diagnostics import Diagnostic
+
+__all__ = [
+    "EXIT_BLOCKED",
+    "EXIT_CANCELLED",
+    "EXIT_OK",
+    "EXIT_PERSISTENCE",
+    "EXIT_PROVIDER",
+    "EXIT_RUN_FAILED",
+    "EXIT_USAGE",
+    "AgentctlError",
+    "BlockedError",
+    "Cancelled",
+    "NewerFormatError",
+    "NewerSchemaError",
+    "NotFoundError",
+    "PausedError",
+    "PersistenceError",
+    "ProviderError",
+    "RunFailedError",
+    "UsageError",
+    "ValidationError",
+]
+
+EXIT_OK = 0
+EXIT_USAGE = 2
+EXIT_BLOCKED = 3
+EXIT_RUN_FAILED = 4
+EXIT_PERSISTENCE = 5
+EXIT_PROVIDER = 6
+EXIT_CANCELLED = 130
+
+
+class AgentctlError(Exception):
+    """Base of every expected error. ``message`` names the thing; ``hint`` the next step."""
+
+    exit_code: ClassVar[int] = EXIT_RUN_FAILED
+    default_code: ClassVar[str] = "agentctl.error"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str | None = None,
+        hint: str | None = None,
+        run_id: str | None = None,
+        diagnostics: Sequence[Diagnostic] = (),
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code or self.default_code
+        self.hint = hint
+        self.run_id = run_id
+        self.diagnostics: list[Diagnostic] = list(diagnostics)
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class UsageError(AgentctlError):
+    exit_code = EXIT_USAGE
+    default_code = "cli.usage"
+
+
+class ValidationError(AgentctlError):
+    exit_code = EXIT_USAGE
+    default_code = "workflow.invalid"
+
+
+class PausedError(AgentctlError):
+    exit_code = EXIT_BLOCKED
+    default_code = "run.paused"
+
+
+class BlockedError(AgentctlError):
+    exit_code = EXIT_BLOCKED
+    default_code = "run.blocked"
+
+
+class RunFailedError(AgentctlError):
+    exit_code = EXIT_RUN_FAILED
+    default_code = "run.failed"
+
+
+class PersistenceError(AgentctlError):
+    exit_code = EXIT_PERSISTENCE
+    default_code = "store.error"
+
+
+class NewerSchemaError(PersistenceError):
+    default_code = "store.newer_schema"
+
+
+class NewerFormatError(PersistenceError):
+    default_code = "store.newer_format"
+
+
+class NotFoundError(PersistenceError):
+    default_code = "store.not_found"
+
+
+class ProviderError(AgentctlError):
+    exit_code = EXIT_PROVIDER
+    default_code = "provider.error"
+
+
+class Cancelled(BaseException):  # noqa: N818 - a signal, not an error
+    """Raised when a run is cancelled; a ``BaseException`` so broad handlers let it pass."""
+
+    exit_code: ClassVar[int] = EXIT_CANCELLED
+    code: ClassVar[str] = "run.cancelled"
+
+    def __init__(self, reason: str = "cancelled", *, run_id: str | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.run_id = run_id

@@ -1,0 +1,202 @@
+"""Opening the SQLite store: file set-up, pragmas, transactions, upgrade on open.
+
+Settings and why:
+- WAL: readers never block the one writer.
+- ``synchronous=FULL`` by default: a committed transition survives power loss. Set
+  ``AGENTCTL_SQLITE_SYNCHRONOUS=NORMAL`` to trade the last commits before an OS crash for
+  fewer fsyncs (process crashes stay safe in WAL mode either way).
+- Foreign keys on; ``busy_timeout`` so a second process waits instead of failing.
+- Write transactions begin ``IMMEDIATE``: the write lock is taken at BEGIN, so two writers
+  never deadlock upgrading a read lock halfway through a transition.
+- Database, WAL and shared-memory files are created with mode 0600 (they hold prompts and
+  outputs); the parent directory is created 0700 when missing.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import create_engine, event
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+from sqlalchemy.pool import StaticPool
+
+from agentctl.errors import PersistenceError
+from agentctl.store import migrate
+from agentctl.store.location import MEMORY
+
+__all__ = ["Store", "StoreSettings", "open_store"]
+
+_SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")
+
+
+@dataclass(frozen=True, slots=True)
+class StoreSettings:
+    synchronous: str = "FULL"
+    busy_timeout_ms: int = 10_000
+
+    @classmethod
+    def from_env(cls) -> StoreSettings:
+        value = os.environ.get("AGENTCTL_SQLITE_SYNCHRONOUS", "FULL").upper()
+        if value not in _SYNCHRONOUS:
+            raise PersistenceError(
+                f"AGENTCTL_SQLITE_SYNCHRONOUS={value!r} is not one of {', '.join(_SYNCHRONOUS)}",
+                code="store.bad_setting",
+                hint="unset it to use FULL, or set NORMAL to relax fsyncs",
+            )
+        return cls(synchronous=value)
+
+
+class Store:
+    """An open database: ``write()`` for IMMEDIATE transactions, ``read()`` for snapshots."""
+
+    def __init__(self, engine: Engine, path: str) -> None:
+        self.engine = engine
+        self.path = path
+
+    @property
+    def in_memory(self) -> bool:
+        return self.path == MEMORY
+
+    @contextmanager
+    def write(self) -> Iterator[Connection]:
+        with _translate_errors(self.path), self.engine.connect() as conn, conn.begin():
+            yield conn
+
+    @contextmanager
+    def read(self) -> Iterator[Connection]:
+        with (
+            _translate_errors(self.path),
+            self.engine.connect().execution_options(agentctl_begin="BEGIN") as conn,
+            conn.begin(),
+        ):
+            yield conn
+
+    def revision(self) -> str | None:
+        with self.read() as conn:
+            return migrate.current_revision(conn)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+@contextmanager
+def _translate_errors(where: str) -> Iterator[None]:
+    try:
+        yield
+    except DBAPIError as exc:
+        if "locked" in str(exc.orig):
+            raise PersistenceError(
+                f"database {where} is locked by another process",
+                code="store.locked",
+                hint="wait for the other agentctl process to finish, then retry",
+            ) from exc
+        raise PersistenceError(
+            f"database error on {where}: {exc.orig}", code="store.database_error"
+        ) from exc
+    except SQLAlchemyError as exc:
+        raise PersistenceError(
+            f"database error on {where}: {exc}", code="store.database_error"
+        ) from exc
+
+
+def _create_file(path: Path) -> None:
+    if not path.parent.exists():
+        path.parent.mkdir(parents=True, mode=0o700, exist_ok=True)
+    if not path.exists():
+        fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o600)
+        os.close(fd)
+
+
+def _restrict_modes(path: Path) -> None:
+    for suffix in ("", "-wal", "-shm"):
+        candidate = Path(str(path) + suffix)
+        if candidate.exists() and (candidate.stat().st_mode & 0o777) != 0o600:
+            os.chmod(candidate, 0o600)
+
+
+def _make_engine(path: str, settings: StoreSettings) -> Engine:
+    if path == MEMORY:
+        engine = create_engine(
+            "sqlite://", poolclass=StaticPool, connect_args={"check_same_thread": False}
+        )
+    else:
+        engine = create_engine(f"sqlite:///{path}", connect_args={"check_same_thread": False})
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+        # Autocommit at the driver: SQLAlchemy's "begin" event below issues BEGIN itself.
+        dbapi_conn.isolation_level = None
+        cursor = dbapi_conn.cursor()
+        try:
+            if path != MEMORY:
+                cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute(f"PRAGMA synchronous={settings.synchronous}")
+            cursor.execute("PRAGMA foreign_keys=ON")
+            cursor.execute(f"PRAGMA busy_timeout={int(settings.busy_timeout_ms)}")
+        finally:
+            cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        conn.exec_driver_sql(conn.get_execution_options().get("agentctl_begin", "BEGIN IMMEDIATE"))
+
+    return engine
+
+
+def open_store(
+    db_path: str,
+    *,
+    migrate_schema: bool = True,
+    settings: StoreSettings | None = None,
+) -> Store:
+    """Open (creating if needed) and upgrade the database at ``db_path``.
+
+    A database at a revision this code does not know is refused before any byte of it is
+    written. Upgrading happens in one IMMEDIATE transaction, so two processes opening a new
+    database at once migrate it exactly once.
+    """
+    settings = settings or StoreSettings.from_env()
+    if db_path != MEMORY:
+        path = Path(db_path)
+        if path.is_dir():
+            raise PersistenceError(
+                f"database path {path} is a directory",
+                code="store.unreadable",
+                hint="pass a file path with --db",
+            )
+        if path.exists():
+            migrate.require_known_revision(migrate.peek_revision(path), str(path))
+        try:
+            _create_file(path)
+        except OSError as exc:
+            raise PersistenceError(
+                f"cannot create database {path}: {exc.strerror}",
+                code="store.unwritable",
+                hint="choose a writable location with --db or AGENTCTL_DB",
+            ) from exc
+    store = Store(_make_engine(db_path, settings), db_path)
+    try:
+        if migrate_schema:
+            with store.write() as conn:
+                current = migrate.current_revision(conn)
+                migrate.require_known_revision(current, db_path)
+                if current != migrate.head_revision():
+                    migrate.upgrade(conn)
+        if db_path != MEMORY:
+            _restrict_modes(Path(db_path))
+    except BaseException:
+        store.close()
+        raise
+    return store

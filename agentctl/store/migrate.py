@@ -1,0 +1,139 @@
+"""Alembic inside the package: locate the shipped revisions, read and check revisions.
+
+Users never run ``alembic`` by hand: the store upgrades a database on open and
+``agentctl db migrate`` does it explicitly. A database at a revision this code does not
+know was written by a newer agentctl and is refused, never opened, migrated or downgraded.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sqlite3
+from functools import lru_cache
+from pathlib import Path
+from typing import TYPE_CHECKING
+from urllib.parse import quote
+
+from agentctl.errors import NewerSchemaError, PersistenceError
+
+if TYPE_CHECKING:
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+    from sqlalchemy.engine import Connection
+
+__all__ = [
+    "alembic_config",
+    "downgrade",
+    "head_revision",
+    "known_revisions",
+    "migrations_dir",
+    "peek_revision",
+    "require_known_revision",
+    "upgrade",
+]
+
+
+def migrations_dir() -> Path:
+    """The revisions shipped as ``agentctl._migrations`` (``migrations/`` in the source tree)."""
+    spec = importlib.util.find_spec("agentctl._migrations")
+    if spec is not None and spec.submodule_search_locations:
+        for location in spec.submodule_search_locations:
+            if (Path(location) / "env.py").is_file():
+                return Path(location)
+    source_tree = Path(__file__).resolve().parents[2] / "migrations"
+    if (source_tree / "env.py").is_file():
+        return source_tree
+    raise PersistenceError(
+        "agentctl's database migrations are missing from this installation",
+        code="store.migrations_missing",
+        hint="reinstall agentctl (pip install --force-reinstall agentctl)",
+    )
+
+
+def alembic_config(connection: Connection | None = None) -> Config:
+    from alembic.config import Config
+
+    config = Config()
+    config.set_main_option("script_location", str(migrations_dir()))
+    if connection is not None:
+        config.attributes["connection"] = connection
+    return config
+
+
+@lru_cache(maxsize=1)
+def _script() -> ScriptDirectory:
+    from alembic.script import ScriptDirectory
+
+    return ScriptDirectory.from_config(alembic_config())
+
+
+def known_revisions() -> frozenset[str]:
+    return frozenset(rev.revision for rev in _script().walk_revisions())
+
+
+def head_revision() -> str:
+    heads = _script().get_heads()
+    if len(heads) != 1:
+        raise PersistenceError(f"migration history has {len(heads)} heads: {sorted(heads)}")
+    return heads[0]
+
+
+def peek_revision(path: Path) -> str | None:
+    """Read a database's revision without changing a byte of it (read-only, no pragmas)."""
+    uri = f"file:{quote(str(path))}?mode=ro"
+    try:
+        conn = sqlite3.connect(uri, uri=True)
+    except sqlite3.Error as exc:
+        raise PersistenceError(
+            f"cannot open database {path}: {exc}",
+            code="store.unreadable",
+            hint="check the path and its permissions, or pass another --db",
+        ) from exc
+    try:
+        has_table = conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'alembic_version'"
+        ).fetchone()
+        if not has_table:
+            return None
+        row = conn.execute("SELECT version_num FROM alembic_version").fetchone()
+        return str(row[0]) if row else None
+    except sqlite3.DatabaseError as exc:
+        raise PersistenceError(
+            f"{path} is not an agentctl database ({exc})",
+            code="store.not_a_database",
+            hint="pass the right file with --db, or move this file away",
+        ) from exc
+    finally:
+        conn.close()
+
+
+def require_known_revision(revision: str | None, where: str) -> None:
+    """Refuse a database written by a newer agentctl (exit 5)."""
+    if revision is None or revision in known_revisions():
+        return
+    from agentctl import __version__
+
+    raise NewerSchemaError(
+        f"database {where} is at schema revision {revision!r}, which this agentctl "
+        f"({__version__}) does not know; the newest it knows is {head_revision()!r}",
+        hint="it was written by a newer agentctl: upgrade agentctl to open it; "
+        "the database was left unchanged",
+    )
+
+
+def current_revision(connection: Connection) -> str | None:
+    from alembic.runtime.migration import MigrationContext
+
+    return MigrationContext.configure(connection).get_current_revision()
+
+
+def upgrade(connection: Connection, target: str = "head") -> None:
+    from alembic import command
+
+    command.upgrade(alembic_config(connection), target)
+
+
+def downgrade(connection: Connection, target: str) -> None:
+    from alembic import command
+
+    command.downgrade(alembic_config(connection), target)

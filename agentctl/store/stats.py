@@ -1,0 +1,73 @@
+"""``agentctl db stats``: schema revision, record counts, database and WAL size."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import func, select
+
+from agentctl.store import migrate
+from agentctl.store.engine import Store
+from agentctl.store.tables import metadata
+
+__all__ = ["DatabaseStats", "database_stats"]
+
+
+@dataclass(frozen=True, slots=True)
+class DatabaseStats:
+    path: str
+    revision: str | None
+    head_revision: str
+    counts: dict[str, int]
+    database_bytes: int
+    wal_bytes: int
+    journal_mode: str
+    synchronous: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "schemaRevision": self.revision,
+            "headRevision": self.head_revision,
+            "upToDate": self.revision == self.head_revision,
+            "counts": self.counts,
+            "databaseBytes": self.database_bytes,
+            "walBytes": self.wal_bytes,
+            "journalMode": self.journal_mode,
+            "synchronous": self.synchronous,
+        }
+
+
+_SYNCHRONOUS_NAMES = {0: "OFF", 1: "NORMAL", 2: "FULL", 3: "EXTRA"}
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+def database_stats(store: Store) -> DatabaseStats:
+    with store.read() as conn:
+        revision = migrate.current_revision(conn)
+        counts = {
+            table.name: int(conn.execute(select(func.count()).select_from(table)).scalar_one())
+            for table in metadata.sorted_tables
+        }
+        journal_mode = str(conn.exec_driver_sql("PRAGMA journal_mode").scalar_one())
+        sync_value = int(conn.exec_driver_sql("PRAGMA synchronous").scalar_one())
+    in_memory = store.in_memory
+    return DatabaseStats(
+        path=store.path,
+        revision=revision,
+        head_revision=migrate.head_revision(),
+        counts=dict(sorted(counts.items())),
+        database_bytes=0 if in_memory else _size(store.path),
+        wal_bytes=0 if in_memory else _size(str(Path(store.path)) + "-wal"),
+        journal_mode=journal_mode,
+        synchronous=_SYNCHRONOUS_NAMES.get(sync_value, str(sync_value)),
+    )

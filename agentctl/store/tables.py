@@ -1,0 +1,385 @@
+"""SQLAlchemy tables for every durable record (DESIGN.md §3).
+
+SQLite is the correctness boundary: what is not in these tables did not happen. Each
+versioned record carries ``format_version`` so a row written by a newer agentctl is refused
+instead of misread. JSON payloads are stored as canonical JSON text (``*_json`` columns) so
+their digests can be recomputed from the stored bytes. Every lookup the CLI makes has an
+index; names follow ``NAMING_CONVENTION`` so Alembic can alter constraints by name later.
+
+The tables evolve only through new Alembic revisions in ``migrations/versions``; a test
+checks that the migrations produce exactly this metadata.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import (
+    Boolean,
+    CheckConstraint,
+    Column,
+    DateTime,
+    Float,
+    ForeignKey,
+    ForeignKeyConstraint,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+
+__all__ = [
+    "FORMAT_VERSION",
+    "NAMING_CONVENTION",
+    "VERSIONED_TABLES",
+    "approvals",
+    "artifact_blobs",
+    "artifact_leases",
+    "artifact_refs",
+    "audit_events",
+    "budget_reservations",
+    "budgets",
+    "checkpoints",
+    "effects",
+    "memory_entries",
+    "metadata",
+    "provider_sessions",
+    "reconciliations",
+    "runs",
+    "tasks",
+    "tool_calls",
+]
+
+#: The record format this code writes and the newest it can read.
+FORMAT_VERSION = 1
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+def _ts(name: str, nullable: bool = True) -> Column[datetime]:
+    return Column(name, DateTime(timezone=True), nullable=nullable)
+
+
+def _format_version() -> Column[int]:
+    return Column("format_version", Integer, nullable=False, server_default="1")
+
+
+runs = Table(
+    "runs",
+    metadata,
+    Column("id", String(80), primary_key=True),
+    _format_version(),
+    Column("workflow_name", String(255), nullable=False),
+    Column("workflow_digest", String(80), nullable=False),
+    Column("plan_digest", String(80), nullable=False),
+    Column("plan_json", Text, nullable=False),
+    Column("inputs_json", Text, nullable=False, server_default="{}"),
+    Column("mode", String(20), nullable=False, server_default="execute"),
+    Column("status", String(20), nullable=False),
+    Column("workspace", Text, nullable=True),
+    Column("source_run_id", String(80), ForeignKey("runs.id", ondelete="SET NULL")),
+    Column("relation", String(20), nullable=True),
+    Column("reason", Text, nullable=True),
+    Column("output_json", Text, nullable=True),
+    Column("error_json", Text, nullable=True),
+    _ts("created_at", nullable=False),
+    _ts("updated_at", nullable=False),
+    _ts("deadline_at"),
+    Column("cancel_requested", Boolean, nullable=False, server_default="0"),
+    Column("cancel_reason", Text, nullable=True),
+    Column("owner_id", String(80), nullable=True),
+    _ts("owner_lease_expires_at"),
+    CheckConstraint(
+        "mode IN ('execute', 'replay', 'retry', 'repair', 'fork', 'compensate')", name="mode"
+    ),
+    Index(None, "status", "created_at"),
+    Index(None, "workflow_name", "created_at"),
+    Index(None, "created_at"),
+    Index(None, "source_run_id"),
+)
+
+tasks = Table(
+    "tasks",
+    metadata,
+    Column("run_id", String(80), ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True),
+    Column("task_id", String(512), primary_key=True),
+    _format_version(),
+    Column("ordinal", Integer, nullable=False),
+    Column("status", String(20), nullable=False),
+    Column("attempt", Integer, nullable=False, server_default="0"),
+    Column("disposition", String(20), nullable=True),
+    Column("definition_fingerprint", String(80), nullable=True),
+    Column("input_digest", String(80), nullable=True),
+    Column("output_contract_fingerprint", String(80), nullable=True),
+    Column("output_json", Text, nullable=True),
+    Column("output_digest", String(80), nullable=True),
+    Column("state_delta_json", Text, nullable=True),
+    Column("state_delta_digest", String(80), nullable=True),
+    Column("artifact_manifest_json", Text, nullable=True),
+    Column("error_json", Text, nullable=True),
+    Column("source_run_id", String(80), nullable=True),
+    Column("source_task_id", String(512), nullable=True),
+    _ts("started_at"),
+    _ts("finished_at"),
+    CheckConstraint(
+        "disposition IS NULL OR disposition IN ('executed', 'reused', 'recorded')",
+        name="disposition",
+    ),
+    Index(None, "run_id", "status"),
+    Index(None, "run_id", "ordinal"),
+)
+
+effects = Table(
+    "effects",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    _format_version(),
+    Column("run_id", String(80), ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    Column("task_id", String(512), nullable=False),
+    Column("attempt", Integer, nullable=False),
+    Column("ordinal", Integer, nullable=False),
+    Column("operation", String(120), nullable=False),
+    Column("input_digest", String(80), nullable=False),
+    Column("effect_class", String(40), nullable=False),
+    Column("idempotency", String(40), nullable=False),
+    Column("risk", String(20), nullable=False),
+    Column("idempotency_key", String(255), nullable=True),
+    Column("status", String(30), nullable=False),
+    Column("request_json", Text, nullable=True),
+    Column("result_json", Text, nullable=True),
+    Column("error_json", Text, nullable=True),
+    Column("confirmed", Boolean, nullable=False, server_default="0"),
+    Column("trace_id", String(64), nullable=True),
+    _ts("requested_at", nullable=False),
+    _ts("started_at"),
+    _ts("finished_at"),
+    CheckConstraint(
+        "status IN ('requested', 'waiting_for_approval', 'started', 'succeeded', 'failed',"
+        " 'cancelled', 'uncertain')",
+        name="status",
+    ),
+    Index(None, "run_id", "task_id", "attempt", "ordinal"),
+    Index(None, "run_id", "status"),
+)
+
+reconciliations = Table(
+    "reconciliations",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    _format_version(),
+    Column("effect_id", String(64), ForeignKey("effects.id", ondelete="CASCADE"), nullable=False),
+    Column("status", String(20), nullable=False),
+    Column("reason", Text, nullable=False),
+    Column("actor", String(255), nullable=False),
+    Column("evidence", Text, nullable=True),
+    Column("result_json", Text, nullable=True),
+    Column("result_validated", Boolean, nullable=False, server_default="0"),
+    Column("compensation_effect_id", String(64), nullable=True),
+    Column("supersedes_id", Integer, ForeignKey("reconciliations.id"), nullable=True),
+    _ts("created_at", nullable=False),
+    CheckConstraint("status IN ('applied', 'not_applied', 'compensated')", name="status"),
+    Index(None, "effect_id", "id"),
+)
+
+approvals = Table(
+    "approvals",
+    metadata,
+    Column("id", String(80), primary_key=True),
+    _format_version(),
+    Column("run_id", String(80), ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    Column("task_id", String(512), nullable=False),
+    Column("effect_id", String(64), nullable=True),
+    Column("kind", String(20), nullable=False),
+    Column("prompt", Text, nullable=False),
+    Column("choices_json", Text, nullable=True),
+    Column("answer_schema_json", Text, nullable=True),
+    Column("input_json", Text, nullable=True),
+    Column("risk", String(20), nullable=True),
+    Column("status", String(20), nullable=False),
+    Column("resolver", String(255), nullable=True),
+    Column("answer_json", Text, nullable=True),
+    Column("reason", Text, nullable=True),
+    _ts("created_at", nullable=False),
+    _ts("resolved_at"),
+    CheckConstraint("kind IN ('approval', 'question')", name="kind"),
+    CheckConstraint(
+        "status IN ('pending', 'approved', 'rejected', 'answered', 'expired')", name="status"
+    ),
+    Index(None, "run_id", "status"),
+    Index(None, "status", "created_at"),
+)
+
+checkpoints = Table(
+    "checkpoints",
+    metadata,
+    Column("run_id", String(80), ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True),
+    Column("seq", Integer, primary_key=True),
+    _format_version(),
+    Column("transition", String(600), nullable=False),
+    Column("memory_delta_json", Text, nullable=False, server_default="{}"),
+    Column("is_snapshot", Boolean, nullable=False, server_default="0"),
+    Column("checksum", String(80), nullable=False),
+    _ts("created_at", nullable=False),
+)
+
+audit_events = Table(
+    "audit_events",
+    metadata,
+    Column("run_id", String(80), ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True),
+    Column("seq", Integer, primary_key=True),
+    _format_version(),
+    Column("kind", String(80), nullable=False),
+    Column("task_id", String(512), nullable=True),
+    Column("effect_id", String(64), nullable=True),
+    Column("payload_json", Text, nullable=False),
+    Column("prev_digest", String(80), nullable=True),
+    Column("digest", String(80), nullable=False),
+    _ts("created_at", nullable=False),
+    Index(None, "effect_id"),
+)
+
+provider_sessions = Table(
+    "provider_sessions",
+    metadata,
+    Column("run_id", String(80), ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True),
+    Column("task_id", String(512), primary_key=True),
+    _format_version(),
+    Column("provider", String(255), nullable=False),
+    Column("state_json", Text, nullable=False),
+    _ts("updated_at", nullable=False),
+)
+
+tool_calls = Table(
+    "tool_calls",
+    metadata,
+    Column("id", String(80), primary_key=True),
+    _format_version(),
+    Column("run_id", String(80), ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    Column("task_id", String(512), nullable=False),
+    Column("effect_id", String(64), ForeignKey("effects.id", ondelete="CASCADE")),
+    Column("tool", String(255), nullable=False),
+    Column("status", String(30), nullable=False),
+    Column("arguments_json", Text, nullable=False),
+    Column("result_json", Text, nullable=True),
+    Column("error_json", Text, nullable=True),
+    _ts("created_at", nullable=False),
+    _ts("finished_at"),
+    Index(None, "run_id", "task_id"),
+    Index(None, "effect_id"),
+)
+
+budgets = Table(
+    "budgets",
+    metadata,
+    Column("run_id", String(80), ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True),
+    Column("resource", String(60), primary_key=True),
+    Column("limit_units", Float, nullable=True),
+    Column("reserved_units", Float, nullable=False, server_default="0"),
+    Column("used_units", Float, nullable=False, server_default="0"),
+    Column("pricing_version", String(40), nullable=True),
+    _ts("updated_at", nullable=False),
+)
+
+budget_reservations = Table(
+    "budget_reservations",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("run_id", String(80), nullable=False),
+    Column("resource", String(60), nullable=False),
+    Column("effect_id", String(64), nullable=True),
+    Column("units", Float, nullable=False),
+    Column("status", String(20), nullable=False),
+    _ts("created_at", nullable=False),
+    _ts("settled_at"),
+    ForeignKeyConstraint(
+        ["run_id", "resource"], ["budgets.run_id", "budgets.resource"], ondelete="CASCADE"
+    ),
+    CheckConstraint("status IN ('held', 'settled', 'released')", name="status"),
+    Index(None, "run_id", "status"),
+    Index(None, "effect_id"),
+)
+
+artifact_blobs = Table(
+    "artifact_blobs",
+    metadata,
+    Column("digest", String(80), primary_key=True),
+    Column("size_bytes", Integer, nullable=False),
+    Column("media_type", String(255), nullable=True),
+    _ts("created_at", nullable=False),
+    _ts("verified_at"),
+)
+
+artifact_refs = Table(
+    "artifact_refs",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    _format_version(),
+    Column(
+        "blob_digest",
+        String(80),
+        ForeignKey("artifact_blobs.digest", ondelete="RESTRICT"),
+        nullable=False,
+    ),
+    Column("run_id", String(80), ForeignKey("runs.id", ondelete="CASCADE"), nullable=False),
+    Column("task_id", String(512), nullable=False),
+    Column("name", String(512), nullable=False),
+    Column("version", Integer, nullable=False, server_default="1"),
+    Column("path", Text, nullable=True),
+    Column("definition_fingerprint", String(80), nullable=True),
+    Column("input_digest", String(80), nullable=True),
+    Column("output_digest", String(80), nullable=True),
+    _ts("created_at", nullable=False),
+    UniqueConstraint("name", "version"),
+    Index(None, "run_id", "task_id"),
+    Index(None, "blob_digest"),
+)
+
+artifact_leases = Table(
+    "artifact_leases",
+    metadata,
+    Column("id", String(80), primary_key=True),
+    # No foreign key: a lease protects a blob while it is being written, before its row exists.
+    Column("blob_digest", String(80), nullable=True),
+    Column("holder", String(255), nullable=False),
+    _ts("created_at", nullable=False),
+    _ts("expires_at", nullable=False),
+    Index(None, "expires_at"),
+    Index(None, "blob_digest"),
+)
+
+memory_entries = Table(
+    "memory_entries",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    _format_version(),
+    Column("namespace", String(255), nullable=False),
+    Column("key", String(512), nullable=False),
+    Column("value_type", String(10), nullable=False),
+    Column("value_json", Text, nullable=False),
+    Column("text", Text, nullable=True),
+    Column("metadata_json", Text, nullable=False, server_default="{}"),
+    Column("embedding", LargeBinary, nullable=True),
+    Column("embedding_model", String(255), nullable=True),
+    Column("provenance_json", Text, nullable=True),
+    _ts("created_at", nullable=False),
+    _ts("updated_at", nullable=False),
+    _ts("expires_at"),
+    CheckConstraint("value_type IN ('text', 'json')", name="value_type"),
+    UniqueConstraint("namespace", "key"),
+    Index(None, "expires_at"),
+)
+
+#: Tables whose rows carry a record format version (checked on read).
+VERSIONED_TABLES = tuple(t.name for t in metadata.sorted_tables if "format_version" in t.c)

@@ -1,0 +1,1 @@
+"""Alembic revisions for the agentctl store, shipped as ``agentctl._migrations``."""

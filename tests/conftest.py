@@ -1,0 +1,59 @@
+"""Shared fixtures: every test runs with its own home, database and working directory."""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentctl.cli import main as cli_main
+from agentctl.cli import output
+
+
+@pytest.fixture(autouse=True)
+def _isolate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("AGENTCTL_HOME", str(home))
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("AGENTCTL_DB", raising=False)
+    monkeypatch.delenv("AGENTCTL_SQLITE_SYNCHRONOUS", raising=False)
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+
+
+@dataclass
+class CliResult:
+    exit_code: int
+    stdout: str
+    stderr: str
+
+    def json(self) -> Any:
+        return json.loads(self.stdout)
+
+    def error_json(self) -> Any:
+        return json.loads(self.stderr)
+
+
+@pytest.fixture
+def cli() -> Any:
+    """Run the CLI in-process with captured streams: ``cli("db", "stats", "--db", p)``."""
+
+    def invoke(*args: str | Path) -> CliResult:
+        stdout, stderr = io.StringIO(), io.StringIO()
+        argv: Sequence[str] = [str(a) for a in args]
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr("sys.stdout", stdout)
+            patch.setattr("sys.stderr", stderr)
+            code = cli_main.main(argv)
+        output.set_current(output.Output())
+        return CliResult(code, stdout.getvalue(), stderr.getvalue())
+
+    return invoke

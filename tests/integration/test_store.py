@@ -1,0 +1,169 @@
+"""The SQLite store on real files: migrations, version safety, pragmas, file modes."""
+
+from __future__ import annotations
+
+import sqlite3
+import stat
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import insert, inspect, select
+
+from agentctl.errors import NewerFormatError, NewerSchemaError, NotFoundError, PersistenceError
+from agentctl.store import migrate
+from agentctl.store.engine import StoreSettings, open_store
+from agentctl.store.records import get_run
+from agentctl.store.tables import metadata, runs, tasks
+
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def _insert_run(conn: object, run_id: str = "run-1", format_version: int = 1) -> None:
+    conn.execute(  # type: ignore[attr-defined]
+        insert(runs).values(
+            id=run_id,
+            format_version=format_version,
+            workflow_name="wf",
+            workflow_digest="sha256:a",
+            plan_digest="sha256:b",
+            plan_json="{}",
+            status="running",
+            created_at=NOW,
+            updated_at=NOW,
+        )
+    )
+
+
+def test_single_head() -> None:
+    assert migrate.head_revision() == "0001_initial"
+    assert len(migrate.known_revisions()) >= 1
+
+
+def test_upgrade_from_empty_creates_every_table(tmp_path: Path) -> None:
+    with open_store(str(tmp_path / "a.db")) as store:
+        assert store.revision() == migrate.head_revision()
+        with store.read() as conn:
+            names = set(inspect(conn).get_table_names())
+    assert {t.name for t in metadata.sorted_tables} <= names
+
+
+def test_migrations_produce_exactly_the_metadata(tmp_path: Path) -> None:
+    with open_store(str(tmp_path / "a.db")) as store, store.read() as conn:
+        diff = compare_metadata(MigrationContext.configure(conn), metadata)
+    assert diff == []
+
+
+def test_downgrade_to_base_and_back_with_rows(tmp_path: Path) -> None:
+    with open_store(str(tmp_path / "a.db")) as store:
+        with store.write() as conn:
+            _insert_run(conn)
+            conn.execute(
+                insert(tasks).values(run_id="run-1", task_id="t", ordinal=0, status="pending")
+            )
+        with store.write() as conn:
+            migrate.downgrade(conn, "base")
+        assert store.revision() is None
+        with store.write() as conn:
+            migrate.upgrade(conn)
+        assert store.revision() == migrate.head_revision()
+        with store.read() as conn:
+            assert conn.execute(select(runs)).all() == []
+
+
+def test_unknown_future_revision_is_refused_and_file_untouched(tmp_path: Path) -> None:
+    path = tmp_path / "future.db"
+    open_store(str(path)).close()
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE alembic_version SET version_num = '9999_from_the_future'")
+    conn.close()
+    before = path.read_bytes()
+    with pytest.raises(NewerSchemaError) as info:
+        open_store(str(path))
+    assert "9999_from_the_future" in info.value.message
+    assert migrate.head_revision() in info.value.message
+    assert info.value.exit_code == 5
+    assert path.read_bytes() == before
+
+
+def test_newer_record_format_is_refused(tmp_path: Path) -> None:
+    with open_store(str(tmp_path / "a.db")) as store:
+        with store.write() as conn:
+            _insert_run(conn, "run-new", format_version=99)
+            _insert_run(conn, "run-ok")
+        with store.read() as conn:
+            assert get_run(conn, "run-ok")["workflow_name"] == "wf"
+            with pytest.raises(NewerFormatError, match="format version 99"):
+                get_run(conn, "run-new")
+            with pytest.raises(NotFoundError, match="run-missing"):
+                get_run(conn, "run-missing")
+
+
+def test_files_are_private_and_parent_created(tmp_path: Path) -> None:
+    path = tmp_path / "deep" / "er" / "runtime.db"
+    with open_store(str(path)) as store:
+        with store.write() as conn:
+            _insert_run(conn)
+        for suffix in ("", "-wal", "-shm"):
+            candidate = Path(str(path) + suffix)
+            if candidate.exists():
+                assert stat.S_IMODE(candidate.stat().st_mode) == 0o600, suffix
+        assert Path(str(path) + "-wal").exists()
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+
+
+def test_pragmas(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with open_store(str(tmp_path / "a.db")) as store, store.read() as conn:
+        assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+        assert conn.exec_driver_sql("PRAGMA synchronous").scalar() == 2
+        assert conn.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
+        assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() == 10_000
+    monkeypatch.setenv("AGENTCTL_SQLITE_SYNCHRONOUS", "normal")
+    with open_store(str(tmp_path / "a.db")) as store, store.read() as conn:
+        assert conn.exec_driver_sql("PRAGMA synchronous").scalar() == 1
+    monkeypatch.setenv("AGENTCTL_SQLITE_SYNCHRONOUS", "sometimes")
+    with pytest.raises(PersistenceError, match="AGENTCTL_SQLITE_SYNCHRONOUS"):
+        open_store(str(tmp_path / "a.db"))
+
+
+def test_write_transactions_take_the_lock_at_begin(tmp_path: Path) -> None:
+    path = str(tmp_path / "a.db")
+    first = open_store(path)
+    second = open_store(path, settings=StoreSettings(busy_timeout_ms=50))
+    try:
+        with first.write():
+            # No statement ran yet in `first`, but BEGIN IMMEDIATE already holds the lock.
+            with pytest.raises(PersistenceError, match="locked"), second.write() as conn:
+                _insert_run(conn)
+            with second.read() as conn:  # readers are never blocked (WAL)
+                assert conn.execute(select(runs)).all() == []
+    finally:
+        first.close()
+        second.close()
+
+
+def test_foreign_keys_are_enforced(tmp_path: Path) -> None:
+    with open_store(str(tmp_path / "a.db")) as store:
+        with pytest.raises(PersistenceError), store.write() as conn:
+            conn.execute(
+                insert(tasks).values(run_id="nope", task_id="t", ordinal=0, status="pending")
+            )
+
+
+def test_not_a_database(tmp_path: Path) -> None:
+    path = tmp_path / "junk.db"
+    path.write_bytes(b"this is not sqlite at all, just some bytes" * 100)
+    before = path.read_bytes()
+    with pytest.raises(PersistenceError, match="not an agentctl database"):
+        open_store(str(path))
+    assert path.read_bytes() == before
+
+
+def test_in_memory_store() -> None:
+    with open_store(":memory:") as store:
+        with store.write() as conn:
+            _insert_run(conn)
+        with store.read() as conn:
+            assert len(conn.execute(select(runs)).all()) == 1
