@@ -27,8 +27,8 @@ format: $(STAMP)
 	$(BIN)/ruff format agentctl tests migrations $(wildcard bench)
 
 demo: $(STAMP)
-	$(BIN)/agentctl db --db .agentctl/demo.db migrate
-	$(BIN)/agentctl db --db .agentctl/demo.db stats
+	$(BIN)/agentctl check workflows/hello.yaml
+	$(BIN)/agentctl roll workflows/hello.yaml --db .agentctl/demo.db
 
 bench: $(STAMP)
 	$(BIN)/python bench/compile_bench.py

@@ -13,9 +13,11 @@ from typing import Any
 
 __all__ = [
     "canonical_json",
+    "compact_json",
     "digest_bytes",
     "digest_json",
     "effect_id",
+    "effect_input_digest",
     "sha256_hex",
 ]
 
@@ -45,6 +47,16 @@ def digest_json(value: Any) -> str:
     return digest_bytes(canonical_json(value).encode("utf-8"))
 
 
+def compact_json(value: Any) -> str:
+    """Compact JSON that keeps key order (upstream's serde_json with ``preserve_order``)."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def effect_input_digest(effect_input: Any) -> str:
+    """Lowercase hex SHA-256 of the effect input as compact JSON (reference §19.1)."""
+    return sha256_hex(compact_json(effect_input).encode("utf-8"))
+
+
 def effect_id(
     run_id: str,
     task_id: str,
@@ -53,11 +65,13 @@ def effect_id(
     operation: str,
     input_digest: str,
 ) -> str:
-    """The effect id: 64-hex SHA-256 over (run, task, attempt, ordinal, operation, input).
+    """The effect id of reference §19.1, byte-compatible with upstream.
 
-    The fields are framed as a canonical JSON array, so no two distinct tuples collide by
-    concatenation (``("a", "bc")`` vs ``("ab", "c")``).
+    Lowercase hex SHA-256 of ``run id NUL task id NUL attempt NUL ordinal NUL operation NUL
+    input digest``. NUL cannot occur in any field (ids and operations are validated names,
+    digests are hex), so the framing is unambiguous; a NUL is refused rather than hashed.
     """
-    fields = ["effect/v1", run_id, task_id, attempt, ordinal, operation, input_digest]
-    framed = canonical_json(fields)
-    return sha256_hex(framed.encode("utf-8"))
+    fields = [run_id, task_id, str(int(attempt)), str(int(ordinal)), operation, input_digest]
+    if any("\x00" in part for part in fields):
+        raise ValueError("effect id fields must not contain NUL")
+    return sha256_hex("\x00".join(fields).encode("utf-8"))

@@ -6,6 +6,8 @@
     ├── PausedError                    3  run parked for an approval or a question
     ├── BlockedError                   3  uncertain effect, blocked retry/repair/compensation plan
     ├── RunFailedError                 4  task failure, policy denial, budget, deadline
+    │   ├── TaskError                  4  one task failed (bad input, non-zero exit, assertion)
+    │   └── PolicyDeniedError          4  policy denied an effect (path, process, tool, network)
     ├── PersistenceError               5  database cannot be opened or migrated, corrupt state
     │   ├── NewerSchemaError           5  database written by a newer agentctl
     │   ├── NewerFormatError           5  a record whose format version is newer than the code
@@ -42,8 +44,10 @@ __all__ = [
     "NotFoundError",
     "PausedError",
     "PersistenceError",
+    "PolicyDeniedError",
     "ProviderError",
     "RunFailedError",
+    "TaskError",
     "UsageError",
     "ValidationError",
 ]
@@ -106,6 +110,16 @@ class BlockedError(AgentctlError):
 class RunFailedError(AgentctlError):
     exit_code = EXIT_RUN_FAILED
     default_code = "run.failed"
+
+
+class TaskError(RunFailedError):
+    """A task failed for a reason of its own; inside a run it fails the task, not the run."""
+
+    default_code = "task.failed"
+
+
+class PolicyDeniedError(RunFailedError):
+    default_code = "policy.denied"
 
 
 class PersistenceError(AgentctlError):

@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from agentctl.cli import db, meta
+from agentctl.cli import approvals, authoring, db, effects, inspecting, meta, running
 
 __all__ = ["app"]
 
@@ -47,6 +47,19 @@ def _root(
     """Run AI-agent workflows durably: every effect is journaled before it is dispatched."""
 
 
+app.command("check")(authoring.check_command)
+app.command("plan")(authoring.plan_command)
+app.command("schema")(authoring.schema_command)
+app.command("roll")(running.roll_command)
+app.command("run", help="Alias of `roll`.")(running.roll_command)
+app.command("resume")(running.resume_command)
+app.command("cancel")(running.cancel_command)
+app.command("inspect")(inspecting.inspect_command)
+app.command("audit")(inspecting.audit_command)
+app.command("reconcile")(effects.reconcile_command)
+app.add_typer(inspecting.runs_app, name="runs")
+app.add_typer(effects.app, name="effects")
+app.add_typer(approvals.app, name="approvals")
+app.add_typer(db.app, name="db")
 app.command("version")(meta.version_command)
 app.command("completion")(meta.completion_command)
-app.add_typer(db.app, name="db")

@@ -85,6 +85,10 @@ runs = Table(
     Column("workflow_digest", String(80), nullable=False),
     Column("plan_digest", String(80), nullable=False),
     Column("plan_json", Text, nullable=False),
+    # The validated document the plan was compiled from (defaults filled in): the executor
+    # reads action, agent, tool, provider and policy definitions from it, never the file.
+    Column("workflow_json", Text, nullable=False, server_default="{}"),
+    Column("workflow_file", Text, nullable=True),
     Column("inputs_json", Text, nullable=False, server_default="{}"),
     Column("mode", String(20), nullable=False, server_default="execute"),
     Column("status", String(20), nullable=False),

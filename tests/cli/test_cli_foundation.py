@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from agentctl.cli.reference import iter_commands, render_reference
+from agentctl.store import migrate
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -24,7 +25,7 @@ def test_db_stats_json_envelope(cli: Any, tmp_path: Path) -> None:
     document = result.json()  # exactly one JSON document on stdout
     assert document["apiVersion"] == "agentctl.dev/cli/v1"
     assert document["kind"] == "DbStats" and document["ok"] is True
-    assert document["data"]["schemaRevision"] == "0001_initial"
+    assert document["data"]["schemaRevision"] == migrate.head_revision()
     assert document["data"]["counts"]["runs"] == 0
     assert document["diagnostics"] == []
     assert result.stderr == ""
@@ -81,7 +82,7 @@ def test_newer_schema_exit_5_json(cli: Any, tmp_path: Path) -> None:
         result = cli("--output", "json", *command, "--db", db)
         assert result.exit_code == 5
         error = result.error_json()["error"]
-        assert "zz99" in error["message"] and "0001_initial" in error["message"]
+        assert "zz99" in error["message"] and migrate.head_revision() in error["message"]
         assert error["code"] == "store.newer_schema" and error["hint"]
         assert result.stdout == ""
     assert db.read_bytes() == before
@@ -99,7 +100,7 @@ def test_human_errors_have_no_traceback(cli: Any, tmp_path: Path) -> None:
 def test_db_migrate_reports_change(cli: Any, tmp_path: Path) -> None:
     db = tmp_path / "m.db"
     first = cli("--output", "json", "db", "migrate", "--db", db).json()["data"]
-    assert first["changed"] is True and first["toRevision"] == "0001_initial"
+    assert first["changed"] is True and first["toRevision"] == migrate.head_revision()
     second = cli("--output", "json", "db", "migrate", "--db", db).json()["data"]
     assert second["changed"] is False
     human = cli("db", "migrate", "--db", db)
@@ -246,7 +247,6 @@ def test_wheel_ships_migrations_and_migrates_a_new_database(tmp_path: Path) -> N
     )
     assert result.returncode == 0, result.stderr
     with sqlite3.connect(outside / "new.db") as conn:
-        assert conn.execute("SELECT version_num FROM alembic_version").fetchone() == (
-            "0001_initial",
-        )
+        row = conn.execute("SELECT version_num FROM alembic_version").fetchone()
+        assert row == (migrate.head_revision(),)
     conn.close()

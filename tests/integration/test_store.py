@@ -38,7 +38,7 @@ def _insert_run(conn: object, run_id: str = "run-1", format_version: int = 1) ->
 
 
 def test_single_head() -> None:
-    assert migrate.head_revision() == "0001_initial"
+    assert migrate.head_revision() == "0002_run_workflow"
     assert len(migrate.known_revisions()) >= 1
 
 
@@ -167,3 +167,21 @@ def test_in_memory_store() -> None:
             _insert_run(conn)
         with store.read() as conn:
             assert len(conn.execute(select(runs)).all()) == 1
+
+
+def test_upgrade_from_first_revision_keeps_rows(tmp_path: Path) -> None:
+    """A database written at 0001 gains the run-workflow columns with its rows intact."""
+    path = tmp_path / "old.db"
+    with open_store(str(path)) as store:
+        with store.write() as conn:
+            migrate.downgrade(conn, "0001_initial")
+        with store.write() as conn:
+            conn.exec_driver_sql(
+                "INSERT INTO runs (id, workflow_name, workflow_digest, plan_digest, plan_json,"
+                " status, created_at, updated_at) VALUES ('run-old', 'wf', 'a', 'b', '{}',"
+                " 'succeeded', '2026-01-01', '2026-01-01')"
+            )
+    with open_store(str(path)) as store, store.read() as conn:
+        assert store.revision() == migrate.head_revision()
+        row = get_run(conn, "run-old")
+        assert row["workflow_json"] == "{}" and row["status"] == "succeeded"

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agentctl.digest import canonical_json, digest_json, effect_id
+from agentctl.digest import canonical_json, digest_json, effect_id, effect_input_digest
 from agentctl.ids import FixedClock, IdGenerator, approval_id
 
 json_values = st.recursive(
@@ -33,6 +33,17 @@ def test_digest_ignores_key_order(value: dict[str, object]) -> None:
 def test_canonical_json_rejects_nan() -> None:
     with pytest.raises(ValueError):
         canonical_json({"x": math.nan})
+
+
+def test_effect_id_matches_the_reference_formula() -> None:
+    import hashlib
+
+    digest = effect_input_digest({"path": "a.txt"})
+    assert digest == hashlib.sha256(b'{"path":"a.txt"}').hexdigest()
+    expected = hashlib.sha256(f"run-1\x00t\x001\x001\x00builtin.read\x00{digest}".encode())
+    assert effect_id("run-1", "t", 1, 1, "builtin.read", digest) == expected.hexdigest()
+    with pytest.raises(ValueError):
+        effect_id("run\x001", "t", 1, 1, "x", digest)
 
 
 def test_effect_id_is_64_hex_and_framed() -> None:

@@ -1,0 +1,200 @@
+"""``agentctl check``, ``plan`` and ``schema``: authoring without any state."""
+
+from __future__ import annotations
+
+import json
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from agentctl.cli import output
+from agentctl.errors import UsageError, ValidationError
+
+if TYPE_CHECKING:
+    from agentctl.compiler import Plan
+    from agentctl.diagnostics import Diagnostic
+
+
+class GraphFormat(StrEnum):
+    mermaid = "mermaid"
+    dot = "dot"
+
+
+def _compile(workflow: str) -> tuple[Plan, list[Diagnostic]]:
+    from agentctl.compiler import compile_workflow
+    from agentctl.spec import load_workflow
+
+    loaded = load_workflow(workflow)
+    diagnostics = list(loaded.diagnostics)
+    if not loaded.ok or loaded.document is None:
+        raise ValidationError(
+            f"{workflow} is not a valid workflow ({sum(d.is_error for d in diagnostics)} error(s))",
+            code="workflow.invalid",
+            diagnostics=diagnostics,
+            hint="fix the diagnostics above; `agentctl schema` prints the JSON Schema",
+        )
+    compiled = compile_workflow(loaded.document, source=loaded.source)
+    diagnostics.extend(compiled.diagnostics)
+    if not compiled.ok or compiled.plan is None:
+        raise ValidationError(
+            f"{workflow} does not compile ({sum(d.is_error for d in diagnostics)} error(s))",
+            code="workflow.invalid",
+            diagnostics=diagnostics,
+            hint="fix the diagnostics above and run `agentctl check` again",
+        )
+    return compiled.plan, diagnostics
+
+
+def check_command(
+    workflow: Annotated[str, typer.Argument(help="Workflow file (.yaml, .yml, .json or .py).")],
+    workspace: Annotated[
+        str | None,
+        typer.Option("--workspace", help="Base directory the workflow will run in; must exist."),
+    ] = None,
+) -> None:
+    """Parse, validate and compile a workflow; exit 2 with located diagnostics if invalid."""
+    if workspace is not None and not Path(workspace).is_dir():
+        raise UsageError(
+            f"workspace {workspace} is not a directory",
+            hint="pass an existing directory with --workspace",
+        )
+    plan, diagnostics = _compile(workflow)
+    data = {
+        "valid": True,
+        "workflow": plan.workflow_name,
+        "workflowDigest": plan.workflow_digest,
+        "planDigest": plan.plan_digest,
+        "tasks": len(plan.order),
+    }
+    output.current().success(
+        "CheckResult",
+        data,
+        diagnostics=diagnostics,
+        human=f"{workflow}: valid ({plan.workflow_name}, {len(plan.order)} tasks, plan "
+        f"{plan.plan_digest[:19]})",
+    )
+
+
+def _graph(plan: Plan, fmt: GraphFormat) -> str:
+    def node(task_id: str) -> str:
+        return "n" + str(plan.order.index(task_id))
+
+    if fmt == GraphFormat.mermaid:
+        lines = ["flowchart TD"]
+        for task_id in plan.order:
+            kind = plan.tasks[task_id].uses.kind
+            lines.append(f'  {node(task_id)}["{task_id}<br/><i>{kind}</i>"]')
+        for task_id in plan.order:
+            for need in plan.tasks[task_id].needs:
+                lines.append(f"  {node(need)} --> {node(task_id)}")
+        return "\n".join(lines) + "\n"
+    lines = [f'digraph "{plan.workflow_name}" {{', "  rankdir=TB;"]
+    for task_id in plan.order:
+        kind = plan.tasks[task_id].uses.kind
+        lines.append(f'  {node(task_id)} [label="{task_id}\\n({kind})"];')
+    for task_id in plan.order:
+        for need in plan.tasks[task_id].needs:
+            lines.append(f"  {node(need)} -> {node(task_id)};")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def _uses_text(task: Any) -> str:
+    name = task.uses.name
+    kind = str(task.uses.kind)
+    return f"{kind}:{name}" if isinstance(name, str) else kind
+
+
+def plan_command(
+    workflow: Annotated[str, typer.Argument(help="Workflow file (.yaml, .yml, .json or .py).")],
+    input_pairs: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--input", help="KEY=VALUE input override, checked like a run's inputs; repeatable."
+        ),
+    ] = None,
+    graph: Annotated[
+        GraphFormat | None,
+        typer.Option("--graph", help="Print the task graph as mermaid or dot instead."),
+    ] = None,
+) -> None:
+    """Print the deterministic compiled plan: order, concurrency, providers, tools, effects."""
+    from agentctl.engine.runs import parse_input_pairs
+
+    plan, diagnostics = _compile(workflow)
+    overrides = parse_input_pairs(input_pairs or [])
+    out = output.current()
+    if graph is not None:
+        text = _graph(plan, graph)
+        if out.machine:
+            out.success(
+                "PlanGraph", {"format": graph.value, "graph": text}, diagnostics=diagnostics
+            )
+        else:
+            out.stdout.write(text)
+            out.emitted = True
+        return
+    data = plan.to_json()
+    if overrides:
+        data["inputOverrides"] = overrides
+
+    def human() -> None:
+        effects = plan.requirements.effects
+        print(
+            f"plan {plan.workflow_name}  {len(plan.order)} tasks, maxConcurrency "
+            f"{plan.max_concurrency}, {plan.predictability}",
+            file=out.stdout,
+        )
+        print(f"  workflow {plan.workflow_digest}\n  plan     {plan.plan_digest}", file=out.stdout)
+        for index, task_id in enumerate(plan.order):
+            task = plan.tasks[task_id]
+            needs = f"  needs {', '.join(task.needs)}" if task.needs else ""
+            declared = [e.operation for e in effects if e.task == task_id]
+            effect_text = f"  effects {', '.join(declared)}" if declared else ""
+            print(
+                f"  {index + 1:>4}. {task_id}  [{_uses_text(task)}]{needs}{effect_text}",
+                file=out.stdout,
+            )
+        for provider in plan.requirements.providers:
+            print(
+                f"  provider {provider.name} ({provider.kind}): {', '.join(provider.required)}",
+                file=out.stdout,
+            )
+        for tool in plan.requirements.tools:
+            print(
+                f"  tool {tool.name} ({tool.kind}) {tool.effect_class}, risk {tool.risk}, "
+                f"approval {tool.approval}",
+                file=out.stdout,
+            )
+        print(f"  declared effects: {len(effects)}", file=out.stdout)
+
+    out.success("Plan", data, diagnostics=diagnostics, human=human)
+
+
+def schema_command(
+    write: Annotated[
+        str | None,
+        typer.Option("--write", help="Write the schema to this file instead of printing it."),
+    ] = None,
+) -> None:
+    """Print the JSON Schema of the workflow format (generated from the models)."""
+    from agentctl.spec import workflow_json_schema
+
+    schema = workflow_json_schema()
+    out = output.current()
+    if write is not None:
+        target = Path(write)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(json.dumps(schema, indent=2) + "\n", encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"cannot write {target}: {exc.strerror}") from exc
+        out.success("Schema", {"path": str(target)}, human=f"wrote {target}")
+        return
+    if out.machine:
+        out.success("Schema", schema)
+    else:
+        out.stdout.write(json.dumps(schema, indent=2) + "\n")
+        out.emitted = True

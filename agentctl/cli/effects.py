@@ -1,0 +1,205 @@
+"""``agentctl effects list|inspect|reconcile`` and the top-level ``reconcile``."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from agentctl.cli import output
+from agentctl.cli.options import DbOption, db_from_context
+
+app = typer.Typer(
+    name="effects", help="The effect journal: list, inspect, reconcile.", no_args_is_help=True
+)
+
+StatusOption = Annotated[str, typer.Option("--status", help="applied, not-applied or compensated.")]
+ReasonOption = Annotated[str, typer.Option("--reason", help="Why (kept in the audit log).")]
+ActorOption = Annotated[str, typer.Option("--actor", help="Who concludes.")]
+EvidenceOption = Annotated[
+    str | None, typer.Option("--evidence-file", help="A text file of evidence to keep.")
+]
+ResultOption = Annotated[
+    str | None,
+    typer.Option("--result-file", help="JSON result the applied operation produced."),
+]
+ResultSchemaOption = Annotated[
+    str | None,
+    typer.Option("--result-schema-file", help="JSON Schema the result must satisfy."),
+]
+CompensationOption = Annotated[
+    str | None,
+    typer.Option("--compensation-effect", help="The effect that compensated this one."),
+]
+
+
+@app.callback()
+def _group(ctx: typer.Context, db: DbOption = None) -> None:
+    """The effect journal: list, inspect, reconcile."""
+    ctx.obj = {"db": db}
+
+
+@app.command("list")
+def list_command(
+    ctx: typer.Context,
+    run_id: Annotated[str, typer.Argument(help="The run whose effects to list.")],
+    task: Annotated[str | None, typer.Option("--task", help="Only this task's effects.")] = None,
+    db: DbOption = None,
+) -> None:
+    """List a run's effects in the order they were requested."""
+    from agentctl.engine.journal import list_effects
+    from agentctl.engine.records import load_run
+    from agentctl.store.engine import open_store
+
+    with open_store(db_from_context(ctx, db)) as store, store.read() as conn:
+        load_run(conn, run_id)
+        found = [e.to_json() for e in list_effects(conn, run_id, task_id=task)]
+    out = output.current()
+
+    def human() -> None:
+        if not found:
+            print("no effects", file=out.stdout)
+        for effect in found:
+            print(
+                f"{effect['effectId']}  {effect['status']:<20} {effect['operation']}  "
+                f"{effect['taskId']}#{effect['attempt']}",
+                file=out.stdout,
+            )
+
+    out.success("EffectList", {"runId": run_id, "effects": found}, human=human)
+
+
+@app.command("inspect")
+def inspect_command(
+    ctx: typer.Context,
+    effect_id: Annotated[
+        str, typer.Argument(help="Effect id (or a unique prefix of at least 8 hex).")
+    ],
+    db: DbOption = None,
+) -> None:
+    """Show one effect with its request, result and reconciliations."""
+    from agentctl.engine.journal import list_reconciliations, require_effect
+    from agentctl.store.engine import open_store
+
+    with open_store(db_from_context(ctx, db)) as store, store.read() as conn:
+        effect = require_effect(conn, effect_id)
+        data: dict[str, Any] = effect.to_json()
+        data["reconciliations"] = [r.to_json() for r in list_reconciliations(conn, effect.id)]
+    output.current().success(
+        "Effect", data, human=f"{effect.id} {effect.status} {effect.operation} ({effect.task_id})"
+    )
+
+
+def reconcile_command(
+    ctx: typer.Context,
+    effect_id: Annotated[str | None, typer.Argument(help="Effect to conclude.")] = None,
+    status: Annotated[
+        str | None, typer.Option("--status", help="applied, not-applied or compensated.")
+    ] = None,
+    reason: Annotated[
+        str | None, typer.Option("--reason", help="Why (kept in the audit log).")
+    ] = None,
+    actor: ActorOption = "cli-user",
+    evidence_file: EvidenceOption = None,
+    result_file: ResultOption = None,
+    result_schema_file: ResultSchemaOption = None,
+    compensation_effect: CompensationOption = None,
+    list_: Annotated[
+        bool,
+        typer.Option(
+            "--list",
+            help="List effects that need a "
+            "conclusion (optionally of one run: pass RUN_ID "
+            "as the argument).",
+        ),
+    ] = False,
+    db: DbOption = None,
+) -> None:
+    """Append an operator's conclusion to an uncertain effect, then `resume` the run.
+
+    `applied` reuses the effect's result (validated with --result-schema-file when given);
+    `not-applied` and `compensated` let resume start a fresh attempt.
+    """
+    from agentctl.engine.operations import (
+        ReconcileRequest,
+        needs_reconciliation,
+        reconcile_effect,
+    )
+    from agentctl.errors import UsageError
+    from agentctl.ids import SystemClock
+    from agentctl.store.engine import open_store
+
+    out = output.current()
+    with open_store(db_from_context(ctx, db)) as store:
+        if list_:
+            found = needs_reconciliation(store, effect_id)
+
+            def human() -> None:
+                if not found:
+                    print("nothing needs reconciliation", file=out.stdout)
+                for effect in found:
+                    print(
+                        f"{effect['effectId']}  {effect['status']:<10} "
+                        f"{effect['operation']}  run {effect['runId']} task "
+                        f"{effect['taskId']}",
+                        file=out.stdout,
+                    )
+
+            out.success("EffectList", {"effects": found}, human=human)
+            return
+        if effect_id is None or status is None or reason is None:
+            raise UsageError(
+                "reconcile needs EFFECT_ID, --status and --reason",
+                hint="e.g. agentctl reconcile EFFECT --status applied --reason 'checked the "
+                "file'; or agentctl reconcile --list",
+            )
+        data = reconcile_effect(
+            store,
+            ReconcileRequest(
+                effect_id=effect_id,
+                status=status,
+                reason=reason,
+                actor=actor,
+                evidence_file=evidence_file,
+                result_file=result_file,
+                result_schema_file=result_schema_file,
+                compensation_effect_id=compensation_effect,
+            ),
+            clock=SystemClock(),
+        )
+    effect = data["effect"]
+    out.success(
+        "Reconciliation",
+        data,
+        human=f"{effect['effectId']} reconciled {data['reconciliation']['status']}; "
+        f"next: {data['next']}",
+    )
+
+
+@app.command("reconcile")
+def effects_reconcile_command(
+    ctx: typer.Context,
+    effect_id: Annotated[str, typer.Argument(help="Effect to conclude.")],
+    status: StatusOption,
+    reason: ReasonOption,
+    actor: ActorOption = "cli-user",
+    evidence_file: EvidenceOption = None,
+    result_file: ResultOption = None,
+    result_schema_file: ResultSchemaOption = None,
+    compensation_effect: CompensationOption = None,
+    db: DbOption = None,
+) -> None:
+    """Append an operator's conclusion to an effect (same as `agentctl reconcile`)."""
+    reconcile_command(
+        ctx,
+        effect_id,
+        status,
+        reason,
+        actor,
+        evidence_file,
+        result_file,
+        result_schema_file,
+        compensation_effect,
+        False,
+        db,
+    )

@@ -1,0 +1,149 @@
+"""``agentctl runs list``, ``inspect RUN`` and ``audit RUN``."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from agentctl.cli import output
+from agentctl.cli.options import DbOption, db_from_context
+
+runs_app = typer.Typer(name="runs", help="List runs.", no_args_is_help=True)
+
+
+@runs_app.callback()
+def _runs_group(ctx: typer.Context, db: DbOption = None) -> None:
+    """List runs."""
+    ctx.obj = {"db": db}
+
+
+@runs_app.command("list")
+def runs_list_command(
+    ctx: typer.Context,
+    status: Annotated[
+        str | None,
+        typer.Option(
+            "--status",
+            help="Only runs in this state (running, paused, succeeded, failed, cancelled).",
+        ),
+    ] = None,
+    workflow: Annotated[
+        str | None, typer.Option("--workflow", help="Only runs of this workflow name.")
+    ] = None,
+    limit: Annotated[
+        int, typer.Option("--limit", help="At most this many runs, newest first.", min=1)
+    ] = 50,
+    db: DbOption = None,
+) -> None:
+    """List runs, newest first."""
+    from agentctl.engine.operations import list_runs
+    from agentctl.store.engine import open_store
+
+    with open_store(db_from_context(ctx, db)) as store:
+        found = list_runs(store, status=status, workflow=workflow, limit=limit)
+    out = output.current()
+
+    def human() -> None:
+        if not found:
+            print("no runs", file=out.stdout)
+        for run in found:
+            print(
+                f"{run['runId']}  {run['state']:<10} {run['workflow']}  {run['createdAt']}",
+                file=out.stdout,
+            )
+
+    out.success("RunList", {"runs": found}, human=human)
+
+
+def inspect_command(
+    ctx: typer.Context,
+    run_id: Annotated[str, typer.Argument(help="The run to inspect.")],
+    db: DbOption = None,
+) -> None:
+    """Show a run: tasks, effects and reconciliations, approvals, checkpoints and audit."""
+    from agentctl.engine.operations import inspect_run
+    from agentctl.store.engine import open_store
+
+    with open_store(db_from_context(ctx, db)) as store:
+        data = inspect_run(store, run_id)
+    out = output.current()
+
+    def human() -> None:
+        run = data["run"]
+        print(f"{run['runId']} {run['state']}  workflow {run['workflow']}", file=out.stdout)
+        if run.get("error"):
+            print(f"  error: {run['error'].get('message')}", file=out.stdout)
+        print("tasks:", file=out.stdout)
+        for task in data["tasks"]:
+            error = task.get("error") or {}
+            suffix = f"  ({error.get('message')})" if error.get("message") else ""
+            print(
+                f"  {task['state']:<21} {task['taskId']} #{task['attempt']}{suffix}",
+                file=out.stdout,
+            )
+        if data["effects"]:
+            print("effects:", file=out.stdout)
+        for effect in data["effects"]:
+            conclusions = ", ".join(r["status"] for r in effect["reconciliations"])
+            tail = f"  reconciled: {conclusions}" if conclusions else ""
+            print(
+                f"  {effect['status']:<21} {effect['effectId'][:16]} {effect['operation']}"
+                f" ({effect['taskId']}){tail}",
+                file=out.stdout,
+            )
+        pending = [a for a in data["approvals"] if a["status"] == "pending"]
+        for approval in pending:
+            print(
+                f"  pending {approval['kind']} {approval['approvalId']}: {approval['prompt']}",
+                file=out.stdout,
+            )
+        audit = data["audit"]
+        state = "verified" if audit["verified"] else f"BROKEN at {audit['brokenAt']}"
+        print(
+            f"checkpoints {data['checkpoints']}, audit events {audit['events']} ({state})",
+            file=out.stdout,
+        )
+
+    out.success("RunInspection", data, human=human)
+
+
+def audit_command(
+    ctx: typer.Context,
+    run_id: Annotated[str, typer.Argument(help="The run whose audit log to show.")],
+    verify: Annotated[
+        bool, typer.Option("--verify", help="Check the hash chain; exit 5 when it is broken.")
+    ] = False,
+    db: DbOption = None,
+) -> None:
+    """Print a run's ordered audit events; --verify checks the hash chain."""
+    from agentctl.engine.records import load_run
+    from agentctl.errors import PersistenceError
+    from agentctl.observability.audit import list_events, verify_chain
+    from agentctl.store.engine import open_store
+
+    with open_store(db_from_context(ctx, db)) as store, store.read() as conn:
+        load_run(conn, run_id)
+        events = [event.to_json() for event in list_events(conn, run_id)]
+        report = verify_chain(conn, run_id)
+    out = output.current()
+    if verify and not report.ok:
+        raise PersistenceError(
+            f"audit chain of run {run_id} is broken at event {report.broken_at}: {report.problem}",
+            code="audit.broken",
+            hint="the database was modified outside agentctl; keep a copy for investigation",
+            run_id=run_id,
+        )
+    data: dict[str, Any] = {"runId": run_id, "events": events, "chain": report.to_json()}
+
+    def human() -> None:
+        for event in events:
+            where = event["taskId"] or ""
+            print(
+                f"{event['seq']:>5} {event['createdAt']} {event['kind']:<24} {where}",
+                file=out.stdout,
+            )
+        if verify:
+            print(f"chain verified: {report.events} events", file=out.stdout)
+
+    out.success("AuditLog", data, human=human)

@@ -1,0 +1,274 @@
+"""``agentctl roll`` (alias ``run``), ``resume`` and ``cancel``."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from agentctl.cli import output
+from agentctl.cli.options import DbOption, db_from_context
+from agentctl.errors import (
+    EXIT_BLOCKED,
+    EXIT_CANCELLED,
+    EXIT_OK,
+    EXIT_RUN_FAILED,
+    Cancelled,
+    RunFailedError,
+    UsageError,
+)
+
+if TYPE_CHECKING:
+    from agentctl.engine.executor import ExecutionOptions, RunOutcome
+    from agentctl.store.engine import Store
+
+InputOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--input",
+        help="KEY=VALUE input override (value parsed as JSON, else a string); repeatable.",
+    ),
+]
+InputsOption = Annotated[str | None, typer.Option("--inputs", help="A JSON object of inputs.")]
+InputsFileOption = Annotated[
+    str | None, typer.Option("--inputs-file", help="A file holding a JSON object of inputs.")
+]
+WorkspaceOption = Annotated[
+    str | None,
+    typer.Option(
+        "--workspace", help="Base directory for paths (default: the workflow file's directory)."
+    ),
+]
+TimeoutOption = Annotated[
+    float | None,
+    typer.Option(
+        "--timeout-seconds", help="Cancel the whole command after N seconds (exit 130).", min=0.001
+    ),
+]
+InteractiveOption = Annotated[
+    bool,
+    typer.Option("--interactive", help="Answer approvals at the terminal (needs a terminal)."),
+]
+DiffOption = Annotated[bool, typer.Option("--diff", help="Fill builtin.write's diff output.")]
+
+_EXIT_BY_STATE = {
+    "succeeded": EXIT_OK,
+    "paused": EXIT_BLOCKED,
+    "cancelled": EXIT_CANCELLED,
+    "failed": EXIT_RUN_FAILED,
+}
+
+
+def _terminal_approver() -> Callable[[dict[str, Any]], Awaitable[bool]]:
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise UsageError(
+            "--interactive needs a terminal on stdin and stdout",
+            code="cli.no_terminal",
+            hint="drop --interactive: the run will pause and you can approve with "
+            "`agentctl approvals approve`",
+        )
+
+    async def approve(request: dict[str, Any]) -> bool:
+        prompt = (
+            f"approve {request['operation']} for task {request['taskId']} "
+            f"(risk {request['risk']})? {request['prompt']} [y/N] "
+        )
+        answer = await asyncio.to_thread(input, prompt)
+        return answer.strip().lower() in ("y", "yes")
+
+    return approve
+
+
+def _options(
+    *, check: bool, diff: bool, interactive: bool, workspace: str | None
+) -> ExecutionOptions:
+    from agentctl.engine.executor import ExecutionOptions
+
+    out = output.current()
+
+    def events(kind: str, data: dict[str, Any]) -> None:
+        if kind == "task":
+            state = data["state"]
+            mark = {
+                "succeeded": "ok",
+                "failed": "FAILED",
+                "skipped": "skipped",
+                "waiting_for_approval": "waiting",
+                "waiting_for_effect": "blocked",
+            }.get(state, state)
+            out.event("RunEvent", data, human=f"  {mark:<8} {data['taskId']}")
+        else:
+            out.event("RunEvent", data)
+
+    if interactive and out.machine:
+        raise UsageError("--interactive cannot be combined with --output json/jsonl")
+    return ExecutionOptions(
+        check=check,
+        diff=diff,
+        approver=_terminal_approver() if interactive else None,
+        events=events,
+        workspace=workspace,
+    )
+
+
+def _drive(
+    store: Store, run_id: str, options: ExecutionOptions, timeout: float | None
+) -> RunOutcome:
+    """Run the executor with SIGINT/SIGTERM and --timeout-seconds as cancellation."""
+    from agentctl.engine.executor import RunExecutor
+    from agentctl.ids import SystemClock
+
+    async def main() -> RunOutcome:
+        task = asyncio.current_task()
+        assert task is not None
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, task.cancel)
+        try:
+            executor = RunExecutor(store, run_id, clock=SystemClock(), options=options)
+            if timeout is None:
+                return await executor.execute()
+            try:
+                return await asyncio.wait_for(executor.execute(), timeout)
+            except TimeoutError:
+                raise Cancelled(f"--timeout-seconds {timeout:g} passed", run_id=run_id) from None
+        finally:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(sig)
+
+    return asyncio.run(main())
+
+
+def _report(outcome: RunOutcome, *, dry_run: bool = False) -> int:
+    out = output.current()
+    run_id = outcome.run_id
+    if outcome.state == "failed":
+        error = outcome.error or {}
+        raise RunFailedError(
+            f"run {run_id} failed: {error.get('message', 'a task failed')}",
+            code=str(error.get("code") or "run.failed"),
+            run_id=run_id,
+            hint=None if dry_run else f"see what happened with `agentctl inspect {run_id}`",
+        )
+    human: str = f"{run_id} {outcome.state}"
+    if outcome.approvals:
+        first = outcome.approvals[0]
+        human += (
+            f": waiting for {', '.join(outcome.approvals)}\n  next: agentctl approvals "
+            f"approve {first} --reason TEXT (or `approvals answer {first} VALUE` for a "
+            f"question), then agentctl resume {run_id}"
+        )
+    if outcome.uncertain_effects:
+        first_effect = outcome.uncertain_effects[0]["effectId"]
+        human += (
+            "\n  uncertain: "
+            + ", ".join(f"{e['effectId']} ({e['operation']})" for e in outcome.uncertain_effects)
+            + f"\n  next: check the outside world, then agentctl reconcile {first_effect} "
+            f"--status applied|not-applied --reason TEXT, then agentctl resume {run_id}"
+        )
+    out.success("RunOutcome", outcome.to_json(), human=human)
+    return _EXIT_BY_STATE.get(outcome.state, EXIT_RUN_FAILED)
+
+
+def roll_command(
+    ctx: typer.Context,
+    workflow: Annotated[str, typer.Argument(help="Workflow file (.yaml, .yml, .json or .py).")],
+    db: DbOption = None,
+    input_pairs: InputOption = None,
+    inputs: InputsOption = None,
+    inputs_file: InputsFileOption = None,
+    workspace: WorkspaceOption = None,
+    timeout_seconds: TimeoutOption = None,
+    interactive: InteractiveOption = False,
+    check: Annotated[
+        bool,
+        typer.Option(
+            "--check", help="Predict: run pure work and reads, mutate nothing, keep no state."
+        ),
+    ] = False,
+    diff: DiffOption = False,
+    dry_run: Annotated[
+        bool,
+        typer.Option("--dry-run", help="Keep all state in memory; nothing is written under --db."),
+    ] = False,
+) -> int:
+    """Compile a workflow, create a run and execute it.
+
+    Exit codes: 0 succeeded, 3 paused for an approval or question (or blocked by an
+    uncertain effect), 4 failed, 130 cancelled.
+    """
+    from agentctl.engine.runs import create_run, prepare_run
+    from agentctl.ids import IdGenerator, SystemClock
+    from agentctl.store.engine import open_store
+
+    prepared = prepare_run(
+        workflow,
+        inputs_json=inputs,
+        inputs_file=inputs_file,
+        input_pairs=input_pairs or [],
+        workspace=workspace,
+    )
+    options = _options(check=check, diff=diff, interactive=interactive, workspace=workspace)
+    ephemeral = check or dry_run
+    path = ":memory:" if ephemeral else db_from_context(ctx, db)
+    clock = SystemClock()
+    with open_store(path) as store:
+        run_id = create_run(store, prepared, clock=clock, ids=IdGenerator(clock))
+        output.current().event(
+            "RunEvent",
+            {"runId": run_id, "state": "running"},
+            human=f"{run_id} running {prepared.plan.workflow_name} "
+            f"({len(prepared.plan.order)} tasks)",
+        )
+        outcome = _drive(store, run_id, options, timeout_seconds)
+        return _report(outcome, dry_run=ephemeral)
+
+
+def resume_command(
+    ctx: typer.Context,
+    run_id: Annotated[str, typer.Argument(help="The run to continue.")],
+    db: DbOption = None,
+    workspace: WorkspaceOption = None,
+    timeout_seconds: TimeoutOption = None,
+    interactive: InteractiveOption = False,
+    diff: DiffOption = False,
+) -> int:
+    """Continue a paused or interrupted run from its durable state.
+
+    Confirmed effects are reused, never redone; an effect that started but never confirmed
+    becomes uncertain and blocks the run (exit 3) until `agentctl reconcile` concludes it.
+    """
+    from agentctl.store.engine import open_store
+
+    options = _options(check=False, diff=diff, interactive=interactive, workspace=workspace)
+    with open_store(db_from_context(ctx, db)) as store:
+        outcome = _drive(store, run_id, options, timeout_seconds)
+        return _report(outcome)
+
+
+def cancel_command(
+    ctx: typer.Context,
+    run_id: Annotated[str, typer.Argument(help="The run to cancel.")],
+    reason: Annotated[
+        str | None, typer.Option("--reason", help="Why (kept in the audit log).")
+    ] = None,
+    db: DbOption = None,
+) -> None:
+    """Request cancellation: the process executing the run stops owned work and exits 130.
+
+    A run that no process is executing (paused, or its process died) is cancelled at once.
+    """
+    from agentctl.engine.operations import cancel_run
+    from agentctl.ids import SystemClock
+    from agentctl.store.engine import open_store
+
+    with open_store(db_from_context(ctx, db)) as store:
+        data = cancel_run(store, run_id, reason, clock=SystemClock())
+    note = data.get("note")
+    output.current().success(
+        "CancelRequest", data, human=f"{run_id} {data['state']}" + (f" ({note})" if note else "")
+    )

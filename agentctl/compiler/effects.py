@@ -1,0 +1,253 @@
+"""What each operation may do to the world (reference §19.2) and how predictable it is (§16.6).
+
+One table drives three compile decisions: the declared effects in the plan's requirements,
+a task's predictability, and whether a task is "potentially mutating" (so it may declare
+``compensate``). Keeping them in one place means a new action kind cannot be half-known.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from agentctl.compiler.plan import Predictability
+from agentctl.compiler.requirements import EffectRequirement
+
+__all__ = [
+    "ACTION_KINDS",
+    "COMPENSATION_KINDS",
+    "MUTATING_EFFECT_CLASSES",
+    "ActionKindInfo",
+    "EffectSpec",
+    "action_effects",
+    "agent_effects",
+    "approval_possible",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class EffectSpec:
+    """One row of §19.2: operation, class, risk, idempotency, policy and capability labels."""
+
+    operation: str
+    effect_class: str
+    risk: str
+    idempotency: str
+    policy_label: str
+    capability: str
+
+
+@dataclass(frozen=True, slots=True)
+class ActionKindInfo:
+    effect: EffectSpec | None
+    predictability: Predictability
+
+
+def _spec(op: str, cls: str, risk: str, idem: str, label: str, cap: str) -> EffectSpec:
+    return EffectSpec(op, cls, risk, idem, label, cap)
+
+
+ACTION_KINDS: Mapping[str, ActionKindInfo] = {
+    "builtin.assign": ActionKindInfo(None, "fully_predictable"),
+    "builtin.assert": ActionKindInfo(None, "fully_predictable"),
+    "builtin.memory.read": ActionKindInfo(None, "fully_predictable"),
+    # Ours (beyond upstream): a question parks the run until a person answers; it has no
+    # external effect, but its outcome depends on that person.
+    "builtin.ask": ActionKindInfo(None, "requires_execution"),
+    "builtin.read": ActionKindInfo(
+        _spec("builtin.read", "observe", "low", "idempotent", "filesystem.read", "observe"),
+        "partially_predictable",
+    ),
+    "builtin.write": ActionKindInfo(
+        _spec(
+            "builtin.write",
+            "workspace_mutate",
+            "medium",
+            "idempotent",
+            "filesystem.write",
+            "mutate",
+        ),
+        "partially_predictable",
+    ),
+    "builtin.shell.exec": ActionKindInfo(
+        _spec("builtin.shell.exec", "process_execution", "high", "unknown", "process.exec", "act"),
+        "requires_execution",
+    ),
+    "extension.process": ActionKindInfo(
+        _spec(
+            "extension.process",
+            "process_execution",
+            "high",
+            "unknown",
+            "extension.process",
+            "process.execute",
+        ),
+        "requires_execution",
+    ),
+    "builtin.memory.write": ActionKindInfo(
+        _spec(
+            "builtin.memory.write",
+            "internal_state",
+            "low",
+            "keyed",
+            "memory.write",
+            "internal_state",
+        ),
+        "fully_predictable",
+    ),
+    "builtin.long_term_memory.read": ActionKindInfo(
+        _spec("builtin.long_term_memory.read", "observe", "low", "keyed", "memory.read", "observe"),
+        "requires_execution",
+    ),
+    "builtin.long_term_memory.search": ActionKindInfo(
+        _spec(
+            "builtin.long_term_memory.search", "observe", "low", "keyed", "memory.search", "observe"
+        ),
+        "requires_execution",
+    ),
+    "builtin.long_term_memory.write": ActionKindInfo(
+        _spec(
+            "builtin.long_term_memory.write",
+            "external_mutate",
+            "medium",
+            "keyed",
+            "memory.write",
+            "mutate",
+        ),
+        "requires_execution",
+    ),
+    "builtin.long_term_memory.promote": ActionKindInfo(
+        _spec(
+            "builtin.long_term_memory.promote",
+            "internal_state",
+            "low",
+            "keyed",
+            "memory.promote",
+            "internal_state",
+        ),
+        "fully_predictable",
+    ),
+    "mcp.call": ActionKindInfo(
+        _spec("mcp.call", "network", "medium", "unknown", "mcp.call", "network"),
+        "requires_execution",
+    ),
+    "a2a.delegate": ActionKindInfo(
+        _spec("a2a.delegate", "remote_agent", "high", "at_most_once", "a2a.delegate", "network"),
+        "requires_execution",
+    ),
+}
+
+COMPENSATION_KINDS = frozenset(
+    {
+        "builtin.write",
+        "builtin.shell.exec",
+        "builtin.memory.write",
+        "builtin.long_term_memory.promote",
+        "builtin.long_term_memory.write",
+        "mcp.call",
+        "a2a.delegate",
+    }
+)
+"""Kinds a ``compensate.uses`` action may have, and what makes an action task mutating (§14.8)."""
+
+MUTATING_EFFECT_CLASSES = frozenset(
+    {
+        "internal_state",
+        "workspace_mutate",
+        "external_mutate",
+        "process_execution",
+        "network",
+        "remote_agent",
+    }
+)
+"""Effect classes other than ``pure``, ``observe`` and ``model`` (§13: what counts as a
+mutation for compensation)."""
+
+_APPROVAL_CLASSES = frozenset(
+    {"workspace_mutate", "external_mutate", "process_execution", "remote_agent"}
+)
+
+
+def approval_possible(mode: str, spec: EffectSpec, tool_approval: str = "policy") -> bool:
+    """Whether policy ``mode`` (§18.2) — or a tool's ``approval: always`` — may ask a human."""
+    if tool_approval == "always" or mode == "always":
+        return True
+    if mode == "mutations":
+        return spec.effect_class in _APPROVAL_CLASSES
+    if mode == "high_risk":
+        return spec.risk in ("high", "critical")
+    return False
+
+
+def _requirement(
+    task: str, spec: EffectSpec, mode: str, *, prefix: str = "", tool_approval: str = "policy"
+) -> EffectRequirement:
+    return EffectRequirement(
+        task=task,
+        operation=prefix + spec.operation,
+        effect_class=spec.effect_class,
+        risk=spec.risk,
+        idempotency=spec.idempotency,
+        policy_label=spec.policy_label,
+        capability=spec.capability,
+        approval_possible=approval_possible(mode, spec, tool_approval),
+    )
+
+
+def action_effects(
+    task: str, action: Mapping[str, Any], mode: str, *, prefix: str = ""
+) -> list[EffectRequirement]:
+    """The effect an action task may record (none for pure kinds); ``prefix`` marks inverses."""
+    info = ACTION_KINDS.get(str(action.get("kind")))
+    if info is None or info.effect is None:
+        return []
+    spec = info.effect
+    declared = action.get("idempotency")
+    if declared is not None and action.get("kind") in ("mcp.call", "extension.process"):
+        spec = EffectSpec(
+            spec.operation,
+            spec.effect_class,
+            spec.risk,
+            str(declared),
+            spec.policy_label,
+            spec.capability,
+        )
+    return [_requirement(task, spec, mode, prefix=prefix)]
+
+
+def agent_effects(
+    task: str,
+    agent: Mapping[str, Any],
+    tools: Mapping[str, Mapping[str, Any]],
+    mode: str,
+) -> list[EffectRequirement]:
+    """Instruction-file read, the model requests (operation = provider name), tool calls."""
+    out: list[EffectRequirement] = []
+    if agent.get("instructionsFile") is not None:
+        spec = _spec(
+            "agent.instructions.read", "observe", "low", "idempotent", "filesystem.read", "observe"
+        )
+        out.append(_requirement(task, spec, mode))
+    provider = str(agent.get("provider", ""))
+    out.append(
+        _requirement(
+            task, _spec(provider, "model", "medium", "at_most_once", provider, "model"), mode
+        )
+    )
+    for name in agent.get("tools", ()):
+        tool = tools.get(name)
+        if tool is None:
+            continue
+        spec = _spec(
+            f"tool.{name}",
+            str(tool.get("effectClass")),
+            str(tool.get("risk")),
+            str(tool.get("idempotency")),
+            name,
+            str(tool.get("capability")),
+        )
+        out.append(
+            _requirement(task, spec, mode, tool_approval=str(tool.get("approval", "policy")))
+        )
+    return out

@@ -1,0 +1,387 @@
+"""The compiled plan (reference §16.6): what the executor walks and what a run stores.
+
+A plan is plain data. Every record is a frozen dataclass whose ``to_json`` gives the
+camelCase wire shape upstream uses (``tasks`` is an object keyed by task id, ``uses`` is a
+``{kind, name}`` pair whose ``name`` is a string for actions and agents and a small object
+for the synthetic kinds). ``Plan.from_json`` reads that shape back, so a stored plan is the
+plan — the executor never recompiles a run's workflow to learn its graph.
+
+Two fingerprints per task are our addition: ``definitionFingerprint`` (SHA-256 over the
+canonical JSON of the compiled task record) and ``outputContractFingerprint`` (over its
+effective output contract). Retry/repair planners compare them to decide whether a stored
+task result is still valid under a newly compiled plan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Literal, get_args
+
+from agentctl.compiler.requirements import (
+    EffectRequirement,
+    ProviderRequirement,
+    Requirements,
+    ToolRequirement,
+)
+from agentctl.errors import NewerFormatError, PersistenceError
+
+__all__ = [
+    "PLAN_FORMAT_VERSION",
+    "Budget",
+    "Compensation",
+    "EffectRequirement",
+    "Expansion",
+    "Plan",
+    "PlanTask",
+    "Predictability",
+    "ProviderRequirement",
+    "Requirements",
+    "RetryPolicy",
+    "RouteGuard",
+    "TaskUses",
+    "ToolRequirement",
+    "UsesKind",
+    "worst_predictability",
+]
+
+PLAN_FORMAT_VERSION = 1
+
+Predictability = Literal["fully_predictable", "partially_predictable", "requires_execution"]
+UsesKind = Literal[
+    "action",
+    "agent",
+    "aggregate",
+    "router",
+    "loop_aggregate",
+    "subworkflow_input",
+    "subworkflow_aggregate",
+]
+
+_PREDICTABILITY_RANK: dict[str, int] = {
+    "fully_predictable": 0,
+    "partially_predictable": 1,
+    "requires_execution": 2,
+}
+_USES_KINDS = frozenset(get_args(UsesKind))
+
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+
+def worst_predictability(values: list[Predictability]) -> Predictability:
+    """The plan's predictability is the worst of its tasks' (an empty plan is predictable)."""
+    worst: Predictability = "fully_predictable"
+    for value in values:
+        if _PREDICTABILITY_RANK[value] > _PREDICTABILITY_RANK[worst]:
+            worst = value
+    return worst
+
+
+@dataclass(frozen=True, slots=True)
+class TaskUses:
+    """What a task runs: ``kind`` plus a kind-specific ``name`` (string or JSON object).
+
+    ``action``/``agent``: the definition name. ``aggregate``: the list of child ids.
+    ``router``: ``{select, cases, default}``. ``loop_aggregate``: ``{children, condition}``.
+    ``subworkflow_input``: ``{name, version}``. ``subworkflow_aggregate``:
+    ``{name, version, children}``.
+    """
+
+    kind: UsesKind
+    name: Any
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "name": self.name}
+
+    @property
+    def children(self) -> list[str]:
+        """Child task ids of an aggregate of any kind (empty for other kinds)."""
+        if self.kind == "aggregate":
+            return list(self.name)
+        if self.kind in ("loop_aggregate", "subworkflow_aggregate"):
+            return list(self.name["children"])
+        return []
+
+
+@dataclass(frozen=True, slots=True)
+class Expansion:
+    """Where an expanded child came from: source task id, index and its bindings."""
+
+    parent: str
+    index: int
+    bindings: Mapping[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"parent": self.parent, "index": self.index, "bindings": dict(self.bindings)}
+
+
+@dataclass(frozen=True, slots=True)
+class RouteGuard:
+    """The task runs only if ``router`` selected it (else it is skipped with a route record)."""
+
+    router: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"router": self.router}
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    max_attempts: int = 1
+    backoff_ms: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"maxAttempts": self.max_attempts, "backoffMs": self.backoff_ms}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> RetryPolicy:
+        return cls(int(data.get("maxAttempts", 1)), int(data.get("backoffMs", 0)))
+
+
+@dataclass(frozen=True, slots=True)
+class Compensation:
+    """A compiled ``compensate``: the action reference, merged input, retry and timeout."""
+
+    uses: str
+    input: Mapping[str, Any]
+    retry: RetryPolicy
+    timeout_seconds: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "uses": self.uses,
+            "input": dict(self.input),
+            "retry": self.retry.to_json(),
+            "timeoutSeconds": self.timeout_seconds,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class PlanTask:
+    """One compiled task. ``output_schema`` is the *effective* output contract (§14.9)."""
+
+    id: str
+    uses: TaskUses
+    needs: tuple[str, ...]
+    expansion: Expansion | None
+    route_guards: tuple[RouteGuard, ...]
+    memory_writes: tuple[str, ...]
+    when: str | None
+    vars: Mapping[str, Any]
+    input: Mapping[str, Any]
+    retry: RetryPolicy
+    timeout_seconds: int
+    failure: Literal["stop", "continue"]
+    compensate: Compensation | None
+    output_schema: Mapping[str, Any] | None
+    predictability: Predictability
+    definition_fingerprint: str = ""
+    output_contract_fingerprint: str = ""
+
+    def definition_json(self) -> dict[str, Any]:
+        """The record without fingerprints: what ``definitionFingerprint`` is taken over."""
+        return {
+            "id": self.id,
+            "uses": self.uses.to_json(),
+            "needs": list(self.needs),
+            "expansion": None if self.expansion is None else self.expansion.to_json(),
+            "routeGuards": [guard.to_json() for guard in self.route_guards],
+            "memoryWrites": list(self.memory_writes),
+            "when": self.when,
+            "vars": dict(self.vars),
+            "input": dict(self.input),
+            "retry": self.retry.to_json(),
+            "timeoutSeconds": self.timeout_seconds,
+            "failure": self.failure,
+            "compensate": None if self.compensate is None else self.compensate.to_json(),
+            "outputSchema": None if self.output_schema is None else dict(self.output_schema),
+            "predictability": self.predictability,
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        out = self.definition_json()
+        out["definitionFingerprint"] = self.definition_fingerprint
+        out["outputContractFingerprint"] = self.output_contract_fingerprint
+        return out
+
+    @property
+    def is_aggregate(self) -> bool:
+        """Aggregates are exempt from dependency-skip propagation (§17.3, quirk 5)."""
+        return self.uses.kind in ("aggregate", "loop_aggregate", "subworkflow_aggregate")
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> PlanTask:
+        uses = data["uses"]
+        if uses["kind"] not in _USES_KINDS:
+            raise ValueError(f"unknown task kind `{uses['kind']}`")
+        expansion = data.get("expansion")
+        compensate = data.get("compensate")
+        failure = data.get("failure", "stop")
+        if failure not in ("stop", "continue"):
+            raise ValueError(f"unknown failure behaviour `{failure}`")
+        predictability = data["predictability"]
+        if predictability not in _PREDICTABILITY_RANK:
+            raise ValueError(f"unknown predictability `{predictability}`")
+        return cls(
+            id=str(data["id"]),
+            uses=TaskUses(uses["kind"], uses["name"]),
+            needs=tuple(data.get("needs", ())),
+            expansion=None
+            if expansion is None
+            else Expansion(
+                str(expansion["parent"]), int(expansion["index"]), dict(expansion["bindings"])
+            ),
+            route_guards=tuple(RouteGuard(str(g["router"])) for g in data.get("routeGuards", ())),
+            memory_writes=tuple(data.get("memoryWrites", ())),
+            when=data.get("when"),
+            vars=dict(data.get("vars") or {}),
+            input=dict(data.get("input") or {}),
+            retry=RetryPolicy.from_json(data.get("retry") or {}),
+            timeout_seconds=int(data["timeoutSeconds"]),
+            failure=failure,
+            compensate=None
+            if compensate is None
+            else Compensation(
+                uses=str(compensate["uses"]),
+                input=dict(compensate.get("input") or {}),
+                retry=RetryPolicy.from_json(compensate.get("retry") or {}),
+                timeout_seconds=int(compensate["timeoutSeconds"]),
+            ),
+            output_schema=data.get("outputSchema"),
+            predictability=predictability,
+            definition_fingerprint=str(data.get("definitionFingerprint", "")),
+            output_contract_fingerprint=str(data.get("outputContractFingerprint", "")),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """Run-wide limits as declared plus the static counts the compiler checked them against."""
+
+    limits: Mapping[str, int] = field(default_factory=lambda: _EMPTY)
+    pricing: Mapping[str, Any] | None = None
+    planned_tasks: int = 0
+    planned_expansion_items: int = 0
+    planned_loop_iterations: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"limits": dict(self.limits)}
+        if self.pricing is not None:
+            out["pricing"] = dict(self.pricing)
+        out["plannedTasks"] = self.planned_tasks
+        out["plannedExpansionItems"] = self.planned_expansion_items
+        out["plannedLoopIterations"] = self.planned_loop_iterations
+        return out
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Budget:
+        return cls(
+            limits=dict(data.get("limits") or {}),
+            pricing=data.get("pricing"),
+            planned_tasks=int(data.get("plannedTasks", 0)),
+            planned_expansion_items=int(data.get("plannedExpansionItems", 0)),
+            planned_loop_iterations=int(data.get("plannedLoopIterations", 0)),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """A compiled workflow. ``tasks`` is keyed by id; ``order`` is the stable plan order."""
+
+    workflow_name: str
+    workflow_digest: str
+    plan_digest: str
+    order: tuple[str, ...]
+    max_concurrency: int
+    tasks: Mapping[str, PlanTask]
+    predictability: Predictability
+    requirements: Requirements
+    budget: Budget
+    format_version: int = PLAN_FORMAT_VERSION
+
+    def task(self, task_id: str) -> PlanTask:
+        return self.tasks[task_id]
+
+    def ordered_tasks(self) -> list[PlanTask]:
+        """Tasks in plan order (the scheduling tie-break and commit order)."""
+        return [self.tasks[task_id] for task_id in self.order]
+
+    def digest_material(self) -> dict[str, Any]:
+        """What ``planDigest`` is taken over: name, workflow digest, order, concurrency,
+        tasks, requirements and budget (everything except the digest itself).
+
+        Tasks enter through their two fingerprints, each a SHA-256 over the task's full
+        canonical record, so the digest covers every task field without serialising the
+        whole task table a second time.
+        """
+        return {
+            "workflowName": self.workflow_name,
+            "workflowDigest": self.workflow_digest,
+            "order": list(self.order),
+            "maxConcurrency": self.max_concurrency,
+            "tasks": {
+                task_id: [
+                    self.tasks[task_id].definition_fingerprint,
+                    self.tasks[task_id].output_contract_fingerprint,
+                ]
+                for task_id in self.order
+            },
+            "requirements": self.requirements.to_json(),
+            "budget": self.budget.to_json(),
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "formatVersion": self.format_version,
+            "workflowName": self.workflow_name,
+            "workflowDigest": self.workflow_digest,
+            "planDigest": self.plan_digest,
+            "order": list(self.order),
+            "maxConcurrency": self.max_concurrency,
+            "tasks": {task_id: self.tasks[task_id].to_json() for task_id in self.order},
+            "predictability": self.predictability,
+            "requirements": self.requirements.to_json(),
+            "budget": self.budget.to_json(),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Plan:
+        """Read a stored plan; a newer ``formatVersion`` or a malformed record is refused."""
+        version = data.get("formatVersion")
+        if not isinstance(version, int):
+            raise PersistenceError(
+                "stored plan has no integer formatVersion",
+                hint="the run record is corrupt; recompile the workflow and start a new run",
+            )
+        if version > PLAN_FORMAT_VERSION:
+            raise NewerFormatError(
+                f"stored plan has formatVersion {version}, newer than this agentctl "
+                f"understands ({PLAN_FORMAT_VERSION})",
+                hint="upgrade agentctl to read this run",
+            )
+        try:
+            tasks = {str(k): PlanTask.from_json(v) for k, v in dict(data["tasks"]).items()}
+            order = tuple(str(task_id) for task_id in data["order"])
+            predictability = data["predictability"]
+            if predictability not in _PREDICTABILITY_RANK:
+                raise ValueError(f"unknown predictability `{predictability}`")
+            if set(order) != set(tasks):
+                raise ValueError("plan order does not list exactly the plan's tasks")
+            return cls(
+                workflow_name=str(data["workflowName"]),
+                workflow_digest=str(data["workflowDigest"]),
+                plan_digest=str(data["planDigest"]),
+                order=order,
+                max_concurrency=int(data["maxConcurrency"]),
+                tasks=tasks,
+                predictability=predictability,
+                requirements=Requirements.from_json(data.get("requirements") or {}),
+                budget=Budget.from_json(data.get("budget") or {}),
+                format_version=version,
+            )
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise PersistenceError(
+                f"stored plan is malformed: {exc}",
+                hint="the run record is corrupt; recompile the workflow and start a new run",
+            ) from exc

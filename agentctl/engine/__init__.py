@@ -1,0 +1,1 @@
+"""The durable executor: runs, tasks, the effect journal, approvals and recovery."""

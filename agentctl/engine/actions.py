@@ -1,0 +1,351 @@
+"""The built-in action kinds of reference §10, each as one task body.
+
+Every non-pure kind goes through the effect gate with the operation, class, risk,
+idempotency and policy label of §19.2, so journaling, policy and approvals are uniform.
+Kinds that need the MCP, A2A, long-term memory or process-extension clients are refused
+before a run is created (``unsupported_action_kinds``), never half-run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from agentctl.digest import digest_json
+from agentctl.engine.context import TaskEnv, TaskResult
+from agentctl.engine.journal import EffectSpec
+from agentctl.engine.signals import OutcomeUnknown, TaskFailure
+from agentctl.tools import files, process
+
+__all__ = ["RUNNABLE_ACTION_KINDS", "run_action", "unsupported_action_kinds"]
+
+READ_LIMIT = 1 << 20
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+ActionBody = Callable[[TaskEnv, Mapping[str, Any]], Awaitable[TaskResult]]
+
+
+def _require_string(env: TaskEnv, name: str) -> str:
+    value = env.input.get(name) if isinstance(env.input, Mapping) else None
+    if not isinstance(value, str):
+        raise TaskFailure(
+            f"task {env.task.id}: input requires string `{name}`", code="input.invalid"
+        )
+    return value
+
+
+async def _assign(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
+    value = env.input
+    return TaskResult(
+        {
+            "status": "unchanged",
+            "changed": False,
+            "before": None,
+            "after": value,
+            "diff": None,
+            "output": value,
+            "predictability": "fully_predictable",
+        }
+    )
+
+
+async def _assert(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
+    that = env.input.get("that") if isinstance(env.input, Mapping) else None
+    if not isinstance(that, bool):
+        raise TaskFailure(
+            f"task {env.task.id}: input requires boolean `that` (got {type(that).__name__})",
+            code="input.invalid",
+        )
+    if not that:
+        message = env.input.get("message")
+        raise TaskFailure(
+            message if isinstance(message, str) and message else "assertion failed",
+            code="assertion.failed",
+        )
+    return TaskResult({"status": "unchanged", "changed": False, "passed": True})
+
+
+async def _read(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
+    path_text = _require_string(env, "path")
+    target = env.workspace.resolve_read(path_text)
+    spec = EffectSpec(
+        operation="builtin.read",
+        effect_input={"path": path_text},
+        effect_class="observe",
+        idempotency="idempotent",
+        risk="low",
+        policy_label="filesystem.read",
+    )
+
+    async def dispatch(_effect_id: str) -> Any:
+        return {
+            "status": "unchanged",
+            "changed": False,
+            "content": files.read_text(target, READ_LIMIT),
+        }
+
+    return TaskResult(await env.gate.perform(env.attempt, spec, dispatch))
+
+
+async def _write(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
+    path_text = _require_string(env, "path")
+    content = _require_string(env, "content")
+    target = env.workspace.resolve_write(path_text)
+    before = files.read_existing_for_write(target, READ_LIMIT)
+    changed = before != content
+    output = {
+        "status": "changed" if changed else "unchanged",
+        "changed": changed,
+        "before": before,
+        "after": content,
+        "diff": files.naive_diff(before, content) if env.diff else None,
+        "path": path_text,
+        "predictability": "fully_predictable",
+    }
+    spec = EffectSpec(
+        operation="builtin.write",
+        effect_input={
+            "path": path_text,
+            "contentDigest": hashlib.sha256(content.encode()).hexdigest(),
+        },
+        effect_class="workspace_mutate",
+        idempotency="idempotent",
+        risk="medium",
+        policy_label="filesystem.write",
+        request={"path": path_text, "bytes": len(content.encode())},
+    )
+    if env.check or (not changed and not env.gate.journaled(env.attempt, spec)):
+        return TaskResult(output)
+
+    async def dispatch(_effect_id: str) -> Any:
+        files.write_atomic(target, content)
+        return output
+
+    return TaskResult(
+        await env.gate.perform(
+            env.attempt,
+            spec,
+            dispatch,
+            prompt=(f"write {len(content.encode())} bytes to {path_text}"),
+        )
+    )
+
+
+def _resolve_environment(env: TaskEnv, action: Mapping[str, Any]) -> dict[str, tuple[str, str]]:
+    """Child name -> (source description, value); secrets only by reference (§5.1)."""
+    allow = set(env.policy.get("environmentAllowlist") or [])
+    resolved: dict[str, tuple[str, str]] = {}
+    for name, ref in sorted((action.get("env") or {}).items()):
+        if not isinstance(ref, Mapping) or "env" not in ref:
+            raise TaskFailure(
+                f"action env `{name}` must be a secret reference like {{env: NAME}}",
+                code="secret.unsupported",
+            )
+        source = str(ref["env"])
+        for checked in (name, source):
+            if checked not in allow or not _ENV_NAME.match(checked):
+                raise TaskFailure(
+                    f"policy denied effect: environment variable `{checked}` is not in "
+                    "policy.environmentAllowlist",
+                    code="policy.denied",
+                )
+        value = env.environ.get(source)
+        if value is not None:
+            value = value[:-2] if value.endswith("\r\n") else value.removesuffix("\n")
+        if not value:
+            raise TaskFailure(
+                f"environment variable `{source}` (for `{name}`) is unset or empty",
+                code="secret.unresolved",
+            )
+        resolved[name] = (f"env:{source}", value)
+    return resolved
+
+
+def _process_timeout(env: TaskEnv, action: Mapping[str, Any]) -> int:
+    explicit = action.get("timeoutSeconds")
+    if isinstance(explicit, int):
+        return explicit
+    # Our fix of quirk 11: expanded and sub-workflow children keep their source task's
+    # timeout, which the compiler copied onto every child.
+    return int(env.task.timeout_seconds or env.default_timeout_seconds)
+
+
+async def _shell(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
+    command = str(action.get("command") or "")
+    args = [str(a) for a in action.get("args") or []]
+    cwd_raw = action.get("cwd")
+    stdout_limit = int(action.get("stdoutLimitBytes") or 1 << 20)
+    stderr_limit = int(action.get("stderrLimitBytes") or 1 << 20)
+    combined_limit = int(action.get("combinedOutputLimitBytes") or 2 << 20)
+    environment = _resolve_environment(env, action)
+    effect_input = {
+        "command": command,
+        "args": args,
+        "cwd": cwd_raw,
+        "environment": {
+            name: {"source": source, "valueDigest": hashlib.sha256(value.encode()).hexdigest()}
+            for name, (source, value) in environment.items()
+        },
+        "stdoutLimitBytes": stdout_limit,
+        "stderrLimitBytes": stderr_limit,
+        "combinedOutputLimitBytes": combined_limit,
+        "isolation": "process",
+        "container": None,
+        "containerBackend": None,
+    }
+    if env.check:
+        return TaskResult(
+            {
+                "status": "requires_execution",
+                "changed": False,
+                "predictability": "requires_execution",
+            }
+        )
+    executable = process.resolve_executable(
+        command, list(env.policy.get("processAllowlist") or []), os.environ.get("PATH")
+    )
+    cwd = env.workspace.resolve_read(str(cwd_raw)) if cwd_raw else env.workspace.workspace_root
+    secrets = [value for _, value in environment.values()]
+    env.secrets.extend(secrets)
+    timeout = _process_timeout(env, action)
+    spec = EffectSpec(
+        operation="builtin.shell.exec",
+        effect_input=effect_input,
+        effect_class="process_execution",
+        idempotency="unknown",
+        risk="high",
+        policy_label="process.exec",
+    )
+
+    async def dispatch(_effect_id: str) -> Any:
+        result = await process.run_process(
+            process.ProcessSpec(
+                argv=(executable, *args),
+                cwd=Path(cwd),
+                env={name: value for name, (_, value) in environment.items()},
+                timeout_seconds=timeout,
+                stdout_limit_bytes=stdout_limit,
+                stderr_limit_bytes=stderr_limit,
+                combined_limit_bytes=combined_limit,
+            )
+        )
+        stdout = process.redact(process.decode_lossy(result.stdout), secrets)
+        stderr = process.redact(process.decode_lossy(result.stderr), secrets)
+        if result.timed_out:
+            raise OutcomeUnknown(
+                f"`{command}` timed out after {timeout}s and was killed",
+                details={"stdout": stdout[-2000:], "stderr": stderr[-2000:]},
+            )
+        if result.limit_exceeded is not None:
+            raise TaskFailure(
+                f"`{command}` exceeded its {result.limit_exceeded} output limit and was killed",
+                code="subprocess_output_limit_exceeded",
+                details={"stream": result.limit_exceeded},
+            )
+        output = {
+            "status": "changed",
+            "changed": True,
+            "exitCode": result.exit_code,
+            "stdout": stdout,
+            "stderr": stderr,
+        }
+        if result.exit_code != 0:
+            how = (
+                f"exit code {result.exit_code}"
+                if result.exit_code is not None
+                else f"signal {result.signal}"
+            )
+            raise TaskFailure(
+                f"subprocess exited with {how}: {command}", code="subprocess.failed", details=output
+            )
+        return output
+
+    return TaskResult(
+        await env.gate.perform(
+            env.attempt, spec, dispatch, prompt=f"run {command} {' '.join(args)}".strip()
+        )
+    )
+
+
+async def _memory_read(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
+    key = _require_string(env, "key")
+    if key not in env.memory:
+        raise TaskFailure(f"working memory has no key `{key}`", code="memory.missing")
+    return TaskResult({"status": "unchanged", "changed": False, "value": env.memory[key]})
+
+
+async def _memory_write(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
+    key = _require_string(env, "key")
+    declared = env.task.memory_writes
+    if (declared or env.max_concurrency > 1) and key not in declared:
+        raise TaskFailure(
+            f"memory key `{key}` is not in the task's memoryWrites {list(declared)}",
+            code="memory.undeclared_write",
+        )
+    value = env.input.get("value")
+    before = env.memory.get(key)
+    output = {
+        "status": "changed" if before != value or key not in env.memory else "unchanged",
+        "changed": before != value or key not in env.memory,
+        "before": before,
+        "after": value,
+        "key": key,
+    }
+    if env.check:
+        return TaskResult(output, {key: value})
+    spec = EffectSpec(
+        operation="builtin.memory.write",
+        effect_input=dict(env.input),
+        effect_class="internal_state",
+        idempotency="keyed",
+        risk="low",
+        policy_label="memory.write",
+    )
+
+    async def dispatch(_effect_id: str) -> Any:
+        return output
+
+    result = await env.gate.perform(env.attempt, spec, dispatch)
+    return TaskResult(result, {key: value})
+
+
+_BODIES: dict[str, ActionBody] = {
+    "builtin.assign": _assign,
+    "builtin.assert": _assert,
+    "builtin.read": _read,
+    "builtin.write": _write,
+    "builtin.shell.exec": _shell,
+    "builtin.memory.read": _memory_read,
+    "builtin.memory.write": _memory_write,
+}
+RUNNABLE_ACTION_KINDS = frozenset(_BODIES) | {"builtin.ask"}
+
+
+def unsupported_action_kinds(workflow: Mapping[str, Any], used: set[str]) -> list[str]:
+    """Action kinds used by the plan that this build cannot execute."""
+    actions = (workflow.get("spec") or {}).get("actions") or {}
+    kinds = {str((actions.get(name) or {}).get("kind")) for name in used}
+    return sorted(kind for kind in kinds if kind not in RUNNABLE_ACTION_KINDS)
+
+
+async def run_action(env: TaskEnv, action_name: str) -> TaskResult:
+    action = ((env.spec.get("actions") or {}).get(action_name)) or {}
+    kind = str(action.get("kind"))
+    if kind == "builtin.ask":
+        from agentctl.engine.questions import ask
+
+        return await ask(env, action)
+    body = _BODIES.get(kind)
+    if body is None:
+        raise TaskFailure(
+            f"action kind `{kind}` cannot run in this build", code="action.unsupported"
+        )
+    return await body(env, action)
+
+
+def fingerprint_input(value: Any) -> str:
+    return digest_json(value)

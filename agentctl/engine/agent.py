@@ -1,0 +1,279 @@
+"""An agent task (reference §8.3): a bounded loop of model requests and tool calls.
+
+Every model request and every non-pure tool call is its own effect, numbered by ordinal in
+the order it happens, so a resumed attempt replays the conversation from the journal —
+confirmed model answers and tool results are reused, never re-requested.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from agentctl.digest import compact_json
+from agentctl.engine.context import TaskEnv, TaskResult
+from agentctl.engine.journal import EffectSpec
+from agentctl.engine.signals import OutcomeUnknown, TaskFailure
+from agentctl.errors import ProviderError
+from agentctl.providers.base import (
+    Message,
+    ModelRequest,
+    ModelResponse,
+    Provider,
+    ProviderCallError,
+    ToolCall,
+    ToolSpec,
+    Usage,
+)
+from agentctl.providers.registry import build_provider
+from agentctl.tools import files
+
+__all__ = ["ProviderPool", "run_agent"]
+
+
+class ProviderPool:
+    """One provider instance per ``spec.providers`` entry for the whole process (§20.9)."""
+
+    def __init__(self) -> None:
+        self._providers: dict[str, Provider] = {}
+
+    def get(self, name: str, definition: Mapping[str, Any]) -> Provider:
+        if name not in self._providers:
+            self._providers[name] = build_provider(name, definition)
+        return self._providers[name]
+
+
+def _validate(schema: Mapping[str, Any] | None, value: Any) -> str | None:
+    if schema is None:
+        return None
+    import jsonschema
+
+    errors = sorted(
+        jsonschema.Draft202012Validator(schema).iter_errors(value), key=lambda e: list(e.path)
+    )
+    if not errors:
+        return None
+    first = errors[0]
+    where = "/".join(str(p) for p in first.path) or "(root)"
+    return f"{first.message} at {where}"
+
+
+def _usage_json(usage: Usage) -> dict[str, Any]:
+    out: dict[str, Any] = dict(usage.to_json())
+    out["costMicrousd"] = None
+    return out
+
+
+async def _instructions(env: TaskEnv, agent: Mapping[str, Any]) -> str:
+    inline = agent.get("instructions")
+    if isinstance(inline, str):
+        return inline
+    path_text = str(agent.get("instructionsFile") or "")
+    target = env.workspace.resolve_read(path_text)
+    spec = EffectSpec(
+        operation="agent.instructions.read",
+        effect_input={"path": path_text},
+        effect_class="observe",
+        idempotency="idempotent",
+        risk="low",
+        policy_label="filesystem.read",
+    )
+
+    async def dispatch(_effect_id: str) -> Any:
+        return {"content": files.read_text(target, 1 << 20)}
+
+    result = await env.gate.perform(env.attempt, spec, dispatch)
+    return str(result["content"])
+
+
+async def _run_tool(env: TaskEnv, call: ToolCall) -> Any:
+    tools = env.spec.get("tools") or {}
+    tool = tools.get(call.name)
+    if tool is None:
+        raise TaskFailure(f"the model called unknown tool `{call.name}`", code="tool.unknown")
+    problem = _validate(tool.get("inputSchema"), dict(call.input))
+    if problem:
+        raise TaskFailure(
+            f"tool `{call.name}` input violates its inputSchema: {problem}", code="tool.contract"
+        )
+    kind = tool.get("kind")
+    arguments = dict(call.input)
+
+    async def dispatch(_effect_id: str) -> Any:
+        if kind == "builtin.workspace.read":
+            path_text = str(arguments.get("path"))
+            content = files.read_text(env.workspace.resolve_read(path_text), 1 << 20)
+            data = content.encode()
+            return {
+                "path": path_text,
+                "content": content,
+                "bytes": len(data),
+                "sha256": hashlib.sha256(data).hexdigest(),
+            }
+        if kind == "builtin.workspace.write":
+            path_text = str(arguments.get("path"))
+            content = str(arguments.get("content"))
+            files.write_atomic(env.workspace.resolve_write(path_text), content)
+            data = content.encode()
+            return {
+                "path": path_text,
+                "bytes": len(data),
+                "sha256": hashlib.sha256(data).hexdigest(),
+            }
+        if kind == "builtin.echo":
+            return arguments
+        raise TaskFailure(f"tool kind `{kind}` cannot run in this build", code="tool.unsupported")
+
+    if kind == "builtin.echo":
+        env.attempt.next_ordinal()  # pure: not journaled, but keeps the ordinals of §19.1
+        output = await dispatch("")
+    else:
+        spec = EffectSpec(
+            operation=f"tool.{call.name}",
+            effect_input=arguments,
+            effect_class=str(tool.get("effectClass")),
+            idempotency=str(tool.get("idempotency")),
+            risk=str(tool.get("risk")),
+            policy_label=call.name,
+        )
+        output = await env.gate.perform(
+            env.attempt,
+            spec,
+            dispatch,
+            tool_approval=tool.get("approval"),
+            prompt=f"tool {call.name} {compact_json(arguments)}",
+        )
+    problem = _validate(tool.get("outputSchema"), output)
+    if problem:
+        raise TaskFailure(
+            f"tool `{call.name}` output violates its outputSchema: {problem}", code="tool.contract"
+        )
+    return output
+
+
+async def _request(env: TaskEnv, provider: Provider, request: ModelRequest) -> ModelResponse:
+    spec = EffectSpec(
+        operation=request.provider,
+        effect_input=request.to_json(),
+        effect_class="model",
+        idempotency="at_most_once",
+        risk="medium",
+        policy_label=request.provider,
+    )
+
+    async def dispatch(_effect_id: str) -> Any:
+        try:
+            response = await asyncio.wait_for(
+                provider.complete(request), timeout=request.timeout_seconds
+            )
+        except TimeoutError as exc:
+            raise OutcomeUnknown(
+                f"provider `{request.provider}` did not answer within {request.timeout_seconds}s"
+            ) from exc
+        except ProviderCallError as exc:
+            if exc.applied == "uncertain":
+                raise OutcomeUnknown(exc.message) from exc
+            raise TaskFailure(
+                exc.message,
+                code=exc.code,
+                retryable=exc.retryable,
+                details={"status": exc.status, "requestId": exc.request_id},
+            ) from exc
+        return response.to_json()
+
+    result = await env.gate.perform(
+        env.attempt, spec, dispatch, model=True, prompt=f"call model provider {request.provider}"
+    )
+    try:
+        return ModelResponse.from_json(result)
+    except ProviderError as exc:
+        raise TaskFailure(exc.message, code=exc.code) from exc
+
+
+async def run_agent(env: TaskEnv, agent_name: str, pool: ProviderPool) -> TaskResult:
+    spec = env.spec
+    agent = (spec.get("agents") or {}).get(agent_name) or {}
+    provider_name = str(agent.get("provider"))
+    provider_def = (spec.get("providers") or {}).get(provider_name) or {}
+    if env.check:
+        return TaskResult(
+            {"status": "requires_execution", "changed": False, "provider": provider_name}
+        )
+    try:
+        provider = pool.get(provider_name, provider_def)
+    except ProviderError as exc:
+        raise TaskFailure(exc.message, code=exc.code) from exc
+    instructions = await _instructions(env, agent)
+    prompt_value = env.input.get("prompt") if isinstance(env.input, Mapping) else None
+    prompt = prompt_value if isinstance(prompt_value, str) else compact_json(env.input)
+    tool_specs = tuple(
+        ToolSpec(
+            name,
+            str((spec.get("tools") or {})[name].get("description") or ""),
+            (spec.get("tools") or {})[name].get("inputSchema") or {},
+        )
+        for name in agent.get("tools") or []
+    )
+    max_turns = int(agent.get("maxTurns") or 8)
+    max_tool_calls = int(agent.get("maxToolCalls", 16))
+    structured = agent.get("structuredOutput")
+    messages: list[Message] = [Message(role="user", text=prompt)]
+    usage = Usage()
+    tool_calls = 0
+    for _turn in range(max_turns):
+        request = ModelRequest(
+            provider=provider_name,
+            model=str(agent.get("model")),
+            instructions=instructions,
+            messages=tuple(messages),
+            tools=tool_specs,
+            max_output_tokens=int(agent.get("maxOutputTokens") or 2048),
+            structured_output=structured,
+            options=dict(agent.get("providerOptions") or {}),
+            timeout_seconds=float(agent.get("timeoutSeconds") or 120),
+        )
+        response = await _request(env, provider, request)
+        usage = usage + response.usage
+        if response.finish_reason in ("max_tokens", "refusal"):
+            raise TaskFailure(
+                f"agent `{agent_name}` stopped: finish reason {response.finish_reason}",
+                code="agent.finish_reason",
+            )
+        if response.tool_calls:
+            messages.append(
+                Message(role="assistant", text=response.text, tool_calls=response.tool_calls)
+            )
+            for call in response.tool_calls:
+                tool_calls += 1
+                if tool_calls > max_tool_calls:
+                    raise TaskFailure(
+                        f"agent `{agent_name}` exceeded maxToolCalls ({max_tool_calls})",
+                        code="agent.max_tool_calls",
+                    )
+                result = await _run_tool(env, call)
+                messages.append(Message(role="tool", tool_call_id=call.id, tool_result=result))
+            continue
+        text = response.text or ""
+        if structured is not None:
+            try:
+                parsed = json.loads(text)
+            except ValueError as exc:
+                raise TaskFailure(
+                    f"agent `{agent_name}` answered text that is not JSON: {exc}",
+                    code="agent.structured_output",
+                ) from exc
+            problem = _validate(structured, parsed)
+            if problem:
+                raise TaskFailure(
+                    f"agent `{agent_name}` output violates structuredOutput: {problem}",
+                    code="agent.structured_output",
+                )
+            return TaskResult(parsed)
+        return TaskResult({"text": text, "usage": _usage_json(usage)})
+    raise TaskFailure(
+        f"agent `{agent_name}` reached maxTurns ({max_turns}) without a final answer",
+        code="agent.max_turns",
+    )

@@ -1,0 +1,48 @@
+"""Policy decisions for one effect: deny first, then whether a person must approve (§18)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["MUTATING_CLASSES", "deny_reason", "needs_approval"]
+
+MUTATING_CLASSES = frozenset(
+    {"workspace_mutate", "external_mutate", "process_execution", "remote_agent"}
+)
+
+
+def deny_reason(policy: Mapping[str, Any], label: str, *, model: bool) -> str | None:
+    """Why policy denies an effect with this label, or None when it is allowed."""
+    if model:
+        providers = list(policy.get("providers") or [])
+        if providers and label not in providers:
+            return f"provider `{label}` is not in policy.providers"
+        return None
+    if label in (policy.get("toolsDeny") or []):
+        return f"`{label}` is in policy.toolsDeny"
+    allow = list(policy.get("toolsAllow") or [])
+    if allow and label not in allow:
+        return f"`{label}` is not in policy.toolsAllow"
+    return None
+
+
+def needs_approval(
+    policy: Mapping[str, Any],
+    *,
+    effect_class: str,
+    risk: str,
+    tool_approval: str | None = None,
+    mode_override: str | None = None,
+) -> bool:
+    """Whether the approval mode (or a tool's ``approval: always``) gates this effect."""
+    if tool_approval == "always":
+        return True
+    mode = mode_override or str(policy.get("approval") or "mutations")
+    if mode == "never":
+        return False
+    if mode == "always":
+        return True
+    if mode == "high_risk":
+        return risk in ("high", "critical")
+    return effect_class in MUTATING_CLASSES

@@ -1,0 +1,197 @@
+"""Approvals and questions: durable requests a person resolves between two processes.
+
+An approval gates one effect (id ``approval-`` + the first 16 hex of the effect id); a
+question belongs to a ``builtin.ask`` task. Both park the run (exit 3) until resolved with
+``agentctl approvals approve|reject|answer``; the next ``resume`` reads the decision.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import insert, select, update
+from sqlalchemy.engine import Connection, RowMapping
+
+from agentctl.digest import canonical_json
+from agentctl.errors import NotFoundError, UsageError
+from agentctl.store.records import check_format_version
+from agentctl.store.tables import FORMAT_VERSION, approvals
+
+__all__ = [
+    "Approval",
+    "create_approval",
+    "get_approval",
+    "list_approvals",
+    "require_approval",
+    "resolve_approval",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Approval:
+    id: str
+    run_id: str
+    task_id: str
+    effect_id: str | None
+    kind: str
+    prompt: str
+    choices: list[Any] | None
+    answer_schema: dict[str, Any] | None
+    input: Any
+    risk: str | None
+    status: str
+    resolver: str | None
+    answer: Any
+    reason: str | None
+    created_at: datetime
+    resolved_at: datetime | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "approvalId": self.id,
+            "runId": self.run_id,
+            "taskId": self.task_id,
+            "effectId": self.effect_id,
+            "kind": self.kind,
+            "prompt": self.prompt,
+            "choices": self.choices,
+            "answerSchema": self.answer_schema,
+            "input": self.input,
+            "risk": self.risk,
+            "status": self.status,
+            "resolver": self.resolver,
+            "answer": self.answer,
+            "reason": self.reason,
+            "createdAt": self.created_at.isoformat(),
+            "resolvedAt": self.resolved_at.isoformat() if self.resolved_at else None,
+        }
+
+
+def _loads(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
+
+
+def _approval(row: RowMapping) -> Approval:
+    check_format_version("approval", row["id"], int(row["format_version"]))
+    return Approval(
+        id=row["id"],
+        run_id=row["run_id"],
+        task_id=row["task_id"],
+        effect_id=row["effect_id"],
+        kind=row["kind"],
+        prompt=row["prompt"],
+        choices=_loads(row["choices_json"]),
+        answer_schema=_loads(row["answer_schema_json"]),
+        input=_loads(row["input_json"]),
+        risk=row["risk"],
+        status=row["status"],
+        resolver=row["resolver"],
+        answer=_loads(row["answer_json"]),
+        reason=row["reason"],
+        created_at=row["created_at"],
+        resolved_at=row["resolved_at"],
+    )
+
+
+def create_approval(
+    conn: Connection,
+    *,
+    approval_id: str,
+    run_id: str,
+    task_id: str,
+    kind: str,
+    prompt: str,
+    now: datetime,
+    effect_id: str | None = None,
+    risk: str | None = None,
+    input: Any = None,
+    choices: list[Any] | None = None,
+    answer_schema: dict[str, Any] | None = None,
+) -> Approval:
+    existing = get_approval(conn, approval_id)
+    if existing is not None:
+        return existing
+    conn.execute(
+        insert(approvals).values(
+            id=approval_id,
+            format_version=FORMAT_VERSION,
+            run_id=run_id,
+            task_id=task_id,
+            effect_id=effect_id,
+            kind=kind,
+            prompt=prompt,
+            choices_json=None if choices is None else canonical_json(choices),
+            answer_schema_json=None if answer_schema is None else canonical_json(answer_schema),
+            input_json=None if input is None else canonical_json(input),
+            risk=risk,
+            status="pending",
+            created_at=now,
+        )
+    )
+    found = get_approval(conn, approval_id)
+    assert found is not None
+    return found
+
+
+def get_approval(conn: Connection, approval_id: str) -> Approval | None:
+    row = conn.execute(select(approvals).where(approvals.c.id == approval_id)).mappings().first()
+    return None if row is None else _approval(row)
+
+
+def require_approval(conn: Connection, approval_id: str) -> Approval:
+    found = get_approval(conn, approval_id)
+    if found is None:
+        raise NotFoundError(
+            f"unknown approval {approval_id!r}",
+            hint="list pending approvals with `agentctl approvals list`",
+        )
+    return found
+
+
+def list_approvals(
+    conn: Connection, run_id: str | None = None, *, status: str | None = None
+) -> list[Approval]:
+    query = select(approvals)
+    if run_id is not None:
+        query = query.where(approvals.c.run_id == run_id)
+    if status is not None:
+        query = query.where(approvals.c.status == status)
+    query = query.order_by(approvals.c.created_at, approvals.c.id)
+    return [_approval(row) for row in conn.execute(query).mappings()]
+
+
+def resolve_approval(
+    conn: Connection,
+    approval_id: str,
+    *,
+    status: str,
+    actor: str,
+    reason: str | None,
+    now: datetime,
+    answer: Any = None,
+) -> Approval:
+    """Record a decision once; a second, different decision is refused (exit 2)."""
+    current = require_approval(conn, approval_id)
+    if current.status != "pending":
+        if current.status == status and current.answer == answer:
+            return current
+        raise UsageError(
+            f"approval {approval_id} is already {current.status} by {current.resolver}",
+            code="approval.resolved",
+            hint=f"decisions are final; inspect the run with `agentctl inspect {current.run_id}`",
+        )
+    conn.execute(
+        update(approvals)
+        .where(approvals.c.id == approval_id)
+        .values(
+            status=status,
+            resolver=actor,
+            reason=reason,
+            answer_json=None if answer is None else canonical_json(answer),
+            resolved_at=now,
+        )
+    )
+    return require_approval(conn, approval_id)

@@ -1,0 +1,49 @@
+"""What a task body gets to work with, and what it hands back to the scheduler."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agentctl.compiler.plan import PlanTask
+from agentctl.engine.gate import Attempt, EffectGate
+from agentctl.policy.paths import WorkspacePolicy
+
+__all__ = ["TaskEnv", "TaskResult"]
+
+
+@dataclass
+class TaskEnv:
+    run_id: str
+    task: PlanTask
+    attempt: Attempt
+    input: Any
+    vars: Mapping[str, Any]
+    memory: Mapping[str, Any]
+    workflow: Mapping[str, Any]
+    gate: EffectGate
+    workspace: WorkspacePolicy
+    base_dir: Path
+    environ: Mapping[str, str]
+    check: bool = False
+    diff: bool = False
+    max_concurrency: int = 1
+    default_timeout_seconds: int = 120
+    top_level_timeouts: Mapping[str, int] = field(default_factory=dict)
+    secrets: list[str] = field(default_factory=list)
+
+    @property
+    def spec(self) -> Mapping[str, Any]:
+        return self.workflow.get("spec") or {}
+
+    @property
+    def policy(self) -> Mapping[str, Any]:
+        return self.spec.get("policy") or {}
+
+
+@dataclass
+class TaskResult:
+    output: Any
+    memory_delta: dict[str, Any] = field(default_factory=dict)

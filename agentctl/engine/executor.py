@@ -1,0 +1,549 @@
+"""The scheduler: drives one run's plan to a terminal, paused or blocked state.
+
+Ready tasks (all ``needs`` terminal) run in stable batches of ``runtime.maxConcurrency`` in
+plan order. Each task in a batch reads the same immutable working-memory snapshot; their
+transitions commit one by one in plan order, so the same records always yield the same
+checkpoints. A task that waits for a person parks the run (``paused``, exit 3); an effect
+whose outcome is unknown blocks it until reconciled (exit 3); a ``failure: stop`` task that
+fails ends it (``failed``, exit 4). Cancellation (durable flag, SIGINT/SIGTERM, deadline)
+stops owned work and leaves every effect in a truthful state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agentctl.compiler.plan import Plan, PlanTask
+from agentctl.digest import canonical_json, digest_json
+from agentctl.engine import ownership
+from agentctl.engine.agent import ProviderPool
+from agentctl.engine.context import TaskEnv, TaskResult
+from agentctl.engine.faults import Faults
+from agentctl.engine.gate import Attempt, EffectGate, InteractiveApprover
+from agentctl.engine.records import (
+    TERMINAL_RUN_STATES,
+    RunLog,
+    RunRow,
+    load_run,
+    load_tasks,
+    replay_memory,
+)
+from agentctl.engine.signals import (
+    ApprovalPending,
+    EffectBlocked,
+    FreshAttempt,
+    TaskFailure,
+    as_task_failure,
+)
+from agentctl.engine.tasks import check_contract, run_body, when_skip_output
+from agentctl.errors import AgentctlError, Cancelled
+from agentctl.ids import Clock
+from agentctl.policy.paths import WorkspacePolicy
+from agentctl.spec.expressions import TemplateContext, evaluate_condition
+from agentctl.spec.template_exceptions import TemplateError
+from agentctl.spec.templates import render
+from agentctl.store.engine import Store
+
+__all__ = ["ExecutionOptions", "RunExecutor", "RunOutcome"]
+
+EventSink = Callable[[str, dict[str, Any]], None]
+Sleep = Callable[[float], Any]
+
+
+@dataclass
+class ExecutionOptions:
+    check: bool = False
+    diff: bool = False
+    approver: InteractiveApprover | None = None
+    environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+    faults: Faults = field(default_factory=Faults)
+    owner_id: str = field(default_factory=ownership.new_owner_id)
+    events: EventSink | None = None
+    sleep: Sleep = asyncio.sleep
+    cancel_poll_seconds: float = 0.2
+    workspace: str | None = None
+    pool: ProviderPool = field(default_factory=ProviderPool)
+
+
+@dataclass
+class RunOutcome:
+    run_id: str
+    state: str
+    output: Any = None
+    error: dict[str, Any] | None = None
+    approvals: list[str] = field(default_factory=list)
+    uncertain_effects: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"runId": self.run_id, "state": self.state, "output": self.output}
+        if self.error is not None:
+            out["error"] = self.error
+        if self.approvals:
+            out["pendingApprovals"] = self.approvals
+        if self.uncertain_effects:
+            out["uncertainEffects"] = self.uncertain_effects
+        return out
+
+
+@dataclass
+class _Outcome:
+    """How one task's turn in a batch ended (before its transition commits)."""
+
+    status: str
+    attempt: int
+    output: Any = None
+    has_output: bool = False
+    error: dict[str, Any] | None = None
+    memory_delta: dict[str, Any] = field(default_factory=dict)
+    stops_run: bool = False
+    approval: str | None = None
+    blocked: EffectBlocked | None = None
+
+
+_WAITING = frozenset({"running", "waiting_for_approval", "waiting_for_effect"})
+
+
+class RunExecutor:
+    def __init__(
+        self, store: Store, run_id: str, *, clock: Clock, options: ExecutionOptions | None = None
+    ) -> None:
+        self.store = store
+        self.run_id = run_id
+        self.clock = clock
+        self.options = options or ExecutionOptions()
+        self._cancel_reason: str | None = None
+
+    # -- entry -------------------------------------------------------------------------
+
+    async def execute(self) -> RunOutcome:
+        opts = self.options
+        with self.store.write() as conn:
+            run = load_run(conn, self.run_id)
+            if run.status in TERMINAL_RUN_STATES:
+                return RunOutcome(run.id, run.status, run.output, run.error)
+            ownership.claim(conn, run, opts.owner_id, self.clock.now())
+            rows = load_tasks(conn, self.run_id)
+            spec = run.workflow.get("spec") or {}
+            memory = replay_memory(
+                conn, self.run_id, (spec.get("memory") or {}).get("working") or {}
+            )
+            self.log = RunLog.open(conn, self.run_id)
+            if run.status != "running":
+                self.log.set_run(conn, status="running", updated_at=self.clock.now())
+                self.log.event(conn, "run.resumed", {"from": run.status}, now=self.clock.now())
+        self.run = run
+        self.plan = Plan.from_json(run.plan)
+        self.rows = rows
+        self.memory = memory
+        self.spec = spec
+        self.outputs: dict[str, Any] = {
+            task_id: row.output for task_id, row in rows.items() if row.has_output
+        }
+        policy = dict(spec.get("policy") or {})
+        base_dir = Path(opts.workspace or run.workspace or ".")
+        self.workspace = WorkspacePolicy(
+            base_dir,
+            str(policy.get("workspaceRoot") or "."),
+            list(policy.get("writableRoots") or []),
+        )
+        self.base_dir = base_dir
+        self.gate = EffectGate(
+            self.store,
+            self.log,
+            self.clock,
+            policy=policy,
+            faults=opts.faults,
+            approver=opts.approver,
+            on_task_running=self._mark_running,
+        )
+        runtime = spec.get("runtime") or {}
+        self.default_timeout = int(runtime.get("defaultTimeoutSeconds") or 120)
+        opts.faults.hit("run.created")
+        try:
+            return await self._drive()
+        except (asyncio.CancelledError, Cancelled) as stop:
+            reason = (
+                stop.reason
+                if isinstance(stop, Cancelled)
+                else (self._cancel_reason or "interrupted")
+            )
+            self._finish_run("cancelled", error={"code": "run.cancelled", "message": reason})
+            raise Cancelled(reason, run_id=self.run_id) from None
+        finally:
+            with contextlib.suppress(AgentctlError), self.store.write() as conn:
+                ownership.release(conn, self.run_id, opts.owner_id)
+
+    # -- the loop ----------------------------------------------------------------------
+
+    async def _drive(self) -> RunOutcome:
+        order = self.plan.order
+        concurrency = max(1, self.plan.max_concurrency)
+        while True:
+            self._check_cancel_and_deadline()
+            ready = [
+                tid
+                for tid in order
+                if not self.rows[tid].terminal
+                and all(self.rows[need].terminal for need in self.plan.tasks[tid].needs)
+            ]
+            if not ready:
+                break
+            batch = ready[:concurrency]
+            outcomes = await self._run_batch(batch)
+            stop = False
+            waiting: list[str] = []
+            blocked: list[EffectBlocked] = []
+            for tid in batch:
+                outcome = outcomes[tid]
+                self._commit(self.plan.tasks[tid], outcome)
+                if outcome.status == "failed" and (
+                    outcome.stops_run or self.plan.tasks[tid].failure == "stop"
+                ):
+                    stop = True
+                if outcome.approval:
+                    waiting.append(outcome.approval)
+                if outcome.blocked:
+                    blocked.append(outcome.blocked)
+            if stop:
+                error = next(
+                    (
+                        outcomes[t].error
+                        for t in batch
+                        if outcomes[t].status == "failed" and outcomes[t].error
+                    ),
+                    None,
+                )
+                self._finish_run("failed", error=error)
+                return RunOutcome(self.run_id, "failed", None, error)
+            if blocked:
+                return self._park_blocked(blocked)
+            if waiting:
+                return self._park_waiting(waiting)
+        return self._complete()
+
+    async def _run_batch(self, batch: list[str]) -> dict[str, _Outcome]:
+        snapshot = dict(self.memory)
+        outcomes: dict[str, _Outcome] = {}
+        runnable: list[tuple[PlanTask, dict[str, Any]]] = []
+        for tid in batch:
+            task = self.plan.tasks[tid]
+            decided = self._pre_check(task, snapshot)
+            if isinstance(decided, _Outcome):
+                outcomes[tid] = decided
+            else:
+                runnable.append((task, decided))
+        if runnable:
+            jobs = [asyncio.create_task(self._run_task(t, v, snapshot)) for t, v in runnable]
+            watcher = asyncio.ensure_future(self._watch_cancel(jobs))
+            try:
+                results = await asyncio.gather(*jobs)
+            finally:
+                watcher.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await watcher
+            for (task, _), result in zip(runnable, results, strict=True):
+                outcomes[task.id] = result
+        return outcomes
+
+    async def _watch_cancel(self, jobs: list[asyncio.Task[_Outcome]]) -> None:
+        """Poll the durable cancel flag and the deadline while a batch runs."""
+        while True:
+            await asyncio.sleep(self.options.cancel_poll_seconds)
+            try:
+                self._check_cancel_and_deadline()
+            except Cancelled as stop:
+                self._cancel_reason = stop.reason
+                for job in jobs:
+                    job.cancel()
+                return
+
+    def _check_cancel_and_deadline(self) -> None:
+        with self.store.read() as conn:
+            run = load_run(conn, self.run_id)
+        if run.cancel_requested:
+            raise Cancelled(run.cancel_reason or "cancel requested", run_id=self.run_id)
+        if run.deadline_at is not None:
+            if self.clock.now().replace(tzinfo=None) > run.deadline_at.replace(tzinfo=None):
+                raise Cancelled(
+                    "deadline passed (runtime.budgets.maxWallTimeSeconds)", run_id=self.run_id
+                )
+
+    # -- one task ----------------------------------------------------------------------
+
+    def _context(self, task_vars: Mapping[str, Any], memory: Mapping[str, Any]) -> TemplateContext:
+        return TemplateContext(
+            inputs=self.run.inputs, vars=task_vars, memory=memory, tasks=self.outputs
+        )
+
+    def _pre_check(self, task: PlanTask, memory: Mapping[str, Any]) -> _Outcome | dict[str, Any]:
+        """Skip rules of §17.3, then the rendered vars the task will run with."""
+        row = self.rows[task.id]
+        if row.status in _WAITING:
+            return self._render_vars(task, memory)
+        aggregate = task.uses.kind in ("aggregate", "loop_aggregate", "subworkflow_aggregate")
+        if not aggregate:
+            for need in task.needs:
+                if self.rows[need].status != "succeeded":
+                    return _Outcome(
+                        "skipped",
+                        row.attempt,
+                        error={
+                            "code": "dependency.not_succeeded",
+                            "message": f"dependency did not succeed: {need} is "
+                            f"{self.rows[need].status}",
+                        },
+                    )
+        try:
+            task_vars = self._render_vars(task, memory)
+            for guard in task.route_guards:
+                route = self.outputs.get(guard.router) or {}
+                if task.id not in (route.get("destinations") or []):
+                    return _Outcome(
+                        "skipped",
+                        row.attempt,
+                        has_output=True,
+                        output={
+                            "reason": "route not selected",
+                            "route": {
+                                "router": guard.router,
+                                "selected": route.get("selected"),
+                                "matched": route.get("matched"),
+                            },
+                        },
+                    )
+            if task.when is not None:
+                context = self._context(task_vars, memory)
+                if not evaluate_condition(task.when, context):
+                    return _Outcome(
+                        "skipped",
+                        row.attempt,
+                        has_output=True,
+                        output=when_skip_output(task.when, context),
+                    )
+        except TemplateError as exc:
+            # Our fix of quirk 10: a template error in vars/when fails the task, not the run
+            # driver, so the run ends in a truthful state instead of stranding `running`.
+            return _Outcome(
+                "failed",
+                row.attempt + 1,
+                error={"code": "template.error", "message": f"task {task.id}: {exc}"},
+            )
+        return task_vars
+
+    def _render_vars(self, task: PlanTask, memory: Mapping[str, Any]) -> dict[str, Any]:
+        rendered = render(dict(task.vars), self._context({}, memory))
+        return dict(rendered) if isinstance(rendered, Mapping) else {}
+
+    async def _run_task(
+        self, task: PlanTask, task_vars: dict[str, Any], memory: Mapping[str, Any]
+    ) -> _Outcome:
+        row = self.rows[task.id]
+        attempt_no = row.attempt if row.status in _WAITING and row.attempt else row.attempt + 1
+        attempts_used = 0
+        while True:
+            attempts_used += 1
+            attempt = Attempt(self.run_id, task.id, attempt_no)
+            try:
+                context = self._context(task_vars, memory)
+                rendered = render(dict(task.input), context)
+                env = TaskEnv(
+                    run_id=self.run_id,
+                    task=task,
+                    attempt=attempt,
+                    input=rendered,
+                    vars=task_vars,
+                    memory=memory,
+                    workflow=self.run.workflow,
+                    gate=self.gate,
+                    workspace=self.workspace,
+                    base_dir=self.base_dir,
+                    environ=self.options.environ,
+                    check=self.options.check,
+                    diff=self.options.diff,
+                    max_concurrency=self.plan.max_concurrency,
+                    default_timeout_seconds=self.default_timeout,
+                )
+                result: TaskResult = await run_body(env, self.rows, context, self.options.pool)
+                if not self.options.check:
+                    check_contract(task, result.output)
+                return _Outcome(
+                    "succeeded",
+                    attempt_no,
+                    output=result.output,
+                    has_output=True,
+                    memory_delta=result.memory_delta,
+                )
+            except ApprovalPending as pending:
+                return _Outcome("waiting_for_approval", attempt_no, approval=pending.approval_id)
+            except EffectBlocked as blocked:
+                return _Outcome(
+                    "waiting_for_effect",
+                    attempt_no,
+                    blocked=blocked,
+                    error={
+                        "code": "effect.uncertain",
+                        "message": f"effect {blocked.effect_id} ({blocked.operation}) is uncertain",
+                    },
+                )
+            except FreshAttempt:
+                attempt_no += 1
+                attempts_used -= 1
+                continue
+            except TemplateError as exc:
+                failure = TaskFailure(f"task {task.id}: {exc}", code="template.error")
+            except TaskFailure as exc:
+                failure = exc
+            except AgentctlError as exc:
+                failure = as_task_failure(exc)
+            if failure.retryable and attempts_used < task.retry.max_attempts:
+                if task.retry.backoff_ms:
+                    await self.options.sleep(task.retry.backoff_ms / 1000)
+                attempt_no += 1
+                continue
+            return _Outcome(
+                "failed", attempt_no, error=failure.to_json(), stops_run=failure.stops_run
+            )
+
+    def _mark_running(self, conn: Any, attempt: Attempt) -> None:
+        row = self.rows[attempt.task_id]
+        if row.status == "running" and row.attempt == attempt.attempt:
+            return
+        now = self.clock.now()
+        self.log.set_task(
+            conn,
+            attempt.task_id,
+            status="running",
+            attempt=attempt.attempt,
+            started_at=row.started_at or now,
+        )
+        row.status, row.attempt = "running", attempt.attempt
+        row.started_at = row.started_at or now
+
+    # -- commits -----------------------------------------------------------------------
+
+    def _commit(self, task: PlanTask, outcome: _Outcome) -> None:
+        """One task transition: task row, memory delta checkpoint and audit event."""
+        now = self.clock.now()
+        row = self.rows[task.id]
+        terminal = outcome.status in ("succeeded", "failed", "skipped", "cancelled")
+        delta = outcome.memory_delta if outcome.status == "succeeded" else {}
+        values: dict[str, Any] = {
+            "status": outcome.status,
+            "attempt": outcome.attempt,
+            "error_json": None if outcome.error is None else canonical_json(outcome.error),
+        }
+        if outcome.has_output:
+            values["output_json"] = canonical_json(outcome.output)
+            values["output_digest"] = digest_json(outcome.output)
+            values["disposition"] = "executed" if outcome.status == "succeeded" else "recorded"
+        if delta:
+            values["state_delta_json"] = canonical_json(delta)
+            values["state_delta_digest"] = digest_json(delta)
+        if terminal:
+            values["finished_at"] = now
+        with self.store.write() as conn:
+            self.log.set_task(conn, task.id, **values)
+            if terminal:
+                new_memory = {**self.memory, **delta}
+                self.log.checkpoint(
+                    conn, f"task:{task.id}:{outcome.status}", delta, new_memory, now=now
+                )
+            payload: dict[str, Any] = {"state": outcome.status, "attempt": outcome.attempt}
+            if outcome.error is not None:
+                payload["error"] = outcome.error
+            if outcome.has_output:
+                payload["outputDigest"] = values["output_digest"]
+            if delta:
+                payload["memoryKeys"] = sorted(delta)
+            self.log.event(conn, f"task.{outcome.status}", payload, now=now, task_id=task.id)
+            if terminal:
+                ownership.renew(conn, self.run_id, self.options.owner_id, now)
+        self.options.faults.hit("task.committed")
+        row.status, row.attempt = outcome.status, outcome.attempt
+        row.error = outcome.error
+        if outcome.has_output:
+            row.output, row.has_output = outcome.output, True
+            self.outputs[task.id] = outcome.output
+        if delta:
+            self.memory.update(delta)
+        self._emit(
+            "task",
+            {
+                "taskId": task.id,
+                "state": outcome.status,
+                "attempt": outcome.attempt,
+                "error": outcome.error,
+            },
+        )
+
+    def _emit(self, kind: str, data: dict[str, Any]) -> None:
+        if self.options.events is not None:
+            self.options.events(kind, {"runId": self.run_id, **data})
+
+    def _finish_run(
+        self, status: str, *, output: Any = None, error: dict[str, Any] | None = None
+    ) -> None:
+        now = self.clock.now()
+        with self.store.write() as conn:
+            self.log.set_run(
+                conn,
+                status=status,
+                updated_at=now,
+                output_json=None if output is None else canonical_json(output),
+                error_json=None if error is None else canonical_json(error),
+            )
+            self.log.event(conn, f"run.{status}", {"error": error}, now=now)
+        self._emit("run", {"state": status})
+
+    def _park_waiting(self, approvals: list[str]) -> RunOutcome:
+        error = {"code": "run.paused", "message": "waiting for " + ", ".join(approvals)}
+        self._finish_run("paused", error=error)
+        return RunOutcome(self.run_id, "paused", None, error, approvals=approvals)
+
+    def _park_blocked(self, blocked: list[EffectBlocked]) -> RunOutcome:
+        effects = [{"effectId": b.effect_id, "operation": b.operation} for b in blocked]
+        error = {
+            "code": "effect.uncertain",
+            "message": "uncertain effects block the run: "
+            + ", ".join(f"{b.effect_id} ({b.operation})" for b in blocked),
+        }
+        self._finish_run("paused", error=error)
+        return RunOutcome(self.run_id, "paused", None, error, uncertain_effects=effects)
+
+    def _complete(self) -> RunOutcome:
+        failed: list[str] = [tid for tid in self.plan.order if self.rows[tid].status == "failed"]
+        cancelled = [tid for tid in self.plan.order if self.rows[tid].status == "cancelled"]
+        try:
+            output = self._render_outputs()
+        except TemplateError as exc:
+            render_error = {"code": "template.error", "message": f"spec.outputs: {exc}"}
+            self._finish_run("failed", error=render_error)
+            return RunOutcome(self.run_id, "failed", None, render_error)
+        if failed:
+            error: dict[str, Any] = {
+                "code": "run.failed",
+                "message": "tasks failed: " + ", ".join(failed),
+                "tasks": failed,
+            }
+            self._finish_run("failed", output=output, error=error)
+            return RunOutcome(self.run_id, "failed", output, error)
+        state = "cancelled" if cancelled else "succeeded"
+        self._finish_run(state, output=output)
+        return RunOutcome(self.run_id, state, output)
+
+    def _render_outputs(self) -> Any:
+        declared = self.spec.get("outputs")
+        if not declared:
+            return {tid: self.outputs[tid] for tid in self.plan.order if tid in self.outputs}
+        return render(dict(declared), self._context({}, self.memory))
+
+
+def resolve_run_outcome(row: RunRow) -> RunOutcome:
+    """The outcome of a run as stored (for a run that is already terminal or parked)."""
+    return RunOutcome(row.id, row.status, row.output, row.error)

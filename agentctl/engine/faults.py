@@ -1,0 +1,47 @@
+"""Fault-injection points for the crash suite (test-only, inert unless set).
+
+``AGENTCTL_FAULT=<point>[:<n>]`` makes the process SIGKILL itself the n-th time (default
+1st) it passes ``point``. The points sit at every boundary of the effect protocol and the
+task commit, so tests/crash can prove the recovery rules at each one:
+
+- ``effect.requested``  after the ``requested`` row committed, before ``started``
+- ``effect.started``    after ``started`` committed, before dispatch
+- ``effect.dispatched`` after the dispatch returned, before its outcome committed
+- ``effect.finished``   after the outcome committed, before the task transition
+- ``task.committed``    after a task transition committed
+- ``run.created``       after the run row committed, before the first task
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+
+__all__ = ["FAULT_POINTS", "Faults"]
+
+FAULT_POINTS = (
+    "run.created",
+    "effect.requested",
+    "effect.started",
+    "effect.dispatched",
+    "effect.finished",
+    "task.committed",
+)
+
+
+class Faults:
+    def __init__(self, spec: str | None = None) -> None:
+        spec = spec if spec is not None else os.environ.get("AGENTCTL_FAULT", "")
+        self._point: str | None = None
+        self._remaining = 0
+        if spec:
+            point, _, count = spec.partition(":")
+            self._point = point
+            self._remaining = int(count) if count.isdigit() else 1
+
+    def hit(self, point: str) -> None:
+        if self._point != point:
+            return
+        self._remaining -= 1
+        if self._remaining <= 0:
+            os.kill(os.getpid(), signal.SIGKILL)

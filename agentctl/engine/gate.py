@@ -1,0 +1,459 @@
+"""The effect protocol around one dispatch (DESIGN.md §4, reference §18-§19).
+
+``EffectGate.perform`` is the only way a task touches the outside world:
+
+1. The effect id is derived from (run, task, attempt, ordinal, operation, input digest).
+   A journaled outcome for that id is reused — confirmed results are never redone.
+2. Policy denies first (``toolsDeny``/``toolsAllow``, ``providers``); then the approval mode
+   decides whether a person must approve (pause, ask at the terminal, or deny).
+3. ``requested`` commits, then ``started`` commits, then the dispatch runs.
+4. Its outcome commits: ``succeeded`` + result + confirmed; ``failed`` for a definite
+   failure; ``uncertain`` for a timeout, a lost connection or a cancellation after dispatch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentctl.engine import journal
+from agentctl.engine.approval_policy import deny_reason, needs_approval
+from agentctl.engine.approvals import create_approval, get_approval
+from agentctl.engine.faults import Faults
+from agentctl.engine.records import RunLog
+from agentctl.engine.signals import (
+    ApprovalPending,
+    EffectBlocked,
+    FreshAttempt,
+    OutcomeUnknown,
+    TaskFailure,
+    as_task_failure,
+)
+from agentctl.errors import AgentctlError, Cancelled
+from agentctl.ids import Clock, approval_id
+from agentctl.store.engine import Store
+
+__all__ = ["Attempt", "EffectGate", "InteractiveApprover"]
+
+
+InteractiveApprover = Callable[[dict[str, Any]], Awaitable[bool]]
+
+
+@dataclass
+class Attempt:
+    """One attempt of one task: effect ordinals count up from 1 in dispatch order."""
+
+    run_id: str
+    task_id: str
+    attempt: int
+    ordinal: int = 0
+    effect_ids: list[str] = field(default_factory=list)
+
+    def next_ordinal(self) -> int:
+        self.ordinal += 1
+        return self.ordinal
+
+
+class EffectGate:
+    def __init__(
+        self,
+        store: Store,
+        log: RunLog,
+        clock: Clock,
+        *,
+        policy: dict[str, Any],
+        faults: Faults,
+        approver: InteractiveApprover | None = None,
+        approval_mode: str | None = None,
+        on_task_running: Callable[[Any, Attempt], None] | None = None,
+    ) -> None:
+        self.store = store
+        self.log = log
+        self.clock = clock
+        self.policy = policy
+        self.faults = faults
+        self.approver = approver
+        self.approval_mode = approval_mode
+        self._on_task_running = on_task_running
+
+    def journaled(self, attempt: Attempt, spec: journal.EffectSpec) -> bool:
+        """Whether this attempt already journaled ``spec`` as its next effect.
+
+        Lets a body that would skip an effect when the world already looks done (a write
+        whose content is in place) notice that the world looks done *because of its own
+        earlier dispatch*, whose outcome must then be reused or reconciled, not ignored.
+        """
+        eid = spec.effect_id(attempt.run_id, attempt.task_id, attempt.attempt, attempt.ordinal + 1)
+        with self.store.read() as conn:
+            return journal.get_effect(conn, eid) is not None
+
+    async def perform(
+        self,
+        attempt: Attempt,
+        spec: journal.EffectSpec,
+        dispatch: Callable[[str], Awaitable[Any]],
+        *,
+        model: bool = False,
+        tool_approval: str | None = None,
+        prompt: str | None = None,
+        force_approval_check: bool = False,
+    ) -> Any:
+        ordinal = attempt.next_ordinal()
+        eid = spec.effect_id(attempt.run_id, attempt.task_id, attempt.attempt, ordinal)
+        attempt.effect_ids.append(eid)
+        with self.store.read() as conn:
+            existing = journal.get_effect(conn, eid)
+        if existing is not None:
+            reused = self._reuse(existing)
+            if reused is not _PROCEED:
+                return reused
+            if existing.status == "waiting_for_approval":
+                return await self._after_approval(attempt, existing, spec, dispatch)
+            return await self._start_and_dispatch(attempt, existing, spec, dispatch)
+
+        now = self.clock.now()
+        denial = deny_reason(self.policy, spec.policy_label, model=model)
+        if denial is not None:
+            message = f"policy denied effect: {spec.operation} ({denial})"
+            with self.store.write() as conn:
+                record = journal.insert_requested(
+                    conn,
+                    run_id=attempt.run_id,
+                    task_id=attempt.task_id,
+                    attempt=attempt.attempt,
+                    ordinal=ordinal,
+                    spec=spec,
+                    now=now,
+                )
+                journal.finish_effect(
+                    conn,
+                    record.id,
+                    status="failed",
+                    now=now,
+                    confirmed=True,
+                    error={"code": "policy.denied", "message": message},
+                )
+                self.log.event(
+                    conn,
+                    "effect.denied",
+                    {"operation": spec.operation, "reason": denial},
+                    now=now,
+                    task_id=attempt.task_id,
+                    effect_id=record.id,
+                )
+            raise TaskFailure(message, code="policy.denied")
+
+        gated = needs_approval(
+            self.policy,
+            effect_class=spec.effect_class,
+            risk=spec.risk,
+            tool_approval=tool_approval,
+            mode_override=self.approval_mode,
+        )
+        with self.store.write() as conn:
+            record = journal.insert_requested(
+                conn,
+                run_id=attempt.run_id,
+                task_id=attempt.task_id,
+                attempt=attempt.attempt,
+                ordinal=ordinal,
+                spec=spec,
+                now=now,
+            )
+            if self._on_task_running is not None:
+                self._on_task_running(conn, attempt)
+            self.log.event(
+                conn,
+                "effect.requested",
+                {"operation": spec.operation, "effectClass": spec.effect_class, "risk": spec.risk},
+                now=now,
+                task_id=attempt.task_id,
+                effect_id=record.id,
+            )
+        self.faults.hit("effect.requested")
+        if gated:
+            return await self._gate(attempt, record, spec, dispatch, prompt)
+        return await self._start_and_dispatch(attempt, record, spec, dispatch)
+
+    # -- reuse -------------------------------------------------------------------------
+
+    def _reuse(self, record: journal.EffectRecord) -> Any:
+        """The journaled outcome, or ``_PROCEED`` when the effect may still be dispatched."""
+        if record.status == "succeeded" and record.confirmed:
+            return record.result
+        if record.status == "failed":
+            error = record.error or {}
+            raise TaskFailure(
+                str(error.get("message") or f"{record.operation} failed"),
+                code=str(error.get("code") or "effect.failed"),
+                retryable=bool(error.get("retryable")),
+                details=error.get("details"),
+            )
+        if record.status == "cancelled":
+            error = record.error or {}
+            raise TaskFailure(
+                str(error.get("message") or "approval rejected"),
+                code=str(error.get("code") or "approval.rejected"),
+                stops_run=True,
+            )
+        if record.status in ("started", "uncertain", "succeeded"):
+            with self.store.read() as conn:
+                conclusion = journal.latest_reconciliation(conn, record.id)
+            if conclusion is not None and conclusion.status == "applied":
+                return conclusion.result
+            if conclusion is not None:
+                raise FreshAttempt(record.id)
+            if record.status != "uncertain":
+                now = self.clock.now()
+                with self.store.write() as conn:
+                    journal.set_status(conn, record.id, "uncertain", now)
+                    self.log.event(
+                        conn,
+                        "effect.uncertain",
+                        {
+                            "operation": record.operation,
+                            "reason": "started before a crash; outcome unknown",
+                        },
+                        now=now,
+                        task_id=record.task_id,
+                        effect_id=record.id,
+                    )
+            raise EffectBlocked(record.id, record.operation)
+        return _PROCEED
+
+    # -- approval ----------------------------------------------------------------------
+
+    async def _gate(
+        self,
+        attempt: Attempt,
+        record: journal.EffectRecord,
+        spec: journal.EffectSpec,
+        dispatch: Callable[[str], Awaitable[Any]],
+        prompt: str | None,
+    ) -> Any:
+        aid = approval_id(record.id)
+        text = prompt or f"allow {spec.operation} ({spec.effect_class}, risk {spec.risk})?"
+        request = {
+            "approvalId": aid,
+            "runId": attempt.run_id,
+            "taskId": attempt.task_id,
+            "effectId": record.id,
+            "operation": spec.operation,
+            "effectClass": spec.effect_class,
+            "risk": spec.risk,
+            "prompt": text,
+            "input": spec.effect_input,
+        }
+        if self.approver is not None:
+            allowed = await self.approver(request)
+            now = self.clock.now()
+            with self.store.write() as conn:
+                create_approval(
+                    conn,
+                    approval_id=aid,
+                    run_id=attempt.run_id,
+                    task_id=attempt.task_id,
+                    kind="approval",
+                    prompt=text,
+                    now=now,
+                    effect_id=record.id,
+                    risk=spec.risk,
+                    input=spec.effect_input,
+                )
+                from agentctl.engine.approvals import resolve_approval
+
+                resolve_approval(
+                    conn,
+                    aid,
+                    status="approved" if allowed else "rejected",
+                    actor="terminal",
+                    reason="answered at the terminal",
+                    now=now,
+                )
+                self.log.event(
+                    conn,
+                    "approval.resolved",
+                    {"approvalId": aid, "approved": allowed, "actor": "terminal"},
+                    now=now,
+                    task_id=attempt.task_id,
+                    effect_id=record.id,
+                )
+            if not allowed:
+                return self._reject(attempt, record, aid)
+            return await self._start_and_dispatch(attempt, record, spec, dispatch)
+
+        mode = str(self.policy.get("nonInteractive") or "pause")
+        now = self.clock.now()
+        if mode in ("deny_approval", "fail"):
+            message = (
+                f"policy denied effect: {spec.operation} needs approval and "
+                f"policy.nonInteractive is {mode}"
+            )
+            with self.store.write() as conn:
+                journal.finish_effect(
+                    conn,
+                    record.id,
+                    status="failed",
+                    now=now,
+                    confirmed=True,
+                    error={"code": "policy.denied", "message": message},
+                )
+                self.log.event(
+                    conn,
+                    "effect.denied",
+                    {"reason": message},
+                    now=now,
+                    task_id=attempt.task_id,
+                    effect_id=record.id,
+                )
+            raise TaskFailure(message, code="policy.denied")
+        with self.store.write() as conn:
+            journal.set_status(conn, record.id, "waiting_for_approval", now)
+            create_approval(
+                conn,
+                approval_id=aid,
+                run_id=attempt.run_id,
+                task_id=attempt.task_id,
+                kind="approval",
+                prompt=text,
+                now=now,
+                effect_id=record.id,
+                risk=spec.risk,
+                input=spec.effect_input,
+            )
+            self.log.event(
+                conn,
+                "approval.requested",
+                request,
+                now=now,
+                task_id=attempt.task_id,
+                effect_id=record.id,
+            )
+        raise ApprovalPending(aid)
+
+    async def _after_approval(
+        self,
+        attempt: Attempt,
+        record: journal.EffectRecord,
+        spec: journal.EffectSpec,
+        dispatch: Callable[[str], Awaitable[Any]],
+    ) -> Any:
+        aid = approval_id(record.id)
+        with self.store.read() as conn:
+            approval = get_approval(conn, aid)
+        if approval is None or approval.status == "pending":
+            raise ApprovalPending(aid)
+        if approval.status != "approved":
+            return self._reject(attempt, record, aid)
+        return await self._start_and_dispatch(attempt, record, spec, dispatch)
+
+    def _reject(self, attempt: Attempt, record: journal.EffectRecord, aid: str) -> Any:
+        now = self.clock.now()
+        message = f"approval rejected: {aid}"
+        with self.store.write() as conn:
+            journal.finish_effect(
+                conn,
+                record.id,
+                status="cancelled",
+                now=now,
+                confirmed=True,
+                error={"code": "approval.rejected", "message": message},
+            )
+            self.log.event(
+                conn,
+                "effect.cancelled",
+                {"reason": message},
+                now=now,
+                task_id=attempt.task_id,
+                effect_id=record.id,
+            )
+        raise TaskFailure(message, code="approval.rejected", stops_run=True)
+
+    # -- dispatch ----------------------------------------------------------------------
+
+    async def _start_and_dispatch(
+        self,
+        attempt: Attempt,
+        record: journal.EffectRecord,
+        spec: journal.EffectSpec,
+        dispatch: Callable[[str], Awaitable[Any]],
+    ) -> Any:
+        now = self.clock.now()
+        with self.store.write() as conn:
+            journal.set_status(conn, record.id, "started", now)
+            if self._on_task_running is not None:
+                self._on_task_running(conn, attempt)
+        self.faults.hit("effect.started")
+        try:
+            result = await dispatch(record.id)
+        except TaskFailure as failure:
+            self._finish(attempt, record, "failed", error=failure.to_json())
+            raise
+        except AgentctlError as error:
+            mapped = as_task_failure(error)
+            self._finish(attempt, record, "failed", error=mapped.to_json())
+            raise mapped from error
+        except OutcomeUnknown as unknown:
+            self._finish(
+                attempt,
+                record,
+                "uncertain",
+                error={
+                    "code": "effect.uncertain",
+                    "message": unknown.message,
+                    "details": unknown.details,
+                },
+                confirmed=False,
+            )
+            raise EffectBlocked(record.id, record.operation) from unknown
+        except (asyncio.CancelledError, Cancelled):
+            self._finish(
+                attempt,
+                record,
+                "uncertain",
+                error={
+                    "code": "effect.cancelled_in_flight",
+                    "message": "cancelled after dispatch; outcome unknown",
+                },
+                confirmed=False,
+            )
+            raise
+        self.faults.hit("effect.dispatched")
+        self._finish(attempt, record, "succeeded", result=result)
+        self.faults.hit("effect.finished")
+        return result
+
+    def _finish(
+        self,
+        attempt: Attempt,
+        record: journal.EffectRecord,
+        status: Any,
+        *,
+        result: Any = None,
+        error: Any = None,
+        confirmed: bool = True,
+    ) -> None:
+        now = self.clock.now()
+        with self.store.write() as conn:
+            journal.finish_effect(
+                conn,
+                record.id,
+                status=status,
+                now=now,
+                result=result,
+                error=error,
+                confirmed=confirmed,
+            )
+            self.log.event(
+                conn,
+                f"effect.{status}",
+                {"operation": record.operation, "error": error},
+                now=now,
+                task_id=attempt.task_id,
+                effect_id=record.id,
+            )
+
+
+_PROCEED: Any = object()

@@ -1,0 +1,359 @@
+"""The effect journal (DESIGN.md §4): every non-pure operation, before and after dispatch.
+
+Status moves ``requested`` -> (``waiting_for_approval`` ->) ``started`` -> ``succeeded`` |
+``failed`` | ``cancelled`` | ``uncertain``. A started effect whose outcome is unknown (crash,
+timeout, transport loss, cancellation after dispatch) becomes ``uncertain`` and blocks its
+task until an operator appends a reconciliation: ``applied`` (with a validated result),
+``not_applied`` or ``compensated``. Reconciliations are append-only; the latest wins.
+
+These functions run inside the caller's transaction; the executor decides what commits
+together.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+from sqlalchemy import insert, select, update
+from sqlalchemy.engine import Connection, RowMapping
+
+from agentctl.digest import canonical_json, effect_id, effect_input_digest
+from agentctl.errors import NotFoundError
+from agentctl.store.records import check_format_version
+from agentctl.store.tables import FORMAT_VERSION, effects, reconciliations
+
+__all__ = [
+    "EffectRecord",
+    "EffectSpec",
+    "Reconciliation",
+    "ReconciliationStatus",
+    "add_reconciliation",
+    "finish_effect",
+    "get_effect",
+    "insert_requested",
+    "latest_reconciliation",
+    "list_effects",
+    "require_effect",
+    "set_status",
+]
+
+ReconciliationStatus = Literal["applied", "not_applied", "compensated"]
+TERMINAL_EFFECT_STATUSES = frozenset({"succeeded", "failed", "cancelled"})
+
+
+@dataclass(frozen=True, slots=True)
+class EffectSpec:
+    """What a task is about to do, in the vocabulary of reference §19."""
+
+    operation: str
+    effect_input: Any
+    effect_class: str
+    idempotency: str
+    risk: str
+    policy_label: str
+    request: Any = None
+
+    def input_digest(self) -> str:
+        return effect_input_digest(self.effect_input)
+
+    def effect_id(self, run_id: str, task_id: str, attempt: int, ordinal: int) -> str:
+        return effect_id(run_id, task_id, attempt, ordinal, self.operation, self.input_digest())
+
+
+@dataclass(frozen=True, slots=True)
+class Reconciliation:
+    id: int
+    effect_id: str
+    status: ReconciliationStatus
+    reason: str
+    actor: str
+    evidence: str | None
+    result: Any
+    result_validated: bool
+    compensation_effect_id: str | None
+    created_at: datetime
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "effectId": self.effect_id,
+            "status": self.status,
+            "reason": self.reason,
+            "actor": self.actor,
+            "evidence": self.evidence,
+            "result": self.result,
+            "resultValidated": self.result_validated,
+            "compensationEffectId": self.compensation_effect_id,
+            "createdAt": self.created_at.isoformat(),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class EffectRecord:
+    id: str
+    run_id: str
+    task_id: str
+    attempt: int
+    ordinal: int
+    operation: str
+    input_digest: str
+    effect_class: str
+    idempotency: str
+    risk: str
+    idempotency_key: str | None
+    status: str
+    request: Any
+    result: Any
+    error: Any
+    confirmed: bool
+    requested_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "effectId": self.id,
+            "runId": self.run_id,
+            "taskId": self.task_id,
+            "attempt": self.attempt,
+            "ordinal": self.ordinal,
+            "operation": self.operation,
+            "inputDigest": self.input_digest,
+            "effectClass": self.effect_class,
+            "idempotency": self.idempotency,
+            "risk": self.risk,
+            "idempotencyKey": self.idempotency_key,
+            "status": self.status,
+            "confirmed": self.confirmed,
+            "request": self.request,
+            "result": self.result,
+            "error": self.error,
+            "requestedAt": self.requested_at.isoformat(),
+            "startedAt": self.started_at.isoformat() if self.started_at else None,
+            "finishedAt": self.finished_at.isoformat() if self.finished_at else None,
+        }
+
+
+def _loads(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
+
+
+def _dumps(value: Any) -> str | None:
+    return None if value is None else canonical_json(value)
+
+
+def _record(row: RowMapping) -> EffectRecord:
+    check_format_version("effect", row["id"], int(row["format_version"]))
+    return EffectRecord(
+        id=row["id"],
+        run_id=row["run_id"],
+        task_id=row["task_id"],
+        attempt=int(row["attempt"]),
+        ordinal=int(row["ordinal"]),
+        operation=row["operation"],
+        input_digest=row["input_digest"],
+        effect_class=row["effect_class"],
+        idempotency=row["idempotency"],
+        risk=row["risk"],
+        idempotency_key=row["idempotency_key"],
+        status=row["status"],
+        request=_loads(row["request_json"]),
+        result=_loads(row["result_json"]),
+        error=_loads(row["error_json"]),
+        confirmed=bool(row["confirmed"]),
+        requested_at=row["requested_at"],
+        started_at=row["started_at"],
+        finished_at=row["finished_at"],
+    )
+
+
+def get_effect(conn: Connection, effect_id_: str) -> EffectRecord | None:
+    row = conn.execute(select(effects).where(effects.c.id == effect_id_)).mappings().first()
+    return None if row is None else _record(row)
+
+
+def require_effect(conn: Connection, effect_id_: str) -> EffectRecord:
+    found = get_effect(conn, effect_id_)
+    if found is None:
+        matches = (
+            conn.execute(select(effects.c.id).where(effects.c.id.like(effect_id_ + "%")).limit(2))
+            .scalars()
+            .all()
+            if len(effect_id_) >= 8
+            else []
+        )
+        if len(matches) == 1:
+            found = get_effect(conn, matches[0])
+    if found is None:
+        raise NotFoundError(
+            f"unknown effect {effect_id_!r}",
+            hint="list a run's effects with `agentctl effects list RUN_ID`",
+        )
+    return found
+
+
+def list_effects(
+    conn: Connection,
+    run_id: str,
+    *,
+    task_id: str | None = None,
+    statuses: tuple[str, ...] = (),
+) -> list[EffectRecord]:
+    query = select(effects).where(effects.c.run_id == run_id)
+    if task_id is not None:
+        query = query.where(effects.c.task_id == task_id)
+    if statuses:
+        query = query.where(effects.c.status.in_(statuses))
+    query = query.order_by(
+        effects.c.requested_at, effects.c.task_id, effects.c.attempt, effects.c.ordinal
+    )
+    return [_record(row) for row in conn.execute(query).mappings()]
+
+
+def insert_requested(
+    conn: Connection,
+    *,
+    run_id: str,
+    task_id: str,
+    attempt: int,
+    ordinal: int,
+    spec: EffectSpec,
+    now: datetime,
+) -> EffectRecord:
+    """Journal an effect as ``requested`` (idempotent: an existing row is returned as is)."""
+    eid = spec.effect_id(run_id, task_id, attempt, ordinal)
+    existing = get_effect(conn, eid)
+    if existing is not None:
+        return existing
+    conn.execute(
+        insert(effects).values(
+            id=eid,
+            format_version=FORMAT_VERSION,
+            run_id=run_id,
+            task_id=task_id,
+            attempt=attempt,
+            ordinal=ordinal,
+            operation=spec.operation,
+            input_digest=spec.input_digest(),
+            effect_class=spec.effect_class,
+            idempotency=spec.idempotency,
+            risk=spec.risk,
+            idempotency_key=eid,
+            status="requested",
+            request_json=_dumps(spec.request if spec.request is not None else spec.effect_input),
+            confirmed=False,
+            requested_at=now,
+        )
+    )
+    found = get_effect(conn, eid)
+    assert found is not None
+    return found
+
+
+def set_status(conn: Connection, effect_id_: str, status: str, now: datetime) -> None:
+    values: dict[str, Any] = {"status": status}
+    if status == "started":
+        values["started_at"] = now
+    elif status in TERMINAL_EFFECT_STATUSES or status == "uncertain":
+        values["finished_at"] = now
+    conn.execute(update(effects).where(effects.c.id == effect_id_).values(**values))
+
+
+def finish_effect(
+    conn: Connection,
+    effect_id_: str,
+    *,
+    status: Literal["succeeded", "failed", "cancelled", "uncertain"],
+    now: datetime,
+    result: Any = None,
+    error: Any = None,
+    confirmed: bool,
+) -> None:
+    conn.execute(
+        update(effects)
+        .where(effects.c.id == effect_id_)
+        .values(
+            status=status,
+            result_json=_dumps(result),
+            error_json=_dumps(error),
+            confirmed=confirmed,
+            finished_at=now,
+        )
+    )
+
+
+def _reconciliation(row: RowMapping) -> Reconciliation:
+    return Reconciliation(
+        id=int(row["id"]),
+        effect_id=row["effect_id"],
+        status=row["status"],
+        reason=row["reason"],
+        actor=row["actor"],
+        evidence=row["evidence"],
+        result=_loads(row["result_json"]),
+        result_validated=bool(row["result_validated"]),
+        compensation_effect_id=row["compensation_effect_id"],
+        created_at=row["created_at"],
+    )
+
+
+def latest_reconciliation(conn: Connection, effect_id_: str) -> Reconciliation | None:
+    row = (
+        conn.execute(
+            select(reconciliations)
+            .where(reconciliations.c.effect_id == effect_id_)
+            .order_by(reconciliations.c.id.desc())
+            .limit(1)
+        )
+        .mappings()
+        .first()
+    )
+    return None if row is None else _reconciliation(row)
+
+
+def list_reconciliations(conn: Connection, effect_id_: str) -> list[Reconciliation]:
+    rows = conn.execute(
+        select(reconciliations)
+        .where(reconciliations.c.effect_id == effect_id_)
+        .order_by(reconciliations.c.id)
+    ).mappings()
+    return [_reconciliation(row) for row in rows]
+
+
+def add_reconciliation(
+    conn: Connection,
+    effect_id_: str,
+    *,
+    status: ReconciliationStatus,
+    reason: str,
+    actor: str,
+    now: datetime,
+    evidence: str | None = None,
+    result: Any = None,
+    result_validated: bool = False,
+    compensation_effect_id: str | None = None,
+) -> Reconciliation:
+    previous = latest_reconciliation(conn, effect_id_)
+    inserted = conn.execute(
+        insert(reconciliations).values(
+            format_version=FORMAT_VERSION,
+            effect_id=effect_id_,
+            status=status,
+            reason=reason,
+            actor=actor,
+            evidence=evidence,
+            result_json=_dumps(result),
+            result_validated=result_validated,
+            compensation_effect_id=compensation_effect_id,
+            supersedes_id=None if previous is None else previous.id,
+            created_at=now,
+        )
+    )
+    key = inserted.inserted_primary_key
+    assert key is not None
+    new_id = int(key[0])
+    row = conn.execute(select(reconciliations).where(reconciliations.c.id == new_id)).mappings()
+    return _reconciliation(row.one())

@@ -1,0 +1,348 @@
+"""Operator operations on stored runs: cancel, reconcile, approvals, inspect, list.
+
+Each is one short transaction that appends what a person decided; the executor reads those
+decisions when the run is next resumed. None of them dispatches an effect.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import func, select, update
+
+from agentctl.engine import journal
+from agentctl.engine.approvals import list_approvals, require_approval, resolve_approval
+from agentctl.engine.ownership import owner_alive
+from agentctl.engine.questions import validate_answer
+from agentctl.engine.records import TERMINAL_RUN_STATES, RunLog, load_run, load_tasks
+from agentctl.errors import UsageError
+from agentctl.ids import Clock
+from agentctl.observability.audit import list_events, verify_chain
+from agentctl.store.engine import Store
+from agentctl.store.tables import checkpoints, runs
+
+__all__ = [
+    "answer_question",
+    "cancel_run",
+    "decide_approval",
+    "inspect_run",
+    "list_runs",
+    "needs_reconciliation",
+    "reconcile_effect",
+]
+
+MAX_EVIDENCE_BYTES = 1 << 20
+
+
+def cancel_run(store: Store, run_id: str, reason: str | None, *, clock: Clock) -> dict[str, Any]:
+    """Set the durable cancel flag; a run nobody executes is cancelled at once."""
+    now = clock.now()
+    with store.write() as conn:
+        run = load_run(conn, run_id)
+        if run.status in TERMINAL_RUN_STATES:
+            return {
+                "runId": run_id,
+                "state": run.status,
+                "cancelRequested": False,
+                "note": f"run is already {run.status}",
+            }
+        log = RunLog.open(conn, run_id)
+        conn.execute(
+            update(runs)
+            .where(runs.c.id == run_id)
+            .values(
+                cancel_requested=True,
+                cancel_reason=reason or "cancelled by operator",
+                updated_at=now,
+            )
+        )
+        live = run.owner_id is not None and owner_alive(run.owner_id)
+        log.event(conn, "run.cancel_requested", {"reason": reason, "ownerLive": live}, now=now)
+        if not live:
+            conn.execute(
+                update(runs)
+                .where(runs.c.id == run_id)
+                .values(
+                    status="cancelled",
+                    owner_id=None,
+                    error_json=json.dumps(
+                        {"code": "run.cancelled", "message": reason or "cancelled by operator"}
+                    ),
+                )
+            )
+            log.event(conn, "run.cancelled", {"reason": reason}, now=now)
+            return {"runId": run_id, "state": "cancelled", "cancelRequested": True}
+    return {
+        "runId": run_id,
+        "state": run.status,
+        "cancelRequested": True,
+        "note": f"the owning process ({run.owner_id}) will stop and exit 130",
+    }
+
+
+@dataclass(frozen=True)
+class ReconcileRequest:
+    effect_id: str
+    status: str
+    reason: str
+    actor: str = "cli-user"
+    evidence_file: str | None = None
+    result_file: str | None = None
+    result_schema_file: str | None = None
+    compensation_effect_id: str | None = None
+
+
+def _read_small(path: str, what: str) -> str:
+    file = Path(path)
+    try:
+        if file.stat().st_size > MAX_EVIDENCE_BYTES:
+            raise UsageError(f"{what} {file} is larger than 1 MiB")
+        return file.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(
+            f"cannot read {what} {file}: {exc.strerror}",
+            hint=f"check the path given for the {what}",
+        ) from exc
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{what} {file} is not UTF-8 text") from exc
+
+
+def _load_json_file(path: str, what: str) -> Any:
+    try:
+        return json.loads(_read_small(path, what))
+    except ValueError as exc:
+        raise UsageError(f"{what} {path} is not valid JSON: {exc}") from exc
+
+
+def reconcile_effect(store: Store, request: ReconcileRequest, *, clock: Clock) -> dict[str, Any]:
+    """Append an operator's conclusion about an effect (never rewrites history)."""
+    status = request.status.replace("-", "_")
+    if status not in ("applied", "not_applied", "compensated"):
+        raise UsageError(
+            f"--status must be applied, not-applied or compensated, got {request.status!r}"
+        )
+    if not request.reason.strip():
+        raise UsageError("--reason must say why (it is kept in the audit log)")
+    evidence = (
+        _read_small(request.evidence_file, "evidence file") if request.evidence_file else None
+    )
+    result = None
+    validated = False
+    if request.result_file:
+        result = _load_json_file(request.result_file, "result file")
+    if status == "applied" and result is not None and request.result_schema_file:
+        import jsonschema
+
+        schema = _load_json_file(request.result_schema_file, "result schema file")
+        try:
+            jsonschema.validate(result, schema)
+        except jsonschema.ValidationError as exc:
+            raise UsageError(
+                f"the result does not satisfy the schema: {exc.message}",
+                hint="fix the result file or the schema",
+            ) from exc
+        except jsonschema.SchemaError as exc:
+            raise UsageError(
+                f"the result schema is not a valid JSON Schema: {exc.message}"
+            ) from exc
+        validated = True
+    now = clock.now()
+    with store.write() as conn:
+        effect = journal.require_effect(conn, request.effect_id)
+        if status == "applied" and result is None:
+            result = effect.result
+        if effect.status in ("requested", "waiting_for_approval"):
+            raise UsageError(
+                f"effect {effect.id} never started ({effect.status}); there is nothing to "
+                "reconcile",
+                hint=f"resume the run with `agentctl resume {effect.run_id}`",
+            )
+        if status == "applied" and result is None and effect.status != "succeeded":
+            raise UsageError(
+                f"effect {effect.id} has no recorded result; an `applied` conclusion needs one",
+                hint="pass --result-file with the result the operation produced (and "
+                "--result-schema-file to validate it)",
+            )
+        conclusion = journal.add_reconciliation(
+            conn,
+            effect.id,
+            status=status,  # type: ignore[arg-type]
+            reason=request.reason,
+            actor=request.actor,
+            now=now,
+            evidence=evidence,
+            result=result,
+            result_validated=validated,
+            compensation_effect_id=request.compensation_effect_id,
+        )
+        log = RunLog.open(conn, effect.run_id)
+        log.event(
+            conn,
+            "effect.reconciled",
+            {
+                "status": status,
+                "actor": request.actor,
+                "reason": request.reason,
+                "resultValidated": validated,
+            },
+            now=now,
+            task_id=effect.task_id,
+            effect_id=effect.id,
+        )
+    return {
+        "effect": effect.to_json(),
+        "reconciliation": conclusion.to_json(),
+        "next": f"agentctl resume {effect.run_id}",
+    }
+
+
+def needs_reconciliation(store: Store, run_id: str | None = None) -> list[dict[str, Any]]:
+    """Effects whose outcome is unknown and that have no conclusion yet."""
+    from agentctl.store.tables import effects
+
+    with store.read() as conn:
+        query = select(effects.c.id).where(effects.c.status.in_(("started", "uncertain")))
+        if run_id is not None:
+            load_run(conn, run_id)
+            query = query.where(effects.c.run_id == run_id)
+        found = []
+        for effect_id in conn.execute(query.order_by(effects.c.requested_at)).scalars():
+            record = journal.require_effect(conn, effect_id)
+            if journal.latest_reconciliation(conn, effect_id) is None:
+                found.append(record.to_json())
+    return found
+
+
+def decide_approval(
+    store: Store, approval_id: str, *, approve: bool, reason: str, actor: str, clock: Clock
+) -> dict[str, Any]:
+    now = clock.now()
+    with store.write() as conn:
+        current = require_approval(conn, approval_id)
+        if current.kind == "question":
+            raise UsageError(
+                f"{approval_id} is a question",
+                hint=f"answer it with `agentctl approvals answer {approval_id} VALUE`",
+            )
+        decided = resolve_approval(
+            conn,
+            approval_id,
+            status="approved" if approve else "rejected",
+            actor=actor,
+            reason=reason,
+            now=now,
+        )
+        RunLog.open(conn, decided.run_id).event(
+            conn,
+            "approval.resolved",
+            {"approvalId": approval_id, "approved": approve, "actor": actor, "reason": reason},
+            now=now,
+            task_id=decided.task_id,
+            effect_id=decided.effect_id,
+        )
+    return {"approval": decided.to_json(), "next": f"agentctl resume {decided.run_id}"}
+
+
+def answer_question(
+    store: Store, approval_id: str, raw_value: str, *, actor: str, clock: Clock
+) -> dict[str, Any]:
+    try:
+        value: Any = json.loads(raw_value)
+    except ValueError:
+        value = raw_value
+    now = clock.now()
+    with store.write() as conn:
+        current = require_approval(conn, approval_id)
+        if current.kind != "question":
+            raise UsageError(
+                f"{approval_id} is an approval, not a question",
+                hint="approve or reject it with `agentctl approvals approve|"
+                f"reject {approval_id} --reason TEXT`",
+            )
+        validate_answer(value, current.choices, current.answer_schema)
+        answered = resolve_approval(
+            conn, approval_id, status="answered", actor=actor, reason=None, answer=value, now=now
+        )
+        RunLog.open(conn, answered.run_id).event(
+            conn,
+            "question.answered",
+            {"approvalId": approval_id, "actor": actor},
+            now=now,
+            task_id=answered.task_id,
+        )
+    return {"approval": answered.to_json(), "next": f"agentctl resume {answered.run_id}"}
+
+
+def list_runs(
+    store: Store, *, status: str | None = None, workflow: str | None = None, limit: int = 50
+) -> list[dict[str, Any]]:
+    query = select(
+        runs.c.id,
+        runs.c.workflow_name,
+        runs.c.status,
+        runs.c.mode,
+        runs.c.source_run_id,
+        runs.c.created_at,
+        runs.c.updated_at,
+    )
+    if status:
+        query = query.where(runs.c.status == status)
+    if workflow:
+        query = query.where(runs.c.workflow_name == workflow)
+    query = query.order_by(runs.c.created_at.desc(), runs.c.id.desc()).limit(max(1, limit))
+    with store.read() as conn:
+        return [
+            {
+                "runId": row.id,
+                "workflow": row.workflow_name,
+                "state": row.status,
+                "mode": row.mode,
+                "sourceRunId": row.source_run_id,
+                "createdAt": row.created_at.isoformat(),
+                "updatedAt": row.updated_at.isoformat(),
+            }
+            for row in conn.execute(query)
+        ]
+
+
+def inspect_run(store: Store, run_id: str) -> dict[str, Any]:
+    with store.read() as conn:
+        run = load_run(conn, run_id)
+        task_rows = load_tasks(conn, run_id)
+        effects = journal.list_effects(conn, run_id)
+        effect_json = []
+        for effect in effects:
+            item = effect.to_json()
+            item["reconciliations"] = [
+                r.to_json() for r in journal.list_reconciliations(conn, effect.id)
+            ]
+            effect_json.append(item)
+        approvals = [a.to_json() for a in list_approvals(conn, run_id)]
+        checkpoint_count = conn.execute(
+            select(func.count()).select_from(checkpoints).where(checkpoints.c.run_id == run_id)
+        ).scalar_one()
+        events = list_events(conn, run_id)
+        chain = verify_chain(conn, run_id)
+    return {
+        "run": {
+            **run.summary_json(),
+            "workflowDigest": run.workflow_digest,
+            "planDigest": run.plan_digest,
+            "workflowFile": run.workflow_file,
+            "workspace": run.workspace,
+            "inputs": run.inputs,
+            "output": run.output,
+            "error": run.error,
+            "deadlineAt": run.deadline_at.isoformat() if run.deadline_at else None,
+            "cancelRequested": run.cancel_requested,
+            "owner": run.owner_id,
+        },
+        "tasks": [row.to_json() for row in task_rows.values()],
+        "effects": effect_json,
+        "approvals": approvals,
+        "checkpoints": int(checkpoint_count),
+        "audit": {"events": len(events), "verified": chain.ok, "brokenAt": chain.broken_at},
+    }

@@ -1,0 +1,96 @@
+"""``builtin.ask``: a task that asks a person and parks the run until answered.
+
+Beyond upstream (as Marbles' ask). The task's ``with`` holds ``prompt`` (required),
+optional ``choices`` (a list of allowed JSON values) and optional ``schema`` (a JSON Schema
+the answer must satisfy). The question is stored like an approval (id ``approval-`` + 16
+hex) and answered with ``agentctl approvals answer ID VALUE``; the answer becomes the task
+output ``{answer, answeredBy}`` and is reused on every later resume or replay.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from agentctl.digest import sha256_hex
+from agentctl.engine.approvals import create_approval, get_approval
+from agentctl.engine.context import TaskEnv, TaskResult
+from agentctl.engine.signals import ApprovalPending, TaskFailure
+from agentctl.errors import UsageError
+
+__all__ = ["ask", "question_id", "validate_answer"]
+
+
+def question_id(run_id: str, task_id: str, attempt: int) -> str:
+    return "approval-" + sha256_hex(f"question\0{run_id}\0{task_id}\0{attempt}".encode())[:16]
+
+
+def validate_answer(
+    answer: Any, choices: list[Any] | None, schema: Mapping[str, Any] | None
+) -> None:
+    """Refuse an answer outside the choices or the schema (exit 2 at `approvals answer`)."""
+    from agentctl.spec.template_values import json_equal
+
+    if choices is not None and not any(json_equal(answer, c) for c in choices):
+        raise UsageError(
+            f"answer {answer!r} is not one of the choices {choices}",
+            code="question.invalid_answer",
+            hint="answer with one of the listed choices (JSON values, e.g. '\"yes\"' or 2)",
+        )
+    if schema is not None:
+        import jsonschema
+
+        errors = sorted(
+            jsonschema.Draft202012Validator(schema).iter_errors(answer), key=lambda e: e.path
+        )
+        if errors:
+            raise UsageError(
+                f"answer does not satisfy the question's schema: {errors[0].message}",
+                code="question.invalid_answer",
+                hint="answer with a JSON value that satisfies the schema shown by "
+                "`agentctl approvals list`",
+            )
+
+
+async def ask(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
+    prompt = env.input.get("prompt") if isinstance(env.input, Mapping) else None
+    if not isinstance(prompt, str) or not prompt:
+        raise TaskFailure(
+            f"task {env.task.id}: input requires string `prompt`", code="input.invalid"
+        )
+    choices = env.input.get("choices")
+    schema = env.input.get("schema")
+    if choices is not None and not isinstance(choices, list):
+        raise TaskFailure("`choices` must be a list", code="input.invalid")
+    if schema is not None and not isinstance(schema, Mapping):
+        raise TaskFailure("`schema` must be a JSON Schema object", code="input.invalid")
+    qid = question_id(env.run_id, env.task.id, env.attempt.attempt)
+    gate = env.gate
+    with gate.store.read() as conn:
+        existing = get_approval(conn, qid)
+    if existing is not None and existing.status == "answered":
+        return TaskResult({"answer": existing.answer, "answeredBy": existing.resolver})
+    if existing is None:
+        now = gate.clock.now()
+        with gate.store.write() as conn:
+            create_approval(
+                conn,
+                approval_id=qid,
+                run_id=env.run_id,
+                task_id=env.task.id,
+                kind="question",
+                prompt=prompt,
+                now=now,
+                choices=choices,
+                answer_schema=dict(schema) if schema is not None else None,
+            )
+            gate.log.event(
+                conn,
+                "question.asked",
+                {"approvalId": qid, "prompt": prompt, "choices": choices},
+                now=now,
+                task_id=env.task.id,
+            )
+    if existing is not None and existing.status != "pending":
+        raise TaskFailure(f"question {qid} was {existing.status}", code="question.closed")
+    raise ApprovalPending(qid, kind="question")

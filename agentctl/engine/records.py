@@ -1,0 +1,283 @@
+"""Run and task rows as the executor sees them, and the transactions that change them.
+
+One task transition is one transaction: the task row, its working-memory delta (as a
+checkpoint), and its audit event commit together. The checkpoint sequence is kept in
+memory by the run's single owner; the audit chain head is read inside each write
+transaction, because operators append to a live run's chain from other processes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import func, select, update
+from sqlalchemy.engine import Connection
+
+from agentctl.digest import canonical_json, digest_json
+from agentctl.errors import PersistenceError
+from agentctl.observability import audit
+from agentctl.store.records import check_format_version
+from agentctl.store.tables import checkpoints, runs, tasks
+
+__all__ = [
+    "TERMINAL_RUN_STATES",
+    "TERMINAL_TASK_STATES",
+    "RunLog",
+    "RunRow",
+    "TaskRow",
+    "load_run",
+    "load_tasks",
+    "replay_memory",
+]
+
+TERMINAL_TASK_STATES = frozenset({"succeeded", "failed", "skipped", "cancelled"})
+TERMINAL_RUN_STATES = frozenset({"succeeded", "failed", "cancelled"})
+SNAPSHOT_EVERY = 64
+
+
+def _loads(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
+
+
+@dataclass
+class RunRow:
+    id: str
+    workflow_name: str
+    workflow_digest: str
+    plan_digest: str
+    plan: dict[str, Any]
+    workflow: dict[str, Any]
+    workflow_file: str | None
+    inputs: dict[str, Any]
+    mode: str
+    status: str
+    workspace: str | None
+    source_run_id: str | None
+    relation: str | None
+    output: Any
+    error: Any
+    created_at: datetime
+    updated_at: datetime
+    deadline_at: datetime | None
+    cancel_requested: bool
+    cancel_reason: str | None
+    owner_id: str | None
+    owner_lease_expires_at: datetime | None
+
+    def summary_json(self) -> dict[str, Any]:
+        return {
+            "runId": self.id,
+            "workflow": self.workflow_name,
+            "state": self.status,
+            "mode": self.mode,
+            "sourceRunId": self.source_run_id,
+            "createdAt": self.created_at.isoformat(),
+            "updatedAt": self.updated_at.isoformat(),
+        }
+
+
+@dataclass
+class TaskRow:
+    task_id: str
+    ordinal: int
+    status: str
+    attempt: int
+    disposition: str | None
+    output: Any
+    has_output: bool
+    error: Any
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def terminal(self) -> bool:
+        return self.status in TERMINAL_TASK_STATES
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "taskId": self.task_id,
+            "state": self.status,
+            "attempt": self.attempt,
+            "disposition": self.disposition,
+            "output": self.output if self.has_output else None,
+            "error": self.error,
+        }
+
+
+def load_run(conn: Connection, run_id: str) -> RunRow:
+    from agentctl.store.records import get_run
+
+    row = get_run(conn, run_id)
+    try:
+        return RunRow(
+            id=row["id"],
+            workflow_name=row["workflow_name"],
+            workflow_digest=row["workflow_digest"],
+            plan_digest=row["plan_digest"],
+            plan=json.loads(row["plan_json"]),
+            workflow=json.loads(row["workflow_json"]),
+            workflow_file=row["workflow_file"],
+            inputs=json.loads(row["inputs_json"]),
+            mode=row["mode"],
+            status=row["status"],
+            workspace=row["workspace"],
+            source_run_id=row["source_run_id"],
+            relation=row["relation"],
+            output=_loads(row["output_json"]),
+            error=_loads(row["error_json"]),
+            created_at=row["created_at"],
+            updated_at=row["updated_at"],
+            deadline_at=row["deadline_at"],
+            cancel_requested=bool(row["cancel_requested"]),
+            cancel_reason=row["cancel_reason"],
+            owner_id=row["owner_id"],
+            owner_lease_expires_at=row["owner_lease_expires_at"],
+        )
+    except (ValueError, TypeError) as exc:
+        raise PersistenceError(
+            f"run {run_id} has a corrupt record: {exc}",
+            code="store.corrupt",
+            hint="inspect the database; the run cannot be read",
+            run_id=run_id,
+        ) from exc
+
+
+def load_tasks(conn: Connection, run_id: str) -> dict[str, TaskRow]:
+    rows = conn.execute(
+        select(tasks).where(tasks.c.run_id == run_id).order_by(tasks.c.ordinal)
+    ).mappings()
+    out: dict[str, TaskRow] = {}
+    for row in rows:
+        check_format_version("task", f"{run_id}/{row['task_id']}", int(row["format_version"]))
+        out[row["task_id"]] = TaskRow(
+            task_id=row["task_id"],
+            ordinal=int(row["ordinal"]),
+            status=row["status"],
+            attempt=int(row["attempt"]),
+            disposition=row["disposition"],
+            output=_loads(row["output_json"]),
+            has_output=row["output_json"] is not None,
+            error=_loads(row["error_json"]),
+            started_at=row["started_at"],
+            finished_at=row["finished_at"],
+        )
+    return out
+
+
+def replay_memory(conn: Connection, run_id: str, initial: Mapping[str, Any]) -> dict[str, Any]:
+    """Working memory after the last checkpoint: the latest snapshot plus later deltas."""
+    snapshot_seq = conn.execute(
+        select(func.max(checkpoints.c.seq)).where(
+            checkpoints.c.run_id == run_id, checkpoints.c.is_snapshot.is_(True)
+        )
+    ).scalar()
+    memory: dict[str, Any] = dict(initial)
+    query = select(checkpoints).where(checkpoints.c.run_id == run_id)
+    if snapshot_seq is not None:
+        query = query.where(checkpoints.c.seq >= snapshot_seq)
+    for row in conn.execute(query.order_by(checkpoints.c.seq)).mappings():
+        check_format_version("checkpoint", f"{run_id}#{row['seq']}", int(row["format_version"]))
+        delta = json.loads(row["memory_delta_json"])
+        if not _checksum_ok(row["transition"], row["memory_delta_json"], row["checksum"]):
+            raise PersistenceError(
+                f"checkpoint {row['seq']} of run {run_id} fails its checksum",
+                code="store.corrupt",
+                run_id=run_id,
+            )
+        if row["is_snapshot"]:
+            memory = dict(delta)
+        else:
+            memory.update(delta)
+    return memory
+
+
+def _checksum(transition: str, delta_json: str) -> str:
+    return digest_json({"transition": transition, "delta": delta_json})
+
+
+def _checksum_ok(transition: str, delta_json: str, checksum: str) -> bool:
+    return _checksum(transition, delta_json) == checksum
+
+
+class RunLog:
+    """Writes for one run by its owner: transitions, checkpoints and audit events."""
+
+    def __init__(
+        self, run_id: str, *, checkpoint_seq: int, redact: audit.Redactor | None = None
+    ) -> None:
+        self.run_id = run_id
+        self._checkpoint_seq = checkpoint_seq
+        self._redact = redact
+
+    @classmethod
+    def open(cls, conn: Connection, run_id: str, redact: audit.Redactor | None = None) -> RunLog:
+        checkpoint_seq = conn.execute(
+            select(func.max(checkpoints.c.seq)).where(checkpoints.c.run_id == run_id)
+        ).scalar()
+        return cls(run_id, checkpoint_seq=int(checkpoint_seq or 0), redact=redact)
+
+    def event(
+        self,
+        conn: Connection,
+        kind: str,
+        payload: Any,
+        *,
+        now: datetime,
+        task_id: str | None = None,
+        effect_id: str | None = None,
+    ) -> audit.AuditEvent:
+        """Append to the chain; the head is read inside this write transaction because
+        operators (cancel, reconcile, approvals) append to a live run's chain too."""
+        return audit.append_event(
+            conn,
+            self.run_id,
+            kind,
+            payload,
+            now=now,
+            task_id=task_id,
+            effect_id=effect_id,
+            redact=self._redact,
+        )
+
+    def checkpoint(
+        self,
+        conn: Connection,
+        transition: str,
+        delta: Mapping[str, Any],
+        memory: Mapping[str, Any],
+        *,
+        now: datetime,
+    ) -> int:
+        from sqlalchemy import insert
+
+        seq = self._checkpoint_seq + 1
+        snapshot = seq % SNAPSHOT_EVERY == 0
+        delta_json = canonical_json(dict(memory) if snapshot else dict(delta))
+        conn.execute(
+            insert(checkpoints).values(
+                run_id=self.run_id,
+                seq=seq,
+                transition=transition[:600],
+                memory_delta_json=delta_json,
+                is_snapshot=snapshot,
+                checksum=_checksum(transition[:600], delta_json),
+                created_at=now,
+            )
+        )
+        self._checkpoint_seq = seq
+        return seq
+
+    def set_task(self, conn: Connection, task_id: str, **values: Any) -> None:
+        conn.execute(
+            update(tasks)
+            .where(tasks.c.run_id == self.run_id, tasks.c.task_id == task_id)
+            .values(**values)
+        )
+
+    def set_run(self, conn: Connection, **values: Any) -> None:
+        conn.execute(update(runs).where(runs.c.id == self.run_id).values(**values))

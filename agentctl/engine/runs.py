@@ -1,0 +1,233 @@
+"""Creating a run: compile the workflow, merge inputs, and commit the run with its tasks.
+
+Nothing runs until the run row, one row per compiled task (``pending``) and the
+``run.created`` audit event have committed together. Problems found here — diagnostics,
+bad inputs, action kinds this build cannot execute — exit before any record exists.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import insert
+
+from agentctl.compiler import CompileSettings, Plan, compile_workflow
+from agentctl.digest import canonical_json
+from agentctl.errors import UsageError, ValidationError
+from agentctl.ids import Clock, IdGenerator
+from agentctl.observability.audit import append_event
+from agentctl.spec import LoadResult, load_workflow
+from agentctl.store.engine import Store
+from agentctl.store.tables import FORMAT_VERSION, runs, tasks
+
+__all__ = ["PreparedRun", "create_run", "merge_inputs", "parse_input_pairs", "prepare_run"]
+
+
+@dataclass(frozen=True)
+class PreparedRun:
+    plan: Plan
+    workflow: dict[str, Any]
+    workflow_file: str
+    inputs: dict[str, Any]
+    workspace: Path
+    load: LoadResult
+
+
+def parse_input_pairs(pairs: Sequence[str]) -> dict[str, Any]:
+    """``KEY=VALUE`` overrides: the value parsed as JSON, else taken as a string (cli.md)."""
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key:
+            raise UsageError(
+                f"--input {pair!r} is not KEY=VALUE",
+                hint="write --input name=value (the value is parsed as JSON when it can be)",
+            )
+        try:
+            out[key] = json.loads(raw)
+        except ValueError:
+            out[key] = raw
+    return out
+
+
+def merge_inputs(
+    defaults: Mapping[str, Any],
+    inputs_json: str | None = None,
+    inputs_file: str | None = None,
+    pairs: Sequence[str] = (),
+) -> dict[str, Any]:
+    """Defaults, then an object from --inputs/--inputs-file, then KEY=VALUE (§6)."""
+    merged = dict(defaults)
+    if inputs_json is not None and inputs_file is not None:
+        raise UsageError("give --inputs or --inputs-file, not both")
+    text, where = None, ""
+    if inputs_json is not None:
+        text, where = inputs_json, "--inputs"
+    elif inputs_file is not None:
+        path = Path(inputs_file)
+        try:
+            if path.stat().st_size > 1 << 20:
+                raise UsageError(f"inputs file {path} is larger than 1 MiB")
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(
+                f"cannot read inputs file {path}: {exc.strerror}",
+                hint="check the path given to --inputs-file",
+            ) from exc
+        except UnicodeDecodeError as exc:
+            raise UsageError(f"inputs file {path} is not UTF-8") from exc
+        where = str(path)
+    if text is not None:
+        try:
+            value = json.loads(text)
+        except ValueError as exc:
+            raise UsageError(
+                f"{where} is not valid JSON: {exc}",
+                hint='pass a JSON object such as \'{"team": "core"}\'',
+            ) from exc
+        if not isinstance(value, dict):
+            raise UsageError(f"{where} must be a JSON object, got {type(value).__name__}")
+        merged.update(value)
+    merged.update(parse_input_pairs(pairs))
+    return merged
+
+
+def prepare_run(
+    workflow_path: str,
+    *,
+    inputs_json: str | None = None,
+    inputs_file: str | None = None,
+    input_pairs: Sequence[str] = (),
+    workspace: str | None = None,
+    settings: CompileSettings | None = None,
+) -> PreparedRun:
+    """Load, validate and compile; merge inputs; check the workspace. No I/O on state."""
+    loaded = load_workflow(workflow_path)
+    if not loaded.ok or loaded.document is None:
+        raise ValidationError(
+            f"{workflow_path} has {sum(d.is_error for d in loaded.diagnostics)} error(s)",
+            diagnostics=loaded.diagnostics,
+            hint=f"fix the file; `agentctl check {workflow_path}` shows every diagnostic",
+        )
+    compiled = compile_workflow(
+        loaded.document, source=loaded.source, settings=settings or CompileSettings()
+    )
+    if not compiled.ok or compiled.plan is None:
+        raise ValidationError(
+            f"{workflow_path} does not compile",
+            diagnostics=[*loaded.diagnostics, *compiled.diagnostics],
+            hint=f"`agentctl check {workflow_path}` shows every diagnostic",
+        )
+    document = loaded.document.model_dump(mode="json", by_alias=True)
+    base = Path(workspace) if workspace else Path(workflow_path).resolve().parent
+    if not base.is_dir():
+        raise UsageError(
+            f"workspace {base} is not a directory",
+            hint="pass an existing directory with --workspace",
+        )
+    spec = document.get("spec") or {}
+    inputs = merge_inputs(spec.get("inputs") or {}, inputs_json, inputs_file, input_pairs)
+    return PreparedRun(
+        plan=compiled.plan,
+        workflow=document,
+        workflow_file=str(Path(workflow_path).resolve()),
+        inputs=inputs,
+        workspace=base.resolve(),
+        load=loaded,
+    )
+
+
+def create_run(
+    store: Store,
+    prepared: PreparedRun,
+    *,
+    clock: Clock,
+    ids: IdGenerator,
+    mode: str = "execute",
+    source_run_id: str | None = None,
+    relation: str | None = None,
+    reason: str | None = None,
+) -> str:
+    """Commit the run, its pending tasks and ``run.created`` in one transaction."""
+    from agentctl.engine.actions import unsupported_action_kinds
+
+    plan = prepared.plan
+    used_actions = {
+        str(task.uses.name) for task in plan.tasks.values() if task.uses.kind == "action"
+    }
+    unsupported = unsupported_action_kinds(prepared.workflow, used_actions)
+    if unsupported:
+        raise UsageError(
+            f"{prepared.workflow_file} uses action kinds this agentctl cannot execute yet: "
+            + ", ".join(unsupported),
+            code="workflow.unsupported_action",
+            hint="`agentctl check` accepts them; running them needs the MCP, A2A, long-term "
+            "memory or process-extension support of a later release",
+        )
+    run_id = ids.run_id(mode if mode != "execute" else "run")
+    now = clock.now()
+    budgets = ((prepared.workflow.get("spec") or {}).get("runtime") or {}).get("budgets") or {}
+    wall = budgets.get("maxWallTimeSeconds")
+    deadline = now + timedelta(seconds=int(wall)) if wall else None
+    with store.write() as conn:
+        conn.execute(
+            insert(runs).values(
+                id=run_id,
+                format_version=FORMAT_VERSION,
+                workflow_name=plan.workflow_name,
+                workflow_digest=plan.workflow_digest,
+                plan_digest=plan.plan_digest,
+                plan_json=canonical_json(plan.to_json()),
+                workflow_json=canonical_json(prepared.workflow),
+                workflow_file=prepared.workflow_file,
+                inputs_json=canonical_json(prepared.inputs),
+                mode=mode,
+                status="running",
+                workspace=str(prepared.workspace),
+                source_run_id=source_run_id,
+                relation=relation,
+                reason=reason,
+                created_at=now,
+                updated_at=now,
+                deadline_at=deadline,
+            )
+        )
+        if plan.order:
+            conn.execute(
+                insert(tasks),
+                [
+                    {
+                        "run_id": run_id,
+                        "task_id": task_id,
+                        "format_version": FORMAT_VERSION,
+                        "ordinal": index,
+                        "status": "pending",
+                        "attempt": 0,
+                        "definition_fingerprint": plan.tasks[task_id].definition_fingerprint,
+                        "output_contract_fingerprint": plan.tasks[
+                            task_id
+                        ].output_contract_fingerprint,
+                    }
+                    for index, task_id in enumerate(plan.order)
+                ],
+            )
+        append_event(
+            conn,
+            run_id,
+            "run.created",
+            {
+                "workflow": plan.workflow_name,
+                "workflowDigest": plan.workflow_digest,
+                "planDigest": plan.plan_digest,
+                "mode": mode,
+                "tasks": len(plan.order),
+                "sourceRunId": source_run_id,
+            },
+            now=now,
+        )
+    return run_id

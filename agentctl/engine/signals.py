@@ -1,0 +1,108 @@
+"""How a task body tells the scheduler why it stopped (internal to the engine).
+
+These never reach the CLI: the scheduler turns each into a task transition, a paused or
+blocked run, or a fresh attempt.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentctl.errors import AgentctlError, PolicyDeniedError, TaskError
+
+__all__ = [
+    "ApprovalPending",
+    "EffectBlocked",
+    "FreshAttempt",
+    "OutcomeUnknown",
+    "TaskFailure",
+    "as_task_failure",
+]
+
+# Local I/O failures are the only tool errors a task retry policy may retry (§5.2).
+RETRYABLE_TOOL_CODES = frozenset(
+    {
+        "file.not_found",
+        "file.too_large",
+        "file.not_utf8",
+        "file.io_error",
+        "process.not_found",
+        "process.spawn_failed",
+    }
+)
+
+
+class TaskFailure(Exception):
+    """The current attempt failed. ``stops_run`` overrides ``failure: continue``."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str = "task.failed",
+        retryable: bool = False,
+        stops_run: bool = False,
+        details: Any = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+        self.retryable = retryable
+        self.stops_run = stops_run
+        self.details = details
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.retryable:
+            out["retryable"] = True
+        if self.details is not None:
+            out["details"] = self.details
+        return out
+
+
+class FreshAttempt(Exception):
+    """An effect of this attempt was reconciled not applied/compensated: start a new one."""
+
+    def __init__(self, effect_id: str) -> None:
+        super().__init__(effect_id)
+        self.effect_id = effect_id
+
+
+class EffectBlocked(Exception):
+    """An effect's outcome is unknown; the run cannot pass it until it is reconciled."""
+
+    def __init__(self, effect_id: str, operation: str) -> None:
+        super().__init__(effect_id)
+        self.effect_id = effect_id
+        self.operation = operation
+
+
+class ApprovalPending(Exception):
+    """An effect or question waits for a person; the run parks (exit 3)."""
+
+    def __init__(self, approval_id: str, kind: str = "approval") -> None:
+        super().__init__(approval_id)
+        self.approval_id = approval_id
+        self.kind = kind
+
+
+def as_task_failure(error: AgentctlError) -> TaskFailure:
+    """Map a tool's error to a task failure with the retry rule of reference §5.2."""
+    if isinstance(error, PolicyDeniedError):
+        message = error.message
+        if not message.startswith("policy denied effect"):
+            message = f"policy denied effect: {message}"
+        return TaskFailure(message, code=error.code)
+    retryable = isinstance(error, TaskError) and error.code in RETRYABLE_TOOL_CODES
+    details = {"hint": error.hint} if error.hint else None
+    return TaskFailure(error.message, code=error.code, retryable=retryable, details=details)
+
+
+class OutcomeUnknown(Exception):
+    """Raised by a dispatch whose outcome cannot be known (timeout, connection lost after
+    send): the effect becomes ``uncertain``."""
+
+    def __init__(self, message: str, *, details: Any = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details

@@ -1,0 +1,145 @@
+"""Task bodies for every ``uses.kind`` of the plan, and the checks around them.
+
+Actions and agents live in their own modules; this one holds the synthetic kinds the
+compiler generates (routers, foreach/matrix/loop aggregates, sub-workflow boundaries), the
+``when`` skip record, and output-contract validation (§14.9).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import lru_cache
+from typing import Any
+
+from agentctl.compiler.plan import PlanTask
+from agentctl.digest import canonical_json, sha256_hex
+from agentctl.engine.actions import run_action
+from agentctl.engine.agent import ProviderPool, run_agent
+from agentctl.engine.context import TaskEnv, TaskResult
+from agentctl.engine.records import TaskRow
+from agentctl.engine.signals import TaskFailure
+from agentctl.spec.expressions import TemplateContext, evaluate_condition
+from agentctl.spec.templates import json_equal, parse_template
+
+__all__ = ["check_contract", "run_body", "when_skip_output"]
+
+
+def _item(index: int, task_id: str, row: TaskRow | None) -> dict[str, Any]:
+    if row is None:
+        return {
+            "index": index,
+            "taskId": task_id,
+            "state": "pending",
+            "output": None,
+            "error": None,
+        }
+    return {
+        "index": index,
+        "taskId": task_id,
+        "state": row.status,
+        "output": row.output if row.has_output else None,
+        "error": _error_text(row.error),
+    }
+
+
+def _error_text(error: Any) -> Any:
+    if isinstance(error, Mapping) and "message" in error:
+        return error["message"]
+    return error
+
+
+def aggregate_output(children: list[str], rows: Mapping[str, TaskRow]) -> dict[str, Any]:
+    return {"items": [_item(i, child, rows.get(child)) for i, child in enumerate(children)]}
+
+
+def loop_output(
+    task: PlanTask, rows: Mapping[str, TaskRow], context: TemplateContext
+) -> dict[str, Any]:
+    children = list(task.uses.name["children"])
+    condition = str(task.uses.name["condition"])
+    items = [_item(i, child, rows.get(child)) for i, child in enumerate(children)]
+    ran = [item for item in items if item["state"] not in ("skipped", "pending")]
+    last = rows.get(children[-1]) if children else None
+    if last is not None and last.status == "succeeded":
+        guard_context = TemplateContext(
+            inputs=context.inputs,
+            vars={**context.vars, "loopIndex": len(children), "loopPrevious": last.output},
+            memory=context.memory,
+            tasks=context.tasks,
+        )
+        if evaluate_condition(condition, guard_context):
+            raise TaskFailure(
+                f"loop reached maxIterations ({len(children)}) while its condition remained "
+                f"true: {condition}",
+                code="loop.max_iterations",
+            )
+    return {"iterations": len(ran), "items": items}
+
+
+def router_output(task: PlanTask, context: TemplateContext) -> dict[str, Any]:
+    route = task.uses.name
+    selected = parse_template(str(route["select"])).render(context)
+    for case in route.get("cases") or []:
+        if json_equal(selected, case.get("equals")):
+            return {"selected": selected, "matched": True, "destinations": list(case["tasks"])}
+    return {
+        "selected": selected,
+        "matched": False,
+        "destinations": list(route.get("default") or []),
+    }
+
+
+def when_skip_output(expression: str, context: TemplateContext) -> dict[str, Any]:
+    digest = "sha256:v1:" + sha256_hex(canonical_json(context.as_json()).encode())
+    return {
+        "reason": "when condition was false",
+        "condition": {"expression": expression, "contextDigest": digest, "result": False},
+    }
+
+
+@lru_cache(maxsize=256)
+def _validator(schema_json: str) -> Any:
+    import json
+
+    import jsonschema
+
+    schema = json.loads(schema_json)
+    return jsonschema.Draft202012Validator(schema)
+
+
+def check_contract(task: PlanTask, output: Any) -> None:
+    """A completed output that violates its contract fails the task (§14.9)."""
+    if task.output_schema is None:
+        return
+    validator = _validator(canonical_json(dict(task.output_schema)))
+    errors = sorted(validator.iter_errors(output), key=lambda e: list(e.path))
+    if errors:
+        first = errors[0]
+        where = "/".join(str(p) for p in first.path) or "(root)"
+        raise TaskFailure(
+            f"output of task {task.id} violates its output contract: {first.message} at {where}",
+            code="output.contract",
+        )
+
+
+async def run_body(
+    env: TaskEnv,
+    rows: Mapping[str, TaskRow],
+    context: TemplateContext,
+    pool: ProviderPool,
+) -> TaskResult:
+    task = env.task
+    kind = task.uses.kind
+    if kind == "action":
+        return await run_action(env, str(task.uses.name))
+    if kind == "agent":
+        return await run_agent(env, str(task.uses.name), pool)
+    if kind == "router":
+        return TaskResult(router_output(task, context))
+    if kind == "aggregate":
+        return TaskResult(aggregate_output(list(task.uses.children), rows))
+    if kind == "loop_aggregate":
+        return TaskResult(loop_output(task, rows, context))
+    if kind in ("subworkflow_input", "subworkflow_aggregate"):
+        return TaskResult(env.input)
+    raise TaskFailure(f"task {task.id} has unknown kind {kind}", code="plan.unknown_kind")

@@ -1,0 +1,1 @@
+"""Observability: the hash-chained audit log and redaction of what is stored."""

@@ -1,0 +1,252 @@
+"""The per-run audit log: ordered, versioned, redacted and hash-chained.
+
+Each event stores the digest of the one before it, and its own digest covers its run,
+sequence number, kind, task, effect, payload, time and the previous digest. Editing,
+dropping or reordering any stored event breaks the chain, which ``verify_chain`` (and
+``agentctl audit RUN --verify``) reports with the first broken sequence number.
+
+Appending runs inside the caller's transaction: an audit event commits together with the
+transition it describes, never on its own.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import func, insert, select
+from sqlalchemy.engine import Connection
+
+from agentctl.digest import canonical_json, digest_json
+from agentctl.store.records import check_format_version
+from agentctl.store.tables import FORMAT_VERSION, audit_events
+
+__all__ = [
+    "AuditEvent",
+    "ChainReport",
+    "append_event",
+    "append_event_after",
+    "list_events",
+    "verify_chain",
+]
+
+Redactor = Callable[[Any], Any]
+
+
+@dataclass(frozen=True, slots=True)
+class AuditEvent:
+    run_id: str
+    seq: int
+    kind: str
+    task_id: str | None
+    effect_id: str | None
+    payload: Any
+    prev_digest: str | None
+    digest: str
+    created_at: datetime
+    format_version: int = FORMAT_VERSION
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "seq": self.seq,
+            "kind": self.kind,
+            "taskId": self.task_id,
+            "effectId": self.effect_id,
+            "payload": self.payload,
+            "prevDigest": self.prev_digest,
+            "digest": self.digest,
+            "createdAt": self.created_at.isoformat(),
+            "formatVersion": self.format_version,
+        }
+
+
+def _event_digest(
+    run_id: str,
+    seq: int,
+    kind: str,
+    task_id: str | None,
+    effect_id: str | None,
+    payload_json: str,
+    prev_digest: str | None,
+    created_at: datetime,
+    format_version: int,
+) -> str:
+    return digest_json(
+        {
+            "runId": run_id,
+            "seq": seq,
+            "kind": kind,
+            "taskId": task_id,
+            "effectId": effect_id,
+            "payload": payload_json,
+            "prevDigest": prev_digest,
+            "createdAt": _stamp(created_at),
+            "formatVersion": format_version,
+        }
+    )
+
+
+def _stamp(value: datetime) -> str:
+    # SQLite returns naive datetimes for timezone-aware columns; digest the wall value.
+    return value.replace(tzinfo=None).isoformat()
+
+
+def append_event(
+    conn: Connection,
+    run_id: str,
+    kind: str,
+    payload: Any,
+    *,
+    now: datetime,
+    task_id: str | None = None,
+    effect_id: str | None = None,
+    redact: Redactor | None = None,
+) -> AuditEvent:
+    """Append one event to the run's chain inside the caller's transaction."""
+    last = conn.execute(
+        select(audit_events.c.seq, audit_events.c.digest)
+        .where(audit_events.c.run_id == run_id)
+        .order_by(audit_events.c.seq.desc())
+        .limit(1)
+    ).first()
+    return append_event_after(
+        conn,
+        run_id,
+        kind,
+        payload,
+        now=now,
+        seq=1 if last is None else int(last.seq) + 1,
+        prev_digest=None if last is None else str(last.digest),
+        task_id=task_id,
+        effect_id=effect_id,
+        redact=redact,
+    )
+
+
+def append_event_after(
+    conn: Connection,
+    run_id: str,
+    kind: str,
+    payload: Any,
+    *,
+    now: datetime,
+    seq: int,
+    prev_digest: str | None,
+    task_id: str | None = None,
+    effect_id: str | None = None,
+    redact: Redactor | None = None,
+) -> AuditEvent:
+    """Append event ``seq`` after a chain head the caller already knows (no read)."""
+    stored_payload = redact(payload) if redact is not None else payload
+    payload_json = canonical_json(stored_payload)
+    prev = prev_digest
+    digest = _event_digest(
+        run_id, seq, kind, task_id, effect_id, payload_json, prev, now, FORMAT_VERSION
+    )
+    conn.execute(
+        insert(audit_events).values(
+            run_id=run_id,
+            seq=seq,
+            format_version=FORMAT_VERSION,
+            kind=kind,
+            task_id=task_id,
+            effect_id=effect_id,
+            payload_json=payload_json,
+            prev_digest=prev,
+            digest=digest,
+            created_at=now,
+        )
+    )
+    return AuditEvent(run_id, seq, kind, task_id, effect_id, stored_payload, prev, digest, now)
+
+
+def list_events(conn: Connection, run_id: str) -> list[AuditEvent]:
+    rows = conn.execute(
+        select(audit_events).where(audit_events.c.run_id == run_id).order_by(audit_events.c.seq)
+    ).mappings()
+    events = []
+    for row in rows:
+        check_format_version("audit event", f"{run_id}#{row['seq']}", int(row["format_version"]))
+        events.append(
+            AuditEvent(
+                run_id=run_id,
+                seq=int(row["seq"]),
+                kind=str(row["kind"]),
+                task_id=row["task_id"],
+                effect_id=row["effect_id"],
+                payload=json.loads(row["payload_json"]),
+                prev_digest=row["prev_digest"],
+                digest=str(row["digest"]),
+                created_at=row["created_at"],
+                format_version=int(row["format_version"]),
+            )
+        )
+    return events
+
+
+@dataclass(frozen=True, slots=True)
+class ChainReport:
+    run_id: str
+    events: int
+    ok: bool
+    broken_at: int | None = None
+    problem: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "runId": self.run_id,
+            "events": self.events,
+            "verified": self.ok,
+            "brokenAt": self.broken_at,
+            "problem": self.problem,
+        }
+
+
+def verify_chain(conn: Connection, run_id: str) -> ChainReport:
+    """Recompute every digest and link; report the first break."""
+    rows = list(
+        conn.execute(
+            select(audit_events).where(audit_events.c.run_id == run_id).order_by(audit_events.c.seq)
+        ).mappings()
+    )
+    return _verify_rows(run_id, rows)
+
+
+def _verify_rows(run_id: str, rows: Iterable[Any]) -> ChainReport:
+    prev: str | None = None
+    expected_seq = 1
+    count = 0
+    for row in rows:
+        count += 1
+        seq = int(row["seq"])
+        if seq != expected_seq:
+            return ChainReport(run_id, count, False, seq, f"expected event {expected_seq}")
+        if row["prev_digest"] != prev:
+            return ChainReport(run_id, count, False, seq, "link to the previous event broken")
+        digest = _event_digest(
+            run_id,
+            seq,
+            row["kind"],
+            row["task_id"],
+            row["effect_id"],
+            row["payload_json"],
+            row["prev_digest"],
+            row["created_at"],
+            int(row["format_version"]),
+        )
+        if digest != row["digest"]:
+            return ChainReport(run_id, count, False, seq, "event content does not match digest")
+        prev = str(row["digest"])
+        expected_seq += 1
+    return ChainReport(run_id, count, True)
+
+
+def count_events(conn: Connection, run_id: str) -> int:
+    return int(
+        conn.execute(
+            select(func.count()).select_from(audit_events).where(audit_events.c.run_id == run_id)
+        ).scalar_one()
+    )

@@ -1,0 +1,1 @@
+"""Policy checks that gate effects before dispatch (workspace paths, allow-lists)."""

@@ -1,0 +1,206 @@
+"""Shared building blocks of the workflow document model (reference §5).
+
+Every structured level of the document is a :class:`SpecModel`: unknown keys are rejected,
+YAML keys are camelCase (aliases) while Python attributes are snake_case, inputs are
+validated strictly (a YAML ``yes`` never becomes a boolean, ``"5"`` never becomes an int),
+and instances are frozen so a parsed workflow cannot drift after validation.
+
+Free-form JSON slots (``with``, ``vars``, JSON Schemas, ``providerOptions`` …) are plain
+``dict[str, Any]`` / ``Any``: the format gives them no structure to check here.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal, TypeAlias
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidatorFunctionWrapHandler,
+    WithJsonSchema,
+    WrapValidator,
+)
+from pydantic.alias_generators import to_camel
+from pydantic_core import PydanticCustomError
+
+__all__ = [
+    "IDENTIFIER_PATTERN",
+    "ApprovalOverride",
+    "EffectClass",
+    "EnvSecretRef",
+    "FileSecretRef",
+    "Idempotency",
+    "Identifier",
+    "JsonObject",
+    "JsonSchema",
+    "ProcessSecretRef",
+    "ProcessSecretSpec",
+    "Retry",
+    "Risk",
+    "SecretRef",
+    "SpecModel",
+    "TimeoutSeconds",
+    "is_identifier",
+]
+
+IDENTIFIER_PATTERN = r"^[A-Za-z][A-Za-z0-9_-]*$"
+_IDENTIFIER_RE = re.compile(IDENTIFIER_PATTERN)
+_ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+JsonObject: TypeAlias = dict[str, Any]
+"""A free-form JSON object slot (``with``, ``vars``, ``inputs`` …)."""
+
+JsonSchema: TypeAlias = dict[str, Any]
+"""A JSON Schema document; the compiler checks that it is a valid schema (§5.4)."""
+
+EffectClass = Literal[
+    "pure",
+    "internal_state",
+    "observe",
+    "workspace_mutate",
+    "external_mutate",
+    "process_execution",
+    "network",
+    "model",
+    "remote_agent",
+]
+Idempotency = Literal["pure", "idempotent", "keyed", "at_most_once", "unknown"]
+Risk = Literal["low", "medium", "high", "critical"]
+ApprovalOverride = Literal["policy", "never", "always"]
+
+
+class SpecModel(BaseModel):
+    """Base of every structured level: strict, closed, camelCase on the wire, frozen."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="forbid",
+        strict=True,
+        frozen=True,
+        validate_default=False,
+    )
+
+
+def is_identifier(value: str) -> bool:
+    """Whether ``value`` obeys the identifier rule (§5.3)."""
+    return _IDENTIFIER_RE.fullmatch(value) is not None
+
+
+def _check_identifier(value: str) -> str:
+    if not is_identifier(value):
+        raise PydanticCustomError(
+            "identifier",
+            "`{value}` is not a valid identifier: it must start with a letter and contain "
+            "only letters, digits, `_` and `-`",
+            {"value": value},
+        )
+    return value
+
+
+Identifier = Annotated[
+    str,
+    AfterValidator(_check_identifier),
+    WithJsonSchema({"type": "string", "pattern": IDENTIFIER_PATTERN}),
+]
+"""Task ids, tool names, ``foreach.as`` bindings and matrix axis names (§5.3)."""
+
+TimeoutSeconds = Annotated[int, Field(ge=1, le=86400)]
+
+
+class Retry(SpecModel):
+    """Task retry policy (§5.2): total attempts and a fixed delay between them."""
+
+    max_attempts: int = Field(default=1, ge=1, le=20)
+    backoff_ms: int = Field(default=0, ge=0, le=60000)
+
+
+# --- secret references (§5.1) -------------------------------------------------------------
+
+
+def _check_env_name(value: str) -> str:
+    if _ENV_NAME_RE.fullmatch(value) is None:
+        raise ValueError(f"environment variable name `{value}` must match [A-Za-z_][A-Za-z0-9_]*")
+    return value
+
+
+def _check_file_path(value: str) -> str:
+    if not value or "\x00" in value:
+        raise ValueError("a secret file path must be non-empty and contain no NUL byte")
+    return value
+
+
+def _check_process_args(value: list[str]) -> list[str]:
+    if len(value) > 64:
+        raise ValueError("a secret process takes at most 64 arguments")
+    for arg in value:
+        if len(arg.encode("utf-8")) > 4096:
+            raise ValueError("a secret process argument must be at most 4096 bytes")
+    return value
+
+
+class EnvSecretRef(SpecModel):
+    """``{env: NAME}``: the value of an environment variable."""
+
+    env: Annotated[str, AfterValidator(_check_env_name)]
+
+
+class FileSecretRef(SpecModel):
+    """``{file: PATH}`` **[ADV]**: a small file under a ``policy.secretFileRoots`` entry."""
+
+    file: Annotated[str, AfterValidator(_check_file_path)]
+
+
+class ProcessSecretSpec(SpecModel):
+    """The body of a ``{process: …}`` secret reference **[ADV]**."""
+
+    command: Annotated[str, Field(min_length=1)]
+    args: Annotated[list[str], AfterValidator(_check_process_args)] = Field(default_factory=list)
+    timeout_seconds: int = Field(default=5, ge=1, le=60)
+    output_limit_bytes: int = Field(default=16384, ge=1, le=65536)
+
+
+class ProcessSecretRef(SpecModel):
+    """``{process: {command, args?, …}}`` **[ADV]**: stdout of an allow-listed executable."""
+
+    process: ProcessSecretSpec
+
+
+def _secret_ref(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+    """Validate one of the three shapes; any failure becomes ``invalid_secret_reference``."""
+    if isinstance(value, EnvSecretRef | FileSecretRef | ProcessSecretRef):
+        return value
+    if isinstance(value, dict) and len(value) == 1:
+        (key,) = value
+        shapes: dict[str, type[SpecModel]] = {
+            "env": EnvSecretRef,
+            "file": FileSecretRef,
+            "process": ProcessSecretRef,
+        }
+        shape = shapes.get(key) if isinstance(key, str) else None
+        if shape is not None:
+            try:
+                return shape.model_validate(value)
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                raise PydanticCustomError(
+                    "invalid_secret_reference",
+                    "invalid `{shape}` secret reference: {detail}",
+                    {"shape": key, "detail": first["msg"].removeprefix("Value error, ")},
+                ) from None
+    raise PydanticCustomError(
+        "invalid_secret_reference",
+        "a secret reference must be a mapping with exactly one key: `env: NAME`, "
+        "`file: PATH` or `process: (command, args, …)`",
+    )
+
+
+SecretRef = Annotated[
+    EnvSecretRef | FileSecretRef | ProcessSecretRef,
+    WrapValidator(_secret_ref),
+]
+"""A secret reference (§5.1); any malformed shape reports ``invalid_secret_reference``."""

@@ -1,0 +1,293 @@
+"""Named building blocks: providers, agents, actions, tools, sub-workflows, MCP servers and
+A2A peers (reference §7-§12, §21.2, §21.3, §21.7).
+
+Tasks refer to these by map key (``agent:triager``); cross-references between them are
+resolved by the compiler, so only the shape and per-field bounds are checked here.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from agentctl.spec.models_common import (
+    ApprovalOverride,
+    EffectClass,
+    Idempotency,
+    JsonObject,
+    JsonSchema,
+    Retry,
+    Risk,
+    SecretRef,
+    SpecModel,
+    TimeoutSeconds,
+)
+from agentctl.spec.models_tasks import Task
+
+__all__ = [
+    "PROCESS_ACTION_KINDS",
+    "SEMVER_PATTERN",
+    "A2APeer",
+    "Action",
+    "ActionKind",
+    "Agent",
+    "ContainerSpec",
+    "McpServer",
+    "Provider",
+    "ProviderKind",
+    "Reasoning",
+    "Subworkflow",
+    "Tool",
+    "ToolKind",
+    "UsageLimit",
+]
+
+ProviderKind = Literal["fake", "openai", "anthropic", "google", "azure_openai"]
+ActionKind = Literal[
+    "builtin.assign",
+    "builtin.assert",
+    "builtin.read",
+    "builtin.write",
+    "builtin.shell.exec",
+    "builtin.memory.read",
+    "builtin.memory.write",
+    "builtin.long_term_memory.read",
+    "builtin.long_term_memory.write",
+    "builtin.long_term_memory.search",
+    "builtin.long_term_memory.promote",
+    "mcp.call",
+    "a2a.delegate",
+    "extension.process",
+    "builtin.ask",
+]
+ToolKind = Literal["builtin.workspace.read", "builtin.workspace.write", "builtin.echo"]
+
+PROCESS_ACTION_KINDS = frozenset({"builtin.shell.exec", "extension.process"})
+EXTENSION_PROTOCOL_VERSION = "agentctl.dev/process-extension/v1"
+SEMVER_PATTERN = (
+    r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
+    r"(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?"
+    r"(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$"
+)
+_SEMVER_RE = re.compile(SEMVER_PATTERN)
+_IMAGE_RE = re.compile(r"^(?:[^@\s]+@)?sha256:[0-9a-f]{64}$")
+_MIB = 1024 * 1024
+OutputLimit = Annotated[int, Field(ge=1, le=16 * _MIB)]
+
+
+class Provider(SpecModel):
+    """A model provider entry (§7)."""
+
+    kind: ProviderKind
+    endpoint: str | None = None
+    credential: SecretRef | None = None
+    api_version: str | None = None
+    headers: dict[str, SecretRef] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _azure_needs_endpoint(self) -> Provider:
+        if self.kind == "azure_openai" and not self.endpoint:
+            raise ValueError("an `azure_openai` provider requires `endpoint`")
+        return self
+
+
+class Reasoning(SpecModel):
+    """Requested reasoning effort (needs the ``reasoning_effort`` capability)."""
+
+    effort: Literal["none", "low", "medium", "high", "xhigh", "max"]
+    mode: str | None = None
+
+
+class UsageLimit(SpecModel):
+    """Cumulative per-attempt usage ceilings of an agent task."""
+
+    max_input_tokens: int | None = Field(default=None, gt=0)
+    max_output_tokens: int | None = Field(default=None, gt=0)
+    max_cost_usd: float | None = Field(default=None, gt=0)
+
+
+class Agent(SpecModel):
+    """A model-driven agent (§8.1)."""
+
+    provider: str
+    model: str
+    description: str | None = None
+    instructions: str | None = None
+    instructions_file: str | None = None
+    vars: JsonObject = Field(default_factory=dict)
+    tools: list[str] = Field(default_factory=list)
+    max_turns: int = Field(default=8, ge=1, le=64)
+    max_tool_calls: int = Field(default=16, ge=0, le=256)
+    max_output_tokens: int = Field(default=2048, gt=0)
+    timeout_seconds: int = Field(default=120, gt=0)
+    retry: Retry = Field(default_factory=Retry)
+    reasoning: Reasoning | None = None
+    structured_output: JsonSchema | None = None
+    usage_limit: UsageLimit | None = None
+    stream: bool = False
+    provider_options: JsonObject = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _one_instruction_source(self) -> Agent:
+        if (self.instructions is None) == (self.instructions_file is None):
+            raise ValueError("exactly one of `instructions` and `instructionsFile` must be set")
+        return self
+
+
+class ContainerSpec(SpecModel):
+    """Container isolation for a process action **[ADV]** (§21.7)."""
+
+    image: str
+    runtime: Literal["auto", "docker", "podman"] = "auto"
+    memory_limit_bytes: int = Field(default=268435456, ge=16 * _MIB, le=16 * 1024 * _MIB)
+    cpu_limit_millis: int = Field(default=1000, ge=1, le=64000)
+    pids_limit: int = Field(default=64, ge=1, le=4096)
+
+    @field_validator("image")
+    @classmethod
+    def _pinned_image(cls, value: str) -> str:
+        if _IMAGE_RE.fullmatch(value) is None:
+            raise ValueError("a container image must be pinned: `NAME@sha256:<64 hex>`")
+        return value
+
+
+class Action(SpecModel):
+    """A named configuration of one built-in action kind (§9).
+
+    Kind-specific fields default to ``None`` (meaning "the kind's default applies") so that
+    the rule "this field is not allowed on that kind" can be checked exactly.
+    """
+
+    kind: ActionKind
+    description: str | None = None
+    with_: JsonObject = Field(default_factory=dict, alias="with")
+    command: str | None = None
+    args: list[str] = Field(default_factory=list)
+    cwd: str | None = None
+    env: dict[str, SecretRef] = Field(default_factory=dict)
+    timeout_seconds: int | None = None
+    stdout_limit_bytes: OutputLimit | None = None
+    stderr_limit_bytes: OutputLimit | None = None
+    combined_output_limit_bytes: OutputLimit | None = None
+    idempotency: Idempotency | None = None
+    isolation: Literal["process", "container"] | None = None
+    container: ContainerSpec | None = None
+    protocol_version: str | None = None
+    input_schema: JsonSchema | None = None
+    output_schema: JsonSchema | None = None
+    capabilities: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _kind_rules(self) -> Action:
+        process = self.kind in PROCESS_ACTION_KINDS
+        extension = self.kind == "extension.process"
+        set_fields = self.model_fields_set
+        if process:
+            if not self.command:
+                raise ValueError(f"a `{self.kind}` action requires `command`")
+            if self.timeout_seconds is not None and not 1 <= self.timeout_seconds <= 86400:
+                raise ValueError(
+                    f"timeoutSeconds must be between 1 and 86400, got {self.timeout_seconds}"
+                )
+            if (self.isolation == "container") != (self.container is not None):
+                raise ValueError("`container` is required exactly when `isolation: container`")
+        else:
+            process_only = [
+                "command",
+                "args",
+                "cwd",
+                "env",
+                "stdout_limit_bytes",
+                "stderr_limit_bytes",
+                "combined_output_limit_bytes",
+                "isolation",
+                "container",
+            ]
+            bad = [_alias(n) for n in process_only if n in set_fields]
+            if bad:
+                raise ValueError(
+                    f"{', '.join(bad)} only apply to builtin.shell.exec and extension.process"
+                )
+        if self.idempotency is not None and self.kind not in ("mcp.call", "extension.process"):
+            raise ValueError("`idempotency` may only be declared on mcp.call and extension.process")
+        extension_only = ["protocol_version", "input_schema", "output_schema", "capabilities"]
+        if extension:
+            if self.idempotency is None:
+                raise ValueError("an extension.process action requires `idempotency`")
+            if self.protocol_version != EXTENSION_PROTOCOL_VERSION:
+                raise ValueError(f"`protocolVersion` must be `{EXTENSION_PROTOCOL_VERSION}`")
+            if self.input_schema is None or self.output_schema is None:
+                raise ValueError(
+                    "an extension.process action requires inputSchema and outputSchema"
+                )
+            if any(not c for c in self.capabilities) or len(set(self.capabilities)) != len(
+                self.capabilities
+            ):
+                raise ValueError("extension capabilities must be non-empty and unique")
+        else:
+            bad = [_alias(n) for n in extension_only if n in set_fields]
+            if bad:
+                raise ValueError(f"{', '.join(bad)} only apply to extension.process")
+        return self
+
+
+def _alias(field_name: str) -> str:
+    return Action.model_fields[field_name].alias or field_name
+
+
+class Tool(SpecModel):
+    """A model-callable tool contract (§11)."""
+
+    kind: ToolKind
+    description: str
+    input_schema: JsonSchema
+    output_schema: JsonSchema
+    capability: str
+    risk: Risk
+    effect_class: EffectClass
+    idempotency: Idempotency
+    retry_safe: bool
+    timeout_seconds: TimeoutSeconds
+    secrets: list[SecretRef] = Field(default_factory=list)
+    network: list[str] = Field(default_factory=list)
+    approval: ApprovalOverride = "policy"
+
+
+class Subworkflow(SpecModel):
+    """A reusable, typed task graph invoked by ``uses: workflow:<name>`` (§12)."""
+
+    version: str
+    inputs: JsonObject = Field(default_factory=dict)
+    input_schema: JsonSchema
+    outputs: JsonObject = Field(default_factory=dict)
+    output_schema: JsonSchema
+    tasks: list[Task]
+
+    @field_validator("version")
+    @classmethod
+    def _semver(cls, value: str) -> str:
+        if _SEMVER_RE.fullmatch(value) is None:
+            raise ValueError(f"version `{value}` is not a semantic version such as 1.2.0")
+        return value
+
+
+class McpServer(SpecModel):
+    """An MCP server reached over streamable HTTP (§21.2)."""
+
+    url: str
+    headers: dict[str, SecretRef] = Field(default_factory=dict)
+    timeout_seconds: TimeoutSeconds = 120
+    protocol_version: str = "2025-11-25"
+
+
+class A2APeer(SpecModel):
+    """An A2A peer agent (§21.3)."""
+
+    card_url: str
+    headers: dict[str, SecretRef] = Field(default_factory=dict)
+    timeout_seconds: TimeoutSeconds = 120
+    max_polls: int = Field(default=100, ge=1, le=1000)
+    poll_interval_ms: int = Field(default=100, ge=1, le=60000)
+    protocol_version: str = "1.0"

@@ -1,0 +1,60 @@
+"""Policy (reference §18) and workflow-level compensation settings (§13).
+
+Policy is data here; deciding allow / approve / deny per effect is the policy engine's job.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from agentctl.spec.models_common import SecretRef, SpecModel
+
+__all__ = ["ApprovalMode", "Compensation", "NetworkPolicy", "NonInteractiveMode", "Policy"]
+
+ApprovalMode = Literal["never", "mutations", "high_risk", "always"]
+NonInteractiveMode = Literal["pause", "deny_approval", "fail"]
+Port = Annotated[int, Field(ge=1, le=65535)]
+Scheme = Literal["http", "https"]
+
+
+def _default_schemes() -> list[Scheme]:
+    return ["https", "http"]
+
+
+class NetworkPolicy(SpecModel):
+    """Scheme, port, address and transport rules for outbound HTTP **[ADV]** (§18.4)."""
+
+    allowed_schemes: list[Scheme] = Field(default_factory=_default_schemes, min_length=1)
+    allowed_ports: list[Port] = Field(default_factory=list)
+    allow_private: bool = False
+    allow_proxy: bool = False
+    custom_ca: SecretRef | None = None
+    connect_timeout_seconds: int = Field(default=10, ge=1, le=120)
+    max_response_bytes: int = Field(default=8388608, ge=1, le=67108864)
+
+
+class Policy(SpecModel):
+    """What a run may touch and when a human must approve (§18.1)."""
+
+    workspace_root: str = "."
+    writable_roots: list[str] = Field(default_factory=list)
+    environment_allowlist: list[str] = Field(default_factory=list)
+    network_allowlist: list[str] = Field(default_factory=list)
+    network: NetworkPolicy = Field(default_factory=NetworkPolicy)
+    process_allowlist: list[str] = Field(default_factory=list)
+    secret_file_roots: list[str] = Field(default_factory=list)
+    secret_process_allowlist: list[str] = Field(default_factory=list)
+    providers: list[str] = Field(default_factory=list)
+    tools_allow: list[str] = Field(default_factory=list)
+    tools_deny: list[str] = Field(default_factory=list)
+    approval: ApprovalMode = "mutations"
+    non_interactive: NonInteractiveMode = "pause"
+
+
+class Compensation(SpecModel):
+    """How compensation runs are started and approved (§13)."""
+
+    on_failure: Literal["manual", "automatic"] = "manual"
+    approval: Literal["policy", "never", "always"] = "policy"

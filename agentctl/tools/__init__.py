@@ -1,0 +1,1 @@
+"""Action executors' building blocks: bounded host processes and workspace file primitives."""

@@ -1,0 +1,383 @@
+"""Bounded host process execution: no shell, a process group per child, capped output, timeouts.
+
+This is the one place agentctl starts host processes (``builtin.shell.exec`` today, agent
+CLIs and process extensions later), so every rule lives here:
+
+- The argv is executed directly; no shell is ever inserted, so arguments are never parsed.
+- The child gets exactly ``ProcessSpec.env`` (the environment is cleared) and, unless stdin
+  bytes are given, an empty stdin rather than agentctl's own terminal.
+- ``start_new_session=True`` makes the child lead its own process group. Every way the call
+  can end (normal exit, timeout, output cap, cancellation) finishes by terminating what is
+  left of that group, so no background grandchild outlives the call. A descendant that
+  calls ``setsid`` itself escapes the group: this is bounded execution, not a sandbox.
+- Termination is SIGTERM to the group, then SIGKILL once a short grace has passed with a
+  member still alive. Group members that are already zombies count as dead: they are
+  waiting for a reaper (their parent, or init) and hold no resources we can reclaim.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import os
+import re
+import shutil
+import signal
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from agentctl.errors import PolicyDeniedError, TaskError
+
+__all__ = [
+    "DRAIN_SECONDS",
+    "KILL_GRACE_SECONDS",
+    "LimitName",
+    "ProcessResult",
+    "ProcessSpec",
+    "decode_lossy",
+    "redact",
+    "resolve_executable",
+    "run_process",
+]
+
+LimitName = Literal["stdout", "stderr", "combined"]
+StreamName = Literal["stdout", "stderr"]
+
+KILL_GRACE_SECONDS = 1.0
+"""How long the group has to exit after SIGTERM before it receives SIGKILL."""
+
+DRAIN_SECONDS = 1.0
+"""How long to keep reading pipes once the group is gone: a descendant that escaped the
+group with ``setsid`` may hold them open forever, and the call must still return."""
+
+_KILL_WAIT_SECONDS = 5.0
+_POLL_SECONDS = 0.02
+_READ_CHUNK = 64 * 1024
+_REDACTED = "[REDACTED]"
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessSpec:
+    """Everything needed to run one bounded process; built by the action executor."""
+
+    argv: tuple[str, ...]
+    cwd: Path
+    env: Mapping[str, str]
+    timeout_seconds: float
+    stdout_limit_bytes: int = 1 << 20
+    stderr_limit_bytes: int = 1 << 20
+    combined_limit_bytes: int = 2 << 20
+    stdin: bytes | None = None
+
+    def __post_init__(self) -> None:
+        if not self.argv or not os.path.isabs(self.argv[0]):
+            raise TaskError(
+                f"process argv must start with an absolute executable path, got {self.argv!r}",
+                code="input.invalid",
+                hint="resolve the command with resolve_executable() first",
+            )
+        if not math.isfinite(self.timeout_seconds) or self.timeout_seconds <= 0:
+            raise TaskError(
+                f"process timeout must be a positive number of seconds, "
+                f"got {self.timeout_seconds!r}",
+                code="input.invalid",
+            )
+        limits = {
+            "stdout_limit_bytes": self.stdout_limit_bytes,
+            "stderr_limit_bytes": self.stderr_limit_bytes,
+            "combined_limit_bytes": self.combined_limit_bytes,
+        }
+        for field_name, value in limits.items():
+            if value < 1:
+                raise TaskError(
+                    f"process {field_name} must be at least 1 byte, got {value}",
+                    code="input.invalid",
+                )
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessResult:
+    """What happened. Output is truncated to the caps; ``limit_exceeded`` says which cap."""
+
+    exit_code: int | None
+    signal: int | None
+    stdout: bytes
+    stderr: bytes
+    timed_out: bool
+    limit_exceeded: LimitName | None
+    duration_seconds: float
+
+
+def decode_lossy(data: bytes) -> str:
+    """Decode process output as UTF-8, replacing invalid bytes (output is never trusted)."""
+    return data.decode("utf-8", errors="replace")
+
+
+def redact(text: str, secrets: Iterable[str]) -> str:
+    """Replace every occurrence of each non-empty secret value with ``[REDACTED]``.
+
+    One regex pass with the longest secrets first: a secret that contains another is
+    redacted whole, and a short secret never matches inside an earlier ``[REDACTED]``.
+    """
+    values = sorted({secret for secret in secrets if secret}, key=lambda s: (-len(s), s))
+    if not values:
+        return text
+    pattern = re.compile("|".join(re.escape(value) for value in values))
+    return pattern.sub(_REDACTED, text)
+
+
+def resolve_executable(
+    command: str, allowlist: Sequence[str], search_path: str | None = None
+) -> str:
+    """Return the absolute executable path for ``command`` after the allow-list check.
+
+    The allow-list holds basenames (``policy.processAllowlist``). Names are looked up on
+    ``search_path``, which defaults to agentctl's own ``PATH``: the child's environment is
+    cleared, so its ``PATH`` (if any) says nothing about where executables are.
+    """
+    if not command or "\0" in command:
+        raise TaskError(f"process command {command!r} is not valid", code="input.invalid")
+    basename = os.path.basename(command)
+    if not os.path.isabs(command) and basename != command:
+        raise TaskError(
+            f"process command `{command}` must be an absolute path or a bare executable name",
+            code="input.invalid",
+            hint="use an absolute path, or a name found on PATH",
+        )
+    if basename not in allowlist:
+        raise PolicyDeniedError(
+            f"policy denied effect: process `{basename}` is not in policy.processAllowlist",
+            code="policy.process_not_allowed",
+            hint=f"add `{basename}` to spec.policy.processAllowlist",
+        )
+    if os.path.isabs(command):
+        if not os.path.exists(command):
+            raise TaskError(
+                f"process executable `{command}` does not exist", code="process.not_found"
+            )
+        if not os.path.isfile(command) or not os.access(command, os.X_OK):
+            raise TaskError(
+                f"process `{command}` is not an executable file", code="process.not_executable"
+            )
+        return command
+    path = search_path if search_path is not None else os.environ.get("PATH", os.defpath)
+    found = shutil.which(command, path=path)
+    if found is None:
+        raise TaskError(
+            f"process executable `{command}` was not found on PATH `{path}`",
+            code="process.not_found",
+            hint="install it, or give the action an absolute `command` path",
+        )
+    return os.path.abspath(found)
+
+
+async def run_process(
+    spec: ProcessSpec,
+    *,
+    on_started: Callable[[int], None] | None = None,
+    kill_grace_seconds: float = KILL_GRACE_SECONDS,
+) -> ProcessResult:
+    """Run ``spec`` to completion, timeout, output overflow or cancellation.
+
+    ``on_started(pid)`` runs right after the spawn succeeded (the executor marks the effect
+    ``started`` then); a spawn failure raises ``TaskError`` before it, so nothing started.
+    Cancellation terminates and reaps the group, then re-raises ``CancelledError``.
+    """
+    started_at = time.monotonic()
+    process = await _spawn(spec)
+    group = _ProcessGroup(process, kill_grace_seconds)
+    capture = _OutputCapture(spec)
+    assert process.stdout is not None and process.stderr is not None
+    readers = [
+        asyncio.create_task(_pump(process.stdout, "stdout", capture)),
+        asyncio.create_task(_pump(process.stderr, "stderr", capture)),
+    ]
+    helpers: list[asyncio.Task[object]] = []
+    if spec.stdin is not None:
+        assert process.stdin is not None
+        helpers.append(asyncio.create_task(_feed(process.stdin, spec.stdin)))
+    # Process.wait() only returns once the pipes are closed too, which a background
+    # grandchild can delay indefinitely; the leader's exit is observed on its own.
+    exit_wait = asyncio.create_task(_leader_exit(process))
+    closed_wait = asyncio.create_task(process.wait())
+    overflow_wait = asyncio.create_task(capture.overflow.wait())
+    timed_out = False
+    try:
+        if on_started is not None:
+            on_started(process.pid)
+        done, _ = await asyncio.wait(
+            {exit_wait, overflow_wait},
+            timeout=spec.timeout_seconds,
+            return_when=asyncio.FIRST_COMPLETED,
+        )
+        timed_out = not done
+        # Whatever ended the wait, nothing of the group may outlive this call: after a
+        # normal exit this removes background grandchildren that still hold the pipes.
+        await group.terminate()
+        await asyncio.wait([*readers, closed_wait], timeout=DRAIN_SECONDS)
+    except BaseException:
+        await group.abort(pending=[*readers, closed_wait])
+        raise
+    finally:
+        for task in (*readers, *helpers, exit_wait, closed_wait, overflow_wait):
+            task.cancel()
+    returncode = process.returncode
+    return ProcessResult(
+        exit_code=returncode if returncode is not None and returncode >= 0 else None,
+        signal=-returncode if returncode is not None and returncode < 0 else None,
+        stdout=bytes(capture.buffers["stdout"]),
+        stderr=bytes(capture.buffers["stderr"]),
+        timed_out=timed_out,
+        limit_exceeded=capture.limit_exceeded,
+        duration_seconds=time.monotonic() - started_at,
+    )
+
+
+async def _spawn(spec: ProcessSpec) -> asyncio.subprocess.Process:
+    try:
+        return await asyncio.create_subprocess_exec(
+            *spec.argv,
+            cwd=spec.cwd,
+            env=dict(spec.env),
+            stdin=asyncio.subprocess.PIPE if spec.stdin is not None else asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise TaskError(
+            f"cannot start process `{spec.argv[0]}` in `{spec.cwd}`: {reason}",
+            code="process.spawn_failed",
+            hint="check that the executable exists and is executable, and that cwd exists",
+        ) from exc
+
+
+async def _leader_exit(process: asyncio.subprocess.Process) -> int:
+    """Wait until the child watcher has reaped the leader; polls, backing off to 20 ms."""
+    delay = 0.001
+    while process.returncode is None:
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, _POLL_SECONDS)
+    return process.returncode
+
+
+class _OutputCapture:
+    """Keeps at most each cap of bytes; the first overflow is recorded and signalled."""
+
+    def __init__(self, spec: ProcessSpec) -> None:
+        self._caps: dict[StreamName, int] = {
+            "stdout": spec.stdout_limit_bytes,
+            "stderr": spec.stderr_limit_bytes,
+        }
+        self._combined_cap = spec.combined_limit_bytes
+        self.buffers: dict[StreamName, bytearray] = {"stdout": bytearray(), "stderr": bytearray()}
+        self.limit_exceeded: LimitName | None = None
+        self.overflow = asyncio.Event()
+
+    def add(self, stream: StreamName, chunk: bytes) -> None:
+        buffer = self.buffers[stream]
+        stream_room = self._caps[stream] - len(buffer)
+        combined_room = (
+            self._combined_cap - len(self.buffers["stdout"]) - len(self.buffers["stderr"])
+        )
+        keep = max(0, min(len(chunk), stream_room, combined_room))
+        buffer += chunk[:keep]
+        if keep < len(chunk) and self.limit_exceeded is None:
+            self.limit_exceeded = stream if stream_room <= combined_room else "combined"
+            self.overflow.set()
+
+
+async def _pump(reader: asyncio.StreamReader, stream: StreamName, capture: _OutputCapture) -> None:
+    # Reading continues past an overflow so the child never blocks on a full pipe while it
+    # is being terminated; the capture simply stops keeping bytes.
+    while chunk := await reader.read(_READ_CHUNK):
+        capture.add(stream, chunk)
+
+
+async def _feed(writer: asyncio.StreamWriter, data: bytes) -> None:
+    try:
+        writer.write(data)
+        await writer.drain()
+    except (BrokenPipeError, ConnectionResetError):
+        # The child exited or closed stdin without reading everything: that is its call.
+        pass
+    finally:
+        writer.close()
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            await writer.wait_closed()
+
+
+class _ProcessGroup:
+    """The child's process group (its id is the child's pid, thanks to the new session)."""
+
+    def __init__(self, process: asyncio.subprocess.Process, grace_seconds: float) -> None:
+        self._process = process
+        self._pgid = process.pid
+        self._grace_seconds = grace_seconds
+
+    async def terminate(self) -> None:
+        """SIGTERM, a grace period, SIGKILL for survivors, then reap the leader."""
+        if _group_has_live_members(self._pgid):
+            self._send(signal.SIGTERM)
+            deadline = time.monotonic() + self._grace_seconds
+            while _group_has_live_members(self._pgid) and time.monotonic() < deadline:
+                await asyncio.sleep(_POLL_SECONDS)
+            if _group_has_live_members(self._pgid):
+                self._send(signal.SIGKILL)
+                deadline = time.monotonic() + _KILL_WAIT_SECONDS
+                while _group_has_live_members(self._pgid) and time.monotonic() < deadline:
+                    await asyncio.sleep(_POLL_SECONDS)
+        await _leader_exit(self._process)
+
+    async def abort(self, pending: Sequence[asyncio.Task[object]]) -> None:
+        """Terminate after cancellation or an error; a second cancellation escalates.
+
+        The pipes are drained briefly too, so the transport closes instead of being left
+        for the garbage collector.
+        """
+        try:
+            await self.terminate()
+            await asyncio.wait(pending, timeout=DRAIN_SECONDS)
+        except BaseException:
+            self._send(signal.SIGKILL)
+            raise
+
+    def _send(self, sig: signal.Signals) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self._pgid, sig)
+
+
+def _group_has_live_members(pgid: int) -> bool:
+    """True while a non-zombie process is in group ``pgid``."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return True
+    # killpg(0) also succeeds for zombies, which may wait for a reaper for a long time when
+    # init does not reap (as in some containers); only /proc tells them apart.
+    with os.scandir(proc) as entries:
+        for entry in entries:
+            if entry.name.isdigit() and _member_is_live(entry.path, pgid):
+                return True
+    return False
+
+
+def _member_is_live(proc_entry: str, pgid: int) -> bool:
+    try:
+        with open(os.path.join(proc_entry, "stat"), "rb") as handle:
+            stat = handle.read()
+    except OSError:
+        return False
+    # The command name in parentheses may contain spaces; fields resume after the last ")".
+    fields = stat[stat.rfind(b")") + 2 :].split()
+    return len(fields) > 2 and int(fields[2]) == pgid and fields[0] not in (b"Z", b"X")
