@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import heapq
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from agentctl.compiler.plan import Plan, PlanTask
-from agentctl.digest import canonical_json, digest_json
+from agentctl.digest import canonical_json, digest_json, sha256_hex
 from agentctl.engine import ownership
 from agentctl.engine.agent import ProviderPool
 from agentctl.engine.context import TaskEnv, TaskResult
@@ -118,6 +119,8 @@ class RunExecutor:
         self.clock = clock
         self.options = options or ExecutionOptions()
         self._cancel_reason: str | None = None
+        self._last_cancel_check = float("-inf")
+        self._renew_at = float("-inf")
 
     # -- entry -------------------------------------------------------------------------
 
@@ -165,8 +168,10 @@ class RunExecutor:
         runtime = spec.get("runtime") or {}
         self.default_timeout = int(runtime.get("defaultTimeoutSeconds") or 120)
         opts.faults.hit("run.created")
+        drive = asyncio.create_task(self._drive())
+        watcher = asyncio.create_task(self._watch_cancel(drive))
         try:
-            return await self._drive()
+            return await drive
         except (asyncio.CancelledError, Cancelled) as stop:
             reason = (
                 stop.reason
@@ -176,6 +181,9 @@ class RunExecutor:
             self._finish_run("cancelled", error={"code": "run.cancelled", "message": reason})
             raise Cancelled(reason, run_id=self.run_id) from None
         finally:
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watcher
             with contextlib.suppress(AgentctlError), self.store.write() as conn:
                 ownership.release(conn, self.run_id, opts.owner_id)
 
@@ -183,18 +191,23 @@ class RunExecutor:
 
     async def _drive(self) -> RunOutcome:
         order = self.plan.order
+        position = {tid: index for index, tid in enumerate(order)}
+        dependents: dict[str, list[str]] = {tid: [] for tid in order}
+        unmet: dict[str, int] = {}
+        for tid in order:
+            needs = self.plan.tasks[tid].needs
+            for need in needs:
+                dependents[need].append(tid)
+            unmet[tid] = sum(1 for need in needs if not self.rows[need].terminal)
+        # Ready tasks in plan order: a heap of plan positions (stable batches, §16.2).
+        ready = [position[t] for t in order if not self.rows[t].terminal and unmet[t] == 0]
+        heapq.heapify(ready)
         concurrency = max(1, self.plan.max_concurrency)
         while True:
-            self._check_cancel_and_deadline()
-            ready = [
-                tid
-                for tid in order
-                if not self.rows[tid].terminal
-                and all(self.rows[need].terminal for need in self.plan.tasks[tid].needs)
-            ]
+            self._check_cancel_and_deadline(force=False)
             if not ready:
                 break
-            batch = ready[:concurrency]
+            batch = [order[heapq.heappop(ready)] for _ in range(min(concurrency, len(ready)))]
             outcomes = await self._run_batch(batch)
             stop = False
             waiting: list[str] = []
@@ -202,6 +215,11 @@ class RunExecutor:
             for tid in batch:
                 outcome = outcomes[tid]
                 self._commit(self.plan.tasks[tid], outcome)
+                if self.rows[tid].terminal:
+                    for child in dependents[tid]:
+                        unmet[child] -= 1
+                        if unmet[child] == 0 and not self.rows[child].terminal:
+                            heapq.heappush(ready, position[child])
                 if outcome.status == "failed" and (
                     outcome.stops_run or self.plan.tasks[tid].failure == "stop"
                 ):
@@ -238,41 +256,52 @@ class RunExecutor:
                 outcomes[tid] = decided
             else:
                 runnable.append((task, decided))
-        if runnable:
-            jobs = [asyncio.create_task(self._run_task(t, v, snapshot)) for t, v in runnable]
-            watcher = asyncio.ensure_future(self._watch_cancel(jobs))
-            try:
-                results = await asyncio.gather(*jobs)
-            finally:
-                watcher.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await watcher
+        if len(runnable) == 1:
+            task, task_vars = runnable[0]
+            outcomes[task.id] = await self._run_task(task, task_vars, snapshot)
+        elif runnable:
+            results = await asyncio.gather(
+                *(self._run_task(task, task_vars, snapshot) for task, task_vars in runnable)
+            )
             for (task, _), result in zip(runnable, results, strict=True):
                 outcomes[task.id] = result
         return outcomes
 
-    async def _watch_cancel(self, jobs: list[asyncio.Task[_Outcome]]) -> None:
-        """Poll the durable cancel flag and the deadline while a batch runs."""
-        while True:
+    async def _watch_cancel(self, drive: asyncio.Task[RunOutcome]) -> None:
+        """Poll the durable cancel flag and the deadline while the run executes; on either,
+        cancel the driver, whose in-flight effects then record what is known of them."""
+        while not drive.done():
             await asyncio.sleep(self.options.cancel_poll_seconds)
             try:
                 self._check_cancel_and_deadline()
             except Cancelled as stop:
                 self._cancel_reason = stop.reason
-                for job in jobs:
-                    job.cancel()
+                drive.cancel()
                 return
 
-    def _check_cancel_and_deadline(self) -> None:
+    def _check_cancel_and_deadline(self, *, force: bool = True) -> None:
+        """Raise ``Cancelled`` for a durable cancel request or a passed deadline.
+
+        The deadline is fixed at creation, so it is checked in memory; the cancel flag is a
+        one-column read, done at most every ``cancel_poll_seconds`` between batches.
+        """
+        deadline = self.run.deadline_at
+        if deadline is not None and (
+            self.clock.now().replace(tzinfo=None) > deadline.replace(tzinfo=None)
+        ):
+            raise Cancelled(
+                "deadline passed (runtime.budgets.maxWallTimeSeconds)", run_id=self.run_id
+            )
+        now = self.clock.monotonic()
+        if not force and now - self._last_cancel_check < self.options.cancel_poll_seconds:
+            return
+        self._last_cancel_check = now
         with self.store.read() as conn:
-            run = load_run(conn, self.run_id)
-        if run.cancel_requested:
-            raise Cancelled(run.cancel_reason or "cancel requested", run_id=self.run_id)
-        if run.deadline_at is not None:
-            if self.clock.now().replace(tzinfo=None) > run.deadline_at.replace(tzinfo=None):
-                raise Cancelled(
-                    "deadline passed (runtime.budgets.maxWallTimeSeconds)", run_id=self.run_id
-                )
+            row = conn.exec_driver_sql(
+                "SELECT cancel_requested, cancel_reason FROM runs WHERE id = ?", (self.run_id,)
+            ).first()
+        if row is not None and row[0]:
+            raise Cancelled(row[1] or "cancel requested", run_id=self.run_id)
 
     # -- one task ----------------------------------------------------------------------
 
@@ -439,8 +468,9 @@ class RunExecutor:
             "error_json": None if outcome.error is None else canonical_json(outcome.error),
         }
         if outcome.has_output:
-            values["output_json"] = canonical_json(outcome.output)
-            values["output_digest"] = digest_json(outcome.output)
+            output_json = canonical_json(outcome.output)
+            values["output_json"] = output_json
+            values["output_digest"] = "sha256:" + sha256_hex(output_json.encode())
             values["disposition"] = "executed" if outcome.status == "succeeded" else "recorded"
         if delta:
             values["state_delta_json"] = canonical_json(delta)
@@ -462,8 +492,9 @@ class RunExecutor:
             if delta:
                 payload["memoryKeys"] = sorted(delta)
             self.log.event(conn, f"task.{outcome.status}", payload, now=now, task_id=task.id)
-            if terminal:
+            if terminal and self.clock.monotonic() >= self._renew_at:
                 ownership.renew(conn, self.run_id, self.options.owner_id, now)
+                self._renew_at = self.clock.monotonic() + ownership.LEASE_SECONDS / 2
         self.options.faults.hit("task.committed")
         row.status, row.attempt = outcome.status, outcome.attempt
         row.error = outcome.error

@@ -14,14 +14,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import func, select
 from sqlalchemy.engine import Connection
 
 from agentctl.digest import canonical_json, digest_json
 from agentctl.errors import PersistenceError
 from agentctl.observability import audit
 from agentctl.store.records import check_format_version
-from agentctl.store.tables import checkpoints, runs, tasks
+from agentctl.store.tables import FORMAT_VERSION, checkpoints, tasks
 
 __all__ = [
     "TERMINAL_RUN_STATES",
@@ -253,31 +253,55 @@ class RunLog:
         *,
         now: datetime,
     ) -> int:
-        from sqlalchemy import insert
-
         seq = self._checkpoint_seq + 1
         snapshot = seq % SNAPSHOT_EVERY == 0
         delta_json = canonical_json(dict(memory) if snapshot else dict(delta))
-        conn.execute(
-            insert(checkpoints).values(
-                run_id=self.run_id,
-                seq=seq,
-                transition=transition[:600],
-                memory_delta_json=delta_json,
-                is_snapshot=snapshot,
-                checksum=_checksum(transition[:600], delta_json),
-                created_at=now,
-            )
+        transition = transition[:600]
+        conn.exec_driver_sql(
+            "INSERT INTO checkpoints (run_id, seq, format_version, transition, "
+            "memory_delta_json, is_snapshot, checksum, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                self.run_id,
+                seq,
+                FORMAT_VERSION,
+                transition,
+                delta_json,
+                int(snapshot),
+                _checksum(transition, delta_json),
+                sqlite_timestamp(now),
+            ),
         )
         self._checkpoint_seq = seq
         return seq
 
     def set_task(self, conn: Connection, task_id: str, **values: Any) -> None:
-        conn.execute(
-            update(tasks)
-            .where(tasks.c.run_id == self.run_id, tasks.c.task_id == task_id)
-            .values(**values)
-        )
+        _update(conn, "tasks", values, "run_id = ? AND task_id = ?", (self.run_id, task_id))
 
     def set_run(self, conn: Connection, **values: Any) -> None:
-        conn.execute(update(runs).where(runs.c.id == self.run_id).values(**values))
+        _update(conn, "runs", values, "id = ?", (self.run_id,))
+
+
+def sqlite_timestamp(value: datetime) -> str:
+    """The text SQLAlchemy's SQLite DateTime type stores (and parses back)."""
+    return value.replace(tzinfo=None).strftime("%Y-%m-%d %H:%M:%S.%f")
+
+
+def _driver_value(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return sqlite_timestamp(value)
+    if isinstance(value, bool):
+        return int(value)
+    return value
+
+
+def _update(
+    conn: Connection, table: str, values: Mapping[str, Any], where: str, params: tuple[Any, ...]
+) -> None:
+    """A plain UPDATE through the driver: the executor's hot path skips statement
+    compilation (column names come from our own code, never from input)."""
+    assignments = ", ".join(f"{column} = ?" for column in values)
+    conn.exec_driver_sql(
+        f"UPDATE {table} SET {assignments} WHERE {where}",  # noqa: S608 - fixed identifiers
+        (*(_driver_value(v) for v in values.values()), *params),
+    )

@@ -8,7 +8,6 @@ compiler generates (routers, foreach/matrix/loop aggregates, sub-workflow bounda
 from __future__ import annotations
 
 from collections.abc import Mapping
-from functools import lru_cache
 from typing import Any
 
 from agentctl.compiler.plan import PlanTask
@@ -97,21 +96,27 @@ def when_skip_output(expression: str, context: TemplateContext) -> dict[str, Any
     }
 
 
-@lru_cache(maxsize=256)
-def _validator(schema_json: str) -> Any:
-    import json
+_VALIDATORS: dict[str, Any] = {}
 
-    import jsonschema
 
-    schema = json.loads(schema_json)
-    return jsonschema.Draft202012Validator(schema)
+def _validator(task: PlanTask) -> Any:
+    """One compiled validator per distinct contract (keyed by its fingerprint)."""
+    key = task.output_contract_fingerprint or canonical_json(dict(task.output_schema or {}))
+    validator = _VALIDATORS.get(key)
+    if validator is None:
+        import jsonschema
+
+        validator = jsonschema.Draft202012Validator(dict(task.output_schema or {}))
+        if len(_VALIDATORS) < 4096:
+            _VALIDATORS[key] = validator
+    return validator
 
 
 def check_contract(task: PlanTask, output: Any) -> None:
     """A completed output that violates its contract fails the task (§14.9)."""
     if task.output_schema is None:
         return
-    validator = _validator(canonical_json(dict(task.output_schema)))
+    validator = _validator(task)
     errors = sorted(validator.iter_errors(output), key=lambda e: list(e.path))
     if errors:
         first = errors[0]

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, insert, select
+from sqlalchemy import func, select
 from sqlalchemy.engine import Connection
 
 from agentctl.digest import canonical_json, digest_json
@@ -106,11 +106,9 @@ def append_event(
     redact: Redactor | None = None,
 ) -> AuditEvent:
     """Append one event to the run's chain inside the caller's transaction."""
-    last = conn.execute(
-        select(audit_events.c.seq, audit_events.c.digest)
-        .where(audit_events.c.run_id == run_id)
-        .order_by(audit_events.c.seq.desc())
-        .limit(1)
+    last = conn.exec_driver_sql(
+        "SELECT seq, digest FROM audit_events WHERE run_id = ? ORDER BY seq DESC LIMIT 1",
+        (run_id,),
     ).first()
     return append_event_after(
         conn,
@@ -146,19 +144,21 @@ def append_event_after(
     digest = _event_digest(
         run_id, seq, kind, task_id, effect_id, payload_json, prev, now, FORMAT_VERSION
     )
-    conn.execute(
-        insert(audit_events).values(
-            run_id=run_id,
-            seq=seq,
-            format_version=FORMAT_VERSION,
-            kind=kind,
-            task_id=task_id,
-            effect_id=effect_id,
-            payload_json=payload_json,
-            prev_digest=prev,
-            digest=digest,
-            created_at=now,
-        )
+    conn.exec_driver_sql(
+        "INSERT INTO audit_events (run_id, seq, format_version, kind, task_id, effect_id, "
+        "payload_json, prev_digest, digest, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            run_id,
+            seq,
+            FORMAT_VERSION,
+            kind,
+            task_id,
+            effect_id,
+            payload_json,
+            prev,
+            digest,
+            now.replace(tzinfo=None).strftime("%Y-%m-%d %H:%M:%S.%f"),
+        ),
     )
     return AuditEvent(run_id, seq, kind, task_id, effect_id, stored_payload, prev, digest, now)
 

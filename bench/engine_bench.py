@@ -1,0 +1,223 @@
+"""Executor benchmarks W1, W2, W3 and W3b of ../shared/bench/peers/WORKLOADS.md.
+
+Prints one JSON line per measurement in the peers' format, so
+``EXTRA_BENCH="python bench/engine_bench.py" bash ../shared/bench/peers/run_all.sh`` puts
+agentctl beside DBOS and LangGraph measured in the same run. ``synchronous=FULL`` (the
+default) throughout; every store is a fresh SQLite file in a new temp directory.
+
+The clock covers creating the run and executing it (what "starting the workflow" means
+here); loading and compiling the YAML is reported separately as ``compile_s``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import event
+
+from agentctl.engine.executor import ExecutionOptions, RunExecutor
+from agentctl.engine.faults import Faults
+from agentctl.engine.runs import create_run, prepare_run
+from agentctl.ids import IdGenerator, SystemClock
+from agentctl.store.engine import Store, open_store
+
+HEADER = """apiVersion: agentctl.dev/v1
+kind: Workflow
+metadata: {{name: {name}}}
+spec:
+  runtime: {{maxConcurrency: {concurrency}}}
+  policy: {{approval: never}}
+  actions:
+    step: {{kind: builtin.assign}}
+  tasks:
+"""
+
+
+def chain_workflow(n: int) -> str:
+    lines = [HEADER.format(name="w1-sequential", concurrency=1)]
+    for i in range(n):
+        needs = f", needs: [s{i - 1}]" if i else ""
+        body = f"with: {{i: {i}, ok: true}}{needs}"
+        lines.append(f"    - {{id: s{i}, uses: 'action:step', {body}}}\n")
+    return "".join(lines)
+
+
+def fanout_workflow(n: int) -> str:
+    return (
+        HEADER.format(name="w2-fanout", concurrency=64)
+        + f"""    - id: unit
+      uses: action:step
+      foreach: {{items: {list(range(n))}, maxItems: {n}}}
+      with: {{i: "${{{{ vars.item }}}}", ok: true}}
+    - id: join
+      uses: action:step
+      needs: [unit]
+      with: {{items: "${{{{ tasks.unit.output.items }}}}"}}
+"""
+    )
+
+
+class CommitCounter:
+    def __init__(self, store: Store) -> None:
+        self.count = 0
+        event.listen(store.engine, "commit", self._on_commit)
+
+    def _on_commit(self, _conn: Any) -> None:
+        self.count += 1
+
+
+def _workspace(text: str) -> tuple[Path, Path]:
+    root = Path(tempfile.mkdtemp(prefix="agentctl-bench-", dir=os.environ.get("BENCH_TMP")))
+    (root / "wf.yaml").write_text(text)
+    return root / "wf.yaml", root / "runtime.db"
+
+
+def _execute(store: Store, run_id: str, faults: Faults | None = None) -> Any:
+    clock = SystemClock()
+    options = ExecutionOptions(faults=faults or Faults(""), cancel_poll_seconds=3600)
+    return asyncio.run(RunExecutor(store, run_id, clock=clock, options=options).execute())
+
+
+def roll(text: str) -> dict[str, Any]:
+    wf, db = _workspace(text)
+    started = time.perf_counter()
+    prepared = prepare_run(str(wf))
+    compile_s = time.perf_counter() - started
+    store = open_store(str(db))
+    counter = CommitCounter(store)
+    clock = SystemClock()
+    started = time.perf_counter()
+    run_id = create_run(store, prepared, clock=clock, ids=IdGenerator(clock))
+    outcome = _execute(store, run_id)
+    wall = time.perf_counter() - started
+    assert outcome.state == "succeeded", outcome.error
+    return {
+        "wall_s": wall,
+        "compile_s": compile_s,
+        "commits": counter.count,
+        "outcome": outcome,
+        "store": store,
+        "run_id": run_id,
+        "db": db,
+        "wf": wf,
+    }
+
+
+def w1(n: int) -> dict[str, Any]:
+    result = roll(chain_workflow(n))
+    total = sum(v["output"]["i"] for v in result["outcome"].output.values())
+    assert total == sum(range(n))
+    result["store"].close()
+    return {
+        "bench": "agentctl",
+        "workload": "W1_sequential",
+        "wall_s": result["wall_s"],
+        "steps_per_s": n / result["wall_s"],
+        "commits_per_step": result["commits"] / n,
+        "compile_s": result["compile_s"],
+    }
+
+
+def w2(n: int) -> dict[str, Any]:
+    result = roll(fanout_workflow(n))
+    items = result["outcome"].output["join"]["output"]["items"]
+    assert sum(item["output"]["output"]["i"] for item in items) == sum(range(n))
+    result["store"].close()
+    return {
+        "bench": "agentctl",
+        "workload": "W2_foreach_join",
+        "wall_s": result["wall_s"],
+        "steps_per_s": n / result["wall_s"],
+        "commits_per_step": result["commits"] / n,
+        "compile_s": result["compile_s"],
+    }
+
+
+def w3(n: int) -> list[dict[str, Any]]:
+    result = roll(chain_workflow(n))
+    store: Store = result["store"]
+    started = time.perf_counter()
+    again = _execute(store, result["run_id"])
+    rerun = time.perf_counter() - started
+    assert again.state == "succeeded" and again.output == result["outcome"].output
+    from agentctl.engine.records import load_run
+
+    started = time.perf_counter()
+    with store.read() as conn:
+        row = load_run(conn, result["run_id"])
+    read = time.perf_counter() - started
+    assert row.status == "succeeded"
+    store.close()
+    return [
+        {
+            "bench": "agentctl",
+            "workload": "W3_rerun_completed_id",
+            "wall_s": rerun,
+            "first_run_s": result["wall_s"],
+        },
+        {"bench": "agentctl", "workload": "W3_get_state_completed", "wall_s": read},
+    ]
+
+
+def w3b(n: int) -> dict[str, Any]:
+    wf, db = _workspace(chain_workflow(n + 1))
+    child = subprocess.run(
+        [sys.executable, __file__, "--child", str(wf), str(db)],
+        env={**os.environ, "AGENTCTL_FAULT": f"task.committed:{n}"},
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+    assert child.returncode == -9, child.stderr  # SIGKILLed right after task n committed
+    run_id = child.stdout.strip().splitlines()[0]
+    started = time.perf_counter()
+    store = open_store(str(db))
+    opened = time.perf_counter() - started
+    outcome = _execute(store, run_id)
+    wall = time.perf_counter() - started
+    assert outcome.state == "succeeded" and len(outcome.output) == n + 1
+    store.close()
+    return {
+        "bench": "agentctl",
+        "workload": "W3b_crash_recovery",
+        "wall_s": wall,
+        "launch_s": opened,
+        "replay_only_s": 0.0,
+    }
+
+
+def _child(wf: str, db: str) -> None:
+    prepared = prepare_run(wf)
+    store = open_store(db)
+    clock = SystemClock()
+    run_id = create_run(store, prepared, clock=clock, ids=IdGenerator(clock))
+    print(run_id, flush=True)
+    _execute(store, run_id, Faults())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--child", nargs=2, metavar=("WORKFLOW", "DB"), help=argparse.SUPPRESS)
+    parser.add_argument("--n1", type=int, default=500)
+    parser.add_argument("--n2", type=int, default=200)
+    args = parser.parse_args()
+    if args.child:
+        _child(*args.child)
+        return
+    rows = [w1(args.n1), w2(args.n2), *w3(args.n1), w3b(args.n1)]
+    for row in rows:
+        print(json.dumps(row), flush=True)
+
+
+if __name__ == "__main__":
+    main()
