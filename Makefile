@@ -27,11 +27,11 @@ format: $(STAMP)
 	$(BIN)/ruff format agentctl tests migrations $(wildcard bench)
 
 demo: $(STAMP)
-	$(BIN)/agentctl check workflows/hello.yaml
-	$(BIN)/agentctl roll workflows/hello.yaml --db .agentctl/demo.db
+	bash scripts/demo.sh
 
 bench: $(STAMP)
 	$(BIN)/python bench/compile_bench.py
+	$(BIN)/python bench/engine_bench.py
 
 docs: $(STAMP)
 	$(BIN)/python -m agentctl.cli.reference > docs/cli-reference.md

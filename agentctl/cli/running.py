@@ -119,8 +119,12 @@ def _drive(
     store: Store, run_id: str, options: ExecutionOptions, timeout: float | None
 ) -> RunOutcome:
     """Run the executor with SIGINT/SIGTERM and --timeout-seconds as cancellation."""
-    from agentctl.engine.executor import RunExecutor
+    from agentctl.engine.executor import RunExecutor, finished_outcome
     from agentctl.ids import SystemClock
+
+    finished = finished_outcome(store, run_id)
+    if finished is not None:
+        return finished
 
     async def main() -> RunOutcome:
         task = asyncio.current_task()

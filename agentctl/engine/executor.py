@@ -30,8 +30,8 @@ from agentctl.engine.gate import Attempt, EffectGate, InteractiveApprover
 from agentctl.engine.records import (
     TERMINAL_RUN_STATES,
     RunLog,
-    RunRow,
     load_run,
+    load_run_state,
     load_tasks,
     replay_memory,
 )
@@ -51,7 +51,7 @@ from agentctl.spec.template_exceptions import TemplateError
 from agentctl.spec.templates import render
 from agentctl.store.engine import Store
 
-__all__ = ["ExecutionOptions", "RunExecutor", "RunOutcome"]
+__all__ = ["ExecutionOptions", "RunExecutor", "RunOutcome", "finished_outcome"]
 
 EventSink = Callable[[str, dict[str, Any]], None]
 Sleep = Callable[[float], Any]
@@ -126,6 +126,9 @@ class RunExecutor:
 
     async def execute(self) -> RunOutcome:
         opts = self.options
+        finished = finished_outcome(self.store, self.run_id)
+        if finished is not None:
+            return finished
         with self.store.write() as conn:
             run = load_run(conn, self.run_id)
             if run.status in TERMINAL_RUN_STATES:
@@ -168,6 +171,8 @@ class RunExecutor:
         runtime = spec.get("runtime") or {}
         self.default_timeout = int(runtime.get("defaultTimeoutSeconds") or 120)
         opts.faults.hit("run.created")
+        session_scope = contextlib.ExitStack()
+        self._session = session_scope.enter_context(self.store.driver_session())
         drive = asyncio.create_task(self._drive())
         watcher = asyncio.create_task(self._watch_cancel(drive))
         try:
@@ -184,6 +189,7 @@ class RunExecutor:
             watcher.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await watcher
+            session_scope.close()
             with contextlib.suppress(AgentctlError), self.store.write() as conn:
                 ownership.release(conn, self.run_id, opts.owner_id)
 
@@ -443,16 +449,11 @@ class RunExecutor:
         row = self.rows[attempt.task_id]
         if row.status == "running" and row.attempt == attempt.attempt:
             return
-        now = self.clock.now()
-        self.log.set_task(
-            conn,
-            attempt.task_id,
-            status="running",
-            attempt=attempt.attempt,
-            started_at=row.started_at or now,
-        )
+        values: dict[str, Any] = {"status": "running", "attempt": attempt.attempt}
+        if row.attempt == 0:
+            values["started_at"] = self.clock.now()  # the first start of the task
+        self.log.set_task(conn, attempt.task_id, **values)
         row.status, row.attempt = "running", attempt.attempt
-        row.started_at = row.started_at or now
 
     # -- commits -----------------------------------------------------------------------
 
@@ -477,7 +478,7 @@ class RunExecutor:
             values["state_delta_digest"] = digest_json(delta)
         if terminal:
             values["finished_at"] = now
-        with self.store.write() as conn:
+        with self._session.write() as conn:
             self.log.set_task(conn, task.id, **values)
             if terminal:
                 new_memory = {**self.memory, **delta}
@@ -521,7 +522,7 @@ class RunExecutor:
         self, status: str, *, output: Any = None, error: dict[str, Any] | None = None
     ) -> None:
         now = self.clock.now()
-        with self.store.write() as conn:
+        with self._session.write() as conn:
             self.log.set_run(
                 conn,
                 status=status,
@@ -575,6 +576,11 @@ class RunExecutor:
         return render(dict(declared), self._context({}, self.memory))
 
 
-def resolve_run_outcome(row: RunRow) -> RunOutcome:
-    """The outcome of a run as stored (for a run that is already terminal or parked)."""
-    return RunOutcome(row.id, row.status, row.output, row.error)
+def finished_outcome(store: Store, run_id: str) -> RunOutcome | None:
+    """The stored outcome of a run that already finished, without starting an executor:
+    re-submitting a completed run answers from one indexed read."""
+    with store.read() as conn:
+        status, output, error = load_run_state(conn, run_id)
+    if status in TERMINAL_RUN_STATES:
+        return RunOutcome(run_id, status, output, error)
+    return None

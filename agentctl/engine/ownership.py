@@ -17,6 +17,7 @@ from sqlalchemy.engine import Connection
 
 from agentctl.engine.records import RunRow
 from agentctl.errors import BlockedError
+from agentctl.store.engine import SqlRunner
 from agentctl.store.tables import runs
 
 __all__ = ["LEASE_SECONDS", "claim", "new_owner_id", "owner_alive", "release", "renew"]
@@ -66,11 +67,12 @@ def claim(conn: Connection, run: RunRow, owner_id: str, now: datetime) -> None:
     )
 
 
-def renew(conn: Connection, run_id: str, owner_id: str, now: datetime) -> None:
-    conn.execute(
-        update(runs)
-        .where(runs.c.id == run_id, runs.c.owner_id == owner_id)
-        .values(owner_lease_expires_at=now + timedelta(seconds=LEASE_SECONDS))
+def renew(conn: SqlRunner, run_id: str, owner_id: str, now: datetime) -> None:
+    from agentctl.engine.records import sqlite_timestamp
+
+    conn.exec_driver_sql(
+        "UPDATE runs SET owner_lease_expires_at = ? WHERE id = ? AND owner_id = ?",
+        (sqlite_timestamp(now + timedelta(seconds=LEASE_SECONDS)), run_id, owner_id),
     )
 
 

@@ -20,8 +20,9 @@ from sqlalchemy.engine import Connection
 from agentctl.digest import canonical_json, digest_json
 from agentctl.errors import PersistenceError
 from agentctl.observability import audit
+from agentctl.store.engine import SqlRunner
 from agentctl.store.records import check_format_version
-from agentctl.store.tables import FORMAT_VERSION, checkpoints, tasks
+from agentctl.store.tables import FORMAT_VERSION, checkpoints
 
 __all__ = [
     "TERMINAL_RUN_STATES",
@@ -30,6 +31,7 @@ __all__ = [
     "RunRow",
     "TaskRow",
     "load_run",
+    "load_run_state",
     "load_tasks",
     "replay_memory",
 ]
@@ -147,24 +149,43 @@ def load_run(conn: Connection, run_id: str) -> RunRow:
         ) from exc
 
 
+def load_run_state(conn: Connection, run_id: str) -> tuple[str, Any, Any]:
+    """``(status, output, error)`` of a run without reading its plan: the cheap read behind
+    "is this run already finished?" (a completed run is answered in well under 1 ms)."""
+    row = conn.exec_driver_sql(
+        "SELECT status, output_json, error_json, format_version FROM runs WHERE id = ?",
+        (run_id,),
+    ).first()
+    if row is None:
+        from agentctl.store.records import get_run
+
+        get_run(conn, run_id)  # raises the NotFoundError with its hint
+        raise AssertionError("unreachable")
+    check_format_version("run", run_id, int(row[3]))
+    return str(row[0]), _loads(row[1]), _loads(row[2])
+
+
 def load_tasks(conn: Connection, run_id: str) -> dict[str, TaskRow]:
-    rows = conn.execute(
-        select(tasks).where(tasks.c.run_id == run_id).order_by(tasks.c.ordinal)
-    ).mappings()
+    """Every task row of a run in plan order (one driver-level query: resume reads
+    hundreds of rows, and statement compilation would cost more than the read)."""
+    rows = conn.exec_driver_sql(
+        "SELECT task_id, ordinal, status, attempt, disposition, output_json, error_json, "
+        "format_version FROM tasks WHERE run_id = ? ORDER BY ordinal",
+        (run_id,),
+    )
     out: dict[str, TaskRow] = {}
-    for row in rows:
-        check_format_version("task", f"{run_id}/{row['task_id']}", int(row["format_version"]))
-        out[row["task_id"]] = TaskRow(
-            task_id=row["task_id"],
-            ordinal=int(row["ordinal"]),
-            status=row["status"],
-            attempt=int(row["attempt"]),
-            disposition=row["disposition"],
-            output=_loads(row["output_json"]),
-            has_output=row["output_json"] is not None,
-            error=_loads(row["error_json"]),
-            started_at=row["started_at"],
-            finished_at=row["finished_at"],
+    for task_id, ordinal, status, attempt, disposition, output, error, version in rows:
+        if version > FORMAT_VERSION:
+            check_format_version("task", f"{run_id}/{task_id}", int(version))
+        out[task_id] = TaskRow(
+            task_id=task_id,
+            ordinal=int(ordinal),
+            status=status,
+            attempt=int(attempt),
+            disposition=disposition,
+            output=_loads(output),
+            has_output=output is not None,
+            error=_loads(error),
         )
     return out
 
@@ -223,7 +244,7 @@ class RunLog:
 
     def event(
         self,
-        conn: Connection,
+        conn: SqlRunner,
         kind: str,
         payload: Any,
         *,
@@ -246,7 +267,7 @@ class RunLog:
 
     def checkpoint(
         self,
-        conn: Connection,
+        conn: SqlRunner,
         transition: str,
         delta: Mapping[str, Any],
         memory: Mapping[str, Any],
@@ -275,10 +296,10 @@ class RunLog:
         self._checkpoint_seq = seq
         return seq
 
-    def set_task(self, conn: Connection, task_id: str, **values: Any) -> None:
+    def set_task(self, conn: SqlRunner, task_id: str, **values: Any) -> None:
         _update(conn, "tasks", values, "run_id = ? AND task_id = ?", (self.run_id, task_id))
 
-    def set_run(self, conn: Connection, **values: Any) -> None:
+    def set_run(self, conn: SqlRunner, **values: Any) -> None:
         _update(conn, "runs", values, "id = ?", (self.run_id,))
 
 
@@ -296,7 +317,7 @@ def _driver_value(value: Any) -> Any:
 
 
 def _update(
-    conn: Connection, table: str, values: Mapping[str, Any], where: str, params: tuple[Any, ...]
+    conn: SqlRunner, table: str, values: Mapping[str, Any], where: str, params: tuple[Any, ...]
 ) -> None:
     """A plain UPDATE through the driver: the executor's hot path skips statement
     compilation (column names come from our own code, never from input)."""

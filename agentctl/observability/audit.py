@@ -21,6 +21,7 @@ from sqlalchemy import func, select
 from sqlalchemy.engine import Connection
 
 from agentctl.digest import canonical_json, digest_json
+from agentctl.store.engine import SqlRunner
 from agentctl.store.records import check_format_version
 from agentctl.store.tables import FORMAT_VERSION, audit_events
 
@@ -95,7 +96,7 @@ def _stamp(value: datetime) -> str:
 
 
 def append_event(
-    conn: Connection,
+    conn: SqlRunner,
     run_id: str,
     kind: str,
     payload: Any,
@@ -116,8 +117,8 @@ def append_event(
         kind,
         payload,
         now=now,
-        seq=1 if last is None else int(last.seq) + 1,
-        prev_digest=None if last is None else str(last.digest),
+        seq=1 if last is None else int(last[0]) + 1,
+        prev_digest=None if last is None else str(last[1]),
         task_id=task_id,
         effect_id=effect_id,
         redact=redact,
@@ -125,7 +126,7 @@ def append_event(
 
 
 def append_event_after(
-    conn: Connection,
+    conn: SqlRunner,
     run_id: str,
     kind: str,
     payload: Any,

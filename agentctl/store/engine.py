@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Connection, Engine
@@ -30,7 +30,7 @@ from agentctl.errors import PersistenceError
 from agentctl.store import migrate
 from agentctl.store.location import MEMORY
 
-__all__ = ["Store", "StoreSettings", "open_store"]
+__all__ = ["DriverSession", "SqlRunner", "Store", "StoreSettings", "open_store"]
 
 _SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")
 
@@ -77,6 +77,20 @@ class Store:
         ):
             yield conn
 
+    @contextmanager
+    def driver_session(self) -> Iterator[DriverSession]:
+        """One pooled connection used at the driver level, for a run's hot path.
+
+        A task transition is a handful of fixed statements; going straight to the sqlite3
+        driver keeps its cost near the fsync of its commit. Transactions still begin
+        IMMEDIATE and either commit whole or roll back.
+        """
+        raw = self.engine.raw_connection()
+        try:
+            yield DriverSession(raw, self.path)
+        finally:
+            raw.close()
+
     def revision(self) -> str | None:
         with self.read() as conn:
             return migrate.current_revision(conn)
@@ -89,6 +103,60 @@ class Store:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class SqlRunner(Protocol):
+    """Anything that runs driver-level SQL: a SQLAlchemy Connection or a DriverSession."""
+
+    def exec_driver_sql(self, statement: str, parameters: Any = ...) -> Any: ...
+
+
+class _DriverResult:
+    def __init__(self, cursor: Any) -> None:
+        self._cursor = cursor
+
+    def first(self) -> Any:
+        return self._cursor.fetchone()
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._cursor.fetchall())
+
+
+class DriverSession:
+    """``exec_driver_sql`` over a raw sqlite3 connection, with IMMEDIATE transactions."""
+
+    def __init__(self, raw: Any, where: str) -> None:
+        self._raw = raw
+        self._where = where
+
+    def exec_driver_sql(self, statement: str, parameters: Any = ()) -> _DriverResult:
+        cursor = self._raw.cursor()
+        cursor.execute(statement, parameters)
+        return _DriverResult(cursor)
+
+    @contextmanager
+    def write(self) -> Iterator[DriverSession]:
+        import sqlite3
+
+        try:
+            cursor = self._raw.cursor()
+            cursor.execute("BEGIN IMMEDIATE")
+            try:
+                yield self
+            except BaseException:
+                cursor.execute("ROLLBACK")
+                raise
+            cursor.execute("COMMIT")
+        except sqlite3.Error as exc:
+            if "locked" in str(exc):
+                raise PersistenceError(
+                    f"database {self._where} is locked by another process",
+                    code="store.locked",
+                    hint="wait for the other agentctl process to finish, then retry",
+                ) from exc
+            raise PersistenceError(
+                f"database error on {self._where}: {exc}", code="store.database_error"
+            ) from exc
 
 
 @contextmanager
@@ -168,6 +236,7 @@ def open_store(
     database at once migrate it exactly once.
     """
     settings = settings or StoreSettings.from_env()
+    at_head = False
     if db_path != MEMORY:
         path = Path(db_path)
         if path.is_dir():
@@ -177,7 +246,9 @@ def open_store(
                 hint="pass a file path with --db",
             )
         if path.exists():
-            migrate.require_known_revision(migrate.peek_revision(path), str(path))
+            found = migrate.peek_revision(path)
+            migrate.require_known_revision(found, str(path))
+            at_head = found == migrate.SCHEMA_HEAD
         try:
             _create_file(path)
         except OSError as exc:
@@ -188,7 +259,7 @@ def open_store(
             ) from exc
     store = Store(_make_engine(db_path, settings), db_path)
     try:
-        if migrate_schema:
+        if migrate_schema and not at_head:
             with store.write() as conn:
                 current = migrate.current_revision(conn)
                 migrate.require_known_revision(current, db_path)

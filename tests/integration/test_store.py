@@ -185,3 +185,7 @@ def test_upgrade_from_first_revision_keeps_rows(tmp_path: Path) -> None:
         assert store.revision() == migrate.head_revision()
         row = get_run(conn, "run-old")
         assert row["workflow_json"] == "{}" and row["status"] == "succeeded"
+
+
+def test_schema_head_constant_matches_the_revision_files() -> None:
+    assert migrate.SCHEMA_HEAD == migrate.head_revision()
