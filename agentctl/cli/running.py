@@ -12,11 +12,13 @@ import typer
 
 from agentctl.cli import output
 from agentctl.cli.options import DbOption, db_from_context
+from agentctl.cli.progress import Progress
 from agentctl.errors import (
     EXIT_BLOCKED,
     EXIT_CANCELLED,
     EXIT_OK,
     EXIT_RUN_FAILED,
+    BlockedError,
     Cancelled,
     RunFailedError,
     UsageError,
@@ -65,7 +67,7 @@ _EXIT_BY_STATE = {
 
 def _terminal_approver() -> Callable[[dict[str, Any]], Awaitable[bool]]:
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
-        raise UsageError(
+        raise BlockedError(
             "--interactive needs a terminal on stdin and stdout",
             code="cli.no_terminal",
             hint="drop --interactive: the run will pause and you can approve with "
@@ -85,34 +87,22 @@ def _terminal_approver() -> Callable[[dict[str, Any]], Awaitable[bool]]:
 
 def _options(
     *, check: bool, diff: bool, interactive: bool, workspace: str | None
-) -> ExecutionOptions:
+) -> tuple[ExecutionOptions, Progress]:
     from agentctl.engine.executor import ExecutionOptions
 
     out = output.current()
-
-    def events(kind: str, data: dict[str, Any]) -> None:
-        if kind == "task":
-            state = data["state"]
-            mark = {
-                "succeeded": "ok",
-                "failed": "FAILED",
-                "skipped": "skipped",
-                "waiting_for_approval": "waiting",
-                "waiting_for_effect": "blocked",
-            }.get(state, state)
-            out.event("RunEvent", data, human=f"  {mark:<8} {data['taskId']}")
-        else:
-            out.event("RunEvent", data)
-
     if interactive and out.machine:
         raise UsageError("--interactive cannot be combined with --output json/jsonl")
-    return ExecutionOptions(
+    # The live view would fight with the approval prompts for the terminal.
+    progress = Progress(out, live=not interactive)
+    options = ExecutionOptions(
         check=check,
         diff=diff,
         approver=_terminal_approver() if interactive else None,
-        events=events,
+        events=progress.event,
         workspace=workspace,
     )
+    return options, progress
 
 
 def _drive(
@@ -216,7 +206,9 @@ def roll_command(
         input_pairs=input_pairs or [],
         workspace=workspace,
     )
-    options = _options(check=check, diff=diff, interactive=interactive, workspace=workspace)
+    options, progress = _options(
+        check=check, diff=diff, interactive=interactive, workspace=workspace
+    )
     ephemeral = check or dry_run
     path = ":memory:" if ephemeral else db_from_context(ctx, db)
     clock = SystemClock()
@@ -228,7 +220,8 @@ def roll_command(
             human=f"{run_id} running {prepared.plan.workflow_name} "
             f"({len(prepared.plan.order)} tasks)",
         )
-        outcome = _drive(store, run_id, options, timeout_seconds)
+        with progress:
+            outcome = _drive(store, run_id, options, timeout_seconds)
         return _report(outcome, dry_run=ephemeral)
 
 
@@ -248,10 +241,12 @@ def resume_command(
     """
     from agentctl.store.engine import open_store
 
-    options = _options(check=False, diff=diff, interactive=interactive, workspace=workspace)
-    with open_store(db_from_context(ctx, db)) as store:
+    options, progress = _options(
+        check=False, diff=diff, interactive=interactive, workspace=workspace
+    )
+    with open_store(db_from_context(ctx, db)) as store, progress:
         outcome = _drive(store, run_id, options, timeout_seconds)
-        return _report(outcome)
+    return _report(outcome)
 
 
 def cancel_command(

@@ -119,6 +119,7 @@ class RunExecutor:
         self.clock = clock
         self.options = options or ExecutionOptions()
         self._cancel_reason: str | None = None
+        self._deadline_passed = False
         self._last_cancel_check = float("-inf")
         self._renew_at = float("-inf")
 
@@ -183,6 +184,15 @@ class RunExecutor:
                 if isinstance(stop, Cancelled)
                 else (self._cancel_reason or "interrupted")
             )
+            if self._deadline_passed:
+                # The wall-time budget counts from run creation; when it runs out, in-flight
+                # work is cancelled (its effects recorded as uncertain) and the run fails.
+                error = {
+                    "code": "budget.wall_time_exceeded",
+                    "message": f"{reason}; in-flight work was cancelled",
+                }
+                self._finish_run("failed", error=error)
+                return RunOutcome(self.run_id, "failed", None, error)
             self._finish_run("cancelled", error={"code": "run.cancelled", "message": reason})
             raise Cancelled(reason, run_id=self.run_id) from None
         finally:
@@ -295,6 +305,7 @@ class RunExecutor:
         if deadline is not None and (
             self.clock.now().replace(tzinfo=None) > deadline.replace(tzinfo=None)
         ):
+            self._deadline_passed = True
             raise Cancelled(
                 "deadline passed (runtime.budgets.maxWallTimeSeconds)", run_id=self.run_id
             )

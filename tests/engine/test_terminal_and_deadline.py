@@ -1,0 +1,106 @@
+"""--interactive at a real pseudo-terminal, and the wall-time deadline."""
+
+from __future__ import annotations
+
+import os
+import pty
+import select
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+APPROVAL_WORKFLOW = """
+apiVersion: agentctl.dev/v1
+kind: Workflow
+metadata: {name: interactive}
+spec:
+  policy: {approval: mutations, writableRoots: [out]}
+  actions:
+    save: {kind: builtin.write}
+  tasks:
+    - id: write
+      uses: action:save
+      with: {path: out/ok.txt, content: approved at the terminal}
+"""
+
+
+def _read_until(fd: int, needle: bytes, limit: float = 30.0) -> bytes:
+    seen = b""
+    deadline = time.monotonic() + limit
+    while needle not in seen:
+        assert time.monotonic() < deadline, seen
+        ready, _, _ = select.select([fd], [], [], 0.5)
+        if ready:
+            try:
+                chunk = os.read(fd, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            seen += chunk
+    return seen
+
+
+def test_interactive_approval_at_a_terminal(
+    cli: Any, write_workflow: Any, workspace: Path, tmp_path: Path
+) -> None:
+    path = write_workflow(APPROVAL_WORKFLOW)
+    db = tmp_path / "r.db"
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: agentctl with a terminal on stdin, stdout and stderr
+        os.execv(
+            sys.executable,
+            [sys.executable, "-m", "agentctl", "roll", str(path), "--db", str(db), "--interactive"],
+        )
+    try:
+        _read_until(fd, b"[y/N]")
+        os.write(fd, b"y\n")
+        rest = _read_until(fd, b"succeeded")
+    finally:
+        _, status = os.waitpid(pid, 0)
+        os.close(fd)
+    assert os.waitstatus_to_exitcode(status) == 0, rest
+    assert (workspace / "out" / "ok.txt").read_text() == "approved at the terminal"
+    approvals = cli("--output", "json", "approvals", "list", "--all", "--db", db).json()["data"][
+        "approvals"
+    ]
+    assert [(a["status"], a["resolver"]) for a in approvals] == [("approved", "terminal")]
+
+
+def test_interactive_without_a_terminal_exits_3(
+    cli: Any, write_workflow: Any, tmp_path: Path
+) -> None:
+    path = write_workflow(APPROVAL_WORKFLOW)
+    result = cli("--output", "json", "roll", path, "--db", tmp_path / "r.db", "--interactive")
+    assert result.exit_code == 2  # machine output cannot prompt: refused as usage
+    human = cli("roll", path, "--db", tmp_path / "r.db", "--interactive")
+    assert human.exit_code == 3 and "terminal" in human.stderr
+
+
+def test_wall_time_deadline_fails_the_run_and_leaves_effect_uncertain(
+    cli: Any, write_workflow: Any, tmp_path: Path
+) -> None:
+    path = write_workflow("""
+        apiVersion: agentctl.dev/v1
+        kind: Workflow
+        metadata: {name: deadline}
+        spec:
+          runtime: {budgets: {maxWallTimeSeconds: 1}}
+          policy: {approval: never, processAllowlist: [sleep]}
+          actions:
+            wait: {kind: builtin.shell.exec, command: sleep, args: ["20"], timeoutSeconds: 60}
+          tasks:
+            - {id: slow, uses: "action:wait"}
+    """)
+    db = tmp_path / "r.db"
+    started = time.monotonic()
+    result = cli("--output", "json", "roll", path, "--db", db)
+    assert time.monotonic() - started < 15
+    assert result.exit_code == 4, result.stderr
+    error = result.error_json()["error"]
+    assert error["code"] == "budget.wall_time_exceeded"
+    effects = cli("--output", "json", "effects", "list", error["runId"], "--db", db).json()["data"][
+        "effects"
+    ]
+    assert [e["status"] for e in effects] == ["uncertain"]
