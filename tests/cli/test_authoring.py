@@ -1,0 +1,109 @@
+"""check, plan and schema through the CLI, on our workflows and the reference examples."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+FILES = sorted(
+    [
+        *(REPO / "workflows").glob("*.yaml"),
+        *(REPO / "tests" / "fixtures" / "reference").glob("*.yaml"),
+        *(REPO / "workflows" / "python").glob("*.*"),
+    ]
+)
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_check_and_plan_every_workflow(cli: Any, path: Path) -> None:
+    checked = cli("--output", "json", "check", path)
+    assert checked.exit_code == 0, checked.stderr
+    data = checked.json()["data"]
+    assert data["valid"] is True and data["planDigest"].startswith("sha256:")
+    planned = cli("--output", "json", "plan", path)
+    assert planned.exit_code == 0
+    plan = planned.json()["data"]
+    assert plan["planDigest"] == data["planDigest"] and len(plan["order"]) == data["tasks"]
+
+
+def test_yaml_and_python_definitions_have_the_same_plan_digest(cli: Any) -> None:
+    yaml_digest = cli(
+        "--output", "json", "check", REPO / "workflows" / "python" / "review_pipeline.yaml"
+    ).json()["data"]
+    python_digest = cli(
+        "--output", "json", "check", REPO / "workflows" / "python" / "review_pipeline.py"
+    ).json()["data"]
+    assert yaml_digest["planDigest"] == python_digest["planDigest"]
+    assert yaml_digest["workflowDigest"] == python_digest["workflowDigest"]
+
+
+def test_plan_human_tree_and_graphs(cli: Any) -> None:
+    path = REPO / "tests" / "fixtures" / "reference" / "25_3.yaml"
+    human = cli("plan", path)
+    assert human.exit_code == 0
+    assert "maxConcurrency 4" in human.stdout and "pick  [router]" in human.stdout
+    mermaid = cli("plan", path, "--graph", "mermaid").stdout
+    assert mermaid.startswith("flowchart TD") and "-->" in mermaid
+    dot = cli("plan", path, "--graph", "dot").stdout
+    assert dot.startswith('digraph "build-matrix-and-gate"') and "->" in dot
+    bad = cli("plan", path, "--graph", "svg")
+    assert bad.exit_code == 2
+
+
+def test_invalid_workflow_exits_2_with_located_diagnostics(cli: Any, tmp_path: Path) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text(
+        "apiVersion: agentctl.dev/v1\nkind: Workflow\nmetadata: {name: x}\nspec:\n"
+        "  agents:\n    a: {provider: p, model: m, instructions: hi,\n"
+        "        reasoning: {effort: high}}\n"
+        "  providers:\n    p: {kind: fake}\n"
+        "  tasks:\n    - {id: t, uses: 'agent:a'}\n"
+    )
+    result = cli("--output", "json", "check", path)
+    assert result.exit_code == 2 and result.stdout == ""
+    (diagnostic,) = result.error_json()["diagnostics"]
+    assert diagnostic["code"] == "unsupported_capability"
+    assert diagnostic["file"] == str(path) and diagnostic["line"] >= 6
+    human = cli("check", path)
+    assert "unsupported_capability" in human.stderr and "help:" in human.stderr
+
+
+def test_old_api_version_gets_the_upstream_diagnostic(cli: Any, tmp_path: Path) -> None:
+    path = tmp_path / "old.yaml"
+    path.write_text(
+        "apiVersion: agentctl.dev/v1alpha1\nkind: Workflow\nmetadata: {name: x}\n"
+        "spec: {tasks: [{id: a, uses: 'action:x'}]}\n"
+    )
+    result = cli("--output", "json", "check", path)
+    assert result.exit_code == 2
+    (diagnostic,) = result.error_json()["diagnostics"]
+    assert diagnostic["code"] == "unsupported_version" and diagnostic["line"] == 1
+    assert "agentctl.dev/v1" in diagnostic["help"]
+
+
+def test_schema_prints_and_writes_and_validates_examples(cli: Any, tmp_path: Path) -> None:
+    printed = cli("schema")
+    schema = json.loads(printed.stdout)
+    target = tmp_path / "nested" / "workflow.schema.json"
+    written = cli("--output", "json", "schema", "--write", target)
+    assert written.exit_code == 0 and json.loads(target.read_text()) == schema
+    import yaml
+
+    document = yaml.safe_load((REPO / "tests/fixtures/reference/25_1.yaml").read_text())
+    jsonschema.validate(document, schema)
+    document["spec"]["bogus"] = 1
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(document, schema)
+
+
+def test_check_missing_file_and_bad_workspace(cli: Any, tmp_path: Path) -> None:
+    missing = cli("--output", "json", "check", tmp_path / "nope.yaml")
+    assert missing.exit_code == 2
+    assert "nope.yaml" in json.dumps(missing.error_json())
+    path = REPO / "workflows" / "hello.yaml"
+    assert cli("check", path, "--workspace", tmp_path / "absent").exit_code == 2
