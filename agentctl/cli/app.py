@@ -10,7 +10,16 @@ from typing import Annotated
 
 import typer
 
-from agentctl.cli import approvals, authoring, db, effects, inspecting, meta, running
+from agentctl.cli import (
+    approvals,
+    authoring,
+    db,
+    effects,
+    inspecting,
+    meta,
+    recovery,
+    running,
+)
 
 __all__ = ["app"]
 
@@ -54,6 +63,10 @@ app.command("roll")(running.roll_command)
 app.command("run", help="Alias of `roll`.")(running.roll_command)
 app.command("resume")(running.resume_command)
 app.command("cancel")(running.cancel_command)
+app.command("replay")(recovery.replay_command)
+app.command("retry")(recovery.retry_command)
+app.command("repair")(recovery.repair_command)
+app.command("fork")(recovery.fork_command)
 app.command("inspect")(inspecting.inspect_command)
 app.command("audit")(inspecting.audit_command)
 app.command("reconcile")(effects.reconcile_command)

@@ -105,6 +105,7 @@ class _Outcome:
     stops_run: bool = False
     approval: str | None = None
     blocked: EffectBlocked | None = None
+    input_digest: str | None = None
 
 
 _WAITING = frozenset({"running", "waiting_for_approval", "waiting_for_effect"})
@@ -424,6 +425,8 @@ class RunExecutor:
                     output=result.output,
                     has_output=True,
                     memory_delta=result.memory_delta,
+                    # Repair compares it: a task is reusable only with the same inputs.
+                    input_digest=digest_json(rendered),
                 )
             except ApprovalPending as pending:
                 return _Outcome("waiting_for_approval", attempt_no, approval=pending.approval_id)
@@ -484,6 +487,8 @@ class RunExecutor:
             values["output_json"] = output_json
             values["output_digest"] = "sha256:" + sha256_hex(output_json.encode())
             values["disposition"] = "executed" if outcome.status == "succeeded" else "recorded"
+        if outcome.input_digest is not None:
+            values["input_digest"] = outcome.input_digest
         if delta:
             values["state_delta_json"] = canonical_json(delta)
             values["state_delta_digest"] = digest_json(delta)
