@@ -197,3 +197,64 @@ def replay_command(
         "RunOutcome", data, human=f"{run_id} {outcome.state} (replay of {source_run_id})"
     )
     return EXIT_OK
+
+
+def compensate_command(
+    ctx: typer.Context,
+    source_run_id: SourceArgument,
+    task: Annotated[
+        list[str] | None,
+        typer.Option("--task", help="Only compensate this task; repeatable."),
+    ] = None,
+    plan: PlanOption = False,
+    workspace: WorkspaceOption = None,
+    timeout_seconds: TimeoutOption = None,
+    db: DbOption = None,
+) -> int:
+    """Undo a finished run's confirmed mutations with the declared inverse actions.
+
+    Tasks that declare `compensate` run their inverse in reverse compiled order, one at a
+    time, in a new linked run. Effects still started or uncertain block the plan (exit 3)
+    until reconciled; already compensated ones are skipped.
+    """
+    from agentctl.engine.compensation import create_compensation_run, plan_compensation
+    from agentctl.ids import IdGenerator, SystemClock
+    from agentctl.store.engine import open_store
+
+    out = output.current()
+    with open_store(db_from_context(ctx, db)) as store:
+        compensation = plan_compensation(store, source_run_id, only=task or None)
+        if plan:
+            data = compensation.to_json()
+
+            def human() -> None:
+                if not compensation.steps:
+                    print(f"nothing in {source_run_id} declares compensate", file=out.stdout)
+                for step in compensation.steps:
+                    print(
+                        f"  {step.action:<10} {step.compensation_task_id}  ({step.reason})",
+                        file=out.stdout,
+                    )
+
+            out.success("CompensationPlan", data, human=human)
+            return EXIT_BLOCKED if compensation.blocked else EXIT_OK
+        clock = SystemClock()
+        run_id = create_compensation_run(store, compensation, clock=clock, ids=IdGenerator(clock))
+        if run_id is None:
+            out.success(
+                "CompensationPlan",
+                compensation.to_json(),
+                human=f"nothing to compensate in {source_run_id}",
+            )
+            return EXIT_OK
+        options, progress = _options(
+            check=False, diff=False, interactive=False, workspace=workspace
+        )
+        out.event(
+            "RunEvent",
+            {"runId": run_id, "state": "running", "sourceRunId": source_run_id},
+            human=f"{run_id} compensating {len(compensation.runnable)} task(s) of {source_run_id}",
+        )
+        with progress:
+            outcome = _drive(store, run_id, options, timeout_seconds)
+    return _report(outcome)

@@ -137,13 +137,43 @@ def _drive(
     return asyncio.run(main())
 
 
-def _report(outcome: RunOutcome, *, dry_run: bool = False) -> int:
+def _auto_compensate(
+    store: Store, outcome: RunOutcome, options: ExecutionOptions, timeout: float | None
+) -> str | None:
+    """``spec.compensation.onFailure: automatic``: compensate right after a failed run."""
+    if outcome.state != "failed":
+        return None
+    from agentctl.engine.compensation import create_compensation_run, plan_compensation
+    from agentctl.engine.records import load_run
+    from agentctl.ids import IdGenerator, SystemClock
+
+    with store.read() as conn:
+        run = load_run(conn, outcome.run_id)
+    setting = ((run.workflow.get("spec") or {}).get("compensation") or {}).get("onFailure")
+    if run.mode == "compensate" or setting != "automatic":
+        return None
+    clock = SystemClock()
+    plan = plan_compensation(store, run.id)
+    compensation_id = create_compensation_run(store, plan, clock=clock, ids=IdGenerator(clock))
+    if compensation_id is None:
+        return None
+    output.current().event(
+        "RunEvent",
+        {"runId": compensation_id, "state": "running", "sourceRunId": run.id},
+        human=f"{compensation_id} compensating {run.id} (onFailure: automatic)",
+    )
+    result = _drive(store, compensation_id, options, timeout)
+    return f"{compensation_id} {result.state}"
+
+
+def _report(outcome: RunOutcome, *, dry_run: bool = False, compensation: str | None = None) -> int:
     out = output.current()
     run_id = outcome.run_id
     if outcome.state == "failed":
         error = outcome.error or {}
+        compensated = f"; compensation run {compensation}" if compensation else ""
         raise RunFailedError(
-            f"run {run_id} failed: {error.get('message', 'a task failed')}",
+            f"run {run_id} failed: {error.get('message', 'a task failed')}{compensated}",
             code=str(error.get("code") or "run.failed"),
             run_id=run_id,
             hint=None if dry_run else f"see what happened with `agentctl inspect {run_id}`",
@@ -222,7 +252,8 @@ def roll_command(
         )
         with progress:
             outcome = _drive(store, run_id, options, timeout_seconds)
-        return _report(outcome, dry_run=ephemeral)
+            compensation = _auto_compensate(store, outcome, options, timeout_seconds)
+        return _report(outcome, dry_run=ephemeral, compensation=compensation)
 
 
 def resume_command(
@@ -246,7 +277,8 @@ def resume_command(
     )
     with open_store(db_from_context(ctx, db)) as store, progress:
         outcome = _drive(store, run_id, options, timeout_seconds)
-    return _report(outcome)
+        compensation = _auto_compensate(store, outcome, options, timeout_seconds)
+    return _report(outcome, compensation=compensation)
 
 
 def cancel_command(

@@ -118,7 +118,10 @@ async def _write(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
         policy_label="filesystem.write",
         request={"path": path_text, "bytes": len(content.encode())},
     )
-    if env.check or (not changed and not env.gate.journaled(env.attempt, spec)):
+    # In a compensation run the inverse write is recorded even when the content is already
+    # in place (§13): the compensation must be provable from the journal.
+    unchanged = not changed and not env.compensation
+    if env.check or (unchanged and not env.gate.journaled(env.attempt, spec)):
         return TaskResult(output)
 
     async def dispatch(_effect_id: str) -> Any:

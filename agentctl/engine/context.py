@@ -33,6 +33,7 @@ class TaskEnv:
     default_timeout_seconds: int = 120
     top_level_timeouts: Mapping[str, int] = field(default_factory=dict)
     secrets: list[str] = field(default_factory=list)
+    compensation: bool = False
 
     @property
     def spec(self) -> Mapping[str, Any]:

@@ -106,6 +106,7 @@ class _Outcome:
     approval: str | None = None
     blocked: EffectBlocked | None = None
     input_digest: str | None = None
+    effect_ids: list[str] = field(default_factory=list)
 
 
 _WAITING = frozenset({"running", "waiting_for_approval", "waiting_for_effect"})
@@ -169,6 +170,7 @@ class RunExecutor:
             faults=opts.faults,
             approver=opts.approver,
             on_task_running=self._mark_running,
+            approval_mode=self._compensation_approval(),
         )
         runtime = spec.get("runtime") or {}
         self.default_timeout = int(runtime.get("defaultTimeoutSeconds") or 120)
@@ -203,6 +205,13 @@ class RunExecutor:
             session_scope.close()
             with contextlib.suppress(AgentctlError), self.store.write() as conn:
                 ownership.release(conn, self.run_id, opts.owner_id)
+
+    def _compensation_approval(self) -> str | None:
+        """A compensation run's approval: keep the policy, remove the gate, or always ask."""
+        if self.run.mode != "compensate":
+            return None
+        setting = str((self.spec.get("compensation") or {}).get("approval") or "policy")
+        return {"never": "never", "always": "always"}.get(setting)
 
     # -- the loop ----------------------------------------------------------------------
 
@@ -415,6 +424,7 @@ class RunExecutor:
                     diff=self.options.diff,
                     max_concurrency=self.plan.max_concurrency,
                     default_timeout_seconds=self.default_timeout,
+                    compensation=self.run.mode == "compensate",
                 )
                 result: TaskResult = await run_body(env, self.rows, context, self.options.pool)
                 if not self.options.check:
@@ -427,6 +437,7 @@ class RunExecutor:
                     memory_delta=result.memory_delta,
                     # Repair compares it: a task is reusable only with the same inputs.
                     input_digest=digest_json(rendered),
+                    effect_ids=list(attempt.effect_ids),
                 )
             except ApprovalPending as pending:
                 return _Outcome("waiting_for_approval", attempt_no, approval=pending.approval_id)
@@ -509,6 +520,8 @@ class RunExecutor:
             if delta:
                 payload["memoryKeys"] = sorted(delta)
             self.log.event(conn, f"task.{outcome.status}", payload, now=now, task_id=task.id)
+            if outcome.status == "succeeded" and self.run.mode == "compensate":
+                self._mark_compensated(conn, task.id, outcome, now)
             if terminal and self.clock.monotonic() >= self._renew_at:
                 ownership.renew(conn, self.run_id, self.options.owner_id, now)
                 self._renew_at = self.clock.monotonic() + ownership.LEASE_SECONDS / 2
@@ -529,6 +542,44 @@ class RunExecutor:
                 "error": outcome.error,
             },
         )
+
+    def _mark_compensated(self, conn: Any, task_id: str, outcome: _Outcome, now: Any) -> None:
+        """Append ``compensated`` to every source effect this task undid, in its commit."""
+        from agentctl.engine.compensation import COMPENSATION_INPUT
+        from agentctl.engine.records import sqlite_timestamp
+        from agentctl.observability.audit import append_event
+
+        mapping = (self.run.inputs.get(COMPENSATION_INPUT) or {}).get(task_id) or {}
+        inverse = outcome.effect_ids[-1] if outcome.effect_ids else None
+        source = self.run.source_run_id
+        for effect_id in mapping.get("effects") or []:
+            previous = conn.exec_driver_sql(
+                "SELECT id FROM reconciliations WHERE effect_id = ? ORDER BY id DESC LIMIT 1",
+                (effect_id,),
+            ).first()
+            conn.exec_driver_sql(
+                "INSERT INTO reconciliations (format_version, effect_id, status, reason, actor,"
+                " result_validated, compensation_effect_id, supersedes_id, created_at) VALUES"
+                " (1, ?, 'compensated', ?, ?, 0, ?, ?, ?)",
+                (
+                    effect_id,
+                    f"compensated by {self.run_id} task {task_id}",
+                    "agentctl",
+                    inverse,
+                    None if previous is None else previous[0],
+                    sqlite_timestamp(now),
+                ),
+            )
+            if source is not None:
+                append_event(
+                    conn,
+                    source,
+                    "effect.compensated",
+                    {"compensationRunId": self.run_id, "task": task_id, "inverseEffectId": inverse},
+                    now=now,
+                    task_id=mapping.get("sourceTaskId"),
+                    effect_id=effect_id,
+                )
 
     def _emit(self, kind: str, data: dict[str, Any]) -> None:
         if self.options.events is not None:
