@@ -267,9 +267,20 @@ async def _shell(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
             )
         return output
 
+    def output_bytes(result: Any) -> dict[str, float]:
+        produced = len(str(result.get("stdout", "")).encode()) + len(
+            str(result.get("stderr", "")).encode()
+        )
+        return {"processOutputBytes": produced}
+
     return TaskResult(
         await env.gate.perform(
-            env.attempt, spec, dispatch, prompt=f"run {command} {' '.join(args)}".strip()
+            env.attempt,
+            spec,
+            dispatch,
+            prompt=f"run {command} {' '.join(args)}".strip(),
+            reservation={"processOutputBytes": combined_limit},
+            usage=output_bytes,
         )
     )
 

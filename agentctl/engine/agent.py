@@ -13,7 +13,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from agentctl.digest import compact_json
+from agentctl.digest import canonical_json, compact_json
+from agentctl.engine import budget
 from agentctl.engine.context import TaskEnv, TaskResult
 from agentctl.engine.journal import EffectSpec
 from agentctl.engine.signals import OutcomeUnknown, TaskFailure
@@ -61,9 +62,9 @@ def _validate(schema: Mapping[str, Any] | None, value: Any) -> str | None:
     return f"{first.message} at {where}"
 
 
-def _usage_json(usage: Usage) -> dict[str, Any]:
+def _usage_json(usage: Usage, cost: int | None) -> dict[str, Any]:
     out: dict[str, Any] = dict(usage.to_json())
-    out["costMicrousd"] = None
+    out["costMicrousd"] = cost  # null unless the model is priced (§21.4)
     return out
 
 
@@ -145,6 +146,9 @@ async def _run_tool(env: TaskEnv, call: ToolCall) -> Any:
             dispatch,
             tool_approval=tool.get("approval"),
             prompt=f"tool {call.name} {compact_json(arguments)}",
+            reservation={"toolCalls": 1},
+            usage=lambda _result: {"toolCalls": 1},
+            failed_usage={"toolCalls": 1},
         )
     problem = _validate(tool.get("outputSchema"), output)
     if problem:
@@ -184,8 +188,20 @@ async def _request(env: TaskEnv, provider: Provider, request: ModelRequest) -> M
             ) from exc
         return response.to_json()
 
+    pricing = (env.spec.get("runtime") or {}).get("pricing")
+    request_json = spec.effect_input
+    worst = budget.model_worst_case(
+        request_json, len(canonical_json(request_json).encode()), pricing
+    )
     result = await env.gate.perform(
-        env.attempt, spec, dispatch, model=True, prompt=f"call model provider {request.provider}"
+        env.attempt,
+        spec,
+        dispatch,
+        model=True,
+        prompt=f"call model provider {request.provider}",
+        reservation=worst,
+        usage=lambda answer: budget.model_usage(request_json, answer, pricing)[0],
+        failed_usage={"providerRequests": 1, "turns": 1},
     )
     try:
         return ModelResponse.from_json(result)
@@ -221,6 +237,8 @@ async def run_agent(env: TaskEnv, agent_name: str, pool: ProviderPool) -> TaskRe
     max_tool_calls = int(agent.get("maxToolCalls", 16))
     structured = agent.get("structuredOutput")
     messages: list[Message] = [Message(role="user", text=prompt)]
+    pricing = (spec.get("runtime") or {}).get("pricing")
+    total_cost: int | None = None
     usage = Usage()
     tool_calls = 0
     for _turn in range(max_turns):
@@ -237,6 +255,9 @@ async def run_agent(env: TaskEnv, agent_name: str, pool: ProviderPool) -> TaskRe
         )
         response = await _request(env, provider, request)
         usage = usage + response.usage
+        _, cost = budget.model_usage(request.to_json(), response.to_json(), pricing)
+        if cost is not None:
+            total_cost = (total_cost or 0) + cost
         if response.finish_reason in ("max_tokens", "refusal"):
             raise TaskFailure(
                 f"agent `{agent_name}` stopped: finish reason {response.finish_reason}",
@@ -272,7 +293,7 @@ async def run_agent(env: TaskEnv, agent_name: str, pool: ProviderPool) -> TaskRe
                     code="agent.structured_output",
                 )
             return TaskResult(parsed)
-        return TaskResult({"text": text, "usage": _usage_json(usage)})
+        return TaskResult({"text": text, "usage": _usage_json(usage, total_cost)})
     raise TaskFailure(
         f"agent `{agent_name}` reached maxTurns ({max_turns}) without a final answer",
         code="agent.max_turns",

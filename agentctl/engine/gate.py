@@ -14,11 +14,11 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentctl.engine import journal
+from agentctl.engine import budget, journal
 from agentctl.engine.approval_policy import deny_reason, needs_approval
 from agentctl.engine.approvals import create_approval, get_approval
 from agentctl.engine.faults import Faults
@@ -76,6 +76,7 @@ class EffectGate:
         self.faults = faults
         self.approver = approver
         self.approval_mode = approval_mode
+        self._usage: dict[str, tuple[Any, Any]] = {}
         self._on_task_running = on_task_running
 
     def journaled(self, attempt: Attempt, spec: journal.EffectSpec) -> bool:
@@ -98,14 +99,22 @@ class EffectGate:
         model: bool = False,
         tool_approval: str | None = None,
         prompt: str | None = None,
-        force_approval_check: bool = False,
+        reservation: Mapping[str, float] | None = None,
+        usage: Callable[[Any], Mapping[str, float]] | None = None,
+        failed_usage: Mapping[str, float] | None = None,
     ) -> Any:
+        """Journal, gate and dispatch one effect; see the module docstring.
+
+        ``reservation`` is the worst case reserved before dispatch, ``usage`` maps the result
+        to actual usage, ``failed_usage`` is what a failed dispatch still consumed.
+        """
         ordinal = attempt.next_ordinal()
         eid = spec.effect_id(attempt.run_id, attempt.task_id, attempt.attempt, ordinal)
         attempt.effect_ids.append(eid)
         with self.store.read() as conn:
             existing = journal.get_effect(conn, eid)
         if existing is not None:
+            self._usage[existing.id] = (usage, failed_usage)
             reused = self._reuse(existing)
             if reused is not _PROCEED:
                 return reused
@@ -172,6 +181,35 @@ class EffectGate:
                 task_id=attempt.task_id,
                 effect_id=record.id,
             )
+            denied = None
+            if reservation:
+                denied = budget.reserve(conn, attempt.run_id, record.id, reservation, now)
+            if denied is not None:
+                journal.finish_effect(
+                    conn,
+                    record.id,
+                    status="failed",
+                    now=now,
+                    confirmed=True,
+                    error={"code": "budget.exceeded", "message": denied.message()},
+                )
+                self.log.event(
+                    conn,
+                    "budget.exceeded",
+                    {
+                        "resource": denied.resource,
+                        "limit": denied.limit,
+                        "used": denied.used,
+                        "reserved": denied.reserved,
+                        "requested": denied.requested,
+                    },
+                    now=now,
+                    task_id=attempt.task_id,
+                    effect_id=record.id,
+                )
+        if denied is not None:
+            raise TaskFailure(denied.message(), code="budget.exceeded", stops_run=True)
+        self._usage[record.id] = (usage, failed_usage)
         self.faults.hit("effect.requested")
         if gated:
             return await self._gate(attempt, record, spec, dispatch, prompt)
@@ -436,6 +474,7 @@ class EffectGate:
         confirmed: bool = True,
     ) -> None:
         now = self.clock.now()
+        overruns: list[budget.BudgetDenied] = []
         with self.store.write() as conn:
             journal.finish_effect(
                 conn,
@@ -446,6 +485,22 @@ class EffectGate:
                 error=error,
                 confirmed=confirmed,
             )
+            usage, failed_usage = self._usage.pop(record.id, (None, None))
+            if status == "succeeded":
+                actual = usage(result) if usage is not None else {}
+                overruns = budget.settle(conn, attempt.run_id, record.id, actual, now)
+            elif status in ("failed", "cancelled"):
+                budget.settle(conn, attempt.run_id, record.id, failed_usage or {}, now)
+            # An uncertain effect keeps its worst-case reservation: it may have consumed it.
+            for overrun in overruns:
+                self.log.event(
+                    conn,
+                    "budget.overrun",
+                    {"resource": overrun.resource, "limit": overrun.limit, "used": overrun.used},
+                    now=now,
+                    task_id=attempt.task_id,
+                    effect_id=record.id,
+                )
             self.log.event(
                 conn,
                 f"effect.{status}",
@@ -453,6 +508,13 @@ class EffectGate:
                 now=now,
                 task_id=attempt.task_id,
                 effect_id=record.id,
+            )
+        if overruns:
+            raise TaskFailure(
+                f"budget overrun: {overruns[0].resource} used {overruns[0].used:g} of "
+                f"{overruns[0].limit:g}",
+                code="budget.exceeded",
+                stops_run=True,
             )
 
 

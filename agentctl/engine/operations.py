@@ -15,6 +15,7 @@ from sqlalchemy import func, select, update
 
 from agentctl.engine import journal
 from agentctl.engine.approvals import list_approvals, require_approval, resolve_approval
+from agentctl.engine.budget import snapshot as budget_snapshot
 from agentctl.engine.ownership import owner_alive
 from agentctl.engine.questions import validate_answer
 from agentctl.engine.records import TERMINAL_RUN_STATES, RunLog, load_run, load_tasks
@@ -326,6 +327,7 @@ def inspect_run(store: Store, run_id: str) -> dict[str, Any]:
         ).scalar_one()
         events = list_events(conn, run_id)
         chain = verify_chain(conn, run_id)
+        ledger = budget_snapshot(conn, run_id)
     return {
         "run": {
             **run.summary_json(),
@@ -344,5 +346,6 @@ def inspect_run(store: Store, run_id: str) -> dict[str, Any]:
         "effects": effect_json,
         "approvals": approvals,
         "checkpoints": int(checkpoint_count),
+        "budget": ledger,
         "audit": {"events": len(events), "verified": chain.ok, "brokenAt": chain.broken_at},
     }

@@ -18,6 +18,7 @@ from sqlalchemy import insert
 
 from agentctl.compiler import CompileSettings, Plan, compile_workflow
 from agentctl.digest import canonical_json
+from agentctl.engine.budget import open_ledger
 from agentctl.errors import UsageError, ValidationError
 from agentctl.ids import Clock, IdGenerator
 from agentctl.observability.audit import append_event
@@ -216,6 +217,14 @@ def create_run(
                     for index, task_id in enumerate(plan.order)
                 ],
             )
+        runtime = (prepared.workflow.get("spec") or {}).get("runtime") or {}
+        open_ledger(
+            conn,
+            run_id,
+            runtime.get("budgets") or {},
+            now,
+            ((runtime.get("pricing") or {}).get("version")),
+        )
         append_event(
             conn,
             run_id,

@@ -143,10 +143,26 @@ def _json(result: subprocess.CompletedProcess[str]) -> Any:
     return json.loads(text)
 
 
-def _settle() -> None:
-    # A killed executor's children (each a single `echo >> ledger`) finish on their own
-    # within milliseconds; give them that before reading the outside world.
-    time.sleep(0.2)
+def _settle(ws: Path) -> None:
+    """Wait until no process works in the workspace any more: a killed executor's children
+    (each a single `echo >> ledger` or `mktemp`) finish on their own; the operator looks at
+    the outside world only once it has stopped moving."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        busy = False
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit() or int(entry.name) == os.getpid():
+                continue
+            try:
+                cwd = Path(os.readlink(entry / "cwd"))
+            except OSError:
+                continue
+            if cwd == ws or ws in cwd.parents:
+                busy = True
+                break
+        if not busy:
+            return
+        time.sleep(0.02)
 
 
 def _executions(ws: Path) -> int:
@@ -162,7 +178,7 @@ def _ledger(ws: Path) -> list[str]:
 def _operator_step(ws: Path, db: Path, run_id: str) -> None:
     """Look at the outside world and conclude every uncertain effect; approve approvals."""
     inspection = _json(_cli(["inspect", run_id, "--db", str(db)], ws))["data"]
-    _settle()
+    _settle(ws)
     marks = [e for e in inspection["effects"] if "mktemp" in json.dumps(e["request"])]
     accounted = sum(
         1

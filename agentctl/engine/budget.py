@@ -1,0 +1,294 @@
+"""The run's resource ledger (reference §21.4): reserve the worst case, then settle.
+
+Before each fresh dispatch the gate reserves the effect's worst case — one request, one
+turn, an input-token estimate of ``ceil(bytes / 4)`` of the serialized request, the agent's
+``maxOutputTokens``, a worst-case cost from the price sheet, a process's combined output
+limit, one tool call — in the same IMMEDIATE transaction that journals the effect as
+``requested``. A reservation that would pass a limit is refused: ``budget.exceeded`` is
+recorded, nothing is dispatched, and the run fails whatever the task's ``failure`` says.
+After the dispatch the reservation is replaced by actual usage; an overrun found then is
+recorded and fails the task before anything else is dispatched. Limits are exceeded only
+when usage is strictly greater. Reused and replayed results reserve nothing: only fresh
+dispatches pass through here, and every derived run has a ledger of its own.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import insert, select, update
+from sqlalchemy.engine import Connection
+
+from agentctl.store.tables import budget_reservations, budgets
+
+__all__ = [
+    "LIMIT_RESOURCES",
+    "BudgetDenied",
+    "model_usage",
+    "model_worst_case",
+    "open_ledger",
+    "reserve",
+    "settle",
+    "snapshot",
+]
+
+#: ``runtime.budgets`` field -> ledger resource.
+LIMIT_RESOURCES = {
+    "maxProviderRequests": "providerRequests",
+    "maxTurns": "turns",
+    "maxToolCalls": "toolCalls",
+    "maxInputTokens": "inputTokens",
+    "maxOutputTokens": "outputTokens",
+    "maxTotalTokens": "totalTokens",
+    "maxProcessOutputBytes": "processOutputBytes",
+    "maxArtifactBytes": "artifactBytes",
+    "maxCostMicrousd": "costMicrousd",
+}
+COUNTERS = ("unpricedProviderRequests",)
+
+
+@dataclass(frozen=True)
+class BudgetDenied:
+    resource: str
+    limit: float
+    used: float
+    reserved: float
+    requested: float
+
+    def message(self) -> str:
+        return (
+            f"budget exceeded: {self.resource} would reach "
+            f"{self.used + self.reserved + self.requested:g} of {self.limit:g} "
+            f"(used {self.used:g}, reserved {self.reserved:g})"
+        )
+
+
+def open_ledger(
+    conn: Connection,
+    run_id: str,
+    limits: Mapping[str, Any],
+    now: datetime,
+    pricing_version: str | None = None,
+) -> None:
+    """One row per resource, limits from ``runtime.budgets`` (unset: counted, unlimited)."""
+    rows = [
+        {
+            "run_id": run_id,
+            "resource": resource,
+            "limit_units": limits.get(field),
+            "reserved_units": 0,
+            "used_units": 0,
+            "pricing_version": pricing_version,
+            "updated_at": now,
+        }
+        for field, resource in LIMIT_RESOURCES.items()
+    ] + [
+        {
+            "run_id": run_id,
+            "resource": counter,
+            "limit_units": None,
+            "reserved_units": 0,
+            "used_units": 0,
+            "pricing_version": pricing_version,
+            "updated_at": now,
+        }
+        for counter in COUNTERS
+    ]
+    conn.execute(insert(budgets), rows)
+
+
+def _rows(conn: Connection, run_id: str) -> dict[str, Any]:
+    return {
+        row.resource: row for row in conn.execute(select(budgets).where(budgets.c.run_id == run_id))
+    }
+
+
+def reserve(
+    conn: Connection, run_id: str, effect_id: str, units: Mapping[str, float], now: datetime
+) -> BudgetDenied | None:
+    """Reserve ``units`` for one effect, all or nothing (the caller's transaction)."""
+    held = conn.execute(
+        select(budget_reservations.c.id).where(
+            budget_reservations.c.effect_id == effect_id,
+            budget_reservations.c.status == "held",
+        )
+    ).first()
+    if held is not None:
+        return None  # a requested-but-never-started effect keeps its reservation
+    rows = _rows(conn, run_id)
+    for resource, amount in units.items():
+        row = rows.get(resource)
+        if row is None or row.limit_units is None or amount <= 0:
+            continue
+        if row.used_units + row.reserved_units + amount > row.limit_units:
+            return BudgetDenied(
+                resource, row.limit_units, row.used_units, row.reserved_units, amount
+            )
+    for resource, amount in units.items():
+        if resource not in rows or amount <= 0:
+            continue
+        conn.execute(
+            update(budgets)
+            .where(budgets.c.run_id == run_id, budgets.c.resource == resource)
+            .values(reserved_units=budgets.c.reserved_units + amount, updated_at=now)
+        )
+        conn.execute(
+            insert(budget_reservations).values(
+                run_id=run_id,
+                resource=resource,
+                effect_id=effect_id,
+                units=amount,
+                status="held",
+                created_at=now,
+            )
+        )
+    return None
+
+
+def settle(
+    conn: Connection, run_id: str, effect_id: str, actual: Mapping[str, float], now: datetime
+) -> list[BudgetDenied]:
+    """Replace the effect's reservations with actual usage; return any overruns."""
+    held = conn.execute(
+        select(budget_reservations).where(
+            budget_reservations.c.effect_id == effect_id,
+            budget_reservations.c.status == "held",
+        )
+    ).all()
+    for reservation in held:
+        conn.execute(
+            update(budgets)
+            .where(budgets.c.run_id == run_id, budgets.c.resource == reservation.resource)
+            .values(reserved_units=budgets.c.reserved_units - reservation.units, updated_at=now)
+        )
+        conn.execute(
+            update(budget_reservations)
+            .where(budget_reservations.c.id == reservation.id)
+            .values(status="settled", settled_at=now)
+        )
+    for resource, amount in actual.items():
+        if amount:
+            conn.execute(
+                update(budgets)
+                .where(budgets.c.run_id == run_id, budgets.c.resource == resource)
+                .values(used_units=budgets.c.used_units + amount, updated_at=now)
+            )
+    overruns = []
+    for resource, row in _rows(conn, run_id).items():
+        if (
+            resource in actual
+            and row.limit_units is not None
+            and (row.used_units > row.limit_units)
+        ):
+            overruns.append(
+                BudgetDenied(resource, row.limit_units, row.used_units, row.reserved_units, 0)
+            )
+    return overruns
+
+
+def snapshot(conn: Connection, run_id: str) -> list[dict[str, Any]]:
+    """Limits, reserved and used units per resource (for ``inspect``)."""
+    return [
+        {
+            "resource": resource,
+            "limit": row.limit_units,
+            "reserved": row.reserved_units,
+            "used": row.used_units,
+        }
+        for resource, row in sorted(_rows(conn, run_id).items())
+    ]
+
+
+def _price(
+    pricing: Mapping[str, Any] | None, provider: str, model: str
+) -> Mapping[str, Any] | None:
+    if not pricing:
+        return None
+    entry = (pricing.get("models") or {}).get(f"{provider}/{model}")
+    return entry if isinstance(entry, Mapping) else None
+
+
+def _rate(entry: Mapping[str, Any], key: str, fallback: str) -> int:
+    value = entry.get(key)
+    return int(value if value is not None else entry.get(fallback) or 0)
+
+
+def model_worst_case(
+    request_json: Mapping[str, Any], request_bytes: int, pricing: Mapping[str, Any] | None
+) -> dict[str, float]:
+    """The reservation for one provider request (§21.4)."""
+    input_tokens = math.ceil(request_bytes / 4)
+    output_tokens = int(request_json.get("maxOutputTokens") or 0)
+    units: dict[str, float] = {
+        "providerRequests": 1,
+        "turns": 1,
+        "inputTokens": input_tokens,
+        "outputTokens": output_tokens,
+        "totalTokens": input_tokens + output_tokens,
+    }
+    entry = _price(pricing, str(request_json.get("provider")), str(request_json.get("model")))
+    if entry is not None:
+        inp = max(
+            _rate(entry, "inputMicrousdPerMillionTokens", ""),
+            _rate(entry, "cacheReadMicrousdPerMillionTokens", "inputMicrousdPerMillionTokens"),
+            _rate(entry, "cacheWriteMicrousdPerMillionTokens", "inputMicrousdPerMillionTokens"),
+        )
+        out = max(
+            _rate(entry, "outputMicrousdPerMillionTokens", ""),
+            _rate(entry, "reasoningMicrousdPerMillionTokens", "outputMicrousdPerMillionTokens"),
+        )
+        units["costMicrousd"] = math.ceil(input_tokens * inp / 1_000_000) + math.ceil(
+            output_tokens * out / 1_000_000
+        )
+    return units
+
+
+def model_usage(
+    request_json: Mapping[str, Any], response: Mapping[str, Any], pricing: Mapping[str, Any] | None
+) -> tuple[dict[str, float], int | None]:
+    """Actual usage of one answered request, and its cost in micro-USD when priced."""
+    usage = response.get("usage") or {}
+    input_tokens = int(usage.get("inputTokens") or 0)
+    output_tokens = int(usage.get("outputTokens") or 0)
+    actual: dict[str, float] = {
+        "providerRequests": 1,
+        "turns": 1,
+        "inputTokens": input_tokens,
+        "outputTokens": output_tokens,
+        "totalTokens": input_tokens + output_tokens,
+    }
+    entry = _price(pricing, str(request_json.get("provider")), str(request_json.get("model")))
+    if entry is None:
+        actual["unpricedProviderRequests"] = 1
+        return actual, None
+    cache_read = int(usage.get("cacheReadTokens") or 0)
+    cache_write = int(usage.get("cacheWriteTokens") or 0)
+    reasoning = int(usage.get("reasoningTokens") or 0)
+    plain_input = max(0, input_tokens - cache_read - cache_write)
+    plain_output = max(0, output_tokens - reasoning)
+
+    def cost(tokens: int, rate: int) -> int:
+        return math.ceil(tokens * rate / 1_000_000)
+
+    total = (
+        cost(plain_input, _rate(entry, "inputMicrousdPerMillionTokens", ""))
+        + cost(
+            cache_read,
+            _rate(entry, "cacheReadMicrousdPerMillionTokens", "inputMicrousdPerMillionTokens"),
+        )
+        + cost(
+            cache_write,
+            _rate(entry, "cacheWriteMicrousdPerMillionTokens", "inputMicrousdPerMillionTokens"),
+        )
+        + cost(plain_output, _rate(entry, "outputMicrousdPerMillionTokens", ""))
+        + cost(
+            reasoning,
+            _rate(entry, "reasoningMicrousdPerMillionTokens", "outputMicrousdPerMillionTokens"),
+        )
+    )
+    actual["costMicrousd"] = total
+    return actual, total
