@@ -55,6 +55,8 @@ PROVIDER_CAPABILITIES: Mapping[str, frozenset[str]] = {
     "anthropic": _BASE
     | {"function_tools", "structured_output", "reasoning_effort", "continuation"},
     "google": _BASE | {"function_tools", "structured_output", "reasoning_effort", "continuation"},
+    # An agent CLI answers text; tools, schemas and reasoning are its own business.
+    "command": _BASE,
 }
 
 _OPENAI_OPTIONS: Mapping[str, str] = {
@@ -76,6 +78,7 @@ PROVIDER_OPTIONS: Mapping[str, Mapping[str, str]] = {
     "azure_openai": _OPENAI_OPTIONS,
     "anthropic": {},
     "google": {},
+    "command": {},
 }
 """Allow-listed ``providerOptions`` keys per provider kind and the shape of each value."""
 

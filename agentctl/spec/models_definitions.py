@@ -44,7 +44,7 @@ __all__ = [
     "UsageLimit",
 ]
 
-ProviderKind = Literal["fake", "openai", "anthropic", "google", "azure_openai"]
+ProviderKind = Literal["fake", "openai", "anthropic", "google", "azure_openai", "command"]
 ActionKind = Literal[
     "builtin.assign",
     "builtin.assert",
@@ -78,18 +78,58 @@ OutputLimit = Annotated[int, Field(ge=1, le=16 * _MIB)]
 
 
 class Provider(SpecModel):
-    """A model provider entry (§7)."""
+    """A model provider entry (§7).
+
+    ``kind: command`` (beyond upstream) runs an agent CLI — ``claude -p``, ``codex exec``,
+    ``llm`` or any program — with the prompt on stdin or as the last argument and its stdout
+    as the reply, bounded like ``builtin.shell.exec``; its fields are only valid there.
+    """
 
     kind: ProviderKind
     endpoint: str | None = None
     credential: SecretRef | None = None
     api_version: str | None = None
     headers: dict[str, SecretRef] = Field(default_factory=dict)
+    command: str | None = Field(default=None, min_length=1)
+    args: list[str] | None = Field(default=None, max_length=64)
+    prompt_via: Literal["stdin", "argv"] | None = None
+    timeout_seconds: int | None = Field(default=None, ge=1, le=86400)
+    output_limit_bytes: int | None = Field(default=None, ge=1, le=16 * 1024 * 1024)
+    env: dict[str, SecretRef] | None = None
 
     @model_validator(mode="after")
-    def _azure_needs_endpoint(self) -> Provider:
+    def _kind_fields(self) -> Provider:
         if self.kind == "azure_openai" and not self.endpoint:
             raise ValueError("an `azure_openai` provider requires `endpoint`")
+        command_fields = {
+            "command": self.command,
+            "args": self.args,
+            "promptVia": self.prompt_via,
+            "timeoutSeconds": self.timeout_seconds,
+            "outputLimitBytes": self.output_limit_bytes,
+            "env": self.env,
+        }
+        if self.kind == "command":
+            if not self.command:
+                raise ValueError("a `command` provider requires `command` (the program)")
+            http_only = {
+                "endpoint": self.endpoint,
+                "credential": self.credential,
+                "apiVersion": self.api_version,
+                "headers": self.headers or None,
+            }
+            misplaced = [name for name, value in http_only.items() if value]
+            if misplaced:
+                raise ValueError(f"{', '.join(misplaced)} do not apply to a `command` provider")
+            for part in [self.command, *(self.args or [])]:
+                if "\0" in part:
+                    raise ValueError("`command` and `args` must not contain NUL")
+        else:
+            misplaced = [name for name, value in command_fields.items() if value is not None]
+            if misplaced:
+                raise ValueError(
+                    f"{', '.join(misplaced)} only apply to a provider of kind `command`"
+                )
         return self
 
 

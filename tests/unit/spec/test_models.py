@@ -379,3 +379,23 @@ def test_workflow_round_trips_through_its_dump() -> None:
     assert result.document is not None
     dumped = result.document.model_dump(by_alias=True)
     assert Workflow.model_validate(dumped) == result.document
+
+
+def test_command_provider_kind_fields() -> None:
+    from agentctl.spec import parse_workflow_text
+
+    def load(provider: str) -> list[tuple[str, str | None]]:
+        text = (
+            "apiVersion: agentctl.dev/v1\nkind: Workflow\nmetadata: {name: x}\nspec:\n"
+            f"  providers:\n    p: {provider}\n  tasks: [{{id: a, uses: 'action:x'}}]\n"
+            "  actions: {x: {kind: builtin.assign}}\n"
+        )
+        return [(d.code, d.path) for d in parse_workflow_text(text).diagnostics]
+
+    assert load("{kind: command, command: claude, args: [-p], promptVia: argv}") == []
+    assert load("{kind: command}") == [("schema_violation", "spec.providers.p")]
+    assert load("{kind: command, command: x, endpoint: 'http://h'}") == [
+        ("schema_violation", "spec.providers.p")
+    ]
+    assert load("{kind: fake, command: cat}") == [("schema_violation", "spec.providers.p")]
+    assert load("{kind: command, command: x, promptVia: file}")[0][0] == "schema_violation"
