@@ -311,3 +311,28 @@ def test_kill_at_fault_point_then_recover(
             assert confirmed == 1
     verified = _cli(["audit", run_id, "--verify", "--db", str(db)], ws)
     assert verified.returncode == 0, verified.stderr
+
+
+def test_confirmed_memory_write_is_applied_on_resume(tmp_path: Path) -> None:
+    """Killed after the memory write's effect confirmed but before its task committed: the
+    resumed run reuses the effect and applies the delta in the succeeding transition."""
+    ws, db = _setup(tmp_path, "sequential", "memory")
+    killed = _cli(["roll", "wf.yaml", "--db", str(db)], ws, {"AGENTCTL_FAULT": "effect.finished:3"})
+    assert killed.returncode == -9, killed.stderr
+    with sqlite3.connect(db) as conn:
+        (run_id,) = conn.execute("SELECT id FROM runs").fetchone()
+        memory_effect = conn.execute(
+            "SELECT status, confirmed FROM effects WHERE operation = 'builtin.memory.write'"
+        ).fetchone()
+    conn.close()
+    assert memory_effect == ("succeeded", 1)
+    resumed = _cli(["resume", run_id, "--db", str(db)], ws)
+    assert resumed.returncode == 0, resumed.stderr
+    output = _json(resumed)["data"]["output"]
+    assert output["five"]["output"]["memory"] == "out/two.txt"
+    with sqlite3.connect(db) as conn:
+        (count,) = conn.execute(
+            "SELECT COUNT(*) FROM effects WHERE operation = 'builtin.memory.write'"
+        ).fetchone()
+    conn.close()
+    assert count == 1  # reused, not written again
