@@ -39,6 +39,7 @@ __all__ = [
     "CompensationPlan",
     "CompensationStep",
     "create_compensation_run",
+    "mark_compensated",
     "plan_compensation",
 ]
 
@@ -315,3 +316,41 @@ def create_compensation_run(
         source_run_id=plan.source.id,
         relation="compensate",
     )
+
+
+def mark_compensated(conn: Any, run: RunRow, task_id: str, effect_ids: list[str], now: Any) -> None:
+    """Append ``compensated`` to every source effect this task undid, in its commit."""
+    from agentctl.engine.records import sqlite_timestamp
+    from agentctl.observability.audit import append_event
+
+    mapping = (run.inputs.get(COMPENSATION_INPUT) or {}).get(task_id) or {}
+    inverse = effect_ids[-1] if effect_ids else None
+    source = run.source_run_id
+    for effect_id in mapping.get("effects") or []:
+        previous = conn.exec_driver_sql(
+            "SELECT id FROM reconciliations WHERE effect_id = ? ORDER BY id DESC LIMIT 1",
+            (effect_id,),
+        ).first()
+        conn.exec_driver_sql(
+            "INSERT INTO reconciliations (format_version, effect_id, status, reason, actor,"
+            " result_validated, compensation_effect_id, supersedes_id, created_at) VALUES"
+            " (1, ?, 'compensated', ?, ?, 0, ?, ?, ?)",
+            (
+                effect_id,
+                f"compensated by {run.id} task {task_id}",
+                "agentctl",
+                inverse,
+                None if previous is None else previous[0],
+                sqlite_timestamp(now),
+            ),
+        )
+        if source is not None:
+            append_event(
+                conn,
+                source,
+                "effect.compensated",
+                {"compensationRunId": run.id, "task": task_id, "inverseEffectId": inverse},
+                now=now,
+                task_id=mapping.get("sourceTaskId"),
+                effect_id=effect_id,
+            )

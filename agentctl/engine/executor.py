@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import heapq
-import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,15 +22,14 @@ from typing import Any
 from agentctl.compiler.plan import Plan, PlanTask
 from agentctl.digest import canonical_json, digest_json, sha256_hex
 from agentctl.engine import ownership
-from agentctl.engine.agent import ProviderPool
+from agentctl.engine.compensation import mark_compensated
 from agentctl.engine.context import TaskEnv, TaskResult
-from agentctl.engine.faults import Faults
-from agentctl.engine.gate import Attempt, EffectGate, InteractiveApprover
+from agentctl.engine.gate import Attempt, EffectGate
+from agentctl.engine.outcome import ExecutionOptions, RunOutcome, finished_outcome
 from agentctl.engine.records import (
     TERMINAL_RUN_STATES,
     RunLog,
     load_run,
-    load_run_state,
     load_tasks,
     replay_memory,
 )
@@ -55,41 +53,6 @@ __all__ = ["ExecutionOptions", "RunExecutor", "RunOutcome", "finished_outcome"]
 
 EventSink = Callable[[str, dict[str, Any]], None]
 Sleep = Callable[[float], Any]
-
-
-@dataclass
-class ExecutionOptions:
-    check: bool = False
-    diff: bool = False
-    approver: InteractiveApprover | None = None
-    environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
-    faults: Faults = field(default_factory=Faults)
-    owner_id: str = field(default_factory=ownership.new_owner_id)
-    events: EventSink | None = None
-    sleep: Sleep = asyncio.sleep
-    cancel_poll_seconds: float = 0.2
-    workspace: str | None = None
-    pool: ProviderPool = field(default_factory=ProviderPool)
-
-
-@dataclass
-class RunOutcome:
-    run_id: str
-    state: str
-    output: Any = None
-    error: dict[str, Any] | None = None
-    approvals: list[str] = field(default_factory=list)
-    uncertain_effects: list[dict[str, Any]] = field(default_factory=list)
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"runId": self.run_id, "state": self.state, "output": self.output}
-        if self.error is not None:
-            out["error"] = self.error
-        if self.approvals:
-            out["pendingApprovals"] = self.approvals
-        if self.uncertain_effects:
-            out["uncertainEffects"] = self.uncertain_effects
-        return out
 
 
 @dataclass
@@ -521,7 +484,7 @@ class RunExecutor:
                 payload["memoryKeys"] = sorted(delta)
             self.log.event(conn, f"task.{outcome.status}", payload, now=now, task_id=task.id)
             if outcome.status == "succeeded" and self.run.mode == "compensate":
-                self._mark_compensated(conn, task.id, outcome, now)
+                mark_compensated(conn, self.run, task.id, outcome.effect_ids, now)
             if terminal and self.clock.monotonic() >= self._renew_at:
                 ownership.renew(conn, self.run_id, self.options.owner_id, now)
                 self._renew_at = self.clock.monotonic() + ownership.LEASE_SECONDS / 2
@@ -542,44 +505,6 @@ class RunExecutor:
                 "error": outcome.error,
             },
         )
-
-    def _mark_compensated(self, conn: Any, task_id: str, outcome: _Outcome, now: Any) -> None:
-        """Append ``compensated`` to every source effect this task undid, in its commit."""
-        from agentctl.engine.compensation import COMPENSATION_INPUT
-        from agentctl.engine.records import sqlite_timestamp
-        from agentctl.observability.audit import append_event
-
-        mapping = (self.run.inputs.get(COMPENSATION_INPUT) or {}).get(task_id) or {}
-        inverse = outcome.effect_ids[-1] if outcome.effect_ids else None
-        source = self.run.source_run_id
-        for effect_id in mapping.get("effects") or []:
-            previous = conn.exec_driver_sql(
-                "SELECT id FROM reconciliations WHERE effect_id = ? ORDER BY id DESC LIMIT 1",
-                (effect_id,),
-            ).first()
-            conn.exec_driver_sql(
-                "INSERT INTO reconciliations (format_version, effect_id, status, reason, actor,"
-                " result_validated, compensation_effect_id, supersedes_id, created_at) VALUES"
-                " (1, ?, 'compensated', ?, ?, 0, ?, ?, ?)",
-                (
-                    effect_id,
-                    f"compensated by {self.run_id} task {task_id}",
-                    "agentctl",
-                    inverse,
-                    None if previous is None else previous[0],
-                    sqlite_timestamp(now),
-                ),
-            )
-            if source is not None:
-                append_event(
-                    conn,
-                    source,
-                    "effect.compensated",
-                    {"compensationRunId": self.run_id, "task": task_id, "inverseEffectId": inverse},
-                    now=now,
-                    task_id=mapping.get("sourceTaskId"),
-                    effect_id=effect_id,
-                )
 
     def _emit(self, kind: str, data: dict[str, Any]) -> None:
         if self.options.events is not None:
@@ -641,13 +566,3 @@ class RunExecutor:
         if not declared:
             return {tid: self.outputs[tid] for tid in self.plan.order if tid in self.outputs}
         return render(dict(declared), self._context({}, self.memory))
-
-
-def finished_outcome(store: Store, run_id: str) -> RunOutcome | None:
-    """The stored outcome of a run that already finished, without starting an executor:
-    re-submitting a completed run answers from one indexed read."""
-    with store.read() as conn:
-        status, output, error = load_run_state(conn, run_id)
-    if status in TERMINAL_RUN_STATES:
-        return RunOutcome(run_id, status, output, error)
-    return None

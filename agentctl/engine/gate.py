@@ -136,21 +136,16 @@ class EffectGate:
                     spec=spec,
                     now=now,
                 )
-                journal.finish_effect(
+                self._refuse(
                     conn,
+                    attempt,
                     record.id,
                     status="failed",
+                    code="policy.denied",
+                    message=message,
+                    event="effect.denied",
+                    payload={"operation": spec.operation, "reason": denial},
                     now=now,
-                    confirmed=True,
-                    error={"code": "policy.denied", "message": message},
-                )
-                self.log.event(
-                    conn,
-                    "effect.denied",
-                    {"operation": spec.operation, "reason": denial},
-                    now=now,
-                    task_id=attempt.task_id,
-                    effect_id=record.id,
                 )
             raise TaskFailure(message, code="policy.denied")
 
@@ -185,18 +180,15 @@ class EffectGate:
             if reservation:
                 denied = budget.reserve(conn, attempt.run_id, record.id, reservation, now)
             if denied is not None:
-                journal.finish_effect(
+                self._refuse(
                     conn,
+                    attempt,
                     record.id,
                     status="failed",
-                    now=now,
-                    confirmed=True,
-                    error={"code": "budget.exceeded", "message": denied.message()},
-                )
-                self.log.event(
-                    conn,
-                    "budget.exceeded",
-                    {
+                    code="budget.exceeded",
+                    message=denied.message(),
+                    event="budget.exceeded",
+                    payload={
                         "resource": denied.resource,
                         "limit": denied.limit,
                         "used": denied.used,
@@ -204,8 +196,6 @@ class EffectGate:
                         "requested": denied.requested,
                     },
                     now=now,
-                    task_id=attempt.task_id,
-                    effect_id=record.id,
                 )
         if denied is not None:
             raise TaskFailure(denied.message(), code="budget.exceeded", stops_run=True)
@@ -214,6 +204,30 @@ class EffectGate:
         if gated:
             return await self._gate(attempt, record, spec, dispatch, prompt)
         return await self._start_and_dispatch(attempt, record, spec, dispatch)
+
+    def _refuse(
+        self,
+        conn: Any,
+        attempt: Attempt,
+        effect_id: str,
+        *,
+        status: Any,
+        code: str,
+        message: str,
+        event: str,
+        payload: dict[str, Any],
+        now: Any,
+    ) -> None:
+        """Conclude an effect that will never be dispatched (denied, refused, rejected)."""
+        journal.finish_effect(
+            conn,
+            effect_id,
+            status=status,
+            now=now,
+            confirmed=True,
+            error={"code": code, "message": message},
+        )
+        self.log.event(conn, event, payload, now=now, task_id=attempt.task_id, effect_id=effect_id)
 
     # -- reuse -------------------------------------------------------------------------
 
@@ -330,21 +344,16 @@ class EffectGate:
                 f"policy.nonInteractive is {mode}"
             )
             with self.store.write() as conn:
-                journal.finish_effect(
+                self._refuse(
                     conn,
+                    attempt,
                     record.id,
                     status="failed",
+                    code="policy.denied",
+                    message=message,
+                    event="effect.denied",
+                    payload={"reason": message},
                     now=now,
-                    confirmed=True,
-                    error={"code": "policy.denied", "message": message},
-                )
-                self.log.event(
-                    conn,
-                    "effect.denied",
-                    {"reason": message},
-                    now=now,
-                    task_id=attempt.task_id,
-                    effect_id=record.id,
                 )
             raise TaskFailure(message, code="policy.denied")
         with self.store.write() as conn:
@@ -391,21 +400,16 @@ class EffectGate:
         now = self.clock.now()
         message = f"approval rejected: {aid}"
         with self.store.write() as conn:
-            journal.finish_effect(
+            self._refuse(
                 conn,
+                attempt,
                 record.id,
                 status="cancelled",
+                code="approval.rejected",
+                message=message,
+                event="effect.cancelled",
+                payload={"reason": message},
                 now=now,
-                confirmed=True,
-                error={"code": "approval.rejected", "message": message},
-            )
-            self.log.event(
-                conn,
-                "effect.cancelled",
-                {"reason": message},
-                now=now,
-                task_id=attempt.task_id,
-                effect_id=record.id,
             )
         raise TaskFailure(message, code="approval.rejected", stops_run=True)
 

@@ -1,0 +1,66 @@
+"""What a caller gives the executor and what it gets back."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentctl.engine import ownership
+from agentctl.engine.agent import ProviderPool
+from agentctl.engine.faults import Faults
+from agentctl.engine.gate import InteractiveApprover
+from agentctl.engine.records import TERMINAL_RUN_STATES, load_run_state
+from agentctl.store.engine import Store
+
+__all__ = ["EventSink", "ExecutionOptions", "RunOutcome", "finished_outcome"]
+
+EventSink = Callable[[str, dict[str, Any]], None]
+Sleep = Callable[[float], Any]
+
+
+@dataclass
+class ExecutionOptions:
+    check: bool = False
+    diff: bool = False
+    approver: InteractiveApprover | None = None
+    environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+    faults: Faults = field(default_factory=Faults)
+    owner_id: str = field(default_factory=ownership.new_owner_id)
+    events: EventSink | None = None
+    sleep: Sleep = asyncio.sleep
+    cancel_poll_seconds: float = 0.2
+    workspace: str | None = None
+    pool: ProviderPool = field(default_factory=ProviderPool)
+
+
+@dataclass
+class RunOutcome:
+    run_id: str
+    state: str
+    output: Any = None
+    error: dict[str, Any] | None = None
+    approvals: list[str] = field(default_factory=list)
+    uncertain_effects: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"runId": self.run_id, "state": self.state, "output": self.output}
+        if self.error is not None:
+            out["error"] = self.error
+        if self.approvals:
+            out["pendingApprovals"] = self.approvals
+        if self.uncertain_effects:
+            out["uncertainEffects"] = self.uncertain_effects
+        return out
+
+
+def finished_outcome(store: Store, run_id: str) -> RunOutcome | None:
+    """The stored outcome of a run that already finished, without starting an executor:
+    re-submitting a completed run answers from one indexed read."""
+    with store.read() as conn:
+        status, output, error = load_run_state(conn, run_id)
+    if status in TERMINAL_RUN_STATES:
+        return RunOutcome(run_id, status, output, error)
+    return None
