@@ -6,7 +6,10 @@ the effect id, §19.1) and ``ModelResponse.to_json()`` is the effect result that
 reuses instead of calling the provider again. Nothing here touches the database.
 
 JSON forms use camelCase keys in a fixed order and always carry every key, so the same
-request always serializes to the same bytes.
+request always serializes to the same bytes. The exception is keys added after the first
+journal format (``reasoning``, ``stream``, ``responseId``, ``providerItems``): they are
+written only when they differ from their default, so requests that do not use them keep
+the bytes, digests and effect ids they always had.
 """
 
 from __future__ import annotations
@@ -94,15 +97,24 @@ class Message:
     tool_calls: tuple[ToolCall, ...] = ()
     tool_call_id: str | None = None
     tool_result: Any = None
+    response_id: str | None = None
+    """For an assistant turn: the provider's id of the response it came from (continuation)."""
+    provider_items: tuple[Mapping[str, Any], ...] = ()
+    """For an assistant turn: opaque provider items (reasoning) that must be sent back."""
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "role": self.role,
             "text": self.text,
             "toolCalls": [call.to_json() for call in self.tool_calls],
             "toolCallId": self.tool_call_id,
             "toolResult": self.tool_result,
         }
+        if self.response_id is not None:
+            data["responseId"] = self.response_id
+        if self.provider_items:
+            data["providerItems"] = [dict(item) for item in self.provider_items]
+        return data
 
     @classmethod
     def from_json(cls, data: Any) -> Message:
@@ -116,6 +128,8 @@ class Message:
             tool_calls=tuple(ToolCall.from_json(c) for c in _list(obj, "toolCalls", "message")),
             tool_call_id=_optional_string(obj, "toolCallId", "message"),
             tool_result=obj.get("toolResult"),
+            response_id=_optional_string(obj, "responseId", "message"),
+            provider_items=_objects(obj, "providerItems", "message"),
         )
 
 
@@ -132,10 +146,14 @@ class ModelRequest:
     structured_output: Mapping[str, Any] | None
     options: Mapping[str, Any]
     timeout_seconds: float
+    reasoning: Mapping[str, Any] | None = None
+    """The agent's ``reasoning`` object (``{effort, mode?}``), or None."""
+    stream: bool = False
+    """The agent's ``stream`` flag: ask the provider for a server-sent event stream."""
 
     def to_json(self) -> dict[str, Any]:
         """The full provider request (§19.1), stable key order, every key present."""
-        return {
+        data: dict[str, Any] = {
             "provider": self.provider,
             "model": self.model,
             "instructions": self.instructions,
@@ -148,6 +166,11 @@ class ModelRequest:
             "options": dict(self.options),
             "timeoutSeconds": self.timeout_seconds,
         }
+        if self.reasoning is not None:
+            data["reasoning"] = dict(self.reasoning)
+        if self.stream:
+            data["stream"] = True
+        return data
 
     @classmethod
     def from_json(cls, data: Any) -> ModelRequest:
@@ -159,6 +182,12 @@ class ModelRequest:
         timeout = obj.get("timeoutSeconds")
         if isinstance(timeout, bool) or not isinstance(timeout, int | float):
             raise _invalid(where, "`timeoutSeconds` must be a number")
+        reasoning = obj.get("reasoning")
+        if reasoning is not None and not isinstance(reasoning, Mapping):
+            raise _invalid(where, "`reasoning` must be an object or null")
+        stream = obj.get("stream", False)
+        if not isinstance(stream, bool):
+            raise _invalid(where, "`stream` must be a boolean")
         return cls(
             provider=_string(obj, "provider", where),
             model=_string(obj, "model", where),
@@ -169,6 +198,8 @@ class ModelRequest:
             structured_output=structured,
             options=_mapping(obj, "options", where),
             timeout_seconds=timeout,
+            reasoning=reasoning,
+            stream=stream,
         )
 
 
@@ -222,9 +253,11 @@ class ModelResponse:
     usage: Usage
     response_id: str | None = None
     raw: Mapping[str, Any] = field(default_factory=dict)
+    provider_items: tuple[Mapping[str, Any], ...] = ()
+    """Opaque items (reasoning) to copy into the assistant ``Message`` of the next turn."""
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "text": self.text,
             "toolCalls": [call.to_json() for call in self.tool_calls],
             "finishReason": self.finish_reason,
@@ -232,6 +265,9 @@ class ModelResponse:
             "responseId": self.response_id,
             "raw": dict(self.raw),
         }
+        if self.provider_items:
+            data["providerItems"] = [dict(item) for item in self.provider_items]
+        return data
 
     @classmethod
     def from_json(cls, data: Any) -> ModelResponse:
@@ -251,6 +287,7 @@ class ModelResponse:
             usage=Usage.from_json(obj.get("usage", {})),
             response_id=_optional_string(obj, "responseId", where),
             raw=raw,
+            provider_items=_objects(obj, "providerItems", where),
         )
 
 
@@ -273,6 +310,11 @@ class ProviderCallError(ProviderError):
     work: HTTP 429/5xx, connection refused, bad request) lets the effect be marked
     ``failed``; ``uncertain`` (timeout or connection loss after the request was sent)
     marks it ``uncertain`` so a resume refuses to pass it until an operator reconciles it.
+    ``applied`` means the provider answered but the answer is unusable (malformed), so the
+    call is known to have happened and must not be repeated blindly.
+
+    ``retry_after_seconds`` is the server's ``Retry-After`` (or ``retry-after-ms``) hint,
+    when it sent one, for a retry policy that wants to honour it.
     """
 
     default_code = "provider.call_failed"
@@ -287,12 +329,14 @@ class ProviderCallError(ProviderError):
         request_id: str | None = None,
         code: str | None = None,
         hint: str | None = None,
+        retry_after_seconds: float | None = None,
     ) -> None:
         super().__init__(message, code=code, hint=hint)
         self.retryable = retryable
         self.applied: Applied = applied
         self.status = status
         self.request_id = request_id
+        self.retry_after_seconds = retry_after_seconds
 
 
 def _invalid(where: str, detail: str) -> ProviderError:
@@ -331,6 +375,13 @@ def _list(obj: Mapping[str, Any], key: str, where: str) -> list[Any]:
     if not isinstance(value, list):
         raise _invalid(where, f"`{key}` must be a list")
     return value
+
+
+def _objects(obj: Mapping[str, Any], key: str, where: str) -> tuple[Mapping[str, Any], ...]:
+    items = _list(obj, key, where)
+    if not all(isinstance(item, Mapping) for item in items):
+        raise _invalid(where, f"`{key}` must be a list of objects")
+    return tuple(items)
 
 
 def _mapping(obj: Mapping[str, Any], key: str, where: str) -> Mapping[str, Any]:

@@ -211,9 +211,9 @@ def test_build_provider_builds_the_fake_and_refuses_http_kinds() -> None:
     asyncio.run(provider.complete(_request({"delayMs": 10})))
     assert sleep.delays == [0.01]
     with pytest.raises(ProviderError) as caught:
-        build_provider("main", {"kind": "openai"})
+        build_provider("main", {"kind": "google"})
     assert caught.value.message.startswith(
-        "provider kind `openai` is not available in this build yet; "
+        "provider kind `google` is not available in this build yet; "
     )
     assert caught.value.code == "provider.unavailable"
     assert caught.value.exit_code == 6
