@@ -10,7 +10,8 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from agentctl.digest import canonical_json, compact_json
@@ -41,9 +42,23 @@ class ProviderPool:
     def __init__(self) -> None:
         self._providers: dict[str, Provider] = {}
 
-    def get(self, name: str, definition: Mapping[str, Any]) -> Provider:
+    def get(
+        self,
+        name: str,
+        definition: Mapping[str, Any],
+        *,
+        environ: Mapping[str, str] | None = None,
+        process_allowlist: Sequence[str] = (),
+        cwd: Path | None = None,
+    ) -> Provider:
         if name not in self._providers:
-            self._providers[name] = build_provider(name, definition)
+            self._providers[name] = build_provider(
+                name,
+                definition,
+                environ=environ,
+                process_allowlist=process_allowlist,
+                cwd=cwd,
+            )
         return self._providers[name]
 
 
@@ -184,7 +199,11 @@ async def _request(env: TaskEnv, provider: Provider, request: ModelRequest) -> M
                 exc.message,
                 code=exc.code,
                 retryable=exc.retryable,
-                details={"status": exc.status, "requestId": exc.request_id},
+                details={
+                    "status": exc.status,
+                    "requestId": exc.request_id,
+                    "retryAfterSeconds": exc.retry_after_seconds,
+                },
             ) from exc
         return response.to_json()
 
@@ -219,7 +238,13 @@ async def run_agent(env: TaskEnv, agent_name: str, pool: ProviderPool) -> TaskRe
             {"status": "requires_execution", "changed": False, "provider": provider_name}
         )
     try:
-        provider = pool.get(provider_name, provider_def)
+        provider = pool.get(
+            provider_name,
+            provider_def,
+            environ=env.environ,
+            process_allowlist=list(env.policy.get("processAllowlist") or []),
+            cwd=env.workspace.workspace_root,
+        )
     except ProviderError as exc:
         raise TaskFailure(exc.message, code=exc.code) from exc
     instructions = await _instructions(env, agent)
@@ -252,6 +277,8 @@ async def run_agent(env: TaskEnv, agent_name: str, pool: ProviderPool) -> TaskRe
             structured_output=structured,
             options=dict(agent.get("providerOptions") or {}),
             timeout_seconds=float(agent.get("timeoutSeconds") or 120),
+            reasoning=agent.get("reasoning"),
+            stream=bool(agent.get("stream")),
         )
         response = await _request(env, provider, request)
         usage = usage + response.usage
@@ -265,7 +292,14 @@ async def run_agent(env: TaskEnv, agent_name: str, pool: ProviderPool) -> TaskRe
             )
         if response.tool_calls:
             messages.append(
-                Message(role="assistant", text=response.text, tool_calls=response.tool_calls)
+                Message(
+                    role="assistant",
+                    text=response.text,
+                    tool_calls=response.tool_calls,
+                    # Continuation state: previous_response_id, reasoning/thinking items.
+                    response_id=response.response_id,
+                    provider_items=response.provider_items,
+                )
             )
             for call in response.tool_calls:
                 tool_calls += 1

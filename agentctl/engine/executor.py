@@ -425,8 +425,15 @@ class RunExecutor:
             except AgentctlError as exc:
                 failure = as_task_failure(exc)
             if failure.retryable and attempts_used < task.retry.max_attempts:
-                if task.retry.backoff_ms:
-                    await self.options.sleep(task.retry.backoff_ms / 1000)
+                # The fixed backoff, or longer when the provider said when to come back.
+                hint = (
+                    (failure.details or {}).get("retryAfterSeconds")
+                    if isinstance(failure.details, dict)
+                    else None
+                )
+                delay = max(task.retry.backoff_ms / 1000, float(hint or 0))
+                if delay:
+                    await self.options.sleep(min(delay, 60.0))
                 attempt_no += 1
                 continue
             return _Outcome(

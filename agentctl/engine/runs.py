@@ -19,6 +19,7 @@ from sqlalchemy import insert
 from agentctl.compiler import CompileSettings, Plan, compile_workflow
 from agentctl.digest import canonical_json
 from agentctl.engine.budget import open_ledger
+from agentctl.engine.preflight import check_providers
 from agentctl.errors import UsageError, ValidationError
 from agentctl.ids import Clock, IdGenerator
 from agentctl.observability.audit import append_event
@@ -170,6 +171,8 @@ def create_run(
             hint="`agentctl check` accepts them; running them needs the MCP, A2A, long-term "
             "memory or process-extension support of a later release",
         )
+    # Credentials and endpoints are checked before anything is journaled (exit 6 / 3).
+    check_providers(plan, prepared.workflow)
     run_id = ids.run_id(mode if mode != "execute" else "run")
     now = clock.now()
     budgets = ((prepared.workflow.get("spec") or {}).get("runtime") or {}).get("budgets") or {}

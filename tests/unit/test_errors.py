@@ -34,3 +34,13 @@ def test_cancelled_is_not_an_exception() -> None:
             raise errors.Cancelled("sigint")
         except Exception:  # noqa: BLE001 - proving it is not swallowed
             pytest.fail("Cancelled was swallowed by except Exception")
+
+
+def test_network_allowlist_patterns() -> None:
+    from agentctl.engine.preflight import host_allowed
+
+    assert host_allowed("api.openai.com", ["api.openai.com"])
+    assert host_allowed("eu.api.example.com", ["*.example.com"])
+    assert not host_allowed("example.com", ["*.example.com"])  # never the bare suffix
+    assert not host_allowed("evilexample.com", ["*.example.com"])
+    assert not host_allowed("api.openai.com", [])

@@ -22,6 +22,7 @@ kind: Workflow
 metadata:
   name: loopback-agent
 spec:
+  policy: {{networkAllowlist: [127.0.0.1]}}
   providers:
     model:
       kind: {kind}
@@ -125,8 +126,27 @@ def test_missing_credential_fails_before_any_request(
         workflow.write_text(text)
         result = cli("--output", "json", "roll", workflow)
     assert server.requests == []
-    # The exit code (4 today, 6 once the CLI checks credentials before creating the run)
-    # belongs to the engine; the error itself is the provider's.
+    # Credentials are checked before the run record is created: exit 6, no run.
+    assert result.exit_code == 6
     error = result.error_json()["error"]
+    assert "runId" not in error
     assert error["code"] == "provider.credential_missing"
     assert "`ANTHROPIC_API_KEY` is not set or empty" in error["message"]
+
+
+def test_endpoint_outside_the_network_allowlist_is_refused_before_the_run(
+    cli: Any, tmp_path: Path
+) -> None:
+    with LoopbackServer() as server:
+        workflow = _workflow(tmp_path, "openai", server.url("/v1/responses"))
+        workflow.write_text(
+            workflow.read_text().replace(
+                "networkAllowlist: [127.0.0.1]", "networkAllowlist: ['*.example.com']"
+            )
+        )
+        result = cli("--output", "json", "roll", workflow, "--db", tmp_path / "r.db")
+    assert server.requests == []
+    assert result.exit_code == 3
+    error = result.error_json()["error"]
+    assert error["code"] == "policy.network_denied" and "127.0.0.1" in error["message"]
+    assert "networkAllowlist" in error["hint"]

@@ -1,0 +1,80 @@
+"""Checks made before a run record exists (reference §7, §18.4, §23).
+
+Every provider an agent task reaches is built once: a credential that cannot be resolved
+exits 6 before anything is journaled, and its endpoint's host must be allowed by
+``policy.networkAllowlist`` (exact hosts, or ``*.suffix`` for subdomains — never the bare
+suffix); a host outside it is a policy error (exit 3). Only sources and SHA-256 digests of
+credentials are ever returned.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+from urllib.parse import urlsplit
+
+from agentctl.compiler.plan import Plan
+from agentctl.errors import BlockedError, PolicyDeniedError
+
+__all__ = ["check_providers", "host_allowed", "reached_providers"]
+
+
+def host_allowed(host: str, allowlist: Sequence[str]) -> bool:
+    host = host.lower().rstrip(".")
+    for pattern in allowlist:
+        pattern = pattern.lower().rstrip(".")
+        if pattern.startswith("*."):
+            if host.endswith(pattern[1:]) and host != pattern[2:]:
+                return True
+        elif host == pattern:
+            return True
+    return False
+
+
+def reached_providers(plan: Plan, workflow: Mapping[str, Any]) -> list[str]:
+    """Provider names used by at least one agent task of the plan, in plan order."""
+    agents = (workflow.get("spec") or {}).get("agents") or {}
+    names: list[str] = []
+    for task_id in plan.order:
+        task = plan.tasks[task_id]
+        if task.uses.kind != "agent":
+            continue
+        provider = str((agents.get(str(task.uses.name)) or {}).get("provider"))
+        if provider not in names:
+            names.append(provider)
+    return names
+
+
+def check_providers(
+    plan: Plan, workflow: Mapping[str, Any], environ: Mapping[str, str] | None = None
+) -> list[dict[str, Any]]:
+    """Describe each reached provider; raise before the run when one cannot be used."""
+    from agentctl.providers.registry import describe_provider
+
+    spec = workflow.get("spec") or {}
+    policy = spec.get("policy") or {}
+    allowlist = list(policy.get("networkAllowlist") or [])
+    described = []
+    for name in reached_providers(plan, workflow):
+        definition = (spec.get("providers") or {}).get(name) or {}
+        try:
+            info = describe_provider(
+                name,
+                definition,
+                environ=environ if environ is not None else os.environ,
+                process_allowlist=list(policy.get("processAllowlist") or []),
+            )
+        except PolicyDeniedError as exc:
+            raise BlockedError(exc.message, code=exc.code, hint=exc.hint) from exc
+        endpoint = info.get("endpoint")
+        if isinstance(endpoint, str) and endpoint:
+            host = urlsplit(endpoint).hostname or ""
+            if not host_allowed(host, allowlist):
+                raise BlockedError(
+                    f"provider `{name}` calls {host}, which is not in spec.policy.networkAllowlist",
+                    code="policy.network_denied",
+                    hint=f"add `{host}` (or a `*.domain` pattern) to spec.policy.networkAllowlist",
+                )
+        described.append(info)
+    return described
