@@ -17,6 +17,7 @@ from agentctl.cli import (
     effects,
     inspecting,
     meta,
+    providers,
     recovery,
     running,
 )
@@ -74,6 +75,8 @@ app.command("reconcile")(effects.reconcile_command)
 app.add_typer(inspecting.runs_app, name="runs")
 app.add_typer(effects.app, name="effects")
 app.add_typer(approvals.app, name="approvals")
+app.add_typer(providers.providers_app, name="providers")
+app.add_typer(providers.auth_app, name="auth")
 app.add_typer(db.app, name="db")
 app.command("version")(meta.version_command)
 app.command("completion")(meta.completion_command)
