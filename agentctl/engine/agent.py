@@ -164,6 +164,7 @@ async def _run_tool(env: TaskEnv, call: ToolCall) -> Any:
             reservation={"toolCalls": 1},
             usage=lambda _result: {"toolCalls": 1},
             failed_usage={"toolCalls": 1},
+            tool_call={"id": call.id, "tool": call.name, "arguments": arguments},
         )
     problem = _validate(tool.get("outputSchema"), output)
     if problem:
@@ -228,6 +229,42 @@ async def _request(env: TaskEnv, provider: Provider, request: ModelRequest) -> M
         raise TaskFailure(exc.message, code=exc.code) from exc
 
 
+def _save_session(
+    env: TaskEnv, provider: str, request: ModelRequest, response: ModelResponse, turn: int
+) -> None:
+    """Continuation state per (run, task): what a later turn or a resume continues from.
+
+    The conversation itself is rebuilt from the journal (every model answer and tool result
+    is a confirmed effect); this row records where it stands, for inspection and for
+    providers that continue by response id.
+    """
+    from agentctl.engine.records import sqlite_timestamp
+
+    state = {
+        "provider": provider,
+        "model": request.model,
+        "attempt": env.attempt.attempt,
+        "turn": turn + 1,
+        "messages": len(request.messages) + 1,
+        "lastResponseId": response.response_id,
+        "finishReason": response.finish_reason,
+    }
+    with env.gate.store.write() as conn:
+        conn.exec_driver_sql(
+            "INSERT INTO provider_sessions (run_id, task_id, format_version, provider, "
+            "state_json, updated_at) VALUES (?, ?, 1, ?, ?, ?) ON CONFLICT (run_id, task_id) "
+            "DO UPDATE SET provider = excluded.provider, state_json = excluded.state_json, "
+            "updated_at = excluded.updated_at",
+            (
+                env.run_id,
+                env.task.id,
+                provider,
+                canonical_json(state),
+                sqlite_timestamp(env.gate.clock.now()),
+            ),
+        )
+
+
 async def run_agent(env: TaskEnv, agent_name: str, pool: ProviderPool) -> TaskResult:
     spec = env.spec
     agent = (spec.get("agents") or {}).get(agent_name) or {}
@@ -266,7 +303,7 @@ async def run_agent(env: TaskEnv, agent_name: str, pool: ProviderPool) -> TaskRe
     total_cost: int | None = None
     usage = Usage()
     tool_calls = 0
-    for _turn in range(max_turns):
+    for turn in range(max_turns):
         request = ModelRequest(
             provider=provider_name,
             model=str(agent.get("model")),
@@ -282,6 +319,7 @@ async def run_agent(env: TaskEnv, agent_name: str, pool: ProviderPool) -> TaskRe
         )
         response = await _request(env, provider, request)
         usage = usage + response.usage
+        _save_session(env, provider_name, request, response, turn)
         _, cost = budget.model_usage(request.to_json(), response.to_json(), pricing)
         if cost is not None:
             total_cost = (total_cost or 0) + cost

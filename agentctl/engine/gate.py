@@ -18,11 +18,12 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentctl.digest import canonical_json
 from agentctl.engine import budget, journal
 from agentctl.engine.approval_policy import deny_reason, needs_approval
 from agentctl.engine.approvals import create_approval, get_approval
 from agentctl.engine.faults import Faults
-from agentctl.engine.records import RunLog
+from agentctl.engine.records import RunLog, sqlite_timestamp
 from agentctl.engine.signals import (
     ApprovalPending,
     EffectBlocked,
@@ -102,6 +103,7 @@ class EffectGate:
         reservation: Mapping[str, float] | None = None,
         usage: Callable[[Any], Mapping[str, float]] | None = None,
         failed_usage: Mapping[str, float] | None = None,
+        tool_call: Mapping[str, Any] | None = None,
     ) -> Any:
         """Journal, gate and dispatch one effect; see the module docstring.
 
@@ -168,6 +170,8 @@ class EffectGate:
             )
             if self._on_task_running is not None:
                 self._on_task_running(conn, attempt)
+            if tool_call is not None:
+                _record_tool_call(conn, attempt, record.id, tool_call, now)
             self.log.event(
                 conn,
                 "effect.requested",
@@ -489,6 +493,18 @@ class EffectGate:
                 error=error,
                 confirmed=confirmed,
             )
+            # A tool call's terminal status commits with its effect's.
+            conn.exec_driver_sql(
+                "UPDATE tool_calls SET status = ?, result_json = ?, error_json = ?, "
+                "finished_at = ? WHERE effect_id = ?",
+                (
+                    status,
+                    None if result is None else canonical_json(result),
+                    None if error is None else canonical_json(error),
+                    sqlite_timestamp(now),
+                    record.id,
+                ),
+            )
             usage, failed_usage = self._usage.pop(record.id, (None, None))
             if status == "succeeded":
                 actual = usage(result) if usage is not None else {}
@@ -523,3 +539,21 @@ class EffectGate:
 
 
 _PROCEED: Any = object()
+
+
+def _record_tool_call(
+    conn: Any, attempt: Attempt, effect_id: str, call: Mapping[str, Any], now: Any
+) -> None:
+    conn.exec_driver_sql(
+        "INSERT OR IGNORE INTO tool_calls (id, format_version, run_id, task_id, effect_id, "
+        "tool, status, arguments_json, created_at) VALUES (?, 1, ?, ?, ?, ?, 'requested', ?, ?)",
+        (
+            effect_id,
+            attempt.run_id,
+            attempt.task_id,
+            effect_id,
+            str(call["tool"]),
+            canonical_json({"callId": call.get("id"), "arguments": call.get("arguments")}),
+            sqlite_timestamp(now),
+        ),
+    )

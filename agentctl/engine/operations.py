@@ -328,6 +328,28 @@ def inspect_run(store: Store, run_id: str) -> dict[str, Any]:
         events = list_events(conn, run_id)
         chain = verify_chain(conn, run_id)
         ledger = budget_snapshot(conn, run_id)
+        sessions = [
+            {"taskId": row[0], "provider": row[1], "state": json.loads(row[2])}
+            for row in conn.exec_driver_sql(
+                "SELECT task_id, provider, state_json FROM provider_sessions WHERE run_id = ?"
+                " ORDER BY task_id",
+                (run_id,),
+            )
+        ]
+        calls = [
+            {
+                "effectId": row[0],
+                "taskId": row[1],
+                "tool": row[2],
+                "status": row[3],
+                "call": json.loads(row[4]),
+            }
+            for row in conn.exec_driver_sql(
+                "SELECT effect_id, task_id, tool, status, arguments_json FROM tool_calls "
+                "WHERE run_id = ? ORDER BY created_at, id",
+                (run_id,),
+            )
+        ]
     return {
         "run": {
             **run.summary_json(),
@@ -347,5 +369,7 @@ def inspect_run(store: Store, run_id: str) -> dict[str, Any]:
         "approvals": approvals,
         "checkpoints": int(checkpoint_count),
         "budget": ledger,
+        "providerSessions": sessions,
+        "toolCalls": calls,
         "audit": {"events": len(events), "verified": chain.ok, "brokenAt": chain.broken_at},
     }

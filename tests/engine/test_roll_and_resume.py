@@ -98,6 +98,12 @@ def test_approval_pause_approve_resume(cli: Any, tmp_path: Path) -> None:
     operations = [e["operation"] for e in inspection["effects"]]
     # The model turns and the tool call ran once each, before the pause; resume reused them.
     assert operations == ["scripted", "tool.read_note", "scripted", "builtin.write"]
+    (call,) = inspection["toolCalls"]
+    assert call["tool"] == "read_note" and call["status"] == "succeeded"
+    assert call["call"] == {"callId": "fake-call-1", "arguments": {"path": "notes/incident.txt"}}
+    (session,) = inspection["providerSessions"]
+    assert session["taskId"] == "triage" and session["state"]["turn"] == 2
+    assert session["state"]["finishReason"] == "complete"
     assert inspection["audit"]["verified"] is True
     again = cli("approvals", "approve", approval, "--reason", "twice", "--db", db)
     assert again.exit_code == 0  # same decision twice is idempotent
