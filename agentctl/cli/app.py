@@ -16,6 +16,7 @@ from agentctl.cli import (
     db,
     effects,
     inspecting,
+    memory,
     meta,
     providers,
     recovery,
@@ -77,6 +78,8 @@ app.add_typer(effects.app, name="effects")
 app.add_typer(approvals.app, name="approvals")
 app.add_typer(providers.providers_app, name="providers")
 app.add_typer(providers.auth_app, name="auth")
+app.add_typer(memory.app, name="memory")
+app.command("gc")(memory.gc_command)
 app.add_typer(db.app, name="db")
 app.command("version")(meta.version_command)
 app.command("completion")(meta.completion_command)

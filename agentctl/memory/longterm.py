@@ -1,0 +1,432 @@
+"""Long-term memory: namespaced typed entries with retention and three search modes.
+
+``LongTermMemory`` is what the executor and the CLI call. Writes validate and embed
+*before* the IMMEDIATE transaction (an embedding request may take seconds and must not
+hold the write lock), then upsert the row; triggers update the FTS index and the
+namespace generation in that same transaction. Reads treat an expired entry as absent
+even before ``gc`` removes it.
+
+For the executor, each operation has an effect input and a task output (§10, §19):
+
+- read: ``{namespace, key}`` -> ``read(namespace, key)``;
+- write: ``prepare_write(...)`` -> ``MemoryWrite.effect_input()`` then ``write(prepared)``;
+- search: ``SearchQuery.build(...)`` (its ``to_json()`` is the effect input) ->
+  ``retrieve(query)``; the journaled ``SearchResult.to_json()`` is replayed with
+  ``SearchResult.from_json`` and needs neither the store nor the embedder.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import delete, select, update
+from sqlalchemy.dialects.sqlite import insert
+from sqlalchemy.engine import Connection
+
+from agentctl.digest import canonical_json
+from agentctl.errors import NotFoundError
+from agentctl.ids import Clock
+from agentctl.memory.embedders import Embedder, Vectors
+from agentctl.memory.entries import (
+    MemoryEntry,
+    MemoryRecord,
+    expiry_for,
+    isoformat,
+    validate_key,
+    validate_namespace,
+)
+from agentctl.memory.fusion import reciprocal_rank_fusion
+from agentctl.memory.query import MAX_LIMIT, SearchHit, SearchMode, SearchQuery, SearchResult
+from agentctl.memory.text_index import RankedId, text_search
+from agentctl.memory.vector_index import VectorIndex
+from agentctl.store.engine import Store
+from agentctl.store.records import check_format_version
+from agentctl.store.tables import memory_entries
+
+__all__ = ["LongTermMemory", "MemoryWrite", "ReindexReport", "WriteResult"]
+
+_REINDEX_BATCH = 512
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryWrite:
+    """A validated write with its expiry fixed: the effect input is known before dispatch."""
+
+    namespace: str
+    key: str
+    entry: MemoryEntry
+    expires_at: datetime | None
+
+    def effect_input(self) -> dict[str, Any]:
+        return {
+            "namespace": self.namespace,
+            "key": self.key,
+            "entry": self.entry.to_json(),
+            "expiresAt": isoformat(self.expires_at),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class WriteResult:
+    write: MemoryWrite
+    embedding_provider: str
+    embedding_dimensions: int
+    created: bool
+
+    def to_json(self) -> dict[str, Any]:
+        """The output of ``builtin.long_term_memory.write`` (§10)."""
+        return {
+            "status": "changed",
+            "changed": True,
+            "namespace": self.write.namespace,
+            "key": self.write.key,
+            "entry": self.write.entry.to_json(),
+            "embeddingProvider": self.embedding_provider,
+            "embeddingDimensions": self.embedding_dimensions,
+            "expiresAt": isoformat(self.write.expires_at),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ReindexReport:
+    namespace: str
+    entries: int
+    embedding_model: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "namespace": self.namespace,
+            "entries": self.entries,
+            "embeddingModel": self.embedding_model,
+        }
+
+
+class LongTermMemory:
+    """The long-term store over one database, one clock and one embedder."""
+
+    def __init__(self, store: Store, clock: Clock, embedder: Embedder) -> None:
+        self.store = store
+        self.clock = clock
+        self.embedder = embedder
+        self._vectors = VectorIndex()
+
+    # -- writing -------------------------------------------------------------------------
+
+    def prepare_write(
+        self,
+        namespace: str,
+        key: str,
+        entry: MemoryEntry | Mapping[str, Any],
+        *,
+        retention_days: int | None = None,
+    ) -> MemoryWrite:
+        """Validate a write and fix its expiry (``now + retention_days``) from the clock."""
+        if not isinstance(entry, MemoryEntry):
+            entry = MemoryEntry.from_json(entry)
+        return MemoryWrite(
+            namespace=validate_namespace(namespace),
+            key=validate_key(key),
+            entry=entry,
+            expires_at=expiry_for(self.clock.now(), retention_days),
+        )
+
+    def write(
+        self, prepared: MemoryWrite, *, provenance: Mapping[str, Any] | None = None
+    ) -> WriteResult:
+        """Upsert the entry (created_at survives an overwrite); embed first, then write."""
+        vector = self.embedder.embed([prepared.entry.searchable_text])[0]
+        now = self.clock.now()
+        values = self._row(prepared, vector, provenance, now)
+        statement = insert(memory_entries).values(**values, created_at=now)
+        statement = statement.on_conflict_do_update(
+            index_elements=["namespace", "key"], set_=values
+        )
+        with self.store.write() as conn:
+            existed = conn.execute(
+                select(memory_entries.c.id).where(
+                    memory_entries.c.namespace == prepared.namespace,
+                    memory_entries.c.key == prepared.key,
+                )
+            ).first()
+            conn.execute(statement)
+        return WriteResult(
+            write=prepared,
+            embedding_provider=self.embedder.provider,
+            embedding_dimensions=int(vector.shape[0]),
+            created=existed is None,
+        )
+
+    def put(
+        self,
+        namespace: str,
+        key: str,
+        entry: MemoryEntry | Mapping[str, Any],
+        *,
+        retention_days: int | None = None,
+        provenance: Mapping[str, Any] | None = None,
+    ) -> WriteResult:
+        """Validate, embed and upsert in one call (the CLI's ``memory put``)."""
+        prepared = self.prepare_write(namespace, key, entry, retention_days=retention_days)
+        return self.write(prepared, provenance=provenance)
+
+    def put_many(
+        self,
+        namespace: str,
+        entries: Sequence[tuple[str, MemoryEntry | Mapping[str, Any]]],
+        *,
+        retention_days: int | None = None,
+        provenance: Mapping[str, Any] | None = None,
+    ) -> int:
+        """Upsert many entries of one namespace in one transaction (imports, benchmarks).
+
+        All entries are validated and embedded (in one batch) before the transaction
+        starts, so a bad entry writes none of them. Returns the number written.
+        """
+        prepared = [
+            self.prepare_write(namespace, key, entry, retention_days=retention_days)
+            for key, entry in entries
+        ]
+        if not prepared:
+            return 0
+        vectors = self.embedder.embed([item.entry.searchable_text for item in prepared])
+        now = self.clock.now()
+        rows = [
+            {**self._row(item, vector, provenance, now), "created_at": now}
+            for item, vector in zip(prepared, vectors, strict=True)
+        ]
+        statement = insert(memory_entries)
+        excluded = statement.excluded
+        statement = statement.on_conflict_do_update(
+            index_elements=["namespace", "key"],
+            set_={
+                name: excluded[name]
+                for name in rows[0]
+                if name not in ("namespace", "key", "created_at")
+            },
+        )
+        with self.store.write() as conn:
+            conn.execute(statement, rows)
+        return len(rows)
+
+    def _row(
+        self,
+        prepared: MemoryWrite,
+        vector: Vectors,
+        provenance: Mapping[str, Any] | None,
+        now: datetime,
+    ) -> dict[str, Any]:
+        entry = prepared.entry
+        return {
+            "format_version": 1,
+            "namespace": prepared.namespace,
+            "key": prepared.key,
+            "value_type": entry.value_type,
+            "value_json": canonical_json(dict(entry.content)),
+            "text": entry.searchable_text,
+            "metadata_json": canonical_json(dict(entry.metadata)),
+            "embedding": vector.astype("<f4").tobytes(),
+            "embedding_model": self.embedder.identity,
+            "provenance_json": None if provenance is None else canonical_json(dict(provenance)),
+            "updated_at": now,
+            "expires_at": prepared.expires_at,
+        }
+
+    def delete(self, namespace: str, key: str) -> bool:
+        """Remove an entry; True when one was there (expired or not)."""
+        with self.store.write() as conn:
+            result = conn.execute(
+                delete(memory_entries).where(
+                    memory_entries.c.namespace == namespace, memory_entries.c.key == key
+                )
+            )
+        return bool(result.rowcount)
+
+    # -- reading -------------------------------------------------------------------------
+
+    def get(self, namespace: str, key: str) -> MemoryRecord | None:
+        """The live entry, or None when it is absent or expired."""
+        validate_namespace(namespace)
+        validate_key(key)
+        with self.store.read() as conn:
+            row = (
+                conn.execute(
+                    select(memory_entries).where(
+                        memory_entries.c.namespace == namespace, memory_entries.c.key == key
+                    )
+                )
+                .mappings()
+                .first()
+            )
+        if row is None:
+            return None
+        check_format_version("memory entry", f"{namespace}/{key}", int(row["format_version"]))
+        record = MemoryRecord.from_row(row)
+        if record.expires_at is not None and _naive(record.expires_at) <= _naive(self.clock.now()):
+            return None
+        return record
+
+    def require(self, namespace: str, key: str) -> MemoryRecord:
+        """Like ``get``, but a missing or expired key is ``NotFoundError`` (exit 5)."""
+        record = self.get(namespace, key)
+        if record is None:
+            raise NotFoundError(
+                f"memory namespace {namespace!r} has no live key {key!r}",
+                code="memory.not_found",
+                hint=f"search it with `agentctl memory search {namespace} QUERY`",
+            )
+        return record
+
+    def read(self, namespace: str, key: str) -> dict[str, Any]:
+        """The output of ``builtin.long_term_memory.read``: absent is not an error (§10)."""
+        record = self.get(namespace, key)
+        return {
+            "status": "unchanged",
+            "changed": False,
+            "value": None if record is None else record.entry.value,
+            "record": None if record is None else record.to_json(),
+        }
+
+    # -- searching -----------------------------------------------------------------------
+
+    def search(
+        self,
+        namespace: str,
+        query: str,
+        *,
+        mode: SearchMode = "text",
+        limit: int = 10,
+        filters: Mapping[str, Any] | None = None,
+    ) -> SearchResult:
+        """Search one namespace (validates the arguments like the search action does)."""
+        built = SearchQuery.build(namespace, query, mode=mode, limit=limit, filters=filters)
+        return self.retrieve(built)
+
+    def retrieve(self, query: SearchQuery) -> SearchResult:
+        """Run a normalized query: the dispatch of a ``builtin.long_term_memory.search``."""
+        query_vector = None
+        if query.mode != "text":
+            query_vector = self.embedder.embed([query.text])[0]
+        now = self.clock.now()
+        with self.store.read() as conn:
+            ranked = self._rank(conn, query, query_vector, now)
+            hits = self._hits(conn, ranked)
+        model = None if query_vector is None else self.embedder.identity
+        return SearchResult(query=query, hits=tuple(hits), embedding_model=model)
+
+    def _rank(
+        self, conn: Connection, query: SearchQuery, query_vector: Vectors | None, now: datetime
+    ) -> list[RankedId]:
+        if query_vector is None:  # text mode: the embedder is never called
+            return text_search(conn, query.namespace, query.text, now, query.filters, query.limit)
+        by_vector = self._vectors.search(
+            conn,
+            query.namespace,
+            self.embedder.identity,
+            query_vector,
+            now,
+            query.filters,
+            query.limit if query.mode == "vector" else MAX_LIMIT,
+        )
+        if query.mode == "vector":
+            return by_vector
+        by_text = text_search(conn, query.namespace, query.text, now, query.filters, MAX_LIMIT)
+        return reciprocal_rank_fusion([by_text, by_vector])[: query.limit]
+
+    @staticmethod
+    def _hits(conn: Connection, ranked: Sequence[RankedId]) -> list[SearchHit]:
+        if not ranked:
+            return []
+        rows = {
+            row["id"]: row
+            for row in conn.execute(
+                select(memory_entries).where(
+                    memory_entries.c.id.in_([item.entry_id for item in ranked])
+                )
+            ).mappings()
+        }
+        hits = []
+        for item in ranked:
+            row = rows[item.entry_id]
+            check_format_version("memory entry", item.key, int(row["format_version"]))
+            record = MemoryRecord.from_row(row)
+            hits.append(
+                SearchHit(
+                    namespace=record.namespace,
+                    key=record.key,
+                    score=item.score,
+                    entry=record.entry.to_json(),
+                    updated_at=isoformat(record.updated_at),
+                    expires_at=isoformat(record.expires_at),
+                )
+            )
+        return hits
+
+    # -- maintenance ---------------------------------------------------------------------
+
+    def reindex(self, namespace: str) -> ReindexReport:
+        """Re-embed every entry of ``namespace`` with this embedder; rebuild the FTS index.
+
+        Embedding happens outside the write transaction; a row whose text changed in the
+        meantime keeps its newer embedding (the update matches on the text it embedded).
+        """
+        validate_namespace(namespace)
+        with self.store.read() as conn:
+            rows = conn.execute(
+                select(memory_entries.c.id, memory_entries.c.text)
+                .where(memory_entries.c.namespace == namespace)
+                .order_by(memory_entries.c.id)
+            ).all()
+        updates: list[dict[str, Any]] = []
+        for start in range(0, len(rows), _REINDEX_BATCH):
+            batch = rows[start : start + _REINDEX_BATCH]
+            vectors = self.embedder.embed([row.text or "" for row in batch])
+            updates.extend(
+                {"row_id": row.id, "row_text": row.text, "blob": vector.astype("<f4").tobytes()}
+                for row, vector in zip(batch, vectors, strict=True)
+            )
+        identity = self.embedder.identity
+        with self.store.write() as conn:
+            if updates:
+                from sqlalchemy import bindparam
+
+                conn.execute(
+                    update(memory_entries)
+                    .where(
+                        memory_entries.c.id == bindparam("row_id"),
+                        memory_entries.c.text == bindparam("row_text"),
+                    )
+                    .values(embedding=bindparam("blob"), embedding_model=identity),
+                    updates,
+                )
+            conn.exec_driver_sql(
+                "INSERT INTO memory_search_fts (memory_search_fts) VALUES ('rebuild')"
+            )
+        return ReindexReport(namespace=namespace, entries=len(rows), embedding_model=identity)
+
+    def embedding_models(self, namespace: str) -> dict[str, int]:
+        """How many entries of ``namespace`` each embedding space holds."""
+        from sqlalchemy import func
+
+        with self.store.read() as conn:
+            rows = conn.execute(
+                select(memory_entries.c.embedding_model, func.count())
+                .where(
+                    memory_entries.c.namespace == namespace,
+                    memory_entries.c.embedding_model.is_not(None),
+                )
+                .group_by(memory_entries.c.embedding_model)
+            ).all()
+        return {str(row[0]): int(row[1]) for row in rows}
+
+    def gc(self, now: datetime) -> int:
+        """Delete entries whose expiry is at or before ``now``; returns how many."""
+        with self.store.write() as conn:
+            result = conn.execute(delete(memory_entries).where(memory_entries.c.expires_at <= now))
+        return int(result.rowcount)
+
+
+def _naive(value: datetime) -> datetime:
+    return value.replace(tzinfo=None)
