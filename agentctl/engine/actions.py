@@ -18,6 +18,7 @@ from typing import Any
 from agentctl.digest import digest_json
 from agentctl.engine.context import TaskEnv, TaskResult
 from agentctl.engine.journal import EffectSpec
+from agentctl.engine.longterm_actions import LONG_TERM_BODIES
 from agentctl.engine.signals import OutcomeUnknown, TaskFailure
 from agentctl.tools import files, process
 
@@ -336,6 +337,7 @@ _BODIES: dict[str, ActionBody] = {
     "builtin.memory.read": _memory_read,
     "builtin.memory.write": _memory_write,
 }
+_BODIES.update(LONG_TERM_BODIES)
 RUNNABLE_ACTION_KINDS = frozenset(_BODIES) | {"builtin.ask"}
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,7 @@ class TaskEnv:
     top_level_timeouts: Mapping[str, int] = field(default_factory=dict)
     secrets: list[str] = field(default_factory=list)
     compensation: bool = False
+    run_created_at: datetime = field(default_factory=lambda: datetime.now(UTC))
 
     @property
     def spec(self) -> Mapping[str, Any]:

@@ -16,6 +16,7 @@ import contextlib
 import heapq
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC
 from pathlib import Path
 from typing import Any
 
@@ -388,6 +389,7 @@ class RunExecutor:
                     max_concurrency=self.plan.max_concurrency,
                     default_timeout_seconds=self.default_timeout,
                     compensation=self.run.mode == "compensate",
+                    run_created_at=self.run.created_at.replace(tzinfo=UTC),
                 )
                 result: TaskResult = await run_body(env, self.rows, context, self.options.pool)
                 if not self.options.check:
