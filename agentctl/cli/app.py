@@ -12,6 +12,7 @@ import typer
 
 from agentctl.cli import (
     approvals,
+    artifacts,
     authoring,
     db,
     effects,
@@ -78,6 +79,7 @@ app.add_typer(effects.app, name="effects")
 app.add_typer(approvals.app, name="approvals")
 app.add_typer(providers.providers_app, name="providers")
 app.add_typer(providers.auth_app, name="auth")
+app.add_typer(artifacts.app, name="artifacts")
 app.add_typer(memory.app, name="memory")
 app.command("gc")(memory.gc_command)
 app.add_typer(db.app, name="db")

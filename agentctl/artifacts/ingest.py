@@ -1,0 +1,161 @@
+"""Copying a file into the store: hash, stage under ``tmp/`` while hashing, then publish.
+
+The source is hashed once before anything is written (:func:`prehash`), so the ingestion
+lease can name its digest from the start: one commit per batch instead of two. Staging
+reads it again (from the page cache), hashing and writing in the same pass, and the caller
+compares the two digests — a file that changed in between is caught, never mislabelled.
+The temporary file is fsynced before it is ever renamed into ``blobs/``, so a blob name
+always names complete bytes, even after a power loss. The source is opened without following a
+final symlink and must be a regular file: auto-ingestion must never copy a link's target
+from outside the workspace.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from agentctl.artifacts.layout import DIGEST_PREFIX, Layout
+from agentctl.errors import TaskError
+
+__all__ = ["CHUNK_BYTES", "FaultPoint", "Staged", "prehash", "publish", "stage"]
+
+#: Read/write unit: large enough that a typical artifact is one system call each way.
+CHUNK_BYTES = 1 << 20
+
+
+class FaultPoint(Protocol):
+    """The crash suite's hook (``agentctl.engine.faults.Faults`` satisfies it)."""
+
+    def hit(self, point: str) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Staged:
+    lease_id: str
+    digest: str
+    size: int
+    temp: Path
+
+
+def _too_large(source: Path, cap: int) -> TaskError:
+    return TaskError(
+        f"{source} is larger than the artifact size cap of {cap} bytes",
+        code="artifact.too_large",
+        hint="write smaller files, or raise runtime.budgets.maxArtifactBytes",
+    )
+
+
+def _open_source(source: Path, cap: int) -> int:
+    try:
+        fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as exc:
+        raise TaskError(
+            f"cannot read {source} for ingestion: {exc.strerror}",
+            code="artifact.unreadable",
+            hint="artifacts must be regular files the task left in place (not symlinks)",
+        ) from exc
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        raise TaskError(
+            f"{source} is not a regular file",
+            code="artifact.not_regular",
+            hint="only regular files are ingested as artifacts",
+        )
+    if info.st_size > cap:
+        os.close(fd)
+        raise _too_large(source, cap)
+    return fd
+
+
+def prehash(source: Path, cap: int) -> tuple[str, int]:
+    """``(sha256:<hex>, size)`` of a regular file of at most ``cap`` bytes."""
+    src = _open_source(source, cap)
+    try:
+        hasher = hashlib.sha256()
+        size = 0
+        while chunk := os.read(src, CHUNK_BYTES):
+            size += len(chunk)
+            if size > cap:
+                raise _too_large(source, cap)
+            hasher.update(chunk)
+    finally:
+        os.close(src)
+    return DIGEST_PREFIX + hasher.hexdigest(), size
+
+
+def stage(
+    layout: Layout, source: Path, lease_id: str, cap: int, faults: FaultPoint | None = None
+) -> Staged:
+    """Copy ``source`` to ``tmp/<lease_id>.part``, hashing as it goes, and fsync it.
+
+    The cap is enforced on the bytes actually read, so a file that grows after ``stat``
+    still cannot smuggle more than ``cap`` bytes in.
+    """
+    temp = layout.temp_path(lease_id)
+    src = _open_source(source, cap)
+    try:
+        dst = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        try:
+            hasher = hashlib.sha256()
+            size = 0
+            while chunk := os.read(src, CHUNK_BYTES):
+                size += len(chunk)
+                if size > cap:
+                    raise _too_large(source, cap)
+                hasher.update(chunk)
+                view = memoryview(chunk)
+                while view:
+                    view = view[os.write(dst, view) :]
+                if faults is not None:
+                    faults.hit("artifact.chunk_written")
+            os.fsync(dst)
+        finally:
+            os.close(dst)
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise
+    finally:
+        os.close(src)
+    return Staged(lease_id, DIGEST_PREFIX + hasher.hexdigest(), size, temp)
+
+
+def publish(layout: Layout, staged: Staged) -> Path:
+    """Move staged bytes to their blob name (caller holds the store lock); returns the
+    blob folder to fsync.
+
+    If the blob already exists with the right size the staged copy is dropped — that is
+    the deduplication. A blob of the wrong size can only be damage (blobs are immutable),
+    so the fresh, verified bytes replace it.
+    """
+    blob = layout.blob_path(staged.digest)
+    try:
+        existing = os.stat(blob, follow_symlinks=False)
+    except FileNotFoundError:
+        existing = None
+    if existing is not None and stat.S_ISREG(existing.st_mode):
+        if existing.st_size == staged.size:
+            staged.temp.unlink()
+            return blob.parent
+    try:
+        os.chmod(staged.temp, 0o400)
+    except FileNotFoundError as exc:
+        # Only gc removes a temporary file, and only once its lease has lapsed.
+        raise TaskError(
+            f"the temporary file of lease {staged.lease_id} was collected: its lease "
+            "expired before the bytes were published",
+            code="artifact.lease_expired",
+            hint="retry the task; ingestion must finish within the lease hour",
+        ) from exc
+    try:
+        os.replace(staged.temp, blob)
+    except FileNotFoundError:
+        # First blob of this two-hex folder (creating it up front costs a syscall per file).
+        blob.parent.mkdir(mode=0o700, exist_ok=True)
+        os.replace(staged.temp, blob)
+    return blob.parent

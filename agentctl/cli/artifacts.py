@@ -1,0 +1,187 @@
+"""``agentctl artifacts list|inspect|verify|export|gc``: the content-addressed store."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from agentctl.cli import output
+from agentctl.cli.options import DbOption, db_from_context
+
+if TYPE_CHECKING:
+    from agentctl.artifacts import ArtifactStore
+
+__all__ = ["app"]
+
+app = typer.Typer(
+    name="artifacts",
+    help="Files tasks wrote, stored by SHA-256: list, inspect, verify, export, gc.",
+    no_args_is_help=True,
+)
+
+DigestArgument = Annotated[
+    str, typer.Argument(help="sha256:<hex>, or at least 8 leading hex digits of it.")
+]
+
+
+@app.callback()
+def _group(ctx: typer.Context, db: DbOption = None) -> None:
+    """Files tasks wrote, stored by SHA-256: list, inspect, verify, export, gc."""
+    ctx.obj = {"db": db}
+
+
+@contextmanager
+def _opened(ctx: typer.Context, db: str | None) -> Iterator[ArtifactStore]:
+    from agentctl.artifacts import ArtifactStore
+    from agentctl.ids import SystemClock
+    from agentctl.store.engine import open_store
+
+    with open_store(db_from_context(ctx, db)) as store:
+        yield ArtifactStore.beside(store, SystemClock())
+
+
+def _size(size: int | None) -> str:
+    if size is None:
+        return "?"
+    if size < 1024:
+        return f"{size} B"
+    if size < 1024 * 1024:
+        return f"{size / 1024:.1f} KiB"
+    return f"{size / (1024 * 1024):.1f} MiB"
+
+
+@app.command("list")
+def list_command(
+    ctx: typer.Context,
+    run: Annotated[str | None, typer.Option("--run", help="Only this run's artifacts.")] = None,
+    task: Annotated[str | None, typer.Option("--task", help="Only this task's artifacts.")] = None,
+    name: Annotated[
+        str | None, typer.Option("--name", help="Only versions of this artifact name.")
+    ] = None,
+    db: DbOption = None,
+) -> None:
+    """List artifact versions (name, version, digest, size, run, task)."""
+    from agentctl.store.records import get_run
+
+    with _opened(ctx, db) as artifacts:
+        if run is not None:
+            with artifacts.store.read() as conn:
+                get_run(conn, run)
+        found = [ref.to_json() for ref in artifacts.refs(run_id=run, task_id=task, name=name)]
+    out = output.current()
+
+    def human() -> None:
+        if not found:
+            print("no artifacts", file=out.stdout)
+        for ref in found:
+            print(
+                f"{ref['name']} v{ref['version']}  {ref['digest'][:19]}  {_size(ref['size'])}  "
+                f"run {ref['runId']} task {ref['taskId']}",
+                file=out.stdout,
+            )
+
+    out.success("ArtifactList", {"artifacts": found}, human=human)
+
+
+@app.command("inspect")
+def inspect_command(ctx: typer.Context, digest: DigestArgument, db: DbOption = None) -> None:
+    """Show one blob: size, media type, whether its file is present, refs and leases."""
+    with _opened(ctx, db) as artifacts:
+        info = artifacts.inspect(digest)
+    state = "present" if info.present else "MISSING"
+    names = ", ".join(f"{ref.name} v{ref.version}" for ref in info.refs) or "no refs"
+    output.current().success(
+        "Artifact",
+        info.to_json(),
+        human=f"{info.digest} {_size(info.size)} {state}; {names}",
+    )
+
+
+@app.command("verify")
+def verify_command(
+    ctx: typer.Context,
+    digest: Annotated[
+        str | None, typer.Argument(help="The blob to check (default: every blob).")
+    ] = None,
+    all_: Annotated[bool, typer.Option("--all", help="Check every blob in the store.")] = False,
+    db: DbOption = None,
+) -> None:
+    """Rehash stored bytes; exit 5 when any blob is missing or corrupt."""
+    from agentctl.diagnostics import Diagnostic
+    from agentctl.errors import PersistenceError, UsageError
+
+    if digest is not None and all_:
+        raise UsageError(
+            "pass either DIGEST or --all, not both",
+            hint="agentctl artifacts verify --all, or agentctl artifacts verify DIGEST",
+        )
+    with _opened(ctx, db) as artifacts:
+        report = artifacts.verify(digest)
+    if report.problems:
+        raise PersistenceError(
+            f"{len(report.problems)} problem(s) in {report.checked} artifact blob(s): "
+            "bytes are missing or corrupt",
+            code="artifact.verify_failed",
+            hint="rerun the tasks that wrote them (retry/repair refuse to reuse them)",
+            diagnostics=[
+                Diagnostic(
+                    code=f"artifact.{problem.kind}", message=problem.message, file=problem.path
+                )
+                for problem in report.problems
+            ],
+        )
+    output.current().success(
+        "ArtifactVerification",
+        report.to_json(),
+        human=f"verified {report.ok} of {report.checked} artifact blob(s): all intact",
+    )
+
+
+@app.command("export")
+def export_command(
+    ctx: typer.Context,
+    digest: DigestArgument,
+    dest: Annotated[str, typer.Argument(help="File to create, inside the current directory.")],
+    overwrite: Annotated[
+        bool, typer.Option("--overwrite", help="Replace DEST if it already exists.")
+    ] = False,
+    db: DbOption = None,
+) -> None:
+    """Copy a blob to DEST atomically (never through a symlink, never outside the cwd)."""
+    with _opened(ctx, db) as artifacts:
+        result = artifacts.export(digest, dest, overwrite=overwrite)
+    output.current().success(
+        "ArtifactExport",
+        result.to_json(),
+        human=f"exported {result.digest} to {result.path} ({_size(result.size)})",
+    )
+
+
+@app.command("gc")
+def gc_command(
+    ctx: typer.Context,
+    older_than_days: Annotated[
+        int,
+        typer.Option(
+            "--older-than-days", min=0, help="Grace period for unreferenced blobs, in days."
+        ),
+    ] = 30,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Report what would go; delete nothing.")
+    ] = False,
+    db: DbOption = None,
+) -> None:
+    """Remove blobs no ref or live lease keeps (and stale temporary files)."""
+    with _opened(ctx, db) as artifacts:
+        report = artifacts.gc(older_than_days=older_than_days, dry_run=dry_run)
+    verb = "would remove" if dry_run else "removed"
+    output.current().success(
+        "ArtifactGc",
+        report.to_json(),
+        human=f"{verb} {len(report.removed_blobs)} blob(s) ({_size(report.removed_bytes)}) and "
+        f"{len(report.removed_temp_files)} temporary file(s); kept {report.kept_referenced} "
+        f"referenced, {report.kept_leased} leased, {report.kept_recent} recent",
+    )
