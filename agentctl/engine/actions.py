@@ -129,14 +129,11 @@ async def _write(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
         files.write_atomic(target, content)
         return output
 
-    return TaskResult(
-        await env.gate.perform(
-            env.attempt,
-            spec,
-            dispatch,
-            prompt=(f"write {len(content.encode())} bytes to {path_text}"),
-        )
+    result = await env.gate.perform(
+        env.attempt, spec, dispatch, prompt=f"write {len(content.encode())} bytes to {path_text}"
     )
+    env.written.append((path_text, target))
+    return TaskResult(result)
 
 
 def _resolve_environment(env: TaskEnv, action: Mapping[str, Any]) -> dict[str, tuple[str, str]]:

@@ -166,6 +166,10 @@ async def _run_tool(env: TaskEnv, call: ToolCall) -> Any:
             failed_usage={"toolCalls": 1},
             tool_call={"id": call.id, "tool": call.name, "arguments": arguments},
         )
+    if kind == "builtin.workspace.write":
+        # Ingested with the task's commit, also when a resume reused this call's result.
+        path_text = str(arguments.get("path"))
+        env.written.append((path_text, env.workspace.resolve_write(path_text)))
     problem = _validate(tool.get("outputSchema"), output)
     if problem:
         raise TaskFailure(

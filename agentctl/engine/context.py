@@ -35,6 +35,8 @@ class TaskEnv:
     top_level_timeouts: Mapping[str, int] = field(default_factory=dict)
     secrets: list[str] = field(default_factory=list)
     compensation: bool = False
+    # Workspace files this attempt changed: (artifact name, real path), ingested at commit.
+    written: list[tuple[str, Path]] = field(default_factory=list)
     run_created_at: datetime = field(default_factory=lambda: datetime.now(UTC))
 
     @property

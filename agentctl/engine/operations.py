@@ -336,6 +336,14 @@ def inspect_run(store: Store, run_id: str) -> dict[str, Any]:
                 (run_id,),
             )
         ]
+        artifacts = [
+            {"name": row[0], "version": row[1], "digest": row[2], "taskId": row[3], "path": row[4]}
+            for row in conn.exec_driver_sql(
+                "SELECT name, version, blob_digest, task_id, path FROM artifact_refs "
+                "WHERE run_id = ? ORDER BY id",
+                (run_id,),
+            )
+        ]
         calls = [
             {
                 "effectId": row[0],
@@ -371,5 +379,6 @@ def inspect_run(store: Store, run_id: str) -> dict[str, Any]:
         "budget": ledger,
         "providerSessions": sessions,
         "toolCalls": calls,
+        "artifacts": artifacts,
         "audit": {"events": len(events), "verified": chain.ok, "brokenAt": chain.broken_at},
     }

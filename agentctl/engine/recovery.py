@@ -193,7 +193,40 @@ def _decide(
                 )
                 continue
         decisions.append(TaskDecision(task_id, "execute", str(reason)))
+    _block_missing_artifacts(store, decisions, reused)
     return RecoveryPlan(mode, source, prepared, decisions, reused)
+
+
+def _block_missing_artifacts(
+    store: Store, decisions: list[TaskDecision], reused: dict[str, dict[str, Any]]
+) -> None:
+    """A reused result whose artifact bytes are missing or corrupt cannot be reused, and
+    its run must not be created: block the plan (exit 3) before anything is written."""
+    manifests = {
+        t: row["artifact_manifest_json"]
+        for t, row in reused.items()
+        if row.get("artifact_manifest_json")
+    }
+    if not manifests:
+        return
+    from agentctl.artifacts import ArtifactRef, ArtifactStore
+    from agentctl.ids import SystemClock
+
+    artifacts = ArtifactStore.beside(store, SystemClock())
+    with store.read() as conn:
+        for index, decision in enumerate(decisions):
+            if decision.task_id not in manifests:
+                continue
+            refs = [ArtifactRef.from_json(item) for item in json.loads(manifests[decision.task_id])]
+            problems = artifacts.reuse_check(conn, refs)
+            if problems:
+                decisions[index] = TaskDecision(
+                    decision.task_id,
+                    "blocked",
+                    f"artifact {problems[0].to_json()} cannot be reused; restore the bytes "
+                    "or use --from to run the task again",
+                )
+                reused.pop(decision.task_id, None)
 
 
 def plan_retry(
