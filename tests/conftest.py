@@ -10,9 +10,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from agentctl.cli import main as cli_main
 from agentctl.cli import output
+
+# Machines here are shared and noisy: a property test must fail on a wrong answer, never on
+# a slow example, so no per-example deadline (and no health check on slow data generation).
+settings.register_profile("agentctl", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("agentctl")
 
 
 @pytest.fixture(autouse=True)

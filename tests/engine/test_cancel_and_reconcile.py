@@ -61,7 +61,7 @@ def test_timeout_makes_effect_uncertain_then_not_applied_runs_fresh_attempt(
     cli: Any, write_workflow: Any, workspace: Path, tmp_path: Path
 ) -> None:
     script = "if [ -f marker ]; then echo second; else touch marker; sleep 20; fi"
-    path = write_workflow(SLOW.format(script=script, timeout=1))
+    path = write_workflow(SLOW.format(script=script, timeout=3))
     db = tmp_path / "r.db"
     blocked = cli("--output", "json", "roll", path, "--db", db)
     assert blocked.exit_code == 3, blocked.stderr
