@@ -1,0 +1,213 @@
+"""``extension.process``: a local executable speaking the process-extension protocol (§10).
+
+Two bounded runs of the same argv (through :mod:`agentctl.tools.process`: cleared
+environment, own process group, output caps, timeout):
+
+1. ``command args… --agentctl-handshake`` prints ``{protocolVersion, name, inputSchema,
+   outputSchema, capabilities}``, which must be identical to the action (JSON values compared
+   with their types, so ``1`` and ``1.0`` differ). The handshake has no effect, so any failure
+   here, a timeout included, is a plain task failure: the invoke never ran.
+2. ``command args… --agentctl-invoke`` reads ``{protocolVersion, effectId, input}`` on stdin
+   and prints ``{protocolVersion, effectId, output}``. This run is the effect: a timeout
+   raises ``OutcomeUnknown`` (the effect becomes uncertain); a non-zero exit, an output cap,
+   or an answer that breaks the protocol or ``outputSchema`` fails the task.
+
+The input is validated against ``inputSchema`` before anything runs.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from agentctl.engine.signals import OutcomeUnknown, TaskFailure, as_task_failure
+from agentctl.errors import AgentctlError
+from agentctl.tools import process
+
+__all__ = ["EXTENSION_PROTOCOL_VERSION", "HANDSHAKE_FLAG", "INVOKE_FLAG", "run_extension"]
+
+EXTENSION_PROTOCOL_VERSION = "agentctl.dev/process-extension/v1"
+HANDSHAKE_FLAG = "--agentctl-handshake"
+INVOKE_FLAG = "--agentctl-invoke"
+
+_HANDSHAKE_KEYS = ("protocolVersion", "inputSchema", "outputSchema", "capabilities")
+
+
+async def run_extension(
+    action: Mapping[str, Any],
+    input: Any,
+    *,
+    effect_id: str,
+    executable: str,
+    cwd: Path,
+    env: Mapping[str, str],
+    timeout_seconds: float,
+    action_name: str | None = None,
+) -> Any:
+    """Handshake, then invoke; return the extension's validated ``output``.
+
+    ``action`` is the ``spec.actions`` entry (camelCase keys); ``executable`` is its command
+    already resolved by :func:`agentctl.tools.process.resolve_executable`; ``env`` is the
+    resolved child environment (its values are redacted from every message). When
+    ``action_name`` is given, the handshake's ``name`` must equal it.
+    """
+    _validate(input, action.get("inputSchema"), "input", code="extension.input_invalid")
+    secrets = list(env.values())
+    command = str(action.get("command") or executable)
+    argv = (executable, *[str(arg) for arg in action.get("args") or []])
+
+    handshake = await _run(action, argv, HANDSHAKE_FLAG, None, cwd, env, timeout_seconds)
+    if handshake.timed_out:
+        raise TaskFailure(
+            f"extension `{command}` did not answer the handshake within {timeout_seconds:g}s",
+            code="extension.handshake_failed",
+        )
+    announced = _decode(handshake, command, "handshake", secrets)
+    _check_handshake(announced, action, command, action_name)
+
+    request = {"protocolVersion": EXTENSION_PROTOCOL_VERSION, "effectId": effect_id, "input": input}
+    stdin = json.dumps(request, ensure_ascii=False).encode()
+    invoked = await _run(action, argv, INVOKE_FLAG, stdin, cwd, env, timeout_seconds)
+    if invoked.timed_out:
+        raise OutcomeUnknown(
+            f"extension `{command}` timed out after {timeout_seconds:g}s and was killed",
+            details={"stderr": _tail(invoked.stderr, secrets)},
+        )
+    reply = _decode(invoked, command, "invoke", secrets)
+    if not isinstance(reply, Mapping) or set(reply) != {"protocolVersion", "effectId", "output"}:
+        raise TaskFailure(
+            f"extension `{command}` must answer the invoke with exactly "
+            "{protocolVersion, effectId, output}",
+            code="extension.protocol_error",
+        )
+    if reply["protocolVersion"] != EXTENSION_PROTOCOL_VERSION or reply["effectId"] != effect_id:
+        raise TaskFailure(
+            f"extension `{command}` answered for protocol `{reply['protocolVersion']}` and "
+            f"effect `{reply['effectId']}`, expected `{EXTENSION_PROTOCOL_VERSION}` and "
+            f"`{effect_id}`",
+            code="extension.protocol_error",
+        )
+    output = reply["output"]
+    _validate(output, action.get("outputSchema"), "output", code="extension.output_invalid")
+    return output
+
+
+async def _run(
+    action: Mapping[str, Any],
+    argv: tuple[str, ...],
+    flag: str,
+    stdin: bytes | None,
+    cwd: Path,
+    env: Mapping[str, str],
+    timeout_seconds: float,
+) -> process.ProcessResult:
+    try:
+        spec = process.ProcessSpec(
+            argv=(*argv, flag),
+            cwd=cwd,
+            env=dict(env),
+            timeout_seconds=timeout_seconds,
+            stdout_limit_bytes=int(action.get("stdoutLimitBytes") or 1 << 20),
+            stderr_limit_bytes=int(action.get("stderrLimitBytes") or 1 << 20),
+            combined_limit_bytes=int(action.get("combinedOutputLimitBytes") or 2 << 20),
+            stdin=stdin if stdin is not None else b"",
+        )
+        return await process.run_process(spec)
+    except AgentctlError as error:
+        raise as_task_failure(error) from error
+
+
+def _decode(result: process.ProcessResult, command: str, phase: str, secrets: list[str]) -> Any:
+    if result.limit_exceeded is not None:
+        raise TaskFailure(
+            f"extension `{command}` exceeded its {result.limit_exceeded} output limit during "
+            f"the {phase} and was killed",
+            code="subprocess_output_limit_exceeded",
+            details={"stream": result.limit_exceeded, "phase": phase},
+        )
+    if result.exit_code != 0:
+        how = (
+            f"exit code {result.exit_code}"
+            if result.exit_code is not None
+            else f"signal {result.signal}"
+        )
+        raise TaskFailure(
+            f"extension `{command}` {phase} exited with {how}",
+            code="extension.failed",
+            details={"phase": phase, "stderr": _tail(result.stderr, secrets)},
+        )
+    try:
+        return json.loads(result.stdout)
+    except ValueError as exc:
+        raise TaskFailure(
+            f"extension `{command}` {phase} did not print one JSON document: {exc}",
+            code="extension.protocol_error",
+            details={"phase": phase},
+        ) from exc
+
+
+def _check_handshake(
+    announced: Any, action: Mapping[str, Any], command: str, action_name: str | None
+) -> None:
+    if not isinstance(announced, Mapping):
+        raise TaskFailure(
+            f"extension `{command}` handshake is not a JSON object",
+            code="extension.handshake_mismatch",
+        )
+    name = announced.get("name")
+    if not isinstance(name, str) or not name or (action_name and name != action_name):
+        expected = f"`{action_name}`" if action_name else "a non-empty string"
+        raise TaskFailure(
+            f"extension `{command}` handshake name is {name!r}, expected {expected}",
+            code="extension.handshake_mismatch",
+        )
+    expected_values = {
+        "protocolVersion": action.get("protocolVersion"),
+        "inputSchema": action.get("inputSchema"),
+        "outputSchema": action.get("outputSchema"),
+        "capabilities": list(action.get("capabilities") or []),
+    }
+    differing = [
+        key
+        for key in _HANDSHAKE_KEYS
+        if _canonical(announced.get(key)) != _canonical(expected_values[key])
+    ]
+    if differing:
+        raise TaskFailure(
+            f"extension `{command}` handshake does not match the action: "
+            f"{', '.join(differing)} differ",
+            code="extension.handshake_mismatch",
+            details={"fields": differing},
+        )
+
+
+def _canonical(value: Any) -> str:
+    # JSON text keeps the type distinctions Python's == erases (1 == 1.0 == True).
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _validate(value: Any, schema: Any, what: str, *, code: str) -> None:
+    from jsonschema import exceptions, validators
+
+    if not isinstance(schema, Mapping):
+        raise TaskFailure(f"extension {what}Schema is missing", code=code)
+    schema = dict(schema)
+    validator_class = validators.validator_for(schema)
+    try:
+        validator_class.check_schema(schema)
+    except exceptions.SchemaError as exc:
+        raise TaskFailure(f"extension {what}Schema is invalid: {exc.message}", code=code) from exc
+    error = exceptions.best_match(validator_class(schema).iter_errors(value))
+    if error is not None:
+        where = "/".join(str(part) for part in error.absolute_path) or "(root)"
+        raise TaskFailure(
+            f"extension {what} does not match its schema at {where}: {error.message}",
+            code=code,
+            details={"path": where},
+        )
+
+
+def _tail(data: bytes, secrets: list[str]) -> str:
+    return process.redact(process.decode_lossy(data), secrets)[-2000:]
