@@ -19,6 +19,7 @@ from agentctl.digest import digest_json
 from agentctl.engine.context import TaskEnv, TaskResult
 from agentctl.engine.journal import EffectSpec
 from agentctl.engine.longterm_actions import LONG_TERM_BODIES
+from agentctl.engine.protocol_actions import PROTOCOL_BODIES
 from agentctl.engine.signals import OutcomeUnknown, TaskFailure
 from agentctl.tools import files, process
 
@@ -166,6 +167,43 @@ def _resolve_environment(env: TaskEnv, action: Mapping[str, Any]) -> dict[str, t
     return resolved
 
 
+ARTIFACT_SCAN_LIMIT = 10_000
+AUTO_INGEST_MAX_BYTES = 16 * 1024 * 1024
+
+
+def _snapshot_writable(env: TaskEnv) -> dict[Path, tuple[int, int]]:
+    """(mtime_ns, size) of every regular file under the writable roots (bounded scan)."""
+    seen: dict[Path, tuple[int, int]] = {}
+    for root in env.workspace.writable_roots:
+        if not root.is_dir():
+            continue
+        for path in root.rglob("*"):
+            if len(seen) >= ARTIFACT_SCAN_LIMIT:
+                return seen
+            try:
+                stat = path.lstat()
+            except OSError:
+                continue
+            if path.is_file() and not path.is_symlink():
+                seen[path] = (stat.st_mtime_ns, stat.st_size)
+    return seen
+
+
+def _changed_files(env: TaskEnv, before: dict[Path, tuple[int, int]]) -> list[tuple[str, Path]]:
+    after = _snapshot_writable(env)
+    changed = []
+    for path, signature in sorted(after.items()):
+        # Auto-ingestion takes regular files up to 16 MiB (reference §24); larger ones stay
+        # in the workspace untracked.
+        if before.get(path) != signature and signature[1] <= AUTO_INGEST_MAX_BYTES:
+            try:
+                name = str(path.relative_to(env.workspace.workspace_root))
+            except ValueError:
+                name = str(path)
+            changed.append((name, path))
+    return changed
+
+
 def _process_timeout(env: TaskEnv, action: Mapping[str, Any]) -> int:
     explicit = action.get("timeoutSeconds")
     if isinstance(explicit, int):
@@ -222,6 +260,8 @@ async def _shell(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
         policy_label="process.exec",
     )
 
+    before = _snapshot_writable(env)
+
     async def dispatch(_effect_id: str) -> Any:
         result = await process.run_process(
             process.ProcessSpec(
@@ -271,16 +311,17 @@ async def _shell(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
         )
         return {"processOutputBytes": produced}
 
-    return TaskResult(
-        await env.gate.perform(
-            env.attempt,
-            spec,
-            dispatch,
-            prompt=f"run {command} {' '.join(args)}".strip(),
-            reservation={"processOutputBytes": combined_limit},
-            usage=output_bytes,
-        )
+    result = await env.gate.perform(
+        env.attempt,
+        spec,
+        dispatch,
+        prompt=f"run {command} {' '.join(args)}".strip(),
+        reservation={"processOutputBytes": combined_limit},
+        usage=output_bytes,
     )
+    # Files the process created or changed under the writable roots become artifacts.
+    env.written.extend(_changed_files(env, before))
+    return TaskResult(result)
 
 
 async def _memory_read(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
@@ -335,6 +376,7 @@ _BODIES: dict[str, ActionBody] = {
     "builtin.memory.write": _memory_write,
 }
 _BODIES.update(LONG_TERM_BODIES)
+_BODIES.update(PROTOCOL_BODIES)
 RUNNABLE_ACTION_KINDS = frozenset(_BODIES) | {"builtin.ask"}
 
 

@@ -92,3 +92,28 @@ def test_missing_artifact_bytes_block_reuse_before_any_run(
     assert refused.exit_code == 3
     assert _runs(db) == before
     assert cli("artifacts", "verify", "--all", "--db", db).exit_code == 5
+
+
+def test_files_a_process_writes_under_writable_roots_are_ingested(
+    cli: Any, write_workflow: Any, tmp_path: Path
+) -> None:
+    path = write_workflow("""
+        apiVersion: agentctl.dev/v1
+        kind: Workflow
+        metadata: {name: generate}
+        spec:
+          policy: {approval: never, writableRoots: [out], processAllowlist: [sh]}
+          actions:
+            gen:
+              kind: builtin.shell.exec
+              command: sh
+              args: ["-c", "mkdir -p out/sub && echo one > out/a.txt && echo two > out/sub/b.txt"]
+          tasks:
+            - {id: generate, uses: "action:gen"}
+    """)
+    db = tmp_path / "state" / "r.db"
+    result = cli("--output", "json", "roll", path, "--db", db)
+    assert result.exit_code == 0, result.stderr
+    run_id = result.json()["data"]["runId"]
+    artifacts = cli("--output", "json", "inspect", run_id, "--db", db).json()["data"]["artifacts"]
+    assert sorted(a["name"] for a in artifacts) == ["out/a.txt", "out/sub/b.txt"]

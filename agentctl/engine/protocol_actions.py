@@ -1,0 +1,199 @@
+"""``mcp.call``, ``a2a.delegate`` and ``extension.process`` as task bodies (§10, §19).
+
+Each is one effect through the gate with the class, risk, idempotency and policy label of
+§19.2. Endpoints must be allowed by ``policy.networkAllowlist``; header secrets resolve
+only from variables in ``policy.environmentAllowlist``. The protocol clients decide what
+is retryable and what is uncertain (an ambiguous A2A send is never repeated; an MCP call is
+resent once only when its idempotency allows it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from agentctl.digest import canonical_json
+from agentctl.engine.context import TaskEnv, TaskResult
+from agentctl.engine.journal import EffectSpec
+from agentctl.engine.preflight import host_allowed
+from agentctl.engine.signals import TaskFailure
+
+__all__ = ["PROTOCOL_BODIES"]
+
+
+def _require(env: TaskEnv, name: str) -> str:
+    value = env.input.get(name) if isinstance(env.input, Mapping) else None
+    if not isinstance(value, str) or not value:
+        raise TaskFailure(
+            f"task {env.task.id}: input requires string `{name}`", code="input.invalid"
+        )
+    return value
+
+
+def _check_host(env: TaskEnv, url: str, what: str) -> None:
+    host = urlsplit(url).hostname or ""
+    if not host_allowed(host, list(env.policy.get("networkAllowlist") or [])):
+        raise TaskFailure(
+            f"policy denied effect: {what} at {host} is not in spec.policy.networkAllowlist",
+            code="policy.network_denied",
+        )
+
+
+def _allowed_environ(env: TaskEnv) -> dict[str, str]:
+    allow = set(env.policy.get("environmentAllowlist") or [])
+    return {k: v for k, v in env.environ.items() if k in allow}
+
+
+async def _mcp_call(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
+    from agentctl.tools.mcp import call_mcp_tool
+
+    server_name, tool = _require(env, "server"), _require(env, "tool")
+    server = (env.spec.get("mcpServers") or {}).get(server_name)
+    if server is None:
+        raise TaskFailure(
+            f"task {env.task.id}: unknown MCP server `{server_name}`", code="input.invalid"
+        )
+    arguments = env.input.get("arguments") or {}
+    if not isinstance(arguments, Mapping):
+        raise TaskFailure("`arguments` must be an object", code="input.invalid")
+    if env.check:
+        return TaskResult({"status": "requires_execution", "changed": False})
+    _check_host(env, str(server.get("url")), f"MCP server `{server_name}`")
+    idempotency = str(action.get("idempotency") or "unknown")
+    spec = EffectSpec(
+        operation="mcp.call",
+        effect_input=dict(env.input),
+        effect_class="network",
+        idempotency=idempotency,
+        risk="medium",
+        policy_label="mcp.call",
+    )
+
+    async def dispatch(_effect_id: str) -> Any:
+        return await call_mcp_tool(
+            server,
+            tool,
+            arguments,
+            idempotency=idempotency,
+            environ=_allowed_environ(env),
+            timeout_seconds=float(server.get("timeoutSeconds") or 120),
+            process_allowlist=list(env.policy.get("processAllowlist") or []),
+        )
+
+    return TaskResult(
+        await env.gate.perform(
+            env.attempt, spec, dispatch, prompt=f"call MCP tool {server_name}/{tool}"
+        )
+    )
+
+
+async def _a2a_delegate(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
+    from agentctl.tools.a2a import a2a_delegate
+
+    peer_name = _require(env, "peer")
+    message_id, message = _require(env, "messageId"), _require(env, "message")
+    peer = (env.spec.get("a2aPeers") or {}).get(peer_name)
+    if peer is None:
+        raise TaskFailure(
+            f"task {env.task.id}: unknown A2A peer `{peer_name}`", code="input.invalid"
+        )
+    if env.check:
+        return TaskResult({"status": "requires_execution", "changed": False})
+    _check_host(env, str(peer.get("cardUrl")), f"A2A peer `{peer_name}`")
+    spec = EffectSpec(
+        operation="a2a.delegate",
+        effect_input=dict(env.input),
+        effect_class="remote_agent",
+        idempotency="at_most_once",
+        risk="high",
+        policy_label="a2a.delegate",
+    )
+
+    async def dispatch(_effect_id: str) -> Any:
+        return await a2a_delegate(peer, message_id, message, environ=_allowed_environ(env))
+
+    return TaskResult(
+        await env.gate.perform(
+            env.attempt, spec, dispatch, prompt=f"delegate to A2A peer {peer_name}"
+        )
+    )
+
+
+def _schema_digest(schema: Any) -> str:
+    return hashlib.sha256(canonical_json(schema).encode()).hexdigest()
+
+
+async def _extension(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
+    from agentctl.engine.actions import _process_timeout, _resolve_environment
+    from agentctl.tools.extension import run_extension
+    from agentctl.tools.process import resolve_executable
+
+    if env.check:
+        return TaskResult(
+            {
+                "status": "requires_execution",
+                "changed": False,
+                "predictability": "requires_execution",
+            }
+        )
+    command = str(action.get("command") or "")
+    environment = _resolve_environment(env, action)
+    effect_input = {
+        "command": command,
+        "args": [str(a) for a in action.get("args") or []],
+        "cwd": action.get("cwd"),
+        "environment": {
+            name: {"source": source, "valueDigest": hashlib.sha256(value.encode()).hexdigest()}
+            for name, (source, value) in environment.items()
+        },
+        "protocolVersion": action.get("protocolVersion"),
+        "inputSchemaDigest": _schema_digest(action.get("inputSchema")),
+        "outputSchemaDigest": _schema_digest(action.get("outputSchema")),
+        "capabilities": list(action.get("capabilities") or []),
+        "input": env.input,
+        "stdoutLimitBytes": int(action.get("stdoutLimitBytes") or 1 << 20),
+        "stderrLimitBytes": int(action.get("stderrLimitBytes") or 1 << 20),
+        "combinedOutputLimitBytes": int(action.get("combinedOutputLimitBytes") or 2 << 20),
+        "isolation": "process",
+        "container": None,
+        "containerBackend": None,
+    }
+    executable = resolve_executable(command, list(env.policy.get("processAllowlist") or []))
+    cwd_raw = action.get("cwd")
+    cwd = env.workspace.resolve_read(str(cwd_raw)) if cwd_raw else env.workspace.workspace_root
+    env.secrets.extend(value for _, value in environment.values())
+    spec = EffectSpec(
+        operation="extension.process",
+        effect_input=effect_input,
+        effect_class="process_execution",
+        idempotency=str(action.get("idempotency") or "unknown"),
+        risk="high",
+        policy_label="extension.process",
+    )
+    name = str(env.task.uses.name)
+
+    async def dispatch(effect_id: str) -> Any:
+        return await run_extension(
+            action,
+            env.input,
+            effect_id=effect_id,
+            executable=executable,
+            cwd=Path(cwd),
+            env={k: v for k, (_, v) in environment.items()},
+            timeout_seconds=float(_process_timeout(env, action)),
+            action_name=name,
+        )
+
+    return TaskResult(
+        await env.gate.perform(env.attempt, spec, dispatch, prompt=f"run extension {name}")
+    )
+
+
+PROTOCOL_BODIES = {
+    "mcp.call": _mcp_call,
+    "a2a.delegate": _a2a_delegate,
+    "extension.process": _extension,
+}

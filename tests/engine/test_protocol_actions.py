@@ -1,0 +1,165 @@
+"""mcp.call, a2a.delegate and extension.process inside real runs, against real peers."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.fixtures.protocol_servers.a2a_peer import A2APeer
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "protocol_servers"
+TOKEN = "test-token-123"
+
+
+@pytest.fixture
+def mcp_url(tmp_path: Path) -> Iterator[str]:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = int(probe.getsockname()[1])
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            str(FIXTURES / "mcp_server.py"),
+            "http",
+            str(port),
+            str(tmp_path / "calls.log"),
+            TOKEN,
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 15
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline and child.poll() is None
+                time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        child.terminate()
+        child.wait(timeout=10)
+
+
+def test_mcp_call_in_a_run(
+    cli: Any, write_workflow: Any, tmp_path: Path, mcp_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MCP_TOKEN", f"Bearer {TOKEN}")
+    path = write_workflow(f"""
+        apiVersion: agentctl.dev/v1
+        kind: Workflow
+        metadata: {{name: mcp}}
+        spec:
+          policy:
+            approval: never
+            networkAllowlist: [127.0.0.1]
+            environmentAllowlist: [MCP_TOKEN]
+          mcpServers:
+            calc: {{url: "{mcp_url}", headers: {{Authorization: {{env: MCP_TOKEN}}}}}}
+          actions:
+            call: {{kind: mcp.call}}
+          tasks:
+            - id: add
+              uses: action:call
+              with: {{server: calc, tool: add, arguments: {{a: 2, b: 40}}}}
+    """)
+    db = tmp_path / "r.db"
+    result = cli("--output", "json", "roll", path, "--db", db)
+    assert result.exit_code == 0, result.stderr
+    data = result.json()["data"]
+    assert data["output"]["add"] == {"sum": 42}
+    effects = cli("--output", "json", "effects", "list", data["runId"], "--db", db).json()["data"][
+        "effects"
+    ]
+    assert [(e["operation"], e["effectClass"], e["idempotency"]) for e in effects] == [
+        ("mcp.call", "network", "unknown")
+    ]
+    assert TOKEN not in json.dumps(effects)
+
+
+def test_a2a_delegate_in_a_run(cli: Any, write_workflow: Any, tmp_path: Path) -> None:
+    with A2APeer() as peer:
+        path = write_workflow(f"""
+            apiVersion: agentctl.dev/v1
+            kind: Workflow
+            metadata: {{name: a2a}}
+            spec:
+              policy: {{approval: never, networkAllowlist: [127.0.0.1]}}
+              a2aPeers:
+                helper: {{cardUrl: "{peer.card_url}", pollIntervalMs: 10, maxPolls: 5}}
+              actions:
+                delegate: {{kind: a2a.delegate}}
+              tasks:
+                - id: ask
+                  uses: action:delegate
+                  with: {{peer: helper, messageId: m-1, message: direct}}
+        """)
+        result = cli("--output", "json", "roll", path, "--db", tmp_path / "r.db")
+        assert result.exit_code == 0, result.stderr
+        assert result.json()["data"]["output"]["ask"]["parts"] == [{"text": "hi"}]
+        assert peer.methods() == ["SendMessage"]
+
+
+def test_a2a_peer_outside_the_allowlist_is_denied(
+    cli: Any, write_workflow: Any, tmp_path: Path
+) -> None:
+    path = write_workflow("""
+        apiVersion: agentctl.dev/v1
+        kind: Workflow
+        metadata: {name: a2a}
+        spec:
+          policy: {approval: never}
+          a2aPeers:
+            helper: {cardUrl: "http://127.0.0.1:9/.well-known/agent-card.json"}
+          actions:
+            delegate: {kind: a2a.delegate}
+          tasks:
+            - {id: ask, uses: "action:delegate", with: {peer: helper, messageId: m, message: x}}
+    """)
+    result = cli("--output", "json", "roll", path, "--db", tmp_path / "r.db")
+    assert result.exit_code == 4
+    assert "networkAllowlist" in result.error_json()["error"]["message"]
+
+
+def test_extension_process_in_a_run(cli: Any, write_workflow: Any, tmp_path: Path) -> None:
+    python = Path(sys.executable).name
+    path = write_workflow(f"""
+        apiVersion: agentctl.dev/v1
+        kind: Workflow
+        metadata: {{name: extension}}
+        spec:
+          policy: {{approval: never, processAllowlist: [{python}]}}
+          actions:
+            doubler:
+              kind: extension.process
+              command: "{sys.executable}"
+              args: ["{FIXTURES / "extension.py"}", ok]
+              idempotency: idempotent
+              protocolVersion: agentctl.dev/process-extension/v1
+              inputSchema:
+                type: object
+                properties: {{n: {{type: integer, maximum: 1000}}}}
+                required: [n]
+                additionalProperties: false
+              outputSchema:
+                type: object
+                properties: {{doubled: {{type: integer}}}}
+                required: [doubled]
+              capabilities: [math]
+          tasks:
+            - {{id: double, uses: "action:doubler", with: {{n: 21}}}}
+    """)
+    db = tmp_path / "r.db"
+    result = cli("--output", "json", "roll", path, "--db", db)
+    assert result.exit_code == 0, result.stderr
+    assert result.json()["data"]["output"]["double"] == {"doubled": 42}
