@@ -158,3 +158,40 @@ def test_pause_and_resume_do_not_reset_the_wall_time_budget(tmp_path: Path) -> N
     assert outcome.state == "failed"
     assert outcome.error is not None and outcome.error["code"] == "budget.wall_time_exceeded"
     store.close()
+
+
+def test_derived_runs_own_their_ledgers_and_reuse_costs_nothing(
+    cli: Any, write_workflow: Any, tmp_path: Path
+) -> None:
+    path = write_workflow("""
+        apiVersion: agentctl.dev/v1
+        kind: Workflow
+        metadata: {name: ledgers}
+        spec:
+          runtime: {budgets: {maxProviderRequests: 1}}
+          policy: {approval: never, processAllowlist: [sh]}
+          providers: {scripted: {kind: fake}}
+          agents:
+            talker: {provider: scripted, model: scripted, instructions: answer,
+                     providerOptions: {finalText: done}}
+          actions:
+            gate: {kind: builtin.shell.exec, command: sh, args: ["-c", "test -f ready"]}
+          tasks:
+            - {id: ask, uses: "agent:talker", with: {prompt: hi}}
+            - {id: check, uses: "action:gate", needs: [ask]}
+    """)
+    db = tmp_path / "r.db"
+    source = cli("--output", "json", "roll", path, "--db", db).error_json()["error"]["runId"]
+    (path.parent / "ready").write_text("")
+    retried = cli("--output", "json", "retry", path, source, "--failed", "--db", db)
+    assert retried.exit_code == 0, retried.stderr
+    replayed = cli("--output", "json", "replay", retried.json()["data"]["runId"], "--db", db)
+    assert replayed.exit_code == 0, replayed.stderr
+
+    def used(run_id: str) -> float:
+        inspection = cli("--output", "json", "inspect", run_id, "--db", db).json()["data"]
+        return {r["resource"]: r for r in inspection["budget"]}["providerRequests"]["used"]
+
+    assert used(source) == 1
+    assert used(retried.json()["data"]["runId"]) == 0  # the agent's answer was reused
+    assert used(replayed.json()["data"]["runId"]) == 0
