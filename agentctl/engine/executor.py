@@ -207,9 +207,9 @@ class RunExecutor:
             stop = False
             waiting: list[str] = []
             blocked: list[EffectBlocked] = []
+            self._commit_batch([(self.plan.tasks[tid], outcomes[tid]) for tid in batch])
             for tid in batch:
                 outcome = outcomes[tid]
-                self._commit(self.plan.tasks[tid], outcome)
                 if self.rows[tid].terminal:
                     for child in dependents[tid]:
                         unmet[child] -= 1
@@ -461,10 +461,42 @@ class RunExecutor:
 
     # -- commits -----------------------------------------------------------------------
 
-    def _commit(self, task: PlanTask, outcome: _Outcome) -> None:
-        """One task transition: task row, memory delta checkpoint and audit event."""
+    def _commit_batch(self, items: list[tuple[PlanTask, _Outcome]]) -> None:
+        """Commit a batch's task transitions in plan order, in one transaction.
+
+        Each transition (task row, working-memory checkpoint, audit event, artifact refs) is
+        written whole; tasks that ran together in one batch commit together, so a parallel
+        batch costs one fsync rather than one per task, and a crash leaves either all of
+        them or none.
+        """
+        memory = dict(self.memory)
+        with self._session.write() as conn:
+            for task, outcome in items:
+                memory = self._write_transition(conn, task, outcome, memory)
+        self.memory = memory
+        for task, outcome in items:
+            self.options.faults.hit("task.committed")
+            row = self.rows[task.id]
+            row.status, row.attempt = outcome.status, outcome.attempt
+            row.error = outcome.error
+            if outcome.has_output:
+                row.output, row.has_output = outcome.output, True
+                self.outputs[task.id] = outcome.output
+            self._emit(
+                "task",
+                {
+                    "taskId": task.id,
+                    "state": outcome.status,
+                    "attempt": outcome.attempt,
+                    "error": outcome.error,
+                },
+            )
+
+    def _write_transition(
+        self, conn: Any, task: PlanTask, outcome: _Outcome, memory: dict[str, Any]
+    ) -> dict[str, Any]:
+        """One task transition inside the batch's transaction; returns the memory after it."""
         now = self.clock.now()
-        row = self.rows[task.id]
         terminal = outcome.status in ("succeeded", "failed", "skipped", "cancelled")
         delta = outcome.memory_delta if outcome.status == "succeeded" else {}
         values: dict[str, Any] = {
@@ -484,61 +516,42 @@ class RunExecutor:
             values["state_delta_digest"] = digest_json(delta)
         if terminal:
             values["finished_at"] = now
-        with self._session.write() as conn:
-            self.log.set_task(conn, task.id, **values)
-            if terminal:
-                new_memory = {**self.memory, **delta}
-                self.log.checkpoint(
-                    conn, f"task:{task.id}:{outcome.status}", delta, new_memory, now=now
-                )
-            payload: dict[str, Any] = {"state": outcome.status, "attempt": outcome.attempt}
-            if outcome.error is not None:
-                payload["error"] = outcome.error
-            if outcome.has_output:
-                payload["outputDigest"] = values["output_digest"]
-            if delta:
-                payload["memoryKeys"] = sorted(delta)
-            self.log.event(conn, f"task.{outcome.status}", payload, now=now, task_id=task.id)
-            if outcome.status == "succeeded" and self.run.mode == "compensate":
-                mark_compensated(conn, self.run, task.id, outcome.effect_ids, now)
-            if outcome.artifacts:
-                manifest = [
-                    self._artifact_store()
-                    .record_ref(
-                        conn,
-                        blob,
-                        run_id=self.run_id,
-                        task_id=task.id,
-                        name=name,
-                        path=name,
-                        definition_fingerprint=task.definition_fingerprint,
-                        input_digest=outcome.input_digest,
-                        output_digest=values.get("output_digest"),
-                    )
-                    .to_json()
-                    for name, blob in outcome.artifacts
-                ]
-                self.log.set_task(conn, task.id, artifact_manifest_json=canonical_json(manifest))
-            if terminal and self.clock.monotonic() >= self._renew_at:
-                ownership.renew(conn, self.run_id, self.options.owner_id, now)
-                self._renew_at = self.clock.monotonic() + ownership.LEASE_SECONDS / 2
-        self.options.faults.hit("task.committed")
-        row.status, row.attempt = outcome.status, outcome.attempt
-        row.error = outcome.error
+        self.log.set_task(conn, task.id, **values)
+        if terminal:
+            memory = {**memory, **delta}
+            self.log.checkpoint(conn, f"task:{task.id}:{outcome.status}", delta, memory, now=now)
+        payload: dict[str, Any] = {"state": outcome.status, "attempt": outcome.attempt}
+        if outcome.error is not None:
+            payload["error"] = outcome.error
         if outcome.has_output:
-            row.output, row.has_output = outcome.output, True
-            self.outputs[task.id] = outcome.output
+            payload["outputDigest"] = values["output_digest"]
         if delta:
-            self.memory.update(delta)
-        self._emit(
-            "task",
-            {
-                "taskId": task.id,
-                "state": outcome.status,
-                "attempt": outcome.attempt,
-                "error": outcome.error,
-            },
-        )
+            payload["memoryKeys"] = sorted(delta)
+        self.log.event(conn, f"task.{outcome.status}", payload, now=now, task_id=task.id)
+        if outcome.status == "succeeded" and self.run.mode == "compensate":
+            mark_compensated(conn, self.run, task.id, outcome.effect_ids, now)
+        if outcome.artifacts:
+            manifest = [
+                self._artifact_store()
+                .record_ref(
+                    conn,
+                    blob,
+                    run_id=self.run_id,
+                    task_id=task.id,
+                    name=name,
+                    path=name,
+                    definition_fingerprint=task.definition_fingerprint,
+                    input_digest=outcome.input_digest,
+                    output_digest=values.get("output_digest"),
+                )
+                .to_json()
+                for name, blob in outcome.artifacts
+            ]
+            self.log.set_task(conn, task.id, artifact_manifest_json=canonical_json(manifest))
+        if terminal and self.clock.monotonic() >= self._renew_at:
+            ownership.renew(conn, self.run_id, self.options.owner_id, now)
+            self._renew_at = self.clock.monotonic() + ownership.LEASE_SECONDS / 2
+        return memory
 
     def _artifact_store(self) -> Any:
         """The content-addressed store beside the database (a temporary directory for an
