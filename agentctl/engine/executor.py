@@ -2,11 +2,11 @@
 
 Ready tasks (all ``needs`` terminal) run in stable batches of ``runtime.maxConcurrency`` in
 plan order. Each task in a batch reads the same immutable working-memory snapshot; their
-transitions commit one by one in plan order, so the same records always yield the same
-checkpoints. A task that waits for a person parks the run (``paused``, exit 3); an effect
-whose outcome is unknown blocks it until reconciled (exit 3); a ``failure: stop`` task that
-fails ends it (``failed``, exit 4). Cancellation (durable flag, SIGINT/SIGTERM, deadline)
-stops owned work and leaves every effect in a truthful state.
+transitions commit together in one transaction, in plan order, so the same records always
+yield the same checkpoints. A task that waits for a person parks the run (``paused``,
+exit 3); an effect whose outcome is unknown blocks it until reconciled (exit 3); a
+``failure: stop`` task that fails ends it (``failed``, exit 4). Cancellation (durable flag,
+SIGINT/SIGTERM, deadline) stops owned work and leaves every effect in a truthful state.
 """
 
 from __future__ import annotations
