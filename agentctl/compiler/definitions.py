@@ -114,13 +114,27 @@ def check_agents(spec: Mapping[str, Any], reporter: Reporter, schemas: SchemaChe
     required_by_agent = negotiated_capabilities(spec)
     for name, agent in (spec.get("agents") or {}).items():
         base = sub_path("spec.agents", name)
+        servers: Mapping[str, Any] = spec.get("mcpServers") or {}
         for index, tool in enumerate(agent.get("tools") or ()):
-            if tool not in tools:
+            if str(tool).startswith("mcp:"):
+                # Ours: `mcp:<server>/<tool>` offers a tool of a declared MCP server.
+                server, _, remote = str(tool)[4:].partition("/")
+                if server not in servers or not remote:
+                    reporter.error(
+                        "missing_reference",
+                        f"agent `{name}` lists MCP tool `{tool}`, but `{server}` is not in "
+                        "spec.mcpServers"
+                        if remote
+                        else f"agent `{name}` lists `{tool}`, which names no remote tool",
+                        sub_path(base, "tools", index),
+                        "write `mcp:<server>/<tool>` with a server from spec.mcpServers",
+                    )
+            elif tool not in tools:
                 reporter.error(
                     "missing_reference",
                     f"agent `{name}` lists unknown tool `{tool}`",
                     sub_path(base, "tools", index),
-                    "define it under spec.tools",
+                    "define it under spec.tools, or name an MCP tool as mcp:<server>/<tool>",
                 )
         if agent.get("structuredOutput") is not None:
             schemas.check(

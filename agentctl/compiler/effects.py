@@ -236,6 +236,15 @@ def agent_effects(
         )
     )
     for name in agent.get("tools", ()):
+        if str(name).startswith("mcp:"):
+            out.append(
+                _requirement(
+                    task,
+                    _spec(f"tool.{name}", "network", "medium", "unknown", name, "network"),
+                    mode,
+                )
+            )
+            continue
         tool = tools.get(name)
         if tool is None:
             continue

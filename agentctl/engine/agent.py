@@ -10,7 +10,9 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -103,6 +105,116 @@ async def _instructions(env: TaskEnv, agent: Mapping[str, Any]) -> str:
 
     result = await env.gate.perform(env.attempt, spec, dispatch)
     return str(result["content"])
+
+
+@dataclass(frozen=True)
+class McpTool:
+    """A tool of a declared MCP server offered to an agent as ``mcp:<server>/<tool>``."""
+
+    entry: str
+    server: str
+    remote: str
+    model_name: str
+    description: str
+    input_schema: Mapping[str, Any]
+
+
+def _mcp_server(env: TaskEnv, server: str) -> Mapping[str, Any]:
+    from agentctl.engine.protocol_actions import _check_host
+
+    definition: Mapping[str, Any] | None = (env.spec.get("mcpServers") or {}).get(server)
+    if definition is None:
+        raise TaskFailure(f"unknown MCP server `{server}`", code="input.invalid")
+    if definition.get("url"):
+        _check_host(env, str(definition["url"]), f"MCP server `{server}`")
+    return definition
+
+
+async def _offer_mcp_tool(env: TaskEnv, entry: str) -> McpTool:
+    """List the server's tools once per attempt (an observation effect, so a resume offers
+    the model exactly what it was offered before) and pick the named one."""
+    from agentctl.engine.protocol_actions import _allowed_environ
+    from agentctl.tools.mcp import list_mcp_tools
+
+    server, _, remote = entry[4:].partition("/")
+    definition = _mcp_server(env, server)
+    effect = EffectSpec(
+        operation="mcp.list_tools",
+        effect_input={"server": server},
+        effect_class="observe",
+        idempotency="idempotent",
+        risk="low",
+        policy_label="mcp.list_tools",
+    )
+
+    async def dispatch(_effect_id: str) -> Any:
+        return await list_mcp_tools(
+            definition,
+            environ=_allowed_environ(env),
+            timeout_seconds=float(definition.get("timeoutSeconds") or 120),
+            process_allowlist=list(env.policy.get("processAllowlist") or []),
+        )
+
+    listed = await env.gate.perform(env.attempt, effect, dispatch)
+    found = next((t for t in listed or [] if t.get("name") == remote), None)
+    if found is None:
+        raise TaskFailure(
+            f"MCP server `{server}` offers no tool `{remote}`", code="mcp.unknown_tool"
+        )
+    model_name = re.sub(r"[^A-Za-z0-9_-]", "_", f"{server}__{remote}")[:64]
+    return McpTool(
+        entry,
+        server,
+        remote,
+        model_name,
+        str(found.get("description") or ""),
+        found.get("inputSchema") or {"type": "object"},
+    )
+
+
+async def _run_mcp_tool(env: TaskEnv, tool: McpTool, call: ToolCall) -> Any:
+    """A model's call of an MCP tool: one network effect; the server's own schema checks the
+    input (server-supplied schemas describe, they never grant authority)."""
+    from agentctl.engine.protocol_actions import _allowed_environ
+    from agentctl.tools.mcp import call_mcp_tool
+
+    arguments = dict(call.input)
+    problem = _validate(tool.input_schema, arguments)
+    if problem:
+        raise TaskFailure(
+            f"tool `{tool.entry}` input violates its inputSchema: {problem}", code="tool.contract"
+        )
+    definition = _mcp_server(env, tool.server)
+    spec = EffectSpec(
+        operation=f"tool.{tool.entry}",
+        effect_input=arguments,
+        effect_class="network",
+        idempotency="unknown",
+        risk="medium",
+        policy_label=tool.entry,
+    )
+
+    async def dispatch(_effect_id: str) -> Any:
+        return await call_mcp_tool(
+            definition,
+            tool.remote,
+            arguments,
+            idempotency="unknown",
+            environ=_allowed_environ(env),
+            timeout_seconds=float(definition.get("timeoutSeconds") or 120),
+            process_allowlist=list(env.policy.get("processAllowlist") or []),
+        )
+
+    return await env.gate.perform(
+        env.attempt,
+        spec,
+        dispatch,
+        prompt=f"MCP tool {tool.entry} {compact_json(arguments)}",
+        reservation={"toolCalls": 1},
+        usage=lambda _result: {"toolCalls": 1},
+        failed_usage={"toolCalls": 1},
+        tool_call={"id": call.id, "tool": tool.entry, "arguments": arguments},
+    )
 
 
 async def _run_tool(env: TaskEnv, call: ToolCall) -> Any:
@@ -291,14 +403,21 @@ async def run_agent(env: TaskEnv, agent_name: str, pool: ProviderPool) -> TaskRe
     instructions = await _instructions(env, agent)
     prompt_value = env.input.get("prompt") if isinstance(env.input, Mapping) else None
     prompt = prompt_value if isinstance(prompt_value, str) else compact_json(env.input)
-    tool_specs = tuple(
-        ToolSpec(
-            name,
-            str((spec.get("tools") or {})[name].get("description") or ""),
-            (spec.get("tools") or {})[name].get("inputSchema") or {},
+    specs: list[ToolSpec] = []
+    mcp_tools: dict[str, McpTool] = {}
+    for name in agent.get("tools") or []:
+        if str(name).startswith("mcp:"):
+            offered = await _offer_mcp_tool(env, str(name))
+            mcp_tools[offered.model_name] = offered
+            specs.append(ToolSpec(offered.model_name, offered.description, offered.input_schema))
+            continue
+        definition = (spec.get("tools") or {})[name]
+        specs.append(
+            ToolSpec(
+                name, str(definition.get("description") or ""), definition.get("inputSchema") or {}
+            )
         )
-        for name in agent.get("tools") or []
-    )
+    tool_specs = tuple(specs)
     max_turns = int(agent.get("maxTurns") or 8)
     max_tool_calls = int(agent.get("maxToolCalls", 16))
     structured = agent.get("structuredOutput")
@@ -350,7 +469,10 @@ async def run_agent(env: TaskEnv, agent_name: str, pool: ProviderPool) -> TaskRe
                         f"agent `{agent_name}` exceeded maxToolCalls ({max_tool_calls})",
                         code="agent.max_tool_calls",
                     )
-                result = await _run_tool(env, call)
+                if call.name in mcp_tools:
+                    result = await _run_mcp_tool(env, mcp_tools[call.name], call)
+                else:
+                    result = await _run_tool(env, call)
                 messages.append(Message(role="tool", tool_call_id=call.id, tool_result=result))
             continue
         text = response.text or ""

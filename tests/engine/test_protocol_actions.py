@@ -163,3 +163,69 @@ def test_extension_process_in_a_run(cli: Any, write_workflow: Any, tmp_path: Pat
     result = cli("--output", "json", "roll", path, "--db", db)
     assert result.exit_code == 0, result.stderr
     assert result.json()["data"]["output"]["double"] == {"doubled": 42}
+
+
+def test_agent_is_offered_and_calls_an_mcp_tool(
+    cli: Any,
+    write_workflow: Any,
+    tmp_path: Path,
+    mcp_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("MCP_TOKEN", f"Bearer {TOKEN}")
+    path = write_workflow(f"""
+        apiVersion: agentctl.dev/v1
+        kind: Workflow
+        metadata: {{name: mcp-agent}}
+        spec:
+          policy:
+            approval: never
+            networkAllowlist: [127.0.0.1]
+            environmentAllowlist: [MCP_TOKEN]
+          mcpServers:
+            calc: {{url: "{mcp_url}", headers: {{Authorization: {{env: MCP_TOKEN}}}}}}
+          providers: {{scripted: {{kind: fake}}}}
+          agents:
+            mathematician:
+              provider: scripted
+              model: scripted
+              instructions: add the numbers with the tool
+              tools: ["mcp:calc/add"]
+              maxTurns: 2
+              providerOptions: {{toolInput: {{a: 2, b: 40}}, finalText: done}}
+          tasks:
+            - {{id: sum, uses: "agent:mathematician", with: {{prompt: "2 + 40"}}}}
+    """)
+    db = tmp_path / "r.db"
+    result = cli("--output", "json", "roll", path, "--db", db)
+    assert result.exit_code == 0, result.stderr
+    inspection = cli(
+        "--output", "json", "inspect", result.json()["data"]["runId"], "--db", db
+    ).json()["data"]
+    operations = [e["operation"] for e in inspection["effects"]]
+    assert operations == ["mcp.list_tools", "scripted", "tool.mcp:calc/add", "scripted"]
+    (call,) = inspection["toolCalls"]
+    assert call["tool"] == "mcp:calc/add" and call["status"] == "succeeded"
+    tool_effect = next(e for e in inspection["effects"] if e["operation"].startswith("tool."))
+    assert tool_effect["result"] == {"sum": 42}
+
+
+def test_unknown_mcp_server_in_agent_tools_is_a_compile_error(
+    cli: Any, write_workflow: Any
+) -> None:
+    path = write_workflow("""
+        apiVersion: agentctl.dev/v1
+        kind: Workflow
+        metadata: {name: bad}
+        spec:
+          providers: {scripted: {kind: fake}}
+          agents:
+            a: {provider: scripted, model: m, instructions: x, tools: ["mcp:nowhere/add"]}
+          tasks:
+            - {id: t, uses: "agent:a"}
+    """)
+    result = cli("--output", "json", "check", path)
+    assert result.exit_code == 2
+    (diagnostic,) = result.error_json()["diagnostics"]
+    assert diagnostic["code"] == "missing_reference"
+    assert diagnostic["path"] == "spec.agents.a.tools[0]"
