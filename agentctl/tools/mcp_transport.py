@@ -10,6 +10,7 @@ Transport is chosen by the server entry's shape: ``url`` means Streamable HTTP (
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -124,7 +125,12 @@ def open_client(
     if isinstance(url, str) and url:
         target = _http_transport(url, resolve_headers(server, environ), timeout_seconds)
     elif isinstance(server.get("command"), str):
-        target = _stdio_parameters(server, environ, process_allowlist, StdioServerParameters)
+        from mcp.client.stdio import stdio_client
+
+        parameters = _stdio_parameters(server, environ, process_allowlist, StdioServerParameters)
+        # The SDK's default for the server's stderr is the sys.stderr of the moment it was
+        # imported, which may be a capture without a file descriptor; name a real one.
+        target = stdio_client(parameters, errlog=_server_errlog())
     else:
         raise TaskFailure(
             "an MCP server needs `url` (Streamable HTTP) or `command` (stdio)",
@@ -184,6 +190,20 @@ class _OwnedHttpTransport:
         finally:
             await self._http.aclose()
         return result
+
+
+def _server_errlog() -> Any:
+    """Where a stdio server's stderr goes: the process's real stderr, else /dev/null."""
+    import sys
+
+    stream = sys.__stderr__
+    try:
+        if stream is not None:
+            stream.fileno()
+            return stream
+    except (OSError, ValueError):
+        pass
+    return open(os.devnull, "w")  # noqa: SIM115 - lives as long as the process
 
 
 def _stdio_parameters(
