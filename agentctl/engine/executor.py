@@ -87,6 +87,7 @@ class RunExecutor:
         self.options = options or ExecutionOptions()
         self._cancel_reason: str | None = None
         self._deadline_passed = False
+        self._released = False
         self._artifacts: Any = None
         self._artifact_tmp: Any = None
         self._last_cancel_check = float("-inf")
@@ -172,8 +173,9 @@ class RunExecutor:
             session_scope.close()
             if self._artifact_tmp is not None:
                 self._artifact_tmp.cleanup()
-            with contextlib.suppress(AgentctlError), self.store.write() as conn:
-                ownership.release(conn, self.run_id, opts.owner_id)
+            if not self._released:
+                with contextlib.suppress(AgentctlError), self.store.write() as conn:
+                    ownership.release(conn, self.run_id, opts.owner_id)
 
     def _compensation_approval(self) -> str | None:
         """A compensation run's approval: keep the policy, remove the gate, or always ask."""
@@ -608,14 +610,18 @@ class RunExecutor:
     ) -> None:
         now = self.clock.now()
         with self._session.write() as conn:
+            # The owner lease is released in the same commit: this execution ends here.
             self.log.set_run(
                 conn,
                 status=status,
                 updated_at=now,
                 output_json=None if output is None else canonical_json(output),
                 error_json=None if error is None else canonical_json(error),
+                owner_id=None,
+                owner_lease_expires_at=None,
             )
             self.log.event(conn, f"run.{status}", {"error": error}, now=now)
+        self._released = True
         self._emit("run", {"state": status})
 
     def _park_waiting(self, approvals: list[str]) -> RunOutcome:
