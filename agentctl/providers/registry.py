@@ -7,8 +7,8 @@ the process environment), so a missing credential fails here with
 ``provider.credential_missing`` (exit 6) before any request is made.
 
 Kinds: ``fake``; ``openai`` (Responses API, or Chat Completions when the endpoint ends in
-``/chat/completions``); ``azure_openai``; ``anthropic``; ``command`` (an agent CLI, beyond
-the reference). ``google`` is not available in this build and fails with a clear error.
+``/chat/completions``); ``azure_openai``; ``anthropic``; ``google`` (Gemini
+generateContent); ``command`` (an agent CLI, beyond the reference).
 The HTTP modules import httpx, so they are imported only when such a provider is built:
 importing the registry stays cheap for ``agentctl --help``.
 """
@@ -38,7 +38,7 @@ __all__ = [
 
 HTTP_PROVIDER_KINDS = ("openai", "azure_openai", "anthropic", "google")
 PROVIDER_KINDS = ("fake", *HTTP_PROVIDER_KINDS, "command")
-AVAILABLE_PROVIDER_KINDS = ("fake", "openai", "azure_openai", "anthropic", "command")
+AVAILABLE_PROVIDER_KINDS = ("fake", "openai", "azure_openai", "anthropic", "google", "command")
 
 
 def build_provider(
@@ -76,6 +76,10 @@ def build_provider(
         from agentctl.providers.anthropic import build_anthropic
 
         return build_anthropic(name, definition, environ=env, on_text_delta=on_text_delta)
+    if kind == "google":
+        from agentctl.providers.google import build_google
+
+        return build_google(name, definition, environ=env)
     if kind in HTTP_PROVIDER_KINDS:
         raise ProviderError(
             f"provider kind `{kind}` is not available in this build yet; "
