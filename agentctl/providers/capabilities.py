@@ -55,5 +55,6 @@ PROVIDER_CAPABILITIES: Mapping[str, frozenset[str]] = {
     "azure_openai": OPENAI_CAPABILITIES,
     "anthropic": ANTHROPIC_CAPABILITIES,
     "command": COMMAND_CAPABILITIES,
+    "google": BASE | {"function_tools", "structured_output", "reasoning_effort", "continuation"},
 }
 """Per kind; an ``openai`` entry in Chat mode has ``CHAT_CAPABILITIES`` instead."""
