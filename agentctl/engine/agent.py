@@ -120,14 +120,12 @@ class McpTool:
 
 
 def _mcp_server(env: TaskEnv, server: str) -> Mapping[str, Any]:
-    from agentctl.engine.protocol_actions import _check_host
+    from agentctl.engine.protocol_actions import prepare_mcp_server
 
     definition: Mapping[str, Any] | None = (env.spec.get("mcpServers") or {}).get(server)
     if definition is None:
         raise TaskFailure(f"unknown MCP server `{server}`", code="input.invalid")
-    if definition.get("url"):
-        _check_host(env, str(definition["url"]), f"MCP server `{server}`")
-    return definition
+    return prepare_mcp_server(env, server, definition)
 
 
 async def _offer_mcp_tool(env: TaskEnv, entry: str) -> McpTool:

@@ -42,6 +42,20 @@ def _check_host(env: TaskEnv, url: str, what: str) -> None:
         )
 
 
+def prepare_mcp_server(env: TaskEnv, name: str, server: Mapping[str, Any]) -> dict[str, Any]:
+    """An HTTP server's host must be allowed; a stdio server runs in the workspace (or its
+    ``cwd``, resolved inside it)."""
+    prepared = dict(server)
+    if prepared.get("url"):
+        _check_host(env, str(prepared["url"]), f"MCP server `{name}`")
+    elif prepared.get("command"):
+        cwd = prepared.get("cwd")
+        prepared["cwd"] = str(
+            env.workspace.resolve_read(str(cwd)) if cwd else env.workspace.workspace_root
+        )
+    return prepared
+
+
 def _allowed_environ(env: TaskEnv) -> dict[str, str]:
     allow = set(env.policy.get("environmentAllowlist") or [])
     return {k: v for k, v in env.environ.items() if k in allow}
@@ -61,7 +75,7 @@ async def _mcp_call(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
         raise TaskFailure("`arguments` must be an object", code="input.invalid")
     if env.check:
         return TaskResult({"status": "requires_execution", "changed": False})
-    _check_host(env, str(server.get("url")), f"MCP server `{server_name}`")
+    server = prepare_mcp_server(env, server_name, server)
     idempotency = str(action.get("idempotency") or "unknown")
     spec = EffectSpec(
         operation="mcp.call",

@@ -314,12 +314,30 @@ class Subworkflow(SpecModel):
 
 
 class McpServer(SpecModel):
-    """An MCP server reached over streamable HTTP (§21.2)."""
+    """An MCP server reached over Streamable HTTP (``url``, §21.2) or, beyond upstream, a
+    local server spoken to over stdio (``command`` with ``args``, ``env`` and ``cwd``; its
+    executable must be in ``policy.processAllowlist``)."""
 
-    url: str
+    url: str | None = None
     headers: dict[str, SecretRef] = Field(default_factory=dict)
     timeout_seconds: TimeoutSeconds = 120
     protocol_version: str = "2025-11-25"
+    command: str | None = Field(default=None, min_length=1)
+    args: list[str] | None = None
+    env: dict[str, SecretRef] | None = None
+    cwd: str | None = None
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> McpServer:
+        if (self.url is None) == (self.command is None):
+            raise ValueError(
+                "an MCP server needs exactly one of `url` (Streamable HTTP) or `command` (stdio)"
+            )
+        if self.url is not None and (self.args or self.env or self.cwd):
+            raise ValueError("`args`, `env` and `cwd` only apply to a stdio server (`command`)")
+        if self.command is not None and self.headers:
+            raise ValueError("`headers` only apply to an HTTP server (`url`)")
+        return self
 
 
 class A2APeer(SpecModel):

@@ -229,3 +229,44 @@ def test_unknown_mcp_server_in_agent_tools_is_a_compile_error(
     (diagnostic,) = result.error_json()["diagnostics"]
     assert diagnostic["code"] == "missing_reference"
     assert diagnostic["path"] == "spec.agents.a.tools[0]"
+
+
+def test_mcp_call_to_a_stdio_server_in_a_run(cli: Any, write_workflow: Any, tmp_path: Path) -> None:
+    python = Path(sys.executable).name
+    log = tmp_path / "stdio-calls.log"
+    path = write_workflow(f"""
+        apiVersion: agentctl.dev/v1
+        kind: Workflow
+        metadata: {{name: mcp-stdio}}
+        spec:
+          policy: {{approval: never, processAllowlist: [{python}]}}
+          mcpServers:
+            local:
+              command: "{sys.executable}"
+              args: ["{FIXTURES / "mcp_server.py"}", stdio, "{log}"]
+          actions:
+            call: {{kind: mcp.call, idempotency: pure}}
+          tasks:
+            - id: add
+              uses: action:call
+              with: {{server: local, tool: add, arguments: {{a: 1, b: 2}}}}
+    """)
+    result = cli("--output", "json", "roll", path, "--db", tmp_path / "r.db")
+    assert result.exit_code == 0, result.stderr
+    assert result.json()["data"]["output"]["add"] == {"sum": 3}
+
+
+def test_mcp_server_needs_exactly_one_transport(cli: Any, write_workflow: Any) -> None:
+    path = write_workflow("""
+        apiVersion: agentctl.dev/v1
+        kind: Workflow
+        metadata: {name: bad}
+        spec:
+          mcpServers:
+            both: {url: "http://127.0.0.1:1/mcp", command: python3}
+          actions: {set: {kind: builtin.assign}}
+          tasks: [{id: a, uses: "action:set"}]
+    """)
+    result = cli("--output", "json", "check", path)
+    assert result.exit_code == 2
+    assert result.error_json()["diagnostics"][0]["path"] == "spec.mcpServers.both"
