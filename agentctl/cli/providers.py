@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -59,6 +60,7 @@ def check_command(
     endpoint is outside policy.networkAllowlist.
     """
     from agentctl.engine.preflight import check_providers
+    from agentctl.policy.secrets import secret_file_roots
 
     plan, _ = _compile(workflow)
     from agentctl.spec import load_workflow
@@ -66,13 +68,16 @@ def check_command(
     loaded = load_workflow(workflow)
     assert loaded.document is not None
     document = loaded.document.model_dump(mode="json", by_alias=True)
-    described = check_providers(plan, document)
+    described = check_providers(plan, document, workspace=Path(workflow).resolve().parent)
     results: list[dict[str, Any]] = []
-    for info in described:
-        entry = dict(info)
-        if smoke:
-            entry["smoke"] = asyncio.run(_smoke(info["provider"], document))
-        results.append(entry)
+    policy = (document.get("spec") or {}).get("policy") or {}
+    base = Path(workflow).resolve().parent / str(policy.get("workspaceRoot") or ".")
+    with secret_file_roots(base.resolve(), list(policy.get("secretFileRoots") or [])):
+        for info in described:
+            entry = dict(info)
+            if smoke:
+                entry["smoke"] = asyncio.run(_smoke(info["provider"], document))
+            results.append(entry)
     out = output.current()
 
     def human() -> None:

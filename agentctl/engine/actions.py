@@ -21,6 +21,7 @@ from agentctl.engine.journal import EffectSpec
 from agentctl.engine.longterm_actions import LONG_TERM_BODIES
 from agentctl.engine.protocol_actions import PROTOCOL_BODIES
 from agentctl.engine.signals import OutcomeUnknown, TaskFailure
+from agentctl.errors import AgentctlError
 from agentctl.tools import files, process
 
 __all__ = ["RUNNABLE_ACTION_KINDS", "run_action", "unsupported_action_kinds"]
@@ -142,6 +143,20 @@ def _resolve_environment(env: TaskEnv, action: Mapping[str, Any]) -> dict[str, t
     allow = set(env.policy.get("environmentAllowlist") or [])
     resolved: dict[str, tuple[str, str]] = {}
     for name, ref in sorted((action.get("env") or {}).items()):
+        if isinstance(ref, Mapping) and "file" in ref:
+            from agentctl.policy.secrets import read_secret_file
+
+            if name not in allow or not _ENV_NAME.match(name):
+                raise TaskFailure(
+                    f"policy denied effect: environment variable `{name}` is not in "
+                    "policy.environmentAllowlist",
+                    code="policy.denied",
+                )
+            try:
+                resolved[name] = (f"file:{ref['file']}", read_secret_file(ref["file"]))
+            except AgentctlError as exc:
+                raise TaskFailure(exc.message, code=exc.code) from exc
+            continue
         if not isinstance(ref, Mapping) or "env" not in ref:
             raise TaskFailure(
                 f"action env `{name}` must be a secret reference like {{env: NAME}}",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -47,9 +48,23 @@ def reached_providers(plan: Plan, workflow: Mapping[str, Any]) -> list[str]:
 
 
 def check_providers(
-    plan: Plan, workflow: Mapping[str, Any], environ: Mapping[str, str] | None = None
+    plan: Plan,
+    workflow: Mapping[str, Any],
+    environ: Mapping[str, str] | None = None,
+    workspace: Path | None = None,
 ) -> list[dict[str, Any]]:
     """Describe each reached provider; raise before the run when one cannot be used."""
+    from agentctl.policy.secrets import secret_file_roots
+
+    policy = (workflow.get("spec") or {}).get("policy") or {}
+    base = (workspace or Path.cwd()) / str(policy.get("workspaceRoot") or ".")
+    with secret_file_roots(base.resolve(), list(policy.get("secretFileRoots") or [])):
+        return _check_providers(plan, workflow, environ)
+
+
+def _check_providers(
+    plan: Plan, workflow: Mapping[str, Any], environ: Mapping[str, str] | None
+) -> list[dict[str, Any]]:
     from agentctl.providers.registry import describe_provider
 
     spec = workflow.get("spec") or {}

@@ -172,7 +172,7 @@ def create_run(
             "memory or process-extension support of a later release",
         )
     # Credentials and endpoints are checked before anything is journaled (exit 6 / 3).
-    check_providers(plan, prepared.workflow)
+    check_providers(plan, prepared.workflow, workspace=prepared.workspace)
     run_id = ids.run_id(mode if mode != "execute" else "run")
     now = clock.now()
     budgets = ((prepared.workflow.get("spec") or {}).get("runtime") or {}).get("budgets") or {}

@@ -76,6 +76,10 @@ def resolve_secret(
             code="provider.credential_invalid",
         )
     ((shape, target),) = ref.items()
+    if shape == "file":
+        from agentctl.policy.secrets import read_secret_file
+
+        return ResolvedSecret(source=f"file:{target}", value=read_secret_file(target))
     if shape != "env":
         raise ProviderError(
             f"provider `{provider}`: {purpose} uses a `{shape}` secret reference, which "

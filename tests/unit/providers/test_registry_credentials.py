@@ -99,8 +99,16 @@ def test_missing_credential_is_a_provider_error(
 
 
 def test_unsupported_and_invalid_secret_references() -> None:
-    with pytest.raises(ProviderError) as caught:
+    from agentctl.errors import PolicyDeniedError
+
+    # {file} references resolve only under policy.secretFileRoots (none here): a policy error.
+    with pytest.raises(PolicyDeniedError) as denied:
         build_provider("p", {"kind": "openai", "credential": {"file": "/k"}}, environ={})
+    assert denied.value.code == "policy.secret_file"
+    with pytest.raises(ProviderError) as caught:
+        build_provider(
+            "p", {"kind": "openai", "credential": {"process": {"command": "x"}}}, environ={}
+        )
     assert caught.value.code == "provider.credential_unsupported"
     with pytest.raises(ProviderError) as caught:
         build_provider("p", {"kind": "openai", "credential": {"env": "1BAD"}}, environ={})
