@@ -271,7 +271,7 @@ def _requirements(spec: Mapping[str, Any], tasks: Mapping[str, PlanTask]) -> Req
         if task.uses.kind == "action":
             effects.extend(action_effects(task.id, actions[task.uses.name], mode))
         elif task.uses.kind == "agent":
-            effects.extend(agent_effects(task.id, agents[task.uses.name], tools, mode))
+            effects.extend(agent_effects(task.id, agents[task.uses.name], tools, mode, actions))
         if task.compensate is not None:
             inverse = actions[task.compensate.uses.partition(":")[2]]
             effects.extend(

@@ -104,6 +104,22 @@ def negotiated_capabilities(spec: Mapping[str, Any]) -> dict[str, list[str]]:
     }
 
 
+#: Action kinds an agent may call as a tool (`action:<name>` in its tools). Memory and
+#: question kinds change run state or wait for a person, which a model turn cannot.
+ACTION_TOOL_KINDS = frozenset(
+    {
+        "builtin.read",
+        "builtin.write",
+        "builtin.shell.exec",
+        "builtin.assign",
+        "builtin.assert",
+        "mcp.call",
+        "a2a.delegate",
+        "extension.process",
+    }
+)
+
+
 def check_agents(spec: Mapping[str, Any], reporter: Reporter, schemas: SchemaChecker) -> None:
     providers: Mapping[str, Any] = spec.get("providers") or {}
     tools: Mapping[str, Any] = spec.get("tools") or {}
@@ -128,6 +144,24 @@ def check_agents(spec: Mapping[str, Any], reporter: Reporter, schemas: SchemaChe
                         else f"agent `{name}` lists `{tool}`, which names no remote tool",
                         sub_path(base, "tools", index),
                         "write `mcp:<server>/<tool>` with a server from spec.mcpServers",
+                    )
+            elif str(tool).startswith("action:"):
+                # Ours: `action:<name>` offers a named action to the model as a tool.
+                action = (spec.get("actions") or {}).get(str(tool)[7:])
+                if action is None:
+                    reporter.error(
+                        "missing_reference",
+                        f"agent `{name}` lists `{tool}`, but no such action is defined",
+                        sub_path(base, "tools", index),
+                        "define it under spec.actions",
+                    )
+                elif action.get("kind") not in ACTION_TOOL_KINDS:
+                    reporter.error(
+                        "unsupported_capability",
+                        f"agent `{name}` lists `{tool}` ({action.get('kind')}), which cannot "
+                        "be offered as a tool",
+                        sub_path(base, "tools", index),
+                        "offer read, write, shell, assign, assert, MCP, A2A or extension actions",
                     )
             elif tool not in tools:
                 reporter.error(

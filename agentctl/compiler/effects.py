@@ -221,6 +221,7 @@ def agent_effects(
     agent: Mapping[str, Any],
     tools: Mapping[str, Mapping[str, Any]],
     mode: str,
+    spec_actions: Mapping[str, Any] | None = None,
 ) -> list[EffectRequirement]:
     """Instruction-file read, the model requests (operation = provider name), tool calls."""
     out: list[EffectRequirement] = []
@@ -236,6 +237,12 @@ def agent_effects(
         )
     )
     for name in agent.get("tools", ()):
+        if str(name).startswith("action:"):
+            action = (spec_actions or {}).get(str(name)[7:]) or {}
+            info = ACTION_KINDS.get(str(action.get("kind")))
+            if info is not None and info.effect is not None:
+                out.append(_requirement(task, info.effect, mode))
+            continue
         if str(name).startswith("mcp:"):
             out.append(
                 _requirement(

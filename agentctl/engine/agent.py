@@ -8,6 +8,7 @@ confirmed model answers and tool results are reused, never re-requested.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import json
 import re
@@ -215,6 +216,15 @@ async def _run_mcp_tool(env: TaskEnv, tool: McpTool, call: ToolCall) -> Any:
     )
 
 
+async def _run_action_tool(env: TaskEnv, action_name: str, call: ToolCall) -> Any:
+    """A model's call of a named action: the action runs with the call's arguments as its
+    `with`, its effects journaled, gated and numbered within this agent attempt."""
+    from agentctl.engine.actions import run_action
+
+    nested = dataclasses.replace(env, input=dict(call.input))
+    return (await run_action(nested, action_name)).output
+
+
 async def _run_tool(env: TaskEnv, call: ToolCall) -> Any:
     tools = env.spec.get("tools") or {}
     tool = tools.get(call.name)
@@ -403,7 +413,21 @@ async def run_agent(env: TaskEnv, agent_name: str, pool: ProviderPool) -> TaskRe
     prompt = prompt_value if isinstance(prompt_value, str) else compact_json(env.input)
     specs: list[ToolSpec] = []
     mcp_tools: dict[str, McpTool] = {}
+    action_tools: dict[str, str] = {}
     for name in agent.get("tools") or []:
+        if str(name).startswith("action:"):
+            action_name = str(name)[7:]
+            action = (spec.get("actions") or {}).get(action_name) or {}
+            model_name = re.sub(r"[^A-Za-z0-9_-]", "_", action_name)[:64]
+            action_tools[model_name] = action_name
+            specs.append(
+                ToolSpec(
+                    model_name,
+                    str(action.get("description") or f"run the `{action_name}` action"),
+                    action.get("inputSchema") or {"type": "object"},
+                )
+            )
+            continue
         if str(name).startswith("mcp:"):
             offered = await _offer_mcp_tool(env, str(name))
             mcp_tools[offered.model_name] = offered
@@ -467,7 +491,9 @@ async def run_agent(env: TaskEnv, agent_name: str, pool: ProviderPool) -> TaskRe
                         f"agent `{agent_name}` exceeded maxToolCalls ({max_tool_calls})",
                         code="agent.max_tool_calls",
                     )
-                if call.name in mcp_tools:
+                if call.name in action_tools:
+                    result = await _run_action_tool(env, action_tools[call.name], call)
+                elif call.name in mcp_tools:
                     result = await _run_mcp_tool(env, mcp_tools[call.name], call)
                 else:
                     result = await _run_tool(env, call)

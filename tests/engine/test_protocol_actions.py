@@ -270,3 +270,49 @@ def test_mcp_server_needs_exactly_one_transport(cli: Any, write_workflow: Any) -
     result = cli("--output", "json", "check", path)
     assert result.exit_code == 2
     assert result.error_json()["diagnostics"][0]["path"] == "spec.mcpServers.both"
+
+
+def test_agent_calls_a_named_action_as_a_tool(
+    cli: Any, write_workflow: Any, workspace: Path, tmp_path: Path
+) -> None:
+    path = write_workflow("""
+        apiVersion: agentctl.dev/v1
+        kind: Workflow
+        metadata: {name: action-tools}
+        spec:
+          policy: {approval: never, writableRoots: [out]}
+          providers: {scripted: {kind: fake}}
+          actions:
+            save: {kind: builtin.write, description: Save a note into the workspace.}
+            remember: {kind: builtin.memory.write}
+          agents:
+            scribe:
+              provider: scripted
+              model: scripted
+              instructions: save the note
+              tools: ["action:save"]
+              maxTurns: 2
+              providerOptions:
+                toolInput: {path: out/note.txt, content: written by the model}
+                finalText: saved
+          tasks:
+            - {id: write, uses: "agent:scribe", with: {prompt: "save it"}}
+    """)
+    db = tmp_path / "r.db"
+    result = cli("--output", "json", "roll", path, "--db", db)
+    assert result.exit_code == 0, result.stderr
+    assert (workspace / "out" / "note.txt").read_text() == "written by the model"
+    inspection = cli(
+        "--output", "json", "inspect", result.json()["data"]["runId"], "--db", db
+    ).json()["data"]
+    assert [e["operation"] for e in inspection["effects"]] == [
+        "scripted",
+        "builtin.write",
+        "scripted",
+    ]
+    assert [a["name"] for a in inspection["artifacts"]] == ["out/note.txt"]
+    bad = path.read_text().replace('tools: ["action:save"]', 'tools: ["action:remember"]')
+    path.write_text(bad)
+    refused = cli("--output", "json", "check", path)
+    assert refused.exit_code == 2
+    assert refused.error_json()["diagnostics"][0]["code"] == "unsupported_capability"
