@@ -22,7 +22,7 @@ from typing import Any
 
 from agentctl.compiler.plan import Plan, PlanTask
 from agentctl.digest import canonical_json, digest_json, sha256_hex
-from agentctl.engine import budget, ownership
+from agentctl.engine import ownership
 from agentctl.engine.compensation import mark_compensated
 from agentctl.engine.context import TaskEnv, TaskResult
 from agentctl.engine.gate import Attempt, EffectGate
@@ -34,6 +34,7 @@ from agentctl.engine.records import (
     load_tasks,
     replay_memory,
 )
+from agentctl.engine.run_artifacts import RunArtifacts
 from agentctl.engine.signals import (
     ApprovalPending,
     EffectBlocked,
@@ -89,8 +90,7 @@ class RunExecutor:
         self._cancel_reason: str | None = None
         self._deadline_passed = False
         self._released = False
-        self._artifacts: Any = None
-        self._artifact_tmp: Any = None
+        self.artifacts = RunArtifacts(store, clock, run_id)
         self._last_cancel_check = float("-inf")
         self._renew_at = float("-inf")
 
@@ -177,8 +177,7 @@ class RunExecutor:
             with contextlib.suppress(asyncio.CancelledError):
                 await watcher
             session_scope.close()
-            if self._artifact_tmp is not None:
-                self._artifact_tmp.cleanup()
+            self.artifacts.close()
             if not self._released:
                 with contextlib.suppress(AgentctlError), self.store.write() as conn:
                     ownership.release(conn, self.run_id, opts.owner_id)
@@ -407,7 +406,11 @@ class RunExecutor:
                 result: TaskResult = await run_body(env, self.rows, context, self.options.pool)
                 if not self.options.check:
                     check_contract(task, result.output)
-                ingested = await self._ingest(task, attempt_no, env.written)
+                ingested = (
+                    []
+                    if self.options.check
+                    else await self.artifacts.ingest(task, attempt_no, env.written)
+                )
                 return _Outcome(
                     "succeeded",
                     attempt_no,
@@ -539,73 +542,18 @@ class RunExecutor:
         if outcome.status == "succeeded" and self.run.mode == "compensate":
             mark_compensated(conn, self.run, task.id, outcome.effect_ids, now)
         if outcome.artifacts:
-            manifest = [
-                self._artifact_store()
-                .record_ref(
-                    conn,
-                    blob,
-                    run_id=self.run_id,
-                    task_id=task.id,
-                    name=name,
-                    path=name,
-                    definition_fingerprint=task.definition_fingerprint,
-                    input_digest=outcome.input_digest,
-                    output_digest=values.get("output_digest"),
-                )
-                .to_json()
-                for name, blob in outcome.artifacts
-            ]
+            manifest = self.artifacts.record(
+                conn,
+                task,
+                outcome.artifacts,
+                input_digest=outcome.input_digest,
+                output_digest=values.get("output_digest"),
+            )
             self.log.set_task(conn, task.id, artifact_manifest_json=canonical_json(manifest))
         if terminal and self.clock.monotonic() >= self._renew_at:
             ownership.renew(conn, self.run_id, self.options.owner_id, now)
             self._renew_at = self.clock.monotonic() + ownership.LEASE_SECONDS / 2
         return memory
-
-    def _artifact_store(self) -> Any:
-        """The content-addressed store beside the database (a temporary directory for an
-        in-memory database, removed when the run's execution ends)."""
-        if self._artifacts is None:
-            from agentctl.artifacts import ArtifactStore
-
-            if self.store.in_memory:
-                import tempfile
-
-                self._artifact_tmp = tempfile.TemporaryDirectory(prefix="agentctl-artifacts-")
-                self._artifacts = ArtifactStore(
-                    Path(self._artifact_tmp.name), self.store, self.clock
-                )
-            else:
-                self._artifacts = ArtifactStore.beside(self.store, self.clock)
-        return self._artifacts
-
-    async def _ingest(
-        self, task: PlanTask, attempt: int, written: list[tuple[str, Path]]
-    ) -> list[tuple[str, Any]]:
-        """Ingest the files a successful attempt wrote, before its transition commits;
-        their bytes count against ``maxArtifactBytes``."""
-        if not written or self.options.check:
-            return []
-        latest: dict[str, Path] = {}
-        for name, path in written:
-            latest[name] = path  # the last write of a path is the artifact
-        names = [name for name in latest if latest[name].is_file()]
-        store = self._artifact_store()
-        blobs = await asyncio.to_thread(
-            store.ingest_many, [latest[n] for n in names], holder=f"{self.run_id}/{task.id}"
-        )
-        total = sum(blob.size for blob in blobs)
-        key = f"artifacts:{task.id}:{attempt}"
-        with self.store.write() as conn:
-            denied = budget.reserve(
-                conn, self.run_id, key, {"artifactBytes": total}, self.clock.now()
-            )
-            if denied is not None:
-                store.release(conn, blobs)
-            else:
-                budget.settle(conn, self.run_id, key, {"artifactBytes": total}, self.clock.now())
-        if denied is not None:
-            raise TaskFailure(denied.message(), code="budget.exceeded", stops_run=True)
-        return list(zip(names, blobs, strict=True))
 
     def _emit(self, kind: str, data: dict[str, Any]) -> None:
         if self.options.events is not None:
