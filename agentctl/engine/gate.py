@@ -302,22 +302,26 @@ class EffectGate:
             "prompt": text,
             "input": spec.effect_input,
         }
+
+        def store_approval(conn: Any, now: Any) -> None:
+            create_approval(
+                conn,
+                approval_id=aid,
+                run_id=attempt.run_id,
+                task_id=attempt.task_id,
+                kind="approval",
+                prompt=text,
+                now=now,
+                effect_id=record.id,
+                risk=spec.risk,
+                input=spec.effect_input,
+            )
+
         if self.approver is not None:
             allowed = await self.approver(request)
             now = self.clock.now()
             with self.store.write() as conn:
-                create_approval(
-                    conn,
-                    approval_id=aid,
-                    run_id=attempt.run_id,
-                    task_id=attempt.task_id,
-                    kind="approval",
-                    prompt=text,
-                    now=now,
-                    effect_id=record.id,
-                    risk=spec.risk,
-                    input=spec.effect_input,
-                )
+                store_approval(conn, now)
                 from agentctl.engine.approvals import resolve_approval
 
                 resolve_approval(
@@ -362,18 +366,7 @@ class EffectGate:
             raise TaskFailure(message, code="policy.denied")
         with self.store.write() as conn:
             journal.set_status(conn, record.id, "waiting_for_approval", now)
-            create_approval(
-                conn,
-                approval_id=aid,
-                run_id=attempt.run_id,
-                task_id=attempt.task_id,
-                kind="approval",
-                prompt=text,
-                now=now,
-                effect_id=record.id,
-                risk=spec.risk,
-                input=spec.effect_input,
-            )
+            store_approval(conn, now)
             self.log.event(
                 conn,
                 "approval.requested",
