@@ -11,7 +11,9 @@
     ├── PersistenceError               5  database cannot be opened or migrated, corrupt state
     │   ├── NewerSchemaError           5  database written by a newer agentctl
     │   ├── NewerFormatError           5  a record whose format version is newer than the code
-    │   └── NotFoundError              5  unknown run / effect / artifact id
+    │   ├── NotFoundError              5  unknown run / effect / artifact id
+    │   ├── StateConflictError         5  a record was not in the state this writer expected
+    │   └── OwnershipLostError         5  another process took the run over (stale fencing token)
     └── ProviderError                  6  credentials unresolvable, provider/protocol errors
 
     Cancelled (BaseException)        130  SIGINT, SIGTERM, `agentctl cancel`, --timeout-seconds
@@ -44,9 +46,11 @@ __all__ = [
     "NotFoundError",
     "PausedError",
     "PersistenceError",
+    "OwnershipLostError",
     "PolicyDeniedError",
     "ProviderError",
     "RunFailedError",
+    "StateConflictError",
     "TaskError",
     "UsageError",
     "ValidationError",
@@ -137,6 +141,19 @@ class NewerFormatError(PersistenceError):
 
 class NotFoundError(PersistenceError):
     default_code = "store.not_found"
+
+
+class StateConflictError(PersistenceError):
+    """A conditional state change found the record in another state: another process
+    changed it first. Nothing was written."""
+
+    default_code = "store.state_conflict"
+
+
+class OwnershipLostError(PersistenceError):
+    """The run was taken over by another process; this owner's writes are refused."""
+
+    default_code = "run.ownership_lost"
 
 
 class ProviderError(AgentctlError):

@@ -12,13 +12,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import insert, select
 from sqlalchemy.engine import Connection, RowMapping
 
 from agentctl.digest import canonical_json
 from agentctl.errors import NotFoundError, UsageError
 from agentctl.store.records import check_format_version
 from agentctl.store.tables import FORMAT_VERSION, approvals
+from agentctl.store.transitions import guarded_update
 
 __all__ = [
     "Approval",
@@ -183,15 +184,16 @@ def resolve_approval(
             code="approval.resolved",
             hint=f"decisions are final; inspect the run with `agentctl inspect {current.run_id}`",
         )
-    conn.execute(
-        update(approvals)
-        .where(approvals.c.id == approval_id)
-        .values(
-            status=status,
-            resolver=actor,
-            reason=reason,
-            answer_json=None if answer is None else canonical_json(answer),
-            resolved_at=now,
-        )
+    guarded_update(
+        conn,
+        "approval",
+        (approval_id,),
+        {
+            "status": status,
+            "resolver": actor,
+            "reason": reason,
+            "answer_json": None if answer is None else canonical_json(answer),
+            "resolved_at": now,
+        },
     )
     return require_approval(conn, approval_id)

@@ -22,7 +22,6 @@ from typing import Any
 
 from agentctl.compiler.plan import Plan, PlanTask
 from agentctl.digest import canonical_json, digest_json, sha256_hex
-from agentctl.engine import ownership
 from agentctl.engine.compensation import mark_compensated
 from agentctl.engine.context import TaskEnv, TaskResult
 from agentctl.engine.gate import Attempt, EffectGate
@@ -43,14 +42,17 @@ from agentctl.engine.signals import (
     as_task_failure,
 )
 from agentctl.engine.tasks import check_contract, run_body, when_skip_output
-from agentctl.errors import AgentctlError, Cancelled
+from agentctl.errors import AgentctlError, Cancelled, OwnershipLostError, PersistenceError
 from agentctl.ids import Clock
 from agentctl.policy.paths import WorkspacePolicy
 from agentctl.policy.secrets import secret_file_roots
 from agentctl.spec.expressions import TemplateContext, evaluate_condition
 from agentctl.spec.template_exceptions import TemplateError
 from agentctl.spec.templates import render
+from agentctl.store import ownership
 from agentctl.store.engine import Store
+from agentctl.store.states import check_run_transition
+from agentctl.store.transitions import close_live_parts
 
 __all__ = ["ExecutionOptions", "RunExecutor", "RunOutcome", "finished_outcome"]
 
@@ -92,7 +94,7 @@ class RunExecutor:
         self._released = False
         self.artifacts = RunArtifacts(store, clock, run_id)
         self._last_cancel_check = float("-inf")
-        self._renew_at = float("-inf")
+        self._lost: OwnershipLostError | None = None
 
     # -- entry -------------------------------------------------------------------------
 
@@ -105,7 +107,8 @@ class RunExecutor:
             run = load_run(conn, self.run_id)
             if run.status in TERMINAL_RUN_STATES:
                 return RunOutcome(run.id, run.status, run.output, run.error)
-            ownership.claim(conn, run, opts.owner_id, self.clock.now())
+            claimed = ownership.claim(conn, self.run_id, opts.owner_id, self.clock.now())
+            check_run_transition(run.id, run.status, "running")
             rows = load_tasks(conn, self.run_id)
             spec = run.workflow.get("spec") or {}
             memory = replay_memory(
@@ -115,6 +118,15 @@ class RunExecutor:
             if run.status != "running":
                 self.log.set_run(conn, status="running", updated_at=self.clock.now())
                 self.log.event(conn, "run.resumed", {"from": run.status}, now=self.clock.now())
+            if claimed.previous_owner:
+                self.log.event(
+                    conn,
+                    "run.taken_over",
+                    {"previousOwner": claimed.previous_owner, "fencingToken": claimed.token},
+                    now=self.clock.now(),
+                )
+        # From here on every write of this execution is fenced by the claim's token.
+        self.owned = ownership.OwnedRun(self.store, claimed)
         self.run = run
         self.plan = Plan.from_json(run.plan)
         self.rows = rows
@@ -132,7 +144,7 @@ class RunExecutor:
         )
         self.base_dir = base_dir
         self.gate = EffectGate(
-            self.store,
+            self.owned,
             self.log,
             self.clock,
             policy=policy,
@@ -145,7 +157,7 @@ class RunExecutor:
         self.default_timeout = int(runtime.get("defaultTimeoutSeconds") or 120)
         opts.faults.hit("run.created")
         session_scope = contextlib.ExitStack()
-        self._session = session_scope.enter_context(self.store.driver_session())
+        self._session = session_scope.enter_context(self.owned.driver_session())
         session_scope.enter_context(
             secret_file_roots(
                 self.workspace.workspace_root, list(policy.get("secretFileRoots") or [])
@@ -153,9 +165,12 @@ class RunExecutor:
         )
         drive = asyncio.create_task(self._drive())
         watcher = asyncio.create_task(self._watch_cancel(drive))
+        heartbeat = asyncio.create_task(self._heartbeat(drive))
         try:
             return await drive
         except (asyncio.CancelledError, Cancelled) as stop:
+            if self._lost is not None:
+                raise self._lost from None
             reason = (
                 stop.reason
                 if isinstance(stop, Cancelled)
@@ -173,14 +188,17 @@ class RunExecutor:
             self._finish_run("cancelled", error={"code": "run.cancelled", "message": reason})
             raise Cancelled(reason, run_id=self.run_id) from None
         finally:
-            watcher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await watcher
+            for helper in (watcher, heartbeat):
+                helper.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await helper
             session_scope.close()
             self.artifacts.close()
             if not self._released:
                 with contextlib.suppress(AgentctlError), self.store.write() as conn:
-                    ownership.release(conn, self.run_id, opts.owner_id)
+                    ownership.release(conn, self.run_id, self.owned.token)
+            if self._lost is not None:
+                raise self._lost
 
     def _compensation_approval(self) -> str | None:
         """A compensation run's approval: keep the policy, remove the gate, or always ask."""
@@ -280,6 +298,28 @@ class RunExecutor:
                 self._cancel_reason = stop.reason
                 drive.cancel()
                 return
+
+    async def _heartbeat(self, drive: asyncio.Task[RunOutcome]) -> None:
+        """Renew the ownership lease while the run executes, whatever its tasks do: a task
+        longer than the lease never lets another process take a live run over. A renewal
+        that finds the run taken over stops this execution (its writes would fail anyway)."""
+        if self.store.in_memory:
+            return
+        interval = ownership.lease_seconds() / 4
+        while not drive.done():
+            await asyncio.sleep(interval)
+            try:
+                await asyncio.to_thread(self._renew_lease)
+            except OwnershipLostError as lost:
+                self._lost = lost
+                drive.cancel()
+                return
+            except AgentctlError:
+                continue  # a busy database: the next beat tries again, well within the lease
+
+    def _renew_lease(self) -> None:
+        with self.store.write() as conn:
+            ownership.renew(conn, self.run_id, self.owned.token, self.clock.now())
 
     def _check_cancel_and_deadline(self, *, force: bool = True) -> None:
         """Raise ``Cancelled`` for a durable cancel request or a passed deadline.
@@ -442,6 +482,10 @@ class RunExecutor:
                 failure = TaskFailure(f"task {task.id}: {exc}", code="template.error")
             except TaskFailure as exc:
                 failure = exc
+            except PersistenceError:
+                # The store could not record something (lost ownership, a held lock, a full
+                # disk): nothing about the task is concluded; the run stays resumable.
+                raise
             except AgentctlError as exc:
                 failure = as_task_failure(exc)
             if failure.retryable and attempts_used < task.retry.max_attempts:
@@ -550,9 +594,6 @@ class RunExecutor:
                 output_digest=values.get("output_digest"),
             )
             self.log.set_task(conn, task.id, artifact_manifest_json=canonical_json(manifest))
-        if terminal and self.clock.monotonic() >= self._renew_at:
-            ownership.renew(conn, self.run_id, self.options.owner_id, now)
-            self._renew_at = self.clock.monotonic() + ownership.LEASE_SECONDS / 2
         return memory
 
     def _emit(self, kind: str, data: dict[str, Any]) -> None:
@@ -574,6 +615,8 @@ class RunExecutor:
                 owner_id=None,
                 owner_lease_expires_at=None,
             )
+            if status in TERMINAL_RUN_STATES:
+                close_live_parts(conn, self.run_id, now)
             self.log.event(conn, f"run.{status}", {"error": error}, now=now)
         self._released = True
         self._emit("run", {"state": status})

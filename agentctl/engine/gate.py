@@ -34,7 +34,7 @@ from agentctl.engine.signals import (
 )
 from agentctl.errors import AgentctlError, Cancelled
 from agentctl.ids import Clock, approval_id
-from agentctl.store.engine import Store
+from agentctl.store.ownership import OwnedRun
 
 __all__ = ["Attempt", "EffectGate", "InteractiveApprover"]
 
@@ -60,7 +60,7 @@ class Attempt:
 class EffectGate:
     def __init__(
         self,
-        store: Store,
+        store: OwnedRun,
         log: RunLog,
         clock: Clock,
         *,

@@ -17,13 +17,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import insert, select
 from sqlalchemy.engine import Connection, RowMapping
 
 from agentctl.digest import canonical_json, effect_id, effect_input_digest
 from agentctl.errors import NotFoundError
 from agentctl.store.records import check_format_version
 from agentctl.store.tables import FORMAT_VERSION, effects, reconciliations
+from agentctl.store.transitions import guarded_update
 
 __all__ = [
     "EffectRecord",
@@ -253,17 +254,17 @@ def insert_requested(
     return found
 
 
-def set_status(conn: Connection, effect_id_: str, status: str, now: datetime) -> None:
+def set_status(conn: Any, effect_id_: str, status: str, now: datetime) -> None:
     values: dict[str, Any] = {"status": status}
     if status == "started":
         values["started_at"] = now
     elif status in TERMINAL_EFFECT_STATUSES or status == "uncertain":
         values["finished_at"] = now
-    conn.execute(update(effects).where(effects.c.id == effect_id_).values(**values))
+    guarded_update(conn, "effect", (effect_id_,), values)
 
 
 def finish_effect(
-    conn: Connection,
+    conn: Any,
     effect_id_: str,
     *,
     status: Literal["succeeded", "failed", "cancelled", "uncertain"],
@@ -272,16 +273,17 @@ def finish_effect(
     error: Any = None,
     confirmed: bool,
 ) -> None:
-    conn.execute(
-        update(effects)
-        .where(effects.c.id == effect_id_)
-        .values(
-            status=status,
-            result_json=_dumps(result),
-            error_json=_dumps(error),
-            confirmed=confirmed,
-            finished_at=now,
-        )
+    guarded_update(
+        conn,
+        "effect",
+        (effect_id_,),
+        {
+            "status": status,
+            "result_json": _dumps(result),
+            "error_json": _dumps(error),
+            "confirmed": confirmed,
+            "finished_at": now,
+        },
     )
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from agentctl.engine.context import TaskEnv, TaskResult
 from agentctl.engine.journal import EffectSpec
@@ -51,7 +51,8 @@ def _memory(env: TaskEnv, *, at_creation: bool = False) -> Any:
         _settings(env).get("embedding"), env.spec.get("providers") or {}, environ=env.environ
     )
     clock = FixedClock(env.run_created_at) if at_creation else env.gate.clock
-    return LongTermMemory(env.gate.store, clock, embedder)
+    # The fenced view of the store: memory writes of a run are its owner's writes.
+    return LongTermMemory(cast(Any, env.gate.store), clock, embedder)
 
 
 def _spec(

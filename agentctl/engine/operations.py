@@ -11,19 +11,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import func, select
 
 from agentctl.engine import journal
 from agentctl.engine.approvals import list_approvals, require_approval, resolve_approval
 from agentctl.engine.budget import snapshot as budget_snapshot
-from agentctl.engine.ownership import owner_alive
 from agentctl.engine.questions import validate_answer
 from agentctl.engine.records import TERMINAL_RUN_STATES, RunLog, load_run, load_tasks
-from agentctl.errors import UsageError
+from agentctl.errors import BlockedError, UsageError
 from agentctl.ids import Clock
 from agentctl.observability.audit import list_events, verify_chain
 from agentctl.store.engine import Store
+from agentctl.store.ownership import clear_owner, owner_alive
 from agentctl.store.tables import checkpoints, runs
+from agentctl.store.transitions import close_live_parts
 
 __all__ = [
     "answer_question",
@@ -51,29 +52,19 @@ def cancel_run(store: Store, run_id: str, reason: str | None, *, clock: Clock) -
                 "note": f"run is already {run.status}",
             }
         log = RunLog.open(conn, run_id)
-        conn.execute(
-            update(runs)
-            .where(runs.c.id == run_id)
-            .values(
-                cancel_requested=True,
-                cancel_reason=reason or "cancelled by operator",
-                updated_at=now,
-            )
-        )
+        message = reason or "cancelled by operator"
+        log.set_run(conn, cancel_requested=True, cancel_reason=message, updated_at=now)
         live = run.owner_id is not None and owner_alive(run.owner_id)
         log.event(conn, "run.cancel_requested", {"reason": reason, "ownerLive": live}, now=now)
         if not live:
-            conn.execute(
-                update(runs)
-                .where(runs.c.id == run_id)
-                .values(
-                    status="cancelled",
-                    owner_id=None,
-                    error_json=json.dumps(
-                        {"code": "run.cancelled", "message": reason or "cancelled by operator"}
-                    ),
-                )
+            # Nobody executes it: end it now, fencing out any owner that might come back.
+            clear_owner(conn, run_id)
+            log.set_run(
+                conn,
+                status="cancelled",
+                error_json=json.dumps({"code": "run.cancelled", "message": message}),
             )
+            close_live_parts(conn, run_id, now)
             log.event(conn, "run.cancelled", {"reason": reason}, now=now)
             return {"runId": run_id, "state": "cancelled", "cancelRequested": True}
     return {
@@ -153,6 +144,20 @@ def reconcile_effect(store: Store, request: ReconcileRequest, *, clock: Clock) -
     now = clock.now()
     with store.write() as conn:
         effect = journal.require_effect(conn, request.effect_id)
+        run = load_run(conn, effect.run_id)
+        if (
+            run.status not in TERMINAL_RUN_STATES
+            and run.owner_id is not None
+            and owner_alive(run.owner_id)
+        ):
+            raise BlockedError(
+                f"effect {effect.id} belongs to run {run.id}, which a live process "
+                f"({run.owner_id}) is executing; its outcome is not known yet",
+                code="effect.in_flight",
+                hint=f"wait for the run to stop, or stop it with `agentctl cancel {run.id}`",
+                run_id=run.id,
+            )
+        _refuse_contradiction(effect, status)
         if status == "applied" and result is None:
             result = effect.result
         if effect.status in ("requested", "waiting_for_approval"):
@@ -200,6 +205,22 @@ def reconcile_effect(store: Store, request: ReconcileRequest, *, clock: Clock) -
     }
 
 
+def _refuse_contradiction(effect: journal.EffectRecord, status: str) -> None:
+    """A conclusion may settle what is unknown, never contradict what the journal knows."""
+    if effect.status == "succeeded" and effect.confirmed and status == "not_applied":
+        contradiction = "its success was confirmed when it returned"
+    elif effect.status in ("failed", "cancelled") and status in ("applied", "compensated"):
+        contradiction = f"it was recorded {effect.status}: it never took effect"
+    else:
+        return
+    raise UsageError(
+        f"effect {effect.id} cannot be reconciled as {status.replace('_', '-')}: {contradiction}",
+        code="effect.contradicts_record",
+        hint="only started or uncertain effects need a conclusion; list them with "
+        f"`agentctl reconcile --list {effect.run_id}`",
+    )
+
+
 def needs_reconciliation(store: Store, run_id: str | None = None) -> list[dict[str, Any]]:
     """Effects whose outcome is unknown and that have no conclusion yet."""
     from agentctl.store.tables import effects
@@ -210,9 +231,18 @@ def needs_reconciliation(store: Store, run_id: str | None = None) -> list[dict[s
             load_run(conn, run_id)
             query = query.where(effects.c.run_id == run_id)
         found = []
+        live: dict[str, bool] = {}
         for effect_id in conn.execute(query.order_by(effects.c.requested_at)).scalars():
             record = journal.require_effect(conn, effect_id)
-            if journal.latest_reconciliation(conn, effect_id) is None:
+            if record.run_id not in live:
+                run = load_run(conn, record.run_id)
+                live[record.run_id] = (
+                    run.status not in TERMINAL_RUN_STATES
+                    and run.owner_id is not None
+                    and owner_alive(run.owner_id)
+                )
+            # An effect of a run a live process executes is in flight, not in doubt.
+            if not live[record.run_id] and journal.latest_reconciliation(conn, effect_id) is None:
                 found.append(record.to_json())
     return found
 

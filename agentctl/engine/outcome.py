@@ -8,11 +8,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentctl.engine import ownership
 from agentctl.engine.agent import ProviderPool
 from agentctl.engine.faults import Faults
 from agentctl.engine.gate import InteractiveApprover
 from agentctl.engine.records import TERMINAL_RUN_STATES, load_run_state
+from agentctl.store import ownership
 from agentctl.store.engine import Store
 
 __all__ = ["EventSink", "ExecutionOptions", "RunOutcome", "finished_outcome"]

@@ -23,6 +23,8 @@ from agentctl.observability import audit
 from agentctl.store.engine import SqlRunner
 from agentctl.store.records import check_format_version
 from agentctl.store.tables import FORMAT_VERSION, checkpoints
+from agentctl.store.timestamps import to_db
+from agentctl.store.transitions import guarded_update
 
 __all__ = [
     "TERMINAL_RUN_STATES",
@@ -297,32 +299,12 @@ class RunLog:
         return seq
 
     def set_task(self, conn: SqlRunner, task_id: str, **values: Any) -> None:
-        _update(conn, "tasks", values, "run_id = ? AND task_id = ?", (self.run_id, task_id))
+        guarded_update(conn, "task", (self.run_id, task_id), values)
 
     def set_run(self, conn: SqlRunner, **values: Any) -> None:
-        _update(conn, "runs", values, "id = ?", (self.run_id,))
+        guarded_update(conn, "run", (self.run_id,), values)
 
 
 def sqlite_timestamp(value: datetime) -> str:
-    """The text SQLAlchemy's SQLite DateTime type stores (and parses back)."""
-    return value.replace(tzinfo=None).strftime("%Y-%m-%d %H:%M:%S.%f")
-
-
-def _driver_value(value: Any) -> Any:
-    if isinstance(value, datetime):
-        return sqlite_timestamp(value)
-    if isinstance(value, bool):
-        return int(value)
-    return value
-
-
-def _update(
-    conn: SqlRunner, table: str, values: Mapping[str, Any], where: str, params: tuple[Any, ...]
-) -> None:
-    """A plain UPDATE through the driver: the executor's hot path skips statement
-    compilation (column names come from our own code, never from input)."""
-    assignments = ", ".join(f"{column} = ?" for column in values)
-    conn.exec_driver_sql(
-        f"UPDATE {table} SET {assignments} WHERE {where}",  # noqa: S608 - fixed identifiers
-        (*(_driver_value(v) for v in values.values()), *params),
-    )
+    """The stored text of a timestamp (the store's one codec)."""
+    return to_db(value)

@@ -15,7 +15,7 @@ Settings and why:
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -78,7 +78,9 @@ class Store:
             yield conn
 
     @contextmanager
-    def driver_session(self) -> Iterator[DriverSession]:
+    def driver_session(
+        self, on_begin: Callable[[DriverSession], None] | None = None
+    ) -> Iterator[DriverSession]:
         """One pooled connection used at the driver level, for a run's hot path.
 
         A task transition is a handful of fixed statements; going straight to the sqlite3
@@ -87,7 +89,7 @@ class Store:
         """
         raw = self.engine.raw_connection()
         try:
-            yield DriverSession(raw, self.path)
+            yield DriverSession(raw, self.path, on_begin)
         finally:
             raw.close()
 
@@ -115,6 +117,10 @@ class _DriverResult:
     def __init__(self, cursor: Any) -> None:
         self._cursor = cursor
 
+    @property
+    def rowcount(self) -> int:
+        return int(self._cursor.rowcount)
+
     def first(self) -> Any:
         return self._cursor.fetchone()
 
@@ -125,9 +131,12 @@ class _DriverResult:
 class DriverSession:
     """``exec_driver_sql`` over a raw sqlite3 connection, with IMMEDIATE transactions."""
 
-    def __init__(self, raw: Any, where: str) -> None:
+    def __init__(
+        self, raw: Any, where: str, on_begin: Callable[[DriverSession], None] | None = None
+    ) -> None:
         self._raw = raw
         self._where = where
+        self._on_begin = on_begin
 
     def exec_driver_sql(self, statement: str, parameters: Any = ()) -> _DriverResult:
         cursor = self._raw.cursor()
@@ -142,6 +151,8 @@ class DriverSession:
             cursor = self._raw.cursor()
             cursor.execute("BEGIN IMMEDIATE")
             try:
+                if self._on_begin is not None:
+                    self._on_begin(self)
                 yield self
             except BaseException:
                 cursor.execute("ROLLBACK")

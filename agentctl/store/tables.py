@@ -30,6 +30,7 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    text,
 )
 
 __all__ = [
@@ -105,6 +106,8 @@ runs = Table(
     Column("cancel_reason", Text, nullable=True),
     Column("owner_id", String(80), nullable=True),
     _ts("owner_lease_expires_at"),
+    # Incremented by every claim: the fencing token (agentctl.store.ownership).
+    Column("owner_token", Integer, nullable=False, server_default="0"),
     CheckConstraint(
         "mode IN ('execute', 'replay', 'retry', 'repair', 'fork', 'compensate')", name="mode"
     ),
@@ -112,6 +115,14 @@ runs = Table(
     Index(None, "workflow_name", "created_at"),
     Index(None, "created_at"),
     Index(None, "source_run_id"),
+    # One live compensation run per source run, decided by the database.
+    Index(
+        "uq_runs_live_compensation",
+        "source_run_id",
+        unique=True,
+        sqlite_where=text("mode = 'compensate' AND status IN ('running', 'paused')"),
+        postgresql_where=text("mode = 'compensate' AND status IN ('running', 'paused')"),
+    ),
 )
 
 tasks = Table(

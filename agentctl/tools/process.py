@@ -188,7 +188,7 @@ async def run_process(
     Cancellation terminates and reaps the group, then re-raises ``CancelledError``.
     """
     started_at = time.monotonic()
-    process = await _spawn(spec)
+    process = await _spawn_or_reap(spec, kill_grace_seconds)
     group = _ProcessGroup(process, kill_grace_seconds)
     capture = _OutputCapture(spec)
     assert process.stdout is not None and process.stderr is not None
@@ -235,6 +235,30 @@ async def run_process(
         limit_exceeded=capture.limit_exceeded,
         duration_seconds=time.monotonic() - started_at,
     )
+
+
+async def _spawn_or_reap(
+    spec: ProcessSpec, kill_grace_seconds: float
+) -> asyncio.subprocess.Process:
+    """Spawn the process; a cancellation that arrives while the spawn is under way lets the
+    spawn finish (shielded), then terminates the new process group before re-raising.
+
+    Cancelling the spawn itself would leave asyncio closing a half-made transport, which
+    waits for the pipes to close: a background grandchild could hold them for as long as it
+    lives, and its group would never be signalled.
+    """
+    spawn = asyncio.ensure_future(_spawn(spec))
+    try:
+        return await asyncio.shield(spawn)
+    except asyncio.CancelledError:
+        try:
+            process = await spawn
+        except Exception:  # noqa: BLE001 - the spawn failed: nothing to reap
+            raise asyncio.CancelledError from None
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)
+        await _ProcessGroup(process, kill_grace_seconds).terminate()
+        raise
 
 
 async def _spawn(spec: ProcessSpec) -> asyncio.subprocess.Process:

@@ -297,3 +297,37 @@ def test_redact_replaces_longest_secrets_first_in_one_pass() -> None:
     )
     assert redact("nothing here", []) == "nothing here"
     assert redact("a.b a-b", ["a.b"]) == "[REDACTED] a-b"
+
+
+def _pids_with_marker(marker: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if marker.encode() in cmdline and _alive(int(entry.name)):
+            found.append(int(entry.name))
+    return found
+
+
+@pytest.mark.parametrize("yields", [0, 1, 2, 3])
+def test_cancellation_during_the_spawn_reaps_the_group(tmp_path: Path, yields: int) -> None:
+    # A cancel that lands while create_subprocess_exec is still under way used to leave a
+    # half-made transport waiting for pipes that a background grandchild holds open, and
+    # the group was never signalled (the grandchild lived on, the cancel hung).
+    marker = f"{time.monotonic_ns() % 10_000_000}.{yields}"
+    script = f"sleep 3{marker} & sleep 3{marker}"
+
+    async def scenario() -> None:
+        task = asyncio.create_task(run_process(_spec(SH, "-c", script, cwd=tmp_path, timeout=60)))
+        for _ in range(yields):
+            await asyncio.sleep(0)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(task, timeout=20)
+
+    asyncio.run(scenario())
+    assert _pids_with_marker(f"3{marker}") == []

@@ -1,0 +1,246 @@
+"""Run ownership: one owner at a time, a heartbeat lease, and a fencing token.
+
+The owner id is ``host:pid:start:nonce`` where ``start`` is the process start time as the
+kernel reports it (``/proc/PID/stat``), so a recycled pid is never mistaken for the owner.
+The rules, enforced here and nowhere else:
+
+- A run whose owner is alive on this host (pid exists and started at ``start``) is never
+  taken over, whatever its lease says; a long task does not hand its run away.
+- An owner on another host is trusted until its lease runs out. The executor's heartbeat
+  renews the lease every few seconds while the run executes, independent of task commits.
+- Every claim increments ``owner_token`` (the fencing token). Every write an owner makes
+  goes through :func:`check_fence` inside its transaction: once another process took the
+  run over, the old owner's writes fail with :class:`OwnershipLostError` (exit 5, naming
+  the run and the new owner) instead of overwriting what the new owner recorded.
+
+docs/operators-guide.md ("Ownership and fencing") explains what operators see.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from agentctl.errors import BlockedError, NotFoundError, OwnershipLostError
+from agentctl.store.timestamps import to_db
+
+__all__ = [
+    "Claim",
+    "OwnedRun",
+    "check_fence",
+    "claim",
+    "clear_owner",
+    "lease_seconds",
+    "new_owner_id",
+    "owner_alive",
+    "release",
+    "renew",
+]
+
+DEFAULT_LEASE_SECONDS = 60.0
+
+
+def lease_seconds() -> float:
+    """The lease length. ``AGENTCTL_LEASE_SECONDS`` shortens it (tests, and operators who
+    want a faster takeover of runs owned by crashed remote workers)."""
+    raw = os.environ.get("AGENTCTL_LEASE_SECONDS")
+    try:
+        value = float(raw) if raw else DEFAULT_LEASE_SECONDS
+    except ValueError:
+        value = DEFAULT_LEASE_SECONDS
+    return max(0.2, value)
+
+
+def _hostname() -> str:
+    # Test-only: make a process look like it runs on another machine, so the lease (not
+    # the pid) decides, as it does for a remote worker.
+    return os.environ.get("AGENTCTL_TEST_HOSTNAME") or socket.gethostname()
+
+
+def _read_start_time(pid: int) -> str | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            stat = handle.read().decode("ascii", "replace")
+    except OSError:
+        return None
+    fields = stat.rpartition(")")[2].split()
+    # Field 22 of proc(5), "starttime", is the 20th after the command name.
+    return fields[19] if len(fields) > 19 else None
+
+
+def new_owner_id() -> str:
+    pid = os.getpid()
+    start = _read_start_time(pid) or "0"
+    return f"{_hostname()}:{pid}:{start}:{secrets.token_hex(4)}"
+
+
+def _parse(owner_id: str) -> tuple[str, int | None, str | None]:
+    parts = owner_id.split(":")
+    host = parts[0]
+    pid = int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else None
+    start = parts[2] if len(parts) > 3 else None
+    return host, pid, start
+
+
+def owner_alive(owner_id: str) -> bool:
+    """Whether the owner process still exists. Only decidable on this host: an owner on
+    another host counts as alive (its lease decides)."""
+    host, pid, start = _parse(owner_id)
+    if host != _hostname() or pid is None:
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    if start is None or start == "0":
+        return True
+    current = _read_start_time(pid)
+    return current is None or current == start
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    run_id: str
+    owner_id: str
+    token: int
+    previous_owner: str | None
+
+
+def _naive(value: Any) -> datetime | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+    return value.replace(tzinfo=None) if isinstance(value, datetime) else None
+
+
+def _read_owner(conn: Any, run_id: str) -> tuple[str | None, int, datetime | None]:
+    row = conn.exec_driver_sql(
+        "SELECT owner_id, owner_token, owner_lease_expires_at FROM runs WHERE id = ?", (run_id,)
+    ).first()
+    if row is None:
+        raise NotFoundError(
+            f"unknown run {run_id!r}",
+            hint="list runs with `agentctl runs list`, or pass the right --db",
+            run_id=run_id,
+        )
+    return row[0], int(row[1] or 0), _naive(row[2])
+
+
+def claim(conn: Any, run_id: str, owner_id: str, now: datetime) -> Claim:
+    """Take ownership of ``run_id`` inside the caller's write transaction.
+
+    Refused (exit 3, ``run.owned``) while another owner is alive on this host, or holds an
+    unexpired lease from another host. A claim always increments the fencing token, so a
+    previous owner that wakes up later can no longer write.
+    """
+    holder, token, expires = _read_owner(conn, run_id)
+    if holder and holder != owner_id:
+        same_host = _parse(holder)[0] == _hostname()
+        lease_live = expires is not None and expires > _naive(now)  # type: ignore[operator]
+        if (same_host and owner_alive(holder)) or (not same_host and lease_live):
+            raise BlockedError(
+                f"run {run_id} is being executed by another agentctl process ({holder})",
+                code="run.owned",
+                hint=f"wait for it to finish, or stop it with `agentctl cancel {run_id}`",
+                run_id=run_id,
+            )
+    new_token = token + 1
+    updated = conn.exec_driver_sql(
+        "UPDATE runs SET owner_id = ?, owner_token = ?, owner_lease_expires_at = ? "
+        "WHERE id = ? AND owner_token = ?",
+        (owner_id, new_token, to_db(now + timedelta(seconds=lease_seconds())), run_id, token),
+    )
+    if updated.rowcount != 1:
+        raise OwnershipLostError(
+            f"run {run_id} was claimed by another process at the same moment",
+            run_id=run_id,
+            hint=f"inspect it with `agentctl inspect {run_id}`",
+        )
+    return Claim(run_id, owner_id, new_token, holder if holder != owner_id else None)
+
+
+def check_fence(conn: Any, run_id: str, token: int) -> None:
+    """Fail unless ``token`` is still the run's fencing token (inside a write transaction,
+    so no other writer can change it before this transaction commits)."""
+    row = conn.exec_driver_sql(
+        "SELECT owner_token, owner_id FROM runs WHERE id = ?", (run_id,)
+    ).first()
+    if row is None or int(row[0] or 0) != token:
+        holder = None if row is None else row[1]
+        raise OwnershipLostError(
+            f"this process no longer owns run {run_id}: it was taken over by "
+            f"{holder or 'another process'} (fencing token {token} is stale); "
+            "nothing was written",
+            run_id=run_id,
+            hint=f"inspect what the new owner recorded with `agentctl inspect {run_id}`",
+        )
+
+
+def renew(conn: Any, run_id: str, token: int, now: datetime) -> None:
+    """Extend the lease (the heartbeat); fails when the run was taken over."""
+    updated = conn.exec_driver_sql(
+        "UPDATE runs SET owner_lease_expires_at = ? WHERE id = ? AND owner_token = ?",
+        (to_db(now + timedelta(seconds=lease_seconds())), run_id, token),
+    )
+    if updated.rowcount != 1:
+        check_fence(conn, run_id, token)
+
+
+def release(conn: Any, run_id: str, token: int) -> None:
+    """Give the run up (no-op when it was already taken over)."""
+    conn.exec_driver_sql(
+        "UPDATE runs SET owner_id = NULL, owner_lease_expires_at = NULL "
+        "WHERE id = ? AND owner_token = ?",
+        (run_id, token),
+    )
+
+
+def clear_owner(conn: Any, run_id: str) -> None:
+    """Drop the owner of a run that has no live owner (an operator ended it)."""
+    conn.exec_driver_sql(
+        "UPDATE runs SET owner_id = NULL, owner_lease_expires_at = NULL, "
+        "owner_token = owner_token + 1 WHERE id = ?",
+        (run_id,),
+    )
+
+
+class OwnedRun:
+    """The store as the owner of one run sees it: every write transaction is fenced.
+
+    The executor, the effect gate and everything they call write through this object, so
+    no owner write can skip the fencing check (it runs first in each IMMEDIATE
+    transaction, under the write lock).
+    """
+
+    def __init__(self, store: Any, claimed: Claim) -> None:
+        self.store = store
+        self.claim = claimed
+        self.run_id = claimed.run_id
+        self.token = claimed.token
+
+    @property
+    def path(self) -> str:
+        return str(self.store.path)
+
+    def read(self) -> Any:
+        return self.store.read()
+
+    @contextmanager
+    def write(self) -> Iterator[Any]:
+        with self.store.write() as conn:
+            check_fence(conn, self.run_id, self.token)
+            yield conn
+
+    def driver_session(self) -> Any:
+        return self.store.driver_session(
+            on_begin=lambda session: check_fence(session, self.run_id, self.token)
+        )

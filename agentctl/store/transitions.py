@@ -1,0 +1,89 @@
+"""Guarded state changes: one conditional UPDATE per change, checked by its row count.
+
+Every status change of a run, task, effect or approval goes through :func:`guarded_update`.
+Its WHERE clause names the record *and* the prior states the transition table allows
+(:mod:`agentctl.store.states`), so when another process changed the record first the
+statement matches nothing and the writer gets :class:`StateConflictError` naming the
+record and the state it found, instead of silently overwriting it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from agentctl.errors import StateConflictError
+from agentctl.store.states import allowed_priors
+from agentctl.store.timestamps import to_db
+
+__all__ = ["close_live_parts", "driver_value", "guarded_update"]
+
+#: (table, key columns) of each record kind whose status is guarded.
+_RECORDS: Mapping[str, tuple[str, tuple[str, ...]]] = {
+    "run": ("runs", ("id",)),
+    "task": ("tasks", ("run_id", "task_id")),
+    "effect": ("effects", ("id",)),
+    "approval": ("approvals", ("id",)),
+}
+
+
+def driver_value(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return to_db(value)
+    if isinstance(value, bool):
+        return int(value)
+    return value
+
+
+def guarded_update(conn: Any, kind: str, key: tuple[Any, ...], values: Mapping[str, Any]) -> None:
+    """UPDATE one record; when ``values`` sets ``status``, only from an allowed prior state.
+
+    ``conn`` is anything with ``exec_driver_sql`` (a SQLAlchemy connection or the
+    executor's driver session). Column names come from our code, never from input.
+    """
+    table, key_columns = _RECORDS[kind]
+    assignments = ", ".join(f"{column} = ?" for column in values)
+    where = " AND ".join(f"{column} = ?" for column in key_columns)
+    params: list[Any] = [driver_value(v) for v in values.values()]
+    params.extend(key)
+    status = values.get("status")
+    if status is not None:
+        priors = allowed_priors(kind, str(status))
+        where += f" AND status IN ({', '.join('?' for _ in priors) or 'NULL'})"
+        params.extend(priors)
+    result = conn.exec_driver_sql(
+        f"UPDATE {table} SET {assignments} WHERE {where}",  # noqa: S608 - fixed identifiers
+        tuple(params),
+    )
+    if result.rowcount == 1:
+        return
+    found = conn.exec_driver_sql(
+        f"SELECT status FROM {table} WHERE {' AND '.join(f'{c} = ?' for c in key_columns)}",  # noqa: S608
+        tuple(key),
+    ).first()
+    name = "/".join(str(part) for part in key)
+    if found is None:
+        raise StateConflictError(f"{kind} {name} does not exist; nothing was written")
+    raise StateConflictError(
+        f"{kind} {name} is {found[0]}; it cannot become {status} (another process changed it "
+        "first); nothing was written",
+        hint="inspect the run with `agentctl inspect RUN_ID` to see what was recorded",
+    )
+
+
+def close_live_parts(conn: Any, run_id: str, now: datetime) -> None:
+    """When a run ends, nothing of it stays live: tasks still running or waiting become
+    ``cancelled`` and pending approvals and questions ``expired`` (they can no longer be
+    answered). Both moves are in the transition tables."""
+    stamp = to_db(now)
+    conn.exec_driver_sql(
+        "UPDATE tasks SET status = 'cancelled', finished_at = ? WHERE run_id = ? AND status IN "
+        "('running', 'waiting_for_approval', 'waiting_for_effect')",
+        (stamp, run_id),
+    )
+    conn.exec_driver_sql(
+        "UPDATE approvals SET status = 'expired', resolved_at = ?, reason = "
+        "'the run ended before a decision' WHERE run_id = ? AND status = 'pending'",
+        (stamp, run_id),
+    )
