@@ -31,6 +31,7 @@ from agentctl.ids import Clock, IdGenerator
 from agentctl.spec.expressions import TemplateContext
 from agentctl.spec.template_exceptions import TemplateError
 from agentctl.spec.templates import render
+from agentctl.store.copying import copy_task_record
 from agentctl.store.engine import Store
 from agentctl.store.tables import tasks
 
@@ -416,24 +417,15 @@ def _copy_reused(store: Store, run_id: str, recovery: RecoveryPlan, clock: Clock
             row = recovery.reused_rows.get(task_id)
             if row is None:
                 continue
-            delta = json.loads(row["state_delta_json"]) if row["state_delta_json"] else {}
-            memory.update(delta)
-            log.set_task(
+            delta = copy_task_record(
                 conn,
-                task_id,
-                status=row["status"],
-                attempt=row["attempt"],
-                disposition="reused",
-                output_json=row["output_json"],
-                output_digest=row["output_digest"],
-                input_digest=row["input_digest"],
-                state_delta_json=row["state_delta_json"],
-                state_delta_digest=row["state_delta_digest"],
-                artifact_manifest_json=row["artifact_manifest_json"],
                 source_run_id=recovery.source.id,
-                source_task_id=task_id,
-                finished_at=now,
+                target_run_id=run_id,
+                task_id=task_id,
+                disposition="reused",
+                now=now,
             )
+            memory.update(delta)
             log.checkpoint(conn, f"task:{task_id}:reused", delta, memory, now=now)
             log.event(
                 conn,
@@ -466,24 +458,16 @@ def replay_run(store: Store, source_run_id: str, *, clock: Clock, ids: IdGenerat
             row = rows.get(task_id)
             if row is None or row["status"] == "pending":
                 continue
-            delta = json.loads(row["state_delta_json"]) if row["state_delta_json"] else {}
-            memory.update(delta)
-            log.set_task(
+            delta = copy_task_record(
                 conn,
-                task_id,
-                status=row["status"],
-                attempt=row["attempt"],
-                disposition="recorded",
-                output_json=row["output_json"],
-                output_digest=row["output_digest"],
-                input_digest=row["input_digest"],
-                state_delta_json=row["state_delta_json"],
-                state_delta_digest=row["state_delta_digest"],
-                error_json=row["error_json"],
                 source_run_id=source.id,
-                source_task_id=task_id,
-                finished_at=now,
+                target_run_id=run_id,
+                task_id=task_id,
+                disposition="recorded",
+                now=now,
+                keep_error=True,
             )
+            memory.update(delta)
             log.checkpoint(conn, f"task:{task_id}:replayed", delta, memory, now=now)
             log.event(conn, "task.replayed", {"state": row["status"]}, now=now, task_id=task_id)
         log.set_run(

@@ -117,3 +117,80 @@ def test_files_a_process_writes_under_writable_roots_are_ingested(
     run_id = result.json()["data"]["runId"]
     artifacts = cli("--output", "json", "inspect", run_id, "--db", db).json()["data"]["artifacts"]
     assert sorted(a["name"] for a in artifacts) == ["out/a.txt", "out/sub/b.txt"]
+
+
+PARKING = """
+apiVersion: agentctl.dev/v1
+kind: Workflow
+metadata: {name: reports}
+spec:
+  policy: {approval: never, writableRoots: [out], processAllowlist: [sh]}
+  actions:
+    save: {kind: builtin.write}
+    gate: {kind: builtin.shell.exec, command: sh, args: ["-c", "test -f ready"]}
+    ask: {kind: builtin.ask}
+  tasks:
+    - id: report
+      uses: action:save
+      with: {path: out/report.txt, content: "kept"}
+    - {id: check, uses: "action:gate", needs: [report]}
+    - id: confirm
+      uses: action:ask
+      needs: [check]
+      with: {prompt: "ship it?", choices: [yes, no]}
+"""
+
+
+def test_a_retry_run_keeps_its_artifacts_after_the_source_run_is_collected(
+    cli: Any, workspace: Path, tmp_path: Path
+) -> None:
+    db = tmp_path / "state" / "r.db"
+    path = workspace / "wf.yaml"
+    path.write_text(PARKING)
+    failed = cli("--output", "json", "roll", path, "--db", db)
+    assert failed.exit_code == 4, failed.stdout + failed.stderr
+    source = failed.error_json()["error"]["runId"]
+    (workspace / "ready").write_text("")
+    retried = cli("--output", "json", "retry", path, source, "--failed", "--db", db)
+    assert retried.exit_code == 3, retried.stdout + retried.stderr  # parked on the question
+    retry_id = retried.json()["data"]["runId"]
+    (listed,) = cli("--output", "json", "inspect", retry_id, "--db", db).json()["data"][
+        "artifacts"
+    ]
+    assert listed["taskId"] == "report"
+    # The source run goes; the parked retry run survives and still lists the report.
+    assert cli("gc", "--older-than-days", "0", "--db", db).exit_code == 0
+    assert _runs(db) == 1
+    assert cli("artifacts", "gc", "--older-than-days", "0", "--db", db).exit_code == 0
+    assert cli("artifacts", "verify", "--all", "--db", db).exit_code == 0
+    exported = Path("kept.txt")
+    assert cli("artifacts", "export", listed["digest"], exported, "--db", db).exit_code == 0
+    assert exported.read_text() == "kept"
+    (question,) = retried.json()["data"]["pendingApprovals"]
+    assert cli("approvals", "answer", question, '"yes"', "--db", db).exit_code == 0
+    finished = cli("resume", retry_id, "--db", db)
+    assert finished.exit_code == 0, finished.stdout + finished.stderr
+
+
+def test_a_replay_lists_the_artifacts_of_its_source(
+    cli: Any, workspace: Path, tmp_path: Path
+) -> None:
+    (workspace / "ready").write_text("")
+    db = tmp_path / "state" / "r.db"
+    path = workspace / "wf.yaml"
+    path.write_text(WORKFLOW.format(content="replayed"))
+    source = cli("--output", "json", "roll", path, "--db", db).json()["data"]["runId"]
+    replayed = cli("--output", "json", "replay", source, "--db", db)
+    assert replayed.exit_code == 0, replayed.stdout + replayed.stderr
+    replay_id = replayed.json()["data"]["runId"]
+    (artifact,) = cli("--output", "json", "inspect", replay_id, "--db", db).json()["data"][
+        "artifacts"
+    ]
+    assert artifact["taskId"] == "report"
+    with sqlite3.connect(db) as conn:
+        (manifest,) = conn.execute(
+            "SELECT artifact_manifest_json FROM tasks WHERE run_id = ? AND task_id = 'report'",
+            (replay_id,),
+        ).fetchone()
+    conn.close()
+    assert manifest is not None and "report.txt" in manifest

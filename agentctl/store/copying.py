@@ -1,0 +1,106 @@
+"""The one copy path for results a derived run takes over from its source run.
+
+Replay, retry, repair and fork all create a run whose reused (or replayed) tasks must stand
+on their own: the source run may be collected by ``agentctl gc`` later. The task record
+(status, attempt, output and its digest, resolved-input digest, working-memory delta and
+its digest, artifact manifest, error for replays, provenance) and the task's artifact refs
+are copied together, in the caller's transaction. A copied ref is a new version of the
+same name pointing at the same blob, so ``agentctl artifacts gc`` keeps the bytes while
+any run that lists them survives.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from agentctl.errors import NotFoundError
+from agentctl.store.records import check_format_version
+from agentctl.store.timestamps import to_db
+from agentctl.store.transitions import guarded_update
+
+__all__ = ["copy_task_record"]
+
+_TASK_COLUMNS = (
+    "status, attempt, output_json, output_digest, input_digest, state_delta_json, "
+    "state_delta_digest, artifact_manifest_json, error_json, format_version"
+)
+
+
+def copy_task_record(
+    conn: Any,
+    *,
+    source_run_id: str,
+    target_run_id: str,
+    task_id: str,
+    disposition: str,
+    now: datetime,
+    keep_error: bool = False,
+) -> dict[str, Any]:
+    """Copy one task's record and artifact refs; returns its working-memory delta."""
+    row = conn.exec_driver_sql(
+        f"SELECT {_TASK_COLUMNS} FROM tasks WHERE run_id = ? AND task_id = ?",  # noqa: S608
+        (source_run_id, task_id),
+    ).first()
+    if row is None:
+        raise NotFoundError(f"task {source_run_id}/{task_id} does not exist", run_id=source_run_id)
+    check_format_version("task", f"{source_run_id}/{task_id}", int(row[9]))
+    (status, attempt, output, output_digest, input_digest, delta, delta_digest, manifest) = row[
+        :8
+    ]
+    values: dict[str, Any] = {
+        "status": status,
+        "attempt": attempt,
+        "disposition": disposition,
+        "output_json": output,
+        "output_digest": output_digest,
+        "input_digest": input_digest,
+        "state_delta_json": delta,
+        "state_delta_digest": delta_digest,
+        "artifact_manifest_json": manifest,
+        "source_run_id": source_run_id,
+        "source_task_id": task_id,
+        "finished_at": now,
+    }
+    if keep_error:
+        values["error_json"] = row[8]
+    guarded_update(conn, "task", (target_run_id, task_id), values)
+    _copy_refs(conn, source_run_id, target_run_id, task_id, now)
+    return dict(json.loads(delta)) if delta else {}
+
+
+def _copy_refs(
+    conn: Any, source_run_id: str, target_run_id: str, task_id: str, now: datetime
+) -> None:
+    refs = list(
+        conn.exec_driver_sql(
+            "SELECT blob_digest, name, path, definition_fingerprint, input_digest, "
+            "output_digest, format_version FROM artifact_refs WHERE run_id = ? AND task_id = ? "
+            "ORDER BY id",
+            (source_run_id, task_id),
+        )
+    )
+    for blob, name, path, fingerprint, input_digest, output_digest, version in refs:
+        check_format_version("artifact ref", f"{source_run_id}/{task_id}/{name}", int(version))
+        (latest,) = conn.exec_driver_sql(
+            "SELECT COALESCE(MAX(version), 0) FROM artifact_refs WHERE name = ?", (name,)
+        ).first()
+        conn.exec_driver_sql(
+            "INSERT INTO artifact_refs (format_version, blob_digest, run_id, task_id, name, "
+            "version, path, definition_fingerprint, input_digest, output_digest, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                version,
+                blob,
+                target_run_id,
+                task_id,
+                name,
+                int(latest) + 1,
+                path,
+                fingerprint,
+                input_digest,
+                output_digest,
+                to_db(now),
+            ),
+        )
