@@ -51,6 +51,7 @@ from agentctl.spec.template_exceptions import TemplateError
 from agentctl.spec.templates import render
 from agentctl.store import ownership
 from agentctl.store.engine import Store
+from agentctl.store.records import check_run_records
 from agentctl.store.states import check_run_transition
 from agentctl.store.transitions import close_live_parts
 
@@ -107,6 +108,7 @@ class RunExecutor:
             run = load_run(conn, self.run_id)
             if run.status in TERMINAL_RUN_STATES:
                 return RunOutcome(run.id, run.status, run.output, run.error)
+            check_run_records(conn, self.run_id)
             claimed = ownership.claim(conn, self.run_id, opts.owner_id, self.clock.now())
             check_run_transition(run.id, run.status, "running")
             rows = load_tasks(conn, self.run_id)

@@ -288,6 +288,7 @@ def finish_effect(
 
 
 def _reconciliation(row: RowMapping) -> Reconciliation:
+    check_format_version("reconciliation", row["id"], int(row["format_version"]))
     return Reconciliation(
         id=int(row["id"]),
         effect_id=row["effect_id"],

@@ -22,6 +22,7 @@ from agentctl.errors import BlockedError, UsageError
 from agentctl.ids import Clock
 from agentctl.observability.audit import list_events, verify_chain
 from agentctl.store.engine import Store
+from agentctl.store.records import check_run_records
 from agentctl.store.ownership import clear_owner, owner_alive
 from agentctl.store.tables import checkpoints, runs
 from agentctl.store.transitions import close_live_parts
@@ -352,6 +353,7 @@ def inspect_run(store: Store, run_id: str) -> dict[str, Any]:
             ]
             effect_json.append(item)
         approvals = [a.to_json() for a in list_approvals(conn, run_id)]
+        check_run_records(conn, run_id)
         checkpoint_count = conn.execute(
             select(func.count()).select_from(checkpoints).where(checkpoints.c.run_id == run_id)
         ).scalar_one()

@@ -14,7 +14,7 @@ from sqlalchemy.engine import Connection, RowMapping
 from agentctl.errors import NewerFormatError, NotFoundError
 from agentctl.store.tables import FORMAT_VERSION, runs
 
-__all__ = ["check_format_version", "get_run"]
+__all__ = ["check_format_version", "check_run_records", "get_run"]
 
 
 def check_format_version(kind: str, record_id: Any, version: int) -> None:
@@ -39,3 +39,30 @@ def get_run(conn: Connection, run_id: str) -> RowMapping:
         )
     check_format_version("run", run_id, int(row["format_version"]))
     return row
+
+
+#: Every per-run record family and the column that names one of its records.
+_RUN_RECORDS = (
+    ("task", "tasks", "task_id"),
+    ("effect", "effects", "id"),
+    ("approval", "approvals", "id"),
+    ("checkpoint", "checkpoints", "seq"),
+    ("audit event", "audit_events", "seq"),
+    ("provider session", "provider_sessions", "task_id"),
+    ("tool call", "tool_calls", "id"),
+    ("artifact ref", "artifact_refs", "name"),
+)
+
+
+def check_run_records(conn: Any, run_id: str) -> None:
+    """Refuse (exit 5) a run any of whose records was written in a newer format, before
+    anything of the run is read for execution or changed: a resume that met such a record
+    halfway would otherwise leave the run half-updated."""
+    for kind, table, key in _RUN_RECORDS:
+        row = conn.exec_driver_sql(
+            f"SELECT {key}, format_version FROM {table} "  # noqa: S608 - fixed identifiers
+            "WHERE run_id = ? AND format_version > ? LIMIT 1",
+            (run_id, FORMAT_VERSION),
+        ).first()
+        if row is not None:
+            check_format_version(kind, f"{run_id}/{row[0]}", int(row[1]))

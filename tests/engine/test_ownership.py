@@ -12,6 +12,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 # A step that announces it started (a counter line), then waits for the test's go-ahead.
 GATED = """
 apiVersion: agentctl.dev/v1
@@ -228,3 +230,45 @@ def test_an_effect_of_a_live_run_cannot_be_reconciled(
         if owner.poll() is None:
             owner.kill()
             owner.communicate()
+
+
+def _dump(db: Path) -> list[str]:
+    with sqlite3.connect(db) as conn:
+        lines = list(conn.iterdump())
+    conn.close()
+    return lines
+
+
+NEWER_RECORDS = {
+    "approvals": "UPDATE approvals SET format_version = 2",
+    "effects": "UPDATE effects SET format_version = 2",
+    "provider_sessions": "INSERT INTO provider_sessions (run_id, task_id, format_version, "
+    "provider, state_json, updated_at) SELECT id, 'x', 2, 'fake', '{}', created_at FROM runs",
+    "tool_calls": "INSERT INTO tool_calls (id, format_version, run_id, task_id, tool, status, "
+    "arguments_json, created_at) SELECT 'call-1', 2, id, 'x', 't', 'requested', '{}', "
+    "created_at FROM runs",
+}
+
+
+@pytest.mark.parametrize("table", sorted(NEWER_RECORDS))
+def test_a_newer_record_is_refused_and_nothing_changes(
+    cli: Any, tmp_path: Path, table: str
+) -> None:
+    reference = Path(__file__).resolve().parents[1] / "fixtures" / "reference"
+    ws = tmp_path / "ws"
+    (ws / "notes").mkdir(parents=True)
+    (ws / "notes" / "incident.txt").write_text("x")
+    (ws / "wf.yaml").write_text((reference / "25_2.yaml").read_text())
+    db = tmp_path / "r.db"
+    paused = cli("--output", "json", "roll", ws / "wf.yaml", "--db", db)
+    assert paused.exit_code == 3, paused.stdout + paused.stderr
+    run_id = paused.json()["data"]["runId"]
+    with sqlite3.connect(db) as conn:
+        conn.execute(NEWER_RECORDS[table])
+    conn.close()
+    before = _dump(db)
+    for command in (["resume", run_id], ["inspect", run_id]):
+        refused = cli("--output", "json", *command, "--db", db)
+        assert refused.exit_code == 5, refused.stdout + refused.stderr
+        assert refused.error_json()["error"]["code"] == "store.newer_format"
+    assert _dump(db) == before
