@@ -32,8 +32,9 @@ from agentctl.engine.signals import (
     TaskFailure,
     as_task_failure,
 )
-from agentctl.errors import AgentctlError, Cancelled
+from agentctl.errors import AgentctlError, Cancelled, OwnershipLostError, PersistenceError
 from agentctl.ids import Clock, approval_id
+from agentctl.store.errors import retry_transient
 from agentctl.store.ownership import OwnedRun
 
 __all__ = ["Attempt", "EffectGate", "InteractiveApprover"]
@@ -475,53 +476,78 @@ class EffectGate:
         confirmed: bool = True,
     ) -> None:
         now = self.clock.now()
-        overruns: list[budget.BudgetDenied] = []
-        with self.store.write() as conn:
-            journal.finish_effect(
-                conn,
-                record.id,
-                status=status,
-                now=now,
-                result=result,
-                error=error,
-                confirmed=confirmed,
-            )
-            # A tool call's terminal status commits with its effect's.
-            conn.exec_driver_sql(
-                "UPDATE tool_calls SET status = ?, result_json = ?, error_json = ?, "
-                "finished_at = ? WHERE effect_id = ?",
-                (
-                    status,
-                    None if result is None else canonical_json(result),
-                    None if error is None else canonical_json(error),
-                    sqlite_timestamp(now),
+        usage, failed_usage = self._usage.pop(record.id, (None, None))
+
+        def record_outcome() -> list[budget.BudgetDenied]:
+            overruns: list[budget.BudgetDenied] = []
+            with self.store.write() as conn:
+                journal.finish_effect(
+                    conn,
                     record.id,
-                ),
-            )
-            usage, failed_usage = self._usage.pop(record.id, (None, None))
-            if status == "succeeded":
-                actual = usage(result) if usage is not None else {}
-                overruns = budget.settle(conn, attempt.run_id, record.id, actual, now)
-            elif status in ("failed", "cancelled"):
-                budget.settle(conn, attempt.run_id, record.id, failed_usage or {}, now)
-            # An uncertain effect keeps its worst-case reservation: it may have consumed it.
-            for overrun in overruns:
+                    status=status,
+                    now=now,
+                    result=result,
+                    error=error,
+                    confirmed=confirmed,
+                )
+                # A tool call's terminal status commits with its effect's.
+                conn.exec_driver_sql(
+                    "UPDATE tool_calls SET status = ?, result_json = ?, error_json = ?, "
+                    "finished_at = ? WHERE effect_id = ?",
+                    (
+                        status,
+                        None if result is None else canonical_json(result),
+                        None if error is None else canonical_json(error),
+                        sqlite_timestamp(now),
+                        record.id,
+                    ),
+                )
+                if status == "succeeded":
+                    actual = usage(result) if usage is not None else {}
+                    overruns = budget.settle(conn, attempt.run_id, record.id, actual, now)
+                elif status in ("failed", "cancelled"):
+                    budget.settle(conn, attempt.run_id, record.id, failed_usage or {}, now)
+                # An uncertain effect keeps its worst-case reservation: it may have consumed it.
+                for overrun in overruns:
+                    self.log.event(
+                        conn,
+                        "budget.overrun",
+                        {
+                            "resource": overrun.resource,
+                            "limit": overrun.limit,
+                            "used": overrun.used,
+                        },
+                        now=now,
+                        task_id=attempt.task_id,
+                        effect_id=record.id,
+                    )
                 self.log.event(
                     conn,
-                    "budget.overrun",
-                    {"resource": overrun.resource, "limit": overrun.limit, "used": overrun.used},
+                    f"effect.{status}",
+                    {"operation": record.operation, "error": error},
                     now=now,
                     task_id=attempt.task_id,
                     effect_id=record.id,
                 )
-            self.log.event(
-                conn,
-                f"effect.{status}",
-                {"operation": record.operation, "error": error},
-                now=now,
-                task_id=attempt.task_id,
-                effect_id=record.id,
-            )
+            return overruns
+
+        # The effect ran: its outcome must not be lost to a busy or full database. Retry
+        # within the store's window; if it still cannot be written, stop without concluding
+        # anything (the effect stays `started`, so resume marks it uncertain for an operator).
+        try:
+            overruns = retry_transient(record_outcome)
+        except PersistenceError as exc:
+            if isinstance(exc, OwnershipLostError):
+                raise
+            raise PersistenceError(
+                f"the outcome of effect {record.id} ({record.operation}, {status}) could not be "
+                f"recorded: {exc.message}",
+                code=exc.code,
+                hint="when the database is writable again, run "
+                f"`agentctl resume {attempt.run_id}`; the effect will be uncertain: check "
+                "whether it took effect and reconcile it",
+                run_id=attempt.run_id,
+            ) from exc
         if overruns:
             raise TaskFailure(
                 f"budget overrun: {overruns[0].resource} used {overruns[0].used:g} of "

@@ -22,8 +22,8 @@ from agentctl.errors import BlockedError, UsageError
 from agentctl.ids import Clock
 from agentctl.observability.audit import list_events, verify_chain
 from agentctl.store.engine import Store
-from agentctl.store.records import check_run_records
 from agentctl.store.ownership import clear_owner, owner_alive
+from agentctl.store.records import check_run_records
 from agentctl.store.tables import checkpoints, runs
 from agentctl.store.transitions import close_live_parts
 

@@ -46,9 +46,7 @@ def copy_task_record(
     if row is None:
         raise NotFoundError(f"task {source_run_id}/{task_id} does not exist", run_id=source_run_id)
     check_format_version("task", f"{source_run_id}/{task_id}", int(row[9]))
-    (status, attempt, output, output_digest, input_digest, delta, delta_digest, manifest) = row[
-        :8
-    ]
+    (status, attempt, output, output_digest, input_digest, delta, delta_digest, manifest) = row[:8]
     values: dict[str, Any] = {
         "status": status,
         "attempt": attempt,

@@ -28,6 +28,7 @@ from sqlalchemy.pool import StaticPool
 
 from agentctl.errors import PersistenceError
 from agentctl.store import migrate
+from agentctl.store.errors import driver_error
 from agentctl.store.location import MEMORY
 
 __all__ = ["DriverSession", "SqlRunner", "Store", "StoreSettings", "open_store"]
@@ -49,7 +50,14 @@ class StoreSettings:
                 code="store.bad_setting",
                 hint="unset it to use FULL, or set NORMAL to relax fsyncs",
             )
-        return cls(synchronous=value)
+        busy = os.environ.get("AGENTCTL_SQLITE_BUSY_TIMEOUT_MS", "10000")
+        if not busy.isdigit():
+            raise PersistenceError(
+                f"AGENTCTL_SQLITE_BUSY_TIMEOUT_MS={busy!r} is not a number of milliseconds",
+                code="store.bad_setting",
+                hint="unset it to wait up to 10000 ms for another writer",
+            )
+        return cls(synchronous=value, busy_timeout_ms=int(busy))
 
 
 class Store:
@@ -159,15 +167,7 @@ class DriverSession:
                 raise
             cursor.execute("COMMIT")
         except sqlite3.Error as exc:
-            if "locked" in str(exc):
-                raise PersistenceError(
-                    f"database {self._where} is locked by another process",
-                    code="store.locked",
-                    hint="wait for the other agentctl process to finish, then retry",
-                ) from exc
-            raise PersistenceError(
-                f"database error on {self._where}: {exc}", code="store.database_error"
-            ) from exc
+            raise driver_error(self._where, exc) from exc
 
 
 @contextmanager
@@ -175,15 +175,7 @@ def _translate_errors(where: str) -> Iterator[None]:
     try:
         yield
     except DBAPIError as exc:
-        if "locked" in str(exc.orig):
-            raise PersistenceError(
-                f"database {where} is locked by another process",
-                code="store.locked",
-                hint="wait for the other agentctl process to finish, then retry",
-            ) from exc
-        raise PersistenceError(
-            f"database error on {where}: {exc.orig}", code="store.database_error"
-        ) from exc
+        raise driver_error(where, exc.orig) from exc
     except SQLAlchemyError as exc:
         raise PersistenceError(
             f"database error on {where}: {exc}", code="store.database_error"

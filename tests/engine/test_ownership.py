@@ -272,3 +272,81 @@ def test_a_newer_record_is_refused_and_nothing_changes(
         assert refused.exit_code == 5, refused.stdout + refused.stderr
         assert refused.error_json()["error"]["code"] == "store.newer_format"
     assert _dump(db) == before
+
+
+def _hold_write_lock(db: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(db, isolation_level=None, timeout=30)
+    conn.execute("BEGIN IMMEDIATE")
+    return conn
+
+
+def test_a_held_write_lock_never_turns_a_dispatched_effect_into_a_failure(
+    cli: Any, write_workflow: Any, workspace: Path, tmp_path: Path
+) -> None:
+    path = write_workflow(GATED)
+    db = tmp_path / "r.db"
+    fast = {"AGENTCTL_SQLITE_BUSY_TIMEOUT_MS": "100", "AGENTCTL_STORE_RETRY_SECONDS": "1"}
+    owner = _spawn(["roll", str(path), "--db", str(db)], workspace, **fast)
+    try:
+        _wait_for(workspace / "counter", owner)
+        holder = _hold_write_lock(db)
+        (workspace / "go").touch()  # the step finishes while another process holds the lock
+        out, err = owner.communicate(timeout=60)
+        holder.execute("ROLLBACK")
+        holder.close()
+    finally:
+        if owner.poll() is None:
+            owner.kill()
+            owner.communicate()
+    assert owner.returncode == 5, out + err
+    assert "could not be recorded" in err and "agentctl resume" in err
+    run_id, status, _ = _run_row(db)
+    assert status == "running"  # not failed: nothing was concluded
+    assert _effect_statuses(db) == ["started"]
+    blocked = cli("--output", "json", "resume", run_id, "--db", db)
+    assert blocked.exit_code == 3, blocked.stdout + blocked.stderr
+    (effect,) = blocked.json()["data"]["uncertainEffects"]
+    result = tmp_path / "result.json"
+    result.write_text(json.dumps({"exitCode": 0, "stdout": "done\n", "stderr": ""}))
+    assert (
+        cli(
+            "reconcile",
+            effect["effectId"],
+            "--status",
+            "applied",
+            "--reason",
+            "it ran",
+            "--result-file",
+            result,
+            "--db",
+            db,
+        ).exit_code  # fmt: skip
+        == 0
+    )
+    finished = cli("resume", run_id, "--db", db)
+    assert finished.exit_code == 0, finished.stdout + finished.stderr
+    assert (workspace / "counter").read_text() == "ran\n"  # never dispatched again
+
+
+def test_a_lock_held_shorter_than_the_retry_window_only_delays_the_outcome(
+    cli: Any, write_workflow: Any, workspace: Path, tmp_path: Path
+) -> None:
+    path = write_workflow(GATED)
+    db = tmp_path / "r.db"
+    owner = _spawn(
+        ["roll", str(path), "--db", str(db)], workspace, AGENTCTL_SQLITE_BUSY_TIMEOUT_MS="50"
+    )
+    try:
+        _wait_for(workspace / "counter", owner)
+        holder = _hold_write_lock(db)
+        (workspace / "go").touch()
+        time.sleep(0.6)  # longer than the busy timeout: the outcome commit is retried
+        holder.execute("ROLLBACK")
+        holder.close()
+        out, err = owner.communicate(timeout=60)
+    finally:
+        if owner.poll() is None:
+            owner.kill()
+            owner.communicate()
+    assert owner.returncode == 0, out + err
+    assert _effect_statuses(db) == ["succeeded"]

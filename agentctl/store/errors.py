@@ -1,0 +1,102 @@
+"""The one translation of database driver errors into agentctl's error hierarchy.
+
+Each error names the database and the cause an operator can act on. Causes that go away by
+themselves (another writer holds the lock, a full disk being cleared, a passing I/O error)
+carry a code in :data:`TRANSIENT_CODES`; :func:`retry_transient` retries work that must not
+be abandoned (the outcome of an effect that already ran) for a bounded time.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+from agentctl.errors import PersistenceError
+
+__all__ = ["TRANSIENT_CODES", "driver_error", "retry_transient", "retry_window_seconds"]
+
+T = TypeVar("T")
+
+TRANSIENT_CODES = frozenset({"store.locked", "store.disk_full", "store.io_error"})
+
+# (substring of the driver's message, code, what it means, next step)
+_CAUSES = (
+    (
+        "locked",
+        "store.locked",
+        "is locked by another process",
+        "wait for the other agentctl process (or the program holding the database) to "
+        "finish, then retry",
+    ),
+    (
+        "busy",
+        "store.locked",
+        "is locked by another process",
+        "wait for the other process holding the database to finish, then retry",
+    ),
+    (
+        "disk is full",
+        "store.disk_full",
+        "cannot grow: the disk (or a file-size limit) is full",
+        "free disk space, then retry",
+    ),
+    (
+        "readonly",
+        "store.read_only",
+        "is read-only",
+        "reading commands work on it; to write, make the file and its folder writable",
+    ),
+    (
+        "disk i/o error",
+        "store.io_error",
+        "could not be read or written (I/O error)",
+        "check the disk and the file system, then retry",
+    ),
+    (
+        "malformed",
+        "store.corrupt",
+        "is damaged",
+        "check it with `agentctl db check` and restore it from a backup",
+    ),
+    (
+        "not a database",
+        "store.corrupt",
+        "is not an SQLite database or is damaged",
+        "check the --db path; restore the file from a backup if it is damaged",
+    ),
+)
+
+
+def driver_error(where: str, exc: BaseException | None) -> PersistenceError:
+    text = str(exc)
+    lowered = text.lower()
+    for needle, code, meaning, hint in _CAUSES:
+        if needle in lowered:
+            return PersistenceError(f"database {where} {meaning} ({text})", code=code, hint=hint)
+    return PersistenceError(f"database error on {where}: {text}", code="store.database_error")
+
+
+def retry_window_seconds() -> float:
+    """How long work that must not be abandoned is retried (``AGENTCTL_STORE_RETRY_SECONDS``,
+    default 120 s)."""
+    try:
+        return max(0.0, float(os.environ.get("AGENTCTL_STORE_RETRY_SECONDS", "120")))
+    except ValueError:
+        return 120.0
+
+
+def retry_transient(work: Callable[[], T], *, sleep: Callable[[float], None] = time.sleep) -> T:
+    """Run ``work``, retrying transient store errors with backoff within the retry window;
+    the last error is raised when the window closes."""
+    deadline = time.monotonic() + retry_window_seconds()
+    delay = 0.05
+    while True:
+        try:
+            return work()
+        except PersistenceError as exc:
+            if exc.code not in TRANSIENT_CODES or time.monotonic() + delay > deadline:
+                raise
+        sleep(delay)
+        delay = min(delay * 2, 2.0)
