@@ -31,6 +31,7 @@ from agentctl.spec.expressions import TemplateContext
 from agentctl.spec.template_exceptions import TemplateError
 from agentctl.spec.templates import render
 from agentctl.spec.validate import validate_document
+from agentctl.store.claims import claim_compensation
 from agentctl.store.engine import Store
 from agentctl.store.tables import tasks
 
@@ -315,6 +316,9 @@ def create_compensation_run(
         mode="compensate",
         source_run_id=plan.source.id,
         relation="compensate",
+        guard=lambda conn: claim_compensation(
+            conn, plan.source.id, [e for step in plan.runnable for e in step.effects]
+        ),
     )
 
 

@@ -8,7 +8,7 @@ bad inputs, action kinds this build cannot execute — exit before any record ex
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -154,8 +154,13 @@ def create_run(
     source_run_id: str | None = None,
     relation: str | None = None,
     reason: str | None = None,
+    guard: Callable[[Any], None] | None = None,
 ) -> str:
-    """Commit the run, its pending tasks and ``run.created`` in one transaction."""
+    """Commit the run, its pending tasks and ``run.created`` in one transaction.
+
+    ``guard`` runs first inside that transaction (under the write lock): an exclusive
+    decision such as "no other compensation of this source is live" raises there and
+    nothing is created."""
     from agentctl.engine.actions import unsupported_action_kinds
 
     plan = prepared.plan
@@ -179,6 +184,8 @@ def create_run(
     wall = budgets.get("maxWallTimeSeconds")
     deadline = now + timedelta(seconds=int(wall)) if wall else None
     with store.write() as conn:
+        if guard is not None:
+            guard(conn)
         conn.execute(
             insert(runs).values(
                 id=run_id,

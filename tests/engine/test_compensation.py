@@ -119,3 +119,60 @@ def test_on_failure_automatic_compensates_right_away(
     message = result.error_json()["error"]["message"]
     assert "compensation run compensate-" in message and "succeeded" in message
     assert (workspace / "conf" / "app.conf").read_text() == "version=1\n"
+
+
+UNDO_COUNTED = """
+apiVersion: agentctl.dev/v1
+kind: Workflow
+metadata: {name: counted}
+spec:
+  policy: {approval: never, processAllowlist: [sh]}
+  actions:
+    do: {kind: builtin.shell.exec, command: sh, args: ["-c", "echo do >> counter"]}
+    undo:
+      kind: builtin.shell.exec
+      command: sh
+      args: ["-c", "echo undo >> counter; sleep 0.3"]
+    check: {kind: builtin.assert}
+  tasks:
+    - id: one
+      uses: action:do
+      compensate: {uses: "action:undo"}
+    - id: two
+      uses: action:do
+      needs: [one]
+      compensate: {uses: "action:undo"}
+    - id: verify
+      uses: action:check
+      needs: [two]
+      with: {that: false, message: failed on purpose}
+"""
+
+
+def test_two_concurrent_compensations_run_each_inverse_once(
+    cli: Any, write_workflow: Any, workspace: Path, tmp_path: Path
+) -> None:
+    import subprocess
+    import sys
+
+    path = write_workflow(UNDO_COUNTED)
+    db = tmp_path / "r.db"
+    failed = cli("--output", "json", "roll", path, "--db", db)
+    assert failed.exit_code == 4, failed.stdout + failed.stderr
+    source = failed.error_json()["error"]["runId"]
+    command = [sys.executable, "-m", "agentctl", "compensate", source, "--db", str(db)]
+    for _ in range(3):
+        racers = [
+            subprocess.Popen(
+                command, cwd=workspace, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            )
+            for _ in range(2)
+        ]
+        results = [(p.wait(timeout=120), *p.communicate()) for p in racers]
+        codes = sorted(code for code, _, _ in results)
+        assert codes in ([0, 0], [0, 3]), results
+        for code, _, err in results:
+            if code == 3:
+                assert "compensat" in err and source in err
+    lines = (workspace / "counter").read_text().split()
+    assert lines.count("do") == 2 and lines.count("undo") == 2, lines
