@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
+from urllib.parse import quote
 
 from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Connection, Engine
@@ -197,10 +198,25 @@ def _restrict_modes(path: Path) -> None:
             os.chmod(candidate, 0o600)
 
 
-def _make_engine(path: str, settings: StoreSettings) -> Engine:
+def _read_only(path: Path) -> bool:
+    """An existing database the operator made read-only (no write bit, or no access). Root
+    may write any file, so the mode bits are honoured explicitly."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return False
+    return (mode & 0o222) == 0 or not os.access(path, os.W_OK)
+
+
+def _make_engine(path: str, settings: StoreSettings, *, read_only: bool = False) -> Engine:
     if path == MEMORY:
         engine = create_engine(
             "sqlite://", poolclass=StaticPool, connect_args={"check_same_thread": False}
+        )
+    elif read_only:
+        engine = create_engine(
+            f"sqlite:///file:{quote(str(Path(path).resolve()))}?mode=ro&uri=true",
+            connect_args={"check_same_thread": False},
         )
     else:
         engine = create_engine(f"sqlite:///{path}", connect_args={"check_same_thread": False})
@@ -211,7 +227,7 @@ def _make_engine(path: str, settings: StoreSettings) -> Engine:
         dbapi_conn.isolation_level = None
         cursor = dbapi_conn.cursor()
         try:
-            if path != MEMORY:
+            if path != MEMORY and not read_only:
                 cursor.execute("PRAGMA journal_mode=WAL")
             cursor.execute(f"PRAGMA synchronous={settings.synchronous}")
             cursor.execute("PRAGMA foreign_keys=ON")
@@ -240,6 +256,8 @@ def open_store(
     """
     settings = settings or StoreSettings.from_env()
     at_head = False
+    created = False
+    read_only = False
     if db_path != MEMORY:
         path = Path(db_path)
         if path.is_dir():
@@ -252,15 +270,26 @@ def open_store(
             found = migrate.peek_revision(path)
             migrate.require_known_revision(found, str(path))
             at_head = found == migrate.SCHEMA_HEAD
-        try:
-            _create_file(path)
-        except OSError as exc:
-            raise PersistenceError(
-                f"cannot create database {path}: {exc.strerror}",
-                code="store.unwritable",
-                hint="choose a writable location with --db or AGENTCTL_DB",
-            ) from exc
-    store = Store(_make_engine(db_path, settings), db_path)
+            read_only = _read_only(path)
+            if read_only and not at_head and migrate_schema:
+                raise PersistenceError(
+                    f"database {path} is read-only and needs an upgrade to this agentctl's "
+                    "schema before it can be read",
+                    code="store.read_only",
+                    hint=f"make it writable (chmod u+w {path}), or read it with the agentctl "
+                    "version that wrote it",
+                )
+        else:
+            try:
+                _create_file(path)
+            except OSError as exc:
+                raise PersistenceError(
+                    f"cannot create database {path}: {exc.strerror}",
+                    code="store.unwritable",
+                    hint="choose a writable location with --db or AGENTCTL_DB",
+                ) from exc
+            created = True
+    store = Store(_make_engine(db_path, settings, read_only=read_only), db_path)
     try:
         if migrate_schema and not at_head:
             with store.write() as conn:
@@ -268,7 +297,9 @@ def open_store(
                 migrate.require_known_revision(current, db_path)
                 if current != migrate.head_revision():
                     migrate.upgrade(conn)
-        if db_path != MEMORY:
+        if created:
+            # Only files this call created: an operator's chosen mode (0444 to freeze a
+            # database, 0640 to share it) is never changed.
             _restrict_modes(Path(db_path))
     except BaseException:
         store.close()

@@ -154,9 +154,7 @@ def test_a_retry_run_keeps_its_artifacts_after_the_source_run_is_collected(
     retried = cli("--output", "json", "retry", path, source, "--failed", "--db", db)
     assert retried.exit_code == 3, retried.stdout + retried.stderr  # parked on the question
     retry_id = retried.json()["data"]["runId"]
-    (listed,) = cli("--output", "json", "inspect", retry_id, "--db", db).json()["data"][
-        "artifacts"
-    ]
+    (listed,) = cli("--output", "json", "inspect", retry_id, "--db", db).json()["data"]["artifacts"]
     assert listed["taskId"] == "report"
     # The source run goes; the parked retry run survives and still lists the report.
     assert cli("gc", "--older-than-days", "0", "--db", db).exit_code == 0
