@@ -117,3 +117,29 @@ def test_files_a_process_writes_under_writable_roots_are_ingested(
     run_id = result.json()["data"]["runId"]
     artifacts = cli("--output", "json", "inspect", run_id, "--db", db).json()["data"]["artifacts"]
     assert sorted(a["name"] for a in artifacts) == ["out/a.txt", "out/sub/b.txt"]
+
+
+def test_a_new_run_repairs_a_same_size_corrupt_blob_instead_of_pointing_at_it(
+    cli: Any, workspace: Path, tmp_path: Path
+) -> None:
+    (workspace / "ready").write_text("")
+    db = tmp_path / "state" / "r.db"
+    path = workspace / "wf.yaml"
+    path.write_text(WORKFLOW.format(content="same bytes"))
+    first = cli("--output", "json", "roll", path, "--db", db).json()["data"]["runId"]
+    (artifact,) = cli("--output", "json", "inspect", first, "--db", db).json()["data"]["artifacts"]
+    hex_ = artifact["digest"].removeprefix("sha256:")
+    blob = tmp_path / "state" / "artifacts" / "blobs" / hex_[:2] / hex_[2:]
+    blob.chmod(0o600)
+    blob.write_text("SAME BYTES")  # same size, other bytes: dedup by size would trust it
+    assert cli("artifacts", "verify", "--all", "--db", db).exit_code == 5
+    (workspace / "out" / "report.txt").unlink()  # the second run writes the same bytes anew
+    second = cli("--output", "json", "roll", path, "--db", db)
+    assert second.exit_code == 0, second.stderr
+    (again,) = cli(
+        "--output", "json", "inspect", second.json()["data"]["runId"], "--db", db
+    ).json()["data"]["artifacts"]
+    assert again["digest"] == artifact["digest"]
+    assert blob.read_text() == "same bytes"
+    verified = cli("artifacts", "verify", "--all", "--db", db)
+    assert verified.exit_code == 0, verified.stdout + verified.stderr
