@@ -18,7 +18,7 @@ from typing import Any
 from sqlalchemy import delete, func, select
 
 from agentctl.errors import UsageError
-from agentctl.memory.entries import isoformat
+from agentctl.store.timestamps import to_iso
 from agentctl.store.engine import Store
 from agentctl.store.tables import memory_entries, runs
 
@@ -40,8 +40,8 @@ class GcReport:
     def to_json(self) -> dict[str, Any]:
         return {
             "dryRun": self.dry_run,
-            "now": isoformat(self.now),
-            "runsUpdatedBefore": isoformat(self.cutoff),
+            "now": to_iso(self.now),
+            "runsUpdatedBefore": to_iso(self.cutoff),
             "expiredMemoryEntries": self.memory_entries,
             "terminalRuns": self.runs,
             "runIds": list(self.run_ids),
