@@ -11,7 +11,8 @@ Ingestion, in order, and why each step comes where it does:
    second digest differs (the file changed meanwhile), the lease is re-pointed at the
    bytes actually copied (committed) before they are published.
 4. Under the cross-process lock the temporary file is renamed to ``blobs/ab/cdef…``
-   unless an intact blob is already there (deduplication: the copy is dropped).
+   unless an intact blob is already there (deduplication: the copy is dropped). The
+   existing blob is rehashed first: damaged bytes, even of the right size, are replaced.
 5. :meth:`ArtifactStore.record_ref` runs inside the caller's task-completion transaction:
    it inserts the blob row if absent, the next version of the named ref, and deletes the
    lease — the ref takes over protecting the blob in the same commit.
