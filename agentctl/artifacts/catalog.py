@@ -1,21 +1,22 @@
-"""The artifact rows: blobs, named versioned refs and ingestion leases.
+"""The artifact catalog as the artifact store sees it: refs, blobs and leases as values.
 
-Everything here is driver-level SQL over a :class:`~agentctl.store.engine.SqlRunner`, so it
-runs inside whichever transaction the caller holds: a SQLAlchemy ``Connection`` from
-``Store.write()`` / ``Store.read()`` or the executor's ``DriverSession``. That is what lets
-artifact refs commit in the same transaction as the task completion that produced them.
+The rows live in :mod:`agentctl.store.artifacts_repo`; this module turns them into the
+values :mod:`agentctl.artifacts.models` hands out and keeps the decisions that are the
+artifact store's own (a lapsed lease is not re-pointed; what a digest abbreviation means).
+Every function runs inside the caller's transaction, so artifact refs commit together
+with the task completion that produced them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from agentctl.artifacts.layout import DIGEST_PREFIX, hex_prefix, parse_timestamp, sqlite_timestamp
+from agentctl.artifacts.layout import DIGEST_PREFIX, hex_prefix
 from agentctl.artifacts.models import ArtifactRef, LeaseInfo
-from agentctl.errors import NewerFormatError, UsageError
-from agentctl.store.tables import FORMAT_VERSION
+from agentctl.errors import UsageError
+from agentctl.store import artifacts_repo as repo
 
 if TYPE_CHECKING:
     from agentctl.store.engine import SqlRunner
@@ -35,43 +36,31 @@ __all__ = [
     "resolve_digest",
 ]
 
-_REF_COLUMNS = (
-    "r.id, r.blob_digest, r.run_id, r.task_id, r.name, r.version, r.path, b.size_bytes, "
-    "r.definition_fingerprint, r.input_digest, r.output_digest, r.created_at, r.format_version"
-)
-_REF_FROM = "FROM artifact_refs r JOIN artifact_blobs b ON b.digest = r.blob_digest"
 
-
-def _ref(row: Sequence[Any]) -> ArtifactRef:
-    if int(row[12]) > FORMAT_VERSION:
-        raise NewerFormatError(
-            f"artifact ref {row[0]} has record format version {row[12]}; this agentctl reads "
-            f"versions up to {FORMAT_VERSION}",
-            hint="it was written by a newer agentctl: upgrade agentctl to read it",
-        )
+def _ref(row: repo.RefRow) -> ArtifactRef:
     return ArtifactRef(
-        id=int(row[0]),
-        digest=str(row[1]),
-        run_id=str(row[2]),
-        task_id=str(row[3]),
-        name=str(row[4]),
-        version=int(row[5]),
-        path=row[6],
-        size=int(row[7]),
-        definition_fingerprint=row[8],
-        input_digest=row[9],
-        output_digest=row[10],
-        created_at=parse_timestamp(row[11]),
+        id=row.id,
+        digest=row.digest,
+        run_id=row.run_id,
+        task_id=row.task_id,
+        name=row.name,
+        version=row.version,
+        path=row.path,
+        size=row.size,
+        definition_fingerprint=row.definition_fingerprint,
+        input_digest=row.input_digest,
+        output_digest=row.output_digest,
+        created_at=row.created_at,
     )
 
 
-def _lease(row: Sequence[Any]) -> LeaseInfo:
+def _lease(row: repo.LeaseRow) -> LeaseInfo:
     return LeaseInfo(
-        id=str(row[0]),
-        digest=row[1],
-        holder=str(row[2]),
-        created_at=parse_timestamp(row[3]),
-        expires_at=parse_timestamp(row[4]),
+        id=row.id,
+        digest=row.digest,
+        holder=row.holder,
+        created_at=row.created_at,
+        expires_at=row.expires_at,
     )
 
 
@@ -86,55 +75,33 @@ def insert_leases(
     expires: datetime,
 ) -> None:
     """Insert ``(lease id, digest)`` leases; the digest may be unknown yet (None)."""
-    created, until = sqlite_timestamp(now), sqlite_timestamp(expires)
-    for lease_id, digest in leases:
-        conn.exec_driver_sql(
-            "INSERT INTO artifact_leases (id, blob_digest, holder, created_at, expires_at) "
-            "VALUES (?, ?, ?, ?, ?)",
-            (lease_id, digest, holder, created, until),
-        )
+    repo.insert_leases(conn, leases, holder, now, expires)
 
 
 def lease_row(conn: SqlRunner, lease_id: str) -> LeaseInfo | None:
-    row = conn.exec_driver_sql(
-        "SELECT id, blob_digest, holder, created_at, expires_at FROM artifact_leases WHERE id = ?",
-        (lease_id,),
-    ).first()
+    row = repo.lease(conn, lease_id)
     return None if row is None else _lease(row)
 
 
 def bind_lease(conn: SqlRunner, lease_id: str, digest: str, now: datetime) -> bool:
     """Point a live lease at the digest its bytes turned out to have; False if it lapsed."""
-    lease = lease_row(conn, lease_id)
+    lease = repo.lease(conn, lease_id)
     if lease is None or lease.expires_at <= now:
         return False
-    conn.exec_driver_sql(
-        "UPDATE artifact_leases SET blob_digest = ? WHERE id = ?", (digest, lease_id)
-    )
+    repo.point_lease(conn, lease_id, digest)
     return True
 
 
 def release_leases(conn: SqlRunner, lease_ids: Iterable[str]) -> None:
-    for lease_id in lease_ids:
-        conn.exec_driver_sql("DELETE FROM artifact_leases WHERE id = ?", (lease_id,))
+    repo.delete_leases(conn, lease_ids)
 
 
 def live_leases(conn: SqlRunner, now: datetime) -> list[LeaseInfo]:
-    rows = conn.exec_driver_sql(
-        "SELECT id, blob_digest, holder, created_at, expires_at FROM artifact_leases "
-        "WHERE expires_at > ?",
-        (sqlite_timestamp(now),),
-    )
-    return [_lease(row) for row in rows]
+    return [_lease(row) for row in repo.live_leases(conn, now)]
 
 
 def leases_for(conn: SqlRunner, digest: str) -> list[LeaseInfo]:
-    rows = conn.exec_driver_sql(
-        "SELECT id, blob_digest, holder, created_at, expires_at FROM artifact_leases "
-        "WHERE blob_digest = ? ORDER BY created_at",
-        (digest,),
-    )
-    return [_lease(row) for row in rows]
+    return [_lease(row) for row in repo.leases_for_blob(conn, digest)]
 
 
 # -- blobs and refs -----------------------------------------------------------------------
@@ -142,25 +109,16 @@ def leases_for(conn: SqlRunner, digest: str) -> list[LeaseInfo]:
 
 def blob_row(conn: SqlRunner, digest: str) -> tuple[int, str | None, datetime, datetime | None]:
     """``(size, media type, created at, verified at)``; raises ``LookupError`` if absent."""
-    row = conn.exec_driver_sql(
-        "SELECT size_bytes, media_type, created_at, verified_at FROM artifact_blobs "
-        "WHERE digest = ?",
-        (digest,),
-    ).first()
+    row = repo.blob(conn, digest)
     if row is None:
         raise LookupError(digest)
-    verified = parse_timestamp(row[3]) if row[3] is not None else None
-    return int(row[0]), row[1], parse_timestamp(row[2]), verified
+    return row.size, row.media_type, row.created_at, row.verified_at
 
 
 def insert_blob(
     conn: SqlRunner, digest: str, size: int, media_type: str | None, now: datetime
 ) -> None:
-    conn.exec_driver_sql(
-        "INSERT OR IGNORE INTO artifact_blobs (digest, size_bytes, media_type, created_at) "
-        "VALUES (?, ?, ?, ?)",
-        (digest, size, media_type, sqlite_timestamp(now)),
-    )
+    repo.insert_blob(conn, digest, size, media_type, now)
 
 
 def insert_ref(
@@ -176,36 +134,21 @@ def insert_ref(
     output_digest: str | None,
     now: datetime,
 ) -> ArtifactRef:
-    """Add the next version of ``name``. The caller's write transaction is IMMEDIATE, so
-    reading the current maximum and inserting the next one cannot interleave with another
-    writer; the unique (name, version) constraint backs that up."""
-    row = conn.exec_driver_sql(
-        "SELECT COALESCE(MAX(version), 0) FROM artifact_refs WHERE name = ?", (name,)
-    ).first()
-    version = int(row[0]) + 1 if row is not None else 1
-    conn.exec_driver_sql(
-        "INSERT INTO artifact_refs (format_version, blob_digest, run_id, task_id, name, "
-        "version, path, definition_fingerprint, input_digest, output_digest, created_at) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (
-            FORMAT_VERSION,
-            digest,
-            run_id,
-            task_id,
-            name,
-            version,
-            path,
-            definition_fingerprint,
-            input_digest,
-            output_digest,
-            sqlite_timestamp(now),
-        ),
+    """Add the next version of ``name`` inside the caller's write transaction."""
+    return _ref(
+        repo.insert_ref(
+            conn,
+            digest=digest,
+            run_id=run_id,
+            task_id=task_id,
+            name=name,
+            path=path,
+            definition_fingerprint=definition_fingerprint,
+            input_digest=input_digest,
+            output_digest=output_digest,
+            now=now,
+        )
     )
-    found = conn.exec_driver_sql(
-        f"SELECT {_REF_COLUMNS} {_REF_FROM} WHERE r.name = ? AND r.version = ?",  # noqa: S608
-        (name, version),
-    ).first()
-    return _ref(found)
 
 
 def list_refs(
@@ -216,35 +159,14 @@ def list_refs(
     name: str | None = None,
     digest: str | None = None,
 ) -> list[ArtifactRef]:
-    """Refs matching every filter given, by name then version (each filter is indexed:
-    (run_id, task_id), (name, version) and blob_digest)."""
-    where: list[str] = []
-    params: list[Any] = []
-    for column, value in (
-        ("r.run_id", run_id),
-        ("r.task_id", task_id),
-        ("r.name", name),
-        ("r.blob_digest", digest),
-    ):
-        if value is not None:
-            where.append(f"{column} = ?")
-            params.append(value)
-    clause = f"WHERE {' AND '.join(where)}" if where else ""
-    rows = conn.exec_driver_sql(
-        f"SELECT {_REF_COLUMNS} {_REF_FROM} {clause} "  # noqa: S608 - fixed identifiers
-        "ORDER BY r.name, r.version",
-        tuple(params),
-    )
+    """Refs matching every filter given, by name then version."""
+    rows = repo.refs(conn, run_id=run_id, task_id=task_id, name=name, digest=digest)
     return [_ref(row) for row in rows]
 
 
 def latest(conn: SqlRunner, name: str) -> ArtifactRef | None:
     """The newest version of the artifact ``name``, or None if it was never written."""
-    row = conn.exec_driver_sql(
-        f"SELECT {_REF_COLUMNS} {_REF_FROM} WHERE r.name = ? "  # noqa: S608
-        "ORDER BY r.version DESC LIMIT 1",
-        (name,),
-    ).first()
+    row = repo.latest_ref(conn, name)
     return None if row is None else _ref(row)
 
 
@@ -260,16 +182,11 @@ def resolve_digest(conn: SqlRunner, text: str) -> str | None:
         )
     if len(prefix) == 64:
         return DIGEST_PREFIX + prefix
-    rows = list(
-        conn.exec_driver_sql(
-            "SELECT digest FROM artifact_blobs WHERE digest >= ? AND digest < ? LIMIT 2",
-            (DIGEST_PREFIX + prefix, DIGEST_PREFIX + prefix + "g"),
-        )
-    )
-    if len(rows) > 1:
+    found = repo.digests_with_prefix(conn, DIGEST_PREFIX + prefix, limit=2)
+    if len(found) > 1:
         raise UsageError(
             f"digest prefix {text!r} matches more than one artifact",
             code="artifact.ambiguous_digest",
             hint="give more hex digits",
         )
-    return str(rows[0][0]) if rows else None
+    return found[0] if found else None

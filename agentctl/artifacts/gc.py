@@ -29,8 +29,9 @@ from typing import TYPE_CHECKING
 
 from agentctl.artifacts import catalog
 from agentctl.artifacts.ingest import FaultPoint
-from agentctl.artifacts.layout import DIGEST_PREFIX, Layout, parse_timestamp, sqlite_timestamp
+from agentctl.artifacts.layout import DIGEST_PREFIX, Layout
 from agentctl.artifacts.models import GcReport
+from agentctl.store import artifacts_repo
 
 if TYPE_CHECKING:
     from agentctl.store.engine import SqlRunner, Store
@@ -53,15 +54,14 @@ class _Plan:
 
 def _reachable(conn: SqlRunner, now: datetime) -> tuple[set[str], set[str], set[str]]:
     """``(referenced digests, leased digests, live lease ids)``."""
-    referenced = {str(r[0]) for r in conn.exec_driver_sql("SELECT blob_digest FROM artifact_refs")}
+    referenced = artifacts_repo.referenced_digests(conn)
     live = catalog.live_leases(conn, now)
     leased = {lease.digest for lease in live if lease.digest}
     return referenced, leased, {lease.id for lease in live}
 
 
 def _blob_rows(conn: SqlRunner) -> dict[str, tuple[datetime, int]]:
-    rows = conn.exec_driver_sql("SELECT digest, created_at, size_bytes FROM artifact_blobs")
-    return {str(r[0]): (parse_timestamp(r[1]), int(r[2])) for r in rows}
+    return {row.digest: (row.created_at, row.size) for row in artifacts_repo.all_blobs(conn)}
 
 
 def _plan(conn: SqlRunner, layout: Layout, now: datetime, cutoff: datetime) -> _Plan:
@@ -98,10 +98,7 @@ def _plan(conn: SqlRunner, layout: Layout, now: datetime, cutoff: datetime) -> _
             lease_id = entry.name.removesuffix(".part")
             if lease_id == entry.name or lease_id not in live_ids:
                 plan.temp_files.append(Path(entry.path))
-    row = conn.exec_driver_sql(
-        "SELECT COUNT(*) FROM artifact_leases WHERE expires_at <= ?", (sqlite_timestamp(now),)
-    ).first()
-    plan.expired_leases = int(row[0]) if row is not None else 0
+    plan.expired_leases = artifacts_repo.count_expired_leases(conn, now)
     return plan
 
 
@@ -175,14 +172,8 @@ def collect(
             with store.write() as conn:
                 plan = _plan(conn, layout, now, cutoff)
                 for digest in plan.doomed_rows:
-                    conn.exec_driver_sql(
-                        "DELETE FROM artifact_blobs WHERE digest = ? AND NOT EXISTS "
-                        "(SELECT 1 FROM artifact_refs WHERE blob_digest = ?)",
-                        (digest, digest),
-                    )
-                conn.exec_driver_sql(
-                    "DELETE FROM artifact_leases WHERE expires_at <= ?", (sqlite_timestamp(now),)
-                )
+                    artifacts_repo.delete_unreferenced_blob(conn, digest)
+                artifacts_repo.delete_expired_leases(conn, now)
                 for digest, path, _ in plan.doomed:
                     if path is not None:
                         os.replace(path, layout.quarantine_path(digest))

@@ -22,7 +22,7 @@ from typing import Protocol
 from agentctl.artifacts.layout import DIGEST_PREFIX, Layout
 from agentctl.errors import TaskError
 
-__all__ = ["CHUNK_BYTES", "FaultPoint", "Staged", "prehash", "publish", "stage"]
+__all__ = ["CHUNK_BYTES", "FaultPoint", "Staged", "hash_file", "prehash", "publish", "stage"]
 
 #: Read/write unit: large enough that a typical artifact is one system call each way.
 CHUNK_BYTES = 1 << 20
@@ -71,6 +71,20 @@ def _open_source(source: Path, cap: int) -> int:
         os.close(fd)
         raise _too_large(source, cap)
     return fd
+
+
+def hash_file(path: Path) -> tuple[str, int]:
+    """``(sha256:<hex>, size)`` of a file, read in large chunks without following links."""
+    hasher = hashlib.sha256()
+    size = 0
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        while chunk := os.read(fd, CHUNK_BYTES):
+            hasher.update(chunk)
+            size += len(chunk)
+    finally:
+        os.close(fd)
+    return DIGEST_PREFIX + hasher.hexdigest(), size
 
 
 def prehash(source: Path, cap: int) -> tuple[str, int]:
@@ -129,19 +143,17 @@ def publish(layout: Layout, staged: Staged) -> Path:
     """Move staged bytes to their blob name (caller holds the store lock); returns the
     blob folder to fsync.
 
-    If the blob already exists with the right size the staged copy is dropped — that is
-    the deduplication. A blob of the wrong size can only be damage (blobs are immutable),
-    so the fresh, verified bytes replace it.
+    If the blob already exists and its bytes still hash to its name, the staged copy is
+    dropped — that is the deduplication. Anything else found under the name (other bytes,
+    even of the same size, or not a regular file) can only be damage, since blobs are
+    immutable: the fresh, verified bytes replace it, so a ref recorded for this ingestion
+    never points at damaged bytes. Rehashing costs a read of the existing blob, paid only
+    when the same bytes are ingested again.
     """
     blob = layout.blob_path(staged.digest)
-    try:
-        existing = os.stat(blob, follow_symlinks=False)
-    except FileNotFoundError:
-        existing = None
-    if existing is not None and stat.S_ISREG(existing.st_mode):
-        if existing.st_size == staged.size:
-            staged.temp.unlink()
-            return blob.parent
+    if _intact(blob, staged):
+        staged.temp.unlink()
+        return blob.parent
     try:
         os.chmod(staged.temp, 0o400)
     except FileNotFoundError as exc:
@@ -159,3 +171,18 @@ def publish(layout: Layout, staged: Staged) -> Path:
         blob.parent.mkdir(mode=0o700, exist_ok=True)
         os.replace(staged.temp, blob)
     return blob.parent
+
+
+def _intact(blob: Path, staged: Staged) -> bool:
+    """True when ``blob`` is a regular file holding exactly the staged bytes."""
+    try:
+        existing = os.stat(blob, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    if not stat.S_ISREG(existing.st_mode) or existing.st_size != staged.size:
+        return False
+    try:
+        digest, _ = hash_file(blob)
+    except OSError:
+        return False  # unreadable: replaced like any other damage
+    return digest == staged.digest

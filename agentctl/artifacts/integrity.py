@@ -8,30 +8,13 @@ are not there.
 
 from __future__ import annotations
 
-import hashlib
-import os
 from collections.abc import Iterable
-from pathlib import Path
 
-from agentctl.artifacts.ingest import CHUNK_BYTES
-from agentctl.artifacts.layout import DIGEST_PREFIX, Layout
+from agentctl.artifacts.ingest import hash_file
+from agentctl.artifacts.layout import Layout
 from agentctl.artifacts.models import ArtifactProblem, ArtifactRef, ProblemKind
 
-__all__ = ["blob_problem", "check_refs", "hash_file"]
-
-
-def hash_file(path: Path) -> tuple[str, int]:
-    """``(sha256:<hex>, size)`` of a file, read in large chunks without following links."""
-    hasher = hashlib.sha256()
-    size = 0
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    try:
-        while chunk := os.read(fd, CHUNK_BYTES):
-            hasher.update(chunk)
-            size += len(chunk)
-    finally:
-        os.close(fd)
-    return DIGEST_PREFIX + hasher.hexdigest(), size
+__all__ = ["blob_problem", "check_refs"]
 
 
 def blob_problem(

@@ -20,7 +20,6 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 
 from agentctl.errors import NotFoundError, UsageError
@@ -31,8 +30,6 @@ __all__ = [
     "digest_hex",
     "fsync_dir",
     "hex_prefix",
-    "parse_timestamp",
-    "sqlite_timestamp",
 ]
 
 DIGEST_PREFIX = "sha256:"
@@ -60,16 +57,6 @@ def hex_prefix(digest: str) -> str | None:
     if value.startswith(DIGEST_PREFIX):
         value = value[len(DIGEST_PREFIX) :]
     return value if _HEX_PREFIX.fullmatch(value) else None
-
-
-def sqlite_timestamp(value: datetime) -> str:
-    """The UTC text SQLAlchemy's SQLite ``DateTime`` stores; it sorts as it compares."""
-    return value.astimezone(UTC).replace(tzinfo=None).strftime("%Y-%m-%d %H:%M:%S.%f")
-
-
-def parse_timestamp(value: str | datetime) -> datetime:
-    parsed = value if isinstance(value, datetime) else datetime.fromisoformat(value)
-    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed
 
 
 def fsync_dir(path: Path) -> None:

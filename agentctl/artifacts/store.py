@@ -11,7 +11,8 @@ Ingestion, in order, and why each step comes where it does:
    second digest differs (the file changed meanwhile), the lease is re-pointed at the
    bytes actually copied (committed) before they are published.
 4. Under the cross-process lock the temporary file is renamed to ``blobs/ab/cdef…``
-   unless an intact blob is already there (deduplication: the copy is dropped).
+   unless an intact blob is already there (deduplication: the copy is dropped). The
+   existing blob is rehashed first: damaged bytes, even of the right size, are replaced.
 5. :meth:`ArtifactStore.record_ref` runs inside the caller's task-completion transaction:
    it inserts the blob row if absent, the next version of the named ref, and deletes the
    lease — the ref takes over protecting the blob in the same commit.
@@ -36,7 +37,7 @@ from agentctl.artifacts.export import export_blob
 from agentctl.artifacts.gc import collect, recover_quarantine
 from agentctl.artifacts.ingest import FaultPoint, Staged, prehash, publish, stage
 from agentctl.artifacts.integrity import blob_problem, check_refs
-from agentctl.artifacts.layout import Layout, fsync_dir, sqlite_timestamp
+from agentctl.artifacts.layout import Layout, fsync_dir
 from agentctl.artifacts.models import (
     ArtifactProblem,
     ArtifactRef,
@@ -49,6 +50,7 @@ from agentctl.artifacts.models import (
 )
 from agentctl.errors import AgentctlError, NotFoundError, TaskError, UsageError
 from agentctl.ids import Clock, IdGenerator
+from agentctl.store import artifacts_repo
 from agentctl.store.location import artifact_root
 
 if TYPE_CHECKING:
@@ -316,14 +318,13 @@ class ArtifactStore:
         with self.store.read() as conn:
             if text is not None:
                 digest = self._resolve(conn, text)
-                rows = conn.exec_driver_sql(
-                    "SELECT digest, size_bytes FROM artifact_blobs WHERE digest = ?", (digest,)
-                )
+                row = artifacts_repo.blob(conn, digest)
+                rows = [] if row is None else [row]
                 targets: dict[str, int | None] = {digest: None}
             else:
-                rows = conn.exec_driver_sql("SELECT digest, size_bytes FROM artifact_blobs")
+                rows = artifacts_repo.all_blobs(conn)
                 targets = {digest: None for digest, _ in self.layout.iter_blobs()}
-            targets.update({str(r[0]): int(r[1]) for r in rows})
+            targets.update({row.digest: row.size for row in rows})
             problems: list[ArtifactProblem] = []
             intact: list[str] = []
             for digest, size in sorted(targets.items()):
@@ -334,13 +335,8 @@ class ArtifactStore:
                 refs = catalog.list_refs(conn, digest=digest)
                 problems.extend(self._problems(digest, found, refs))
         if intact:
-            stamp = sqlite_timestamp(self.clock.now())
             with self.store.write() as conn:
-                for digest in intact:
-                    conn.exec_driver_sql(
-                        "UPDATE artifact_blobs SET verified_at = ? WHERE digest = ?",
-                        (stamp, digest),
-                    )
+                artifacts_repo.mark_verified(conn, intact, self.clock.now())
         return VerifyReport(checked=len(targets), ok=len(intact), problems=problems)
 
     def _problems(

@@ -23,8 +23,8 @@ class Shell(StrEnum):
 
 def version_command() -> None:
     """Print agentctl's version, the newest schema revision it knows, and Python's."""
+    from agentctl.store.formats import FORMAT_VERSION
     from agentctl.store.migrate import head_revision
-    from agentctl.store.tables import FORMAT_VERSION
 
     data = {
         "version": __version__,

@@ -13,11 +13,15 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
-from typing import Any, Literal
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, Literal
 
 from agentctl.digest import canonical_json
 from agentctl.errors import UsageError
+from agentctl.store.timestamps import to_iso
+
+if TYPE_CHECKING:
+    from agentctl.store.memory_repo import EntryRow
 
 __all__ = [
     "ENTRY_FORMAT_VERSION",
@@ -29,7 +33,6 @@ __all__ = [
     "MemoryRecord",
     "entry_from_write_arguments",
     "expiry_for",
-    "isoformat",
     "validate_key",
     "validate_namespace",
     "validate_retention_days",
@@ -80,15 +83,6 @@ def expiry_for(now: datetime, retention_days: int | None) -> datetime | None:
     """When an entry written at ``now`` expires (None: kept until deleted)."""
     days = validate_retention_days(retention_days)
     return None if days is None else now + timedelta(days=days)
-
-
-def isoformat(value: datetime | None) -> str | None:
-    """UTC ISO-8601 with a ``Z``; SQLite hands timestamps back without a zone."""
-    if value is None:
-        return None
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)
-    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,28 +246,26 @@ class MemoryRecord:
             "key": self.key,
             "entry": self.entry.to_json(),
             "embeddingModel": self.embedding_model,
-            "createdAt": isoformat(self.created_at),
-            "updatedAt": isoformat(self.updated_at),
-            "expiresAt": isoformat(self.expires_at),
+            "createdAt": to_iso(self.created_at),
+            "updatedAt": to_iso(self.updated_at),
+            "expiresAt": to_iso(self.expires_at),
             "provenance": None if self.provenance is None else dict(self.provenance),
         }
 
     @classmethod
-    def from_row(cls, row: Mapping[Any, Any]) -> MemoryRecord:
-        content = json.loads(row["value_json"])
+    def from_row(cls, row: EntryRow) -> MemoryRecord:
+        value_type: ValueType = "json" if row.value_type == "json" else "text"
         return cls(
-            namespace=row["namespace"],
-            key=row["key"],
+            namespace=row.namespace,
+            key=row.key,
             entry=MemoryEntry(
-                value_type=row["value_type"],
-                content=content,
-                metadata=json.loads(row["metadata_json"]),
+                value_type=value_type,
+                content=json.loads(row.value_json),
+                metadata=json.loads(row.metadata_json),
             ),
-            embedding_model=row["embedding_model"],
-            created_at=row["created_at"],
-            updated_at=row["updated_at"],
-            expires_at=row["expires_at"],
-            provenance=None
-            if row["provenance_json"] is None
-            else json.loads(row["provenance_json"]),
+            embedding_model=row.embedding_model,
+            created_at=row.created_at,
+            updated_at=row.updated_at,
+            expires_at=row.expires_at,
+            provenance=None if row.provenance_json is None else json.loads(row.provenance_json),
         )

@@ -20,11 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
-
-from sqlalchemy import delete, select, update
-from sqlalchemy.dialects.sqlite import insert
-from sqlalchemy.engine import Connection
+from typing import TYPE_CHECKING, Any
 
 from agentctl.digest import canonical_json
 from agentctl.errors import NotFoundError
@@ -34,7 +30,6 @@ from agentctl.memory.entries import (
     MemoryEntry,
     MemoryRecord,
     expiry_for,
-    isoformat,
     validate_key,
     validate_namespace,
 )
@@ -42,13 +37,18 @@ from agentctl.memory.fusion import reciprocal_rank_fusion
 from agentctl.memory.query import MAX_LIMIT, SearchHit, SearchMode, SearchQuery, SearchResult
 from agentctl.memory.text_index import RankedId, text_search
 from agentctl.memory.vector_index import VectorIndex
-from agentctl.store.engine import Store
-from agentctl.store.records import check_format_version
-from agentctl.store.tables import memory_entries
+from agentctl.store import memory_repo
+from agentctl.store.timestamps import to_iso, utc
+
+if TYPE_CHECKING:
+    from agentctl.store.engine import SqlRunner, Store
 
 __all__ = ["LongTermMemory", "MemoryWrite", "ReindexReport", "WriteResult"]
 
 _REINDEX_BATCH = 512
+#: Expired entries deleted per transaction by ``gc``: each delete also updates the FTS
+#: index, and a long delete would hold the write lock against running work.
+GC_BATCH = 500
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +65,7 @@ class MemoryWrite:
             "namespace": self.namespace,
             "key": self.key,
             "entry": self.entry.to_json(),
-            "expiresAt": isoformat(self.expires_at),
+            "expiresAt": to_iso(self.expires_at),
         }
 
 
@@ -86,7 +86,7 @@ class WriteResult:
             "entry": self.write.entry.to_json(),
             "embeddingProvider": self.embedding_provider,
             "embeddingDimensions": self.embedding_dimensions,
-            "expiresAt": isoformat(self.write.expires_at),
+            "expiresAt": to_iso(self.write.expires_at),
         }
 
 
@@ -138,25 +138,15 @@ class LongTermMemory:
     ) -> WriteResult:
         """Upsert the entry (created_at survives an overwrite); embed first, then write."""
         vector = self.embedder.embed([prepared.entry.searchable_text])[0]
-        now = self.clock.now()
-        values = self._row(prepared, vector, provenance, now)
-        statement = insert(memory_entries).values(**values, created_at=now)
-        statement = statement.on_conflict_do_update(
-            index_elements=["namespace", "key"], set_=values
-        )
+        values = self._values(prepared, vector, provenance)
         with self.store.write() as conn:
-            existed = conn.execute(
-                select(memory_entries.c.id).where(
-                    memory_entries.c.namespace == prepared.namespace,
-                    memory_entries.c.key == prepared.key,
-                )
-            ).first()
-            conn.execute(statement)
+            existed = memory_repo.entry_exists(conn, prepared.namespace, prepared.key)
+            memory_repo.upsert_entries(conn, [values], self.clock.now())
         return WriteResult(
             write=prepared,
             embedding_provider=self.embedder.provider,
             embedding_dimensions=int(vector.shape[0]),
-            created=existed is None,
+            created=not existed,
         )
 
     def put(
@@ -192,57 +182,38 @@ class LongTermMemory:
         if not prepared:
             return 0
         vectors = self.embedder.embed([item.entry.searchable_text for item in prepared])
-        now = self.clock.now()
         rows = [
-            {**self._row(item, vector, provenance, now), "created_at": now}
+            self._values(item, vector, provenance)
             for item, vector in zip(prepared, vectors, strict=True)
         ]
-        statement = insert(memory_entries)
-        excluded = statement.excluded
-        statement = statement.on_conflict_do_update(
-            index_elements=["namespace", "key"],
-            set_={
-                name: excluded[name]
-                for name in rows[0]
-                if name not in ("namespace", "key", "created_at")
-            },
-        )
         with self.store.write() as conn:
-            conn.execute(statement, rows)
+            memory_repo.upsert_entries(conn, rows, self.clock.now())
         return len(rows)
 
-    def _row(
+    def _values(
         self,
         prepared: MemoryWrite,
         vector: Vectors,
         provenance: Mapping[str, Any] | None,
-        now: datetime,
-    ) -> dict[str, Any]:
+    ) -> memory_repo.EntryValues:
         entry = prepared.entry
-        return {
-            "format_version": 1,
-            "namespace": prepared.namespace,
-            "key": prepared.key,
-            "value_type": entry.value_type,
-            "value_json": canonical_json(dict(entry.content)),
-            "text": entry.searchable_text,
-            "metadata_json": canonical_json(dict(entry.metadata)),
-            "embedding": vector.astype("<f4").tobytes(),
-            "embedding_model": self.embedder.identity,
-            "provenance_json": None if provenance is None else canonical_json(dict(provenance)),
-            "updated_at": now,
-            "expires_at": prepared.expires_at,
-        }
+        return memory_repo.EntryValues(
+            namespace=prepared.namespace,
+            key=prepared.key,
+            value_type=entry.value_type,
+            value_json=canonical_json(dict(entry.content)),
+            text=entry.searchable_text,
+            metadata_json=canonical_json(dict(entry.metadata)),
+            embedding=vector.astype("<f4").tobytes(),
+            embedding_model=self.embedder.identity,
+            provenance_json=None if provenance is None else canonical_json(dict(provenance)),
+            expires_at=prepared.expires_at,
+        )
 
     def delete(self, namespace: str, key: str) -> bool:
         """Remove an entry; True when one was there (expired or not)."""
         with self.store.write() as conn:
-            result = conn.execute(
-                delete(memory_entries).where(
-                    memory_entries.c.namespace == namespace, memory_entries.c.key == key
-                )
-            )
-        return bool(result.rowcount)
+            return memory_repo.delete_entry(conn, namespace, key)
 
     # -- reading -------------------------------------------------------------------------
 
@@ -251,20 +222,11 @@ class LongTermMemory:
         validate_namespace(namespace)
         validate_key(key)
         with self.store.read() as conn:
-            row = (
-                conn.execute(
-                    select(memory_entries).where(
-                        memory_entries.c.namespace == namespace, memory_entries.c.key == key
-                    )
-                )
-                .mappings()
-                .first()
-            )
+            row = memory_repo.entry(conn, namespace, key)
         if row is None:
             return None
-        check_format_version("memory entry", f"{namespace}/{key}", int(row["format_version"]))
         record = MemoryRecord.from_row(row)
-        if record.expires_at is not None and _naive(record.expires_at) <= _naive(self.clock.now()):
+        if record.expires_at is not None and record.expires_at <= utc(self.clock.now()):
             return None
         return record
 
@@ -317,7 +279,7 @@ class LongTermMemory:
         return SearchResult(query=query, hits=tuple(hits), embedding_model=model)
 
     def _rank(
-        self, conn: Connection, query: SearchQuery, query_vector: Vectors | None, now: datetime
+        self, conn: SqlRunner, query: SearchQuery, query_vector: Vectors | None, now: datetime
     ) -> list[RankedId]:
         if query_vector is None:  # text mode: the embedder is never called
             return text_search(conn, query.namespace, query.text, now, query.filters, query.limit)
@@ -336,30 +298,21 @@ class LongTermMemory:
         return reciprocal_rank_fusion([by_text, by_vector])[: query.limit]
 
     @staticmethod
-    def _hits(conn: Connection, ranked: Sequence[RankedId]) -> list[SearchHit]:
+    def _hits(conn: SqlRunner, ranked: Sequence[RankedId]) -> list[SearchHit]:
         if not ranked:
             return []
-        rows = {
-            row["id"]: row
-            for row in conn.execute(
-                select(memory_entries).where(
-                    memory_entries.c.id.in_([item.entry_id for item in ranked])
-                )
-            ).mappings()
-        }
+        rows = memory_repo.entries_by_id(conn, [item.entry_id for item in ranked])
         hits = []
         for item in ranked:
-            row = rows[item.entry_id]
-            check_format_version("memory entry", item.key, int(row["format_version"]))
-            record = MemoryRecord.from_row(row)
+            record = MemoryRecord.from_row(rows[item.entry_id])
             hits.append(
                 SearchHit(
                     namespace=record.namespace,
                     key=record.key,
                     score=item.score,
                     entry=record.entry.to_json(),
-                    updated_at=isoformat(record.updated_at),
-                    expires_at=isoformat(record.expires_at),
+                    updated_at=to_iso(record.updated_at),
+                    expires_at=to_iso(record.expires_at),
                 )
             )
         return hits
@@ -374,59 +327,40 @@ class LongTermMemory:
         """
         validate_namespace(namespace)
         with self.store.read() as conn:
-            rows = conn.execute(
-                select(memory_entries.c.id, memory_entries.c.text)
-                .where(memory_entries.c.namespace == namespace)
-                .order_by(memory_entries.c.id)
-            ).all()
-        updates: list[dict[str, Any]] = []
+            rows = memory_repo.entry_texts(conn, namespace)
+        updates: list[tuple[int, str | None, bytes]] = []
         for start in range(0, len(rows), _REINDEX_BATCH):
             batch = rows[start : start + _REINDEX_BATCH]
-            vectors = self.embedder.embed([row.text or "" for row in batch])
+            vectors = self.embedder.embed([text or "" for _, text in batch])
             updates.extend(
-                {"row_id": row.id, "row_text": row.text, "blob": vector.astype("<f4").tobytes()}
-                for row, vector in zip(batch, vectors, strict=True)
+                (entry_id, text, vector.astype("<f4").tobytes())
+                for (entry_id, text), vector in zip(batch, vectors, strict=True)
             )
         identity = self.embedder.identity
         with self.store.write() as conn:
-            if updates:
-                from sqlalchemy import bindparam
-
-                conn.execute(
-                    update(memory_entries)
-                    .where(
-                        memory_entries.c.id == bindparam("row_id"),
-                        memory_entries.c.text == bindparam("row_text"),
-                    )
-                    .values(embedding=bindparam("blob"), embedding_model=identity),
-                    updates,
-                )
-            conn.exec_driver_sql(
-                "INSERT INTO memory_search_fts (memory_search_fts) VALUES ('rebuild')"
-            )
+            memory_repo.set_embeddings(conn, updates, identity)
+            memory_repo.rebuild_text_index(conn)
         return ReindexReport(namespace=namespace, entries=len(rows), embedding_model=identity)
 
     def embedding_models(self, namespace: str) -> dict[str, int]:
         """How many entries of ``namespace`` each embedding space holds."""
-        from sqlalchemy import func
-
         with self.store.read() as conn:
-            rows = conn.execute(
-                select(memory_entries.c.embedding_model, func.count())
-                .where(
-                    memory_entries.c.namespace == namespace,
-                    memory_entries.c.embedding_model.is_not(None),
-                )
-                .group_by(memory_entries.c.embedding_model)
-            ).all()
-        return {str(row[0]): int(row[1]) for row in rows}
+            return memory_repo.embedding_counts(conn, namespace)
 
-    def gc(self, now: datetime) -> int:
-        """Delete entries whose expiry is at or before ``now``; returns how many."""
-        with self.store.write() as conn:
-            result = conn.execute(delete(memory_entries).where(memory_entries.c.expires_at <= now))
-        return int(result.rowcount)
+    def gc(self, now: datetime, *, batch_size: int = GC_BATCH) -> int:
+        """Delete entries whose expiry is at or before ``now``, ``batch_size`` per
+        transaction so the write lock is never held for long; returns how many."""
+        return delete_expired_entries(self.store, now, batch_size=batch_size)
 
 
-def _naive(value: datetime) -> datetime:
-    return value.replace(tzinfo=None)
+def delete_expired_entries(store: Store, now: datetime, *, batch_size: int = GC_BATCH) -> int:
+    """Delete every entry expired at ``now`` in transactions of at most ``batch_size``."""
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be at least 1, not {batch_size}")
+    total = 0
+    while True:
+        with store.write() as conn:
+            deleted = memory_repo.delete_expired(conn, now, batch_size)
+        total += deleted
+        if deleted < batch_size:
+            return total

@@ -13,11 +13,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentctl.memory.embedders import tokenize
-from agentctl.memory.sql import live_entry_sql
-from agentctl.store.engine import SqlRunner
+from agentctl.store import memory_repo
+
+if TYPE_CHECKING:
+    from agentctl.store.engine import SqlRunner
 
 __all__ = ["MAX_QUERY_TERMS", "RankedId", "match_expression", "text_search"]
 
@@ -52,12 +54,5 @@ def text_search(
     expression = match_expression(query)
     if expression is None:
         return []
-    where, params = live_entry_sql("e", namespace, now, filters)
-    rows = conn.exec_driver_sql(
-        "SELECT e.id, e.key, -bm25(memory_search_fts) AS score "
-        "FROM memory_search_fts JOIN memory_entries AS e ON e.id = memory_search_fts.rowid "
-        f"WHERE memory_search_fts MATCH ? AND {where} "
-        "ORDER BY score DESC, e.key ASC LIMIT ?",
-        (expression, *params, limit),
-    )
-    return [RankedId(int(row[0]), str(row[1]), float(row[2])) for row in rows]
+    matches = memory_repo.text_matches(conn, namespace, expression, now, filters, limit)
+    return [RankedId(entry_id, key, score) for entry_id, key, score in matches]

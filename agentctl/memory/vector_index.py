@@ -14,27 +14,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
 from agentctl.memory.embedders import Vectors
-from agentctl.memory.sql import db_time, live_entry_sql
 from agentctl.memory.text_index import RankedId
-from agentctl.store.engine import SqlRunner
+from agentctl.store import memory_repo
 
-__all__ = ["VectorIndex", "namespace_generation"]
+if TYPE_CHECKING:
+    from agentctl.store.engine import SqlRunner
 
-#: Ids per ``IN (...)`` list: below SQLite's default limit of 32,766 bound parameters.
-_ID_CHUNK = 10_000
-
-
-def namespace_generation(conn: SqlRunner, namespace: str) -> int:
-    row = conn.exec_driver_sql(
-        "SELECT generation FROM memory_search_generations WHERE namespace = ?", (namespace,)
-    ).first()
-    return 0 if row is None else int(row[0])
+__all__ = ["VectorIndex"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,17 +44,11 @@ class VectorIndex:
         self._cache: dict[tuple[str, str], _Matrix] = {}
 
     def _matrix(self, conn: SqlRunner, namespace: str, identity: str, dims: int) -> _Matrix:
-        generation = namespace_generation(conn, namespace)
+        generation = memory_repo.namespace_generation(conn, namespace)
         cached = self._cache.get((namespace, identity))
         if cached is not None and cached.generation == generation:
             return cached
-        rows = list(
-            conn.exec_driver_sql(
-                "SELECT id, key, embedding FROM memory_entries "
-                "WHERE namespace = ? AND embedding_model = ? AND embedding IS NOT NULL",
-                (namespace, identity),
-            )
-        )
+        rows = memory_repo.embeddings(conn, namespace, identity)
         if rows:
             ids, keys, blobs = zip(*rows, strict=True)
             vectors = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(rows), dims)
@@ -126,15 +112,7 @@ class VectorIndex:
     def _expired(
         conn: SqlRunner, namespace: str, now: datetime, ids: npt.NDArray[np.int64]
     ) -> npt.NDArray[np.bool_] | None:
-        # `+namespace` keeps SQLite on the expires_at index: few entries are expired, while
-        # the namespace index would walk every entry of the namespace.
-        expired = [
-            int(row[0])
-            for row in conn.exec_driver_sql(
-                "SELECT id FROM memory_entries WHERE expires_at <= ? AND +namespace = ?",
-                (db_time(now), namespace),
-            )
-        ]
+        expired = memory_repo.expired_ids(conn, namespace, now)
         if not expired:
             return None
         return np.isin(ids, np.array(expired, dtype=np.int64))
@@ -151,18 +129,7 @@ class VectorIndex:
         """The candidates (positions in ``ids``) whose metadata matches ``filters``."""
         if not filters or not len(candidates):
             return candidates
-        where, params = live_entry_sql("e", namespace, now, filters)
-        allowed: list[int] = []
         wanted = [int(i) for i in ids[candidates]]
-        for start in range(0, len(wanted), _ID_CHUNK):
-            chunk = wanted[start : start + _ID_CHUNK]
-            marks = ", ".join("?" * len(chunk))
-            allowed.extend(
-                int(row[0])
-                for row in conn.exec_driver_sql(
-                    f"SELECT e.id FROM memory_entries AS e WHERE e.id IN ({marks}) AND {where}",
-                    (*chunk, *params),
-                )
-            )
+        allowed = memory_repo.ids_matching(conn, namespace, now, filters, wanted)
         keep = np.isin(ids[candidates], np.array(allowed, dtype=np.int64))
         return candidates[keep]

@@ -15,21 +15,23 @@ import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
-
-from sqlalchemy import func, select
-from sqlalchemy.engine import Connection
+from typing import TYPE_CHECKING, Any
 
 from agentctl.digest import canonical_json, digest_json
-from agentctl.store.engine import SqlRunner
+from agentctl.store import audit_repo
+from agentctl.store.formats import FORMAT_VERSION
 from agentctl.store.records import check_format_version
-from agentctl.store.tables import FORMAT_VERSION, audit_events
+from agentctl.store.timestamps import utc
+
+if TYPE_CHECKING:
+    from agentctl.store.engine import SqlRunner
 
 __all__ = [
     "AuditEvent",
     "ChainReport",
     "append_event",
     "append_event_after",
+    "count_events",
     "list_events",
     "verify_chain",
 ]
@@ -59,7 +61,8 @@ class AuditEvent:
             "payload": self.payload,
             "prevDigest": self.prev_digest,
             "digest": self.digest,
-            "createdAt": self.created_at.isoformat(),
+            # The UTC wall time exactly as the digest covers it.
+            "createdAt": _stamp(self.created_at),
             "formatVersion": self.format_version,
         }
 
@@ -91,8 +94,9 @@ def _event_digest(
 
 
 def _stamp(value: datetime) -> str:
-    # SQLite returns naive datetimes for timezone-aware columns; digest the wall value.
-    return value.replace(tzinfo=None).isoformat()
+    # The digest covers the UTC wall time without a zone: the stored form (see
+    # agentctl.store.timestamps) carries no zone, so a reread event digests the same.
+    return utc(value).replace(tzinfo=None).isoformat()
 
 
 def append_event(
@@ -107,18 +111,15 @@ def append_event(
     redact: Redactor | None = None,
 ) -> AuditEvent:
     """Append one event to the run's chain inside the caller's transaction."""
-    last = conn.exec_driver_sql(
-        "SELECT seq, digest FROM audit_events WHERE run_id = ? ORDER BY seq DESC LIMIT 1",
-        (run_id,),
-    ).first()
+    last = audit_repo.chain_head(conn, run_id)
     return append_event_after(
         conn,
         run_id,
         kind,
         payload,
         now=now,
-        seq=1 if last is None else int(last[0]) + 1,
-        prev_digest=None if last is None else str(last[1]),
+        seq=1 if last is None else last[0] + 1,
+        prev_digest=None if last is None else last[1],
         task_id=task_id,
         effect_id=effect_id,
         redact=redact,
@@ -145,44 +146,40 @@ def append_event_after(
     digest = _event_digest(
         run_id, seq, kind, task_id, effect_id, payload_json, prev, now, FORMAT_VERSION
     )
-    conn.exec_driver_sql(
-        "INSERT INTO audit_events (run_id, seq, format_version, kind, task_id, effect_id, "
-        "payload_json, prev_digest, digest, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (
-            run_id,
-            seq,
-            FORMAT_VERSION,
-            kind,
-            task_id,
-            effect_id,
-            payload_json,
-            prev,
-            digest,
-            now.replace(tzinfo=None).strftime("%Y-%m-%d %H:%M:%S.%f"),
+    audit_repo.insert_event(
+        conn,
+        audit_repo.AuditRow(
+            run_id=run_id,
+            seq=seq,
+            format_version=FORMAT_VERSION,
+            kind=kind,
+            task_id=task_id,
+            effect_id=effect_id,
+            payload_json=payload_json,
+            prev_digest=prev,
+            digest=digest,
+            created_at=now,
         ),
     )
     return AuditEvent(run_id, seq, kind, task_id, effect_id, stored_payload, prev, digest, now)
 
 
-def list_events(conn: Connection, run_id: str) -> list[AuditEvent]:
-    rows = conn.execute(
-        select(audit_events).where(audit_events.c.run_id == run_id).order_by(audit_events.c.seq)
-    ).mappings()
+def list_events(conn: SqlRunner, run_id: str) -> list[AuditEvent]:
     events = []
-    for row in rows:
-        check_format_version("audit event", f"{run_id}#{row['seq']}", int(row["format_version"]))
+    for row in audit_repo.events(conn, run_id):
+        check_format_version("audit event", f"{run_id}#{row.seq}", row.format_version)
         events.append(
             AuditEvent(
                 run_id=run_id,
-                seq=int(row["seq"]),
-                kind=str(row["kind"]),
-                task_id=row["task_id"],
-                effect_id=row["effect_id"],
-                payload=json.loads(row["payload_json"]),
-                prev_digest=row["prev_digest"],
-                digest=str(row["digest"]),
-                created_at=row["created_at"],
-                format_version=int(row["format_version"]),
+                seq=row.seq,
+                kind=row.kind,
+                task_id=row.task_id,
+                effect_id=row.effect_id,
+                payload=json.loads(row.payload_json),
+                prev_digest=row.prev_digest,
+                digest=row.digest,
+                created_at=row.created_at,
+                format_version=row.format_version,
             )
         )
     return events
@@ -206,48 +203,39 @@ class ChainReport:
         }
 
 
-def verify_chain(conn: Connection, run_id: str) -> ChainReport:
+def verify_chain(conn: SqlRunner, run_id: str) -> ChainReport:
     """Recompute every digest and link; report the first break."""
-    rows = list(
-        conn.execute(
-            select(audit_events).where(audit_events.c.run_id == run_id).order_by(audit_events.c.seq)
-        ).mappings()
-    )
-    return _verify_rows(run_id, rows)
+    return _verify_rows(run_id, audit_repo.events(conn, run_id))
 
 
-def _verify_rows(run_id: str, rows: Iterable[Any]) -> ChainReport:
+def _verify_rows(run_id: str, rows: Iterable[audit_repo.AuditRow]) -> ChainReport:
     prev: str | None = None
     expected_seq = 1
     count = 0
     for row in rows:
         count += 1
-        seq = int(row["seq"])
+        seq = row.seq
         if seq != expected_seq:
             return ChainReport(run_id, count, False, seq, f"expected event {expected_seq}")
-        if row["prev_digest"] != prev:
+        if row.prev_digest != prev:
             return ChainReport(run_id, count, False, seq, "link to the previous event broken")
         digest = _event_digest(
             run_id,
             seq,
-            row["kind"],
-            row["task_id"],
-            row["effect_id"],
-            row["payload_json"],
-            row["prev_digest"],
-            row["created_at"],
-            int(row["format_version"]),
+            row.kind,
+            row.task_id,
+            row.effect_id,
+            row.payload_json,
+            row.prev_digest,
+            row.created_at,
+            row.format_version,
         )
-        if digest != row["digest"]:
+        if digest != row.digest:
             return ChainReport(run_id, count, False, seq, "event content does not match digest")
-        prev = str(row["digest"])
+        prev = row.digest
         expected_seq += 1
     return ChainReport(run_id, count, True)
 
 
-def count_events(conn: Connection, run_id: str) -> int:
-    return int(
-        conn.execute(
-            select(func.count()).select_from(audit_events).where(audit_events.c.run_id == run_id)
-        ).scalar_one()
-    )
+def count_events(conn: SqlRunner, run_id: str) -> int:
+    return audit_repo.count_events(conn, run_id)

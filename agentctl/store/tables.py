@@ -33,6 +33,8 @@ from sqlalchemy import (
     text,
 )
 
+from agentctl.store.formats import FORMAT_VERSION
+
 __all__ = [
     "FORMAT_VERSION",
     "NAMING_CONVENTION",
@@ -55,8 +57,6 @@ __all__ = [
     "tool_calls",
 ]
 
-#: The record format this code writes and the newest it can read.
-FORMAT_VERSION = 1
 
 NAMING_CONVENTION = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",

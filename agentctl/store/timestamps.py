@@ -1,27 +1,68 @@
-"""The one timestamp codec of the store.
+"""The one timestamp codec: how a point in time is stored, read back and shown.
 
-Timestamps are stored as naive UTC text in the form SQLAlchemy's SQLite ``DateTime``
-type writes and parses (``YYYY-MM-DD HH:MM:SS.ffffff``), so rows written through the ORM
-and through the driver-level hot path compare and sort the same way.
+Stored form (``to_db`` / ``from_db``): UTC wall time as text,
+``YYYY-MM-DD HH:MM:SS.ffffff`` (always six fractional digits, no zone). It is exactly what
+SQLAlchemy's SQLite ``DateTime`` type writes and parses, so rows written through the
+driver and through SQLAlchemy Core read back alike, and text comparison in SQL
+(``expires_at <= ?``) orders the same way the instants do. An aware value is converted
+to UTC first; a naive value is taken to be UTC already (SQLite hands stored values back
+without a zone).
+
+Read form: ``from_db`` always returns an aware UTC ``datetime`` — from stored text, or
+from the naive ``datetime`` a SQLAlchemy column hands back.
+
+Shown form (``to_iso``): ISO 8601 in UTC with a ``Z`` (``2026-01-01T12:00:00Z``), for
+JSON documents and effect inputs.
+
+This module imports nothing heavy: any package may use it without pulling in SQLAlchemy.
 """
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import overload
 
-__all__ = ["from_db", "to_db"]
+__all__ = ["from_db", "to_db", "to_iso", "utc"]
 
-
-def to_db(value: datetime) -> str:
-    """A datetime as stored text (aware values are converted to UTC first)."""
-    if value.tzinfo is not None:
-        value = value.astimezone(UTC)
-    return value.replace(tzinfo=None).strftime("%Y-%m-%d %H:%M:%S.%f")
+_DB_FORMAT = "%Y-%m-%d %H:%M:%S.%f"
 
 
-def from_db(value: str | datetime | None) -> datetime | None:
-    """Stored text (or a driver's datetime) as an aware UTC datetime."""
+def utc(value: datetime) -> datetime:
+    """``value`` as an aware UTC datetime (a naive value is UTC already)."""
+    if value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    return value.astimezone(UTC)
+
+
+@overload
+def to_db(value: datetime) -> str: ...
+@overload
+def to_db(value: None) -> None: ...
+def to_db(value: datetime | None) -> str | None:
+    """The stored text of ``value`` (None stays None)."""
     if value is None:
         return None
-    parsed = value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
-    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
+    return utc(value).replace(tzinfo=None).strftime(_DB_FORMAT)
+
+
+@overload
+def from_db(value: str | datetime) -> datetime: ...
+@overload
+def from_db(value: None) -> None: ...
+def from_db(value: str | datetime | None) -> datetime | None:
+    """The aware UTC datetime of a stored value (text or a driver's datetime)."""
+    if value is None:
+        return None
+    parsed = value if isinstance(value, datetime) else datetime.fromisoformat(value)
+    return utc(parsed)
+
+
+@overload
+def to_iso(value: datetime) -> str: ...
+@overload
+def to_iso(value: None) -> None: ...
+def to_iso(value: datetime | None) -> str | None:
+    """ISO 8601 in UTC with a ``Z``, for JSON (None stays None)."""
+    if value is None:
+        return None
+    return utc(value).isoformat().replace("+00:00", "Z")

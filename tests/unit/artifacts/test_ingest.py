@@ -252,3 +252,36 @@ def test_a_truncated_blob_is_replaced_by_a_fresh_ingest(
     blob.write_bytes(b"01234")
     artifacts.ingest(write_file("again", b"0123456789"), holder="t")
     assert blob.read_bytes() == b"0123456789"
+
+
+def test_a_same_size_corrupted_blob_is_repaired_by_a_fresh_ingest(
+    artifacts: ArtifactStore,
+    store: Store,
+    write_file: WriteFile,
+    recorded: Callable[..., ArtifactRef],
+    add_run: Callable[[str], None],
+) -> None:
+    ref = recorded(b"0123456789")
+    blob = artifacts.layout.blob_path(ref.digest)
+    os.chmod(blob, 0o600)
+    blob.write_bytes(b"9876543210")  # same size: only the hash tells
+    add_run("run-2")
+    again = artifacts.ingest(write_file("again", b"0123456789"), holder="t")
+    with store.write() as conn:
+        second = artifacts.record_ref(conn, again, run_id="run-2", task_id="t", name="again")
+    assert second.digest == ref.digest
+    assert blob.read_bytes() == b"0123456789"
+    assert stat.S_IMODE(blob.stat().st_mode) == 0o400
+    report = artifacts.verify()
+    assert (report.checked, report.ok, report.problems) == (1, 1, [])
+
+
+def test_an_intact_blob_is_not_rewritten_by_a_fresh_ingest(
+    artifacts: ArtifactStore, write_file: WriteFile, recorded: Callable[..., ArtifactRef]
+) -> None:
+    ref = recorded(b"stay as you are")
+    before = os.stat(artifacts.layout.blob_path(ref.digest))
+    artifacts.ingest(write_file("again", b"stay as you are"), holder="t")
+    after = os.stat(artifacts.layout.blob_path(ref.digest))
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+    assert list(artifacts.layout.tmp.iterdir()) == []

@@ -147,9 +147,8 @@ def test_prepared_write_fixes_the_effect_input(memory: LongTermMemory, clock: Fi
     json.dumps(prepared.effect_input())  # journalable as is
     assert memory.get("ns", "k") is None  # preparing writes nothing
     memory.write(prepared)
-    assert memory.require("ns", "k").expires_at == (clock.now() + timedelta(days=2)).replace(
-        tzinfo=None
-    )
+    # Stored times read back as aware UTC datetimes (the store's timestamp codec).
+    assert memory.require("ns", "k").expires_at == clock.now() + timedelta(days=2)
 
 
 @pytest.mark.parametrize("days", [0, 36_501, True, 1.5, "3"])

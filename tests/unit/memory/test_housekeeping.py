@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 import pytest
-from sqlalchemy import func, insert, select
+from sqlalchemy import event, func, insert, select
 
 from agentctl.engine.records import TERMINAL_RUN_STATES
 from agentctl.errors import UsageError
@@ -107,3 +107,90 @@ def test_gc_dry_run_then_collect(store: Store, clock: FixedClock, memory: LongTe
 def test_gc_rejects_negative_days(store: Store, clock: FixedClock) -> None:
     with pytest.raises(UsageError, match="0 or more"):
         collect_garbage(store, clock.now(), older_than_days=-1)
+
+
+def _old_runs(store: Store, count: int, updated_at: datetime) -> list[str]:
+    """``count`` succeeded runs, each with a task row, inserted in one go."""
+    stamp = updated_at.replace(tzinfo=None).strftime("%Y-%m-%d %H:%M:%S.%f")
+    ids = [f"run-{i:05d}" for i in range(count)]
+    with store.write() as conn:
+        conn.exec_driver_sql(
+            "INSERT INTO runs (id, workflow_name, workflow_digest, plan_digest, plan_json, "
+            "status, created_at, updated_at) VALUES (?, 'wf', 'a', 'b', '{}', 'succeeded', ?, ?)",
+            [(run_id, stamp, stamp) for run_id in ids],
+        )
+        conn.exec_driver_sql(
+            "INSERT INTO tasks (run_id, task_id, ordinal, status) VALUES (?, 't', 0, 'succeeded')",
+            [(run_id,) for run_id in ids],
+        )
+    return ids
+
+
+class _WriteLog:
+    """Which transaction each ``DELETE`` ran in and how many rows it removed, observed
+    through SQLAlchemy's engine events (a commit ends one transaction)."""
+
+    def __init__(self, store: Store) -> None:
+        self.commits = 0
+        self.deletes: dict[str, list[tuple[int, int]]] = {"runs": [], "memory_entries": []}
+        event.listen(store.engine, "commit", self._on_commit)
+        event.listen(store.engine, "after_cursor_execute", self._on_execute)
+
+    def _on_commit(self, _conn: object) -> None:
+        self.commits += 1
+
+    def _on_execute(self, _conn: object, cursor: object, statement: str, *_: object) -> None:
+        for table, seen in self.deletes.items():
+            if statement.startswith(f"DELETE FROM {table} "):
+                seen.append((self.commits, int(cursor.rowcount)))  # type: ignore[attr-defined]
+
+    def transactions(self, table: str) -> int:
+        return len({transaction for transaction, _ in self.deletes[table]})
+
+    def largest_delete(self, table: str) -> int:
+        return max(rows for _, rows in self.deletes[table])
+
+
+def test_gc_deletes_thousands_of_runs_in_transactions_of_at_most_500(
+    store: Store, clock: FixedClock
+) -> None:
+    now = clock.now()
+    doomed = _old_runs(store, 1_234, now - timedelta(days=40))
+    _run(store, "run-recent", "succeeded", now - timedelta(days=1))
+    _run(store, "run-old-running", "running", now - timedelta(days=90))
+    log = _WriteLog(store)
+
+    report = collect_garbage(store, now, older_than_days=30)
+
+    assert report.runs == 1_234 and list(report.run_ids) == doomed
+    assert log.largest_delete("runs") <= 500
+    assert log.transactions("runs") >= 3  # 1,234 runs cannot fit in fewer batches of 500
+    with store.read() as conn:
+        left = [row[0] for row in conn.execute(select(runs.c.id).order_by(runs.c.id))]
+    assert left == ["run-old-running", "run-recent"]
+    assert _count(store, tasks) == 2  # the collected runs' tasks went with them
+
+
+def test_gc_batch_size_bounds_every_transaction(
+    store: Store, clock: FixedClock, memory: LongTermMemory
+) -> None:
+    now = clock.now()
+    doomed = _old_runs(store, 1_000, now - timedelta(days=40))
+    memory.put_many(
+        "n",
+        [(f"k{i}", {"content": {"type": "text", "text": f"entry {i}"}}) for i in range(250)],
+        retention_days=1,
+    )
+    memory.put("n", "kept", {"content": {"type": "text", "text": "kept"}})
+    clock.advance(2 * 86_400)
+    log = _WriteLog(store)
+
+    report = collect_garbage(store, clock.now(), older_than_days=30, batch_size=100)
+
+    assert (report.runs, report.memory_entries) == (1_000, 250)
+    assert list(report.run_ids) == doomed
+    assert log.largest_delete("runs") <= 100 and log.transactions("runs") >= 10
+    assert log.largest_delete("memory_entries") <= 100
+    assert log.transactions("memory_entries") >= 3
+    assert _count(store, runs) == 0 and _count(store, memory_entries) == 1
+    assert memory.search("n", "entry").hits == ()  # the text index lost them too
