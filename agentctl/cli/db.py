@@ -70,3 +70,51 @@ def stats_command(ctx: typer.Context, db: DbOption = None) -> None:
             print(f"  {table:<22} {count}", file=out.stdout)
 
     out.success("DbStats", stats.to_json(), human=human)
+
+
+@app.command("check")
+def check_command(ctx: typer.Context, db: DbOption = None) -> None:
+    """Check the database: SQLite integrity, foreign keys, audit chains, artifact bytes.
+
+    Exit 0 when everything is sound, 5 otherwise (each finding is listed). A database
+    found damaged is marked so that no run starts on it until a later check finds it
+    sound (after you restore it from a backup).
+
+    Example: agentctl db check --db .agentctl/runtime.db
+    """
+    from agentctl.diagnostics import Diagnostic
+    from agentctl.engine.dbcheck import check_database
+    from agentctl.errors import PersistenceError
+    from agentctl.ids import SystemClock
+    from agentctl.store.engine import open_store
+
+    path = db_from_context(ctx, db)
+    with open_store(path, migrate_schema=False) as store:
+        try:
+            report = check_database(store, SystemClock())
+        except PersistenceError as exc:
+            if exc.code != "store.corrupt":
+                raise
+            from agentctl.store.health import mark_damaged
+
+            mark_damaged(path, [exc.message])
+            raise
+    if not report.ok:
+        raise PersistenceError(
+            f"database {path} failed its check: {len(report.findings())} finding(s)",
+            code="store.damaged" if report.damaged else "store.check_failed",
+            hint="restore the database from a backup, then run `agentctl db check` again"
+            if report.damaged
+            else "inspect the runs and blobs named above; `agentctl artifacts verify --all` "
+            "and `agentctl audit RUN --verify` show each in detail",
+            diagnostics=[
+                Diagnostic(code="store.check", message=line) for line in report.findings()
+            ],
+        )
+    out = output.current()
+    out.success(
+        "DatabaseCheck",
+        report.to_json(),
+        human=f"{path}: integrity ok, foreign keys ok, {report.audit_runs} audit chain(s) "
+        f"verify, {report.blobs_checked} artifact blob(s) intact",
+    )

@@ -111,10 +111,12 @@ def _drive(
     """Run the executor with SIGINT/SIGTERM and --timeout-seconds as cancellation."""
     from agentctl.engine.executor import RunExecutor, finished_outcome
     from agentctl.ids import SystemClock
+    from agentctl.store.health import checkpoint_wal, require_undamaged
 
     finished = finished_outcome(store, run_id)
     if finished is not None:
         return finished
+    require_undamaged(store.path)
 
     async def main() -> RunOutcome:
         task = asyncio.current_task()
@@ -134,7 +136,12 @@ def _drive(
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.remove_signal_handler(sig)
 
-    return asyncio.run(main())
+    try:
+        return asyncio.run(main())
+    finally:
+        # A parked or finished run is in the main file, not only in the WAL: an operator
+        # who copies the database file alone keeps every confirmed state.
+        checkpoint_wal(store)
 
 
 def _auto_compensate(
@@ -228,6 +235,7 @@ def roll_command(
     from agentctl.engine.runs import create_run, prepare_run
     from agentctl.ids import IdGenerator, SystemClock
     from agentctl.store.engine import open_store
+    from agentctl.store.health import require_undamaged
 
     prepared = prepare_run(
         workflow,
@@ -243,6 +251,7 @@ def roll_command(
     path = ":memory:" if ephemeral else db_from_context(ctx, db)
     clock = SystemClock()
     with open_store(path) as store:
+        require_undamaged(store.path)
         run_id = create_run(store, prepared, clock=clock, ids=IdGenerator(clock))
         output.current().event(
             "RunEvent",

@@ -18,7 +18,7 @@ from agentctl.store.timestamps import from_db, to_db
 if TYPE_CHECKING:
     from agentctl.store.engine import SqlRunner
 
-__all__ = ["AuditRow", "chain_head", "count_events", "events", "insert_event"]
+__all__ = ["AuditRow", "audited_runs", "chain_head", "count_events", "events", "insert_event"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,3 +97,13 @@ def count_events(conn: SqlRunner, run_id: str) -> int:
         "SELECT COUNT(*) FROM audit_events WHERE run_id = ?", (run_id,)
     ).first()
     return 0 if row is None else int(row[0])
+
+
+def audited_runs(conn: SqlRunner) -> list[str]:
+    """Every run that has an audit chain, oldest first."""
+    return [
+        str(row[0])
+        for row in conn.exec_driver_sql(
+            "SELECT run_id FROM audit_events WHERE seq = 1 ORDER BY created_at, run_id"
+        )
+    ]

@@ -1,0 +1,93 @@
+"""Database health: SQLite's own checks, a marker for known damage, WAL checkpoints.
+
+``agentctl db check`` runs ``PRAGMA integrity_check`` and ``PRAGMA foreign_key_check``
+(the engine adds the audit chains and the artifact bytes). When it finds damage it leaves a
+marker file beside the database (``<db>.damaged``); runs are then refused before anything
+is created or executed, because a write to a damaged file can spread the damage. A later
+``db check`` that finds the database sound removes the marker.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agentctl.errors import PersistenceError
+
+__all__ = [
+    "SqliteCheck",
+    "checkpoint_wal",
+    "clear_damage",
+    "damage_marker",
+    "mark_damaged",
+    "require_undamaged",
+    "sqlite_check",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class SqliteCheck:
+    integrity: list[str] = field(default_factory=list)
+    foreign_keys: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.integrity == ["ok"] and not self.foreign_keys
+
+
+def sqlite_check(store: Any) -> SqliteCheck:
+    with store.read() as conn:
+        integrity = [str(row[0]) for row in conn.exec_driver_sql("PRAGMA integrity_check")]
+        foreign = [
+            f"{row[0]} row {row[1]} -> {row[2]}"
+            for row in conn.exec_driver_sql("PRAGMA foreign_key_check")
+        ]
+    return SqliteCheck(integrity=integrity, foreign_keys=foreign)
+
+
+def damage_marker(db_path: str) -> Path:
+    return Path(db_path + ".damaged")
+
+
+def mark_damaged(db_path: str, findings: list[str]) -> None:
+    marker = damage_marker(db_path)
+    fd = os.open(marker, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write("\n".join(findings[:50]) + "\n")
+
+
+def clear_damage(db_path: str) -> None:
+    damage_marker(db_path).unlink(missing_ok=True)
+
+
+def require_undamaged(db_path: str) -> None:
+    """Refuse (exit 5) to start or continue a run on a database known to be damaged."""
+    if db_path == ":memory:":
+        return
+    marker = damage_marker(db_path)
+    if marker.is_file():
+        first = marker.read_text(encoding="utf-8", errors="replace").splitlines()[:1]
+        raise PersistenceError(
+            f"database {db_path} is known to be damaged ({first[0] if first else 'see '}"
+            f"{'' if first else str(marker)}); no run is started on it",
+            code="store.damaged",
+            hint=f"restore it from a backup, then run `agentctl db check --db {db_path}` "
+            "(which clears the mark when the database is sound)",
+        )
+
+
+def checkpoint_wal(store: Any) -> None:
+    """Copy the WAL into the main file without waiting for readers (PASSIVE), so a copy of
+    the database file alone holds every state a run parked or finished with."""
+    if getattr(store, "in_memory", False):
+        return
+    try:
+        raw = store.engine.raw_connection()
+        try:
+            raw.cursor().execute("PRAGMA wal_checkpoint(PASSIVE)")
+        finally:
+            raw.close()
+    except Exception:  # noqa: BLE001 - best effort; the WAL is durable either way
+        return
