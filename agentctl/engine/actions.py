@@ -204,19 +204,54 @@ def _snapshot_writable(env: TaskEnv) -> dict[Path, tuple[int, int]]:
     return seen
 
 
-def _changed_files(env: TaskEnv, before: dict[Path, tuple[int, int]]) -> list[tuple[str, Path]]:
+#: The key under which a process effect's journaled result lists the files it wrote
+#: (removed from the task's output).
+WRITTEN_FILES = "writtenFiles"
+
+
+def _changed_signatures(
+    env: TaskEnv, before: dict[Path, tuple[int, int]]
+) -> list[tuple[str, tuple[int, int]]]:
     after = _snapshot_writable(env)
     changed = []
     for path, signature in sorted(after.items()):
-        # Auto-ingestion takes regular files up to 16 MiB (reference §24); larger ones stay
-        # in the workspace untracked.
+        # Auto-ingestion takes regular files up to 16 MiB; larger ones stay in the
+        # workspace untracked.
         if before.get(path) != signature and signature[1] <= AUTO_INGEST_MAX_BYTES:
             try:
                 name = str(path.relative_to(env.workspace.workspace_root))
             except ValueError:
                 name = str(path)
-            changed.append((name, path))
+            changed.append((name, signature))
     return changed
+
+
+def _changed_files(env: TaskEnv, before: dict[Path, tuple[int, int]]) -> list[tuple[str, Path]]:
+    return [
+        (name, env.workspace.workspace_root / name) for name, _ in _changed_signatures(env, before)
+    ]
+
+
+def _recorded_files(env: TaskEnv, recorded: Any) -> list[tuple[str, Path]]:
+    """The files a journaled process effect wrote, still as it left them; a file that is
+    gone or was changed since cannot become this attempt's artifact: fail loudly."""
+    files: list[tuple[str, Path]] = []
+    for name, mtime_ns, size in recorded:
+        path = env.workspace.workspace_root / str(name)
+        try:
+            stat = path.lstat()
+        except OSError:
+            stat = None
+        if stat is None or (stat.st_mtime_ns, stat.st_size) != (mtime_ns, size):
+            state = "is gone" if stat is None else "was changed after the process wrote it"
+            raise TaskFailure(
+                f"{name}, written by this task's process before an interruption, {state}; "
+                "its bytes cannot be recorded as the task's artifact",
+                code="artifact.missing",
+                details={"path": str(name)},
+            )
+        files.append((str(name), path))
+    return files
 
 
 def _process_timeout(env: TaskEnv, action: Mapping[str, Any]) -> int:
@@ -318,6 +353,11 @@ async def _shell(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
             raise TaskFailure(
                 f"subprocess exited with {how}: {command}", code="subprocess.failed", details=output
             )
+        # Which files it wrote is part of what the effect did: journaled with its outcome,
+        # so a resume after a crash ingests them exactly as this attempt would have.
+        output[WRITTEN_FILES] = [
+            [name, *signature] for name, signature in _changed_signatures(env, before)
+        ]
         return output
 
     def output_bytes(result: Any) -> dict[str, float]:
@@ -335,7 +375,11 @@ async def _shell(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
         usage=output_bytes,
     )
     # Files the process created or changed under the writable roots become artifacts.
-    env.written.extend(_changed_files(env, before))
+    recorded = result.pop(WRITTEN_FILES, None) if isinstance(result, dict) else None
+    if recorded is None:  # an outcome an operator reconciled: look at the workspace
+        env.written.extend(_changed_files(env, before))
+    else:
+        env.written.extend(_recorded_files(env, recorded))
     return TaskResult(result)
 
 

@@ -129,6 +129,7 @@ class RunExecutor:
                 )
         # From here on every write of this execution is fenced by the claim's token.
         self.owned = ownership.OwnedRun(self.store, claimed)
+        self.artifacts.writer = self.owned
         self.run = run
         self.plan = Plan.from_json(run.plan)
         self.rows = rows

@@ -22,6 +22,8 @@ class RunArtifacts:
 
     def __init__(self, store: Store, clock: Clock, run_id: str) -> None:
         self.store = store
+        # Where the run's own rows are written: the owner's fenced view once it claimed.
+        self.writer: Any = store
         self.clock = clock
         self.run_id = run_id
         self._artifacts: Any = None
@@ -61,7 +63,7 @@ class RunArtifacts:
         )
         total = sum(blob.size for blob in blobs)
         key = f"artifacts:{task.id}:{attempt}"
-        with self.store.write() as conn:
+        with self.writer.write() as conn:
             now = self.clock.now()
             denied = budget.reserve(conn, self.run_id, key, {"artifactBytes": total}, now)
             if denied is not None:

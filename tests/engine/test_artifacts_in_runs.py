@@ -218,3 +218,69 @@ def test_a_new_run_repairs_a_same_size_corrupt_blob_instead_of_pointing_at_it(
     assert blob.read_text() == "same bytes"
     verified = cli("artifacts", "verify", "--all", "--db", db)
     assert verified.exit_code == 0, verified.stdout + verified.stderr
+
+
+PROCESS_REPORT = """
+apiVersion: agentctl.dev/v1
+kind: Workflow
+metadata: {name: process-report}
+spec:
+  policy: {approval: never, writableRoots: [out], processAllowlist: [sh]}
+  actions:
+    build:
+      kind: builtin.shell.exec
+      command: sh
+      args: ["-c", "mkdir -p out; echo built > out/report.txt; echo ran >> counter"]
+  tasks:
+    - {id: build, uses: "action:build"}
+"""
+
+
+def _roll_killed_after_the_effect(workspace: Path, db: Path) -> str:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    killed = subprocess.run(
+        [sys.executable, "-m", "agentctl", "--output", "json", "roll", "wf.yaml", "--db", str(db)],
+        cwd=workspace,
+        env={**os.environ, "AGENTCTL_FAULT": "effect.finished"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert killed.returncode == -9, killed.stdout + killed.stderr
+    with sqlite3.connect(db) as conn:
+        (run_id,) = conn.execute("SELECT id FROM runs").fetchone()
+    conn.close()
+    del json
+    return str(run_id)
+
+
+def test_a_resume_ingests_the_files_of_a_confirmed_process_effect(
+    cli: Any, workspace: Path, tmp_path: Path
+) -> None:
+    (workspace / "wf.yaml").write_text(PROCESS_REPORT)
+    db = tmp_path / "state" / "r.db"
+    run_id = _roll_killed_after_the_effect(workspace, db)
+    resumed = cli("--output", "json", "resume", run_id, "--db", db)
+    assert resumed.exit_code == 0, resumed.stdout + resumed.stderr
+    assert (workspace / "counter").read_text() == "ran\n"  # the effect was reused
+    (artifact,) = cli("--output", "json", "inspect", run_id, "--db", db).json()["data"]["artifacts"]
+    assert (artifact["name"], artifact["taskId"]) == ("out/report.txt", "build")
+    output = resumed.json()["data"]["output"]["build"]
+    assert "writtenFiles" not in output and output["exitCode"] == 0
+
+
+def test_a_resume_fails_loudly_when_the_written_bytes_are_gone(
+    cli: Any, workspace: Path, tmp_path: Path
+) -> None:
+    (workspace / "wf.yaml").write_text(PROCESS_REPORT)
+    db = tmp_path / "state" / "r.db"
+    run_id = _roll_killed_after_the_effect(workspace, db)
+    (workspace / "out" / "report.txt").unlink()
+    resumed = cli("--output", "json", "resume", run_id, "--db", db)
+    assert resumed.exit_code == 4, resumed.stdout + resumed.stderr
+    assert "out/report.txt" in resumed.stdout + resumed.stderr
+    assert (workspace / "counter").read_text() == "ran\n"
