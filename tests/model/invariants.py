@@ -88,7 +88,11 @@ class Checker:
         world.learn_runs(None, None, set(world.workflow_of))
         for run_id in rows:
             fingerprint = world.fingerprint(run_id)
-            if self.fingerprints.get(run_id) == fingerprint and not final:
+            if final:
+                audit = world.run(["audit", run_id, "--verify"])
+                if audit.code != 0:
+                    problems.append(f"audit --verify {run_id} exited {audit.code}")
+            if self.fingerprints.get(run_id) == fingerprint:
                 continue
             result = world.run(["inspect", run_id])
             if result.code != 0:
@@ -97,10 +101,6 @@ class Checker:
             self.fingerprints[run_id] = fingerprint
             self.inspections[run_id] = result.data()
             problems += self._check_run(run_id, self.inspections[run_id])
-            if final:
-                audit = world.run(["audit", run_id, "--verify"])
-                if audit.code != 0:
-                    problems.append(f"audit --verify {run_id} exited {audit.code}")
         problems += self._check_ledger()
         problems += self._check_artifacts(final)
         return problems

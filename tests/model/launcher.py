@@ -104,6 +104,8 @@ class Proc:
 
 def preimport() -> None:
     """Import everything a command needs, once, before any fork."""
+    import typer.main
+
     import agentctl.artifacts.gc  # noqa: F401
     import agentctl.engine.compensation  # noqa: F401
     import agentctl.engine.executor  # noqa: F401
@@ -111,8 +113,6 @@ def preimport() -> None:
     import agentctl.engine.recovery  # noqa: F401
     import agentctl.store.engine  # noqa: F401
     import agentctl.store.migrate  # noqa: F401
-    import typer.main
-
     from agentctl.cli import main  # noqa: F401
     from agentctl.cli.app import app
 

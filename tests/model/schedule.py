@@ -210,9 +210,11 @@ def cancel(ctx: Ctx, which: str) -> MoveResult:
             for r in ctx.runs("paused", "running")
             if any(a["status"] == "pending" for a in ctx.checker.inspections[r]["approvals"])
         ]
-        candidates = parked if which == "parked" else [
-            r for r in ctx.runs("paused", "running") if r not in parked
-        ]
+        candidates = (
+            parked
+            if which == "parked"
+            else [r for r in ctx.runs("paused", "running") if r not in parked]
+        )
     candidates = [c for c in candidates if c]
     if not candidates:
         return None
@@ -278,9 +280,7 @@ def reconcile(ctx: Ctx, which: str) -> MoveResult:
         candidates = ctx.unconcluded([bg]) if bg and bg in ctx.checker.inspections else []
     elif which == "contradicting":
         candidates = [
-            e
-            for e in ctx.effects(ctx.runs())
-            if e["status"] == "succeeded" and e["confirmed"]
+            e for e in ctx.effects(ctx.runs()) if e["status"] == "succeeded" and e["confirmed"]
         ]
     else:
         candidates = ctx.unconcluded(ctx.runs())
@@ -337,15 +337,17 @@ def artifacts_gc(ctx: Ctx, orphaned: bool) -> MoveResult:
 
 
 def retry_failed(ctx: Ctx, killed: bool) -> MoveResult:
-    candidates = ctx.runs("failed", workflow="model-ledger")
+    files = {"model-ledger": "ledger.yaml", "model-gated": "gated.yaml"}
+    candidates = [r for r in ctx.runs("failed") if ctx.world.workflow_of.get(r) in files]
     if not candidates:
         return None
     run_id = ctx.rng.choice(candidates)
+    file = files[ctx.world.workflow_of[run_id]]
     env = dict(FAIL_ENV if ctx.rng.random() < 0.25 else PASS_ENV)
     if killed:
         env["AGENTCTL_FAULT"] = ctx.fault()
-    result = ctx.command(["retry", "ledger.yaml", run_id, "--failed"], env=env)
-    desc = f"retry ledger.yaml {run_id} --failed {env}"
+    result = ctx.command(["retry", file, run_id, "--failed"], env=env)
+    desc = f"retry {file} {run_id} --failed {env}"
     return desc, expect(result, OK_RUN_CODES | ({-9} if killed else set()), desc)
 
 
@@ -394,11 +396,11 @@ MOVES: dict[str, tuple[int, Callable[[Ctx], MoveResult]]] = {
     "reconcile": (5, lambda c: reconcile(c, "truthful")),
     "reconcile-contradicting": (1, lambda c: reconcile(c, "contradicting")),
     "reconcile-live-effect": (1, lambda c: reconcile(c, "live")),
-    "gc": (2, gc),
+    "gc": (3, gc),
     "artifacts-gc": (2, lambda c: artifacts_gc(c, orphaned=False)),
     "artifacts-gc-orphaned-derived": (3, lambda c: artifacts_gc(c, orphaned=True)),
     "retry-failed": (4, lambda c: retry_failed(c, killed=False)),
-    "retry-failed-killed": (1, lambda c: retry_failed(c, killed=True)),
+    "retry-failed-killed": (2, lambda c: retry_failed(c, killed=True)),
     "replay": (1, replay),
     "compensate": (2, lambda c: compensate(c, concurrent=False)),
     "compensate-concurrent": (2, lambda c: compensate(c, concurrent=True)),

@@ -103,4 +103,3 @@ def test_random_schedules_keep_every_invariant(tmp_path: Path) -> None:
         "worker per command)"
     )
     assert not failed, f"{len(failed)} schedule(s) broke an invariant:\n\n" + _report(failed)
-

@@ -84,9 +84,7 @@ class World:
 
     # -- commands -------------------------------------------------------------------------
 
-    def start(
-        self, args: list[str], *, env: dict[str, str] | None = None, skew: float = 0
-    ) -> Proc:
+    def start(self, args: list[str], *, env: dict[str, str] | None = None, skew: float = 0) -> Proc:
         return self.launcher.start([*args, "--db", str(self.db)], self.ws, env, skew)
 
     def run(self, args: list[str], *, env: dict[str, str] | None = None, skew: float = 0) -> Result:
