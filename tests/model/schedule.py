@@ -392,7 +392,7 @@ MOVES: dict[str, tuple[int, Callable[[Ctx], MoveResult]]] = {
     "cancel-parked-run": (1, lambda c: cancel(c, "parked")),
     "cancel-live-run": (1, lambda c: cancel(c, "live")),
     "approve": (4, lambda c: decide(c, approve=True)),
-    "reject": (1, lambda c: decide(c, approve=False)),
+    "reject": (2, lambda c: decide(c, approve=False)),
     "reconcile": (5, lambda c: reconcile(c, "truthful")),
     "reconcile-contradicting": (1, lambda c: reconcile(c, "contradicting")),
     "reconcile-live-effect": (1, lambda c: reconcile(c, "live")),
