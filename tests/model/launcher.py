@@ -1,0 +1,203 @@
+"""Starting real `agentctl` processes for the model test, cheaply.
+
+Two ways, chosen by ``AGENTCTL_MODEL_LAUNCH``:
+
+- ``fork`` (the default): the harness process imports the CLI once, then every command is
+  a ``fork()`` of it that runs the CLI's ``main(argv)`` and exits with its code. Each
+  command is still its own OS process — its own pid (ownership checks see it), its own
+  SQLite connections, its own environment (``AGENTCTL_FAULT``), SIGKILL-able — but skips
+  the interpreter start and the imports, which is most of a command's cost (see the README
+  of this folder for the figures).
+- ``exec``: ``python -m agentctl …`` for every command (the console script's code path),
+  about seven times slower; use it for a soak that must not rely on fork.
+
+A clock skew (seconds) makes the process see the wall clock that far ahead: that is how the
+test stands for "the lease ran out while the owner was still working" without waiting for
+the lease.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Launcher", "Proc", "Result"]
+
+SKEWED = Path(__file__).with_name("skewed.py")
+
+
+@dataclass
+class Result:
+    argv: list[str]
+    code: int
+    stdout: str
+    stderr: str
+
+    def json(self) -> Any:
+        text = self.stdout if self.stdout.strip() else self.stderr
+        try:
+            return json.loads(text)
+        except ValueError:
+            return None
+
+    def data(self) -> Any:
+        doc = self.json()
+        return doc.get("data") if isinstance(doc, dict) else None
+
+
+class Proc:
+    def __init__(
+        self, argv: list[str], pid: int, out: Path, err: Path, popen: subprocess.Popen[bytes] | None
+    ) -> None:
+        self.argv = argv
+        self.pid = pid
+        self._out, self._err = out, err
+        self._popen = popen
+        self.result: Result | None = None
+
+    def wait(self) -> Result:
+        if self.result is None:
+            if self._popen is not None:
+                code = self._popen.wait()
+            else:
+                _, status = os.waitpid(self.pid, 0)
+                code = os.waitstatus_to_exitcode(status)
+            self.result = Result(
+                self.argv,
+                code,
+                self._out.read_text(errors="replace"),
+                self._err.read_text(errors="replace"),
+            )
+        return self.result
+
+    def kill(self) -> Result:
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        return self.wait()
+
+    def exited(self) -> bool:
+        """Non-blocking: whether the process has ended (reaps it if so)."""
+        if self.result is not None:
+            return True
+        if self._popen is not None:
+            return self._popen.poll() is not None
+        pid, status = os.waitpid(self.pid, os.WNOHANG)
+        if pid == 0:
+            return False
+        # Reaped here: remember the outcome now, waitpid cannot be asked twice.
+        self.result = Result(
+            self.argv,
+            os.waitstatus_to_exitcode(status),
+            self._out.read_text(errors="replace"),
+            self._err.read_text(errors="replace"),
+        )
+        return True
+
+
+def preimport() -> None:
+    """Import everything a command needs, once, before any fork."""
+    import typer.main
+
+    import agentctl.artifacts.gc  # noqa: F401
+    import agentctl.engine.compensation  # noqa: F401
+    import agentctl.engine.executor  # noqa: F401
+    import agentctl.engine.operations  # noqa: F401
+    import agentctl.engine.recovery  # noqa: F401
+    import agentctl.store.engine  # noqa: F401
+    import agentctl.store.migrate  # noqa: F401
+    from agentctl.cli import main  # noqa: F401
+    from agentctl.cli.app import app
+
+    # Building typer's click command tree is ~70 ms of every command (80% of an `inspect`):
+    # build it once here, so every forked command starts with it built.
+    if not getattr(typer.main.get_command, "_model_cached", False):
+        built = typer.main.get_command(app)
+        original = typer.main.get_command
+
+        def cached(typer_instance: typer.Typer) -> Any:
+            return built if typer_instance is app else original(typer_instance)
+
+        cached._model_cached = True  # type: ignore[attr-defined]
+        typer.main.get_command = cached
+
+
+class Launcher:
+    def __init__(self, logs: Path, mode: str | None = None, env: dict[str, str] | None = None):
+        self.mode = mode or os.environ.get("AGENTCTL_MODEL_LAUNCH", "fork")
+        if self.mode not in ("fork", "exec"):
+            raise ValueError(f"AGENTCTL_MODEL_LAUNCH must be fork or exec, got {self.mode!r}")
+        self.logs = logs
+        self.env = dict(env or {})
+        self._n = 0
+        if self.mode == "fork":
+            preimport()
+
+    def start(
+        self, argv: list[str], cwd: Path, env: dict[str, str] | None = None, skew: float = 0
+    ) -> Proc:
+        self._n += 1
+        out = self.logs / f"{self._n:04d}.out"
+        err = self.logs / f"{self._n:04d}.err"
+        full_env = {k: v for k, v in os.environ.items() if k != "AGENTCTL_FAULT"}
+        full_env.update(self.env)
+        full_env.update(env or {})
+        argv = ["--output", "json", *argv]
+        if self.mode == "exec":
+            prefix = [sys.executable, str(SKEWED), str(skew)] if skew else [sys.executable]
+            with out.open("wb") as o, err.open("wb") as e:
+                popen = subprocess.Popen(
+                    [*prefix, "-m", "agentctl", *argv] if not skew else [*prefix, *argv],
+                    cwd=cwd,
+                    env=full_env,
+                    stdout=o,
+                    stderr=e,
+                    stdin=subprocess.DEVNULL,
+                )
+            return Proc(argv, popen.pid, out, err, popen)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:  # the child: become the command, never return into the harness
+            code = 1
+            try:
+                fd_out = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+                fd_err = os.open(err, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+                fd_in = os.open(os.devnull, os.O_RDONLY)
+                os.dup2(fd_in, 0)
+                os.dup2(fd_out, 1)
+                os.dup2(fd_err, 2)
+                os.chdir(cwd)
+                os.environ.clear()
+                os.environ.update(full_env)
+                if skew:
+                    from tests.model.skewed import skew_clock
+
+                    skew_clock(skew)
+                from agentctl.cli import main as cli_main
+
+                code = cli_main.main(argv)
+            except BaseException as exc:  # noqa: BLE001 - report, then leave the child
+                try:
+                    os.write(2, f"model launcher: {type(exc).__name__}: {exc}\n".encode())
+                except OSError:
+                    pass
+            finally:
+                try:
+                    sys.stdout.flush()
+                    sys.stderr.flush()
+                finally:
+                    os._exit(code)
+        return Proc(argv, pid, out, err, None)
+
+    def run(
+        self, argv: list[str], cwd: Path, env: dict[str, str] | None = None, skew: float = 0
+    ) -> Result:
+        return self.start(argv, cwd, env, skew).wait()

@@ -1,0 +1,480 @@
+"""A randomized schedule of operator moves over real agentctl processes on one database.
+
+``run_schedule(seed, steps, known_defects)`` builds a fresh world, then for each step picks
+one applicable move with ``random.Random(seed)``, runs it as real processes, and checks the
+invariants (invariants.py). It returns the step list and every violation, so a failure
+prints everything needed to reproduce it (the same seed replays the same choices).
+
+A move whose name is in ``known_defects`` is never picked: that is how the test stays green
+on a main that still has a known open defect (see KNOWN_DEFECT_MOVES in test_model.py).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tests.model.invariants import Checker, applied_markers, effect_marker
+from tests.model.launcher import Launcher, Result
+from tests.model.transitions import TERMINAL_RUN_STATES
+from tests.model.world import LABELS, Background, World
+
+__all__ = ["MOVES", "Outcome", "run_schedule", "schedule_for_seed"]
+
+FAULT_POINTS = (
+    "run.created",
+    "effect.requested",
+    "effect.started",
+    "effect.dispatched",
+    "effect.finished",
+    "task.committed",
+)
+SKEW_PAST_LEASE = 3600.0  # seconds: far beyond the 60 s owner lease
+OK_RUN_CODES = {0, 3, 4, 130}
+FAIL_ENV = {"MODEL_FAIL": "fail-requested"}
+PASS_ENV = {"MODEL_FAIL": "fail-not-requested"}
+
+
+@dataclass
+class Outcome:
+    seed: int
+    steps: list[str] = field(default_factory=list)
+    violations: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    commands: int = 0
+    skipped_known: list[str] = field(default_factory=list)
+
+
+class Ctx:
+    def __init__(self, world: World, checker: Checker, rng: random.Random) -> None:
+        self.world, self.checker, self.rng = world, checker, rng
+
+    # -- what the last check saw ----------------------------------------------------------
+
+    def runs(self, *states: str, workflow: str | None = None) -> list[str]:
+        found = []
+        for run_id in sorted(self.checker.live_runs()):
+            data = self.checker.inspections[run_id]
+            if states and data["run"]["state"] not in states:
+                continue
+            if workflow and self.world.workflow_of.get(run_id) != workflow:
+                continue
+            if self.bg_run() == run_id:
+                continue
+            found.append(run_id)
+        return found
+
+    def bg_run(self) -> str | None:
+        bg = self.world.background
+        return bg.run_id if bg is not None else None
+
+    def effects(self, run_ids: list[str]) -> list[dict[str, Any]]:
+        return [e for r in run_ids for e in self.checker.inspections[r]["effects"]]
+
+    def pending_approvals(self) -> list[dict[str, Any]]:
+        return [
+            a
+            for r in self.runs("paused", "running")
+            for a in self.checker.inspections[r]["approvals"]
+            if a["status"] == "pending"
+        ]
+
+    def unconcluded(self, run_ids: list[str]) -> list[dict[str, Any]]:
+        return [
+            e
+            for e in self.effects(run_ids)
+            if e["status"] in ("started", "uncertain") and not e["reconciliations"]
+        ]
+
+    def fault(self) -> str:
+        return f"{self.rng.choice(FAULT_POINTS)}:{self.rng.randint(1, 3)}"
+
+    # -- running commands -----------------------------------------------------------------
+
+    def command(
+        self,
+        args: list[str],
+        *,
+        env: dict[str, str] | None = None,
+        skew: float = 0,
+        target: str | None = None,
+    ) -> Result:
+        """Run one command; ``target`` is the run it executes (resume), when known."""
+        before = set(self.world.run_rows())
+        proc = self.world.start(args, env={**PASS_ENV, **(env or {})}, skew=skew)
+        if target is not None:
+            self.world.pid_run[proc.pid] = target
+        result = proc.wait()
+        self.world.learn_runs(proc.pid, result, before)
+        return result
+
+
+def expect(result: Result, codes: set[int], what: str) -> list[str]:
+    if result.code in codes:
+        return []
+    tail = (result.stderr or result.stdout)[-600:]
+    return [f"{what}: exit {result.code} (expected one of {sorted(codes)}): {tail}"]
+
+
+# -- moves: each returns (description, problems); None when it does not apply -------------
+
+MoveResult = tuple[str, list[str]] | None
+
+
+def roll(ctx: Ctx, killed: bool) -> MoveResult:
+    workflow = ctx.rng.choice(["ledger.yaml", "ledger.yaml", "gated.yaml"])
+    env = dict(FAIL_ENV if ctx.rng.random() < 0.4 else PASS_ENV)
+    if killed:
+        env["AGENTCTL_FAULT"] = ctx.fault()
+    tag = ctx.world.next_tag()
+    result = ctx.command(["roll", workflow, "--input", f"tag={tag}"], env=env)
+    desc = f"roll {workflow} tag={tag} {env}"
+    return desc, expect(result, OK_RUN_CODES | ({-9} if killed else set()), desc)
+
+
+def roll_background(ctx: Ctx) -> MoveResult:
+    if ctx.world.background is not None:
+        return None
+    before = set(ctx.world.run_rows())
+    proc = ctx.world.start(["roll", "slow.yaml", "--input", f"tag={ctx.world.next_tag()}"])
+    marker = ctx.world.wait_ready(proc)
+    new = ctx.world.learn_runs(proc.pid, None, before)
+    if marker is None:
+        result = proc.wait()
+        return "roll slow.yaml in the background", expect(result, set(), "background roll")
+    ctx.world.background = Background(proc, new[0] if new else None, marker)
+    return f"roll slow.yaml in the background (run {new[0] if new else '?'}, held)", []
+
+
+def release_background(ctx: Ctx) -> MoveResult:
+    bg = ctx.world.background
+    if bg is None:
+        return None
+    ctx.world.open_gate()
+    result = bg.proc.wait()
+    ctx.world.background = None
+    return f"release the background run {bg.run_id}", expect(result, OK_RUN_CODES, "background")
+
+
+def kill_background(ctx: Ctx) -> MoveResult:
+    bg = ctx.world.background
+    if bg is None:
+        return None
+    bg.proc.kill()
+    ctx.world.open_gate()  # the orphaned step wrote its line before it blocked
+    ctx.world.background = None
+    return f"SIGKILL the background owner of {bg.run_id}", []
+
+
+def resume(ctx: Ctx, killed: bool) -> MoveResult:
+    candidates = ctx.runs("running", "paused")
+    if not candidates:
+        return None
+    run_id = ctx.rng.choice(candidates)
+    env = {"AGENTCTL_FAULT": ctx.fault()} if killed else {}
+    result = ctx.command(["resume", run_id], env=env, target=run_id)
+    desc = f"resume {run_id} {env}"
+    return desc, expect(result, OK_RUN_CODES | ({-9} if killed else set()), desc)
+
+
+def resume_live_owner(ctx: Ctx, skew: float) -> MoveResult:
+    run_id = ctx.bg_run()
+    if run_id is None:
+        return None
+    result = ctx.command(["resume", run_id], skew=skew, target=run_id)
+    desc = f"resume {run_id} while its owner is alive (clock +{skew:.0f}s)"
+    doc = result.json() or {}
+    code = (doc.get("error") or {}).get("code")
+    if result.code == 3 and code == "run.owned":
+        return desc, []
+    state = (doc.get("data") or {}).get("state")
+    return desc, [
+        f"{desc}: not refused as run.owned: exit {result.code}, code {code}, state {state} "
+        "(a second process took the run over from its live owner)"
+    ]
+
+
+def cancel(ctx: Ctx, which: str) -> MoveResult:
+    if which == "live":
+        candidates = [ctx.bg_run()] if ctx.bg_run() else []
+    else:
+        parked = [
+            r
+            for r in ctx.runs("paused", "running")
+            if any(a["status"] == "pending" for a in ctx.checker.inspections[r]["approvals"])
+        ]
+        candidates = (
+            parked
+            if which == "parked"
+            else [r for r in ctx.runs("paused", "running") if r not in parked]
+        )
+    candidates = [c for c in candidates if c]
+    if not candidates:
+        return None
+    run_id = ctx.rng.choice(candidates)
+    result = ctx.command(["cancel", run_id, "--reason", "model test"])
+    return f"cancel {run_id} ({which})", expect(result, {0}, f"cancel {run_id}")
+
+
+def decide(ctx: Ctx, approve: bool) -> MoveResult:
+    pending = ctx.pending_approvals()
+    if not pending:
+        return None
+    approval = ctx.rng.choice(pending)
+    verb = "approve" if approve else "reject"
+    result = ctx.command(["approvals", verb, approval["approvalId"], "--reason", "model test"])
+    desc = f"{verb} {approval['approvalId']}"
+    return desc, expect(result, {0}, desc)
+
+
+def truth(ctx: Ctx, effect: dict[str, Any]) -> tuple[bool, dict[str, Any] | None]:
+    """Whether the effect really happened, from the outside world, and its result."""
+    world = ctx.world
+    run_id = effect["runId"]
+    request = effect.get("request") or {}
+    if effect["operation"] == "builtin.write":
+        target = world.ws / str(request.get("path"))
+        if target.is_file() and len(target.read_bytes()) == request.get("bytes"):
+            content = target.read_text()
+            return True, {
+                "status": "changed",
+                "changed": True,
+                "before": None,
+                "after": content,
+                "diff": None,
+                "path": request.get("path"),
+                "predictability": "fully_predictable",
+            }
+        return False, None
+    label = LABELS.get((world.workflow_of.get(run_id, ""), effect["taskId"]))
+    if label is None:
+        return False, None
+    explained = set()
+    for other in ctx.checker.inspections[run_id]["effects"]:
+        if other["taskId"] == effect["taskId"]:
+            explained.update(filter(None, [effect_marker(other), *applied_markers(other)]))
+    unexplained = [
+        line
+        for line in world.ledger()
+        if line.label == label
+        and world.pid_run.get(line.pid) == run_id
+        and line.marker not in explained
+    ]
+    if not unexplained:
+        return False, None
+    result = {"status": "changed", "changed": True, "exitCode": 0, "stderr": ""}
+    result["stdout"] = unexplained[0].marker + "\n"
+    return True, result
+
+
+def reconcile(ctx: Ctx, which: str) -> MoveResult:
+    if which == "live":
+        bg = ctx.bg_run()
+        candidates = ctx.unconcluded([bg]) if bg and bg in ctx.checker.inspections else []
+    elif which == "contradicting":
+        candidates = [
+            e for e in ctx.effects(ctx.runs()) if e["status"] == "succeeded" and e["confirmed"]
+        ]
+    else:
+        candidates = ctx.unconcluded(ctx.runs())
+    if not candidates:
+        return None
+    effect = ctx.rng.choice(candidates)
+    eid = effect["effectId"]
+    args = ["reconcile", eid, "--reason", "model test"]
+    if which == "contradicting":
+        result = ctx.command([*args, "--status", "not-applied"])
+        desc = f"reconcile confirmed effect {eid[:12]} ({effect['taskId']}) as not-applied"
+        if result.code == 0:
+            return desc, [f"{desc}: accepted, but the record says it succeeded"]
+        return desc, expect(result, {2, 3, 5}, desc)
+    applied, value = truth(ctx, effect)
+    if applied:
+        result_file = ctx.world.root / f"result-{eid[:12]}.json"
+        result_file.write_text(json.dumps(value))
+        args += ["--status", "applied", "--result-file", str(result_file)]
+    else:
+        args += ["--status", "not-applied"]
+    result = ctx.command(args)
+    status = "applied" if applied else "not-applied"
+    desc = f"reconcile {eid[:12]} ({effect['runId']} {effect['taskId']}) {status}"
+    if which == "live":
+        if result.code == 0:
+            return desc, [f"{desc}: accepted while a live process executes the effect"]
+        return desc, expect(result, {2, 3, 5}, desc)
+    return desc, expect(result, {0}, desc)
+
+
+def gc(ctx: Ctx) -> MoveResult:
+    if not ctx.world.db_exists():
+        return None
+    result = ctx.command(["gc", "--older-than-days", "0"])
+    return "gc --older-than-days 0", expect(result, {0}, "gc")
+
+
+def orphaned_derived(ctx: Ctx) -> bool:
+    """A live retry/replay run whose source run gc removed (the refs it may lack)."""
+    world = ctx.world
+    return any(
+        world.mode_of.get(r) in ("retry", "replay", "repair")
+        and world.source_of.get(r) in world.deleted
+        for r in ctx.checker.live_runs()
+    )
+
+
+def artifacts_gc(ctx: Ctx, orphaned: bool) -> MoveResult:
+    if not ctx.world.db_exists() or orphaned != orphaned_derived(ctx):
+        return None
+    result = ctx.command(["artifacts", "gc", "--older-than-days", "0"])
+    return "artifacts gc --older-than-days 0", expect(result, {0}, "artifacts gc")
+
+
+def retry_failed(ctx: Ctx, killed: bool) -> MoveResult:
+    files = {"model-ledger": "ledger.yaml", "model-gated": "gated.yaml"}
+    candidates = [r for r in ctx.runs("failed") if ctx.world.workflow_of.get(r) in files]
+    if not candidates:
+        return None
+    run_id = ctx.rng.choice(candidates)
+    file = files[ctx.world.workflow_of[run_id]]
+    env = dict(FAIL_ENV if ctx.rng.random() < 0.25 else PASS_ENV)
+    if killed:
+        env["AGENTCTL_FAULT"] = ctx.fault()
+    result = ctx.command(["retry", file, run_id, "--failed"], env=env)
+    desc = f"retry {file} {run_id} --failed {env}"
+    return desc, expect(result, OK_RUN_CODES | ({-9} if killed else set()), desc)
+
+
+def replay(ctx: Ctx) -> MoveResult:
+    candidates = ctx.runs(*TERMINAL_RUN_STATES)
+    if not candidates:
+        return None
+    run_id = ctx.rng.choice(candidates)
+    result = ctx.command(["replay", run_id])
+    return f"replay {run_id}", expect(result, {0, 3, 4}, f"replay {run_id}")
+
+
+def compensate(ctx: Ctx, concurrent: bool) -> MoveResult:
+    candidates = ctx.runs(*TERMINAL_RUN_STATES, workflow="model-ledger")
+    if not candidates:
+        return None
+    run_id = ctx.rng.choice(candidates)
+    if not concurrent:
+        result = ctx.command(["compensate", run_id])
+        return f"compensate {run_id}", expect(result, {0, 3, 4}, f"compensate {run_id}")
+    before = set(ctx.world.run_rows())
+    procs = [ctx.world.start(["compensate", run_id], env=PASS_ENV) for _ in range(2)]
+    problems = []
+    for proc in procs:
+        result = proc.wait()
+        ctx.world.learn_runs(proc.pid, result, before)
+        problems += expect(result, {0, 3, 4}, f"concurrent compensate {run_id}")
+    return f"compensate {run_id} twice at once", problems
+
+
+MOVES: dict[str, tuple[int, Callable[[Ctx], MoveResult]]] = {
+    "roll": (3, lambda c: roll(c, killed=False)),
+    "roll-killed": (3, lambda c: roll(c, killed=True)),
+    "roll-background": (2, roll_background),
+    "release-background": (2, release_background),
+    "kill-background": (1, kill_background),
+    "resume": (4, lambda c: resume(c, killed=False)),
+    "resume-killed": (2, lambda c: resume(c, killed=True)),
+    "resume-live-owner": (1, lambda c: resume_live_owner(c, skew=0)),
+    "takeover-after-lease": (2, lambda c: resume_live_owner(c, skew=SKEW_PAST_LEASE)),
+    "cancel": (1, lambda c: cancel(c, "idle")),
+    "cancel-parked-run": (1, lambda c: cancel(c, "parked")),
+    "cancel-live-run": (1, lambda c: cancel(c, "live")),
+    "approve": (4, lambda c: decide(c, approve=True)),
+    "reject": (2, lambda c: decide(c, approve=False)),
+    "reconcile": (5, lambda c: reconcile(c, "truthful")),
+    "reconcile-contradicting": (1, lambda c: reconcile(c, "contradicting")),
+    "reconcile-live-effect": (1, lambda c: reconcile(c, "live")),
+    "gc": (3, gc),
+    "artifacts-gc": (2, lambda c: artifacts_gc(c, orphaned=False)),
+    "artifacts-gc-orphaned-derived": (3, lambda c: artifacts_gc(c, orphaned=True)),
+    "retry-failed": (4, lambda c: retry_failed(c, killed=False)),
+    "retry-failed-killed": (2, lambda c: retry_failed(c, killed=True)),
+    "replay": (1, replay),
+    "compensate": (2, lambda c: compensate(c, concurrent=False)),
+    "compensate-concurrent": (2, lambda c: compensate(c, concurrent=True)),
+}
+
+
+def run_schedule(
+    seed: int,
+    steps: int,
+    known_defects: frozenset[str] = frozenset(),
+    launcher: Launcher | None = None,
+    keep: Path | None = None,
+) -> Outcome:
+    """Run one schedule; ``keep`` leaves its world there for a post-mortem."""
+    started = time.monotonic()
+    rng = random.Random(seed)
+    outcome = Outcome(seed)
+    root = Path(tempfile.mkdtemp(prefix=f"model-{seed}-", dir=keep))
+    logs = root / "logs"
+    logs.mkdir()
+    launcher = launcher or Launcher(logs)
+    launcher.logs = logs
+    first_command = launcher._n
+    world = World(root, launcher)
+    checker = Checker(world)
+    ctx = Ctx(world, checker, rng)
+    failed = False
+    try:
+        for index in range(steps):
+            names = list(MOVES)
+            weights = [MOVES[n][0] for n in names]
+            for _ in range(50):
+                name = rng.choices(names, weights)[0]
+                if name in known_defects:
+                    continue
+                done = MOVES[name][1](ctx)
+                if done is not None:
+                    break
+            else:
+                continue
+            desc, problems = done
+            outcome.steps.append(f"{index + 1}. [{name}] {desc}")
+            problems += checker.check()
+            if problems:
+                outcome.violations += [f"after step {index + 1} [{name}]: {p}" for p in problems]
+                failed = True
+                break
+        if world.background is not None and not failed:
+            desc, problems = release_background(ctx) or ("", [])
+            outcome.steps.append(f"end. [release-background] {desc}")
+            outcome.violations += problems
+        if not failed:
+            outcome.violations += [f"at the end: {p}" for p in checker.check(final=True)]
+    finally:
+        if world.background is not None:
+            world.background.proc.kill()
+            world.open_gate()
+        outcome.commands = launcher._n - first_command
+        outcome.seconds = time.monotonic() - started
+        if keep is None and not outcome.violations:
+            shutil.rmtree(root, ignore_errors=True)
+        elif outcome.violations:
+            outcome.steps.append(f"(world kept in {root})")
+    return outcome
+
+
+_LAUNCHER: Launcher | None = None
+
+
+def schedule_for_seed(
+    seed: int, known_defects: frozenset[str], keep: Path | None = None
+) -> Outcome:
+    """One schedule of 3-6 steps (a process-pool job; the worker keeps one launcher)."""
+    global _LAUNCHER
+    if _LAUNCHER is None:
+        _LAUNCHER = Launcher(Path(tempfile.gettempdir()))
+    return run_schedule(seed, 3 + seed % 4, known_defects, _LAUNCHER, keep)
