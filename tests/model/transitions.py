@@ -4,78 +4,35 @@ The model test observes states only between its steps, so one step may walk seve
 (``paused -> running -> succeeded`` inside one ``resume``). An observed change is allowed
 when the new state is reachable from the old one through these moves.
 
-When agentctl/store/states.py lands with its own transition table, replace the four
-dictionaries below by imports of that table; the checks in invariants.py read only
-``reachable``.
+The moves are agentctl/store/states.py's own tables; the checks in invariants.py read
+only ``reachable``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import cache
+from typing import Any
+
+from agentctl.store import states
 
 __all__ = ["ALLOWED", "reachable"]
 
-RUN_MOVES: dict[str, frozenset[str]] = {
-    "running": frozenset({"paused", "succeeded", "failed", "cancelled"}),
-    "paused": frozenset({"running", "failed", "cancelled"}),
-    "succeeded": frozenset(),
-    "failed": frozenset(),
-    "cancelled": frozenset(),
-}
 
-TASK_MOVES: dict[str, frozenset[str]] = {
-    "pending": frozenset({"ready", "running", "skipped", "cancelled", "failed"}),
-    "ready": frozenset({"running", "skipped", "cancelled"}),
-    "running": frozenset(
-        {
-            "waiting_for_approval",
-            "waiting_for_effect",
-            "retry_scheduled",
-            "succeeded",
-            "failed",
-            "cancelled",
-            # A parked task goes back to `pending` so resume can pick it up again.
-            "pending",
-        }
-    ),
-    "waiting_for_approval": frozenset({"running", "pending", "failed", "cancelled"}),
-    "waiting_for_effect": frozenset({"running", "pending", "failed", "cancelled"}),
-    "retry_scheduled": frozenset({"running", "failed", "cancelled"}),
-    "succeeded": frozenset(),
-    "failed": frozenset(),
-    "skipped": frozenset(),
-    "cancelled": frozenset(),
-}
+def _as_text(table: Mapping[Any, frozenset[Any]]) -> dict[str, frozenset[str]]:
+    return {str(state): frozenset(str(s) for s in moves) for state, moves in table.items()}
 
-EFFECT_MOVES: dict[str, frozenset[str]] = {
-    "requested": frozenset({"waiting_for_approval", "started", "cancelled", "failed"}),
-    "waiting_for_approval": frozenset({"started", "cancelled", "failed"}),
-    "started": frozenset({"succeeded", "failed", "uncertain", "cancelled"}),
-    "uncertain": frozenset(),
-    "succeeded": frozenset(),
-    "failed": frozenset(),
-    "cancelled": frozenset(),
-}
 
-APPROVAL_MOVES: dict[str, frozenset[str]] = {
-    "pending": frozenset({"approved", "rejected", "answered", "expired"}),
-    "approved": frozenset(),
-    "rejected": frozenset(),
-    "answered": frozenset(),
-    "expired": frozenset(),
-}
-
+# The product's own tables: the model checks what the store enforces.
 ALLOWED: dict[str, dict[str, frozenset[str]]] = {
-    "run": RUN_MOVES,
-    "task": TASK_MOVES,
-    "effect": EFFECT_MOVES,
-    "approval": APPROVAL_MOVES,
+    "run": _as_text(states.RUN_MOVES),
+    "task": _as_text(states.TASK_MOVES),
+    "effect": _as_text(states.EFFECT_MOVES),
+    "approval": _as_text(states.APPROVAL_MOVES),
 }
 
 #: States a record of a terminal run may not be in: nothing of a finished run stays live.
-LIVE_TASK_STATES = frozenset(
-    {"ready", "running", "waiting_for_approval", "waiting_for_effect", "retry_scheduled"}
-)
+LIVE_TASK_STATES = frozenset({"running", "waiting_for_approval", "waiting_for_effect"})
 TERMINAL_RUN_STATES = frozenset({"succeeded", "failed", "cancelled"})
 
 
