@@ -82,6 +82,13 @@ def inspect_command(
                 f"  {task['state']:<21} {task['taskId']} #{task['attempt']}{suffix}",
                 file=out.stdout,
             )
+            condition = task.get("condition")
+            if condition:
+                print(
+                    f"    {condition['kind']} {condition['expression']} -> "
+                    f"{str(condition['result']).lower()}  ({condition['contextDigest'][:26]}…)",
+                    file=out.stdout,
+                )
         if data["effects"]:
             print("effects:", file=out.stdout)
         for effect in data["effects"]:

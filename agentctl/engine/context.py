@@ -38,6 +38,8 @@ class TaskEnv:
     # Workspace files this attempt changed: (artifact name, real path), ingested at commit.
     written: list[tuple[str, Path]] = field(default_factory=list)
     run_created_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+    # The task's evaluated `when` or loop guard (a condition record), when it has one.
+    condition: Mapping[str, Any] | None = None
 
     @property
     def spec(self) -> Mapping[str, Any]:

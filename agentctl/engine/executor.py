@@ -42,12 +42,18 @@ from agentctl.engine.signals import (
     TaskFailure,
     as_task_failure,
 )
-from agentctl.engine.tasks import check_contract, run_body, when_skip_output
+from agentctl.engine.tasks import (
+    check_contract,
+    loop_exit_guard,
+    run_body,
+    when_condition,
+    when_skip_output,
+)
 from agentctl.errors import AgentctlError, Cancelled
 from agentctl.ids import Clock
 from agentctl.policy.paths import WorkspacePolicy
 from agentctl.policy.secrets import secret_file_roots
-from agentctl.spec.expressions import TemplateContext, evaluate_condition
+from agentctl.spec.expressions import TemplateContext
 from agentctl.spec.template_exceptions import TemplateError
 from agentctl.spec.templates import render
 from agentctl.store.engine import Store
@@ -74,6 +80,8 @@ class _Outcome:
     input_digest: str | None = None
     effect_ids: list[str] = field(default_factory=list)
     artifacts: list[tuple[str, Any]] = field(default_factory=list)
+    # The `when` or loop-guard decision that let the task run or skipped it.
+    condition: dict[str, Any] | None = None
 
 
 _WAITING = frozenset({"running", "waiting_for_approval", "waiting_for_effect"})
@@ -250,22 +258,25 @@ class RunExecutor:
     async def _run_batch(self, batch: list[str]) -> dict[str, _Outcome]:
         snapshot = dict(self.memory)
         outcomes: dict[str, _Outcome] = {}
-        runnable: list[tuple[PlanTask, dict[str, Any]]] = []
+        runnable: list[tuple[PlanTask, dict[str, Any], dict[str, Any] | None]] = []
         for tid in batch:
             task = self.plan.tasks[tid]
             decided = self._pre_check(task, snapshot)
             if isinstance(decided, _Outcome):
                 outcomes[tid] = decided
             else:
-                runnable.append((task, decided))
+                runnable.append((task, *decided))
         if len(runnable) == 1:
-            task, task_vars = runnable[0]
-            outcomes[task.id] = await self._run_task(task, task_vars, snapshot)
+            task, task_vars, condition = runnable[0]
+            outcomes[task.id] = await self._run_task(task, task_vars, snapshot, condition)
         elif runnable:
             results = await asyncio.gather(
-                *(self._run_task(task, task_vars, snapshot) for task, task_vars in runnable)
+                *(
+                    self._run_task(task, task_vars, snapshot, condition)
+                    for task, task_vars, condition in runnable
+                )
             )
-            for (task, _), result in zip(runnable, results, strict=True):
+            for (task, _, _), result in zip(runnable, results, strict=True):
                 outcomes[task.id] = result
         return outcomes
 
@@ -313,11 +324,17 @@ class RunExecutor:
             inputs=self.run.inputs, vars=task_vars, memory=memory, tasks=self.outputs
         )
 
-    def _pre_check(self, task: PlanTask, memory: Mapping[str, Any]) -> _Outcome | dict[str, Any]:
-        """Skip rules of §17.3, then the rendered vars the task will run with."""
+    def _pre_check(
+        self, task: PlanTask, memory: Mapping[str, Any]
+    ) -> _Outcome | tuple[dict[str, Any], dict[str, Any] | None]:
+        """Skip rules of §17.3, then the rendered vars the task will run with and the
+        condition decision (``when`` or loop guard) that let it run, if it has one.
+
+        A task that already started (waiting for approval or an effect) is not decided
+        again: its decision was recorded when it first ran."""
         row = self.rows[task.id]
         if row.status in _WAITING:
-            return self._render_vars(task, memory)
+            return self._render_vars(task, memory), None
         aggregate = task.uses.kind in ("aggregate", "loop_aggregate", "subworkflow_aggregate")
         if not aggregate:
             for need in task.needs:
@@ -349,15 +366,19 @@ class RunExecutor:
                             },
                         },
                     )
+            condition: dict[str, Any] | None = None
             if task.when is not None:
-                context = self._context(task_vars, memory)
-                if not evaluate_condition(task.when, context):
+                condition = when_condition(task, self._context(task_vars, memory))
+                if not condition["result"]:
                     return _Outcome(
                         "skipped",
                         row.attempt,
                         has_output=True,
-                        output=when_skip_output(task.when, context),
+                        output=when_skip_output(condition),
+                        condition=condition,
                     )
+            elif task.uses.kind == "loop_aggregate":
+                condition = loop_exit_guard(task, self.rows, self._context(task_vars, memory))
         except TemplateError as exc:
             # Our fix of quirk 10: a template error in vars/when fails the task, not the run
             # driver, so the run ends in a truthful state instead of stranding `running`.
@@ -366,14 +387,29 @@ class RunExecutor:
                 row.attempt + 1,
                 error={"code": "template.error", "message": f"task {task.id}: {exc}"},
             )
-        return task_vars
+        return task_vars, condition
 
     def _render_vars(self, task: PlanTask, memory: Mapping[str, Any]) -> dict[str, Any]:
         rendered = render(dict(task.vars), self._context({}, memory))
         return dict(rendered) if isinstance(rendered, Mapping) else {}
 
     async def _run_task(
-        self, task: PlanTask, task_vars: dict[str, Any], memory: Mapping[str, Any]
+        self,
+        task: PlanTask,
+        task_vars: dict[str, Any],
+        memory: Mapping[str, Any],
+        condition: dict[str, Any] | None,
+    ) -> _Outcome:
+        outcome = await self._attempts(task, task_vars, memory, condition)
+        outcome.condition = condition
+        return outcome
+
+    async def _attempts(
+        self,
+        task: PlanTask,
+        task_vars: dict[str, Any],
+        memory: Mapping[str, Any],
+        condition: dict[str, Any] | None,
     ) -> _Outcome:
         row = self.rows[task.id]
         attempt_no = row.attempt if row.status in _WAITING and row.attempt else row.attempt + 1
@@ -402,6 +438,7 @@ class RunExecutor:
                     default_timeout_seconds=self.default_timeout,
                     compensation=self.run.mode == "compensate",
                     run_created_at=self.run.created_at.replace(tzinfo=UTC),
+                    condition=condition,
                 )
                 result: TaskResult = await run_body(env, self.rows, context, self.options.pool)
                 if not self.options.check:
@@ -522,6 +559,8 @@ class RunExecutor:
             values["disposition"] = "executed" if outcome.status == "succeeded" else "recorded"
         if outcome.input_digest is not None:
             values["input_digest"] = outcome.input_digest
+        if outcome.condition is not None:
+            values["condition_json"] = canonical_json(outcome.condition)
         if delta:
             values["state_delta_json"] = canonical_json(delta)
             values["state_delta_digest"] = digest_json(delta)
@@ -538,6 +577,8 @@ class RunExecutor:
             payload["outputDigest"] = values["output_digest"]
         if delta:
             payload["memoryKeys"] = sorted(delta)
+        if outcome.condition is not None:
+            payload["condition"] = outcome.condition
         self.log.event(conn, f"task.{outcome.status}", payload, now=now, task_id=task.id)
         if outcome.status == "succeeded" and self.run.mode == "compensate":
             mark_compensated(conn, self.run, task.id, outcome.effect_ids, now)
