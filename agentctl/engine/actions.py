@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from agentctl.digest import digest_json
-from agentctl.engine.context import TaskEnv, TaskResult
+from agentctl.engine.context import TaskEnv, TaskResult, effect_process_env
 from agentctl.engine.journal import EffectSpec
 from agentctl.engine.longterm_actions import LONG_TERM_BODIES
 from agentctl.engine.protocol_actions import PROTOCOL_BODIES
@@ -277,12 +277,14 @@ async def _shell(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
 
     before = _snapshot_writable(env)
 
-    async def dispatch(_effect_id: str) -> Any:
+    async def dispatch(effect_id: str) -> Any:
         result = await process.run_process(
             process.ProcessSpec(
                 argv=(executable, *args),
                 cwd=Path(cwd),
-                env={name: value for name, (_, value) in environment.items()},
+                env=effect_process_env(
+                    {name: value for name, (_, value) in environment.items()}, effect_id
+                ),
                 timeout_seconds=timeout,
                 stdout_limit_bytes=stdout_limit,
                 stderr_limit_bytes=stderr_limit,
