@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from agentctl.digest import digest_json
+from agentctl.engine import written_files
 from agentctl.engine.context import TaskEnv, TaskResult, effect_process_env
 from agentctl.engine.journal import EffectSpec
 from agentctl.engine.longterm_actions import LONG_TERM_BODIES
@@ -182,43 +183,6 @@ def _resolve_environment(env: TaskEnv, action: Mapping[str, Any]) -> dict[str, t
     return resolved
 
 
-ARTIFACT_SCAN_LIMIT = 10_000
-AUTO_INGEST_MAX_BYTES = 16 * 1024 * 1024
-
-
-def _snapshot_writable(env: TaskEnv) -> dict[Path, tuple[int, int]]:
-    """(mtime_ns, size) of every regular file under the writable roots (bounded scan)."""
-    seen: dict[Path, tuple[int, int]] = {}
-    for root in env.workspace.writable_roots:
-        if not root.is_dir():
-            continue
-        for path in root.rglob("*"):
-            if len(seen) >= ARTIFACT_SCAN_LIMIT:
-                return seen
-            try:
-                stat = path.lstat()
-            except OSError:
-                continue
-            if path.is_file() and not path.is_symlink():
-                seen[path] = (stat.st_mtime_ns, stat.st_size)
-    return seen
-
-
-def _changed_files(env: TaskEnv, before: dict[Path, tuple[int, int]]) -> list[tuple[str, Path]]:
-    after = _snapshot_writable(env)
-    changed = []
-    for path, signature in sorted(after.items()):
-        # Auto-ingestion takes regular files up to 16 MiB (reference §24); larger ones stay
-        # in the workspace untracked.
-        if before.get(path) != signature and signature[1] <= AUTO_INGEST_MAX_BYTES:
-            try:
-                name = str(path.relative_to(env.workspace.workspace_root))
-            except ValueError:
-                name = str(path)
-            changed.append((name, path))
-    return changed
-
-
 def _process_timeout(env: TaskEnv, action: Mapping[str, Any]) -> int:
     explicit = action.get("timeoutSeconds")
     if isinstance(explicit, int):
@@ -275,7 +239,7 @@ async def _shell(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
         policy_label="process.exec",
     )
 
-    before = _snapshot_writable(env)
+    before = written_files.snapshot(env.workspace)
 
     async def dispatch(effect_id: str) -> Any:
         result = await process.run_process(
@@ -337,7 +301,7 @@ async def _shell(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
         usage=output_bytes,
     )
     # Files the process created or changed under the writable roots become artifacts.
-    env.written.extend(_changed_files(env, before))
+    env.written.extend(written_files.changed_files(env.workspace, before))
     return TaskResult(result)
 
 
