@@ -144,8 +144,8 @@ def _resolve_environment(env: TaskEnv, action: Mapping[str, Any]) -> dict[str, t
     allow = set(env.policy.get("environmentAllowlist") or [])
     resolved: dict[str, tuple[str, str]] = {}
     for name, ref in sorted((action.get("env") or {}).items()):
-        if isinstance(ref, Mapping) and "file" in ref:
-            from agentctl.policy.secrets import read_secret_file
+        if isinstance(ref, Mapping) and ("file" in ref or "process" in ref):
+            from agentctl.policy.secrets import resolve_policy_reference
 
             if name not in allow or not _ENV_NAME.match(name):
                 raise TaskFailure(
@@ -154,10 +154,12 @@ def _resolve_environment(env: TaskEnv, action: Mapping[str, Any]) -> dict[str, t
                     code="policy.denied",
                 )
             try:
-                resolved[name] = (f"file:{ref['file']}", read_secret_file(ref["file"]))
+                found = resolve_policy_reference(ref)
             except AgentctlError as exc:
                 raise TaskFailure(exc.message, code=exc.code) from exc
-            continue
+            if found is not None:
+                resolved[name] = found
+                continue
         if not isinstance(ref, Mapping) or "env" not in ref:
             raise TaskFailure(
                 f"action env `{name}` must be a secret reference like {{env: NAME}}",

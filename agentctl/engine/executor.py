@@ -27,6 +27,7 @@ from agentctl.engine.compensation import mark_compensated
 from agentctl.engine.context import TaskEnv, TaskResult
 from agentctl.engine.gate import Attempt, EffectGate
 from agentctl.engine.outcome import ExecutionOptions, RunOutcome, finished_outcome
+from agentctl.engine.prediction import Prediction
 from agentctl.engine.records import (
     TERMINAL_RUN_STATES,
     RunLog,
@@ -125,6 +126,11 @@ class RunExecutor:
                 self.log.event(conn, "run.resumed", {"from": run.status}, now=self.clock.now())
         self.run = run
         self.plan = Plan.from_json(run.plan)
+        self.prediction = Prediction(self.plan) if opts.check else None
+        if self.prediction is not None:
+            for task_id, row in rows.items():
+                if row.has_output:
+                    self.prediction.observe(task_id, row.output)
         self.rows = rows
         self.memory = memory
         self.spec = spec
@@ -156,7 +162,9 @@ class RunExecutor:
         self._session = session_scope.enter_context(self.store.driver_session())
         session_scope.enter_context(
             secret_file_roots(
-                self.workspace.workspace_root, list(policy.get("secretFileRoots") or [])
+                self.workspace.workspace_root,
+                list(policy.get("secretFileRoots") or []),
+                list(policy.get("secretProcessAllowlist") or []),
             )
         )
         drive = asyncio.create_task(self._drive())
@@ -380,6 +388,9 @@ class RunExecutor:
             elif task.uses.kind == "loop_aggregate":
                 condition = loop_exit_guard(task, self.rows, self._context(task_vars, memory))
         except TemplateError as exc:
+            predicted = self._unpredictable(task, exc)
+            if predicted is not None:
+                return predicted
             # Our fix of quirk 10: a template error in vars/when fails the task, not the run
             # driver, so the run ends in a truthful state instead of stranding `running`.
             return _Outcome(
@@ -388,6 +399,16 @@ class RunExecutor:
                 error={"code": "template.error", "message": f"task {task.id}: {exc}"},
             )
         return task_vars, condition
+
+    def _unpredictable(self, task: PlanTask, exc: TemplateError) -> _Outcome | None:
+        """In check mode, a task that cannot render an unpredicted dependency's output is
+        itself unpredicted rather than failed."""
+        if self.prediction is None:
+            return None
+        output = self.prediction.placeholder(task.id, exc)
+        if output is None:
+            return None
+        return _Outcome("succeeded", self.rows[task.id].attempt + 1, output=output, has_output=True)
 
     def _render_vars(self, task: PlanTask, memory: Mapping[str, Any]) -> dict[str, Any]:
         rendered = render(dict(task.vars), self._context({}, memory))
@@ -476,6 +497,9 @@ class RunExecutor:
                 attempts_used -= 1
                 continue
             except TemplateError as exc:
+                predicted = self._unpredictable(task, exc)
+                if predicted is not None:
+                    return predicted
                 failure = TaskFailure(f"task {task.id}: {exc}", code="template.error")
             except TaskFailure as exc:
                 failure = exc
@@ -530,6 +554,8 @@ class RunExecutor:
             if outcome.has_output:
                 row.output, row.has_output = outcome.output, True
                 self.outputs[task.id] = outcome.output
+                if self.prediction is not None:
+                    self.prediction.observe(task.id, outcome.output)
             self._emit(
                 "task",
                 {
@@ -659,4 +685,7 @@ class RunExecutor:
         declared = self.spec.get("outputs")
         if not declared:
             return {tid: self.outputs[tid] for tid in self.plan.order if tid in self.outputs}
-        return render(dict(declared), self._context({}, self.memory))
+        context = self._context({}, self.memory)
+        if self.prediction is not None:
+            return self.prediction.render_outputs(dict(declared), lambda t: render(t, context))
+        return render(dict(declared), context)
