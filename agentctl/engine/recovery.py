@@ -142,7 +142,7 @@ def _check_from(plan: Plan, from_tasks: Sequence[str]) -> dict[str, str]:
             f"--from names tasks the workflow does not have: {', '.join(unknown)}",
             hint="use task ids as `agentctl plan FILE` lists them (expanded ids included)",
         )
-    return {task_id: "selected with --from" for task_id in from_tasks}
+    return dict.fromkeys(from_tasks, "selected with --from")
 
 
 def _decide(
