@@ -50,7 +50,7 @@ from agentctl.engine.tasks import (
     when_condition,
     when_skip_output,
 )
-from agentctl.errors import AgentctlError, Cancelled
+from agentctl.errors import AgentctlError, Cancelled, PersistenceError
 from agentctl.ids import Clock
 from agentctl.policy.paths import WorkspacePolicy
 from agentctl.policy.secrets import secret_file_roots
@@ -84,6 +84,10 @@ class _Outcome:
     # The `when` or loop-guard decision that let the task run or skipped it.
     condition: dict[str, Any] | None = None
 
+
+# Records the run cannot read: the run stops (exit 5, still resumable once the database
+# is repaired) instead of recording a task failure it cannot vouch for.
+_UNREADABLE_RECORD = frozenset({"store.corrupt", "store.newer_format"})
 
 _WAITING = frozenset({"running", "waiting_for_approval", "waiting_for_effect"})
 
@@ -504,6 +508,8 @@ class RunExecutor:
             except TaskFailure as exc:
                 failure = exc
             except AgentctlError as exc:
+                if isinstance(exc, PersistenceError) and exc.code in _UNREADABLE_RECORD:
+                    raise  # a damaged database is not the task's failure: stop, exit 5
                 failure = as_task_failure(exc)
             if failure.retryable and attempts_used < task.retry.max_attempts:
                 # The fixed backoff, or longer when the provider said when to come back.
