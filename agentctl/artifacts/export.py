@@ -24,6 +24,10 @@ from agentctl.errors import PersistenceError, UsageError
 __all__ = ["export_blob"]
 
 
+#: The longest file name most file systems accept, in bytes.
+_NAME_MAX = 255
+
+
 def _inside(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
@@ -42,6 +46,12 @@ def _checked_target(dest: Path, base: Path) -> Path:
         )
     base_abs = os.path.abspath(base)
     target = os.path.abspath(os.path.join(base_abs, dest))
+    if any(len(os.fsencode(part)) > _NAME_MAX for part in Path(target).parts):
+        raise _refuse(
+            f"export destination {str(dest)[:80]}… has a name longer than {_NAME_MAX} bytes",
+            "artifact.path_too_long",
+            "choose a shorter file name",
+        )
     if not _inside(target, base_abs) or target == base_abs:
         raise _refuse(
             f"export destination {dest} is outside {base_abs}",
@@ -95,6 +105,21 @@ def _copy_verified(blob: Path, temp: Path, digest: str) -> int:
             code="artifact.missing",
             hint="run `agentctl artifacts verify --all` to see what else is affected",
         ) from exc
+    except OSError as exc:
+        # ELOOP: the blob was replaced by a symlink, which is never followed.
+        raise PersistenceError(
+            f"artifact {digest} cannot be read from the store ({blob}): {exc.strerror}; "
+            "a blob must be a regular file, never a link",
+            code="artifact.corrupt",
+            hint="run `agentctl artifacts verify --all`; rerun the task that wrote it",
+        ) from exc
+    if not stat.S_ISREG(os.fstat(src).st_mode):
+        os.close(src)
+        raise PersistenceError(
+            f"artifact {digest} in the store ({blob}) is not a regular file",
+            code="artifact.corrupt",
+            hint="run `agentctl artifacts verify --all`; rerun the task that wrote it",
+        )
     try:
         dst = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666)
         try:
@@ -132,7 +157,8 @@ def export_blob(
             "artifact.symlink_escape",
             "choose a destination whose folders are not links to elsewhere",
         )
-    temp = target.parent / f".{target.name}.{secrets.token_hex(6)}.agentctl-export"
+    # Not derived from the target's name, so a name near the length limit still fits.
+    temp = target.parent / f".agentctl-export.{secrets.token_hex(6)}"
     try:
         size = _copy_verified(layout.blob_path(digest), temp, digest)
         if overwrite:

@@ -61,11 +61,41 @@ def list_command(
     name: Annotated[
         str | None, typer.Option("--name", help="Only versions of this artifact name.")
     ] = None,
+    blobs: Annotated[
+        bool,
+        typer.Option(
+            "--blobs",
+            help="List stored blobs instead of versions: size, age, refs, leases, and "
+            "whether `artifacts gc` would remove them.",
+        ),
+    ] = False,
+    older_than_days: Annotated[
+        int,
+        typer.Option(
+            "--older-than-days",
+            min=0,
+            help="With --blobs: the gc grace period used to mark collectable blobs.",
+        ),
+    ] = 30,
     db: DbOption = None,
 ) -> None:
-    """List artifact versions (name, version, digest, size, run, task)."""
+    """List artifact versions (name, version, digest, size, run, task), or with --blobs
+    every stored blob, referenced or not.
+
+    Example: ``agentctl artifacts list --blobs --older-than-days 7``
+    """
     from agentctl.store.records import get_run
 
+    if blobs:
+        if run is not None or task is not None or name is not None:
+            from agentctl.errors import UsageError
+
+            raise UsageError(
+                "--blobs lists every blob; it cannot be combined with --run, --task or --name",
+                hint="drop the filters, or list versions without --blobs",
+            )
+        _list_blobs(ctx, db, older_than_days)
+        return
     with _opened(ctx, db) as artifacts:
         if run is not None:
             with artifacts.store.read() as conn:
@@ -84,6 +114,43 @@ def list_command(
             )
 
     out.success("ArtifactList", {"artifacts": found}, human=human)
+
+
+def _age(seconds: float) -> str:
+    for unit, span in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= span:
+            return f"{int(seconds // span)}{unit}"
+    return f"{int(seconds)}s"
+
+
+def _list_blobs(ctx: typer.Context, db: str | None, older_than_days: int) -> None:
+    from agentctl.artifacts.listing import list_blobs
+
+    with _opened(ctx, db) as artifacts:
+        found = list_blobs(artifacts, older_than_days=older_than_days)
+    out = output.current()
+
+    def human() -> None:
+        if not found:
+            print("no blobs", file=out.stdout)
+        for blob in found:
+            notes = [] if blob.present else ["MISSING"]
+            if blob.leases:
+                notes.append(f"leased ({blob.leases})")
+            if blob.collectable:
+                notes.append("gc would remove")
+            print(
+                f"{blob.digest[:19]}  {_size(blob.size):>9}  {_age(blob.age_seconds):>4}  "
+                f"{blob.refs} ref(s)  {', '.join(notes)}".rstrip(),
+                file=out.stdout,
+            )
+
+    data = {
+        "olderThanDays": older_than_days,
+        "blobs": [blob.to_json() for blob in found],
+        "collectable": sum(1 for blob in found if blob.collectable),
+    }
+    out.success("BlobList", data, human=human)
 
 
 @app.command("inspect")

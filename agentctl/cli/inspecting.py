@@ -82,6 +82,13 @@ def inspect_command(
                 f"  {task['state']:<21} {task['taskId']} #{task['attempt']}{suffix}",
                 file=out.stdout,
             )
+            condition = task.get("condition")
+            if condition:
+                print(
+                    f"    {condition['kind']} {condition['expression']} -> "
+                    f"{str(condition['result']).lower()}  ({condition['contextDigest'][:26]}…)",
+                    file=out.stdout,
+                )
         if data["effects"]:
             print("effects:", file=out.stdout)
         for effect in data["effects"]:
@@ -124,8 +131,11 @@ def audit_command(
 
     with open_store(db_from_context(ctx, db)) as store, store.read() as conn:
         load_run(conn, run_id)
-        events = [event.to_json() for event in list_events(conn, run_id)]
         report = verify_chain(conn, run_id)
+        # A broken chain is reported as such, before any event is parsed.
+        events = (
+            [] if verify and not report.ok else [e.to_json() for e in list_events(conn, run_id)]
+        )
     out = output.current()
     if verify and not report.ok:
         raise PersistenceError(

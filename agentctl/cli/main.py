@@ -22,12 +22,33 @@ __all__ = ["main", "run"]
 EXIT_INTERNAL = 1
 
 
+def _is_utf8(arg: str) -> bool:
+    """False for an argument holding bytes the OS could not decode (lone surrogates)."""
+    try:
+        arg.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI on ``argv`` and return the exit code (never calls ``sys.exit``)."""
     args = list(sys.argv[1:] if argv is None else argv)
     options, rest = split_global_options(args)
     out = output.Output(mode=options.output, color=options.color, verbose=options.verbose)
     output.set_current(out)
+    undecodable = next((i for i, arg in enumerate(args) if not _is_utf8(arg)), None)
+    if undecodable is not None:
+        # The shell passed bytes that are not UTF-8; they cannot name a run, a file in the
+        # database or anything agentctl stores, so they are refused up front.
+        shown = args[undecodable].encode("utf-8", "surrogateescape")
+        out.failure(
+            code="cli.usage",
+            message=f"argument {undecodable + 1} is not valid UTF-8: {shown!r}",
+            exit_code=EXIT_USAGE,
+            hint="pass ids, names and paths as UTF-8 text",
+        )
+        return EXIT_USAGE
     if options.problems:
         out.failure(
             code="cli.usage",

@@ -32,7 +32,11 @@ def version_command() -> None:
         "recordFormatVersion": FORMAT_VERSION,
         "python": platform.python_version(),
     }
-    output.current().success("Version", data, human=f"agentctl {__version__}")
+    human = (
+        f"agentctl {__version__} (schema revision {data['schemaRevision']}, record format "
+        f"{FORMAT_VERSION}, Python {data['python']})"
+    )
+    output.current().success("Version", data, human=human)
 
 
 def completion_command(

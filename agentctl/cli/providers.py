@@ -72,7 +72,11 @@ def check_command(
     results: list[dict[str, Any]] = []
     policy = (document.get("spec") or {}).get("policy") or {}
     base = Path(workflow).resolve().parent / str(policy.get("workspaceRoot") or ".")
-    with secret_file_roots(base.resolve(), list(policy.get("secretFileRoots") or [])):
+    with secret_file_roots(
+        base.resolve(),
+        list(policy.get("secretFileRoots") or []),
+        list(policy.get("secretProcessAllowlist") or []),
+    ):
         for info in described:
             entry = dict(info)
             if smoke:

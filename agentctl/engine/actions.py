@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from agentctl.digest import digest_json
-from agentctl.engine.context import TaskEnv, TaskResult
+from agentctl.engine import written_files
+from agentctl.engine.context import TaskEnv, TaskResult, effect_process_env
 from agentctl.engine.journal import EffectSpec
 from agentctl.engine.longterm_actions import LONG_TERM_BODIES
 from agentctl.engine.protocol_actions import PROTOCOL_BODIES
@@ -143,8 +144,8 @@ def _resolve_environment(env: TaskEnv, action: Mapping[str, Any]) -> dict[str, t
     allow = set(env.policy.get("environmentAllowlist") or [])
     resolved: dict[str, tuple[str, str]] = {}
     for name, ref in sorted((action.get("env") or {}).items()):
-        if isinstance(ref, Mapping) and "file" in ref:
-            from agentctl.policy.secrets import read_secret_file
+        if isinstance(ref, Mapping) and ("file" in ref or "process" in ref):
+            from agentctl.policy.secrets import resolve_policy_reference
 
             if name not in allow or not _ENV_NAME.match(name):
                 raise TaskFailure(
@@ -153,10 +154,12 @@ def _resolve_environment(env: TaskEnv, action: Mapping[str, Any]) -> dict[str, t
                     code="policy.denied",
                 )
             try:
-                resolved[name] = (f"file:{ref['file']}", read_secret_file(ref["file"]))
+                found = resolve_policy_reference(ref)
             except AgentctlError as exc:
                 raise TaskFailure(exc.message, code=exc.code) from exc
-            continue
+            if found is not None:
+                resolved[name] = found
+                continue
         if not isinstance(ref, Mapping) or "env" not in ref:
             raise TaskFailure(
                 f"action env `{name}` must be a secret reference like {{env: NAME}}",
@@ -180,78 +183,6 @@ def _resolve_environment(env: TaskEnv, action: Mapping[str, Any]) -> dict[str, t
             )
         resolved[name] = (f"env:{source}", value)
     return resolved
-
-
-ARTIFACT_SCAN_LIMIT = 10_000
-AUTO_INGEST_MAX_BYTES = 16 * 1024 * 1024
-
-
-def _snapshot_writable(env: TaskEnv) -> dict[Path, tuple[int, int]]:
-    """(mtime_ns, size) of every regular file under the writable roots (bounded scan)."""
-    seen: dict[Path, tuple[int, int]] = {}
-    for root in env.workspace.writable_roots:
-        if not root.is_dir():
-            continue
-        for path in root.rglob("*"):
-            if len(seen) >= ARTIFACT_SCAN_LIMIT:
-                return seen
-            try:
-                stat = path.lstat()
-            except OSError:
-                continue
-            if path.is_file() and not path.is_symlink():
-                seen[path] = (stat.st_mtime_ns, stat.st_size)
-    return seen
-
-
-#: The key under which a process effect's journaled result lists the files it wrote
-#: (removed from the task's output).
-WRITTEN_FILES = "writtenFiles"
-
-
-def _changed_signatures(
-    env: TaskEnv, before: dict[Path, tuple[int, int]]
-) -> list[tuple[str, tuple[int, int]]]:
-    after = _snapshot_writable(env)
-    changed = []
-    for path, signature in sorted(after.items()):
-        # Auto-ingestion takes regular files up to 16 MiB; larger ones stay in the
-        # workspace untracked.
-        if before.get(path) != signature and signature[1] <= AUTO_INGEST_MAX_BYTES:
-            try:
-                name = str(path.relative_to(env.workspace.workspace_root))
-            except ValueError:
-                name = str(path)
-            changed.append((name, signature))
-    return changed
-
-
-def _changed_files(env: TaskEnv, before: dict[Path, tuple[int, int]]) -> list[tuple[str, Path]]:
-    return [
-        (name, env.workspace.workspace_root / name) for name, _ in _changed_signatures(env, before)
-    ]
-
-
-def _recorded_files(env: TaskEnv, recorded: Any) -> list[tuple[str, Path]]:
-    """The files a journaled process effect wrote, still as it left them; a file that is
-    gone or was changed since cannot become this attempt's artifact: fail loudly."""
-    files: list[tuple[str, Path]] = []
-    for name, mtime_ns, size in recorded:
-        path = env.workspace.workspace_root / str(name)
-        try:
-            stat = path.lstat()
-        except OSError:
-            stat = None
-        if stat is None or (stat.st_mtime_ns, stat.st_size) != (mtime_ns, size):
-            state = "is gone" if stat is None else "was changed after the process wrote it"
-            raise TaskFailure(
-                f"{name}, written by this task's process before an interruption, {state}; "
-                "its bytes cannot be recorded as the task's artifact",
-                code="artifact.missing",
-                details={"path": str(name)},
-            )
-        files.append((str(name), path))
-    return files
 
 
 def _process_timeout(env: TaskEnv, action: Mapping[str, Any]) -> int:
@@ -310,14 +241,16 @@ async def _shell(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
         policy_label="process.exec",
     )
 
-    before = _snapshot_writable(env)
+    before = written_files.snapshot(env.workspace)
 
-    async def dispatch(_effect_id: str) -> Any:
+    async def dispatch(effect_id: str) -> Any:
         result = await process.run_process(
             process.ProcessSpec(
                 argv=(executable, *args),
                 cwd=Path(cwd),
-                env={name: value for name, (_, value) in environment.items()},
+                env=effect_process_env(
+                    {name: value for name, (_, value) in environment.items()}, effect_id
+                ),
                 timeout_seconds=timeout,
                 stdout_limit_bytes=stdout_limit,
                 stderr_limit_bytes=stderr_limit,
@@ -355,9 +288,9 @@ async def _shell(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
             )
         # Which files it wrote is part of what the effect did: journaled with its outcome,
         # so a resume after a crash ingests them exactly as this attempt would have.
-        output[WRITTEN_FILES] = [
-            [name, *signature] for name, signature in _changed_signatures(env, before)
-        ]
+        output[written_files.WRITTEN_FILES] = written_files.signatures(
+            written_files.changed_files(env.workspace, before)
+        )
         return output
 
     def output_bytes(result: Any) -> dict[str, float]:
@@ -375,11 +308,11 @@ async def _shell(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
         usage=output_bytes,
     )
     # Files the process created or changed under the writable roots become artifacts.
-    recorded = result.pop(WRITTEN_FILES, None) if isinstance(result, dict) else None
+    recorded = result.pop(written_files.WRITTEN_FILES, None) if isinstance(result, dict) else None
     if recorded is None:  # an outcome an operator reconciled: look at the workspace
-        env.written.extend(_changed_files(env, before))
+        env.written.extend(written_files.changed_files(env.workspace, before))
     else:
-        env.written.extend(_recorded_files(env, recorded))
+        env.written.extend(written_files.recorded_files(env.workspace, recorded))
     return TaskResult(result)
 
 

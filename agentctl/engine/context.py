@@ -12,7 +12,20 @@ from agentctl.compiler.plan import PlanTask
 from agentctl.engine.gate import Attempt, EffectGate
 from agentctl.policy.paths import WorkspacePolicy
 
-__all__ = ["TaskEnv", "TaskResult"]
+__all__ = ["IDEMPOTENCY_KEY_VARIABLE", "TaskEnv", "TaskResult", "effect_process_env"]
+
+#: The variable through which a process learns its effect's idempotency key.
+IDEMPOTENCY_KEY_VARIABLE = "AGENTCTL_IDEMPOTENCY_KEY"
+
+
+def effect_process_env(resolved: Mapping[str, str], idempotency_key: str) -> dict[str, str]:
+    """The environment of a process that performs an effect: the action's resolved ``env``
+    plus the effect's idempotency key, so a script can hand it to an API that drops
+    duplicate requests. The key is the effect id: the same on every dispatch of that effect
+    (a resume that runs a never-started request again included), new for a fresh attempt.
+    It is not part of the effect's recorded input (it is derived from it), and agentctl's
+    value wins over an action ``env`` entry of the same name."""
+    return {**resolved, IDEMPOTENCY_KEY_VARIABLE: idempotency_key}
 
 
 @dataclass
@@ -38,6 +51,8 @@ class TaskEnv:
     # Workspace files this attempt changed: (artifact name, real path), ingested at commit.
     written: list[tuple[str, Path]] = field(default_factory=list)
     run_created_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+    # The task's evaluated `when` or loop guard (a condition record), when it has one.
+    condition: Mapping[str, Any] | None = None
 
     @property
     def spec(self) -> Mapping[str, Any]:

@@ -26,6 +26,7 @@ from agentctl.engine.compensation import mark_compensated
 from agentctl.engine.context import TaskEnv, TaskResult
 from agentctl.engine.gate import Attempt, EffectGate
 from agentctl.engine.outcome import ExecutionOptions, RunOutcome, finished_outcome
+from agentctl.engine.prediction import Prediction
 from agentctl.engine.records import (
     TERMINAL_RUN_STATES,
     RunLog,
@@ -41,12 +42,18 @@ from agentctl.engine.signals import (
     TaskFailure,
     as_task_failure,
 )
-from agentctl.engine.tasks import check_contract, run_body, when_skip_output
+from agentctl.engine.tasks import (
+    check_contract,
+    loop_exit_guard,
+    run_body,
+    when_condition,
+    when_skip_output,
+)
 from agentctl.errors import AgentctlError, Cancelled, OwnershipLostError, PersistenceError
 from agentctl.ids import Clock
 from agentctl.policy.paths import WorkspacePolicy
 from agentctl.policy.secrets import secret_file_roots
-from agentctl.spec.expressions import TemplateContext, evaluate_condition
+from agentctl.spec.expressions import TemplateContext
 from agentctl.spec.template_exceptions import TemplateError
 from agentctl.spec.templates import render
 from agentctl.store import ownership
@@ -77,7 +84,12 @@ class _Outcome:
     input_digest: str | None = None
     effect_ids: list[str] = field(default_factory=list)
     artifacts: list[tuple[str, Any]] = field(default_factory=list)
+    # The `when` or loop-guard decision that let the task run or skipped it.
+    condition: dict[str, Any] | None = None
 
+
+# Records the run cannot read: the run stops (exit 5, still resumable once the database
+# is repaired) instead of recording a task failure it cannot vouch for.
 
 _WAITING = frozenset({"running", "waiting_for_approval", "waiting_for_effect"})
 
@@ -132,6 +144,11 @@ class RunExecutor:
         self.artifacts.writer = self.owned
         self.run = run
         self.plan = Plan.from_json(run.plan)
+        self.prediction = Prediction(self.plan) if opts.check else None
+        if self.prediction is not None:
+            for task_id, row in rows.items():
+                if row.has_output:
+                    self.prediction.observe(task_id, row.output)
         self.rows = rows
         self.memory = memory
         self.spec = spec
@@ -163,7 +180,9 @@ class RunExecutor:
         self._session = session_scope.enter_context(self.owned.driver_session())
         session_scope.enter_context(
             secret_file_roots(
-                self.workspace.workspace_root, list(policy.get("secretFileRoots") or [])
+                self.workspace.workspace_root,
+                list(policy.get("secretFileRoots") or []),
+                list(policy.get("secretProcessAllowlist") or []),
             )
         )
         drive = asyncio.create_task(self._drive())
@@ -271,22 +290,25 @@ class RunExecutor:
     async def _run_batch(self, batch: list[str]) -> dict[str, _Outcome]:
         snapshot = dict(self.memory)
         outcomes: dict[str, _Outcome] = {}
-        runnable: list[tuple[PlanTask, dict[str, Any]]] = []
+        runnable: list[tuple[PlanTask, dict[str, Any], dict[str, Any] | None]] = []
         for tid in batch:
             task = self.plan.tasks[tid]
             decided = self._pre_check(task, snapshot)
             if isinstance(decided, _Outcome):
                 outcomes[tid] = decided
             else:
-                runnable.append((task, decided))
+                runnable.append((task, *decided))
         if len(runnable) == 1:
-            task, task_vars = runnable[0]
-            outcomes[task.id] = await self._run_task(task, task_vars, snapshot)
+            task, task_vars, condition = runnable[0]
+            outcomes[task.id] = await self._run_task(task, task_vars, snapshot, condition)
         elif runnable:
             results = await asyncio.gather(
-                *(self._run_task(task, task_vars, snapshot) for task, task_vars in runnable)
+                *(
+                    self._run_task(task, task_vars, snapshot, condition)
+                    for task, task_vars, condition in runnable
+                )
             )
-            for (task, _), result in zip(runnable, results, strict=True):
+            for (task, _, _), result in zip(runnable, results, strict=True):
                 outcomes[task.id] = result
         return outcomes
 
@@ -356,11 +378,17 @@ class RunExecutor:
             inputs=self.run.inputs, vars=task_vars, memory=memory, tasks=self.outputs
         )
 
-    def _pre_check(self, task: PlanTask, memory: Mapping[str, Any]) -> _Outcome | dict[str, Any]:
-        """Skip rules of §17.3, then the rendered vars the task will run with."""
+    def _pre_check(
+        self, task: PlanTask, memory: Mapping[str, Any]
+    ) -> _Outcome | tuple[dict[str, Any], dict[str, Any] | None]:
+        """Skip rules of §17.3, then the rendered vars the task will run with and the
+        condition decision (``when`` or loop guard) that let it run, if it has one.
+
+        A task that already started (waiting for approval or an effect) is not decided
+        again: its decision was recorded when it first ran."""
         row = self.rows[task.id]
         if row.status in _WAITING:
-            return self._render_vars(task, memory)
+            return self._render_vars(task, memory), None
         aggregate = task.uses.kind in ("aggregate", "loop_aggregate", "subworkflow_aggregate")
         if not aggregate:
             for need in task.needs:
@@ -392,16 +420,23 @@ class RunExecutor:
                             },
                         },
                     )
+            condition: dict[str, Any] | None = None
             if task.when is not None:
-                context = self._context(task_vars, memory)
-                if not evaluate_condition(task.when, context):
+                condition = when_condition(task, self._context(task_vars, memory))
+                if not condition["result"]:
                     return _Outcome(
                         "skipped",
                         row.attempt,
                         has_output=True,
-                        output=when_skip_output(task.when, context),
+                        output=when_skip_output(condition),
+                        condition=condition,
                     )
+            elif task.uses.kind == "loop_aggregate":
+                condition = loop_exit_guard(task, self.rows, self._context(task_vars, memory))
         except TemplateError as exc:
+            predicted = self._unpredictable(task, exc)
+            if predicted is not None:
+                return predicted
             # Our fix of quirk 10: a template error in vars/when fails the task, not the run
             # driver, so the run ends in a truthful state instead of stranding `running`.
             return _Outcome(
@@ -409,14 +444,39 @@ class RunExecutor:
                 row.attempt + 1,
                 error={"code": "template.error", "message": f"task {task.id}: {exc}"},
             )
-        return task_vars
+        return task_vars, condition
+
+    def _unpredictable(self, task: PlanTask, exc: TemplateError) -> _Outcome | None:
+        """In check mode, a task that cannot render an unpredicted dependency's output is
+        itself unpredicted rather than failed."""
+        if self.prediction is None:
+            return None
+        output = self.prediction.placeholder(task.id, exc)
+        if output is None:
+            return None
+        return _Outcome("succeeded", self.rows[task.id].attempt + 1, output=output, has_output=True)
 
     def _render_vars(self, task: PlanTask, memory: Mapping[str, Any]) -> dict[str, Any]:
         rendered = render(dict(task.vars), self._context({}, memory))
         return dict(rendered) if isinstance(rendered, Mapping) else {}
 
     async def _run_task(
-        self, task: PlanTask, task_vars: dict[str, Any], memory: Mapping[str, Any]
+        self,
+        task: PlanTask,
+        task_vars: dict[str, Any],
+        memory: Mapping[str, Any],
+        condition: dict[str, Any] | None,
+    ) -> _Outcome:
+        outcome = await self._attempts(task, task_vars, memory, condition)
+        outcome.condition = condition
+        return outcome
+
+    async def _attempts(
+        self,
+        task: PlanTask,
+        task_vars: dict[str, Any],
+        memory: Mapping[str, Any],
+        condition: dict[str, Any] | None,
     ) -> _Outcome:
         row = self.rows[task.id]
         attempt_no = row.attempt if row.status in _WAITING and row.attempt else row.attempt + 1
@@ -445,6 +505,7 @@ class RunExecutor:
                     default_timeout_seconds=self.default_timeout,
                     compensation=self.run.mode == "compensate",
                     run_created_at=self.run.created_at.replace(tzinfo=UTC),
+                    condition=condition,
                 )
                 result: TaskResult = await run_body(env, self.rows, context, self.options.pool)
                 if not self.options.check:
@@ -482,6 +543,9 @@ class RunExecutor:
                 attempts_used -= 1
                 continue
             except TemplateError as exc:
+                predicted = self._unpredictable(task, exc)
+                if predicted is not None:
+                    return predicted
                 failure = TaskFailure(f"task {task.id}: {exc}", code="template.error")
             except TaskFailure as exc:
                 failure = exc
@@ -540,6 +604,8 @@ class RunExecutor:
             if outcome.has_output:
                 row.output, row.has_output = outcome.output, True
                 self.outputs[task.id] = outcome.output
+                if self.prediction is not None:
+                    self.prediction.observe(task.id, outcome.output)
             self._emit(
                 "task",
                 {
@@ -569,6 +635,8 @@ class RunExecutor:
             values["disposition"] = "executed" if outcome.status == "succeeded" else "recorded"
         if outcome.input_digest is not None:
             values["input_digest"] = outcome.input_digest
+        if outcome.condition is not None:
+            values["condition_json"] = canonical_json(outcome.condition)
         if delta:
             values["state_delta_json"] = canonical_json(delta)
             values["state_delta_digest"] = digest_json(delta)
@@ -585,6 +653,8 @@ class RunExecutor:
             payload["outputDigest"] = values["output_digest"]
         if delta:
             payload["memoryKeys"] = sorted(delta)
+        if outcome.condition is not None:
+            payload["condition"] = outcome.condition
         self.log.event(conn, f"task.{outcome.status}", payload, now=now, task_id=task.id)
         if outcome.status == "succeeded" and self.run.mode == "compensate":
             mark_compensated(conn, self.run, task.id, outcome.effect_ids, now)
@@ -664,4 +734,7 @@ class RunExecutor:
         declared = self.spec.get("outputs")
         if not declared:
             return {tid: self.outputs[tid] for tid in self.plan.order if tid in self.outputs}
-        return render(dict(declared), self._context({}, self.memory))
+        context = self._context({}, self.memory)
+        if self.prediction is not None:
+            return self.prediction.render_outputs(dict(declared), lambda t: render(t, context))
+        return render(dict(declared), context)

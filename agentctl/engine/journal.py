@@ -21,7 +21,7 @@ from sqlalchemy import insert, select
 from sqlalchemy.engine import Connection, RowMapping
 
 from agentctl.digest import canonical_json, effect_id, effect_input_digest
-from agentctl.errors import NotFoundError
+from agentctl.errors import NotFoundError, PersistenceError
 from agentctl.store.records import check_format_version
 from agentctl.store.tables import FORMAT_VERSION, effects, reconciliations
 from agentctl.store.transitions import guarded_update
@@ -148,6 +148,18 @@ def _dumps(value: Any) -> str | None:
 
 def _record(row: RowMapping) -> EffectRecord:
     check_format_version("effect", row["id"], int(row["format_version"]))
+    try:
+        return _parse_record(row)
+    except ValueError as exc:
+        raise PersistenceError(
+            f"effect {row['id']} of run {row['run_id']} has a corrupt record: {exc}",
+            code="store.corrupt",
+            hint="the database was modified outside agentctl; restore it from a backup",
+            run_id=row["run_id"],
+        ) from exc
+
+
+def _parse_record(row: RowMapping) -> EffectRecord:
     return EffectRecord(
         id=row["id"],
         run_id=row["run_id"],

@@ -21,6 +21,7 @@ from agentctl.engine.records import TERMINAL_RUN_STATES, RunLog, load_run, load_
 from agentctl.errors import BlockedError, UsageError
 from agentctl.ids import Clock
 from agentctl.observability.audit import list_events, verify_chain
+from agentctl.store.conditions import task_conditions
 from agentctl.store.engine import Store
 from agentctl.store.ownership import clear_owner, owner_alive
 from agentctl.store.records import check_run_records
@@ -344,6 +345,7 @@ def inspect_run(store: Store, run_id: str) -> dict[str, Any]:
     with store.read() as conn:
         run = load_run(conn, run_id)
         task_rows = load_tasks(conn, run_id)
+        conditions = task_conditions(conn, run_id)
         effects = journal.list_effects(conn, run_id)
         effect_json = []
         for effect in effects:
@@ -404,7 +406,10 @@ def inspect_run(store: Store, run_id: str) -> dict[str, Any]:
             "cancelRequested": run.cancel_requested,
             "owner": run.owner_id,
         },
-        "tasks": [row.to_json() for row in task_rows.values()],
+        "tasks": [
+            {**row.to_json(), "condition": conditions.get(task_id)}
+            for task_id, row in task_rows.items()
+        ],
         "effects": effect_json,
         "approvals": approvals,
         "checkpoints": int(checkpoint_count),

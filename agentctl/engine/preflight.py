@@ -58,7 +58,11 @@ def check_providers(
 
     policy = (workflow.get("spec") or {}).get("policy") or {}
     base = (workspace or Path.cwd()) / str(policy.get("workspaceRoot") or ".")
-    with secret_file_roots(base.resolve(), list(policy.get("secretFileRoots") or [])):
+    with secret_file_roots(
+        base.resolve(),
+        list(policy.get("secretFileRoots") or []),
+        list(policy.get("secretProcessAllowlist") or []),
+    ):
         return _check_providers(plan, workflow, environ)
 
 

@@ -16,7 +16,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from agentctl.digest import canonical_json
-from agentctl.engine.context import TaskEnv, TaskResult
+from agentctl.engine.context import TaskEnv, TaskResult, effect_process_env
 from agentctl.engine.journal import EffectSpec
 from agentctl.engine.preflight import host_allowed
 from agentctl.engine.signals import TaskFailure
@@ -196,7 +196,7 @@ async def _extension(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
             effect_id=effect_id,
             executable=executable,
             cwd=Path(cwd),
-            env={k: v for k, (_, v) in environment.items()},
+            env=effect_process_env({k: v for k, (_, v) in environment.items()}, effect_id),
             timeout_seconds=float(_process_timeout(env, action)),
             action_name=name,
         )

@@ -51,6 +51,8 @@ class TaskDecision:
     task_id: str
     action: str  # reuse | execute | blocked
     reason: str
+    # What unblocks a blocked decision (the command-line hint when the plan is refused).
+    hint: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"taskId": self.task_id, "action": self.action, "reason": self.reason}
@@ -134,14 +136,14 @@ def _descendants(plan: Plan, roots: set[str]) -> set[str]:
     return out
 
 
-def _check_from(plan: Plan, from_tasks: Sequence[str]) -> set[str]:
+def _check_from(plan: Plan, from_tasks: Sequence[str]) -> dict[str, str]:
     unknown = [t for t in from_tasks if t not in plan.tasks]
     if unknown:
         raise UsageError(
             f"--from names tasks the workflow does not have: {', '.join(unknown)}",
             hint="use task ids as `agentctl plan FILE` lists them (expanded ids included)",
         )
-    return set(from_tasks)
+    return dict.fromkeys(from_tasks, "selected with --from")
 
 
 def _decide(
@@ -150,7 +152,7 @@ def _decide(
     source: RunRow,
     rows: dict[str, dict[str, Any]],
     prepared: PreparedRun,
-    forced: set[str],
+    forced: dict[str, str],
     restart_successful: bool,
     compatible: Any,
 ) -> RecoveryPlan:
@@ -162,7 +164,7 @@ def _decide(
         task = plan.tasks[task_id]
         row = rows.get(task_id)
         if task_id in forced:
-            reason = "selected with --from"
+            reason = forced[task_id]
         elif any(need in executed for need in task.needs):
             upstream = next(need for need in task.needs if need in executed)
             reason = f"depends on {upstream}, which runs again"
@@ -190,6 +192,7 @@ def _decide(
                         "blocked",
                         f"effect {unsettled[0]} is uncertain; reconcile it before running the "
                         "task again",
+                        hint="reconcile the effect (`agentctl reconcile --list`), then plan again",
                     )
                 )
                 continue
@@ -221,11 +224,13 @@ def _block_missing_artifacts(
             refs = [ArtifactRef.from_json(item) for item in json.loads(manifests[decision.task_id])]
             problems = artifacts.reuse_check(conn, refs)
             if problems:
+                problem = problems[0]
                 decisions[index] = TaskDecision(
                     decision.task_id,
                     "blocked",
-                    f"artifact {problems[0].to_json()} cannot be reused; restore the bytes "
-                    "or use --from to run the task again",
+                    f"{problem.message}, so the task's result cannot be reused",
+                    hint=f"restore the blob at {problem.path} from a backup, or run the task "
+                    f"again with `--from {decision.task_id}`",
                 )
                 reused.pop(decision.task_id, None)
 
@@ -263,11 +268,9 @@ def plan_retry(
         )
     forced = _check_from(prepared.plan, from_tasks)
     if failed:
-        forced |= {
-            t
-            for t, row in rows.items()
-            if row["status"] in ("failed", "cancelled") and t in prepared.plan.tasks
-        }
+        for t, row in rows.items():
+            if row["status"] in ("failed", "cancelled") and t in prepared.plan.tasks:
+                forced.setdefault(t, f"{row['status']} in {source.id} (--failed)")
     return _decide(
         store,
         "retry",
@@ -390,7 +393,8 @@ def create_derived_run(
         raise BlockedError(
             f"{recovery.mode} is blocked: task {first.task_id}: {first.reason}",
             code=f"{recovery.mode}.blocked",
-            hint="reconcile the effect (`agentctl reconcile --list`), then plan again",
+            hint=first.hint
+            or "reconcile the effect (`agentctl reconcile --list`), then plan again",
             run_id=recovery.source.id,
         )
     run_id = create_run(

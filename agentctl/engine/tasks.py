@@ -20,7 +20,14 @@ from agentctl.engine.signals import TaskFailure
 from agentctl.spec.expressions import TemplateContext, evaluate_condition
 from agentctl.spec.templates import json_equal, parse_template
 
-__all__ = ["check_contract", "run_body", "when_skip_output"]
+__all__ = [
+    "check_contract",
+    "condition_record",
+    "loop_exit_guard",
+    "run_body",
+    "when_condition",
+    "when_skip_output",
+]
 
 
 def _item(index: int, task_id: str, row: TaskRow | None) -> dict[str, Any]:
@@ -51,27 +58,40 @@ def aggregate_output(children: list[str], rows: Mapping[str, TaskRow]) -> dict[s
     return {"items": [_item(i, child, rows.get(child)) for i, child in enumerate(children)]}
 
 
-def loop_output(
+def loop_exit_guard(
     task: PlanTask, rows: Mapping[str, TaskRow], context: TemplateContext
-) -> dict[str, Any]:
+) -> dict[str, Any] | None:
+    """The loop's guard after its last iteration, as a condition record (None unless that
+    iteration succeeded: only then would the loop have gone on)."""
     children = list(task.uses.name["children"])
+    last = rows.get(children[-1]) if children else None
+    if last is None or last.status != "succeeded":
+        return None
+    guard_context = TemplateContext(
+        inputs=context.inputs,
+        vars={**context.vars, "loopIndex": len(children), "loopPrevious": last.output},
+        memory=context.memory,
+        tasks=context.tasks,
+    )
     condition = str(task.uses.name["condition"])
+    return condition_record(
+        "loopGuard", condition, evaluate_condition(condition, guard_context), guard_context
+    )
+
+
+def loop_output(
+    task: PlanTask, rows: Mapping[str, TaskRow], guard: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """The aggregate of a loop; ``guard`` is :func:`loop_exit_guard`'s decision."""
+    children = list(task.uses.name["children"])
     items = [_item(i, child, rows.get(child)) for i, child in enumerate(children)]
     ran = [item for item in items if item["state"] not in ("skipped", "pending")]
-    last = rows.get(children[-1]) if children else None
-    if last is not None and last.status == "succeeded":
-        guard_context = TemplateContext(
-            inputs=context.inputs,
-            vars={**context.vars, "loopIndex": len(children), "loopPrevious": last.output},
-            memory=context.memory,
-            tasks=context.tasks,
+    if guard is not None and guard["result"]:
+        raise TaskFailure(
+            f"loop reached maxIterations ({len(children)}) while its condition remained "
+            f"true: {guard['expression']}",
+            code="loop.max_iterations",
         )
-        if evaluate_condition(condition, guard_context):
-            raise TaskFailure(
-                f"loop reached maxIterations ({len(children)}) while its condition remained "
-                f"true: {condition}",
-                code="loop.max_iterations",
-            )
     return {"iterations": len(ran), "items": items}
 
 
@@ -88,11 +108,36 @@ def router_output(task: PlanTask, context: TemplateContext) -> dict[str, Any]:
     }
 
 
-def when_skip_output(expression: str, context: TemplateContext) -> dict[str, Any]:
+def condition_record(
+    kind: str, expression: str, result: bool, context: TemplateContext
+) -> dict[str, Any]:
+    """One evaluated condition: what was asked, the answer, and a digest of everything the
+    answer could depend on (inputs, vars, memory and task outputs, canonical JSON)."""
     digest = "sha256:v1:" + sha256_hex(canonical_json(context.as_json()).encode())
+    return {"kind": kind, "expression": expression, "result": result, "contextDigest": digest}
+
+
+def when_condition(task: PlanTask, context: TemplateContext) -> dict[str, Any]:
+    """Evaluate the task's ``when``; a loop iteration's ``when`` is the loop's guard."""
+    expression = str(task.when)
+    looped = task.expansion is not None and "loopIndex" in task.expansion.bindings
+    return condition_record(
+        "loopGuard" if looped else "when",
+        expression,
+        evaluate_condition(expression, context),
+        context,
+    )
+
+
+def when_skip_output(condition: Mapping[str, Any]) -> dict[str, Any]:
+    """The output of a task whose ``when`` (or loop guard) was false."""
     return {
         "reason": "when condition was false",
-        "condition": {"expression": expression, "contextDigest": digest, "result": False},
+        "condition": {
+            "expression": condition["expression"],
+            "contextDigest": condition["contextDigest"],
+            "result": False,
+        },
     }
 
 
@@ -144,7 +189,7 @@ async def run_body(
     if kind == "aggregate":
         return TaskResult(aggregate_output(list(task.uses.children), rows))
     if kind == "loop_aggregate":
-        return TaskResult(loop_output(task, rows, context))
+        return TaskResult(loop_output(task, rows, env.condition))
     if kind in ("subworkflow_input", "subworkflow_aggregate"):
         return TaskResult(env.input)
     raise TaskFailure(f"task {task.id} has unknown kind {kind}", code="plan.unknown_kind")

@@ -164,6 +164,20 @@ def append_event_after(
     return AuditEvent(run_id, seq, kind, task_id, effect_id, stored_payload, prev, digest, now)
 
 
+def _payload(run_id: str, seq: int, text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        from agentctl.errors import PersistenceError
+
+        raise PersistenceError(
+            f"audit event {seq} of run {run_id} has a payload that is not JSON: {exc}",
+            code="store.corrupt",
+            hint="the database was modified outside agentctl; keep a copy for investigation",
+            run_id=run_id,
+        ) from exc
+
+
 def list_events(conn: SqlRunner, run_id: str) -> list[AuditEvent]:
     events = []
     for row in audit_repo.events(conn, run_id):
@@ -175,7 +189,7 @@ def list_events(conn: SqlRunner, run_id: str) -> list[AuditEvent]:
                 kind=row.kind,
                 task_id=row.task_id,
                 effect_id=row.effect_id,
-                payload=json.loads(row.payload_json),
+                payload=_payload(run_id, row.seq, row.payload_json),
                 prev_digest=row.prev_digest,
                 digest=row.digest,
                 created_at=row.created_at,

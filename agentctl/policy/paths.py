@@ -8,6 +8,10 @@
   (each relative to the workspace root, or absolute). Resolution follows existing symlinks
   and keeps missing leaves as written, so a symlink pointing out of a root is caught.
 - No writable roots means every write is denied.
+- A writable root declared inside the workspace (``out``) must also resolve inside it:
+  if ``out`` is a symlink to ``/elsewhere``, the root is refused and nothing under it is
+  writable or scanned for artifacts. A root declared outside the workspace (an absolute
+  path elsewhere) is a deliberate choice and is kept.
 
 The check is made when the effect is prepared; a symlink swapped in between the check and
 the write is outside what a path policy can prevent (this is not a sandbox).
@@ -15,6 +19,7 @@ the write is outside what a path policy can prevent (this is not a sandbox).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path, PurePath
 
@@ -34,9 +39,20 @@ class WorkspacePolicy:
     ) -> None:
         self.base_dir = Path(base_dir)
         self.workspace_root = (self.base_dir / workspace_root).resolve(strict=False)
-        self.writable_roots: tuple[Path, ...] = tuple(
-            (self.workspace_root / root).resolve(strict=False) for root in writable_roots
-        )
+        kept: list[Path] = []
+        #: Roots declared inside the workspace that a symlink takes out of it: declared
+        #: text -> where they lead. Writes under them are refused, naming the root.
+        self.escaped_roots: dict[str, Path] = {}
+        for root in writable_roots:
+            declared = Path(os.path.normpath(self.workspace_root / root))
+            resolved = (self.workspace_root / root).resolve(strict=False)
+            if declared.is_relative_to(self.workspace_root) and not resolved.is_relative_to(
+                self.workspace_root
+            ):
+                self.escaped_roots[str(root)] = resolved
+            else:
+                kept.append(resolved)
+        self.writable_roots: tuple[Path, ...] = tuple(kept)
 
     def resolve_read(self, path: str) -> Path:
         """The real path a read of ``path`` touches, or ``PolicyDeniedError``."""
@@ -53,10 +69,25 @@ class WorkspacePolicy:
     def resolve_write(self, path: str) -> Path:
         """The real path a write of ``path`` replaces, or ``PolicyDeniedError``."""
         resolved = self._resolve("write", path)
+        for root, leads_to in self.escaped_roots.items():
+            if resolved.is_relative_to(leads_to):
+                raise PolicyDeniedError(
+                    f"policy denied effect: write path `{path}` is under writable root "
+                    f"`{root}`, which resolves to `{leads_to}`, outside the workspace root "
+                    f"`{self.workspace_root}`",
+                    code="policy.root_outside_workspace",
+                    hint=f"make `{root}` a real directory inside the workspace, or declare "
+                    "the outside directory as an absolute writable root on purpose",
+                )
         if not self.writable_roots:
+            why = (
+                "every spec.policy.writableRoots entry resolves outside the workspace"
+                if self.escaped_roots
+                else "spec.policy.writableRoots is empty"
+            )
             raise PolicyDeniedError(
                 f"policy denied effect: write path `{path}` is not writable: "
-                "spec.policy.writableRoots is empty, so every write is denied",
+                f"{why}, so every write is denied",
                 code="policy.path_not_writable",
                 hint="add a root containing the path to spec.policy.writableRoots",
             )

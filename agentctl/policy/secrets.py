@@ -1,4 +1,5 @@
-"""``{file: PATH}`` secret references (reference §5.1) under ``policy.secretFileRoots``.
+"""``{file: PATH}`` secret references under ``policy.secretFileRoots``, and the entry to
+``{process: …}`` references under ``policy.secretProcessAllowlist``.
 
 The roots of the run being prepared or executed are set in a context variable by the
 engine (``secret_file_roots``), so every place that resolves a secret reference — provider
@@ -10,27 +11,64 @@ A violation is a policy error (exit 3 before a run; a task failure inside one).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path, PurePath
 
 from agentctl.errors import PolicyDeniedError
 
-__all__ = ["MAX_SECRET_FILE_BYTES", "read_secret_file", "secret_file_roots"]
+__all__ = [
+    "MAX_SECRET_FILE_BYTES",
+    "read_secret_file",
+    "read_secret_process",
+    "resolve_policy_reference",
+    "secret_file_roots",
+]
 
 MAX_SECRET_FILE_BYTES = 64 * 1024
 _ROOTS: ContextVar[tuple[Path, ...]] = ContextVar("agentctl_secret_file_roots", default=())
+# (allow-listed basenames for {process} references, the directory they run in)
+_PROCESSES: ContextVar[tuple[tuple[str, ...], Path]] = ContextVar(
+    "agentctl_secret_processes", default=((), Path("."))
+)
 
 
 @contextmanager
-def secret_file_roots(base: Path, roots: Sequence[str]) -> Iterator[None]:
-    """Make ``roots`` (relative to ``base``, the workspace root, or absolute) current."""
+def secret_file_roots(
+    base: Path, roots: Sequence[str], process_allowlist: Sequence[str] = ()
+) -> Iterator[None]:
+    """Make ``roots`` (relative to ``base``, the workspace root, or absolute) current, and
+    the ``policy.secretProcessAllowlist`` that ``{process}`` references are checked against."""
     token = _ROOTS.set(tuple((base / root).resolve(strict=False) for root in roots))
+    process_token = _PROCESSES.set((tuple(str(name) for name in process_allowlist), base))
     try:
         yield
     finally:
+        _PROCESSES.reset(process_token)
         _ROOTS.reset(token)
+
+
+def read_secret_process(spec: object) -> str:
+    """The secret printed by a ``{process: …}`` reference's program (see secret_process)."""
+    from agentctl.policy.secret_process import run_secret_process
+
+    allowlist, cwd = _PROCESSES.get()
+    return run_secret_process(spec, allowlist, cwd)
+
+
+def resolve_policy_reference(ref: object) -> tuple[str, str] | None:
+    """``(source, value)`` of a ``{file}`` or ``{process}`` reference; None for any other
+    shape (``{env}`` references are resolved by each caller against its own environment)."""
+    if not isinstance(ref, Mapping) or len(ref) != 1:
+        return None
+    ((shape, target),) = ref.items()
+    if shape == "file":
+        return f"file:{target}", read_secret_file(target)
+    if shape == "process":
+        command = target.get("command") if isinstance(target, Mapping) else None
+        return f"process:{command}", read_secret_process(target)
+    return None
 
 
 def _denied(message: str, hint: str) -> PolicyDeniedError:

@@ -76,10 +76,12 @@ def resolve_secret(
             code="provider.credential_invalid",
         )
     ((shape, target),) = ref.items()
-    if shape == "file":
-        from agentctl.policy.secrets import read_secret_file
+    if shape in ("file", "process"):
+        from agentctl.policy.secrets import resolve_policy_reference
 
-        return ResolvedSecret(source=f"file:{target}", value=read_secret_file(target))
+        found = resolve_policy_reference(ref)
+        if found is not None:
+            return ResolvedSecret(source=found[0], value=found[1])
     if shape != "env":
         raise ProviderError(
             f"provider `{provider}`: {purpose} uses a `{shape}` secret reference, which "

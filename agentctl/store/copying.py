@@ -3,7 +3,8 @@
 Replay, retry, repair and fork all create a run whose reused (or replayed) tasks must stand
 on their own: the source run may be collected by ``agentctl gc`` later. The task record
 (status, attempt, output and its digest, resolved-input digest, working-memory delta and
-its digest, artifact manifest, error for replays, provenance) and the task's artifact refs
+its digest, artifact manifest, the recorded condition decisions, error for replays,
+provenance) and the task's artifact refs
 are copied together, in the caller's transaction. A copied ref is a new version of the
 same name pointing at the same blob, so ``agentctl artifacts gc`` keeps the bytes while
 any run that lists them survives.
@@ -24,7 +25,7 @@ __all__ = ["copy_task_record"]
 
 _TASK_COLUMNS = (
     "status, attempt, output_json, output_digest, input_digest, state_delta_json, "
-    "state_delta_digest, artifact_manifest_json, error_json, format_version"
+    "state_delta_digest, artifact_manifest_json, error_json, format_version, condition_json"
 )
 
 
@@ -57,6 +58,7 @@ def copy_task_record(
         "state_delta_json": delta,
         "state_delta_digest": delta_digest,
         "artifact_manifest_json": manifest,
+        "condition_json": row[10],
         "source_run_id": source_run_id,
         "source_task_id": task_id,
         "finished_at": now,

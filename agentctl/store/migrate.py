@@ -69,7 +69,7 @@ def _script() -> ScriptDirectory:
 
 #: The newest revision shipped. Opening a database already at it needs no Alembic import;
 #: a test keeps this equal to the head of the revision files.
-SCHEMA_HEAD = "0004_fencing"
+SCHEMA_HEAD = "0005_task_conditions"
 
 
 def known_revisions() -> frozenset[str]:
@@ -84,8 +84,15 @@ def head_revision() -> str:
 
 
 def peek_revision(path: Path) -> str | None:
-    """Read a database's revision without changing a byte of it (read-only, no pragmas)."""
-    uri = f"file:{quote(str(path))}?mode=ro"
+    """Read a database's revision without changing a byte of it (read-only, no pragmas).
+
+    A read-only connection to a WAL database creates its ``-wal`` and ``-shm`` files when
+    they are missing (and cannot remove them afterwards). When neither exists, nothing
+    holds the database open in WAL mode, so the main file is complete and is read as
+    immutable: a database this code refuses is left exactly as it was, with no new files.
+    """
+    quiet = not any(Path(f"{path}{suffix}").exists() for suffix in ("-wal", "-shm"))
+    uri = f"file:{quote(str(path))}?mode=ro" + ("&immutable=1" if quiet else "")
     try:
         conn = sqlite3.connect(uri, uri=True)
     except sqlite3.Error as exc:

@@ -146,6 +146,8 @@ tasks = Table(
     Column("error_json", Text, nullable=True),
     Column("source_run_id", String(80), nullable=True),
     Column("source_task_id", String(512), nullable=True),
+    # {kind, expression, result, contextDigest} of the task's `when` or loop guard.
+    Column("condition_json", Text, nullable=True),
     _ts("started_at"),
     _ts("finished_at"),
     CheckConstraint(

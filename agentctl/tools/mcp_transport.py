@@ -44,8 +44,8 @@ def resolve_secret_map(refs: Any, environ: Mapping[str, str], *, what: str) -> d
     """Resolve ``{NAME: {env: VAR}}`` against ``environ``; values are never put in messages.
 
     ``environ`` is what the caller lets the peer see (the engine passes the environment
-    already filtered by ``policy.environmentAllowlist``). ``{file}``/``{process}`` references
-    are resolved by the policy layer before they reach a protocol client, so they are refused.
+    already filtered by ``policy.environmentAllowlist``). ``{file}`` and ``{process}``
+    references go to the policy layer's resolver (secret file roots, process allow-list).
     """
     if refs is None:
         return {}
@@ -53,6 +53,16 @@ def resolve_secret_map(refs: Any, environ: Mapping[str, str], *, what: str) -> d
         raise TaskFailure(f"{what} must be a map of name to secret reference", code="input.invalid")
     resolved: dict[str, str] = {}
     for name, ref in sorted(refs.items()):
+        if isinstance(ref, Mapping) and set(ref) in ({"file"}, {"process"}):
+            from agentctl.policy.secrets import resolve_policy_reference
+
+            try:
+                found = resolve_policy_reference(ref)
+            except AgentctlError as exc:
+                raise TaskFailure(f"{what} `{name}`: {exc.message}", code=exc.code) from exc
+            if found is not None:
+                resolved[str(name)] = found[1]
+                continue
         if not isinstance(ref, Mapping) or set(ref) != {"env"}:
             raise TaskFailure(
                 f"{what} `{name}` must be a secret reference like {{env: NAME}}",

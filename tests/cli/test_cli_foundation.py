@@ -107,6 +107,14 @@ def test_db_migrate_reports_change(cli: Any, tmp_path: Path) -> None:
     assert "up to date" in human.stdout
 
 
+def test_human_version_names_the_schema_revision(cli: Any) -> None:
+    from agentctl.store.migrate import head_revision
+
+    result = cli("version")
+    assert result.exit_code == 0
+    assert f"schema revision {head_revision()}" in result.stdout
+
+
 def test_version_and_verbose(cli: Any) -> None:
     result = cli("version", "-v")
     assert result.stdout.startswith("agentctl 0.1.0")
@@ -250,3 +258,17 @@ def test_wheel_ships_migrations_and_migrates_a_new_database(tmp_path: Path) -> N
         row = conn.execute("SELECT version_num FROM alembic_version").fetchone()
         assert row == (migrate.head_revision(),)
     conn.close()
+
+
+def test_a_newer_database_is_refused_without_new_files(cli: Any, tmp_path: Path) -> None:
+    db = tmp_path / "future.db"
+    assert cli("runs", "list", "--db", db).exit_code == 0
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE alembic_version SET version_num = '9999_from_the_future'")
+    conn.close()
+    before = sorted(p.name for p in tmp_path.iterdir())
+    assert "future.db-wal" not in before
+    result = cli("runs", "list", "--db", db)
+    assert result.exit_code == 5
+    assert "9999_from_the_future" in result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == before

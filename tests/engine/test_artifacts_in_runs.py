@@ -284,3 +284,28 @@ def test_a_resume_fails_loudly_when_the_written_bytes_are_gone(
     assert resumed.exit_code == 4, resumed.stdout + resumed.stderr
     assert "out/report.txt" in resumed.stdout + resumed.stderr
     assert (workspace / "counter").read_text() == "ran\n"
+
+
+def test_blocked_retry_names_the_artifact_and_how_to_restore_it(
+    cli: Any, workspace: Path, tmp_path: Path
+) -> None:
+    db = tmp_path / "state" / "r.db"
+    path = workspace / "wf.yaml"
+    path.write_text(WORKFLOW.format(content="kept"))
+    failed = cli("--output", "json", "roll", path, "--db", db)
+    source = failed.error_json()["error"]["runId"]
+    for blob in (tmp_path / "state" / "artifacts" / "blobs").rglob("*"):
+        if blob.is_file():
+            blob.chmod(0o600)
+            blob.unlink()
+    (workspace / "ready").write_text("")
+    planned = cli("--output", "json", "retry", path, source, "--failed", "--plan", "--db", db)
+    decisions = {t["taskId"]: t for t in planned.json()["data"]["tasks"]}
+    # The failed task is selected by --failed, not "with --from".
+    assert decisions["check"]["reason"] == f"failed in {source} (--failed)"
+    reason = decisions["report"]["reason"]
+    assert "'out/report.txt'" in reason and "missing" in reason and "{" not in reason
+    refused = cli("retry", path, source, "--failed", "--db", db)
+    assert refused.exit_code == 3
+    assert "'out/report.txt'" in refused.stderr and "{'" not in refused.stderr
+    assert "--from report" in refused.stderr and "reconcile" not in refused.stderr

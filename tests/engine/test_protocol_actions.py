@@ -131,7 +131,10 @@ def test_a2a_peer_outside_the_allowlist_is_denied(
     assert "networkAllowlist" in result.error_json()["error"]["message"]
 
 
-def test_extension_process_in_a_run(cli: Any, write_workflow: Any, tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", ["ok", "key"])
+def test_extension_process_in_a_run(
+    cli: Any, write_workflow: Any, tmp_path: Path, mode: str
+) -> None:
     python = Path(sys.executable).name
     path = write_workflow(f"""
         apiVersion: agentctl.dev/v1
@@ -143,7 +146,7 @@ def test_extension_process_in_a_run(cli: Any, write_workflow: Any, tmp_path: Pat
             doubler:
               kind: extension.process
               command: "{sys.executable}"
-              args: ["{FIXTURES / "extension.py"}", ok]
+              args: ["{FIXTURES / "extension.py"}", {mode}]
               idempotency: idempotent
               protocolVersion: agentctl.dev/process-extension/v1
               inputSchema:
@@ -162,7 +165,14 @@ def test_extension_process_in_a_run(cli: Any, write_workflow: Any, tmp_path: Pat
     db = tmp_path / "r.db"
     result = cli("--output", "json", "roll", path, "--db", db)
     assert result.exit_code == 0, result.stderr
-    assert result.json()["data"]["output"]["double"] == {"doubled": 42}
+    output = result.json()["data"]["output"]["double"]
+    if mode == "ok":
+        assert output == {"doubled": 42}
+        return
+    # The extension's environment carries the effect's idempotency key.
+    effects = cli("--output", "json", "inspect", result.json()["data"]["runId"], "--db", db)
+    (effect,) = effects.json()["data"]["effects"]
+    assert output == {"doubled": 42, "key": effect["idempotencyKey"]}
 
 
 def test_agent_is_offered_and_calls_an_mcp_tool(

@@ -105,10 +105,14 @@ def test_unsupported_and_invalid_secret_references() -> None:
     with pytest.raises(PolicyDeniedError) as denied:
         build_provider("p", {"kind": "openai", "credential": {"file": "/k"}}, environ={})
     assert denied.value.code == "policy.secret_file"
-    with pytest.raises(ProviderError) as caught:
+    # {process} references run only allow-listed programs (none here): a policy error.
+    with pytest.raises(PolicyDeniedError) as denied:
         build_provider(
             "p", {"kind": "openai", "credential": {"process": {"command": "x"}}}, environ={}
         )
+    assert denied.value.code == "policy.secret_process"
+    with pytest.raises(ProviderError) as caught:
+        build_provider("p", {"kind": "openai", "credential": {"vault": "k"}}, environ={})
     assert caught.value.code == "provider.credential_unsupported"
     with pytest.raises(ProviderError) as caught:
         build_provider("p", {"kind": "openai", "credential": {"env": "1BAD"}}, environ={})
