@@ -32,8 +32,6 @@ PENDING: frozenset[str] = frozenset(
         "agentctl/engine/budget.py",
         "agentctl/engine/compensation.py",
         "agentctl/engine/executor.py",
-        "agentctl/engine/gate.py",
-        "agentctl/engine/journal.py",
         "agentctl/engine/operations.py",
         "agentctl/engine/records.py",
         "agentctl/engine/recovery.py",
