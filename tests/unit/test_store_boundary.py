@@ -28,7 +28,6 @@ _TABLES = "agentctl.store.tables"
 PENDING: frozenset[str] = frozenset(
     {
         "agentctl/engine/agent.py",
-        "agentctl/engine/budget.py",
         "agentctl/engine/compensation.py",
         "agentctl/engine/executor.py",
         "agentctl/engine/operations.py",
