@@ -34,6 +34,7 @@ from agentctl.providers.base import (
     Usage,
 )
 from agentctl.providers.registry import build_provider
+from agentctl.store import sessions_repo
 from agentctl.tools import files
 
 __all__ = ["ProviderPool", "run_agent"]
@@ -362,8 +363,6 @@ def _save_session(
     is a confirmed effect); this row records where it stands, for inspection and for
     providers that continue by response id.
     """
-    from agentctl.engine.records import sqlite_timestamp
-
     state = {
         "provider": provider,
         "model": request.model,
@@ -374,18 +373,13 @@ def _save_session(
         "finishReason": response.finish_reason,
     }
     with env.gate.store.write() as conn:
-        conn.exec_driver_sql(
-            "INSERT INTO provider_sessions (run_id, task_id, format_version, provider, "
-            "state_json, updated_at) VALUES (?, ?, 1, ?, ?, ?) ON CONFLICT (run_id, task_id) "
-            "DO UPDATE SET provider = excluded.provider, state_json = excluded.state_json, "
-            "updated_at = excluded.updated_at",
-            (
-                env.run_id,
-                env.task.id,
-                provider,
-                canonical_json(state),
-                sqlite_timestamp(env.gate.clock.now()),
-            ),
+        sessions_repo.save(
+            conn,
+            env.run_id,
+            env.task.id,
+            provider,
+            canonical_json(state),
+            env.gate.clock.now(),
         )
 
 

@@ -8,17 +8,16 @@ question belongs to a ``builtin.ask`` task. Both park the run (exit 3) until res
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import insert, select
-from sqlalchemy.engine import Connection, RowMapping
-
 from agentctl.digest import canonical_json
 from agentctl.errors import NotFoundError, UsageError
+from agentctl.store import approvals_repo
+from agentctl.store.engine import SqlRunner
 from agentctl.store.records import check_format_version
-from agentctl.store.tables import FORMAT_VERSION, approvals
 from agentctl.store.transitions import guarded_update
 
 __all__ = [
@@ -75,7 +74,7 @@ def _loads(text: str | None) -> Any:
     return None if text is None else json.loads(text)
 
 
-def _approval(row: RowMapping) -> Approval:
+def _approval(row: Mapping[str, Any]) -> Approval:
     check_format_version("approval", row["id"], int(row["format_version"]))
     return Approval(
         id=row["id"],
@@ -98,7 +97,7 @@ def _approval(row: RowMapping) -> Approval:
 
 
 def create_approval(
-    conn: Connection,
+    conn: SqlRunner,
     *,
     approval_id: str,
     run_id: str,
@@ -115,34 +114,31 @@ def create_approval(
     existing = get_approval(conn, approval_id)
     if existing is not None:
         return existing
-    conn.execute(
-        insert(approvals).values(
-            id=approval_id,
-            format_version=FORMAT_VERSION,
-            run_id=run_id,
-            task_id=task_id,
-            effect_id=effect_id,
-            kind=kind,
-            prompt=prompt,
-            choices_json=None if choices is None else canonical_json(choices),
-            answer_schema_json=None if answer_schema is None else canonical_json(answer_schema),
-            input_json=None if input is None else canonical_json(input),
-            risk=risk,
-            status="pending",
-            created_at=now,
-        )
+    approvals_repo.insert_approval(
+        conn,
+        approval_id=approval_id,
+        run_id=run_id,
+        task_id=task_id,
+        effect_id=effect_id,
+        kind=kind,
+        prompt=prompt,
+        choices_json=None if choices is None else canonical_json(choices),
+        answer_schema_json=None if answer_schema is None else canonical_json(answer_schema),
+        input_json=None if input is None else canonical_json(input),
+        risk=risk,
+        now=now,
     )
     found = get_approval(conn, approval_id)
     assert found is not None
     return found
 
 
-def get_approval(conn: Connection, approval_id: str) -> Approval | None:
-    row = conn.execute(select(approvals).where(approvals.c.id == approval_id)).mappings().first()
+def get_approval(conn: SqlRunner, approval_id: str) -> Approval | None:
+    row = approvals_repo.approval(conn, approval_id)
     return None if row is None else _approval(row)
 
 
-def require_approval(conn: Connection, approval_id: str) -> Approval:
+def require_approval(conn: SqlRunner, approval_id: str) -> Approval:
     found = get_approval(conn, approval_id)
     if found is None:
         raise NotFoundError(
@@ -153,19 +149,14 @@ def require_approval(conn: Connection, approval_id: str) -> Approval:
 
 
 def list_approvals(
-    conn: Connection, run_id: str | None = None, *, status: str | None = None
+    conn: SqlRunner, run_id: str | None = None, *, status: str | None = None
 ) -> list[Approval]:
-    query = select(approvals)
-    if run_id is not None:
-        query = query.where(approvals.c.run_id == run_id)
-    if status is not None:
-        query = query.where(approvals.c.status == status)
-    query = query.order_by(approvals.c.created_at, approvals.c.id)
-    return [_approval(row) for row in conn.execute(query).mappings()]
+    rows = approvals_repo.approvals(conn, run_id, status=status)
+    return [_approval(row) for row in rows]
 
 
 def resolve_approval(
-    conn: Connection,
+    conn: SqlRunner,
     approval_id: str,
     *,
     status: str,

@@ -20,10 +20,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import insert, select, update
-from sqlalchemy.engine import Connection
-
-from agentctl.store.tables import budget_reservations, budgets
+from agentctl.store import budget_repo
+from agentctl.store.engine import SqlRunner
 
 __all__ = [
     "LIMIT_RESOURCES",
@@ -68,56 +66,28 @@ class BudgetDenied:
 
 
 def open_ledger(
-    conn: Connection,
+    conn: SqlRunner,
     run_id: str,
     limits: Mapping[str, Any],
     now: datetime,
     pricing_version: str | None = None,
 ) -> None:
     """One row per resource, limits from ``runtime.budgets`` (unset: counted, unlimited)."""
-    rows = [
-        {
-            "run_id": run_id,
-            "resource": resource,
-            "limit_units": limits.get(field),
-            "reserved_units": 0,
-            "used_units": 0,
-            "pricing_version": pricing_version,
-            "updated_at": now,
-        }
-        for field, resource in LIMIT_RESOURCES.items()
-    ] + [
-        {
-            "run_id": run_id,
-            "resource": counter,
-            "limit_units": None,
-            "reserved_units": 0,
-            "used_units": 0,
-            "pricing_version": pricing_version,
-            "updated_at": now,
-        }
-        for counter in COUNTERS
+    rows = [(resource, limits.get(field)) for field, resource in LIMIT_RESOURCES.items()] + [
+        (counter, None) for counter in COUNTERS
     ]
-    conn.execute(insert(budgets), rows)
+    budget_repo.insert_ledger(conn, run_id, rows, pricing_version, now)
 
 
-def _rows(conn: Connection, run_id: str) -> dict[str, Any]:
-    return {
-        row.resource: row for row in conn.execute(select(budgets).where(budgets.c.run_id == run_id))
-    }
+def _rows(conn: SqlRunner, run_id: str) -> dict[str, budget_repo.LedgerRow]:
+    return budget_repo.ledger(conn, run_id)
 
 
 def reserve(
-    conn: Connection, run_id: str, effect_id: str, units: Mapping[str, float], now: datetime
+    conn: SqlRunner, run_id: str, effect_id: str, units: Mapping[str, float], now: datetime
 ) -> BudgetDenied | None:
     """Reserve ``units`` for one effect, all or nothing (the caller's transaction)."""
-    held = conn.execute(
-        select(budget_reservations.c.id).where(
-            budget_reservations.c.effect_id == effect_id,
-            budget_reservations.c.status == "held",
-        )
-    ).first()
-    if held is not None:
+    if budget_repo.has_held_reservation(conn, effect_id):
         return None  # a requested-but-never-started effect keeps its reservation
     rows = _rows(conn, run_id)
     for resource, amount in units.items():
@@ -131,52 +101,19 @@ def reserve(
     for resource, amount in units.items():
         if resource not in rows or amount <= 0:
             continue
-        conn.execute(
-            update(budgets)
-            .where(budgets.c.run_id == run_id, budgets.c.resource == resource)
-            .values(reserved_units=budgets.c.reserved_units + amount, updated_at=now)
-        )
-        conn.execute(
-            insert(budget_reservations).values(
-                run_id=run_id,
-                resource=resource,
-                effect_id=effect_id,
-                units=amount,
-                status="held",
-                created_at=now,
-            )
-        )
+        budget_repo.reserve_units(conn, run_id, effect_id, resource, amount, now)
     return None
 
 
 def settle(
-    conn: Connection, run_id: str, effect_id: str, actual: Mapping[str, float], now: datetime
+    conn: SqlRunner, run_id: str, effect_id: str, actual: Mapping[str, float], now: datetime
 ) -> list[BudgetDenied]:
     """Replace the effect's reservations with actual usage; return any overruns."""
-    held = conn.execute(
-        select(budget_reservations).where(
-            budget_reservations.c.effect_id == effect_id,
-            budget_reservations.c.status == "held",
-        )
-    ).all()
-    for reservation in held:
-        conn.execute(
-            update(budgets)
-            .where(budgets.c.run_id == run_id, budgets.c.resource == reservation.resource)
-            .values(reserved_units=budgets.c.reserved_units - reservation.units, updated_at=now)
-        )
-        conn.execute(
-            update(budget_reservations)
-            .where(budget_reservations.c.id == reservation.id)
-            .values(status="settled", settled_at=now)
-        )
+    for reservation in budget_repo.held_reservations(conn, effect_id):
+        budget_repo.settle_reservation(conn, run_id, reservation, now)
     for resource, amount in actual.items():
         if amount:
-            conn.execute(
-                update(budgets)
-                .where(budgets.c.run_id == run_id, budgets.c.resource == resource)
-                .values(used_units=budgets.c.used_units + amount, updated_at=now)
-            )
+            budget_repo.add_used(conn, run_id, resource, amount, now)
     overruns = []
     for resource, row in _rows(conn, run_id).items():
         if (
@@ -190,7 +127,7 @@ def settle(
     return overruns
 
 
-def snapshot(conn: Connection, run_id: str) -> list[dict[str, Any]]:
+def snapshot(conn: SqlRunner, run_id: str) -> list[dict[str, Any]]:
     """Limits, reserved and used units per resource (for ``inspect``)."""
     return [
         {

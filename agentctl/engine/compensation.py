@@ -18,8 +18,6 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import select
-
 from agentctl.compiler import compile_workflow
 from agentctl.compiler.plan import Plan
 from agentctl.engine import journal
@@ -31,9 +29,9 @@ from agentctl.spec.expressions import TemplateContext
 from agentctl.spec.template_exceptions import TemplateError
 from agentctl.spec.templates import render
 from agentctl.spec.validate import validate_document
+from agentctl.store import effects_repo, tasks_repo
 from agentctl.store.claims import claim_compensation
 from agentctl.store.engine import Store
-from agentctl.store.tables import tasks
 
 __all__ = [
     "COMPENSATION_INPUT",
@@ -137,12 +135,8 @@ def plan_compensation(
         spec = source.workflow.get("spec") or {}
         memory = replay_memory(conn, source_run_id, (spec.get("memory") or {}).get("working") or {})
         outputs = {
-            row.task_id: json.loads(row.output_json)
-            for row in conn.execute(
-                select(tasks.c.task_id, tasks.c.output_json).where(
-                    tasks.c.run_id == source_run_id, tasks.c.output_json.is_not(None)
-                )
-            )
+            task_id: json.loads(output_json)
+            for task_id, output_json in tasks_repo.outputs(conn, source_run_id)
         }
         steps: list[CompensationStep] = []
         for task_id in reversed(plan.order):
@@ -324,29 +318,19 @@ def create_compensation_run(
 
 def mark_compensated(conn: Any, run: RunRow, task_id: str, effect_ids: list[str], now: Any) -> None:
     """Append ``compensated`` to every source effect this task undid, in its commit."""
-    from agentctl.engine.records import sqlite_timestamp
     from agentctl.observability.audit import append_event
 
     mapping = (run.inputs.get(COMPENSATION_INPUT) or {}).get(task_id) or {}
     inverse = effect_ids[-1] if effect_ids else None
     source = run.source_run_id
     for effect_id in mapping.get("effects") or []:
-        previous = conn.exec_driver_sql(
-            "SELECT id FROM reconciliations WHERE effect_id = ? ORDER BY id DESC LIMIT 1",
-            (effect_id,),
-        ).first()
-        conn.exec_driver_sql(
-            "INSERT INTO reconciliations (format_version, effect_id, status, reason, actor,"
-            " result_validated, compensation_effect_id, supersedes_id, created_at) VALUES"
-            " (1, ?, 'compensated', ?, ?, 0, ?, ?, ?)",
-            (
-                effect_id,
-                f"compensated by {run.id} task {task_id}",
-                "agentctl",
-                inverse,
-                None if previous is None else previous[0],
-                sqlite_timestamp(now),
-            ),
+        effects_repo.append_compensated(
+            conn,
+            effect_id,
+            reason=f"compensated by {run.id} task {task_id}",
+            actor="agentctl",
+            compensation_effect_id=inverse,
+            now=now,
         )
         if source is not None:
             append_event(

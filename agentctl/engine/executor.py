@@ -56,7 +56,7 @@ from agentctl.policy.secrets import secret_file_roots
 from agentctl.spec.expressions import TemplateContext
 from agentctl.spec.template_exceptions import TemplateError
 from agentctl.spec.templates import render
-from agentctl.store import ownership
+from agentctl.store import ownership, runs_repo
 from agentctl.store.engine import Store
 from agentctl.store.records import check_run_records
 from agentctl.store.states import check_run_transition
@@ -365,9 +365,7 @@ class RunExecutor:
             return
         self._last_cancel_check = now
         with self.store.read() as conn:
-            row = conn.exec_driver_sql(
-                "SELECT cancel_requested, cancel_reason FROM runs WHERE id = ?", (self.run_id,)
-            ).first()
+            row = runs_repo.cancel_flag(conn, self.run_id)
         if row is not None and row[0]:
             raise Cancelled(row[1] or "cancel requested", run_id=self.run_id)
 

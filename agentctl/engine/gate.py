@@ -23,7 +23,7 @@ from agentctl.engine import budget, journal
 from agentctl.engine.approval_policy import deny_reason, needs_approval
 from agentctl.engine.approvals import create_approval, get_approval
 from agentctl.engine.faults import Faults
-from agentctl.engine.records import RunLog, sqlite_timestamp
+from agentctl.engine.records import RunLog
 from agentctl.engine.signals import (
     ApprovalPending,
     EffectBlocked,
@@ -34,6 +34,7 @@ from agentctl.engine.signals import (
 )
 from agentctl.errors import AgentctlError, Cancelled, OwnershipLostError, PersistenceError
 from agentctl.ids import Clock, approval_id
+from agentctl.store import effects_repo
 from agentctl.store.errors import retry_transient
 from agentctl.store.ownership import OwnedRun
 
@@ -491,16 +492,13 @@ class EffectGate:
                     confirmed=confirmed,
                 )
                 # A tool call's terminal status commits with its effect's.
-                conn.exec_driver_sql(
-                    "UPDATE tool_calls SET status = ?, result_json = ?, error_json = ?, "
-                    "finished_at = ? WHERE effect_id = ?",
-                    (
-                        status,
-                        None if result is None else canonical_json(result),
-                        None if error is None else canonical_json(error),
-                        sqlite_timestamp(now),
-                        record.id,
-                    ),
+                effects_repo.finish_tool_call(
+                    conn,
+                    record.id,
+                    status=status,
+                    result_json=None if result is None else canonical_json(result),
+                    error_json=None if error is None else canonical_json(error),
+                    now=now,
                 )
                 if status == "succeeded":
                     actual = usage(result) if usage is not None else {}
@@ -563,16 +561,14 @@ _PROCEED: Any = object()
 def _record_tool_call(
     conn: Any, attempt: Attempt, effect_id: str, call: Mapping[str, Any], now: Any
 ) -> None:
-    conn.exec_driver_sql(
-        "INSERT OR IGNORE INTO tool_calls (id, format_version, run_id, task_id, effect_id, "
-        "tool, status, arguments_json, created_at) VALUES (?, 1, ?, ?, ?, ?, 'requested', ?, ?)",
-        (
-            effect_id,
-            attempt.run_id,
-            attempt.task_id,
-            effect_id,
-            str(call["tool"]),
-            canonical_json({"callId": call.get("id"), "arguments": call.get("arguments")}),
-            sqlite_timestamp(now),
+    effects_repo.insert_tool_call(
+        conn,
+        effect_id=effect_id,
+        run_id=attempt.run_id,
+        task_id=attempt.task_id,
+        tool=str(call["tool"]),
+        arguments_json=canonical_json(
+            {"callId": call.get("id"), "arguments": call.get("arguments")}
         ),
+        now=now,
     )

@@ -13,17 +13,16 @@ together.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from sqlalchemy import insert, select
-from sqlalchemy.engine import Connection, RowMapping
-
 from agentctl.digest import canonical_json, effect_id, effect_input_digest
 from agentctl.errors import NotFoundError, PersistenceError
+from agentctl.store import effects_repo
+from agentctl.store.engine import SqlRunner
 from agentctl.store.records import check_format_version
-from agentctl.store.tables import FORMAT_VERSION, effects, reconciliations
 from agentctl.store.transitions import guarded_update
 
 __all__ = [
@@ -146,7 +145,7 @@ def _dumps(value: Any) -> str | None:
     return None if value is None else canonical_json(value)
 
 
-def _record(row: RowMapping) -> EffectRecord:
+def _record(row: Mapping[str, Any]) -> EffectRecord:
     check_format_version("effect", row["id"], int(row["format_version"]))
     try:
         return _parse_record(row)
@@ -159,7 +158,7 @@ def _record(row: RowMapping) -> EffectRecord:
         ) from exc
 
 
-def _parse_record(row: RowMapping) -> EffectRecord:
+def _parse_record(row: Mapping[str, Any]) -> EffectRecord:
     return EffectRecord(
         id=row["id"],
         run_id=row["run_id"],
@@ -183,20 +182,16 @@ def _parse_record(row: RowMapping) -> EffectRecord:
     )
 
 
-def get_effect(conn: Connection, effect_id_: str) -> EffectRecord | None:
-    row = conn.execute(select(effects).where(effects.c.id == effect_id_)).mappings().first()
+def get_effect(conn: SqlRunner, effect_id_: str) -> EffectRecord | None:
+    row = effects_repo.effect(conn, effect_id_)
     return None if row is None else _record(row)
 
 
-def require_effect(conn: Connection, effect_id_: str) -> EffectRecord:
+def require_effect(conn: SqlRunner, effect_id_: str) -> EffectRecord:
     found = get_effect(conn, effect_id_)
     if found is None:
         matches = (
-            conn.execute(select(effects.c.id).where(effects.c.id.like(effect_id_ + "%")).limit(2))
-            .scalars()
-            .all()
-            if len(effect_id_) >= 8
-            else []
+            effects_repo.effect_ids_with_prefix(conn, effect_id_, 2) if len(effect_id_) >= 8 else []
         )
         if len(matches) == 1:
             found = get_effect(conn, matches[0])
@@ -209,25 +204,18 @@ def require_effect(conn: Connection, effect_id_: str) -> EffectRecord:
 
 
 def list_effects(
-    conn: Connection,
+    conn: SqlRunner,
     run_id: str,
     *,
     task_id: str | None = None,
     statuses: tuple[str, ...] = (),
 ) -> list[EffectRecord]:
-    query = select(effects).where(effects.c.run_id == run_id)
-    if task_id is not None:
-        query = query.where(effects.c.task_id == task_id)
-    if statuses:
-        query = query.where(effects.c.status.in_(statuses))
-    query = query.order_by(
-        effects.c.requested_at, effects.c.task_id, effects.c.attempt, effects.c.ordinal
-    )
-    return [_record(row) for row in conn.execute(query).mappings()]
+    rows = effects_repo.effects(conn, run_id, task_id=task_id, statuses=statuses)
+    return [_record(row) for row in rows]
 
 
 def insert_requested(
-    conn: Connection,
+    conn: SqlRunner,
     *,
     run_id: str,
     task_id: str,
@@ -241,25 +229,20 @@ def insert_requested(
     existing = get_effect(conn, eid)
     if existing is not None:
         return existing
-    conn.execute(
-        insert(effects).values(
-            id=eid,
-            format_version=FORMAT_VERSION,
-            run_id=run_id,
-            task_id=task_id,
-            attempt=attempt,
-            ordinal=ordinal,
-            operation=spec.operation,
-            input_digest=spec.input_digest(),
-            effect_class=spec.effect_class,
-            idempotency=spec.idempotency,
-            risk=spec.risk,
-            idempotency_key=eid,
-            status="requested",
-            request_json=_dumps(spec.request if spec.request is not None else spec.effect_input),
-            confirmed=False,
-            requested_at=now,
-        )
+    effects_repo.insert_effect(
+        conn,
+        effect_id=eid,
+        run_id=run_id,
+        task_id=task_id,
+        attempt=attempt,
+        ordinal=ordinal,
+        operation=spec.operation,
+        input_digest=spec.input_digest(),
+        effect_class=spec.effect_class,
+        idempotency=spec.idempotency,
+        risk=spec.risk,
+        request_json=_dumps(spec.request if spec.request is not None else spec.effect_input),
+        now=now,
     )
     found = get_effect(conn, eid)
     assert found is not None
@@ -299,7 +282,7 @@ def finish_effect(
     )
 
 
-def _reconciliation(row: RowMapping) -> Reconciliation:
+def _reconciliation(row: Mapping[str, Any]) -> Reconciliation:
     check_format_version("reconciliation", row["id"], int(row["format_version"]))
     return Reconciliation(
         id=int(row["id"]),
@@ -315,31 +298,18 @@ def _reconciliation(row: RowMapping) -> Reconciliation:
     )
 
 
-def latest_reconciliation(conn: Connection, effect_id_: str) -> Reconciliation | None:
-    row = (
-        conn.execute(
-            select(reconciliations)
-            .where(reconciliations.c.effect_id == effect_id_)
-            .order_by(reconciliations.c.id.desc())
-            .limit(1)
-        )
-        .mappings()
-        .first()
-    )
+def latest_reconciliation(conn: SqlRunner, effect_id_: str) -> Reconciliation | None:
+    row = effects_repo.latest_reconciliation(conn, effect_id_)
     return None if row is None else _reconciliation(row)
 
 
-def list_reconciliations(conn: Connection, effect_id_: str) -> list[Reconciliation]:
-    rows = conn.execute(
-        select(reconciliations)
-        .where(reconciliations.c.effect_id == effect_id_)
-        .order_by(reconciliations.c.id)
-    ).mappings()
+def list_reconciliations(conn: SqlRunner, effect_id_: str) -> list[Reconciliation]:
+    rows = effects_repo.reconciliations(conn, effect_id_)
     return [_reconciliation(row) for row in rows]
 
 
 def add_reconciliation(
-    conn: Connection,
+    conn: SqlRunner,
     effect_id_: str,
     *,
     status: ReconciliationStatus,
@@ -352,23 +322,17 @@ def add_reconciliation(
     compensation_effect_id: str | None = None,
 ) -> Reconciliation:
     previous = latest_reconciliation(conn, effect_id_)
-    inserted = conn.execute(
-        insert(reconciliations).values(
-            format_version=FORMAT_VERSION,
-            effect_id=effect_id_,
-            status=status,
-            reason=reason,
-            actor=actor,
-            evidence=evidence,
-            result_json=_dumps(result),
-            result_validated=result_validated,
-            compensation_effect_id=compensation_effect_id,
-            supersedes_id=None if previous is None else previous.id,
-            created_at=now,
-        )
+    row = effects_repo.insert_reconciliation(
+        conn,
+        effect_id_,
+        status=status,
+        reason=reason,
+        actor=actor,
+        evidence=evidence,
+        result_json=_dumps(result),
+        result_validated=result_validated,
+        compensation_effect_id=compensation_effect_id,
+        supersedes_id=None if previous is None else previous.id,
+        now=now,
     )
-    key = inserted.inserted_primary_key
-    assert key is not None
-    new_id = int(key[0])
-    row = conn.execute(select(reconciliations).where(reconciliations.c.id == new_id)).mappings()
-    return _reconciliation(row.one())
+    return _reconciliation(row)

@@ -11,8 +11,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import func, select
-
 from agentctl.engine import journal
 from agentctl.engine.approvals import list_approvals, require_approval, resolve_approval
 from agentctl.engine.budget import snapshot as budget_snapshot
@@ -21,11 +19,17 @@ from agentctl.engine.records import TERMINAL_RUN_STATES, RunLog, load_run, load_
 from agentctl.errors import BlockedError, UsageError
 from agentctl.ids import Clock
 from agentctl.observability.audit import list_events, verify_chain
+from agentctl.store import (
+    checkpoints_repo,
+    effects_repo,
+    inspect_repo,
+    runs_repo,
+    sessions_repo,
+)
 from agentctl.store.conditions import task_conditions
 from agentctl.store.engine import Store
 from agentctl.store.ownership import clear_owner, owner_alive
 from agentctl.store.records import check_run_records
-from agentctl.store.tables import checkpoints, runs
 from agentctl.store.transitions import close_live_parts
 
 __all__ = [
@@ -225,16 +229,12 @@ def _refuse_contradiction(effect: journal.EffectRecord, status: str) -> None:
 
 def needs_reconciliation(store: Store, run_id: str | None = None) -> list[dict[str, Any]]:
     """Effects whose outcome is unknown and that have no conclusion yet."""
-    from agentctl.store.tables import effects
-
     with store.read() as conn:
-        query = select(effects.c.id).where(effects.c.status.in_(("started", "uncertain")))
         if run_id is not None:
             load_run(conn, run_id)
-            query = query.where(effects.c.run_id == run_id)
         found = []
         live: dict[str, bool] = {}
-        for effect_id in conn.execute(query.order_by(effects.c.requested_at)).scalars():
+        for effect_id in effects_repo.unsettled_effect_ids(conn, run_id):
             record = journal.require_effect(conn, effect_id)
             if record.run_id not in live:
                 run = load_run(conn, record.run_id)
@@ -312,20 +312,6 @@ def answer_question(
 def list_runs(
     store: Store, *, status: str | None = None, workflow: str | None = None, limit: int = 50
 ) -> list[dict[str, Any]]:
-    query = select(
-        runs.c.id,
-        runs.c.workflow_name,
-        runs.c.status,
-        runs.c.mode,
-        runs.c.source_run_id,
-        runs.c.created_at,
-        runs.c.updated_at,
-    )
-    if status:
-        query = query.where(runs.c.status == status)
-    if workflow:
-        query = query.where(runs.c.workflow_name == workflow)
-    query = query.order_by(runs.c.created_at.desc(), runs.c.id.desc()).limit(max(1, limit))
     with store.read() as conn:
         return [
             {
@@ -337,7 +323,9 @@ def list_runs(
                 "createdAt": row.created_at.isoformat(),
                 "updatedAt": row.updated_at.isoformat(),
             }
-            for row in conn.execute(query)
+            for row in runs_repo.list_runs(
+                conn, status=status, workflow=workflow, limit=max(1, limit)
+            )
         ]
 
 
@@ -356,27 +344,17 @@ def inspect_run(store: Store, run_id: str) -> dict[str, Any]:
             effect_json.append(item)
         approvals = [a.to_json() for a in list_approvals(conn, run_id)]
         check_run_records(conn, run_id)
-        checkpoint_count = conn.execute(
-            select(func.count()).select_from(checkpoints).where(checkpoints.c.run_id == run_id)
-        ).scalar_one()
+        checkpoint_count = checkpoints_repo.count(conn, run_id)
         events = list_events(conn, run_id)
         chain = verify_chain(conn, run_id)
         ledger = budget_snapshot(conn, run_id)
         sessions = [
             {"taskId": row[0], "provider": row[1], "state": json.loads(row[2])}
-            for row in conn.exec_driver_sql(
-                "SELECT task_id, provider, state_json FROM provider_sessions WHERE run_id = ?"
-                " ORDER BY task_id",
-                (run_id,),
-            )
+            for row in sessions_repo.sessions(conn, run_id)
         ]
         artifacts = [
             {"name": row[0], "version": row[1], "digest": row[2], "taskId": row[3], "path": row[4]}
-            for row in conn.exec_driver_sql(
-                "SELECT name, version, blob_digest, task_id, path FROM artifact_refs "
-                "WHERE run_id = ? ORDER BY id",
-                (run_id,),
-            )
+            for row in inspect_repo.artifact_listing(conn, run_id)
         ]
         calls = [
             {
@@ -386,11 +364,7 @@ def inspect_run(store: Store, run_id: str) -> dict[str, Any]:
                 "status": row[3],
                 "call": json.loads(row[4]),
             }
-            for row in conn.exec_driver_sql(
-                "SELECT effect_id, task_id, tool, status, arguments_json FROM tool_calls "
-                "WHERE run_id = ? ORDER BY created_at, id",
-                (run_id,),
-            )
+            for row in effects_repo.tool_calls(conn, run_id)
         ]
     return {
         "run": {

@@ -14,16 +14,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, select
-from sqlalchemy.engine import Connection
-
 from agentctl.digest import canonical_json, digest_json
 from agentctl.errors import PersistenceError
 from agentctl.observability import audit
+from agentctl.store import checkpoints_repo, runs_repo, tasks_repo
 from agentctl.store.engine import SqlRunner
+from agentctl.store.formats import FORMAT_VERSION
 from agentctl.store.records import check_format_version
-from agentctl.store.tables import FORMAT_VERSION, checkpoints
-from agentctl.store.timestamps import to_db
 from agentctl.store.transitions import guarded_update
 
 __all__ = [
@@ -113,10 +110,8 @@ class TaskRow:
         }
 
 
-def load_run(conn: Connection, run_id: str) -> RunRow:
-    from agentctl.store.records import get_run
-
-    row = get_run(conn, run_id)
+def load_run(conn: SqlRunner, run_id: str) -> RunRow:
+    row = runs_repo.run(conn, run_id)
     try:
         return RunRow(
             id=row["id"],
@@ -151,30 +146,17 @@ def load_run(conn: Connection, run_id: str) -> RunRow:
         ) from exc
 
 
-def load_run_state(conn: Connection, run_id: str) -> tuple[str, Any, Any]:
+def load_run_state(conn: SqlRunner, run_id: str) -> tuple[str, Any, Any]:
     """``(status, output, error)`` of a run without reading its plan: the cheap read behind
     "is this run already finished?" (a completed run is answered in well under 1 ms)."""
-    row = conn.exec_driver_sql(
-        "SELECT status, output_json, error_json, format_version FROM runs WHERE id = ?",
-        (run_id,),
-    ).first()
-    if row is None:
-        from agentctl.store.records import get_run
-
-        get_run(conn, run_id)  # raises the NotFoundError with its hint
-        raise AssertionError("unreachable")
-    check_format_version("run", run_id, int(row[3]))
-    return str(row[0]), _loads(row[1]), _loads(row[2])
+    status, output, error = runs_repo.run_state(conn, run_id)
+    return status, _loads(output), _loads(error)
 
 
-def load_tasks(conn: Connection, run_id: str) -> dict[str, TaskRow]:
+def load_tasks(conn: SqlRunner, run_id: str) -> dict[str, TaskRow]:
     """Every task row of a run in plan order (one driver-level query: resume reads
     hundreds of rows, and statement compilation would cost more than the read)."""
-    rows = conn.exec_driver_sql(
-        "SELECT task_id, ordinal, status, attempt, disposition, output_json, error_json, "
-        "format_version FROM tasks WHERE run_id = ? ORDER BY ordinal",
-        (run_id,),
-    )
+    rows = tasks_repo.task_states(conn, run_id)
     out: dict[str, TaskRow] = {}
     for task_id, ordinal, status, attempt, disposition, output, error, version in rows:
         if version > FORMAT_VERSION:
@@ -192,27 +174,20 @@ def load_tasks(conn: Connection, run_id: str) -> dict[str, TaskRow]:
     return out
 
 
-def replay_memory(conn: Connection, run_id: str, initial: Mapping[str, Any]) -> dict[str, Any]:
+def replay_memory(conn: SqlRunner, run_id: str, initial: Mapping[str, Any]) -> dict[str, Any]:
     """Working memory after the last checkpoint: the latest snapshot plus later deltas."""
-    snapshot_seq = conn.execute(
-        select(func.max(checkpoints.c.seq)).where(
-            checkpoints.c.run_id == run_id, checkpoints.c.is_snapshot.is_(True)
-        )
-    ).scalar()
+    snapshot_seq = checkpoints_repo.last_snapshot_seq(conn, run_id)
     memory: dict[str, Any] = dict(initial)
-    query = select(checkpoints).where(checkpoints.c.run_id == run_id)
-    if snapshot_seq is not None:
-        query = query.where(checkpoints.c.seq >= snapshot_seq)
-    for row in conn.execute(query.order_by(checkpoints.c.seq)).mappings():
-        check_format_version("checkpoint", f"{run_id}#{row['seq']}", int(row["format_version"]))
-        delta = json.loads(row["memory_delta_json"])
-        if not _checksum_ok(row["transition"], row["memory_delta_json"], row["checksum"]):
+    for row in checkpoints_repo.since(conn, run_id, snapshot_seq):
+        check_format_version("checkpoint", f"{run_id}#{row.seq}", int(row.format_version))
+        delta = json.loads(row.memory_delta_json)
+        if not _checksum_ok(row.transition, row.memory_delta_json, row.checksum):
             raise PersistenceError(
-                f"checkpoint {row['seq']} of run {run_id} fails its checksum",
+                f"checkpoint {row.seq} of run {run_id} fails its checksum",
                 code="store.corrupt",
                 run_id=run_id,
             )
-        if row["is_snapshot"]:
+        if row.is_snapshot:
             memory = dict(delta)
         else:
             memory.update(delta)
@@ -238,10 +213,8 @@ class RunLog:
         self._redact = redact
 
     @classmethod
-    def open(cls, conn: Connection, run_id: str, redact: audit.Redactor | None = None) -> RunLog:
-        checkpoint_seq = conn.execute(
-            select(func.max(checkpoints.c.seq)).where(checkpoints.c.run_id == run_id)
-        ).scalar()
+    def open(cls, conn: SqlRunner, run_id: str, redact: audit.Redactor | None = None) -> RunLog:
+        checkpoint_seq = checkpoints_repo.last_seq(conn, run_id)
         return cls(run_id, checkpoint_seq=int(checkpoint_seq or 0), redact=redact)
 
     def event(
@@ -280,20 +253,15 @@ class RunLog:
         snapshot = seq % SNAPSHOT_EVERY == 0
         delta_json = canonical_json(dict(memory) if snapshot else dict(delta))
         transition = transition[:600]
-        conn.exec_driver_sql(
-            "INSERT INTO checkpoints (run_id, seq, format_version, transition, "
-            "memory_delta_json, is_snapshot, checksum, created_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                self.run_id,
-                seq,
-                FORMAT_VERSION,
-                transition,
-                delta_json,
-                int(snapshot),
-                _checksum(transition, delta_json),
-                sqlite_timestamp(now),
-            ),
+        checkpoints_repo.insert(
+            conn,
+            self.run_id,
+            seq,
+            transition=transition,
+            delta_json=delta_json,
+            is_snapshot=snapshot,
+            checksum=_checksum(transition, delta_json),
+            now=now,
         )
         self._checkpoint_seq = seq
         return seq
@@ -303,8 +271,3 @@ class RunLog:
 
     def set_run(self, conn: SqlRunner, **values: Any) -> None:
         guarded_update(conn, "run", (self.run_id,), values)
-
-
-def sqlite_timestamp(value: datetime) -> str:
-    """The stored text of a timestamp (the store's one codec)."""
-    return to_db(value)

@@ -17,8 +17,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import select
-
 from agentctl.compiler.plan import Plan
 from agentctl.digest import canonical_json, digest_json
 from agentctl.engine import journal
@@ -31,9 +29,9 @@ from agentctl.ids import Clock, IdGenerator
 from agentctl.spec.expressions import TemplateContext
 from agentctl.spec.template_exceptions import TemplateError
 from agentctl.spec.templates import render
+from agentctl.store import tasks_repo
 from agentctl.store.copying import copy_task_record
 from agentctl.store.engine import Store
-from agentctl.store.tables import tasks
 
 __all__ = [
     "RecoveryPlan",
@@ -88,12 +86,7 @@ class RecoveryPlan:
 def _source(store: Store, run_id: str) -> tuple[RunRow, dict[str, dict[str, Any]]]:
     with store.read() as conn:
         run = load_run(conn, run_id)
-        rows = {
-            row["task_id"]: dict(row)
-            for row in conn.execute(
-                select(tasks).where(tasks.c.run_id == run_id).order_by(tasks.c.ordinal)
-            ).mappings()
-        }
+        rows = {row["task_id"]: row for row in tasks_repo.task_records(conn, run_id)}
     if run.status not in TERMINAL_RUN_STATES:
         raise BlockedError(
             f"run {run_id} is {run.status}; recovery operations start from a finished run",

@@ -14,8 +14,6 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import insert
-
 from agentctl.compiler import CompileSettings, Plan, compile_workflow
 from agentctl.digest import canonical_json
 from agentctl.engine.budget import open_ledger
@@ -24,8 +22,8 @@ from agentctl.errors import UsageError, ValidationError
 from agentctl.ids import Clock, IdGenerator
 from agentctl.observability.audit import append_event
 from agentctl.spec import LoadResult, load_workflow
+from agentctl.store import runs_repo, tasks_repo
 from agentctl.store.engine import Store
-from agentctl.store.tables import FORMAT_VERSION, runs, tasks
 
 __all__ = ["PreparedRun", "create_run", "merge_inputs", "parse_input_pairs", "prepare_run"]
 
@@ -186,10 +184,10 @@ def create_run(
     with store.write() as conn:
         if guard is not None:
             guard(conn)
-        conn.execute(
-            insert(runs).values(
+        runs_repo.insert_run(
+            conn,
+            runs_repo.NewRun(
                 id=run_id,
-                format_version=FORMAT_VERSION,
                 workflow_name=plan.workflow_name,
                 workflow_digest=plan.workflow_digest,
                 plan_digest=plan.plan_digest,
@@ -198,35 +196,26 @@ def create_run(
                 workflow_file=prepared.workflow_file,
                 inputs_json=canonical_json(prepared.inputs),
                 mode=mode,
-                status="running",
                 workspace=str(prepared.workspace),
                 source_run_id=source_run_id,
                 relation=relation,
                 reason=reason,
                 created_at=now,
-                updated_at=now,
                 deadline_at=deadline,
-            )
+            ),
         )
-        if plan.order:
-            conn.execute(
-                insert(tasks),
-                [
-                    {
-                        "run_id": run_id,
-                        "task_id": task_id,
-                        "format_version": FORMAT_VERSION,
-                        "ordinal": index,
-                        "status": "pending",
-                        "attempt": 0,
-                        "definition_fingerprint": plan.tasks[task_id].definition_fingerprint,
-                        "output_contract_fingerprint": plan.tasks[
-                            task_id
-                        ].output_contract_fingerprint,
-                    }
-                    for index, task_id in enumerate(plan.order)
-                ],
-            )
+        tasks_repo.insert_pending(
+            conn,
+            run_id,
+            (
+                (
+                    task_id,
+                    plan.tasks[task_id].definition_fingerprint,
+                    plan.tasks[task_id].output_contract_fingerprint,
+                )
+                for task_id in plan.order
+            ),
+        )
         runtime = (prepared.workflow.get("spec") or {}).get("runtime") or {}
         open_ledger(
             conn,

@@ -14,7 +14,7 @@ from sqlalchemy.engine import Connection, RowMapping
 from agentctl.errors import NewerFormatError, NotFoundError
 from agentctl.store.tables import FORMAT_VERSION, runs
 
-__all__ = ["check_format_version", "check_run_records", "get_run"]
+__all__ = ["check_format_version", "check_run_records", "get_run", "unknown_run"]
 
 
 def check_format_version(kind: str, record_id: Any, version: int) -> None:
@@ -32,13 +32,18 @@ def get_run(conn: Connection, run_id: str) -> RowMapping:
     """The run row, or exit 5 naming the id."""
     row = conn.execute(select(runs).where(runs.c.id == run_id)).mappings().first()
     if row is None:
-        raise NotFoundError(
-            f"unknown run {run_id!r}",
-            hint="list runs with `agentctl runs list`, or pass the right --db",
-            run_id=run_id,
-        )
+        raise unknown_run(run_id)
     check_format_version("run", run_id, int(row["format_version"]))
     return row
+
+
+def unknown_run(run_id: str) -> NotFoundError:
+    """The error for a run id that names no run (exit 5)."""
+    return NotFoundError(
+        f"unknown run {run_id!r}",
+        hint="list runs with `agentctl runs list`, or pass the right --db",
+        run_id=run_id,
+    )
 
 
 #: Every per-run record family and the column that names one of its records.

@@ -25,21 +25,7 @@ _BANNED_MODULES = ("sqlalchemy", "sqlite3")
 _TABLES = "agentctl.store.tables"
 
 #: Engine modules whose record families are still being moved into the store (issue 11).
-PENDING: frozenset[str] = frozenset(
-    {
-        "agentctl/engine/agent.py",
-        "agentctl/engine/approvals.py",
-        "agentctl/engine/budget.py",
-        "agentctl/engine/compensation.py",
-        "agentctl/engine/executor.py",
-        "agentctl/engine/gate.py",
-        "agentctl/engine/journal.py",
-        "agentctl/engine/operations.py",
-        "agentctl/engine/records.py",
-        "agentctl/engine/recovery.py",
-        "agentctl/engine/runs.py",
-    }
-)
+PENDING: frozenset[str] = frozenset()
 
 
 def _banned(module: str) -> bool:

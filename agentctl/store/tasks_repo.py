@@ -1,0 +1,101 @@
+"""Task rows: the pending rows a new run starts with, and the reads of a run's tasks.
+
+Every function runs in the caller's transaction. A task's status changes through
+:func:`agentctl.store.transitions.guarded_update` (one transition, one transaction); a
+reused task record is copied by :mod:`agentctl.store.copying`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from agentctl.store.formats import FORMAT_VERSION
+from agentctl.store.rows import columns_sql, row_dicts
+
+if TYPE_CHECKING:
+    from agentctl.store.engine import SqlRunner
+
+__all__ = ["TASK_COLUMNS", "insert_pending", "outputs", "task_records", "task_states"]
+
+TASK_COLUMNS = (
+    "run_id",
+    "task_id",
+    "format_version",
+    "ordinal",
+    "status",
+    "attempt",
+    "disposition",
+    "definition_fingerprint",
+    "input_digest",
+    "output_contract_fingerprint",
+    "output_json",
+    "output_digest",
+    "state_delta_json",
+    "state_delta_digest",
+    "artifact_manifest_json",
+    "error_json",
+    "source_run_id",
+    "source_task_id",
+    "started_at",
+    "finished_at",
+)
+_TIMES = frozenset({"started_at", "finished_at"})
+
+#: Rows per multi-row INSERT: 6 parameters each, well below SQLite's default limit of
+#: 32,766 bound parameters.
+ROWS_PER_INSERT = 1_000
+_COLUMNS = columns_sql(TASK_COLUMNS)
+
+#: ``(task_id, ordinal, status, attempt, disposition, output_json, error_json,
+#: format_version)``: what the executor reads of each task.
+TaskState = tuple[str, int, str, int, str | None, str | None, str | None, int]
+
+
+def insert_pending(
+    conn: SqlRunner, run_id: str, tasks: Iterable[tuple[str, str | None, str | None]]
+) -> None:
+    """One ``pending`` row per ``(task_id, definition fingerprint, output contract
+    fingerprint)``, numbered in the order given: multi-row statements of at most
+    :data:`ROWS_PER_INSERT` rows (a plan of hundreds of tasks is a few statements)."""
+    rows = [
+        (run_id, task_id, FORMAT_VERSION, ordinal, definition, contract)
+        for ordinal, (task_id, definition, contract) in enumerate(tasks)
+    ]
+    for start in range(0, len(rows), ROWS_PER_INSERT):
+        chunk = rows[start : start + ROWS_PER_INSERT]
+        conn.exec_driver_sql(
+            "INSERT INTO tasks (run_id, task_id, format_version, ordinal, status, attempt, "
+            "definition_fingerprint, output_contract_fingerprint) VALUES "  # noqa: S608
+            + ", ".join("(?, ?, ?, ?, 'pending', 0, ?, ?)" for _ in chunk),
+            tuple(value for row in chunk for value in row),
+        )
+
+
+def task_states(conn: SqlRunner, run_id: str) -> list[TaskState]:
+    """Every task of a run in plan order (one driver-level query: resume reads hundreds
+    of rows, and statement compilation would cost more than the read)."""
+    rows = conn.exec_driver_sql(
+        "SELECT task_id, ordinal, status, attempt, disposition, output_json, error_json, "
+        "format_version FROM tasks WHERE run_id = ? ORDER BY ordinal",
+        (run_id,),
+    )
+    return [tuple(row) for row in rows]
+
+
+def task_records(conn: SqlRunner, run_id: str) -> list[dict[str, Any]]:
+    """Every column of every task of a run in plan order (timestamps naive UTC)."""
+    rows = conn.exec_driver_sql(
+        f"SELECT {_COLUMNS} FROM tasks WHERE run_id = ? ORDER BY ordinal",  # noqa: S608
+        (run_id,),
+    )
+    return row_dicts(rows, TASK_COLUMNS, _TIMES)
+
+
+def outputs(conn: SqlRunner, run_id: str) -> list[tuple[str, str]]:
+    """``(task_id, output_json)`` of every task of a run that has an output."""
+    rows = conn.exec_driver_sql(
+        "SELECT task_id, output_json FROM tasks WHERE run_id = ? AND output_json IS NOT NULL",
+        (run_id,),
+    )
+    return [(row[0], row[1]) for row in rows]
