@@ -107,3 +107,21 @@ def test_check_missing_file_and_bad_workspace(cli: Any, tmp_path: Path) -> None:
     assert "nope.yaml" in json.dumps(missing.error_json())
     path = REPO / "workflows" / "hello.yaml"
     assert cli("check", path, "--workspace", tmp_path / "absent").exit_code == 2
+
+
+def test_snake_case_field_is_refused_with_the_camel_case_name(cli: Any, tmp_path: Path) -> None:
+    path = tmp_path / "snake.yaml"
+    path.write_text(
+        "apiVersion: agentctl.dev/v1\nkind: Workflow\nmetadata: {name: x}\nspec:\n"
+        "  actions: {set: {kind: builtin.assign}}\n"
+        "  tasks:\n    - id: a\n      uses: action:set\n      timeout_seconds: 5\n"
+    )
+    result = cli("--output", "json", "check", path)
+    assert result.exit_code == 2 and result.stdout == ""
+    (diagnostic,) = result.error_json()["diagnostics"]
+    assert diagnostic["code"] == "unknown_field"
+    assert diagnostic["path"] == "spec.tasks[0].timeout_seconds"
+    assert (diagnostic["file"], diagnostic["line"], diagnostic["column"]) == (str(path), 9, 7)
+    assert diagnostic["help"] == "rename `timeout_seconds` to `timeoutSeconds`"
+    human = cli("check", path)
+    assert human.exit_code == 2 and "spells it `timeoutSeconds`" in human.stderr
