@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from agentctl.compiler.capabilities import CAPABILITY_ORDER, PROVIDER_CAPABILITIES
+from agentctl.compiler.capabilities import CAPABILITY_ORDER, provider_capabilities
 from agentctl.compiler.checks import GraphChecker
 from agentctl.compiler.definitions import (
     check_agents,
@@ -43,6 +43,7 @@ from agentctl.compiler.plan import (
 )
 from agentctl.compiler.resolve import Node, Resolver
 from agentctl.compiler.schemas import SchemaChecker
+from agentctl.compiler.secret_checks import check_secret_references
 from agentctl.diagnostics import Diagnostic
 from agentctl.digest import digest_json
 from agentctl.spec.document import Workflow
@@ -128,6 +129,7 @@ def compile_document(
     check_tools(spec, reporter, schemas)
     check_agents(spec, reporter, schemas)
     check_policy(spec, nodes, reporter)
+    check_secret_references(spec, reporter)
 
     order: list[str] | None = None
     try:
@@ -243,7 +245,7 @@ def _requirements(spec: Mapping[str, Any], tasks: Mapping[str, PlanTask]) -> Req
         if not users:
             continue
         kind = str(providers_spec[name].get("kind"))
-        offered = PROVIDER_CAPABILITIES.get(kind, frozenset())
+        offered = provider_capabilities(providers_spec[name])
         required = {cap for agent in users for cap in needed[agent]}
         providers.append(
             ProviderRequirement(

@@ -46,7 +46,7 @@ from agentctl.engine.tasks import check_contract, run_body, when_skip_output
 from agentctl.errors import AgentctlError, Cancelled
 from agentctl.ids import Clock
 from agentctl.policy.paths import WorkspacePolicy
-from agentctl.policy.secrets import secret_file_roots
+from agentctl.policy.secrets import secret_sources
 from agentctl.spec.expressions import TemplateContext, evaluate_condition
 from agentctl.spec.template_exceptions import TemplateError
 from agentctl.spec.templates import render
@@ -146,11 +146,7 @@ class RunExecutor:
         opts.faults.hit("run.created")
         session_scope = contextlib.ExitStack()
         self._session = session_scope.enter_context(self.store.driver_session())
-        session_scope.enter_context(
-            secret_file_roots(
-                self.workspace.workspace_root, list(policy.get("secretFileRoots") or [])
-            )
-        )
+        session_scope.enter_context(secret_sources(self.workspace.workspace_root, policy))
         drive = asyncio.create_task(self._drive())
         watcher = asyncio.create_task(self._watch_cancel(drive))
         try:
