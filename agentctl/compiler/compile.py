@@ -114,15 +114,15 @@ def compile_document(
             help=f"set it to at most {settings.max_concurrency}",
         )
 
+    # runtime.limits may raise the per-construct cap; the settings' own cap (raised by the
+    # benchmark) is kept when it is higher.
+    raised = (runtime.get("limits") or {}).get("maxItemsPerExpansion")
+    hard_max = max(settings.hard_max_expansion_items, int(raised or 0))
     flat = flatten_tasks(spec, reporter, schemas)
     drafts, counts = expand_tasks(
         flat,
         reporter,
-        ExpansionSettings(
-            settings.max_expansion_items,
-            settings.hard_max_expansion_items,
-            settings.max_loop_iterations,
-        ),
+        ExpansionSettings(settings.max_expansion_items, hard_max, settings.max_loop_iterations),
     )
     nodes = Resolver(spec, reporter).resolve_all(drafts)
     GraphChecker(nodes, {d.id for d in drafts}, reporter, schemas).check_all()

@@ -125,3 +125,42 @@ def test_snake_case_field_is_refused_with_the_camel_case_name(cli: Any, tmp_path
     assert diagnostic["help"] == "rename `timeout_seconds` to `timeoutSeconds`"
     human = cli("check", path)
     assert human.exit_code == 2 and "spells it `timeoutSeconds`" in human.stderr
+
+
+def _fan_out(tmp_path: Path, items: int, max_items: int, limits: str) -> Path:
+    path = tmp_path / "fan.yaml"
+    path.write_text(
+        "apiVersion: agentctl.dev/v1\nkind: Workflow\nmetadata: {name: fan}\nspec:\n"
+        f"  runtime: {{{limits}}}\n"
+        "  actions: {set: {kind: builtin.assign}}\n"
+        "  tasks:\n"
+        "    - id: fan\n      uses: action:set\n"
+        f"      foreach: {{items: {json.dumps(list(range(items)))}, maxItems: {max_items}}}\n"
+        "      with: {n: '${{ vars.item }}'}\n"
+    )
+    return path
+
+
+def test_ten_thousand_item_fan_out_fits_once_runtime_limits_raise_the_cap(
+    cli: Any, tmp_path: Path
+) -> None:
+    # Without runtime.limits the upstream cap (maxItems at most 256) still applies.
+    refused = cli("--output", "json", "check", _fan_out(tmp_path, 10_000, 10_000, ""))
+    assert refused.exit_code == 2
+    (diagnostic,) = refused.error_json()["diagnostics"]
+    assert (diagnostic["code"], diagnostic["path"], diagnostic["line"]) == (
+        "schema_violation",
+        "spec.tasks[0].foreach.maxItems",
+        10,
+    )
+    assert "maxItemsPerExpansion" in diagnostic["help"]
+    raised = _fan_out(tmp_path, 10_000, 10_000, "limits: {maxItemsPerExpansion: 10000}")
+    checked = cli("--output", "json", "check", raised)
+    assert checked.exit_code == 0, checked.stderr
+    assert checked.json()["data"]["tasks"] == 10_001  # the children and their aggregate
+    beyond = _fan_out(tmp_path, 3, 3, "limits: {maxItemsPerExpansion: 100001}")
+    over = cli("--output", "json", "check", beyond)
+    assert over.exit_code == 2
+    (ceiling,) = over.error_json()["diagnostics"]
+    assert ceiling["path"] == "spec.runtime.limits.maxItemsPerExpansion"
+    assert "between 1 and 100000" in ceiling["message"]
