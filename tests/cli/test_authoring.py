@@ -164,3 +164,46 @@ def test_ten_thousand_item_fan_out_fits_once_runtime_limits_raise_the_cap(
     (ceiling,) = over.error_json()["diagnostics"]
     assert ceiling["path"] == "spec.runtime.limits.maxItemsPerExpansion"
     assert "between 1 and 100000" in ceiling["message"]
+
+
+def test_check_and_plan_verify_paths_in_the_workspace(cli: Any, tmp_path: Path) -> None:
+    path = tmp_path / "paths.yaml"
+    path.write_text(
+        "apiVersion: agentctl.dev/v1\nkind: Workflow\nmetadata: {name: paths}\nspec:\n"
+        "  policy: {processAllowlist: [make]}\n"
+        "  providers: {p: {kind: fake}}\n"
+        "  agents: {a: {provider: p, model: m, instructionsFile: prompts/a.md}}\n"
+        "  actions:\n"
+        "    build: {kind: builtin.shell.exec, command: make, cwd: src}\n"
+        "  tasks:\n    - {id: b, uses: 'action:build'}\n    - {id: t, uses: 'agent:a'}\n"
+    )
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    missing = cli("--output", "json", "check", path, "--workspace", checkout)
+    assert missing.exit_code == 2
+    found = [(d["code"], d["path"], d["line"]) for d in missing.error_json()["diagnostics"]]
+    assert found == [
+        ("missing_reference", "spec.actions.build.cwd", 9),
+        ("missing_reference", "spec.agents.a.instructionsFile", 7),
+    ]
+    planned = cli("--output", "json", "plan", path, "--workspace", checkout)
+    assert planned.exit_code == 2
+    (checkout / "src").mkdir()
+    (checkout / "prompts").mkdir()
+    (checkout / "prompts" / "a.md").write_text("be brief\n")
+    checked = cli("--output", "json", "check", path, "--workspace", checkout)
+    assert checked.exit_code == 0, checked.stderr
+    assert checked.json()["data"]["workspace"] == str(checkout.resolve())
+    planned = cli("--output", "json", "plan", path, "--workspace", checkout)
+    assert planned.exit_code == 0, planned.stderr
+    assert planned.json()["data"]["workspace"] == str(checkout.resolve())
+    # Without --workspace nothing on disk is consulted, as before.
+    assert cli("check", path).exit_code == 0
+    escaping = path.read_text().replace("cwd: src", "cwd: ../elsewhere")
+    path.write_text(escaping)
+    (tmp_path / "elsewhere").mkdir()
+    denied = cli("--output", "json", "check", path, "--workspace", checkout)
+    (diagnostic,) = denied.error_json()["diagnostics"]
+    assert (diagnostic["code"], diagnostic["path"]) == ("policy_denied", "spec.actions.build.cwd")
+    bad = cli("--output", "json", "plan", path, "--workspace", tmp_path / "nope")
+    assert bad.exit_code == 2 and "not a directory" in bad.error_json()["error"]["message"]
