@@ -22,7 +22,8 @@ class GraphFormat(StrEnum):
     dot = "dot"
 
 
-def _compile(workflow: str) -> tuple[Plan, list[Diagnostic]]:
+def _compile(workflow: str, workspace: str | None = None) -> tuple[Plan, list[Diagnostic]]:
+    """Load and compile ``workflow``; with ``workspace``, also check its paths there."""
     from agentctl.compiler import compile_workflow
     from agentctl.spec import load_workflow
 
@@ -37,7 +38,13 @@ def _compile(workflow: str) -> tuple[Plan, list[Diagnostic]]:
         )
     compiled = compile_workflow(loaded.document, source=loaded.source)
     diagnostics.extend(compiled.diagnostics)
-    if not compiled.ok or compiled.plan is None:
+    if workspace is not None:
+        from agentctl.engine.workspace_check import check_workspace
+
+        spec = loaded.document.model_dump(mode="json", by_alias=True)["spec"]
+        _, found = check_workspace(spec, Path(workspace), loaded.source)
+        diagnostics.extend(found)
+    if not compiled.ok or compiled.plan is None or any(d.is_error for d in diagnostics):
         raise ValidationError(
             f"{workflow} does not compile ({sum(d.is_error for d in diagnostics)} error(s))",
             code="workflow.invalid",
@@ -47,27 +54,34 @@ def _compile(workflow: str) -> tuple[Plan, list[Diagnostic]]:
     return compiled.plan, diagnostics
 
 
+WorkspaceOption = Annotated[
+    str | None,
+    typer.Option(
+        "--workspace",
+        help="Directory the workflow will run in (as for `roll`); its action cwd and "
+        "instructionsFile paths are checked there.",
+    ),
+]
+
+
 def check_command(
     workflow: Annotated[str, typer.Argument(help="Workflow file (.yaml, .yml, .json or .py).")],
-    workspace: Annotated[
-        str | None,
-        typer.Option("--workspace", help="Base directory the workflow will run in; must exist."),
-    ] = None,
+    workspace: WorkspaceOption = None,
 ) -> None:
-    """Parse, validate and compile a workflow; exit 2 with located diagnostics if invalid."""
-    if workspace is not None and not Path(workspace).is_dir():
-        raise UsageError(
-            f"workspace {workspace} is not a directory",
-            hint="pass an existing directory with --workspace",
-        )
-    plan, diagnostics = _compile(workflow)
-    data = {
+    """Parse, validate and compile a workflow; exit 2 with located diagnostics if invalid.
+
+    Example: agentctl check deploy.yaml --workspace ./checkout
+    """
+    plan, diagnostics = _compile(workflow, workspace)
+    data: dict[str, Any] = {
         "valid": True,
         "workflow": plan.workflow_name,
         "workflowDigest": plan.workflow_digest,
         "planDigest": plan.plan_digest,
         "tasks": len(plan.order),
     }
+    if workspace is not None:
+        data["workspace"] = str(Path(workspace).resolve())
     output.current().success(
         "CheckResult",
         data,
@@ -119,11 +133,15 @@ def plan_command(
         GraphFormat | None,
         typer.Option("--graph", help="Print the task graph as mermaid or dot instead."),
     ] = None,
+    workspace: WorkspaceOption = None,
 ) -> None:
-    """Print the deterministic compiled plan: order, concurrency, providers, tools, effects."""
+    """Print the deterministic compiled plan: order, concurrency, providers, tools, effects.
+
+    Example: agentctl plan deploy.yaml --workspace ./checkout --graph mermaid
+    """
     from agentctl.engine.runs import parse_input_pairs
 
-    plan, diagnostics = _compile(workflow)
+    plan, diagnostics = _compile(workflow, workspace)
     overrides = parse_input_pairs(input_pairs or [])
     out = output.current()
     if graph is not None:
@@ -139,6 +157,8 @@ def plan_command(
     data = plan.to_json()
     if overrides:
         data["inputOverrides"] = overrides
+    if workspace is not None:
+        data["workspace"] = str(Path(workspace).resolve())
 
     def human() -> None:
         effects = plan.requirements.effects

@@ -31,6 +31,39 @@ CompensationOption = Annotated[
     str | None,
     typer.Option("--compensation-effect", help="The effect that compensated this one."),
 ]
+ApprovedOption = Annotated[
+    bool,
+    typer.Option(
+        "--approved",
+        help="Record the conclusion without asking. Without it, a terminal asks for "
+        "confirmation; without a terminal (scripts, CI) the conclusion is recorded as given.",
+    ),
+]
+
+
+def _confirm(store: Any, effect_id: str, status: str, reason: str) -> None:
+    """On a terminal, show the effect and ask before recording; ``n`` records nothing."""
+    import sys
+
+    from agentctl.engine.journal import require_effect
+    from agentctl.errors import BlockedError
+
+    if not sys.stdin.isatty():
+        return
+    with store.read() as conn:
+        effect = require_effect(conn, effect_id)
+    typer.echo(
+        f"effect {effect.id}\n  {effect.operation} ({effect.effect_class}), task "
+        f"{effect.task_id} attempt {effect.attempt}, run {effect.run_id}, now {effect.status}",
+        err=True,
+    )
+    question = f"Record `{status}` for this effect (reason: {reason})?"
+    if not typer.confirm(question, default=False, err=True):
+        raise BlockedError(
+            f"effect {effect.id} was not reconciled: the conclusion was not confirmed",
+            code="reconcile.declined",
+            hint="run the command again and answer y, or pass --approved",
+        )
 
 
 @app.callback()
@@ -104,6 +137,7 @@ def reconcile_command(
     result_file: ResultOption = None,
     result_schema_file: ResultSchemaOption = None,
     compensation_effect: CompensationOption = None,
+    approved: ApprovedOption = False,
     list_: Annotated[
         bool,
         typer.Option(
@@ -118,7 +152,11 @@ def reconcile_command(
     """Append an operator's conclusion to an uncertain effect, then `resume` the run.
 
     `applied` reuses the effect's result (validated with --result-schema-file when given);
-    `not-applied` and `compensated` let resume start a fresh attempt.
+    `not-applied` and `compensated` let resume start a fresh attempt. On a terminal the
+    command asks before recording unless --approved is given.
+
+    Example: agentctl reconcile EFFECT --status not-applied --reason 'job never started'
+    --approved
     """
     from agentctl.engine.operations import (
         ReconcileRequest,
@@ -153,6 +191,8 @@ def reconcile_command(
                 hint="e.g. agentctl reconcile EFFECT --status applied --reason 'checked the "
                 "file'; or agentctl reconcile --list",
             )
+        if not approved:
+            _confirm(store, effect_id, status, reason)
         data = reconcile_effect(
             store,
             ReconcileRequest(
@@ -187,9 +227,14 @@ def effects_reconcile_command(
     result_file: ResultOption = None,
     result_schema_file: ResultSchemaOption = None,
     compensation_effect: CompensationOption = None,
+    approved: ApprovedOption = False,
     db: DbOption = None,
 ) -> None:
-    """Append an operator's conclusion to an effect (same as `agentctl reconcile`)."""
+    """Append an operator's conclusion to an effect (same as `agentctl reconcile`).
+
+    Example: agentctl effects reconcile EFFECT --status applied --reason 'file is there'
+    --approved
+    """
     reconcile_command(
         ctx,
         effect_id,
@@ -200,6 +245,7 @@ def effects_reconcile_command(
         result_file,
         result_schema_file,
         compensation_effect,
+        approved,
         False,
         db,
     )

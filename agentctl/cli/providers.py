@@ -60,7 +60,7 @@ def check_command(
     endpoint is outside policy.networkAllowlist.
     """
     from agentctl.engine.preflight import check_providers
-    from agentctl.policy.secrets import secret_file_roots
+    from agentctl.policy.secrets import secret_sources
 
     plan, _ = _compile(workflow)
     from agentctl.spec import load_workflow
@@ -72,11 +72,7 @@ def check_command(
     results: list[dict[str, Any]] = []
     policy = (document.get("spec") or {}).get("policy") or {}
     base = Path(workflow).resolve().parent / str(policy.get("workspaceRoot") or ".")
-    with secret_file_roots(
-        base.resolve(),
-        list(policy.get("secretFileRoots") or []),
-        list(policy.get("secretProcessAllowlist") or []),
-    ):
+    with secret_sources(base.resolve(), policy):
         for info in described:
             entry = dict(info)
             if smoke:

@@ -1,6 +1,8 @@
 """Provider capability negotiation at compile time (reference §7, §8.2, §22).
 
-A workflow that asks a provider for something it cannot do fails before any run exists:
+What each kind offers is the one table in :mod:`agentctl.spec.capabilities`, which the
+provider classes declare too. A workflow that asks a provider for something it cannot do
+fails before any run exists:
 ``unsupported_capability`` names the first missing capability in the upstream check
 order, so the same document gets the same diagnostic here and upstream.
 """
@@ -10,54 +12,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from agentctl.spec.capabilities import BASE, CAPABILITY_ORDER, provider_capabilities
+
 __all__ = [
     "CAPABILITY_ORDER",
-    "PROVIDER_CAPABILITIES",
     "PROVIDER_OPTIONS",
     "option_type_error",
+    "provider_capabilities",
     "required_capabilities",
 ]
-
-CAPABILITY_ORDER: tuple[str, ...] = (
-    "text",
-    "function_tools",
-    "structured_output",
-    "reasoning_effort",
-    "reasoning_mode",
-    "continuation",
-    "usage",
-    "cost_metadata",
-    "cancellation",
-    "persisted_reasoning",
-    "prompt_caching",
-    "multiple_function_calls",
-    "response_storage",
-    "streaming",
-)
-
-_BASE = frozenset({"text", "usage", "cancellation"})
-_OPENAI = _BASE | {
-    "function_tools",
-    "structured_output",
-    "reasoning_effort",
-    "reasoning_mode",
-    "continuation",
-    "persisted_reasoning",
-    "prompt_caching",
-    "multiple_function_calls",
-    "response_storage",
-    "streaming",
-}
-PROVIDER_CAPABILITIES: Mapping[str, frozenset[str]] = {
-    "fake": _BASE | {"function_tools", "structured_output", "continuation", "streaming"},
-    "openai": _OPENAI,
-    "azure_openai": _OPENAI,
-    "anthropic": _BASE
-    | {"function_tools", "structured_output", "reasoning_effort", "continuation"},
-    "google": _BASE | {"function_tools", "structured_output", "reasoning_effort", "continuation"},
-    # An agent CLI answers text; tools, schemas and reasoning are its own business.
-    "command": _BASE,
-}
 
 _OPENAI_OPTIONS: Mapping[str, str] = {
     "store": "bool",
@@ -108,7 +71,7 @@ def option_type_error(shape: str, value: Any) -> str | None:
 
 def required_capabilities(agent: Mapping[str, Any], *, pricing_present: bool) -> list[str]:
     """What ``agent`` needs from its provider, in the upstream check order."""
-    required = set(_BASE)
+    required = set(BASE)
     options = agent.get("providerOptions") or {}
     if agent.get("tools"):
         required |= {"function_tools", "continuation"}

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from agentctl.compiler.capabilities import CAPABILITY_ORDER, PROVIDER_CAPABILITIES
+from agentctl.compiler.capabilities import CAPABILITY_ORDER, provider_capabilities
 from agentctl.compiler.checks import GraphChecker
 from agentctl.compiler.definitions import (
     check_agents,
@@ -43,6 +43,7 @@ from agentctl.compiler.plan import (
 )
 from agentctl.compiler.resolve import Node, Resolver
 from agentctl.compiler.schemas import SchemaChecker
+from agentctl.compiler.secret_checks import check_secret_references
 from agentctl.diagnostics import Diagnostic
 from agentctl.digest import digest_json
 from agentctl.spec.document import Workflow
@@ -113,21 +114,22 @@ def compile_document(
             help=f"set it to at most {settings.max_concurrency}",
         )
 
+    # runtime.limits may raise the per-construct cap; the settings' own cap (raised by the
+    # benchmark) is kept when it is higher.
+    raised = (runtime.get("limits") or {}).get("maxItemsPerExpansion")
+    hard_max = max(settings.hard_max_expansion_items, int(raised or 0))
     flat = flatten_tasks(spec, reporter, schemas)
     drafts, counts = expand_tasks(
         flat,
         reporter,
-        ExpansionSettings(
-            settings.max_expansion_items,
-            settings.hard_max_expansion_items,
-            settings.max_loop_iterations,
-        ),
+        ExpansionSettings(settings.max_expansion_items, hard_max, settings.max_loop_iterations),
     )
     nodes = Resolver(spec, reporter).resolve_all(drafts)
     GraphChecker(nodes, {d.id for d in drafts}, reporter, schemas).check_all()
     check_tools(spec, reporter, schemas)
     check_agents(spec, reporter, schemas)
     check_policy(spec, nodes, reporter)
+    check_secret_references(spec, reporter)
 
     order: list[str] | None = None
     try:
@@ -243,7 +245,7 @@ def _requirements(spec: Mapping[str, Any], tasks: Mapping[str, PlanTask]) -> Req
         if not users:
             continue
         kind = str(providers_spec[name].get("kind"))
-        offered = PROVIDER_CAPABILITIES.get(kind, frozenset())
+        offered = provider_capabilities(providers_spec[name])
         required = {cap for agent in users for cap in needed[agent]}
         providers.append(
             ProviderRequirement(

@@ -13,9 +13,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from agentctl.compiler.capabilities import (
-    PROVIDER_CAPABILITIES,
     PROVIDER_OPTIONS,
     option_type_error,
+    provider_capabilities,
     required_capabilities,
 )
 from agentctl.compiler.drafts import Reporter, sub_path
@@ -202,7 +202,7 @@ def check_agents(spec: Mapping[str, Any], reporter: Reporter, schemas: SchemaChe
                 reporter.error(
                     "schema_violation", f"agent `{name}` option `{option}` {why}", option_path
                 )
-        offered = PROVIDER_CAPABILITIES.get(kind, frozenset())
+        offered = provider_capabilities(provider)
         missing = [cap for cap in required_by_agent[name] if cap not in offered]
         if missing:
             reporter.error(

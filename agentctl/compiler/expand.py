@@ -6,9 +6,9 @@ needs exactly the children, in place, so downstream tasks keep reading
 (plus bindings), ``when`` (loop iterations get the guard instead), ``memoryWrites``,
 ``retry``, ``timeoutSeconds``, ``failure``, ``compensate`` and ``outputSchema``.
 
-The per-construct cap is a compile setting (``CompileSettings``), not a document rule: a
-``maxItems`` above ``hard_max_expansion_items`` is a ``schema_violation``, and an absent
-``maxItems`` means ``max_expansion_items``.
+The per-construct cap is a compile setting, not a document rule: a ``maxItems`` above
+``hard_max_expansion_items`` (256, or what ``runtime.limits.maxItemsPerExpansion`` raises it
+to) is a ``schema_violation``, and an absent ``maxItems`` means ``max_expansion_items``.
 """
 
 from __future__ import annotations
@@ -181,7 +181,8 @@ class _Expander:
             self._error(
                 f"task `{task.id}` {what} maxItems must be between 1 and {hard}",
                 sub_path(path, "maxItems"),
-                "lower maxItems (raise CompileSettings.hard_max_expansion_items to allow more)",
+                "lower maxItems, or raise spec.runtime.limits.maxItemsPerExpansion "
+                "(at most 100000) to allow more",
             )
             return False
         limit = self.settings.max_expansion_items if declared is None else declared

@@ -140,48 +140,31 @@ async def _write(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
 
 
 def _resolve_environment(env: TaskEnv, action: Mapping[str, Any]) -> dict[str, tuple[str, str]]:
-    """Child name -> (source description, value); secrets only by reference (§5.1)."""
+    """Child name -> (source description, value), through the one secret resolver.
+
+    The child-side name, and for ``{env:}`` references the source variable, must be in
+    ``policy.environmentAllowlist``.
+    """
+    from agentctl.policy.secrets import resolve_secret
+
     allow = set(env.policy.get("environmentAllowlist") or [])
     resolved: dict[str, tuple[str, str]] = {}
     for name, ref in sorted((action.get("env") or {}).items()):
-        if isinstance(ref, Mapping) and ("file" in ref or "process" in ref):
-            from agentctl.policy.secrets import resolve_policy_reference
-
-            if name not in allow or not _ENV_NAME.match(name):
+        checked = [name]
+        if isinstance(ref, Mapping) and "env" in ref:
+            checked.append(str(ref["env"]))
+        for variable in checked:
+            if variable not in allow or not _ENV_NAME.match(variable):
                 raise TaskFailure(
-                    f"policy denied effect: environment variable `{name}` is not in "
+                    f"policy denied effect: environment variable `{variable}` is not in "
                     "policy.environmentAllowlist",
                     code="policy.denied",
                 )
-            try:
-                found = resolve_policy_reference(ref)
-            except AgentctlError as exc:
-                raise TaskFailure(exc.message, code=exc.code) from exc
-            if found is not None:
-                resolved[name] = found
-                continue
-        if not isinstance(ref, Mapping) or "env" not in ref:
-            raise TaskFailure(
-                f"action env `{name}` must be a secret reference like {{env: NAME}}",
-                code="secret.unsupported",
-            )
-        source = str(ref["env"])
-        for checked in (name, source):
-            if checked not in allow or not _ENV_NAME.match(checked):
-                raise TaskFailure(
-                    f"policy denied effect: environment variable `{checked}` is not in "
-                    "policy.environmentAllowlist",
-                    code="policy.denied",
-                )
-        value = env.environ.get(source)
-        if value is not None:
-            value = value[:-2] if value.endswith("\r\n") else value.removesuffix("\n")
-        if not value:
-            raise TaskFailure(
-                f"environment variable `{source}` (for `{name}`) is unset or empty",
-                code="secret.unresolved",
-            )
-        resolved[name] = (f"env:{source}", value)
+        try:
+            secret = resolve_secret(ref, environ=env.environ, what=f"action env `{name}`")
+        except AgentctlError as exc:
+            raise TaskFailure(exc.message, code=exc.code) from exc
+        resolved[name] = (secret.source, secret.value)
     return resolved
 
 

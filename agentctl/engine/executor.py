@@ -52,7 +52,7 @@ from agentctl.engine.tasks import (
 from agentctl.errors import AgentctlError, Cancelled, OwnershipLostError, PersistenceError
 from agentctl.ids import Clock
 from agentctl.policy.paths import WorkspacePolicy
-from agentctl.policy.secrets import secret_file_roots
+from agentctl.policy.secrets import secret_sources
 from agentctl.spec.expressions import TemplateContext
 from agentctl.spec.template_exceptions import TemplateError
 from agentctl.spec.templates import render
@@ -178,13 +178,7 @@ class RunExecutor:
         opts.faults.hit("run.created")
         session_scope = contextlib.ExitStack()
         self._session = session_scope.enter_context(self.owned.driver_session())
-        session_scope.enter_context(
-            secret_file_roots(
-                self.workspace.workspace_root,
-                list(policy.get("secretFileRoots") or []),
-                list(policy.get("secretProcessAllowlist") or []),
-            )
-        )
+        session_scope.enter_context(secret_sources(self.workspace.workspace_root, policy))
         drive = asyncio.create_task(self._drive())
         watcher = asyncio.create_task(self._watch_cancel(drive))
         heartbeat = asyncio.create_task(self._heartbeat(drive))

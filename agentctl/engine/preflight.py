@@ -54,15 +54,11 @@ def check_providers(
     workspace: Path | None = None,
 ) -> list[dict[str, Any]]:
     """Describe each reached provider; raise before the run when one cannot be used."""
-    from agentctl.policy.secrets import secret_file_roots
+    from agentctl.policy.secrets import secret_sources
 
     policy = (workflow.get("spec") or {}).get("policy") or {}
     base = (workspace or Path.cwd()) / str(policy.get("workspaceRoot") or ".")
-    with secret_file_roots(
-        base.resolve(),
-        list(policy.get("secretFileRoots") or []),
-        list(policy.get("secretProcessAllowlist") or []),
-    ):
+    with secret_sources(base.resolve(), policy):
         return _check_providers(plan, workflow, environ)
 
 

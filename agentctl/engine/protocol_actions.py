@@ -190,6 +190,21 @@ async def _extension(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
     name = str(env.task.uses.name)
 
     async def dispatch(effect_id: str) -> Any:
+        def record_handshake(announced: str) -> None:
+            # The announced name is informational (one helper serves many actions), so it
+            # is recorded on the effect's audit trail rather than compared.
+            gate = env.gate
+            now = gate.clock.now()
+            with gate.store.write() as conn:
+                gate.log.event(
+                    conn,
+                    "extension.handshake",
+                    {"action": name, "command": command, "announcedName": announced},
+                    now=now,
+                    task_id=env.task.id,
+                    effect_id=effect_id,
+                )
+
         return await run_extension(
             action,
             env.input,
@@ -198,7 +213,7 @@ async def _extension(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
             cwd=Path(cwd),
             env=effect_process_env({k: v for k, (_, v) in environment.items()}, effect_id),
             timeout_seconds=float(_process_timeout(env, action)),
-            action_name=name,
+            on_handshake=record_handshake,
         )
 
     return TaskResult(

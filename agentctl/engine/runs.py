@@ -174,8 +174,10 @@ def create_run(
             hint="`agentctl check` accepts them; running them needs the MCP, A2A, long-term "
             "memory or process-extension support of a later release",
         )
-    # Credentials and endpoints are checked before anything is journaled (exit 6 / 3).
-    check_providers(plan, prepared.workflow, workspace=prepared.workspace)
+    # Credentials and endpoints are checked before anything is journaled (exit 6 / 3). A
+    # replay dispatches nothing, so it needs no credential: it works on a keyless machine.
+    if mode != "replay":
+        check_providers(plan, prepared.workflow, workspace=prepared.workspace)
     run_id = ids.run_id(mode if mode != "execute" else "run")
     now = clock.now()
     budgets = ((prepared.workflow.get("spec") or {}).get("runtime") or {}).get("budgets") or {}

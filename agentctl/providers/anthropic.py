@@ -28,7 +28,6 @@ from agentctl.providers.base import (
     ToolCall,
     Usage,
 )
-from agentctl.providers.capabilities import ANTHROPIC_CAPABILITIES
 from agentctl.providers.endpoint import ResolvedEndpoint, check_options, resolve_endpoint
 from agentctl.providers.http import (
     SseEvent,
@@ -48,6 +47,7 @@ from agentctl.providers.wire import (
     tool_result_text,
     user_text,
 )
+from agentctl.spec.capabilities import ANTHROPIC_CAPABILITIES
 
 __all__ = [
     "ANTHROPIC_CAPABILITIES",

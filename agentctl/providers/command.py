@@ -32,9 +32,9 @@ from typing import Any
 
 from agentctl.errors import AgentctlError, ProviderError
 from agentctl.providers.base import ModelRequest, ModelResponse, ProviderCallError, Usage
-from agentctl.providers.capabilities import COMMAND_CAPABILITIES
 from agentctl.providers.credentials import SecretDescription, resolve_secret
 from agentctl.providers.wire import invalid_response
+from agentctl.spec.capabilities import COMMAND_CAPABILITIES
 from agentctl.tools.process import (
     ProcessResult,
     ProcessSpec,

@@ -24,22 +24,12 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from agentctl.providers.base import ModelRequest, ModelResponse, ProviderCallError, ToolCall, Usage
+from agentctl.spec.capabilities import FAKE_CAPABILITIES
 
 __all__ = ["FAKE_CAPABILITIES", "FAKE_OPTION_KEYS", "FAKE_TOOL_CALL_ID", "FakeProvider", "Sleep"]
 
 Sleep = Callable[[float], Awaitable[None]]
 
-FAKE_CAPABILITIES = frozenset(
-    {
-        "text",
-        "usage",
-        "cancellation",
-        "function_tools",
-        "continuation",
-        "structured_output",
-        "streaming",
-    }
-)
 FAKE_OPTION_KEYS = frozenset({"toolInput", "finalText", "delayMs", "failFirst"})
 FAKE_TOOL_CALL_ID = "fake-call-1"
 

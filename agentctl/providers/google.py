@@ -39,7 +39,6 @@ from agentctl.providers.base import (
     ToolCall,
     Usage,
 )
-from agentctl.providers.capabilities import BASE
 from agentctl.providers.endpoint import ResolvedEndpoint, check_options, resolve_endpoint
 from agentctl.providers.http import HttpTarget, post_json
 from agentctl.providers.wire import (
@@ -52,6 +51,7 @@ from agentctl.providers.wire import (
     str_field,
     user_text,
 )
+from agentctl.spec.capabilities import GOOGLE_CAPABILITIES
 
 __all__ = [
     "DEFAULT_MODELS_URL",
@@ -67,13 +67,6 @@ __all__ = [
 
 DEFAULT_MODELS_URL = "https://generativelanguage.googleapis.com/v1beta/models"
 
-GOOGLE_CAPABILITIES = BASE | {
-    "function_tools",
-    "structured_output",
-    "reasoning_effort",
-    "continuation",
-}
-"""§7: ``google`` offers the same as ``anthropic`` minus streaming (not implemented)."""
 
 THINKING_BUDGETS: Mapping[str, int] = {
     "none": 0,

@@ -18,11 +18,11 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-from agentctl.providers.capabilities import CHAT_CAPABILITIES
 from agentctl.providers.endpoint import resolve_endpoint
 from agentctl.providers.http import TextSink
 from agentctl.providers.openai_chat import OpenAIChatProvider
 from agentctl.providers.openai_responses import DEFAULT_RESPONSES_URL, OpenAIResponsesProvider
+from agentctl.spec.capabilities import CHAT_CAPABILITIES, is_chat_endpoint
 
 __all__ = [
     "CHAT_CAPABILITIES",
@@ -33,11 +33,6 @@ __all__ = [
     "build_openai",
     "is_chat_endpoint",
 ]
-
-
-def is_chat_endpoint(url: str) -> bool:
-    """True when ``url`` selects Chat Completions mode (its path ends ``/chat/completions``)."""
-    return urlsplit(url).path.rstrip("/").endswith("/chat/completions")
 
 
 def build_openai(

@@ -32,7 +32,6 @@ from agentctl.providers.base import (
     ToolCall,
     Usage,
 )
-from agentctl.providers.capabilities import CHAT_CAPABILITIES
 from agentctl.providers.endpoint import ResolvedEndpoint
 from agentctl.providers.http import (
     SseEvent,
@@ -58,6 +57,7 @@ from agentctl.providers.wire import (
     tool_result_text,
     user_text,
 )
+from agentctl.spec.capabilities import CHAT_CAPABILITIES
 
 __all__ = ["CHAT_CAPABILITIES", "OpenAIChatProvider"]
 

@@ -39,7 +39,6 @@ from agentctl.providers.base import (
     ToolCall,
     Usage,
 )
-from agentctl.providers.capabilities import OPENAI_CAPABILITIES
 from agentctl.providers.endpoint import ResolvedEndpoint
 from agentctl.providers.http import (
     SseEvent,
@@ -66,6 +65,7 @@ from agentctl.providers.wire import (
     tool_result_text,
     user_text,
 )
+from agentctl.spec.capabilities import OPENAI_CAPABILITIES
 
 __all__ = ["DEFAULT_RESPONSES_URL", "OpenAIResponsesProvider"]
 

@@ -23,9 +23,9 @@ from typing import Any
 
 from agentctl.errors import ProviderError
 from agentctl.providers.base import Provider
-from agentctl.providers.capabilities import PROVIDER_CAPABILITIES
 from agentctl.providers.command import CommandProvider
 from agentctl.providers.fake import FakeProvider, Sleep
+from agentctl.spec.capabilities import PROVIDER_CAPABILITIES
 
 __all__ = [
     "AVAILABLE_PROVIDER_KINDS",

@@ -17,11 +17,13 @@ from typing import Any
 
 import annotated_types
 from pydantic import BaseModel
+from pydantic.alias_generators import to_camel
 from pydantic.fields import FieldInfo
 from pydantic_core import ErrorDetails
 
 from agentctl.diagnostics import Diagnostic
 from agentctl.spec.document import Workflow
+from agentctl.spec.models_common import ProcessSecretSpec
 from agentctl.spec.source_map import SourceMap, diagnostic_at, path_of
 
 __all__ = [
@@ -184,14 +186,21 @@ def error_diagnostic(error: ErrorDetails, raw: Any, source: SourceMap | None) ->
     code = "schema_violation"
     name = segments[-1] if segments else ""
     if kind == "extra_forbidden":
+        code = "unknown_field"
         owner = model_at(segments[:-1])
         message = f"unknown field `{name}` at {where}"
         if owner is not None:
             allowed = _allowed_fields(owner)
             removed = _REMOVED_FIELDS.get((owner.__name__, str(name)))
-            close = difflib.get_close_matches(str(name), allowed, n=1)
-            hint = f"did you mean `{close[0]}`? " if close else ""
-            help_text = removed or f"{hint}allowed fields: {', '.join(allowed)}"
+            camel = to_camel(str(name))
+            if removed is None and camel != name and camel in allowed:
+                # Python spellings of a field are not synonyms in the format.
+                message = f"unknown field `{name}` at {where}; the format spells it `{camel}`"
+                help_text = f"rename `{name}` to `{camel}`"
+            else:
+                close = difflib.get_close_matches(str(name), allowed, n=1)
+                hint = f"did you mean `{close[0]}`? " if close else ""
+                help_text = removed or f"{hint}allowed fields: {', '.join(allowed)}"
     elif kind == "missing":
         message = f"missing required field `{name}` at {where}"
     elif kind in ("greater_than_equal", "less_than_equal", "greater_than", "less_than"):
@@ -213,6 +222,19 @@ def error_diagnostic(error: ErrorDetails, raw: Any, source: SourceMap | None) ->
     elif kind in ("value_error", "assertion_error"):
         text = str(ctx.get("error", error["msg"]))
         message = f"{path or 'the document'}: {text}"
+    elif kind == "secret_unknown_field":
+        code = "unknown_field"
+        inner = [str(part) for part in ctx.get("inner", [])]
+        path = ".".join([path, *inner]) if path else ".".join(inner)
+        field_name = str(ctx.get("field", ""))
+        camel = to_camel(field_name)
+        allowed = _allowed_fields(ProcessSecretSpec)
+        message = f"unknown field `{field_name}` at {path.rsplit('.', 1)[0]}"
+        if camel != field_name and camel in allowed:
+            message += f"; the format spells it `{camel}`"
+            help_text = f"rename `{field_name}` to `{camel}`"
+        else:
+            help_text = f"allowed fields: {', '.join(allowed)}"
     elif kind == "invalid_secret_reference":
         code = "invalid_secret_reference"
         message = f"{path}: {error['msg']}"

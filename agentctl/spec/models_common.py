@@ -1,9 +1,13 @@
 """Shared building blocks of the workflow document model (reference §5).
 
 Every structured level of the document is a :class:`SpecModel`: unknown keys are rejected,
-YAML keys are camelCase (aliases) while Python attributes are snake_case, inputs are
-validated strictly (a YAML ``yes`` never becomes a boolean, ``"5"`` never becomes an int),
-and instances are frozen so a parsed workflow cannot drift after validation.
+YAML keys are camelCase (aliases) while Python attributes are snake_case. A document
+validates by the camelCase names only, as upstream's loader accepts no other spelling (a
+``timeout_seconds`` key is an unknown field, not a synonym): every validation of document
+data passes ``by_alias=True, by_name=False`` to ``model_validate``, while Python code may
+still construct models with the snake_case keyword names. Inputs are validated strictly (a
+YAML ``yes`` never becomes a boolean, ``"5"`` never becomes an int), and instances are
+frozen so a parsed workflow cannot drift after validation.
 
 Free-form JSON slots (``with``, ``vars``, JSON Schemas, ``providerOptions`` …) are plain
 ``dict[str, Any]`` / ``Any``: the format gives them no structure to check here.
@@ -78,7 +82,8 @@ class SpecModel(BaseModel):
 
     model_config = ConfigDict(
         alias_generator=to_camel,
-        populate_by_name=True,
+        validate_by_alias=True,
+        validate_by_name=True,
         extra="forbid",
         strict=True,
         frozen=True,
@@ -184,9 +189,20 @@ def _secret_ref(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
         shape = shapes.get(key) if isinstance(key, str) else None
         if shape is not None:
             try:
-                return shape.model_validate(value)
+                return shape.model_validate(value, by_alias=True, by_name=False)
             except ValidationError as exc:
                 first = exc.errors()[0]
+                if first["type"] == "extra_forbidden":
+                    # Reported as an unknown field at its own path, like everywhere else.
+                    raise PydanticCustomError(
+                        "secret_unknown_field",
+                        "unknown field `{field}` in a `{shape}` secret reference",
+                        {
+                            "shape": key,
+                            "field": str(first["loc"][-1]),
+                            "inner": [str(part) for part in first["loc"]],
+                        },
+                    ) from None
                 raise PydanticCustomError(
                     "invalid_secret_reference",
                     "invalid `{shape}` secret reference: {detail}",

@@ -12,6 +12,9 @@ from agentctl.spec.models_common import JsonObject, SpecModel, TimeoutSeconds
 __all__ = [
     "Budgets",
     "Embedding",
+    "EXPANSION_ITEMS_CEILING",
+    "EXPANSION_ITEMS_DEFAULT_CAP",
+    "Limits",
     "LongTermMemory",
     "Memory",
     "OutputSettings",
@@ -67,6 +70,26 @@ class Pricing(SpecModel):
         return value
 
 
+EXPANSION_ITEMS_DEFAULT_CAP = 256
+"""The largest ``maxItems`` a foreach or matrix may declare unless ``runtime.limits`` raises it."""
+
+EXPANSION_ITEMS_CEILING = 100_000
+"""The hard ceiling ``runtime.limits.maxItemsPerExpansion`` may be raised to."""
+
+
+class Limits(SpecModel):
+    """Compile-time caps a workflow may raise deliberately (an agentctl addition).
+
+    ``maxItemsPerExpansion`` is the largest ``maxItems`` any ``foreach`` or ``matrix`` may
+    declare: 256 by default, as upstream, and at most 100,000. A construct without
+    ``maxItems`` is still capped at 32 items.
+    """
+
+    max_items_per_expansion: int = Field(
+        default=EXPANSION_ITEMS_DEFAULT_CAP, ge=1, le=EXPANSION_ITEMS_CEILING
+    )
+
+
 class Runtime(SpecModel):
     """Scheduling and resource settings of a run (§21.4)."""
 
@@ -74,6 +97,7 @@ class Runtime(SpecModel):
     default_timeout_seconds: TimeoutSeconds = 120
     budgets: Budgets = Field(default_factory=Budgets)
     pricing: Pricing | None = None
+    limits: Limits = Field(default_factory=Limits)
 
     @model_validator(mode="after")
     def _pricing_for_cost_budget(self) -> Runtime:

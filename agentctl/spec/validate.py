@@ -39,7 +39,7 @@ def validate_document(
     errors: list[Any] = []
     for _ in range(_MAX_PASSES):
         try:
-            return Workflow.model_validate(current), []
+            return Workflow.model_validate(current, by_alias=True, by_name=False), []
         except PydanticValidationError as exc:
             errors = list(exc.errors(include_url=False))
         fixes: list[tuple[list[str | int], str]] = []

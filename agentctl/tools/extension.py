@@ -4,9 +4,12 @@ Two bounded runs of the same argv (through :mod:`agentctl.tools.process`: cleare
 environment, own process group, output caps, timeout):
 
 1. ``command args… --agentctl-handshake`` prints ``{protocolVersion, name, inputSchema,
-   outputSchema, capabilities}``, which must be identical to the action (JSON values compared
-   with their types, so ``1`` and ``1.0`` differ). The handshake has no effect, so any failure
-   here, a timeout included, is a plain task failure: the invoke never ran.
+   outputSchema, capabilities}``. The protocol version, both schemas and the capability list
+   must be identical to the action's (JSON values compared with their types, so ``1`` and
+   ``1.0`` differ). The ``name`` is informational: one helper program commonly serves several
+   actions under the one name it announces, so it is handed to the caller to record and
+   never compared with the action's name. The handshake has no effect, so any failure here,
+   a timeout included, is a plain task failure: the invoke never ran.
 2. ``command args… --agentctl-invoke`` reads ``{protocolVersion, effectId, input}`` on stdin
    and prints ``{protocolVersion, effectId, output}``. This run is the effect: a timeout
    raises ``OutcomeUnknown`` (the effect becomes uncertain); a non-zero exit, an output cap,
@@ -18,7 +21,7 @@ The input is validated against ``inputSchema`` before anything runs.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -44,14 +47,15 @@ async def run_extension(
     cwd: Path,
     env: Mapping[str, str],
     timeout_seconds: float,
-    action_name: str | None = None,
+    on_handshake: Callable[[str], None] | None = None,
 ) -> Any:
     """Handshake, then invoke; return the extension's validated ``output``.
 
     ``action`` is the ``spec.actions`` entry (camelCase keys); ``executable`` is its command
     already resolved by :func:`agentctl.tools.process.resolve_executable`; ``env`` is the
-    resolved child environment (its values are redacted from every message). When
-    ``action_name`` is given, the handshake's ``name`` must equal it.
+    resolved child environment (its values are redacted from every message).
+    ``on_handshake`` receives the announced name once the handshake matched, before the
+    invoke runs, so the caller can record which helper answered.
     """
     _validate(input, action.get("inputSchema"), "input", code="extension.input_invalid")
     secrets = list(env.values())
@@ -65,7 +69,9 @@ async def run_extension(
             code="extension.handshake_failed",
         )
     announced = _decode(handshake, command, "handshake", secrets)
-    _check_handshake(announced, action, command, action_name)
+    name = _check_handshake(announced, action, command)
+    if on_handshake is not None:
+        on_handshake(name)
 
     request = {"protocolVersion": EXTENSION_PROTOCOL_VERSION, "effectId": effect_id, "input": input}
     stdin = json.dumps(request, ensure_ascii=False).encode()
@@ -148,19 +154,17 @@ def _decode(result: process.ProcessResult, command: str, phase: str, secrets: li
         ) from exc
 
 
-def _check_handshake(
-    announced: Any, action: Mapping[str, Any], command: str, action_name: str | None
-) -> None:
+def _check_handshake(announced: Any, action: Mapping[str, Any], command: str) -> str:
+    """The announced name, once the contract fields match the action."""
     if not isinstance(announced, Mapping):
         raise TaskFailure(
             f"extension `{command}` handshake is not a JSON object",
             code="extension.handshake_mismatch",
         )
     name = announced.get("name")
-    if not isinstance(name, str) or not name or (action_name and name != action_name):
-        expected = f"`{action_name}`" if action_name else "a non-empty string"
+    if not isinstance(name, str) or not name:
         raise TaskFailure(
-            f"extension `{command}` handshake name is {name!r}, expected {expected}",
+            f"extension `{command}` handshake name is {name!r}, expected a non-empty string",
             code="extension.handshake_mismatch",
         )
     expected_values = {
@@ -176,11 +180,12 @@ def _check_handshake(
     ]
     if differing:
         raise TaskFailure(
-            f"extension `{command}` handshake does not match the action: "
-            f"{', '.join(differing)} differ",
+            f"extension `{command}` (announced as `{name}`) handshake does not match the "
+            f"action: {', '.join(differing)} differ",
             code="extension.handshake_mismatch",
-            details={"fields": differing},
+            details={"fields": differing, "announcedName": name},
         )
+    return name
 
 
 def _canonical(value: Any) -> str:

@@ -11,7 +11,6 @@ Transport is chosen by the server entry's shape: ``url`` means Streamable HTTP (
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -36,53 +35,31 @@ __all__ = [
 MAX_RESPONSE_BYTES = 4 * 1024 * 1024
 """Largest response body accepted from a protocol peer (reference §21.2)."""
 
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 
 
 def resolve_secret_map(refs: Any, environ: Mapping[str, str], *, what: str) -> dict[str, str]:
-    """Resolve ``{NAME: {env: VAR}}`` against ``environ``; values are never put in messages.
+    """Resolve ``{NAME: reference}`` through the one secret resolver; values never reach a
+    message.
 
     ``environ`` is what the caller lets the peer see (the engine passes the environment
-    already filtered by ``policy.environmentAllowlist``). ``{file}`` and ``{process}``
-    references go to the policy layer's resolver (secret file roots, process allow-list).
+    already filtered by ``policy.environmentAllowlist``); ``{file}`` and ``{process}``
+    references follow the current run's policy (:func:`agentctl.policy.secrets.secret_sources`).
     """
+    from agentctl.policy.secrets import resolve_secret
+
     if refs is None:
         return {}
     if not isinstance(refs, Mapping):
         raise TaskFailure(f"{what} must be a map of name to secret reference", code="input.invalid")
     resolved: dict[str, str] = {}
     for name, ref in sorted(refs.items()):
-        if isinstance(ref, Mapping) and set(ref) in ({"file"}, {"process"}):
-            from agentctl.policy.secrets import resolve_policy_reference
-
-            try:
-                found = resolve_policy_reference(ref)
-            except AgentctlError as exc:
-                raise TaskFailure(f"{what} `{name}`: {exc.message}", code=exc.code) from exc
-            if found is not None:
-                resolved[str(name)] = found[1]
-                continue
-        if not isinstance(ref, Mapping) or set(ref) != {"env"}:
-            raise TaskFailure(
-                f"{what} `{name}` must be a secret reference like {{env: NAME}}",
-                code="secret.unsupported",
-            )
-        source = ref["env"]
-        if not isinstance(source, str) or not _ENV_NAME.match(source):
-            raise TaskFailure(
-                f"{what} `{name}` names an invalid environment variable {source!r}",
-                code="secret.unsupported",
-            )
-        value = environ.get(source)
-        if value is not None:
-            value = value[:-2] if value.endswith("\r\n") else value.removesuffix("\n")
-        if not value:
-            raise TaskFailure(
-                f"environment variable `{source}` (for {what} `{name}`) is unset or empty",
-                code="secret.unresolved",
-            )
-        resolved[str(name)] = value
+        try:
+            secret = resolve_secret(ref, environ=environ, what=f"{what} `{name}`")
+        except AgentctlError as exc:
+            code = "secret.unsupported" if exc.code == "secret.invalid" else exc.code
+            raise TaskFailure(exc.message, code=code) from exc
+        resolved[str(name)] = secret.value
     return resolved
 
 

@@ -219,3 +219,88 @@ def test_cancel_of_a_paused_run_is_immediate(cli: Any, tmp_path: Path) -> None:
     assert cancelled.json()["data"]["state"] == "cancelled"
     again = cli("--output", "json", "resume", run_id, "--db", db)
     assert again.exit_code == 130
+
+
+def _reconcile_on_a_terminal(db: Path, effect_id: str, answer: str, cwd: Path) -> tuple[int, str]:
+    """Run `agentctl effects reconcile` with a pseudo-terminal as stdin, typing ``answer``."""
+    import pty
+
+    controller, terminal = pty.openpty()
+    try:
+        os.write(controller, answer.encode() + b"\n")
+        child = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "agentctl",
+                "effects",
+                "reconcile",
+                effect_id,
+                "--status",
+                "not-applied",
+                "--reason",
+                "checked by hand",
+                "--db",
+                str(db),
+            ],
+            cwd=cwd,
+            stdin=terminal,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        os.close(terminal)
+        os.close(controller)
+    return child.returncode, child.stderr
+
+
+def test_reconcile_asks_on_a_terminal_unless_approved(
+    cli: Any, write_workflow: Any, workspace: Path, tmp_path: Path
+) -> None:
+    path = write_workflow(SLOW.format(script="sleep 20", timeout=1))
+    db = tmp_path / "r.db"
+    blocked = cli("--output", "json", "roll", path, "--db", db).json()["data"]
+    (effect,) = blocked["uncertainEffects"]
+    effect_id = effect["effectId"]
+
+    def status() -> str:
+        shown = cli("--output", "json", "effects", "inspect", effect_id, "--db", db)
+        return str(shown.json()["data"]["status"])
+
+    declined, stderr = _reconcile_on_a_terminal(db, effect_id, "n", tmp_path)
+    assert declined == 3, stderr
+    assert "Record `not-applied` for this effect" in stderr and "--approved" in stderr
+    listed = cli("--output", "json", "reconcile", "--list", "--db", db).json()["data"]
+    assert [e["effectId"] for e in listed["effects"]] == [effect_id]  # nothing recorded
+    confirmed, stderr = _reconcile_on_a_terminal(db, effect_id, "y", tmp_path)
+    assert confirmed == 0, stderr
+    assert (
+        cli("--output", "json", "reconcile", "--list", "--db", db).json()["data"]["effects"] == []
+    )
+    assert status() == "uncertain"
+
+
+def test_reconcile_without_a_terminal_records_as_given_and_approved_is_accepted(
+    cli: Any, write_workflow: Any, workspace: Path, tmp_path: Path
+) -> None:
+    # Scripts keep working: no terminal means no question. --approved says so explicitly.
+    path = write_workflow(SLOW.format(script="sleep 20", timeout=1))
+    db = tmp_path / "r.db"
+    (effect,) = cli("--output", "json", "roll", path, "--db", db).json()["data"]["uncertainEffects"]
+    done = cli(
+        "--output",
+        "json",
+        "effects",
+        "reconcile",
+        effect["effectId"],
+        "--status",
+        "not-applied",
+        "--reason",
+        "never ran",
+        "--approved",
+        "--db",
+        db,
+    )
+    assert done.exit_code == 0, done.stderr
+    assert done.json()["data"]["reconciliation"]["status"] == "not_applied"

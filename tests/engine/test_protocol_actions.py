@@ -3,11 +3,7 @@
 from __future__ import annotations
 
 import json
-import socket
-import subprocess
 import sys
-import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,38 +13,6 @@ from tests.fixtures.protocol_servers.a2a_peer import A2APeer
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "protocol_servers"
 TOKEN = "test-token-123"
-
-
-@pytest.fixture
-def mcp_url(tmp_path: Path) -> Iterator[str]:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = int(probe.getsockname()[1])
-    child = subprocess.Popen(
-        [
-            sys.executable,
-            str(FIXTURES / "mcp_server.py"),
-            "http",
-            str(port),
-            str(tmp_path / "calls.log"),
-            TOKEN,
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 15
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline and child.poll() is None
-                time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        child.terminate()
-        child.wait(timeout=10)
 
 
 def test_mcp_call_in_a_run(
@@ -326,3 +290,81 @@ def test_agent_calls_a_named_action_as_a_tool(
     refused = cli("--output", "json", "check", path)
     assert refused.exit_code == 2
     assert refused.error_json()["diagnostics"][0]["code"] == "unsupported_capability"
+
+
+def _helper_action(operation: str) -> str:
+    """One ``spec.actions`` entry served by the shared devops helper (YAML flow mapping)."""
+    from tests.fixtures.protocol_servers.devops_helper import OPERATIONS
+
+    contract = OPERATIONS[operation]
+    return (
+        f'{{kind: extension.process, command: "{sys.executable}", '
+        f'args: ["{FIXTURES / "devops_helper.py"}", {operation}], idempotency: idempotent, '
+        f"protocolVersion: agentctl.dev/process-extension/v1, "
+        f"inputSchema: {json.dumps(contract['inputSchema'])}, "
+        f"outputSchema: {json.dumps(contract['outputSchema'])}, "
+        f"capabilities: {json.dumps(contract['capabilities'])}}}"
+    )
+
+
+def test_one_helper_serves_several_actions_under_one_name(
+    cli: Any, write_workflow: Any, tmp_path: Path
+) -> None:
+    # The helper announces `devops-helper` for both actions; neither action is named that.
+    python = Path(sys.executable).name
+    path = write_workflow(f"""
+        apiVersion: agentctl.dev/v1
+        kind: Workflow
+        metadata: {{name: shared-helper}}
+        spec:
+          policy: {{approval: never, processAllowlist: [{python}]}}
+          actions:
+            inventory: {_helper_action("inventory")}
+            write-report: {_helper_action("report")}
+          tasks:
+            - {{id: hosts, uses: "action:inventory", with: {{service: api}}}}
+            - id: report
+              uses: "action:write-report"
+              needs: [hosts]
+              with: {{title: hosts, lines: ["${{{{ tasks.hosts.output.service }}}}"]}}
+    """)
+    db = tmp_path / "r.db"
+    result = cli("--output", "json", "roll", path, "--db", db)
+    assert result.exit_code == 0, result.stderr
+    data = result.json()["data"]
+    assert data["output"]["hosts"]["hosts"][0] == "api-1.internal"
+    assert data["output"]["report"] == {"path": "artifacts/hosts.md", "bytes": 4}
+    events = cli("--output", "json", "audit", data["runId"], "--db", db).json()["data"]["events"]
+    handshakes = [
+        (event["taskId"], event["payload"]["action"], event["payload"]["announcedName"])
+        for event in events
+        if event["kind"] == "extension.handshake"
+    ]
+    assert handshakes == [
+        ("hosts", "inventory", "devops-helper"),
+        ("report", "write-report", "devops-helper"),
+    ]
+    assert all(e["effectId"] for e in events if e["kind"] == "extension.handshake")
+
+
+def test_helper_contract_mismatch_still_fails_the_run(
+    cli: Any, write_workflow: Any, tmp_path: Path
+) -> None:
+    # The name is informational, the contract is not: a capability list that differs fails.
+    python = Path(sys.executable).name
+    action = _helper_action("inventory").replace('["inventory.read"]', '["inventory.write"]')
+    path = write_workflow(f"""
+        apiVersion: agentctl.dev/v1
+        kind: Workflow
+        metadata: {{name: shared-helper-mismatch}}
+        spec:
+          policy: {{approval: never, processAllowlist: [{python}]}}
+          actions:
+            inventory: {action}
+          tasks:
+            - {{id: hosts, uses: "action:inventory", with: {{service: api}}}}
+    """)
+    result = cli("--output", "json", "roll", path, "--db", tmp_path / "r.db")
+    assert result.exit_code == 4
+    message = result.error_json()["error"]["message"]
+    assert "capabilities differ" in message and "devops-helper" in message

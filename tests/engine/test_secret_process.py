@@ -46,10 +46,12 @@ def test_process_secret_reaches_the_action_and_is_redacted(
 
 
 def test_process_not_allow_listed_is_denied(cli: Any, write_workflow: Any, tmp_path: Path) -> None:
+    # Refused before any run exists: check and roll share the one resolver's rules.
     result = _roll(cli, write_workflow, tmp_path, "[]", "echo x")
-    assert result.exit_code == 4
-    message = result.error_json()["error"]["message"]
-    assert "secret process `sh` is not in policy.secretProcessAllowlist" in message
+    assert result.exit_code == 2
+    (diagnostic,) = result.error_json()["diagnostics"]
+    assert diagnostic["path"].endswith("env.TOKEN.process.command")
+    assert "secretProcessAllowlist" in diagnostic["help"]
 
 
 def test_failing_or_silent_process_is_a_named_error(
@@ -57,7 +59,7 @@ def test_failing_or_silent_process_is_a_named_error(
 ) -> None:
     failed = _roll(cli, write_workflow, tmp_path, "[sh]", "echo leaked; exit 3")
     assert failed.exit_code == 4
-    assert "exited with status 3" in failed.error_json()["error"]["message"]
+    assert "exited with code 3" in failed.error_json()["error"]["message"]
     assert "leaked" not in failed.stderr
     silent = _roll(cli, write_workflow, tmp_path, "[sh]", "true")
     assert silent.exit_code == 4

@@ -475,7 +475,7 @@ tasks:
     )
     assert found.path == "spec.tasks[0].matrix.maxItems"
     assert found.line == line_of(spec, "maxItems: 10")
-    assert found.help is not None and "hard_max_expansion_items" in found.help
+    assert found.help is not None and "maxItemsPerExpansion" in found.help
 
 
 def test_loop_iterations_above_setting() -> None:

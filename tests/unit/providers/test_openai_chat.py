@@ -7,13 +7,13 @@ from typing import Any
 import pytest
 
 from agentctl.providers.base import Message, ModelResponse, ProviderCallError, ToolCall, Usage
-from agentctl.providers.capabilities import CHAT_CAPABILITIES
 from agentctl.providers.openai import (
     OpenAIChatProvider,
     OpenAIResponsesProvider,
     build_openai,
     is_chat_endpoint,
 )
+from agentctl.spec.capabilities import CHAT_CAPABILITIES
 from tests.fixtures.llm_servers.model_requests import WEATHER, call, model_request
 from tests.fixtures.llm_servers.openai_wire import chat_agent, chat_body, chat_stream
 from tests.fixtures.llm_servers.server import JsonReply, LoopbackServer, Recorded

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from agentctl.providers.base import Message, ModelResponse, ProviderCallError, ToolCall, Usage
-from agentctl.providers.capabilities import OPENAI_CAPABILITIES
 from agentctl.providers.openai import OpenAIResponsesProvider, build_azure_openai, build_openai
+from agentctl.spec.capabilities import OPENAI_CAPABILITIES
 from tests.fixtures.llm_servers.model_requests import WEATHER, call, model_request
 from tests.fixtures.llm_servers.openai_wire import (
     responses_agent,

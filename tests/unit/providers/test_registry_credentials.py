@@ -10,12 +10,12 @@ import pytest
 
 from agentctl.errors import EXIT_PROVIDER, ProviderError
 from agentctl.providers.anthropic import AnthropicProvider
-from agentctl.providers.capabilities import PROVIDER_CAPABILITIES
 from agentctl.providers.command import CommandProvider
 from agentctl.providers.credentials import resolve_secret
 from agentctl.providers.fake import FakeProvider
 from agentctl.providers.openai import OpenAIChatProvider, OpenAIResponsesProvider
 from agentctl.providers.registry import build_provider, describe_provider
+from agentctl.spec.capabilities import PROVIDER_CAPABILITIES
 from tests.fixtures.llm_servers.model_requests import call, model_request
 from tests.fixtures.llm_servers.openai_wire import responses_body
 from tests.fixtures.llm_servers.server import JsonReply, LoopbackServer
@@ -105,15 +105,12 @@ def test_unsupported_and_invalid_secret_references() -> None:
     with pytest.raises(PolicyDeniedError) as denied:
         build_provider("p", {"kind": "openai", "credential": {"file": "/k"}}, environ={})
     assert denied.value.code == "policy.secret_file"
-    # {process} references run only allow-listed programs (none here): a policy error.
-    with pytest.raises(PolicyDeniedError) as denied:
+    # {process} references run only allow-listed executables (none here): a policy error.
+    with pytest.raises(PolicyDeniedError) as refused:
         build_provider(
             "p", {"kind": "openai", "credential": {"process": {"command": "x"}}}, environ={}
         )
-    assert denied.value.code == "policy.secret_process"
-    with pytest.raises(ProviderError) as caught:
-        build_provider("p", {"kind": "openai", "credential": {"vault": "k"}}, environ={})
-    assert caught.value.code == "provider.credential_unsupported"
+    assert refused.value.code == "policy.secret_process"
     with pytest.raises(ProviderError) as caught:
         build_provider("p", {"kind": "openai", "credential": {"env": "1BAD"}}, environ={})
     assert caught.value.code == "provider.credential_invalid"

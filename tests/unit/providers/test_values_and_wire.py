@@ -16,9 +16,9 @@ from agentctl.providers.base import (
     ToolCall,
     Usage,
 )
-from agentctl.providers.capabilities import PROVIDER_CAPABILITIES
 from agentctl.providers.registry import build_provider
 from agentctl.providers.wire import parse_arguments, strict_compatible
+from agentctl.spec.capabilities import PROVIDER_CAPABILITIES
 from tests.fixtures.llm_servers.model_requests import call, model_request
 from tests.fixtures.llm_servers.openai_wire import chat_body, responses_body
 from tests.fixtures.llm_servers.server import JsonReply, LoopbackServer, SseReply

@@ -39,6 +39,7 @@ def check(result: LoadResult) -> None:
         assert diagnostic.code in {
             "yaml_syntax",
             "schema_violation",
+            "unknown_field",
             "unsupported_version",
             "migration_required",
             "invalid_secret_reference",

@@ -91,7 +91,7 @@ def test_unknown_field_in_task_names_field_and_allowed_fields() -> None:
         """
     )
     d = only(parse_workflow_text(text))
-    assert d.code == "schema_violation"
+    assert d.code == "unknown_field"
     assert d.path == "spec.tasks[0].wth"
     assert d.message == "unknown field `wth` at spec.tasks[0]"
     assert (d.line, d.column) == (11, 7)
@@ -124,10 +124,76 @@ def test_unknown_field_in_task_names_field_and_allowed_fields() -> None:
 )
 def test_unknown_fields_at_several_levels(body: str, path: str, line: int) -> None:
     d = only(parse_workflow_text(HEADER + body))
-    assert d.code == "schema_violation"
+    assert d.code == "unknown_field"
     assert d.path == path
     assert d.line == line
     assert d.message.startswith("unknown field")
+
+
+@pytest.mark.parametrize(
+    ("body", "path", "camel", "line"),
+    [
+        (
+            "  tasks: [{id: a, uses: action:x, timeout_seconds: 5}]\n",
+            "spec.tasks[0]",
+            "timeoutSeconds",
+            6,
+        ),
+        (
+            "  tasks:\n    - id: a\n      uses: action:x\n      retry: {max_attempts: 3}\n",
+            "spec.tasks[0].retry",
+            "maxAttempts",
+            9,
+        ),
+        (
+            "  runtime: {max_concurrency: 2}\n  tasks: [{id: a, uses: action:x}]\n",
+            "spec.runtime",
+            "maxConcurrency",
+            6,
+        ),
+        (
+            "  policy: {process_allowlist: [python3]}\n  tasks: [{id: a, uses: action:x}]\n",
+            "spec.policy",
+            "processAllowlist",
+            6,
+        ),
+        (
+            "  agents: {a: {provider: p, model: m, instructions: x, max_turns: 2}}\n"
+            "  tasks: [{id: a, uses: agent:a}]\n",
+            "spec.agents.a",
+            "maxTurns",
+            6,
+        ),
+        (
+            "  actions:\n    x:\n      kind: builtin.shell.exec\n      command: ls\n"
+            "      env: {T: {process: {command: pass, timeout_seconds: 3}}}\n"
+            "  tasks: [{id: a, uses: action:x}]\n",
+            "spec.actions.x.env.T.process",
+            "timeoutSeconds",
+            10,
+        ),
+    ],
+)
+def test_snake_case_field_names_are_unknown_fields(
+    body: str, path: str, camel: str, line: int
+) -> None:
+    # pydantic would accept the Python attribute name as a synonym; the format does not.
+    result = parse_workflow_text(HEADER + body)
+    assert result.document is None
+    found = [d for d in result.diagnostics if d.code == "unknown_field"]
+    assert len(found) == 1, result.diagnostics
+    d = found[0]
+    snake = d.path.rsplit(".", 1)[-1] if d.path else ""
+    assert d.path == f"{path}.{snake}" and "_" in snake
+    assert d.line == line
+    assert f"spells it `{camel}`" in d.message
+    assert d.help == f"rename `{snake}` to `{camel}`"
+
+
+def test_python_constructors_still_take_snake_case_names() -> None:
+    from agentctl.spec.models_common import Retry
+
+    assert Retry(max_attempts=3).max_attempts == 3
 
 
 def test_unknown_top_level_and_metadata_fields() -> None:
