@@ -82,6 +82,13 @@ def inspect_command(
                 f"  {task['state']:<21} {task['taskId']} #{task['attempt']}{suffix}",
                 file=out.stdout,
             )
+        for retry in data.get("retries") or []:
+            code = (retry.get("error") or {}).get("code")
+            print(
+                f"  retried {retry['taskId']}: attempt {retry['failedAttempt']} failed ({code}),"
+                f" waited {retry['waitMs']} ms",
+                file=out.stdout,
+            )
         if data["effects"]:
             print("effects:", file=out.stdout)
         for effect in data["effects"]:

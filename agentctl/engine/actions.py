@@ -72,6 +72,34 @@ async def _assert(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
     return TaskResult({"status": "unchanged", "changed": False, "passed": True})
 
 
+_FAIL_CODE = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z0-9_]+)*$")
+
+
+async def _fail(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
+    """Fail the attempt on purpose; ``retry: false`` makes the failure final (no retry)."""
+    given = env.input if isinstance(env.input, Mapping) else {}
+    message = given.get("message")
+    retry = given.get("retry", True)
+    code = given.get("code", "task.fail")
+    if not isinstance(retry, bool):
+        raise TaskFailure(
+            f"task {env.task.id}: input `retry` must be a boolean (got {type(retry).__name__})",
+            code="input.invalid",
+        )
+    if not isinstance(code, str) or not _FAIL_CODE.match(code):
+        raise TaskFailure(
+            f"task {env.task.id}: input `code` must be a dotted lowercase error code like "
+            "`deploy.refused`",
+            code="input.invalid",
+        )
+    raise TaskFailure(
+        message if isinstance(message, str) and message else f"task {env.task.id} failed",
+        code=code,
+        permanent=not retry,
+        details={"retry": retry},
+    )
+
+
 async def _read(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
     path_text = _require_string(env, "path")
     target = env.workspace.resolve_read(path_text)
@@ -384,6 +412,7 @@ async def _memory_write(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
 _BODIES: dict[str, ActionBody] = {
     "builtin.assign": _assign,
     "builtin.assert": _assert,
+    "builtin.fail": _fail,
     "builtin.read": _read,
     "builtin.write": _write,
     "builtin.shell.exec": _shell,

@@ -22,7 +22,7 @@ from typing import Any
 
 from agentctl.compiler.plan import Plan, PlanTask
 from agentctl.digest import canonical_json, digest_json, sha256_hex
-from agentctl.engine import ownership
+from agentctl.engine import ownership, retrying
 from agentctl.engine.compensation import mark_compensated
 from agentctl.engine.context import TaskEnv, TaskResult
 from agentctl.engine.gate import Attempt, EffectGate
@@ -444,21 +444,42 @@ class RunExecutor:
                 failure = exc
             except AgentctlError as exc:
                 failure = as_task_failure(exc)
-            if failure.retryable and attempts_used < task.retry.max_attempts:
-                # The fixed backoff, or longer when the provider said when to come back.
-                hint = (
-                    (failure.details or {}).get("retryAfterSeconds")
-                    if isinstance(failure.details, dict)
-                    else None
-                )
-                delay = max(task.retry.backoff_ms / 1000, float(hint or 0))
-                if delay:
-                    await self.options.sleep(min(delay, 60.0))
+            if attempts_used < task.retry.max_attempts and not retrying.not_retried_reason(
+                task.retry, failure
+            ):
+                await self._wait_to_retry(task, attempt, failure, attempts_used)
                 attempt_no += 1
                 continue
             return _Outcome(
                 "failed", attempt_no, error=failure.to_json(), stops_run=failure.stops_run
             )
+
+    async def _wait_to_retry(
+        self, task: PlanTask, attempt: Attempt, failure: TaskFailure, retry_number: int
+    ) -> None:
+        """Record the failed attempt and the wait (``inspect`` shows both), then wait."""
+        seconds = retrying.wait_seconds(
+            task.retry,
+            retry_number=retry_number,
+            seed=f"{self.run_id}\0{task.id}\0{attempt.attempt}",
+            failure=failure,
+        )
+        now = self.clock.now()
+        with self._session.write() as conn:
+            self.log.event(
+                conn,
+                "task.retry_scheduled",
+                {
+                    "failedAttempt": attempt.attempt,
+                    "nextAttempt": attempt.attempt + 1,
+                    "error": failure.to_json(),
+                    "waitMs": round(seconds * 1000),
+                },
+                now=now,
+                task_id=task.id,
+            )
+        if seconds:
+            await self.options.sleep(seconds)
 
     def _mark_running(self, conn: Any, attempt: Attempt) -> None:
         row = self.rows[attempt.task_id]

@@ -19,7 +19,7 @@ __all__ = [
     "as_task_failure",
 ]
 
-# Local I/O failures are the only tool errors a task retry policy may retry (§5.2).
+# Local I/O failures: the tool errors upstream retries, our `transient` retry class.
 RETRYABLE_TOOL_CODES = frozenset(
     {
         "file.not_found",
@@ -33,7 +33,12 @@ RETRYABLE_TOOL_CODES = frozenset(
 
 
 class TaskFailure(Exception):
-    """The current attempt failed. ``stops_run`` overrides ``failure: continue``."""
+    """The current attempt failed. ``stops_run`` overrides ``failure: continue``.
+
+    ``retryable`` marks a transient failure (what upstream retries); ``permanent`` a failure
+    no retry policy may retry (``builtin.fail`` with ``retry: false``, a timed-out attempt
+    that left an effect uncertain).
+    """
 
     def __init__(
         self,
@@ -43,6 +48,7 @@ class TaskFailure(Exception):
         retryable: bool = False,
         stops_run: bool = False,
         details: Any = None,
+        permanent: bool = False,
     ) -> None:
         super().__init__(message)
         self.message = message
@@ -50,11 +56,14 @@ class TaskFailure(Exception):
         self.retryable = retryable
         self.stops_run = stops_run
         self.details = details
+        self.permanent = permanent
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"code": self.code, "message": self.message}
         if self.retryable:
             out["retryable"] = True
+        if self.permanent:
+            out["permanent"] = True
         if self.details is not None:
             out["details"] = self.details
         return out

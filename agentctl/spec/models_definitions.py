@@ -61,6 +61,7 @@ ActionKind = Literal[
     "a2a.delegate",
     "extension.process",
     "builtin.ask",
+    "builtin.fail",
 ]
 ToolKind = Literal["builtin.workspace.read", "builtin.workspace.write", "builtin.echo"]
 

@@ -136,7 +136,11 @@ def _decode(result: process.ProcessResult, command: str, phase: str, secrets: li
         raise TaskFailure(
             f"extension `{command}` {phase} exited with {how}",
             code="extension.failed",
-            details={"phase": phase, "stderr": _tail(result.stderr, secrets)},
+            details={
+                "phase": phase,
+                "exitCode": result.exit_code,
+                "stderr": _tail(result.stderr, secrets),
+            },
         )
     try:
         return json.loads(result.stdout)
