@@ -22,7 +22,7 @@ from typing import Any
 
 from agentctl.compiler.plan import Plan, PlanTask
 from agentctl.digest import canonical_json, digest_json, sha256_hex
-from agentctl.engine import ownership, retrying
+from agentctl.engine import deadlines, ownership, retrying
 from agentctl.engine.compensation import mark_compensated
 from agentctl.engine.context import TaskEnv, TaskResult
 from agentctl.engine.gate import Attempt, EffectGate
@@ -137,7 +137,7 @@ class RunExecutor:
             self.clock,
             policy=policy,
             faults=opts.faults,
-            approver=opts.approver,
+            approver=deadlines.excluding_person_waits(opts.approver),
             on_task_running=self._mark_running,
             approval_mode=self._compensation_approval(),
         )
@@ -403,7 +403,12 @@ class RunExecutor:
                     compensation=self.run.mode == "compensate",
                     run_created_at=self.run.created_at.replace(tzinfo=UTC),
                 )
-                result: TaskResult = await run_body(env, self.rows, context, self.options.pool)
+                result: TaskResult = await deadlines.bounded(
+                    run_body(env, self.rows, context, self.options.pool),
+                    seconds=task.timeout_seconds,
+                    store=self.store,
+                    attempt=attempt,
+                )
                 if not self.options.check:
                     check_contract(task, result.output)
                 ingested = (

@@ -59,9 +59,9 @@ RETRY_CLASSES = frozenset({"transient", "timeout"})
 _PROCESS_FAILURES = frozenset({"subprocess.failed", "extension.failed"})
 
 
-def _exit_code(failure: TaskFailure) -> Any:
+def _detail(failure: TaskFailure, name: str) -> Any:
     details = failure.details
-    return details.get("exitCode") if isinstance(details, Mapping) else None
+    return details.get(name) if isinstance(details, Mapping) else None
 
 
 def _matches(failure: TaskFailure, entry: str) -> bool:
@@ -83,7 +83,9 @@ def not_retried_reason(policy: RetryPolicy, failure: TaskFailure) -> str | None:
         return "the failure stops the run"
     if failure.code in NEVER_RETRIED or failure.code.startswith("policy."):
         return f"`{failure.code}` would fail the same way again"
-    if failure.code in _PROCESS_FAILURES and _exit_code(failure) == PERMANENT_EXIT_CODE:
+    if failure.code == "task.timeout" and _detail(failure, "retrySafe") is False:
+        return "an effect of the timed-out attempt is uncertain"
+    if failure.code in _PROCESS_FAILURES and _detail(failure, "exitCode") == PERMANENT_EXIT_CODE:
         return f"the process exited with {PERMANENT_EXIT_CODE} (final failure)"
     if policy.retry_on is not None and not any(_matches(failure, e) for e in policy.retry_on):
         return f"`{failure.code}` is not in retryOn"
