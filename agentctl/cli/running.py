@@ -243,7 +243,9 @@ def roll_command(
     path = ":memory:" if ephemeral else db_from_context(ctx, db)
     clock = SystemClock()
     with open_store(path) as store:
-        run_id = create_run(store, prepared, clock=clock, ids=IdGenerator(clock))
+        run_id = create_run(
+            store, prepared, clock=clock, ids=IdGenerator(clock), probe_isolation=not check
+        )
         output.current().event(
             "RunEvent",
             {"runId": run_id, "state": "running"},

@@ -9,13 +9,13 @@ before a run is created (``unsupported_action_kinds``), never half-run.
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from agentctl.digest import digest_json
+from agentctl.engine import isolation
 from agentctl.engine.context import TaskEnv, TaskResult
 from agentctl.engine.journal import EffectSpec
 from agentctl.engine.longterm_actions import LONG_TERM_BODIES
@@ -287,9 +287,8 @@ async def _shell(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
                 "predictability": "requires_execution",
             }
         )
-    executable = process.resolve_executable(
-        command, list(env.policy.get("processAllowlist") or []), os.environ.get("PATH")
-    )
+    launch = await isolation.launch_for(action, list(env.policy.get("processAllowlist") or []))
+    effect_input.update(launch.effect_fields())
     cwd = env.workspace.resolve_read(str(cwd_raw)) if cwd_raw else env.workspace.workspace_root
     secrets = [value for _, value in environment.values()]
     env.secrets.extend(secrets)
@@ -305,18 +304,30 @@ async def _shell(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
 
     before = _snapshot_writable(env)
 
-    async def dispatch(_effect_id: str) -> Any:
-        result = await process.run_process(
-            process.ProcessSpec(
-                argv=(executable, *args),
+    async def dispatch(effect_id: str) -> Any:
+        spec = process.ProcessSpec(
+            argv=launch.argv(
+                command,
+                args,
+                effect_id=effect_id,
+                workspace=env.workspace,
                 cwd=Path(cwd),
-                env={name: value for name, (_, value) in environment.items()},
-                timeout_seconds=timeout,
-                stdout_limit_bytes=stdout_limit,
-                stderr_limit_bytes=stderr_limit,
-                combined_limit_bytes=combined_limit,
-            )
+                env_names=sorted(environment),
+            ),
+            cwd=Path(cwd),
+            env=launch.child_env({name: value for name, (_, value) in environment.items()}),
+            timeout_seconds=timeout,
+            stdout_limit_bytes=stdout_limit,
+            stderr_limit_bytes=stderr_limit,
+            combined_limit_bytes=combined_limit,
         )
+        ended = False
+        try:
+            result = await process.run_process(spec)
+            ended = not result.timed_out and result.limit_exceeded is None
+        finally:
+            if not ended:
+                isolation.remove_container(launch, effect_id)
         stdout = process.redact(process.decode_lossy(result.stdout), secrets)
         stderr = process.redact(process.decode_lossy(result.stderr), secrets)
         if result.timed_out:

@@ -16,6 +16,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from agentctl.digest import canonical_json
+from agentctl.engine import isolation
 from agentctl.engine.context import TaskEnv, TaskResult
 from agentctl.engine.journal import EffectSpec
 from agentctl.engine.preflight import host_allowed
@@ -143,7 +144,6 @@ def _schema_digest(schema: Any) -> str:
 async def _extension(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
     from agentctl.engine.actions import _process_timeout, _resolve_environment
     from agentctl.tools.extension import run_extension
-    from agentctl.tools.process import resolve_executable
 
     if env.check:
         return TaskResult(
@@ -175,7 +175,8 @@ async def _extension(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
         "container": None,
         "containerBackend": None,
     }
-    executable = resolve_executable(command, list(env.policy.get("processAllowlist") or []))
+    launch = await isolation.launch_for(action, list(env.policy.get("processAllowlist") or []))
+    effect_input.update(launch.effect_fields())
     cwd_raw = action.get("cwd")
     cwd = env.workspace.resolve_read(str(cwd_raw)) if cwd_raw else env.workspace.workspace_root
     env.secrets.extend(value for _, value in environment.values())
@@ -189,22 +190,49 @@ async def _extension(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
     )
     name = str(env.task.uses.name)
 
-    async def dispatch(effect_id: str) -> Any:
-        return await run_extension(
-            action,
-            env.input,
-            effect_id=effect_id,
-            executable=executable,
+    values = {k: v for k, (_, v) in environment.items()}
+    args = [str(a) for a in action.get("args") or []]
+    dispatched: list[str] = []
+
+    def argv_for(phase: str) -> tuple[str, ...]:
+        return launch.argv(
+            command,
+            args,
+            effect_id=dispatched[-1],
+            workspace=env.workspace,
             cwd=Path(cwd),
-            env={k: v for k, (_, v) in environment.items()},
-            timeout_seconds=float(_process_timeout(env, action)),
-            action_name=name,
+            env_names=sorted(values),
+            phase=phase,
         )
+
+    async def dispatch(effect_id: str) -> Any:
+        dispatched.append(effect_id)
+        try:
+            return await run_extension(
+                action,
+                env.input,
+                effect_id=effect_id,
+                executable=launch.executable,
+                cwd=Path(cwd),
+                env=values,
+                timeout_seconds=float(_process_timeout(env, action)),
+                action_name=name,
+                argv_for=argv_for if launch.runtime is not None else None,
+                launch_env=launch.child_env(values) if launch.runtime is not None else None,
+            )
+        except BaseException as exc:
+            # A killed runtime client can leave its container running: remove it.
+            if not (isinstance(exc, TaskFailure) and exc.code != LIMIT_EXCEEDED):
+                for phase in ("handshake", "invoke"):
+                    isolation.remove_container(launch, effect_id, phase)
+            raise
 
     return TaskResult(
         await env.gate.perform(env.attempt, spec, dispatch, prompt=f"run extension {name}")
     )
 
+
+LIMIT_EXCEEDED = "subprocess_output_limit_exceeded"
 
 PROTOCOL_BODIES = {
     "mcp.call": _mcp_call,

@@ -154,8 +154,13 @@ def create_run(
     source_run_id: str | None = None,
     relation: str | None = None,
     reason: str | None = None,
+    probe_isolation: bool = True,
 ) -> str:
-    """Commit the run, its pending tasks and ``run.created`` in one transaction."""
+    """Commit the run, its pending tasks and ``run.created`` in one transaction.
+
+    A plan whose container tasks have no reachable runtime is refused first (exit 3);
+    ``probe_isolation=False`` skips that for a prediction (``--check``) that runs nothing.
+    """
     from agentctl.engine.actions import unsupported_action_kinds
 
     plan = prepared.plan
@@ -173,6 +178,10 @@ def create_run(
         )
     # Credentials and endpoints are checked before anything is journaled (exit 6 / 3).
     check_providers(plan, prepared.workflow, workspace=prepared.workspace)
+    if probe_isolation:
+        from agentctl.engine.isolation import check_isolation
+
+        check_isolation(plan, prepared.workflow)
     run_id = ids.run_id(mode if mode != "execute" else "run")
     now = clock.now()
     budgets = ((prepared.workflow.get("spec") or {}).get("runtime") or {}).get("budgets") or {}
