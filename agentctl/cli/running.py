@@ -179,12 +179,31 @@ def _report(outcome: RunOutcome, *, dry_run: bool = False, compensation: str | N
             hint=None if dry_run else f"see what happened with `agentctl inspect {run_id}`",
         )
     human: str = f"{run_id} {outcome.state}"
-    if outcome.approvals:
-        first = outcome.approvals[0]
+    data = outcome.to_json()
+    if dry_run and outcome.state == "paused":
+        # The state lived in memory: no command can approve, reconcile or resume it.
+        waiting = [*outcome.pending_approvals, *outcome.paused_tasks] or [
+            e["effectId"] for e in outcome.uncertain_effects
+        ]
+        note = (
+            "this dry run parked, and its state (kept in memory) is gone: nothing can "
+            "approve, reconcile or resume it; run without --dry-run to continue past "
+            + ", ".join(waiting)
+        )
+        data["note"] = note
+        out.success("RunOutcome", data, human=f"{human}: {note}")
+        return _EXIT_BY_STATE.get(outcome.state, EXIT_RUN_FAILED)
+    if outcome.pending_approvals:
+        first = outcome.pending_approvals[0]
         human += (
-            f": waiting for {', '.join(outcome.approvals)}\n  next: agentctl approvals "
+            f": waiting for {', '.join(outcome.pending_approvals)}\n  next: agentctl approvals "
             f"approve {first} --reason TEXT (or `approvals answer {first} VALUE` for a "
             f"question), then agentctl resume {run_id}"
+        )
+    if outcome.paused_tasks:
+        human += (
+            f": paused by {', '.join(outcome.paused_tasks)} (builtin.pause)\n"
+            f"  next: agentctl resume {run_id}"
         )
     if outcome.uncertain_effects:
         first_effect = outcome.uncertain_effects[0]["effectId"]
@@ -194,7 +213,7 @@ def _report(outcome: RunOutcome, *, dry_run: bool = False, compensation: str | N
             + f"\n  next: check the outside world, then agentctl reconcile {first_effect} "
             f"--status applied|not-applied --reason TEXT, then agentctl resume {run_id}"
         )
-    out.success("RunOutcome", outcome.to_json(), human=human)
+    out.success("RunOutcome", data, human=human)
     return _EXIT_BY_STATE.get(outcome.state, EXIT_RUN_FAILED)
 
 

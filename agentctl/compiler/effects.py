@@ -57,6 +57,8 @@ ACTION_KINDS: Mapping[str, ActionKindInfo] = {
     "builtin.ask": ActionKindInfo(None, "requires_execution"),
     # Ours: a deliberate failure (final with `retry: false`, like Marbles' bail).
     "builtin.fail": ActionKindInfo(None, "fully_predictable"),
+    # Ours: parks the run until an operator resumes it.
+    "builtin.pause": ActionKindInfo(None, "requires_execution"),
     "builtin.read": ActionKindInfo(
         _spec("builtin.read", "observe", "low", "idempotent", "filesystem.read", "observe"),
         "partially_predictable",

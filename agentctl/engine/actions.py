@@ -20,7 +20,7 @@ from agentctl.engine.context import TaskEnv, TaskResult
 from agentctl.engine.journal import EffectSpec
 from agentctl.engine.longterm_actions import LONG_TERM_BODIES
 from agentctl.engine.protocol_actions import PROTOCOL_BODIES
-from agentctl.engine.signals import OutcomeUnknown, TaskFailure
+from agentctl.engine.signals import PAUSE_PREFIX, ApprovalPending, OutcomeUnknown, TaskFailure
 from agentctl.errors import AgentctlError
 from agentctl.tools import files, process
 
@@ -98,6 +98,22 @@ async def _fail(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
         permanent=not retry,
         details={"retry": retry},
     )
+
+
+async def _pause(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
+    """Park the run until an operator resumes it (``agentctl resume RUN``)."""
+    given = env.input if isinstance(env.input, Mapping) else {}
+    message = given.get("message")
+    if message is not None and not isinstance(message, str):
+        raise TaskFailure(
+            f"task {env.task.id}: input `message` must be a string", code="input.invalid"
+        )
+    output = {"status": "unchanged", "changed": False, "message": message}
+    if env.check:
+        return TaskResult({**output, "paused": False})
+    if env.resumed:
+        return TaskResult({**output, "paused": True})
+    raise ApprovalPending(PAUSE_PREFIX + env.task.id, kind="pause", message=message)
 
 
 async def _read(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
@@ -424,6 +440,7 @@ _BODIES: dict[str, ActionBody] = {
     "builtin.assign": _assign,
     "builtin.assert": _assert,
     "builtin.fail": _fail,
+    "builtin.pause": _pause,
     "builtin.read": _read,
     "builtin.write": _write,
     "builtin.shell.exec": _shell,

@@ -38,6 +38,8 @@ class TaskEnv:
     # Workspace files this attempt changed: (artifact name, real path), ingested at commit.
     written: list[tuple[str, Path]] = field(default_factory=list)
     run_created_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+    # The task parked this run (a question, an approval or a pause) and is being resumed.
+    resumed: bool = False
 
     @property
     def spec(self) -> Mapping[str, Any]:

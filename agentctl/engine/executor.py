@@ -428,7 +428,12 @@ class RunExecutor:
                     artifacts=ingested,
                 )
             except ApprovalPending as pending:
-                return _Outcome("waiting_for_approval", attempt_no, approval=pending.approval_id)
+                return _Outcome(
+                    "waiting_for_approval",
+                    attempt_no,
+                    approval=pending.approval_id,
+                    error=pending.task_error(),
+                )
             except EffectBlocked as blocked:
                 return _Outcome(
                     "waiting_for_effect",

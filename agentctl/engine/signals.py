@@ -15,6 +15,7 @@ __all__ = [
     "EffectBlocked",
     "FreshAttempt",
     "OutcomeUnknown",
+    "PAUSE_PREFIX",
     "TaskFailure",
     "as_task_failure",
 ]
@@ -86,13 +87,29 @@ class EffectBlocked(Exception):
         self.operation = operation
 
 
-class ApprovalPending(Exception):
-    """An effect or question waits for a person; the run parks (exit 3)."""
+PAUSE_PREFIX = "pause:"
 
-    def __init__(self, approval_id: str, kind: str = "approval") -> None:
+
+class ApprovalPending(Exception):
+    """An effect or question waits for a person; the run parks (exit 3).
+
+    A ``builtin.pause`` step parks the same way with the id ``pause:<task id>`` (no approval
+    record: ``agentctl resume`` itself continues it) and its message.
+    """
+
+    def __init__(
+        self, approval_id: str, kind: str = "approval", message: str | None = None
+    ) -> None:
         super().__init__(approval_id)
         self.approval_id = approval_id
         self.kind = kind
+        self.message = message
+
+    def task_error(self) -> dict[str, Any] | None:
+        """What the parked task row shows while it waits (only a pause says something)."""
+        if self.kind != "pause":
+            return None
+        return {"code": "task.paused", "message": self.message or "paused"}
 
 
 def as_task_failure(error: AgentctlError) -> TaskFailure:

@@ -62,6 +62,7 @@ ActionKind = Literal[
     "extension.process",
     "builtin.ask",
     "builtin.fail",
+    "builtin.pause",
 ]
 ToolKind = Literal["builtin.workspace.read", "builtin.workspace.write", "builtin.echo"]
 
