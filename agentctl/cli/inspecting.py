@@ -89,6 +89,13 @@ def inspect_command(
                     f"{str(condition['result']).lower()}  ({condition['contextDigest'][:26]}…)",
                     file=out.stdout,
                 )
+        for retry in data.get("retries") or []:
+            code = (retry.get("error") or {}).get("code")
+            print(
+                f"  retried {retry['taskId']}: attempt {retry['failedAttempt']} failed ({code}),"
+                f" waited {retry['waitMs']} ms",
+                file=out.stdout,
+            )
         if data["effects"]:
             print("effects:", file=out.stdout)
         for effect in data["effects"]:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
 import signal
 import sys
 from collections.abc import Awaitable, Callable
@@ -173,9 +175,29 @@ def _auto_compensate(
     return f"{compensation_id} {result.state}"
 
 
-def _report(outcome: RunOutcome, *, dry_run: bool = False, compensation: str | None = None) -> int:
+def _changes_text(changes: list[dict[str, Any]]) -> str:
+    if not changes:
+        return "dry run: the workspace was not touched, and the run changed no file in its copy"
+    marks = {"added": "A", "modified": "M", "deleted": "D"}
+    lines = ["dry run: the workspace was not touched; in its copy the run changed:"]
+    for item in changes:
+        lines.append(f"  {marks[item['change']]} {item['path']}")
+        if item.get("diff"):
+            lines.append(item["diff"].rstrip("\n"))
+    return "\n".join(lines)
+
+
+def _report(
+    outcome: RunOutcome,
+    *,
+    dry_run: bool = False,
+    compensation: str | None = None,
+    changes: list[dict[str, Any]] | None = None,
+) -> int:
     out = output.current()
     run_id = outcome.run_id
+    if changes is not None and outcome.state in ("failed", "cancelled"):
+        out.event("DryRunChanges", {"changedFiles": changes}, human=_changes_text(changes))
     if outcome.state == "failed":
         error = outcome.error or {}
         compensated = f"; compensation run {compensation}" if compensation else ""
@@ -186,12 +208,34 @@ def _report(outcome: RunOutcome, *, dry_run: bool = False, compensation: str | N
             hint=None if dry_run else f"see what happened with `agentctl inspect {run_id}`",
         )
     human: str = f"{run_id} {outcome.state}"
-    if outcome.approvals:
-        first = outcome.approvals[0]
+    data = outcome.to_json()
+    if changes is not None:
+        data["changedFiles"] = changes
+        human = f"{_changes_text(changes)}\n{human}"
+    if dry_run and outcome.state == "paused":
+        # The state lived in memory: no command can approve, reconcile or resume it.
+        waiting = [*outcome.pending_approvals, *outcome.paused_tasks] or [
+            e["effectId"] for e in outcome.uncertain_effects
+        ]
+        note = (
+            "this dry run parked, and its state (kept in memory) is gone: nothing can "
+            "approve, reconcile or resume it; run without --dry-run to continue past "
+            + ", ".join(waiting)
+        )
+        data["note"] = note
+        out.success("RunOutcome", data, human=f"{human}: {note}")
+        return _EXIT_BY_STATE.get(outcome.state, EXIT_RUN_FAILED)
+    if outcome.pending_approvals:
+        first = outcome.pending_approvals[0]
         human += (
-            f": waiting for {', '.join(outcome.approvals)}\n  next: agentctl approvals "
+            f": waiting for {', '.join(outcome.pending_approvals)}\n  next: agentctl approvals "
             f"approve {first} --reason TEXT (or `approvals answer {first} VALUE` for a "
             f"question), then agentctl resume {run_id}"
+        )
+    if outcome.paused_tasks:
+        human += (
+            f": paused by {', '.join(outcome.paused_tasks)} (builtin.pause)\n"
+            f"  next: agentctl resume {run_id}"
         )
     if outcome.uncertain_effects:
         first_effect = outcome.uncertain_effects[0]["effectId"]
@@ -201,7 +245,7 @@ def _report(outcome: RunOutcome, *, dry_run: bool = False, compensation: str | N
             + f"\n  next: check the outside world, then agentctl reconcile {first_effect} "
             f"--status applied|not-applied --reason TEXT, then agentctl resume {run_id}"
         )
-    out.success("RunOutcome", outcome.to_json(), human=human)
+    out.success("RunOutcome", data, human=human)
     return _EXIT_BY_STATE.get(outcome.state, EXIT_RUN_FAILED)
 
 
@@ -224,18 +268,22 @@ def roll_command(
     diff: DiffOption = False,
     dry_run: Annotated[
         bool,
-        typer.Option("--dry-run", help="Keep all state in memory; nothing is written under --db."),
+        typer.Option(
+            "--dry-run",
+            help="Keep all state in memory and run in a throwaway copy of the workspace; "
+            "print the files the run would change (their diffs with --diff).",
+        ),
     ] = False,
 ) -> int:
     """Compile a workflow, create a run and execute it.
 
     Exit codes: 0 succeeded, 3 paused for an approval or question (or blocked by an
     uncertain effect), 4 failed, 130 cancelled.
+
+    Example: agentctl roll release.workflow.yaml --dry-run --diff
     """
-    from agentctl.engine.runs import create_run, prepare_run
-    from agentctl.ids import IdGenerator, SystemClock
-    from agentctl.store.engine import open_store
-    from agentctl.store.health import require_undamaged
+    from agentctl.engine.runs import prepare_run
+    from agentctl.ids import SystemClock
 
     prepared = prepare_run(
         workflow,
@@ -250,9 +298,55 @@ def roll_command(
     ephemeral = check or dry_run
     path = ":memory:" if ephemeral else db_from_context(ctx, db)
     clock = SystemClock()
-    with open_store(path) as store:
+    throwaway = None
+    if dry_run and not check:
+        from agentctl.engine.dry_run import ThrowawayWorkspace
+
+        policy = (prepared.workflow.get("spec") or {}).get("policy") or {}
+        throwaway = ThrowawayWorkspace(prepared.workspace, dict(policy))
+    with contextlib.ExitStack() as scope:
+        if throwaway is not None:
+            # Writes and processes happen in a copy; the summary lists what they changed.
+            scope.enter_context(throwaway)
+            prepared = dataclasses.replace(prepared, workspace=throwaway.copy)
+            options.workspace = str(throwaway.copy)
+        return _roll(
+            store_path=path,
+            prepared=prepared,
+            options=options,
+            progress=progress,
+            clock=clock,
+            check=check,
+            ephemeral=ephemeral,
+            timeout_seconds=timeout_seconds,
+            throwaway=throwaway,
+            diff=diff,
+        )
+
+
+def _roll(
+    *,
+    store_path: str,
+    prepared: Any,
+    options: ExecutionOptions,
+    progress: Progress,
+    clock: Any,
+    check: bool,
+    ephemeral: bool,
+    timeout_seconds: float | None,
+    throwaway: Any,
+    diff: bool,
+) -> int:
+    from agentctl.engine.runs import create_run
+    from agentctl.ids import IdGenerator
+    from agentctl.store.engine import open_store
+    from agentctl.store.health import require_undamaged
+
+    with open_store(store_path) as store:
         require_undamaged(store.path)
-        run_id = create_run(store, prepared, clock=clock, ids=IdGenerator(clock))
+        run_id = create_run(
+            store, prepared, clock=clock, ids=IdGenerator(clock), probe_isolation=not check
+        )
         output.current().event(
             "RunEvent",
             {"runId": run_id, "state": "running"},
@@ -262,7 +356,8 @@ def roll_command(
         with progress:
             outcome = _drive(store, run_id, options, timeout_seconds)
             compensation = _auto_compensate(store, outcome, options, timeout_seconds)
-        return _report(outcome, dry_run=ephemeral, compensation=compensation)
+        changes = None if throwaway is None else throwaway.changes(diff=diff)
+        return _report(outcome, dry_run=ephemeral, compensation=compensation, changes=changes)
 
 
 def resume_command(

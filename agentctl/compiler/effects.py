@@ -55,6 +55,10 @@ ACTION_KINDS: Mapping[str, ActionKindInfo] = {
     # Ours (beyond upstream): a question parks the run until a person answers; it has no
     # external effect, but its outcome depends on that person.
     "builtin.ask": ActionKindInfo(None, "requires_execution"),
+    # Ours: a deliberate failure (final with `retry: false`, like Marbles' bail).
+    "builtin.fail": ActionKindInfo(None, "fully_predictable"),
+    # Ours: parks the run until an operator resumes it.
+    "builtin.pause": ActionKindInfo(None, "requires_execution"),
     "builtin.read": ActionKindInfo(
         _spec("builtin.read", "observe", "low", "idempotent", "filesystem.read", "observe"),
         "partially_predictable",

@@ -97,7 +97,10 @@ class _Flattener:
             if field not in _INVOCATION_FIELDS and value is not None
         ]
         if draft.retry and (
-            draft.retry.get("maxAttempts", 1) != 1 or draft.retry.get("backoffMs", 0) != 0
+            draft.retry.get("maxAttempts", 1) != 1
+            or draft.retry.get("backoffMs", 0) != 0
+            or draft.retry.get("backoff") is not None
+            or draft.retry.get("retryOn") is not None
         ):
             extra.append("retry")
         if extra:

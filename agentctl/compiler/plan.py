@@ -29,6 +29,7 @@ from agentctl.errors import NewerFormatError, PersistenceError
 
 __all__ = [
     "PLAN_FORMAT_VERSION",
+    "BackoffPolicy",
     "Budget",
     "Compensation",
     "EffectRequirement",
@@ -127,16 +128,66 @@ class RouteGuard:
 
 
 @dataclass(frozen=True, slots=True)
+class BackoffPolicy:
+    """A fixed or exponential wait before a retried attempt (``retry.backoff``)."""
+
+    kind: Literal["fixed", "exponential"] = "fixed"
+    initial_ms: int = 1000
+    max_ms: int = 60000
+    multiplier: float = 2.0
+    jitter: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "initialMs": self.initial_ms,
+            "maxMs": self.max_ms,
+            "multiplier": self.multiplier,
+            "jitter": self.jitter,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> BackoffPolicy:
+        kind = data.get("kind", "fixed")
+        if kind not in ("fixed", "exponential"):
+            raise ValueError(f"unknown backoff kind `{kind}`")
+        return cls(
+            kind,
+            int(data.get("initialMs", 1000)),
+            int(data.get("maxMs", 60000)),
+            float(data.get("multiplier", 2.0)),
+            float(data.get("jitter", 0.0)),
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class RetryPolicy:
     max_attempts: int = 1
     backoff_ms: int = 0
+    backoff: BackoffPolicy | None = None
+    # None: every confirmed failure may be retried; else only failures matching an entry.
+    retry_on: tuple[str, ...] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"maxAttempts": self.max_attempts, "backoffMs": self.backoff_ms}
+        out: dict[str, Any] = {"maxAttempts": self.max_attempts, "backoffMs": self.backoff_ms}
+        # Only present when declared, so plans (and fingerprints) of workflows that do not
+        # use them stay byte-identical.
+        if self.backoff is not None:
+            out["backoff"] = self.backoff.to_json()
+        if self.retry_on is not None:
+            out["retryOn"] = list(self.retry_on)
+        return out
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> RetryPolicy:
-        return cls(int(data.get("maxAttempts", 1)), int(data.get("backoffMs", 0)))
+        backoff = data.get("backoff")
+        retry_on = data.get("retryOn")
+        return cls(
+            int(data.get("maxAttempts", 1)),
+            int(data.get("backoffMs", 0)),
+            None if backoff is None else BackoffPolicy.from_json(backoff),
+            None if retry_on is None else tuple(str(entry) for entry in retry_on),
+        )
 
 
 @dataclass(frozen=True, slots=True)

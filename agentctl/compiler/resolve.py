@@ -233,7 +233,7 @@ class Resolver:
     def _retry(self, retry: Mapping[str, Any]) -> RetryPolicy:
         hit, value, key = self._cached("retry", retry)
         if not hit:
-            value = RetryPolicy(int(retry.get("maxAttempts", 1)), int(retry.get("backoffMs", 0)))
+            value = RetryPolicy.from_json(retry)
             self._memo[key] = value
         result: RetryPolicy = value
         return result

@@ -9,19 +9,23 @@ before a run is created (``unsupported_action_kinds``), never half-run.
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from agentctl.digest import digest_json
-from agentctl.engine import written_files
-from agentctl.engine.context import TaskEnv, TaskResult, effect_process_env
+from agentctl.engine import isolation, written_files
+from agentctl.engine.context import (
+    IDEMPOTENCY_KEY_VARIABLE,
+    TaskEnv,
+    TaskResult,
+    effect_process_env,
+)
 from agentctl.engine.journal import EffectSpec
 from agentctl.engine.longterm_actions import LONG_TERM_BODIES
 from agentctl.engine.protocol_actions import PROTOCOL_BODIES
-from agentctl.engine.signals import OutcomeUnknown, TaskFailure
+from agentctl.engine.signals import PAUSE_PREFIX, ApprovalPending, OutcomeUnknown, TaskFailure
 from agentctl.errors import AgentctlError
 from agentctl.tools import files, process
 
@@ -71,6 +75,50 @@ async def _assert(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
             code="assertion.failed",
         )
     return TaskResult({"status": "unchanged", "changed": False, "passed": True})
+
+
+_FAIL_CODE = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z0-9_]+)*$")
+
+
+async def _fail(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
+    """Fail the attempt on purpose; ``retry: false`` makes the failure final (no retry)."""
+    given = env.input if isinstance(env.input, Mapping) else {}
+    message = given.get("message")
+    retry = given.get("retry", True)
+    code = given.get("code", "task.fail")
+    if not isinstance(retry, bool):
+        raise TaskFailure(
+            f"task {env.task.id}: input `retry` must be a boolean (got {type(retry).__name__})",
+            code="input.invalid",
+        )
+    if not isinstance(code, str) or not _FAIL_CODE.match(code):
+        raise TaskFailure(
+            f"task {env.task.id}: input `code` must be a dotted lowercase error code like "
+            "`deploy.refused`",
+            code="input.invalid",
+        )
+    raise TaskFailure(
+        message if isinstance(message, str) and message else f"task {env.task.id} failed",
+        code=code,
+        permanent=not retry,
+        details={"retry": retry},
+    )
+
+
+async def _pause(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
+    """Park the run until an operator resumes it (``agentctl resume RUN``)."""
+    given = env.input if isinstance(env.input, Mapping) else {}
+    message = given.get("message")
+    if message is not None and not isinstance(message, str):
+        raise TaskFailure(
+            f"task {env.task.id}: input `message` must be a string", code="input.invalid"
+        )
+    output = {"status": "unchanged", "changed": False, "message": message}
+    if env.check:
+        return TaskResult({**output, "paused": False})
+    if env.resumed:
+        return TaskResult({**output, "paused": True})
+    raise ApprovalPending(PAUSE_PREFIX + env.task.id, kind="pause", message=message)
 
 
 async def _read(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
@@ -208,9 +256,8 @@ async def _shell(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
                 "predictability": "requires_execution",
             }
         )
-    executable = process.resolve_executable(
-        command, list(env.policy.get("processAllowlist") or []), os.environ.get("PATH")
-    )
+    launch = await isolation.launch_for(action, list(env.policy.get("processAllowlist") or []))
+    effect_input.update(launch.effect_fields())
     cwd = env.workspace.resolve_read(str(cwd_raw)) if cwd_raw else env.workspace.workspace_root
     secrets = [value for _, value in environment.values()]
     env.secrets.extend(secrets)
@@ -227,19 +274,33 @@ async def _shell(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
     before = written_files.snapshot(env.workspace)
 
     async def dispatch(effect_id: str) -> Any:
-        result = await process.run_process(
-            process.ProcessSpec(
-                argv=(executable, *args),
+        spec = process.ProcessSpec(
+            argv=launch.argv(
+                command,
+                args,
+                effect_id=effect_id,
+                workspace=env.workspace,
                 cwd=Path(cwd),
-                env=effect_process_env(
+                env_names=sorted({*environment, IDEMPOTENCY_KEY_VARIABLE}),
+            ),
+            cwd=Path(cwd),
+            env=launch.child_env(
+                effect_process_env(
                     {name: value for name, (_, value) in environment.items()}, effect_id
-                ),
-                timeout_seconds=timeout,
-                stdout_limit_bytes=stdout_limit,
-                stderr_limit_bytes=stderr_limit,
-                combined_limit_bytes=combined_limit,
-            )
+                )
+            ),
+            timeout_seconds=timeout,
+            stdout_limit_bytes=stdout_limit,
+            stderr_limit_bytes=stderr_limit,
+            combined_limit_bytes=combined_limit,
         )
+        ended = False
+        try:
+            result = await process.run_process(spec)
+            ended = not result.timed_out and result.limit_exceeded is None
+        finally:
+            if not ended:
+                isolation.remove_container(launch, effect_id)
         stdout = process.redact(process.decode_lossy(result.stdout), secrets)
         stderr = process.redact(process.decode_lossy(result.stderr), secrets)
         if result.timed_out:
@@ -344,6 +405,8 @@ async def _memory_write(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
 _BODIES: dict[str, ActionBody] = {
     "builtin.assign": _assign,
     "builtin.assert": _assert,
+    "builtin.fail": _fail,
+    "builtin.pause": _pause,
     "builtin.read": _read,
     "builtin.write": _write,
     "builtin.shell.exec": _shell,

@@ -53,6 +53,8 @@ class TaskEnv:
     run_created_at: datetime = field(default_factory=lambda: datetime.now(UTC))
     # The task's evaluated `when` or loop guard (a condition record), when it has one.
     condition: Mapping[str, Any] | None = None
+    # The task parked this run (a question, an approval or a pause) and is being resumed.
+    resumed: bool = False
 
     @property
     def spec(self) -> Mapping[str, Any]:

@@ -22,6 +22,7 @@ from typing import Any
 
 from agentctl.compiler.plan import Plan, PlanTask
 from agentctl.digest import canonical_json, digest_json, sha256_hex
+from agentctl.engine import deadlines, retrying
 from agentctl.engine.compensation import mark_compensated
 from agentctl.engine.context import TaskEnv, TaskResult
 from agentctl.engine.gate import Attempt, EffectGate
@@ -169,7 +170,7 @@ class RunExecutor:
             self.clock,
             policy=policy,
             faults=opts.faults,
-            approver=opts.approver,
+            approver=deadlines.excluding_person_waits(opts.approver),
             on_task_running=self._mark_running,
             approval_mode=self._compensation_approval(),
         )
@@ -499,7 +500,12 @@ class RunExecutor:
                     run_created_at=self.run.created_at.replace(tzinfo=UTC),
                     condition=condition,
                 )
-                result: TaskResult = await run_body(env, self.rows, context, self.options.pool)
+                result: TaskResult = await deadlines.bounded(
+                    run_body(env, self.rows, context, self.options.pool),
+                    seconds=task.timeout_seconds,
+                    store=self.store,
+                    attempt=attempt,
+                )
                 if not self.options.check:
                     check_contract(task, result.output)
                 ingested = (
@@ -519,7 +525,12 @@ class RunExecutor:
                     artifacts=ingested,
                 )
             except ApprovalPending as pending:
-                return _Outcome("waiting_for_approval", attempt_no, approval=pending.approval_id)
+                return _Outcome(
+                    "waiting_for_approval",
+                    attempt_no,
+                    approval=pending.approval_id,
+                    error=pending.task_error(),
+                )
             except EffectBlocked as blocked:
                 return _Outcome(
                     "waiting_for_effect",
@@ -547,21 +558,42 @@ class RunExecutor:
                 raise
             except AgentctlError as exc:
                 failure = as_task_failure(exc)
-            if failure.retryable and attempts_used < task.retry.max_attempts:
-                # The fixed backoff, or longer when the provider said when to come back.
-                hint = (
-                    (failure.details or {}).get("retryAfterSeconds")
-                    if isinstance(failure.details, dict)
-                    else None
-                )
-                delay = max(task.retry.backoff_ms / 1000, float(hint or 0))
-                if delay:
-                    await self.options.sleep(min(delay, 60.0))
+            if attempts_used < task.retry.max_attempts and not retrying.not_retried_reason(
+                task.retry, failure
+            ):
+                await self._wait_to_retry(task, attempt, failure, attempts_used)
                 attempt_no += 1
                 continue
             return _Outcome(
                 "failed", attempt_no, error=failure.to_json(), stops_run=failure.stops_run
             )
+
+    async def _wait_to_retry(
+        self, task: PlanTask, attempt: Attempt, failure: TaskFailure, retry_number: int
+    ) -> None:
+        """Record the failed attempt and the wait (``inspect`` shows both), then wait."""
+        seconds = retrying.wait_seconds(
+            task.retry,
+            retry_number=retry_number,
+            seed=f"{self.run_id}\0{task.id}\0{attempt.attempt}",
+            failure=failure,
+        )
+        now = self.clock.now()
+        with self._session.write() as conn:
+            self.log.event(
+                conn,
+                "task.retry_scheduled",
+                {
+                    "failedAttempt": attempt.attempt,
+                    "nextAttempt": attempt.attempt + 1,
+                    "error": failure.to_json(),
+                    "waitMs": round(seconds * 1000),
+                },
+                now=now,
+                task_id=task.id,
+            )
+        if seconds:
+            await self.options.sleep(seconds)
 
     def _mark_running(self, conn: Any, attempt: Attempt) -> None:
         row = self.rows[attempt.task_id]

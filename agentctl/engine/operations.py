@@ -16,6 +16,7 @@ from agentctl.engine.approvals import list_approvals, require_approval, resolve_
 from agentctl.engine.budget import snapshot as budget_snapshot
 from agentctl.engine.questions import validate_answer
 from agentctl.engine.records import TERMINAL_RUN_STATES, RunLog, load_run, load_tasks
+from agentctl.engine.retrying import retry_history
 from agentctl.errors import BlockedError, UsageError
 from agentctl.ids import Clock
 from agentctl.observability.audit import list_events, verify_chain
@@ -391,5 +392,6 @@ def inspect_run(store: Store, run_id: str) -> dict[str, Any]:
         "providerSessions": sessions,
         "toolCalls": calls,
         "artifacts": artifacts,
+        "retries": retry_history(events),
         "audit": {"events": len(events), "verified": chain.ok, "brokenAt": chain.broken_at},
     }

@@ -12,6 +12,7 @@ from agentctl.engine.agent import ProviderPool
 from agentctl.engine.faults import Faults
 from agentctl.engine.gate import InteractiveApprover
 from agentctl.engine.records import TERMINAL_RUN_STATES, load_run_state
+from agentctl.engine.signals import PAUSE_PREFIX
 from agentctl.store import ownership
 from agentctl.store.engine import Store
 
@@ -45,12 +46,24 @@ class RunOutcome:
     approvals: list[str] = field(default_factory=list)
     uncertain_effects: list[dict[str, Any]] = field(default_factory=list)
 
+    @property
+    def pending_approvals(self) -> list[str]:
+        """Approvals and questions a person must answer (pause steps excluded)."""
+        return [a for a in self.approvals if not a.startswith(PAUSE_PREFIX)]
+
+    @property
+    def paused_tasks(self) -> list[str]:
+        """Tasks of ``builtin.pause`` that parked the run until ``agentctl resume``."""
+        return [a[len(PAUSE_PREFIX) :] for a in self.approvals if a.startswith(PAUSE_PREFIX)]
+
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"runId": self.run_id, "state": self.state, "output": self.output}
         if self.error is not None:
             out["error"] = self.error
-        if self.approvals:
-            out["pendingApprovals"] = self.approvals
+        if self.pending_approvals:
+            out["pendingApprovals"] = self.pending_approvals
+        if self.paused_tasks:
+            out["pausedTasks"] = self.paused_tasks
         if self.uncertain_effects:
             out["uncertainEffects"] = self.uncertain_effects
         return out

@@ -16,7 +16,13 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from agentctl.digest import canonical_json
-from agentctl.engine.context import TaskEnv, TaskResult, effect_process_env
+from agentctl.engine import isolation
+from agentctl.engine.context import (
+    IDEMPOTENCY_KEY_VARIABLE,
+    TaskEnv,
+    TaskResult,
+    effect_process_env,
+)
 from agentctl.engine.journal import EffectSpec
 from agentctl.engine.preflight import host_allowed
 from agentctl.engine.signals import TaskFailure
@@ -143,7 +149,6 @@ def _schema_digest(schema: Any) -> str:
 async def _extension(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
     from agentctl.engine.actions import _process_timeout, _resolve_environment
     from agentctl.tools.extension import run_extension
-    from agentctl.tools.process import resolve_executable
 
     if env.check:
         return TaskResult(
@@ -175,7 +180,8 @@ async def _extension(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
         "container": None,
         "containerBackend": None,
     }
-    executable = resolve_executable(command, list(env.policy.get("processAllowlist") or []))
+    launch = await isolation.launch_for(action, list(env.policy.get("processAllowlist") or []))
+    effect_input.update(launch.effect_fields())
     cwd_raw = action.get("cwd")
     cwd = env.workspace.resolve_read(str(cwd_raw)) if cwd_raw else env.workspace.workspace_root
     env.secrets.extend(value for _, value in environment.values())
@@ -189,7 +195,24 @@ async def _extension(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
     )
     name = str(env.task.uses.name)
 
+    values = {k: v for k, (_, v) in environment.items()}
+    args = [str(a) for a in action.get("args") or []]
+    dispatched: list[str] = []
+
+    def argv_for(phase: str) -> tuple[str, ...]:
+        return launch.argv(
+            command,
+            args,
+            effect_id=dispatched[-1],
+            workspace=env.workspace,
+            cwd=Path(cwd),
+            env_names=sorted({*values, IDEMPOTENCY_KEY_VARIABLE}),
+            phase=phase,
+        )
+
     async def dispatch(effect_id: str) -> Any:
+        dispatched.append(effect_id)
+
         def record_handshake(announced: str) -> None:
             # The announced name is informational (one helper serves many actions), so it
             # is recorded on the effect's audit trail rather than compared.
@@ -205,21 +228,33 @@ async def _extension(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
                     effect_id=effect_id,
                 )
 
-        return await run_extension(
-            action,
-            env.input,
-            effect_id=effect_id,
-            executable=executable,
-            cwd=Path(cwd),
-            env=effect_process_env({k: v for k, (_, v) in environment.items()}, effect_id),
-            timeout_seconds=float(_process_timeout(env, action)),
-            on_handshake=record_handshake,
-        )
+        child = effect_process_env(values, effect_id)
+        try:
+            return await run_extension(
+                action,
+                env.input,
+                effect_id=effect_id,
+                executable=launch.executable,
+                cwd=Path(cwd),
+                env=child,
+                timeout_seconds=float(_process_timeout(env, action)),
+                on_handshake=record_handshake,
+                argv_for=argv_for if launch.runtime is not None else None,
+                launch_env=launch.child_env(child) if launch.runtime is not None else None,
+            )
+        except BaseException as exc:
+            # A killed runtime client can leave its container running: remove it.
+            if not (isinstance(exc, TaskFailure) and exc.code != LIMIT_EXCEEDED):
+                for phase in ("handshake", "invoke"):
+                    isolation.remove_container(launch, effect_id, phase)
+            raise
 
     return TaskResult(
         await env.gate.perform(env.attempt, spec, dispatch, prompt=f"run extension {name}")
     )
 
+
+LIMIT_EXCEEDED = "subprocess_output_limit_exceeded"
 
 PROTOCOL_BODIES = {
     "mcp.call": _mcp_call,

@@ -153,10 +153,13 @@ def create_run(
     relation: str | None = None,
     reason: str | None = None,
     guard: Callable[[Any], None] | None = None,
+    probe_isolation: bool = True,
 ) -> str:
     """Commit the run, its pending tasks and ``run.created`` in one transaction.
 
-    ``guard`` runs first inside that transaction (under the write lock): an exclusive
+    A plan whose container tasks have no reachable runtime is refused first (exit 3);
+    ``probe_isolation=False`` skips that for a prediction (``--check``) that runs nothing.
+    ``guard`` runs first inside the transaction (under the write lock): an exclusive
     decision such as "no other compensation of this source is live" raises there and
     nothing is created."""
     from agentctl.engine.actions import unsupported_action_kinds
@@ -178,6 +181,10 @@ def create_run(
     # replay dispatches nothing, so it needs no credential: it works on a keyless machine.
     if mode != "replay":
         check_providers(plan, prepared.workflow, workspace=prepared.workspace)
+    if probe_isolation:
+        from agentctl.engine.isolation import check_isolation
+
+        check_isolation(plan, prepared.workflow)
     run_id = ids.run_id(mode if mode != "execute" else "run")
     now = clock.now()
     budgets = ((prepared.workflow.get("spec") or {}).get("runtime") or {}).get("budgets") or {}

@@ -15,11 +15,12 @@ __all__ = [
     "EffectBlocked",
     "FreshAttempt",
     "OutcomeUnknown",
+    "PAUSE_PREFIX",
     "TaskFailure",
     "as_task_failure",
 ]
 
-# Local I/O failures are the only tool errors a task retry policy may retry (§5.2).
+# Local I/O failures: the tool errors upstream retries, our `transient` retry class.
 RETRYABLE_TOOL_CODES = frozenset(
     {
         "file.not_found",
@@ -33,7 +34,12 @@ RETRYABLE_TOOL_CODES = frozenset(
 
 
 class TaskFailure(Exception):
-    """The current attempt failed. ``stops_run`` overrides ``failure: continue``."""
+    """The current attempt failed. ``stops_run`` overrides ``failure: continue``.
+
+    ``retryable`` marks a transient failure (what upstream retries); ``permanent`` a failure
+    no retry policy may retry (``builtin.fail`` with ``retry: false``, a timed-out attempt
+    that left an effect uncertain).
+    """
 
     def __init__(
         self,
@@ -43,6 +49,7 @@ class TaskFailure(Exception):
         retryable: bool = False,
         stops_run: bool = False,
         details: Any = None,
+        permanent: bool = False,
     ) -> None:
         super().__init__(message)
         self.message = message
@@ -50,11 +57,14 @@ class TaskFailure(Exception):
         self.retryable = retryable
         self.stops_run = stops_run
         self.details = details
+        self.permanent = permanent
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"code": self.code, "message": self.message}
         if self.retryable:
             out["retryable"] = True
+        if self.permanent:
+            out["permanent"] = True
         if self.details is not None:
             out["details"] = self.details
         return out
@@ -77,13 +87,29 @@ class EffectBlocked(Exception):
         self.operation = operation
 
 
-class ApprovalPending(Exception):
-    """An effect or question waits for a person; the run parks (exit 3)."""
+PAUSE_PREFIX = "pause:"
 
-    def __init__(self, approval_id: str, kind: str = "approval") -> None:
+
+class ApprovalPending(Exception):
+    """An effect or question waits for a person; the run parks (exit 3).
+
+    A ``builtin.pause`` step parks the same way with the id ``pause:<task id>`` (no approval
+    record: ``agentctl resume`` itself continues it) and its message.
+    """
+
+    def __init__(
+        self, approval_id: str, kind: str = "approval", message: str | None = None
+    ) -> None:
         super().__init__(approval_id)
         self.approval_id = approval_id
         self.kind = kind
+        self.message = message
+
+    def task_error(self) -> dict[str, Any] | None:
+        """What the parked task row shows while it waits (only a pause says something)."""
+        if self.kind != "pause":
+            return None
+        return {"code": "task.paused", "message": self.message or "paused"}
 
 
 def as_task_failure(error: AgentctlError) -> TaskFailure:

@@ -180,6 +180,8 @@ async def run_body(
 ) -> TaskResult:
     task = env.task
     kind = task.uses.kind
+    row = rows.get(task.id)
+    env.resumed = row is not None and row.status == "waiting_for_approval"
     if kind == "action":
         return await run_action(env, str(task.uses.name))
     if kind == "agent":

@@ -27,6 +27,7 @@ from pydantic import (
     ValidatorFunctionWrapHandler,
     WithJsonSchema,
     WrapValidator,
+    model_validator,
 )
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
@@ -34,6 +35,7 @@ from pydantic_core import PydanticCustomError
 __all__ = [
     "IDENTIFIER_PATTERN",
     "ApprovalOverride",
+    "Backoff",
     "EffectClass",
     "EnvSecretRef",
     "FileSecretRef",
@@ -117,11 +119,48 @@ Identifier = Annotated[
 TimeoutSeconds = Annotated[int, Field(ge=1, le=86400)]
 
 
+class Backoff(SpecModel):
+    """How long to wait before a retried attempt: a fixed or an exponentially growing delay.
+
+    ``jitter`` is the fraction of each delay that is randomised (0 = none, 1 = anywhere
+    between 0 and the full delay); the random part is derived from the run, task and attempt,
+    so the same run always waits the same.
+    """
+
+    kind: Literal["fixed", "exponential"] = "fixed"
+    initial_ms: int = Field(default=1000, ge=0, le=60000)
+    max_ms: int = Field(default=60000, ge=0, le=300000)
+    multiplier: float = Field(default=2.0, ge=1.0, le=10.0)
+    jitter: float = Field(default=0.0, ge=0.0, le=1.0)
+
+    @model_validator(mode="after")
+    def _bounded(self) -> Backoff:
+        if self.max_ms < self.initial_ms:
+            raise ValueError(
+                f"maxMs ({self.max_ms}) must not be below initialMs ({self.initial_ms})"
+            )
+        return self
+
+
 class Retry(SpecModel):
-    """Task retry policy (§5.2): total attempts and a fixed delay between them."""
+    """Task retry policy: total attempts, the wait between them, and what is retried.
+
+    ``retryOn`` narrows which confirmed failures are retried: error codes (``*`` matches any
+    suffix, as in ``provider.*``) or the classes ``transient`` and ``timeout``.
+    """
 
     max_attempts: int = Field(default=1, ge=1, le=20)
     backoff_ms: int = Field(default=0, ge=0, le=60000)
+    backoff: Backoff | None = None
+    retry_on: list[Annotated[str, Field(min_length=1, max_length=200)]] | None = Field(
+        default=None, min_length=1, max_length=64
+    )
+
+    @model_validator(mode="after")
+    def _one_backoff(self) -> Retry:
+        if self.backoff is not None and "backoff_ms" in self.model_fields_set:
+            raise ValueError("set either `backoffMs` (a fixed delay) or `backoff`, not both")
+        return self
 
 
 # --- secret references (§5.1) -------------------------------------------------------------

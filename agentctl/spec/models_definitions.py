@@ -61,10 +61,33 @@ ActionKind = Literal[
     "a2a.delegate",
     "extension.process",
     "builtin.ask",
+    "builtin.fail",
+    "builtin.pause",
 ]
 ToolKind = Literal["builtin.workspace.read", "builtin.workspace.write", "builtin.echo"]
 
 PROCESS_ACTION_KINDS = frozenset({"builtin.shell.exec", "extension.process"})
+#: Variables that steer a container runtime client; a container action's `env` may not set
+#: them (they come from agentctl's own environment).
+CONTAINER_ENGINE_VARIABLES = frozenset(
+    {
+        "CONTAINER_CONNECTION",
+        "CONTAINER_HOST",
+        "DOCKER_CERT_PATH",
+        "DOCKER_CONFIG",
+        "DOCKER_CONTEXT",
+        "DOCKER_HOST",
+        "DOCKER_TLS_VERIFY",
+        "HOME",
+        "PATH",
+        "PODMAN_CONNECTIONS_CONF",
+        "TEMP",
+        "TMP",
+        "TMPDIR",
+        "XDG_CONFIG_HOME",
+        "XDG_RUNTIME_DIR",
+    }
+)
 EXTENSION_PROTOCOL_VERSION = "agentctl.dev/process-extension/v1"
 SEMVER_PATTERN = (
     r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
@@ -233,6 +256,12 @@ class Action(SpecModel):
                 )
             if (self.isolation == "container") != (self.container is not None):
                 raise ValueError("`container` is required exactly when `isolation: container`")
+            reserved = sorted(set(self.env) & CONTAINER_ENGINE_VARIABLES)
+            if self.isolation == "container" and reserved:
+                raise ValueError(
+                    f"env {', '.join(reserved)} would steer the container runtime; a "
+                    "container action may not set it"
+                )
         else:
             process_only = [
                 "command",

@@ -146,11 +146,21 @@ def route(select: str, *cases: Document, default: Sequence[str] | None = None) -
     return body
 
 
-def retry(max_attempts: int, backoff_ms: int | None = None) -> Document:
-    """A retry policy: total attempts and a fixed delay in milliseconds."""
+def retry(
+    max_attempts: int,
+    backoff_ms: int | None = None,
+    *,
+    backoff: Mapping[str, Any] | None = None,
+    retry_on: Sequence[str] | None = None,
+) -> Document:
+    """A retry policy: total attempts and the wait between them (a fixed ``backoff_ms``, or
+    ``backoff={"kind": "exponential", "initialMs": 500}``); ``retry_on`` narrows what is
+    retried (error codes, ``provider.*``, ``transient``, ``timeout``)."""
     return {
         "maxAttempts": max_attempts,
         **({} if backoff_ms is None else {"backoffMs": backoff_ms}),
+        **({} if backoff is None else {"backoff": dict(backoff)}),
+        **({} if retry_on is None else {"retryOn": list(retry_on)}),
     }
 
 

@@ -48,6 +48,8 @@ async def run_extension(
     env: Mapping[str, str],
     timeout_seconds: float,
     on_handshake: Callable[[str], None] | None = None,
+    argv_for: Callable[[str], tuple[str, ...]] | None = None,
+    launch_env: Mapping[str, str] | None = None,
 ) -> Any:
     """Handshake, then invoke; return the extension's validated ``output``.
 
@@ -56,13 +58,21 @@ async def run_extension(
     resolved child environment (its values are redacted from every message).
     ``on_handshake`` receives the announced name once the handshake matched, before the
     invoke runs, so the caller can record which helper answered.
+    A container launch passes ``argv_for(phase)`` (``handshake`` / ``invoke``: the command
+    line before the flag) and ``launch_env`` (the runtime client's environment).
     """
     _validate(input, action.get("inputSchema"), "input", code="extension.input_invalid")
     secrets = list(env.values())
     command = str(action.get("command") or executable)
-    argv = (executable, *[str(arg) for arg in action.get("args") or []])
+    direct = (executable, *[str(arg) for arg in action.get("args") or []])
 
-    handshake = await _run(action, argv, HANDSHAKE_FLAG, None, cwd, env, timeout_seconds)
+    def argv(phase: str) -> tuple[str, ...]:
+        return argv_for(phase) if argv_for is not None else direct
+
+    child_env = env if launch_env is None else launch_env
+    handshake = await _run(
+        action, argv("handshake"), HANDSHAKE_FLAG, None, cwd, child_env, timeout_seconds
+    )
     if handshake.timed_out:
         raise TaskFailure(
             f"extension `{command}` did not answer the handshake within {timeout_seconds:g}s",
@@ -75,7 +85,9 @@ async def run_extension(
 
     request = {"protocolVersion": EXTENSION_PROTOCOL_VERSION, "effectId": effect_id, "input": input}
     stdin = json.dumps(request, ensure_ascii=False).encode()
-    invoked = await _run(action, argv, INVOKE_FLAG, stdin, cwd, env, timeout_seconds)
+    invoked = await _run(
+        action, argv("invoke"), INVOKE_FLAG, stdin, cwd, child_env, timeout_seconds
+    )
     if invoked.timed_out:
         raise OutcomeUnknown(
             f"extension `{command}` timed out after {timeout_seconds:g}s and was killed",
@@ -142,7 +154,11 @@ def _decode(result: process.ProcessResult, command: str, phase: str, secrets: li
         raise TaskFailure(
             f"extension `{command}` {phase} exited with {how}",
             code="extension.failed",
-            details={"phase": phase, "stderr": _tail(result.stderr, secrets)},
+            details={
+                "phase": phase,
+                "exitCode": result.exit_code,
+                "stderr": _tail(result.stderr, secrets),
+            },
         )
     try:
         return json.loads(result.stdout)

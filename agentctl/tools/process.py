@@ -38,6 +38,7 @@ __all__ = [
     "LimitName",
     "ProcessResult",
     "ProcessSpec",
+    "check_allowed",
     "decode_lossy",
     "redact",
     "resolve_executable",
@@ -130,15 +131,9 @@ def redact(text: str, secrets: Iterable[str]) -> str:
     return pattern.sub(_REDACTED, text)
 
 
-def resolve_executable(
-    command: str, allowlist: Sequence[str], search_path: str | None = None
-) -> str:
-    """Return the absolute executable path for ``command`` after the allow-list check.
-
-    The allow-list holds basenames (``policy.processAllowlist``). Names are looked up on
-    ``search_path``, which defaults to agentctl's own ``PATH``: the child's environment is
-    cleared, so its ``PATH`` (if any) says nothing about where executables are.
-    """
+def check_allowed(command: str, allowlist: Sequence[str]) -> None:
+    """The command's form and the allow-list check, without looking for it on this host
+    (a container's command is looked up inside its image)."""
     if not command or "\0" in command:
         raise TaskError(f"process command {command!r} is not valid", code="input.invalid")
     basename = os.path.basename(command)
@@ -154,6 +149,18 @@ def resolve_executable(
             code="policy.process_not_allowed",
             hint=f"add `{basename}` to spec.policy.processAllowlist",
         )
+
+
+def resolve_executable(
+    command: str, allowlist: Sequence[str], search_path: str | None = None
+) -> str:
+    """Return the absolute executable path for ``command`` after the allow-list check.
+
+    The allow-list holds basenames (``policy.processAllowlist``). Names are looked up on
+    ``search_path``, which defaults to agentctl's own ``PATH``: the child's environment is
+    cleared, so its ``PATH`` (if any) says nothing about where executables are.
+    """
+    check_allowed(command, allowlist)
     if os.path.isabs(command):
         if not os.path.exists(command):
             raise TaskError(

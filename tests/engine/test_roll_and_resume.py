@@ -250,8 +250,13 @@ def test_dry_run_and_check_leave_no_database(
     dry = cli("--output", "json", "roll", path, "--db", db, "--dry-run")
     assert dry.exit_code == 0, dry.stderr
     assert not db.exists()
-    assert (workspace / "ledger.txt").read_text() == "dry\n"  # effects still execute
-    (workspace / "ledger.txt").unlink()
+    # The effects ran in a throwaway copy of the workspace; the summary says what changed.
+    assert not (workspace / "ledger.txt").exists()
+    assert [(c["path"], c["change"]) for c in dry.json()["data"]["changedFiles"]] == [
+        ("ledger.txt", "added"),
+        ("out/report.txt", "added"),
+    ]
+    (workspace / "out").mkdir()
     (workspace / "out" / "report.txt").write_text("old\n")
     checked = write_workflow(
         SHELL_WORKFLOW.format(tag="check").replace("${{ tasks.first.output.stdout }}", "new"),

@@ -55,6 +55,11 @@ def test_construct_helpers_produce_the_yaml_shape() -> None:
     }
     assert retry(3, 100) == {"maxAttempts": 3, "backoffMs": 100}
     assert retry(2) == {"maxAttempts": 2}
+    assert retry(3, backoff={"kind": "exponential"}, retry_on=["transient"]) == {
+        "maxAttempts": 3,
+        "backoff": {"kind": "exponential"},
+        "retryOn": ["transient"],
+    }
     assert env("TOKEN") == {"env": "TOKEN"}
     assert compensate("action:put", with_={"k": 1}, timeout_seconds=5) == {
         "uses": "action:put",

@@ -1,0 +1,107 @@
+"""A task attempt's time bound: ``timeoutSeconds`` holds for every task kind.
+
+Each attempt of a task — an action, an agent with all its model turns and tool calls, a
+protocol call — runs under one deadline. When it passes, the in-flight call is cancelled;
+the effect gate records a dispatched effect as ``uncertain`` (it may have happened), and
+the attempt fails with ``task.timeout``. Whether the retry policy may then try again
+depends on what was left uncertain: nothing, or only idempotent effects, is safe; anything
+else (a model call, a process, an unknown remote mutation) is not, and the task stays
+failed until an operator reconciles the effect.
+
+Time spent waiting for a person to answer an interactive approval prompt does not count:
+the deadline is pushed back by the length of the wait.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, TypeVar
+
+from agentctl.engine import journal
+from agentctl.engine.gate import Attempt
+from agentctl.engine.signals import TaskFailure
+from agentctl.store.engine import Store
+
+__all__ = ["SAFE_IDEMPOTENCY", "bounded", "excluding_person_waits"]
+
+T = TypeVar("T")
+
+#: An uncertain effect of one of these kinds may be dispatched again by a new attempt.
+SAFE_IDEMPOTENCY = frozenset({"idempotent", "pure"})
+
+_SCOPE: contextvars.ContextVar[asyncio.Timeout | None] = contextvars.ContextVar(
+    "agentctl_task_deadline", default=None
+)
+
+
+async def bounded(
+    work: Coroutine[Any, Any, T], *, seconds: float, store: Store, attempt: Attempt
+) -> T:
+    """Run one attempt's body under its deadline; a passed deadline is ``task.timeout``."""
+    scope = asyncio.timeout(seconds)
+    try:
+        async with scope:
+            token = _SCOPE.set(scope)
+            try:
+                return await work
+            finally:
+                _SCOPE.reset(token)
+    except TimeoutError:
+        if not scope.expired():
+            raise  # a TimeoutError of the body's own making, not this deadline
+        raise _timeout_failure(store, attempt, seconds) from None
+
+
+def _timeout_failure(store: Store, attempt: Attempt, seconds: float) -> TaskFailure:
+    with store.read() as conn:
+        records = [journal.get_effect(conn, eid) for eid in attempt.effect_ids]
+    uncertain = [r for r in records if r is not None and r.status == "uncertain"]
+    unsafe = [r for r in uncertain if r.idempotency not in SAFE_IDEMPOTENCY]
+    message = (
+        f"task {attempt.task_id} timed out after {seconds:g}s (timeoutSeconds) "
+        f"on attempt {attempt.attempt}"
+    )
+    if unsafe:
+        first = unsafe[0]
+        message += (
+            f"; its {first.operation} effect {first.id} was in flight and is now uncertain, "
+            "so the retry policy does not repeat it: check whether it happened, record that "
+            f"with `agentctl reconcile {first.id} --status applied|not-applied --reason ...`, "
+            "then `agentctl retry` the run"
+        )
+    return TaskFailure(
+        message,
+        code="task.timeout",
+        details={
+            "timeoutSeconds": seconds,
+            "attempt": attempt.attempt,
+            "uncertainEffects": [{"effectId": r.id, "operation": r.operation} for r in uncertain],
+            "retrySafe": not unsafe,
+        },
+    )
+
+
+def excluding_person_waits(
+    approver: Callable[[dict[str, Any]], Awaitable[bool]] | None,
+) -> Callable[[dict[str, Any]], Awaitable[bool]] | None:
+    """Wrap an interactive approver so the time a person takes is not the task's time."""
+    if approver is None:
+        return None
+    ask = approver
+
+    async def wrapped(request: dict[str, Any]) -> bool:
+        scope = _SCOPE.get()
+        when = scope.when() if scope is not None else None
+        if scope is None or when is None:
+            return await ask(request)
+        loop = asyncio.get_running_loop()
+        remaining = when - loop.time()
+        scope.reschedule(None)
+        try:
+            return await ask(request)
+        finally:
+            scope.reschedule(loop.time() + max(remaining, 0.0))
+
+    return wrapped
