@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import random
 import shutil
+import sqlite3
 import tempfile
 import time
 from collections.abc import Callable
@@ -137,6 +138,34 @@ def roll(ctx: Ctx, killed: bool) -> MoveResult:
     result = ctx.command(["roll", workflow, "--input", f"tag={tag}"], env=env)
     desc = f"roll {workflow} tag={tag} {env}"
     return desc, expect(result, OK_RUN_CODES | ({-9} if killed else set()), desc)
+
+
+def roll_under_held_lock(ctx: Ctx) -> MoveResult:
+    """Another program holds the database's write lock past the busy timeout while a run
+    executes: a dispatched effect must never become a failure (at worst the process exits 5
+    and the run stays resumable)."""
+    if not ctx.world.db_exists():
+        return None
+    hold = ctx.rng.choice([0.2, 0.5, 1.0])
+    env = {
+        **PASS_ENV,
+        "AGENTCTL_SQLITE_BUSY_TIMEOUT_MS": "50",
+        "AGENTCTL_STORE_RETRY_SECONDS": ctx.rng.choice(["0.3", "3"]),
+    }
+    tag = ctx.world.next_tag()
+    holder = sqlite3.connect(ctx.world.db, isolation_level=None, timeout=30)
+    try:
+        holder.execute("BEGIN IMMEDIATE")
+        before = set(ctx.world.run_rows())
+        proc = ctx.world.start(["roll", "ledger.yaml", "--input", f"tag={tag}"], env=env)
+        time.sleep(hold)  # the lock is held for this long while the roll tries to write
+        holder.execute("ROLLBACK")
+    finally:
+        holder.close()
+    result = proc.wait()
+    ctx.world.learn_runs(proc.pid, result, before)
+    desc = f"roll ledger.yaml tag={tag} while another connection holds the lock {hold}s"
+    return desc, expect(result, OK_RUN_CODES | {5}, desc)
 
 
 def roll_background(ctx: Ctx) -> MoveResult:
@@ -277,7 +306,13 @@ def truth(ctx: Ctx, effect: dict[str, Any]) -> tuple[bool, dict[str, Any] | None
 def reconcile(ctx: Ctx, which: str) -> MoveResult:
     if which == "live":
         bg = ctx.bg_run()
-        candidates = ctx.unconcluded([bg]) if bg and bg in ctx.checker.inspections else []
+        row = ctx.world.run_rows().get(bg or "")
+        # Live: its owner still executes it. Once a cancel ended the run, the owner has
+        # concluded its effects (uncertain) and an operator may settle them.
+        executing = row is not None and row["status"] == "running" and row["owner_id"]
+        candidates = (
+            ctx.unconcluded([bg]) if bg and executing and bg in ctx.checker.inspections else []
+        )
     elif which == "contradicting":
         candidates = [
             e for e in ctx.effects(ctx.runs()) if e["status"] == "succeeded" and e["confirmed"]
@@ -306,7 +341,9 @@ def reconcile(ctx: Ctx, which: str) -> MoveResult:
     status = "applied" if applied else "not-applied"
     desc = f"reconcile {eid[:12]} ({effect['runId']} {effect['taskId']}) {status}"
     if which == "live":
-        if result.code == 0:
+        after = ctx.world.run_rows().get(effect["runId"]) or {}
+        ended = after.get("status") in TERMINAL_RUN_STATES and not after.get("owner_id")
+        if result.code == 0 and not ended:  # a cancel may have ended the run meanwhile
             return desc, [f"{desc}: accepted while a live process executes the effect"]
         return desc, expect(result, {2, 3, 5}, desc)
     return desc, expect(result, {0}, desc)
@@ -381,6 +418,7 @@ def compensate(ctx: Ctx, concurrent: bool) -> MoveResult:
 MOVES: dict[str, tuple[int, Callable[[Ctx], MoveResult]]] = {
     "roll": (3, lambda c: roll(c, killed=False)),
     "roll-killed": (3, lambda c: roll(c, killed=True)),
+    "roll-under-held-lock": (2, roll_under_held_lock),
     "roll-background": (2, roll_background),
     "release-background": (2, release_background),
     "kill-background": (1, kill_background),
