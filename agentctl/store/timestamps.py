@@ -42,7 +42,11 @@ def to_db(value: datetime | None) -> str | None:
     """The stored text of ``value`` (None stays None)."""
     if value is None:
         return None
-    return utc(value).replace(tzinfo=None).strftime(_DB_FORMAT)
+    if value.tzinfo is not None:
+        value = value.astimezone(UTC).replace(tzinfo=None)
+    # isoformat with a space and microseconds is exactly _DB_FORMAT, at a fraction of
+    # strftime's cost (this runs several times per task transition).
+    return value.isoformat(" ", "microseconds")
 
 
 @overload

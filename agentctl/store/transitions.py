@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
 from agentctl.errors import StateConflictError
@@ -36,28 +37,36 @@ def driver_value(value: Any) -> Any:
     return value
 
 
+@lru_cache(maxsize=512)
+def _statement(
+    kind: str, columns: tuple[str, ...], status: str | None
+) -> tuple[str, tuple[str, ...]]:
+    """The UPDATE text for these columns (built once per shape) and the allowed priors."""
+    table, key_columns = _RECORDS[kind]
+    assignments = ", ".join(f"{column} = ?" for column in columns)
+    where = " AND ".join(f"{column} = ?" for column in key_columns)
+    priors: tuple[str, ...] = ()
+    if status is not None:
+        priors = allowed_priors(kind, status)
+        where += f" AND status IN ({', '.join('?' for _ in priors) or 'NULL'})"
+    return f"UPDATE {table} SET {assignments} WHERE {where}", priors  # noqa: S608
+
+
 def guarded_update(conn: Any, kind: str, key: tuple[Any, ...], values: Mapping[str, Any]) -> None:
     """UPDATE one record; when ``values`` sets ``status``, only from an allowed prior state.
 
     ``conn`` is anything with ``exec_driver_sql`` (a SQLAlchemy connection or the
     executor's driver session). Column names come from our code, never from input.
     """
-    table, key_columns = _RECORDS[kind]
-    assignments = ", ".join(f"{column} = ?" for column in values)
-    where = " AND ".join(f"{column} = ?" for column in key_columns)
+    status = values.get("status")
+    statement, priors = _statement(kind, tuple(values), None if status is None else str(status))
     params: list[Any] = [driver_value(v) for v in values.values()]
     params.extend(key)
-    status = values.get("status")
-    if status is not None:
-        priors = allowed_priors(kind, str(status))
-        where += f" AND status IN ({', '.join('?' for _ in priors) or 'NULL'})"
-        params.extend(priors)
-    result = conn.exec_driver_sql(
-        f"UPDATE {table} SET {assignments} WHERE {where}",  # noqa: S608 - fixed identifiers
-        tuple(params),
-    )
+    params.extend(priors)
+    result = conn.exec_driver_sql(statement, tuple(params))
     if result.rowcount == 1:
         return
+    table, key_columns = _RECORDS[kind]
     found = conn.exec_driver_sql(
         f"SELECT status FROM {table} WHERE {' AND '.join(f'{c} = ?' for c in key_columns)}",  # noqa: S608
         tuple(key),
