@@ -63,3 +63,19 @@ def cli() -> Any:
         return CliResult(code, stdout.getvalue(), stderr.getvalue())
 
     return invoke
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests that need a real container engine run only where one is promised
+    (AGENTCTL_REAL_CONTAINER_TESTS=1): they are deselected elsewhere, not skipped, so a
+    skip in CI always means something is missing that should be there."""
+    import os
+
+    if os.environ.get("AGENTCTL_REAL_CONTAINER_TESTS") == "1":
+        return
+    kept = [item for item in items if item.get_closest_marker("real_container") is None]
+    if len(kept) != len(items):
+        config.hook.pytest_deselected(
+            items=[item for item in items if item.get_closest_marker("real_container")]
+        )
+        items[:] = kept

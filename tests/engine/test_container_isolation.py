@@ -293,12 +293,12 @@ def _pinned_local_image() -> str | None:
     return None
 
 
+@pytest.mark.real_container
 def test_real_daemon_runs_the_command_in_a_container(
     cli: Any, write_workflow: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     image = _pinned_local_image()
-    if image is None:
-        pytest.skip("no reachable Docker/Podman daemon with a locally pinned image")
+    assert image is not None, "AGENTCTL_REAL_CONTAINER_TESTS=1 needs a daemon and a pinned image"
     monkeypatch.setenv("SECRET_GREETING", "x")
     path = write_workflow(
         SHELL.format(image=image, runtime="auto").replace(
