@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from tests.engine.conftest import TOKEN
 from tests.fixtures.otlp.collector import Collector, CollectorServer, ReceivedSpan
 from tests.fixtures.protocol_servers.a2a_peer import A2APeer
 
@@ -255,6 +256,46 @@ def test_run_with_agent_tool_approval_and_a2a_exports_a_linked_span_tree(
     for body in collector.raw:
         assert SECRET.encode() not in body
         assert PROMPT.encode() not in body
+
+
+def test_mcp_requests_carry_the_call_span_as_traceparent(
+    tmp_path: Path,
+    workspace: Path,
+    write_workflow: Any,
+    mcp_url: str,
+) -> None:
+    path = write_workflow(f"""
+        apiVersion: agentctl.dev/v1
+        kind: Workflow
+        metadata: {{name: mcp}}
+        spec:
+          policy:
+            approval: never
+            networkAllowlist: [127.0.0.1]
+            environmentAllowlist: [MCP_TOKEN]
+          mcpServers:
+            calc: {{url: "{mcp_url}", headers: {{Authorization: {{env: MCP_TOKEN}}}}}}
+          actions:
+            call: {{kind: mcp.call}}
+          tasks:
+            - id: add
+              uses: action:call
+              with: {{server: calc, tool: add, arguments: {{a: 2, b: 40}}}}
+    """)
+    with CollectorServer() as collector:
+        env = _env(OTEL_EXPORTER_OTLP_ENDPOINT=collector.url, MCP_TOKEN=f"Bearer {TOKEN}")
+        result = _agentctl(workspace, env, "roll", path, "--db", tmp_path / "r.db")
+    assert result.returncode == 0, result.stderr
+    call = collector.one("tools/call add")
+    assert call.attributes["mcp.method.name"] == "tools/call"
+    assert call.attributes["gen_ai.tool.name"] == "add"
+    assert call.attributes["agentctl.mcp.server"] == "calc"
+    received = (tmp_path / "calls.log.traceparent").read_text().split()
+    # Every HTTP request of the call (initialize, notifications, tools/call) carries it.
+    assert received and {value[:-3] for value in received} == {f"00-{call.trace_id}-{call.span_id}"}
+    assert all(int(value[-2:], 16) & 1 for value in received)  # sampled
+    for body in collector.raw:
+        assert TOKEN.encode() not in body
 
 
 FAILING = """
