@@ -144,6 +144,10 @@ class Output:
             print(f"  {self._style('help:', '1')} {hint}", file=self.stderr)
         self.stderr.flush()
 
+    def warning(self, message: str) -> None:
+        """A human-mode warning on stderr (machine modes keep stderr for the error)."""
+        print(f"{self._style('warning:', '1;33')} {message}", file=self.stderr, flush=True)
+
     def _human_diagnostic(self, diagnostic: Diagnostic) -> None:
         color = "1;31" if diagnostic.severity == "error" else "1;33"
         label = self._style(f"{diagnostic.severity}[{diagnostic.code}]", color)

@@ -122,7 +122,8 @@ def _drive(
         return finished
     require_undamaged(store.path)
     # Imports OpenTelemetry only when --otel or the OTEL_* variables ask for it.
-    telemetry.activate(os.environ)
+    out = output.current()
+    telemetry.activate(os.environ, warn=None if out.machine else out.warning)
 
     async def main() -> RunOutcome:
         task = asyncio.current_task()

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-from collections.abc import Iterator, Mapping, Sequence
+import logging
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -92,9 +93,12 @@ class _OtelSpan(Span):
 class OtelTelemetry(Telemetry):
     enabled = True
 
-    def __init__(self, environ: Mapping[str, str]) -> None:
+    def __init__(
+        self, environ: Mapping[str, str], *, warn: Callable[[str], None] | None = None
+    ) -> None:
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
+        _route_sdk_logs(warn)
         self.capture_content = (environ.get("AGENTCTL_OTEL_CAPTURE_CONTENT") or "").lower() in (
             "1",
             "true",
@@ -208,6 +212,27 @@ class OtelTelemetry(Telemetry):
         self._tracer_provider.shutdown()
         if self._meter_provider is not None:
             self._meter_provider.shutdown()
+
+
+class _Warn(logging.Handler):
+    def __init__(self, warn: Callable[[str], None]) -> None:
+        super().__init__(logging.ERROR)
+        self._warn = warn
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self._warn(f"telemetry: {record.getMessage()}")
+
+
+def _route_sdk_logs(warn: Callable[[str], None] | None) -> None:
+    """The SDK logs export trouble (an unreachable collector) through ``logging``, which
+    would print it to stderr unformatted. Retries are left out; a batch that could not be
+    delivered goes to ``warn``, or nowhere."""
+    logger = logging.getLogger("opentelemetry")
+    logger.propagate = False
+    for handler in list(logger.handlers):
+        if isinstance(handler, _Warn | logging.NullHandler):
+            logger.removeHandler(handler)
+    logger.addHandler(_Warn(warn) if warn is not None else logging.NullHandler())
 
 
 def _exporter(environ: Mapping[str, str], variable: str) -> str:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import importlib.util
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
 
 from agentctl.errors import UsageError
@@ -181,12 +181,13 @@ def _installed() -> bool:
         return False
 
 
-def activate(environ: Mapping[str, str]) -> Telemetry:
+def activate(environ: Mapping[str, str], *, warn: Callable[[str], None] | None = None) -> Telemetry:
     """Switch to the OpenTelemetry bridge when enabled (see :func:`enabled_by`).
 
     Idempotent. ``--otel`` without the ``otel`` extra installed is a usage error (exit 2);
     environment variables alone leave telemetry off then, because they are often set for
-    every service on a host.
+    every service on a host. ``warn`` receives the SDK's export failures (None: dropped,
+    as machine output must keep stderr to its one error document).
     """
     global _active
     if _active.enabled or not enabled_by(environ, _requested):
@@ -201,7 +202,7 @@ def activate(environ: Mapping[str, str]) -> Telemetry:
     _check_exporters(environ)
     from agentctl.observability.otel import OtelTelemetry
 
-    _active = OtelTelemetry(environ)
+    _active = OtelTelemetry(environ, warn=warn)
     return _active
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -333,6 +334,51 @@ def test_a_failed_effect_is_an_error_status_with_an_exception_event(
     assert attributes["exception.type"] == effect.attributes["error.type"]
     assert task.attributes["agentctl.task.status"] == "failed"
     assert root.attributes["agentctl.run.state"] == "failed"
+
+
+def _closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.mark.parametrize("mode", ["json", "human"])
+def test_an_unreachable_collector_changes_neither_the_outcome_nor_the_error_document(
+    mode: str, tmp_path: Path, workspace: Path, write_workflow: Any
+) -> None:
+    """The SDK's export failures never break machine output (stderr holds exactly the one
+    error document); in human mode they are one warning per signal."""
+    path = write_workflow(FAILING)
+    env = _env(
+        OTEL_EXPORTER_OTLP_ENDPOINT=f"http://127.0.0.1:{_closed_port()}",
+        OTEL_EXPORTER_OTLP_TIMEOUT="1",
+    )
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "agentctl",
+            "--output",
+            mode,
+            "roll",
+            str(path),
+            "--db",
+            str(tmp_path / "r.db"),
+        ],
+        cwd=workspace,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 4
+    if mode == "json":
+        assert json.loads(result.stderr)["error"]["code"] == "subprocess.failed"
+    else:
+        warnings = [line for line in result.stderr.splitlines() if "telemetry:" in line]
+        assert warnings and all(line.startswith("warning: telemetry:") for line in warnings)
+        assert "Traceback" not in result.stderr
 
 
 SIMPLE = """
