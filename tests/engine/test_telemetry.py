@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import json
 import os
+import pty
+import select
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -334,6 +337,68 @@ def test_a_failed_effect_is_an_error_status_with_an_exception_event(
     assert attributes["exception.type"] == effect.attributes["error.type"]
     assert task.attributes["agentctl.task.status"] == "failed"
     assert root.attributes["agentctl.run.state"] == "failed"
+
+
+TERMINAL_APPROVAL = """
+apiVersion: agentctl.dev/v1
+kind: Workflow
+metadata: {name: interactive}
+spec:
+  policy: {approval: mutations, writableRoots: [out]}
+  actions:
+    save: {kind: builtin.write}
+  tasks:
+    - id: write
+      uses: action:save
+      with: {path: out/ok.txt, content: approved at the terminal}
+"""
+
+
+def _read_until(fd: int, needle: bytes) -> bytes:
+    """Read the terminal until ``needle`` shows or the child closes it (a stuck child
+    fails the test after a generous bound instead of hanging it)."""
+    seen = b""
+    deadline = time.monotonic() + 60
+    while needle not in seen:
+        assert time.monotonic() < deadline, seen
+        ready, _, _ = select.select([fd], [], [], 0.5)
+        if not ready:
+            continue
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        seen += chunk
+    return seen
+
+
+def test_an_approval_at_the_terminal_is_a_wait_span(
+    tmp_path: Path, workspace: Path, write_workflow: Any
+) -> None:
+    path = write_workflow(TERMINAL_APPROVAL)
+    with CollectorServer() as collector:
+        env = _env(OTEL_EXPORTER_OTLP_ENDPOINT=collector.url)
+        argv = [sys.executable, "-m", "agentctl", "roll", str(path), "--db", str(tmp_path / "r.db")]
+        pid, fd = pty.fork()
+        if pid == 0:  # the child: agentctl with a terminal on stdin, stdout and stderr
+            os.execve(sys.executable, [*argv, "--interactive"], env)
+        try:
+            _read_until(fd, b"[y/N]")
+            os.write(fd, b"y\n")
+            rest = _read_until(fd, b"\x00")  # everything until the child closes the terminal
+        finally:
+            _, status = os.waitpid(pid, 0)
+            os.close(fd)
+    assert os.waitstatus_to_exitcode(status) == 0, rest
+    effect = collector.one("effect builtin.write")
+    wait, call = sorted(_children(collector, effect), key=lambda s: s.start_ns)
+    assert wait.name == "approval wait builtin.write"
+    assert wait.attributes["agentctl.approval.status"] == "approved"
+    assert call.start_ns >= wait.end_ns  # dispatched after the decision
+    (waited,) = collector.metrics["agentctl.approval.wait"]
+    assert waited[0] == {"agentctl.approval.status": "approved"}
 
 
 def _closed_port() -> int:
