@@ -12,6 +12,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any, Literal, TextIO
 
 from agentctl.diagnostics import Diagnostic
@@ -93,6 +94,8 @@ class Output:
     def event(self, kind: str, data: Any, *, human: str | None = None) -> None:
         """A progress event: a line of JSON in ``jsonl`` mode, stderr text in human mode."""
         if self.mode == "jsonl":
+            if isinstance(data, dict):  # when it was reported, UTC
+                data = {**data, "at": datetime.now(UTC).isoformat()}
             document = {"apiVersion": API_VERSION, "kind": kind, "ok": True, "data": data}
             print(_dump(document, "jsonl"), file=self.stdout, flush=True)
         elif self.mode == "human" and human is not None:

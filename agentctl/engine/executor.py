@@ -704,7 +704,8 @@ class RunExecutor:
 
     def _emit(self, kind: str, data: dict[str, Any]) -> None:
         if self.options.events is not None:
-            self.options.events(kind, {"runId": self.run_id, **data})
+            ids = self.trace.event_fields(data.get("taskId"))
+            self.options.events(kind, {"runId": self.run_id, **ids, **data})
 
     def _finish_run(
         self, status: str, *, output: Any = None, error: dict[str, Any] | None = None

@@ -121,6 +121,13 @@ class RunTrace:
         ids = self.attempts.get(task_id)
         return {} if ids is None else {"trace_id": ids[0], "span_id": ids[1]}
 
+    def event_fields(self, task_id: str | None) -> dict[str, str]:
+        """``traceId``/``spanId`` for a progress event: the task's attempt span, or the
+        execution's root span (nothing when telemetry is off)."""
+        ids = self.attempts.get(task_id) if task_id else self.span.ids
+        ids = ids or self.span.ids
+        return {} if ids is None else {"traceId": ids[0], "spanId": ids[1]}
+
     def finish(self, status: str, error: Mapping[str, Any] | None) -> None:
         """The execution ended with the run in ``status``."""
         if self.span.ids is None or self._ended:

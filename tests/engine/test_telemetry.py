@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 import time
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -337,6 +338,42 @@ def test_a_failed_effect_is_an_error_status_with_an_exception_event(
     assert attributes["exception.type"] == effect.attributes["error.type"]
     assert task.attributes["agentctl.task.status"] == "failed"
     assert root.attributes["agentctl.run.state"] == "failed"
+
+
+def test_jsonl_events_carry_time_and_the_span_they_report(
+    tmp_path: Path, workspace: Path, write_workflow: Any
+) -> None:
+    path = write_workflow(SIMPLE)
+    with CollectorServer() as collector:
+        env = _env(OTEL_EXPORTER_OTLP_ENDPOINT=collector.url)
+        result = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "agentctl",
+                "--output",
+                "jsonl",
+                "roll",
+                str(path),
+                "--db",
+                str(tmp_path / "r.db"),
+            ],
+            cwd=workspace,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    assert result.returncode == 0, result.stderr
+    events = [json.loads(line)["data"] for line in result.stdout.splitlines()[:-1]]
+    root = collector.one("run plain")
+    task = collector.one("task hello")
+    by_kind = {("task" if "taskId" in e else "run"): e for e in events}
+    assert (by_kind["task"]["traceId"], by_kind["task"]["spanId"]) == (task.trace_id, task.span_id)
+    assert (by_kind["run"]["traceId"], by_kind["run"]["spanId"]) == (root.trace_id, root.span_id)
+    for event in events:
+        assert datetime.fromisoformat(event["at"]).utcoffset() == timedelta(0)
 
 
 TERMINAL_APPROVAL = """
