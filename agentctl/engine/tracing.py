@@ -245,6 +245,8 @@ def traced_effect(perform: F) -> F:
             try:
                 result = await perform(gate, attempt, spec, dispatch, **options)
                 span.set({"agentctl.effect.reused": not calls})
+                if calls and spec.effect_class == "model":
+                    _model_cost(span, spec, options.get("usage"), result)
                 return result
             except BaseException as exc:
                 status = _conclude(span, exc)
@@ -365,6 +367,23 @@ def _model_response(
         count = usage.get(key)
         if isinstance(count, int):
             bridge.record("gen_ai.client.token.usage", count, {**labels, "gen_ai.token.type": kind})
+
+
+def _model_cost(span: Span, spec: EffectSpec, usage: Any, result: Any) -> None:
+    """The priced cost of a dispatched model call (``runtime.pricing``), from the same
+    usage function the budget settles with; unpriced models have none."""
+    if usage is None or not isinstance(result, Mapping):
+        return
+    micro = usage(result).get("costMicrousd")
+    if micro is None:
+        return
+    data = spec.effect_input if isinstance(spec.effect_input, Mapping) else {}
+    span.set({"agentctl.provider.cost_usd": micro / 1_000_000})
+    labels = {
+        "gen_ai.provider.name": str(data.get("provider") or spec.operation),
+        "gen_ai.request.model": str(data.get("model") or ""),
+    }
+    active().add("agentctl.provider.cost", micro / 1_000_000, labels)
 
 
 async def approval_wait(

@@ -41,6 +41,13 @@ spec:
     writableRoots: [notes]
   providers:
     fake: {{kind: fake}}
+  runtime:
+    pricing:
+      version: test
+      models:
+        fake/scripted:
+          inputMicrousdPerMillionTokens: 1000000
+          outputMicrousdPerMillionTokens: 1000000
   a2aPeers:
     helper:
       cardUrl: "{card_url}"
@@ -198,6 +205,8 @@ def test_run_with_agent_tool_approval_and_a2a_exports_a_linked_span_tree(
     assert chat.attributes["gen_ai.response.finish_reasons"] == ["tool_calls"]
     assert chat.attributes["gen_ai.usage.input_tokens"] >= 1
     assert chat.attributes["gen_ai.usage.output_tokens"] >= 1
+    # Priced at one micro-USD per token: one input and one output token.
+    assert first_write[0].attributes["agentctl.provider.cost_usd"] == pytest.approx(2e-6)
     assert first_write[1].attributes["agentctl.effect.status"] == "waiting_for_approval"
     assert tasks["write"].attributes["agentctl.task.status"] == "waiting_for_approval"
 
@@ -211,6 +220,7 @@ def test_run_with_agent_tool_approval_and_a2a_exports_a_linked_span_tree(
         "effect fake",
     ]
     assert resumed_effects[0].attributes["agentctl.effect.reused"] is True
+    assert "agentctl.provider.cost_usd" not in resumed_effects[0].attributes  # paid before
     assert _children(collector, resumed_effects[0]) == []
     tool_children = {s.name: s for s in _children(collector, resumed_effects[1])}
     assert sorted(tool_children) == ["approval wait tool.write_note", "execute_tool write_note"]
@@ -252,6 +262,10 @@ def test_run_with_agent_tool_approval_and_a2a_exports_a_linked_span_tree(
     }
     assert token_types == {"input", "output"}
     assert collector.metrics["agentctl.approval.wait"]
+    # Each execution's process exports its own counter: one dispatched call priced in each.
+    costs = collector.metrics["agentctl.provider.cost"]
+    assert [value for _, value in costs] == [pytest.approx(2e-6)] * 2
+    assert costs[0][0] == {"gen_ai.provider.name": "fake", "gen_ai.request.model": "scripted"}
     assert collector.metrics["agentctl.task.duration"]
     statuses = {a["agentctl.effect.status"] for a, _ in collector.metrics["agentctl.effects"]}
     assert statuses == {"succeeded", "waiting_for_approval"}
