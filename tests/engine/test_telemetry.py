@@ -354,6 +354,32 @@ def test_a_failed_effect_is_an_error_status_with_an_exception_event(
     assert root.attributes["agentctl.run.state"] == "failed"
 
 
+def test_an_effect_left_started_by_a_crash_is_uncertain_in_the_resumed_trace(
+    tmp_path: Path, workspace: Path, write_workflow: Any
+) -> None:
+    path = write_workflow(SIMPLE)
+    db = tmp_path / "r.db"
+    with CollectorServer() as collector:
+        env = _env(OTEL_EXPORTER_OTLP_ENDPOINT=collector.url)
+        killed = _agentctl(
+            workspace, {**env, "AGENTCTL_FAULT": "effect.started"}, "roll", path, "--db", db
+        )
+        assert killed.returncode == -9, killed.stderr
+        listing = _agentctl(workspace, env, "runs", "list", "--db", db)
+        (listed,) = json.loads(listing.stdout)["data"]["runs"]
+        resumed = _agentctl(workspace, env, "resume", listed["runId"], "--db", db)
+    assert resumed.returncode == 3, resumed.stderr  # blocked until an operator reconciles
+    # The killed process exported nothing; the resume's trace shows the uncertain effect.
+    effect = collector.one("effect builtin.shell.exec")
+    assert effect.attributes["agentctl.effect.status"] == "uncertain"
+    assert effect.status_code == 2
+    assert [name for name, _ in effect.events] == ["exception"]
+    assert effect.events[0][1]["exception.type"] == "effect.uncertain"
+    statuses = [a["agentctl.effect.status"] for a, _ in collector.metrics["agentctl.effects"]]
+    assert statuses == ["uncertain"]
+    assert collector.one("run plain").attributes["agentctl.run.state"] == "paused"
+
+
 def test_jsonl_events_carry_time_and_the_span_they_report(
     tmp_path: Path, workspace: Path, write_workflow: Any
 ) -> None:
