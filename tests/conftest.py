@@ -30,6 +30,15 @@ def _isolate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("AGENTCTL_DB", raising=False)
     monkeypatch.delenv("AGENTCTL_SQLITE_SYNCHRONOUS", raising=False)
     monkeypatch.delenv("NO_COLOR", raising=False)
+    # Telemetry is opt-in per test: a developer's OTEL_* settings must not export test runs.
+    for name in (
+        "OTEL_EXPORTER_OTLP_ENDPOINT",
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+        "OTEL_TRACES_EXPORTER",
+        "OTEL_SDK_DISABLED",
+        "TRACEPARENT",
+    ):
+        monkeypatch.delenv(name, raising=False)
     work = tmp_path / "work"
     work.mkdir()
     monkeypatch.chdir(work)

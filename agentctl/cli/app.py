@@ -55,6 +55,15 @@ def _root(
     verbose: Annotated[
         bool, typer.Option("-v", "--verbose", help="Human mode also prints the full data.")
     ] = False,
+    otel: Annotated[
+        bool,
+        typer.Option(
+            "--otel",
+            help="Export OpenTelemetry traces and metrics over OTLP/HTTP (needs the `otel` "
+            "extra; the OTEL_* variables also turn it on), e.g. "
+            "`OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318 agentctl --otel roll w.yaml`.",
+        ),
+    ] = False,
 ) -> None:
     """Run AI-agent workflows durably: every effect is journaled before it is dispatched."""
 

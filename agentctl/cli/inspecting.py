@@ -56,6 +56,13 @@ def runs_list_command(
     out.success("RunList", {"runs": found}, human=human)
 
 
+def _span_suffix(record: dict[str, Any]) -> str:
+    """Where a task or effect is in its trace, when telemetry recorded it."""
+    if not record.get("traceId"):
+        return ""
+    return f"  trace {record['traceId']} span {record['spanId']}"
+
+
 def inspect_command(
     ctx: typer.Context,
     run_id: Annotated[str, typer.Argument(help="The run to inspect.")],
@@ -74,12 +81,15 @@ def inspect_command(
         print(f"{run['runId']} {run['state']}  workflow {run['workflow']}", file=out.stdout)
         if run.get("error"):
             print(f"  error: {run['error'].get('message')}", file=out.stdout)
+        if run.get("traceId"):
+            print(f"  trace {run['traceId']} span {run['spanId']}", file=out.stdout)
         print("tasks:", file=out.stdout)
         for task in data["tasks"]:
             error = task.get("error") or {}
             suffix = f"  ({error.get('message')})" if error.get("message") else ""
             print(
-                f"  {task['state']:<21} {task['taskId']} #{task['attempt']}{suffix}",
+                f"  {task['state']:<21} {task['taskId']} #{task['attempt']}{suffix}"
+                f"{_span_suffix(task)}",
                 file=out.stdout,
             )
             condition = task.get("condition")
@@ -103,7 +113,7 @@ def inspect_command(
             tail = f"  reconciled: {conclusions}" if conclusions else ""
             print(
                 f"  {effect['status']:<21} {effect['effectId'][:16]} {effect['operation']}"
-                f" ({effect['taskId']}){tail}",
+                f" ({effect['taskId']}){tail}{_span_suffix(effect)}",
                 file=out.stdout,
             )
         pending = [a for a in data["approvals"] if a["status"] == "pending"]

@@ -62,6 +62,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     from typer.main import get_command
 
     from agentctl.cli.app import app
+    from agentctl.observability import telemetry
+
+    telemetry.request(options.otel)
 
     command = get_command(app)
     captured = io.StringIO()
@@ -108,6 +111,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             hint="this is a bug in agentctl; rerun with --verbose for the traceback and report it",
         )
         return EXIT_INTERNAL
+    finally:
+        # Flushes spans and metrics when a command turned telemetry on (a no-op otherwise).
+        telemetry.shutdown()
     text = captured.getvalue()
     if out.machine and text and not out.emitted:
         out.success("Help", {"text": text})

@@ -12,6 +12,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any, Literal, TextIO
 
 from agentctl.diagnostics import Diagnostic
@@ -93,6 +94,8 @@ class Output:
     def event(self, kind: str, data: Any, *, human: str | None = None) -> None:
         """A progress event: a line of JSON in ``jsonl`` mode, stderr text in human mode."""
         if self.mode == "jsonl":
+            if isinstance(data, dict):  # when it was reported, UTC
+                data = {**data, "at": datetime.now(UTC).isoformat()}
             document = {"apiVersion": API_VERSION, "kind": kind, "ok": True, "data": data}
             print(_dump(document, "jsonl"), file=self.stdout, flush=True)
         elif self.mode == "human" and human is not None:
@@ -143,6 +146,10 @@ class Output:
         if hint:
             print(f"  {self._style('help:', '1')} {hint}", file=self.stderr)
         self.stderr.flush()
+
+    def warning(self, message: str) -> None:
+        """A human-mode warning on stderr (machine modes keep stderr for the error)."""
+        print(f"{self._style('warning:', '1;33')} {message}", file=self.stderr, flush=True)
 
     def _human_diagnostic(self, diagnostic: Diagnostic) -> None:
         color = "1;31" if diagnostic.severity == "error" else "1;33"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import os
 import signal
 import sys
 from collections.abc import Awaitable, Callable
@@ -25,6 +26,7 @@ from agentctl.errors import (
     RunFailedError,
     UsageError,
 )
+from agentctl.observability import telemetry
 
 if TYPE_CHECKING:
     from agentctl.engine.executor import ExecutionOptions, RunOutcome
@@ -119,6 +121,9 @@ def _drive(
     if finished is not None:
         return finished
     require_undamaged(store.path)
+    # Imports OpenTelemetry only when --otel or the OTEL_* variables ask for it.
+    out = output.current()
+    telemetry.activate(os.environ, warn=None if out.machine else out.warning)
 
     async def main() -> RunOutcome:
         task = asyncio.current_task()

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from agentctl import tracecontext
 from agentctl.compiler.plan import PlanTask
 from agentctl.engine.gate import Attempt, EffectGate
 from agentctl.policy.paths import WorkspacePolicy
@@ -24,8 +25,9 @@ def effect_process_env(resolved: Mapping[str, str], idempotency_key: str) -> dic
     duplicate requests. The key is the effect id: the same on every dispatch of that effect
     (a resume that runs a never-started request again included), new for a fresh attempt.
     It is not part of the effect's recorded input (it is derived from it), and agentctl's
-    value wins over an action ``env`` entry of the same name."""
-    return {**resolved, IDEMPOTENCY_KEY_VARIABLE: idempotency_key}
+    value wins over an action ``env`` entry of the same name. With telemetry on, the
+    process also gets ``TRACEPARENT``: the W3C trace context of the call that runs it."""
+    return tracecontext.with_environment({**resolved, IDEMPOTENCY_KEY_VARIABLE: idempotency_key})
 
 
 @dataclass

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import heapq
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC
@@ -22,7 +23,7 @@ from typing import Any
 
 from agentctl.compiler.plan import Plan, PlanTask
 from agentctl.digest import canonical_json, digest_json, sha256_hex
-from agentctl.engine import deadlines, retrying
+from agentctl.engine import deadlines, retrying, tracing
 from agentctl.engine.compensation import mark_compensated
 from agentctl.engine.context import TaskEnv, TaskResult
 from agentctl.engine.gate import Attempt, EffectGate
@@ -130,6 +131,7 @@ class RunExecutor:
                 conn, self.run_id, (spec.get("memory") or {}).get("working") or {}
             )
             self.log = RunLog.open(conn, self.run_id)
+            self.trace = tracing.RunTrace.begin(conn, self.log, run, opts.environ)
             if run.status != "running":
                 self.log.set_run(conn, status="running", updated_at=self.clock.now())
                 self.log.event(conn, "run.resumed", {"from": run.status}, now=self.clock.now())
@@ -180,7 +182,7 @@ class RunExecutor:
         session_scope = contextlib.ExitStack()
         self._session = session_scope.enter_context(self.owned.driver_session())
         session_scope.enter_context(secret_sources(self.workspace.workspace_root, policy))
-        drive = asyncio.create_task(self._drive())
+        drive = asyncio.create_task(self._drive(), context=self.trace.context())
         watcher = asyncio.create_task(self._watch_cancel(drive))
         heartbeat = asyncio.create_task(self._heartbeat(drive))
         try:
@@ -211,6 +213,7 @@ class RunExecutor:
                     await helper
             session_scope.close()
             self.artifacts.close()
+            self.trace.close(sys.exc_info()[1])  # ends the span if no state was reached
             if not self._released:
                 with contextlib.suppress(AgentctlError), self.store.write() as conn:
                     ownership.release(conn, self.run_id, self.owned.token)
@@ -500,11 +503,16 @@ class RunExecutor:
                     run_created_at=self.run.created_at.replace(tzinfo=UTC),
                     condition=condition,
                 )
-                result: TaskResult = await deadlines.bounded(
-                    run_body(env, self.rows, context, self.options.pool),
-                    seconds=task.timeout_seconds,
-                    store=self.store,
-                    attempt=attempt,
+                result: TaskResult = await tracing.traced_attempt(
+                    self.trace,
+                    task,
+                    attempt,
+                    deadlines.bounded(
+                        run_body(env, self.rows, context, self.options.pool),
+                        seconds=task.timeout_seconds,
+                        store=self.store,
+                        attempt=attempt,
+                    ),
                 )
                 if not self.options.check:
                     check_contract(task, result.output)
@@ -661,6 +669,7 @@ class RunExecutor:
             values["input_digest"] = outcome.input_digest
         if outcome.condition is not None:
             values["condition_json"] = canonical_json(outcome.condition)
+        values.update(self.trace.task_values(task.id))
         if delta:
             values["state_delta_json"] = canonical_json(delta)
             values["state_delta_digest"] = digest_json(delta)
@@ -695,7 +704,8 @@ class RunExecutor:
 
     def _emit(self, kind: str, data: dict[str, Any]) -> None:
         if self.options.events is not None:
-            self.options.events(kind, {"runId": self.run_id, **data})
+            ids = self.trace.event_fields(data.get("taskId"))
+            self.options.events(kind, {"runId": self.run_id, **ids, **data})
 
     def _finish_run(
         self, status: str, *, output: Any = None, error: dict[str, Any] | None = None
@@ -716,6 +726,7 @@ class RunExecutor:
                 close_live_parts(conn, self.run_id, now)
             self.log.event(conn, f"run.{status}", {"error": error}, now=now)
         self._released = True
+        self.trace.finish(status, error)
         self._emit("run", {"state": status})
 
     def _park_waiting(self, approvals: list[str]) -> RunOutcome:

@@ -32,6 +32,7 @@ from agentctl.engine.signals import (
     TaskFailure,
     as_task_failure,
 )
+from agentctl.engine.tracing import approval_wait, approval_waited, traced_dispatch, traced_effect
 from agentctl.errors import AgentctlError, Cancelled, OwnershipLostError, PersistenceError
 from agentctl.ids import Clock, approval_id
 from agentctl.store import effects_repo
@@ -93,6 +94,7 @@ class EffectGate:
         with self.store.read() as conn:
             return journal.get_effect(conn, eid) is not None
 
+    @traced_effect
     async def perform(
         self,
         attempt: Attempt,
@@ -320,7 +322,7 @@ class EffectGate:
             )
 
         if self.approver is not None:
-            allowed = await self.approver(request)
+            allowed = await approval_wait(self.approver, request)
             now = self.clock.now()
             with self.store.write() as conn:
                 store_approval(conn, now)
@@ -391,6 +393,7 @@ class EffectGate:
             approval = get_approval(conn, aid)
         if approval is None or approval.status == "pending":
             raise ApprovalPending(aid)
+        approval_waited(approval, record.operation)
         if approval.status != "approved":
             return self._reject(attempt, record, aid)
         return await self._start_and_dispatch(attempt, record, spec, dispatch)
@@ -428,7 +431,7 @@ class EffectGate:
                 self._on_task_running(conn, attempt)
         self.faults.hit("effect.started")
         try:
-            result = await dispatch(record.id)
+            result = await traced_dispatch(spec, dispatch, record.id)
         except TaskFailure as failure:
             self._finish(attempt, record, "failed", error=failure.to_json())
             raise

@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 from agentctl.digest import canonical_json, effect_id, effect_input_digest
 from agentctl.errors import NotFoundError, PersistenceError
+from agentctl.observability import telemetry
 from agentctl.store import effects_repo
 from agentctl.store.engine import SqlRunner
 from agentctl.store.records import check_format_version
@@ -243,6 +244,7 @@ def insert_requested(
         risk=spec.risk,
         request_json=_dumps(spec.request if spec.request is not None else spec.effect_input),
         now=now,
+        trace_ids=telemetry.active().current_ids(),
     )
     found = get_effect(conn, eid)
     assert found is not None

@@ -330,6 +330,11 @@ def list_runs(
         ]
 
 
+def _trace_json(ids: tuple[str, str] | None) -> dict[str, str | None]:
+    """The ``traceId``/``spanId`` of a record (null when telemetry was off)."""
+    return {"traceId": ids[0] if ids else None, "spanId": ids[1] if ids else None}
+
+
 def inspect_run(store: Store, run_id: str) -> dict[str, Any]:
     with store.read() as conn:
         run = load_run(conn, run_id)
@@ -357,6 +362,7 @@ def inspect_run(store: Store, run_id: str) -> dict[str, Any]:
             {"name": row[0], "version": row[1], "digest": row[2], "taskId": row[3], "path": row[4]}
             for row in inspect_repo.artifact_listing(conn, run_id)
         ]
+        traces = inspect_repo.trace_index(conn, run_id)
         calls = [
             {
                 "effectId": row[0],
@@ -380,12 +386,19 @@ def inspect_run(store: Store, run_id: str) -> dict[str, Any]:
             "deadlineAt": run.deadline_at.isoformat() if run.deadline_at else None,
             "cancelRequested": run.cancel_requested,
             "owner": run.owner_id,
+            **_trace_json(traces.run),
         },
         "tasks": [
-            {**row.to_json(), "condition": conditions.get(task_id)}
+            {
+                **row.to_json(),
+                "condition": conditions.get(task_id),
+                **_trace_json(traces.tasks.get(task_id)),
+            }
             for task_id, row in task_rows.items()
         ],
-        "effects": effect_json,
+        "effects": [
+            {**item, **_trace_json(traces.effects.get(item["effectId"]))} for item in effect_json
+        ],
         "approvals": approvals,
         "checkpoints": int(checkpoint_count),
         "budget": ledger,

@@ -18,6 +18,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from agentctl.digest import canonical_json, digest_json
+from agentctl.observability import telemetry
 from agentctl.store import audit_repo
 from agentctl.store.formats import FORMAT_VERSION
 from agentctl.store.records import check_format_version
@@ -51,9 +52,11 @@ class AuditEvent:
     digest: str
     created_at: datetime
     format_version: int = FORMAT_VERSION
+    trace_id: str | None = None
+    span_id: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "seq": self.seq,
             "kind": self.kind,
             "taskId": self.task_id,
@@ -65,6 +68,10 @@ class AuditEvent:
             "createdAt": _stamp(self.created_at),
             "formatVersion": self.format_version,
         }
+        if self.trace_id is not None:
+            # Correlation with a trace, written when telemetry was on (not chained).
+            data["traceId"], data["spanId"] = self.trace_id, self.span_id
+        return data
 
 
 def _event_digest(
@@ -146,6 +153,8 @@ def append_event_after(
     digest = _event_digest(
         run_id, seq, kind, task_id, effect_id, payload_json, prev, now, FORMAT_VERSION
     )
+    ids = telemetry.active().current_ids()
+    trace_id, span_id = ids if ids is not None else (None, None)
     audit_repo.insert_event(
         conn,
         audit_repo.AuditRow(
@@ -159,9 +168,23 @@ def append_event_after(
             prev_digest=prev,
             digest=digest,
             created_at=now,
+            trace_id=trace_id,
+            span_id=span_id,
         ),
     )
-    return AuditEvent(run_id, seq, kind, task_id, effect_id, stored_payload, prev, digest, now)
+    return AuditEvent(
+        run_id,
+        seq,
+        kind,
+        task_id,
+        effect_id,
+        stored_payload,
+        prev,
+        digest,
+        now,
+        trace_id=trace_id,
+        span_id=span_id,
+    )
 
 
 def _payload(run_id: str, seq: int, text: str) -> Any:
@@ -194,6 +217,8 @@ def list_events(conn: SqlRunner, run_id: str) -> list[AuditEvent]:
                 digest=row.digest,
                 created_at=row.created_at,
                 format_version=row.format_version,
+                trace_id=row.trace_id,
+                span_id=row.span_id,
             )
         )
     return events

@@ -33,11 +33,14 @@ class AuditRow:
     prev_digest: str | None
     digest: str
     created_at: datetime
+    # The span current when the event was written; outside the chained digest.
+    trace_id: str | None = None
+    span_id: str | None = None
 
 
 _COLUMNS = (
     "run_id, seq, format_version, kind, task_id, effect_id, payload_json, prev_digest, "
-    "digest, created_at"
+    "digest, created_at, trace_id, span_id"
 )
 
 
@@ -53,6 +56,8 @@ def _row(row: Sequence[Any]) -> AuditRow:
         prev_digest=row[7],
         digest=str(row[8]),
         created_at=from_db(row[9]),
+        trace_id=row[10],
+        span_id=row[11],
     )
 
 
@@ -67,7 +72,7 @@ def chain_head(conn: SqlRunner, run_id: str) -> tuple[int, str] | None:
 
 def insert_event(conn: SqlRunner, row: AuditRow) -> None:
     conn.exec_driver_sql(
-        f"INSERT INTO audit_events ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",  # noqa: S608
+        f"INSERT INTO audit_events ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",  # noqa: S608
         (
             row.run_id,
             row.seq,
@@ -79,6 +84,8 @@ def insert_event(conn: SqlRunner, row: AuditRow) -> None:
             row.prev_digest,
             row.digest,
             to_db(row.created_at),
+            row.trace_id,
+            row.span_id,
         ),
     )
 

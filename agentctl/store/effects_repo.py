@@ -153,13 +153,15 @@ def insert_effect(
     risk: str,
     request_json: str | None,
     now: datetime,
+    trace_ids: tuple[str, str] | None = None,
 ) -> None:
-    """Journal an effect as ``requested`` (its idempotency key is its id)."""
+    """Journal an effect as ``requested`` (its idempotency key is its id); ``trace_ids``
+    are those of its span when telemetry is on."""
     conn.exec_driver_sql(
         "INSERT INTO effects (id, format_version, run_id, task_id, attempt, ordinal, "
         "operation, input_digest, effect_class, idempotency, risk, idempotency_key, status, "
-        "request_json, confirmed, requested_at) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'requested', ?, 0, ?)",
+        "request_json, confirmed, requested_at, trace_id, span_id) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'requested', ?, 0, ?, ?, ?)",
         (
             effect_id,
             FORMAT_VERSION,
@@ -175,6 +177,8 @@ def insert_effect(
             effect_id,
             request_json,
             to_db(now),
+            None if trace_ids is None else trace_ids[0],
+            None if trace_ids is None else trace_ids[1],
         ),
     )
 

@@ -28,6 +28,7 @@ __all__ = [
     "list_runs",
     "run",
     "run_state",
+    "trace_ids",
 ]
 
 RUN_COLUMNS = (
@@ -147,6 +148,15 @@ def run_state(conn: SqlRunner, run_id: str) -> tuple[str, str | None, str | None
         raise unknown_run(run_id)
     check_format_version("run", run_id, int(row[3]))
     return str(row[0]), row[1], row[2]
+
+
+def trace_ids(conn: SqlRunner, run_id: str) -> tuple[str, str] | None:
+    """``(trace id, span id)`` of the run's latest execution root span, None when unknown
+    or never traced."""
+    row = conn.exec_driver_sql("SELECT trace_id, span_id FROM runs WHERE id = ?", (run_id,)).first()
+    if row is None or not row[0] or not row[1]:
+        return None
+    return str(row[0]), str(row[1])
 
 
 def cancel_flag(conn: SqlRunner, run_id: str) -> tuple[bool, str | None] | None:

@@ -108,6 +108,9 @@ runs = Table(
     _ts("owner_lease_expires_at"),
     # Incremented by every claim: the fencing token (agentctl.store.ownership).
     Column("owner_token", Integer, nullable=False, server_default="0"),
+    # The root span of the run's latest execution (a resume links its own root span to it).
+    Column("trace_id", String(64), nullable=True),
+    Column("span_id", String(32), nullable=True),
     CheckConstraint(
         "mode IN ('execute', 'replay', 'retry', 'repair', 'fork', 'compensate')", name="mode"
     ),
@@ -148,6 +151,9 @@ tasks = Table(
     Column("source_task_id", String(512), nullable=True),
     # {kind, expression, result, contextDigest} of the task's `when` or loop guard.
     Column("condition_json", Text, nullable=True),
+    # The span of the task's latest attempt, when telemetry is on.
+    Column("trace_id", String(64), nullable=True),
+    Column("span_id", String(32), nullable=True),
     _ts("started_at"),
     _ts("finished_at"),
     CheckConstraint(
@@ -179,6 +185,7 @@ effects = Table(
     Column("error_json", Text, nullable=True),
     Column("confirmed", Boolean, nullable=False, server_default="0"),
     Column("trace_id", String(64), nullable=True),
+    Column("span_id", String(32), nullable=True),
     _ts("requested_at", nullable=False),
     _ts("started_at"),
     _ts("finished_at"),
@@ -264,6 +271,9 @@ audit_events = Table(
     Column("prev_digest", String(80), nullable=True),
     Column("digest", String(80), nullable=False),
     _ts("created_at", nullable=False),
+    # The span current when the event was written (not part of the chained digest).
+    Column("trace_id", String(64), nullable=True),
+    Column("span_id", String(32), nullable=True),
     Index(None, "effect_id"),
 )
 

@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NoReturn
 from urllib.parse import urlsplit
 
+from agentctl import tracecontext
 from agentctl.engine.signals import OutcomeUnknown, TaskFailure
 from agentctl.tools.mcp_transport import MAX_RESPONSE_BYTES, resolve_headers
 
@@ -69,7 +70,8 @@ async def a2a_delegate(
     polls = max_polls or int(peer.get("maxPolls") or 100)
     timeout = float(timeout_seconds or peer.get("timeoutSeconds") or 120)
     version = str(peer.get("protocolVersion") or "1.0")
-    headers = {"A2A-Version": version, **resolve_headers(peer, environ)}
+    # With telemetry on, the peer receives the W3C trace context of this delegation.
+    headers = {"A2A-Version": version, **resolve_headers(peer, environ), **tracecontext.headers()}
     async with httpx.AsyncClient(
         headers=headers, timeout=httpx.Timeout(timeout), follow_redirects=False
     ) as http:

@@ -15,6 +15,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from agentctl import tracecontext
 from agentctl.engine.signals import TaskFailure, as_task_failure
 from agentctl.errors import AgentctlError
 from agentctl.tools.process import resolve_executable
@@ -144,7 +145,8 @@ def _http_transport(url: str, headers: dict[str, str], timeout_seconds: float) -
                 f"response of {declared} bytes exceeds the {MAX_RESPONSE_BYTES}-byte limit"
             )
 
-    all_headers = {"Origin": origin_of(url), **headers}
+    # With telemetry on, the server receives the W3C trace context of the call.
+    all_headers = {"Origin": origin_of(url), **headers, **tracecontext.headers()}
     # The SDK leaves a client it was handed open; it is closed with the transport below.
     http = httpx2.AsyncClient(
         headers=all_headers,
@@ -213,6 +215,6 @@ def _stdio_parameters(
     args = server.get("args") or []
     if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
         raise TaskFailure(f"MCP server `{command}`: args must be strings", code="input.invalid")
-    env = resolve_secret_map(server.get("env"), environ, what="env")
+    env = tracecontext.with_environment(resolve_secret_map(server.get("env"), environ, what="env"))
     cwd = server.get("cwd")
     return parameters(command=executable, args=list(args), env=env, cwd=cwd)
