@@ -16,6 +16,7 @@ from agentctl.cli import (
     authoring,
     db,
     effects,
+    explain,
     inspecting,
     memory,
     meta,
@@ -62,6 +63,7 @@ def _root(
 app.command("check")(authoring.check_command)
 app.command("plan")(authoring.plan_command)
 app.command("schema")(authoring.schema_command)
+app.command("explain")(explain.explain_command)
 app.command("roll")(running.roll_command)
 app.command("run", help="Alias of `roll`.")(running.roll_command)
 app.command("resume")(running.resume_command)

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from agentctl.spec.models_common import Identifier, JsonObject, SpecModel
+from agentctl.spec.models_common import Identifier, JsonObject, SpecModel, VarsFilePath
 from agentctl.spec.models_definitions import (
     A2APeer,
     Action,
@@ -39,6 +39,8 @@ class Spec(SpecModel):
     """Everything a workflow declares (§4)."""
 
     inputs: JsonObject = Field(default_factory=dict)
+    vars: JsonObject = Field(default_factory=dict)
+    vars_files: list[VarsFilePath] = Field(default_factory=list)
     outputs: JsonObject = Field(default_factory=dict)
     providers: dict[str, Provider] = Field(default_factory=dict)
     agents: dict[str, Agent] = Field(default_factory=dict)
