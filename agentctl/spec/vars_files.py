@@ -398,9 +398,9 @@ def load_variables(
     """
     assert loaded.document is not None
     spec = loaded.document.model_dump(mode="json", by_alias=True, exclude_unset=True)["spec"]
-    layers, problems = inline_layers(spec, loaded.source)
+    # Problems with the inline layers are the compiler's to report (it checks them always).
+    layers, _ = inline_layers(spec, loaded.source)
     reader = _Reader(layers)
-    reader.problems.extend(problems)
     directory = Path(loaded.path).resolve().parent
     source = loaded.source
     layers.workflow_files = reader.declared_files(
