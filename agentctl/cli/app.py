@@ -20,6 +20,7 @@ from agentctl.cli import (
     inspecting,
     memory,
     meta,
+    packs,
     providers,
     recovery,
     running,
@@ -83,6 +84,7 @@ app.add_typer(providers.providers_app, name="providers")
 app.add_typer(providers.auth_app, name="auth")
 app.add_typer(artifacts.app, name="artifacts")
 app.add_typer(memory.app, name="memory")
+app.add_typer(packs.app, name="pack")
 app.command("gc")(memory.gc_command)
 app.add_typer(db.app, name="db")
 app.command("version")(meta.version_command)

@@ -50,6 +50,7 @@ __all__ = [
     "SecretRef",
     "SpecModel",
     "TimeoutSeconds",
+    "ToolName",
     "VarsFilePath",
     "is_identifier",
 ]
@@ -130,6 +131,12 @@ def _vars_file_path(value: str) -> str:
         raise ValueError("a varsFiles path must not climb out of its directory with `..`")
     return value
 
+
+ToolName = Annotated[
+    str,
+    Field(pattern=r"^[A-Za-z][A-Za-z0-9_-]*(\.[A-Za-z][A-Za-z0-9_-]*)*$"),
+]
+"""A tool's name: an identifier, or ``<pack>.<tool>`` for a tool loaded from a pack."""
 
 VarsFilePath = Annotated[str, Field(min_length=1), AfterValidator(_vars_file_path)]
 """A variables file named by a workflow: a literal relative path inside its directory."""
