@@ -104,6 +104,8 @@ class _Packs:
         self.trust: Mapping[str, Any] = self.spec.get("packTrust") or {}
         self.problems: list[Diagnostic] = []
         self.lock: dict[str, LockedPack] | None = None
+        self.locking = not use_lock
+        self.manifest_source = SourceMap("")
         if use_lock:
             try:
                 self.lock = read_lock(self.directory)
@@ -222,7 +224,7 @@ class _Packs:
             return None
         if not self._matches_lock(name, str(ref.get("version")), integrity, content, base):
             return None
-        if declared is None and self.lock is None:
+        if declared is None and self.lock is None and not self.locking:
             self.error(
                 "incompatible_state",
                 f"pack `{name}` has no integrity and there is no {LOCK_FILE} to pin it",
@@ -306,7 +308,6 @@ class _Packs:
             return None
         source = SourceMap(label, parsed.positions)
         self.manifest_source = source
-        self.manifest_raw = parsed.value
         from pydantic import ValidationError
 
         try:
