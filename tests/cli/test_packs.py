@@ -322,3 +322,46 @@ def test_policy_defaults_never_weaken_the_workflow_policy(cli: Any, tmp_path: Pa
     assert denied.exit_code == 4, denied.stderr
     assert denied.error_json()["error"]["code"] == "policy.path_not_writable"
     assert not (tmp_path / "second" / "elsewhere.txt").exists()
+
+
+def test_a_pack_tool_reaches_a_real_provider_under_a_wire_safe_name(
+    cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.fixtures.llm_servers.openai_wire import responses_body
+    from tests.fixtures.llm_servers.server import JsonReply, LoopbackServer
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    with LoopbackServer() as server:
+        # Providers accept only [A-Za-z0-9_-] tool names: the pack tool is offered as
+        # example_utility_shout and the call is run as example.utility.shout.
+        server.script(
+            JsonReply(responses_body(calls=[("call_1", "example_utility_shout", {"text": "hi"})])),
+            JsonReply(responses_body(text="done", response_id="resp_2")),
+        )
+        scripted = "    providerOptions:\n      toolInput: { text: hi }\n      finalText: done\n"
+        manifest = (
+            MANIFEST.replace("providers: [scripted]", "providers: [model]")
+            .replace("provider: scripted", "provider: model")
+            .replace(scripted, "")
+        )
+        tasks = """\
+  policy: { networkAllowlist: [127.0.0.1] }
+  tasks:
+    - id: cry
+      uses: agent:example.utility.crier
+      with: { prompt: shout }
+"""
+        path = _setup(tmp_path, manifest=manifest, tasks=tasks)
+        text = path.read_text(encoding="utf-8").replace(
+            "scripted: { kind: fake }",
+            f'model: {{ kind: openai, endpoint: "{server.url("/v1/responses")}" }}',
+        )
+        path.write_text(text, encoding="utf-8")
+        rolled = cli("--output", "json", "roll", path, "--db", tmp_path / "s.db")
+        assert rolled.exit_code == 0, rolled.stderr
+        offered = [tool["name"] for tool in server.requests[0].json["tools"]]
+        assert offered == ["example_utility_shout"]
+        returned = server.requests[1].json["input"]
+    assert rolled.json()["data"]["output"]["cry"]["text"] == "done"
+    # The tool ran (builtin.echo echoes its input) and its result went back to the model.
+    assert any(item.get("type") == "function_call_output" for item in returned)
