@@ -66,6 +66,8 @@ class ResolvedPack:
     signed: bool
     trust: str
     policy_defaults: dict[str, Any]
+    source: SourceMap = field(default_factory=lambda: SourceMap(""))
+    """Positions in the manifest, for diagnostics about the pack's items."""
     items: dict[str, dict[str, Any]] = field(default_factory=dict)
     """``{"actions": {qualified: definition}, "agents": …, "tools": …, "subworkflows": …}``."""
 
@@ -250,6 +252,7 @@ class _Packs:
             signed=signed,
             trust=trust,
             policy_defaults=dict(manifest.policy_defaults),
+            source=self.manifest_source,
         )
         if not self._items(resolved, manifest, label, data, base):
             return None
@@ -565,6 +568,23 @@ def resolve_packs(
     return resolved, packs.problems
 
 
+@dataclass(frozen=True)
+class PackedSourceMap(SourceMap):
+    """The workflow's positions, plus each pack item's positions in its manifest.
+
+    A diagnostic the compiler finds in ``spec.agents["example.utility.crier"]`` is located
+    in the pack's manifest at ``agents.crier``, the line a user can edit."""
+
+    items: Mapping[str, tuple[SourceMap, str]] = field(default_factory=dict)
+    """Merged item path (``spec.agents["p.x"]``) -> (manifest map, manifest path)."""
+
+    def where(self, path: str) -> tuple[str, tuple[int, int] | None]:
+        for prefix, (manifest, target) in self.items.items():
+            if path == prefix or path.startswith((prefix + ".", prefix + "[")):
+                return manifest.file, manifest.locate(target + path[len(prefix) :])
+        return super().where(path)
+
+
 def apply_packs(loaded: LoadResult, *, use_lock: bool = True) -> LoadResult:
     """``loaded`` with every pack verified and its items added to the document.
 
@@ -578,9 +598,21 @@ def apply_packs(loaded: LoadResult, *, use_lock: bool = True) -> LoadResult:
         return dataclasses.replace(loaded, document=None, diagnostics=diagnostics)
     data = loaded.document.model_dump(mode="json", by_alias=True, exclude_unset=True)
     spec = data["spec"]
+    located: dict[str, tuple[SourceMap, str]] = {}
+    sections = {target: section for section, target in _ITEM_SECTIONS.items()}
     for pack in resolved:
         for target, items in pack.items.items():
             if items:
                 spec[target] = {**(spec.get(target) or {}), **items}
-    document, invalid = validate_document(data, loaded.source)
-    return dataclasses.replace(loaded, document=document, diagnostics=[*diagnostics, *invalid])
+            for qualified in items:
+                local = qualified[len(pack.name) + 1 :]
+                located[join_path(join_path("spec", target), qualified)] = (
+                    pack.source,
+                    join_path(sections[target], local),
+                )
+    workflow = loaded.source or SourceMap(loaded.path)
+    source = PackedSourceMap(workflow.file, workflow.positions, located)
+    document, invalid = validate_document(data, source)
+    return dataclasses.replace(
+        loaded, document=document, source=source, diagnostics=[*diagnostics, *invalid]
+    )

@@ -365,3 +365,29 @@ def test_a_pack_tool_reaches_a_real_provider_under_a_wire_safe_name(
     assert rolled.json()["data"]["output"]["cry"]["text"] == "done"
     # The tool ran (builtin.echo echoes its input) and its result went back to the model.
     assert any(item.get("type") == "function_call_output" for item in returned)
+
+
+def test_compile_problems_in_pack_items_are_located_in_the_manifest(
+    cli: Any, tmp_path: Path
+) -> None:
+    path = _setup(tmp_path)
+    # The workflow's provider is not the fake one, so the pack agent's fake-only options
+    # are wrong: the compiler finds that in the merged workflow, the user edits the manifest.
+    text = path.read_text(encoding="utf-8").replace(
+        "scripted: { kind: fake }", 'scripted: { kind: openai, endpoint: "http://127.0.0.1:9" }'
+    )
+    path.write_text(text, encoding="utf-8")
+    found = _refused(cli("--output", "json", "check", path))
+    manifest = tmp_path / "packs" / "utility" / "agentctl-pack.yaml"
+    assert {(d["path"], d["file"], d["line"]) for d in found} == {
+        (
+            'spec.agents["example.utility.crier"].providerOptions.toolInput',
+            str(manifest),
+            _line(manifest, "toolInput:"),
+        ),
+        (
+            'spec.agents["example.utility.crier"].providerOptions.finalText',
+            str(manifest),
+            _line(manifest, "finalText:"),
+        ),
+    }
