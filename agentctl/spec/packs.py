@@ -31,8 +31,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from agentctl.diagnostics import Diagnostic
-from agentctl.spec.document import API_VERSION
+from agentctl.spec.pack_items import ITEM_SECTIONS, pack_items
 from agentctl.spec.pack_lock import LOCK_FILE, LockedPack, LockProblem, read_lock
 from agentctl.spec.pack_manifest import MANIFEST_FILE, PackManifest, satisfies
 from agentctl.spec.result import MAX_DOCUMENT_BYTES, LoadResult
@@ -45,12 +47,6 @@ __all__ = ["ResolvedPack", "apply_packs", "resolve_packs"]
 _PROCESS_KINDS = frozenset({"builtin.shell.exec", "extension.process"})
 _MAX_PACK_FILES = 4096
 _MAX_PACK_BYTES = 64 << 20
-_ITEM_SECTIONS = {
-    "actions": "actions",
-    "agents": "agents",
-    "tools": "tools",
-    "workflows": "subworkflows",
-}
 
 
 @dataclass
@@ -254,9 +250,31 @@ class _Packs:
             policy_defaults=dict(manifest.policy_defaults),
             source=self.manifest_source,
         )
-        if not self._items(resolved, manifest, label, data, base):
+        items, problems = pack_items(manifest, self.manifest_source)
+        self.problems.extend(problems)
+        if problems:
+            return None
+        resolved.items = items
+        if not self._collisions(resolved, base):
             return None
         return resolved
+
+    def _collisions(self, pack: ResolvedPack, base: str) -> bool:
+        ok = True
+        for target, defined in pack.items.items():
+            taken = self.spec.get(target) or {}
+            for qualified in defined:
+                if qualified in taken:
+                    self.error(
+                        "schema_violation",
+                        f"pack `{pack.name}` item `{qualified}` collides with "
+                        f"spec.{target}[{qualified!r}]",
+                        join_path(base, "name"),
+                        "rename one of them; pack items and workflow definitions share one "
+                        "namespace",
+                    )
+                    ok = False
+        return ok
 
     def _matches_lock(
         self, name: str, version: str, integrity: str, content: str, base: str
@@ -311,22 +329,19 @@ class _Packs:
             return None
         source = SourceMap(label, parsed.positions)
         self.manifest_source = source
-        from pydantic import ValidationError
-
         try:
             manifest = PackManifest.model_validate(parsed.value, by_alias=True, by_name=False)
         except ValidationError as exc:
             for error in exc.errors(include_url=False):
                 path = ".".join(str(p) for p in error["loc"] if not str(p).startswith("function"))
+                code = "schema_violation"
+                if path == "apiVersion":
+                    code = "unsupported_version"
+                elif error["type"] == "extra_forbidden":
+                    code = "unknown_field"
                 self.problems.append(
                     diagnostic_at(
-                        "unsupported_version"
-                        if path == "apiVersion"
-                        else (
-                            "unknown_field"
-                            if error["type"] == "extra_forbidden"
-                            else "schema_violation"
-                        ),
+                        code,
                         f"pack manifest: {path or 'document'}: {error['msg']}",
                         path,
                         source,
@@ -410,129 +425,6 @@ class _Packs:
 
     # -- items -----------------------------------------------------------------------------
 
-    def _items(
-        self, pack: ResolvedPack, manifest: PackManifest, label: str, data: bytes, base: str
-    ) -> bool:
-        """Validate the items in the manifest, qualify them, and check for collisions."""
-        source: SourceMap = self.manifest_source
-        positions: dict[str, tuple[int, int]] = {}
-        for path, position in source.positions.items():
-            for section, target in (*_ITEM_SECTIONS.items(), ("policyDefaults", "policy")):
-                if path == section or path.startswith((section + ".", section + "[")):
-                    positions["spec." + target + path[len(section) :]] = position
-        synthetic = {
-            "apiVersion": API_VERSION,
-            "kind": "Workflow",
-            "metadata": {"name": pack.name},
-            "spec": {
-                "actions": manifest.actions,
-                "agents": manifest.agents,
-                "tools": manifest.tools,
-                "subworkflows": manifest.workflows,
-                "policy": manifest.policy_defaults,
-                "tasks": [{"id": "pack", "uses": "router", "route": _DUMMY_ROUTE}],
-            },
-        }
-        _, problems = validate_document(synthetic, SourceMap(label, positions))
-        back = {"spec.subworkflows": "workflows", "spec.policy": "policyDefaults"}
-        for problem in problems:
-            path = problem.path or ""
-            for prefix, original in (*back.items(), ("spec.", "")):
-                if path.startswith(prefix):
-                    path = original + path[len(prefix) :]
-                    break
-            self.problems.append(dataclasses.replace(problem, path=path, file=label))
-        if problems:
-            return False
-        local = {section: set(getattr(manifest, section)) for section in _ITEM_SECTIONS}
-        ok = True
-
-        def qualify(kind: str, ref_name: str, where: str) -> str:
-            nonlocal ok
-            section = {"action": "actions", "agent": "agents", "workflow": "workflows"}.get(
-                kind, "tools"
-            )
-            if ref_name not in local[section]:
-                self.problems.append(
-                    diagnostic_at(
-                        "missing_reference",
-                        f"pack `{pack.name}` refers to {kind} `{ref_name}`, which it does not "
-                        "define",
-                        where,
-                        source,
-                        "items inside a pack may only use the pack's own items",
-                    )
-                )
-                ok = False
-            return f"{pack.name}.{ref_name}"
-
-        items: dict[str, dict[str, Any]] = {target: {} for target in _ITEM_SECTIONS.values()}
-        for item, action in manifest.actions.items():
-            items["actions"][f"{pack.name}.{item}"] = action
-        for item, tool in manifest.tools.items():
-            items["tools"][f"{pack.name}.{item}"] = tool
-        for item, agent in manifest.agents.items():
-            path = join_path("agents", item)
-            if agent.get("instructionsFile") is not None:
-                self.problems.append(
-                    diagnostic_at(
-                        "unsupported_capability",
-                        f"pack agent `{item}` uses instructionsFile",
-                        join_path(path, "instructionsFile"),
-                        source,
-                        "write a pack agent's instructions inline",
-                    )
-                )
-                ok = False
-            tools = [
-                qualify("tool", str(t), join_path(join_path(path, "tools"), i))
-                for i, t in enumerate(agent.get("tools") or ())
-            ]
-            items["agents"][f"{pack.name}.{item}"] = {
-                **agent,
-                **({"tools": tools} if tools else {}),
-            }
-        for item, definition in manifest.workflows.items():
-            path = join_path("workflows", item)
-            tasks = []
-            for i, task in enumerate(definition.get("tasks") or ()):
-                task_path = join_path(join_path(path, "tasks"), i)
-                task = dict(task)
-                kind, sep, ref_name = str(task.get("uses", "")).partition(":")
-                if sep and kind in ("action", "agent", "workflow"):
-                    task["uses"] = f"{kind}:" + qualify(
-                        kind, ref_name, join_path(task_path, "uses")
-                    )
-                compensate = task.get("compensate")
-                if isinstance(compensate, Mapping):
-                    kind, sep, ref_name = str(compensate.get("uses", "")).partition(":")
-                    if sep and kind == "action":
-                        where = join_path(join_path(task_path, "compensate"), "uses")
-                        task["compensate"] = {
-                            **compensate,
-                            "uses": "action:" + qualify(kind, ref_name, where),
-                        }
-                tasks.append(task)
-            items["subworkflows"][f"{pack.name}.{item}"] = {**definition, "tasks": tasks}
-        for target, defined in items.items():
-            taken = self.spec.get(target) or {}
-            for qualified in defined:
-                if qualified in taken:
-                    self.error(
-                        "schema_violation",
-                        f"pack `{pack.name}` item `{qualified}` collides with "
-                        f"spec.{target}[{qualified!r}]",
-                        join_path(base, "name"),
-                        "rename one of them; pack items and workflow definitions share one "
-                        "namespace",
-                    )
-                    ok = False
-        pack.items = items
-        return ok
-
-
-_DUMMY_ROUTE = {"select": "${{ inputs.x }}", "cases": [{"equals": 1, "tasks": ["pack"]}]}
-
 
 def resolve_packs(
     loaded: LoadResult, *, use_lock: bool = True
@@ -599,7 +491,7 @@ def apply_packs(loaded: LoadResult, *, use_lock: bool = True) -> LoadResult:
     data = loaded.document.model_dump(mode="json", by_alias=True, exclude_unset=True)
     spec = data["spec"]
     located: dict[str, tuple[SourceMap, str]] = {}
-    sections = {target: section for section, target in _ITEM_SECTIONS.items()}
+    sections = {target: section for section, target in ITEM_SECTIONS.items()}
     for pack in resolved:
         for target, items in pack.items.items():
             if items:
