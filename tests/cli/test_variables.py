@@ -353,6 +353,14 @@ def test_runs_keep_their_variables_for_resume_replay_retry_and_repair(
     expected = {"settings": {"size": "xl"}, "tags": ["t"], "replicas": 1}
     assert rolled.json()["data"]["output"]["report"] == expected
 
+    inspected = cli("--output", "json", "inspect", run_id, "--db", db).json()["data"]["run"]
+    assert inspected["variables"] == {
+        "values": {"settings": {"size": "xl"}, "tags": ["t"]},
+        "sources": {
+            "settings": {"layer": "--var", "flag": '--var settings={"size": "xl"}'},
+            "tags": {"layer": "--var", "flag": '--var tags=["t"]'},
+        },
+    }
     replayed = cli("--output", "json", "replay", run_id, "--db", db)
     assert replayed.exit_code == 0, replayed.stderr
     assert replayed.json()["data"]["output"]["report"] == expected
@@ -459,3 +467,28 @@ def test_explain_through_a_real_process(tmp_path: Path) -> None:
         f"replicas = 4  from --var replicas=4; replaces 1 from {tmp_path / 'base.yaml'}:1:1 "
         "(spec.varsFiles)" in done.stdout
     )
+
+
+def test_resume_uses_the_values_the_run_was_created_with(cli: Any, tmp_path: Path) -> None:
+    body = (
+        REPORT.replace(
+            "    set: { kind: builtin.assign }\n",
+            "    set: { kind: builtin.assign }\n    hold: { kind: builtin.pause }\n",
+        )
+        .replace(
+            "  tasks:\n",
+            "  tasks:\n    - id: wait\n      uses: action:hold\n",
+        )
+        .replace("      uses: action:set\n", "      uses: action:set\n      needs: [wait]\n")
+    )
+    path = _simple(tmp_path, "  varsFiles: [base.yaml]\n" + body, {"base.yaml": "replicas: 1\n"})
+    db = tmp_path / "s.db"
+    rolled = cli(
+        "--output", "json", "roll", path, "--db", db, "--var", "settings=1", "--var", "tags=2"
+    )
+    assert rolled.exit_code == 3, rolled.stderr
+    run_id = rolled.json()["data"]["runId"]
+    (tmp_path / "base.yaml").write_text("replicas: 9\n", encoding="utf-8")
+    resumed = cli("--output", "json", "resume", run_id, "--db", db)
+    assert resumed.exit_code == 0, resumed.stderr
+    assert resumed.json()["data"]["output"]["report"] == {"settings": 1, "tags": 2, "replicas": 1}
