@@ -103,6 +103,8 @@ def pack_items(
         items["tools"][f"{pack}.{name}"] = tool
     for name, agent in manifest.agents.items():
         path = join_path("agents", name)
+        if agent.get("varsFiles"):
+            problems.append(_inline_only(join_path(path, "varsFiles"), source))
         if agent.get("instructionsFile") is not None:
             problems.append(
                 diagnostic_at(
@@ -124,8 +126,24 @@ def pack_items(
             _qualified_task(task, join_path(base, index), qualify)
             for index, task in enumerate(definition.get("tasks") or ())
         ]
+        for index, task in enumerate(definition.get("tasks") or ()):
+            if task.get("varsFiles"):
+                problems.append(
+                    _inline_only(join_path(join_path(base, index), "varsFiles"), source)
+                )
         items["subworkflows"][f"{pack}.{name}"] = {**definition, "tasks": tasks}
     return items, problems
+
+
+def _inline_only(path: str, source: SourceMap) -> Diagnostic:
+    return diagnostic_at(
+        "unsupported_capability",
+        "a pack item cannot read variables files",
+        path,
+        source,
+        "give the pack's variables inline (`vars`); the workflow's varsFiles, --vars-file "
+        "and --var still reach every task",
+    )
 
 
 def _qualified_task(task: Mapping[str, Any], path: str, qualify: Any) -> dict[str, Any]:

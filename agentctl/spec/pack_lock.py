@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["LOCK_API_VERSION", "LOCK_FILE", "LockedPack", "read_lock", "write_lock"]
+__all__ = ["LOCK_API_VERSION", "LOCK_FILE", "LockProblem", "LockedPack", "read_lock", "write_lock"]
 
 LOCK_API_VERSION = "agentctl.dev/pack-lock/v1"
 LOCK_FILE = "agentctl.pack.lock"
@@ -91,11 +91,19 @@ def read_lock(directory: Path) -> dict[str, LockedPack] | None:
 
 
 def write_lock(directory: Path, packs: Sequence[LockedPack]) -> Path:
-    """Write the lock for ``packs`` (sorted by name) beside the workflow; returns its path."""
+    """Pin ``packs`` in the lock beside the workflow; returns its path.
+
+    Workflows in one directory share the lock: entries for other packs are kept, entries
+    for these packs are replaced. An unreadable lock is replaced whole."""
     path = directory / LOCK_FILE
+    try:
+        entries = dict(read_lock(directory) or {})
+    except LockProblem:
+        entries = {}
+    entries.update((p.name, p) for p in packs)
     document = {
         "apiVersion": LOCK_API_VERSION,
-        "packs": [p.to_json() for p in sorted(packs, key=lambda p: p.name)],
+        "packs": [entries[name].to_json() for name in sorted(entries)],
     }
     path.write_text(json.dumps(document, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     return path

@@ -119,6 +119,7 @@ class _Packs:
     # -- locating and hashing ---------------------------------------------------------
 
     def _manifest_path(self, ref: Mapping[str, Any], base: str) -> Path | None:
+        """The pack's directory or manifest file, resolved inside the workflow's directory."""
         source = ref.get("source") or {}
         if "git" in source or "url" in source:
             kind = "git" if "git" in source else "https"
@@ -152,7 +153,7 @@ class _Packs:
                 "keep packs in a directory beside the workflow; a symlink may not lead out",
             )
             return None
-        return resolved / MANIFEST_FILE if resolved.is_dir() else resolved
+        return resolved
 
     def _content_digest(self, pack_dir: Path, name: str, base: str) -> str | None:
         """SHA-256 over every file of the pack directory: relative path and bytes."""
@@ -189,9 +190,12 @@ class _Packs:
     def resolve(self, index: int, ref: Mapping[str, Any]) -> ResolvedPack | None:
         base = join_path("spec.packs", index)
         name = str(ref.get("name"))
-        manifest_path = self._manifest_path(ref, base)
-        if manifest_path is None:
+        found = self._manifest_path(ref, base)
+        if found is None:
             return None
+        # A directory is the pack (every file in it is pinned); a file is a one-file pack.
+        pack_dir = found if found.is_dir() else None
+        manifest_path = found / MANIFEST_FILE if pack_dir is not None else found
         try:
             data = manifest_path.read_bytes()
         except OSError as exc:
@@ -216,8 +220,10 @@ class _Packs:
                 "review the pack's change, then update integrity (and run `agentctl pack lock`)",
             )
             return None
-        pack_dir = manifest_path.parent
-        content = self._content_digest(pack_dir, name, base)
+        if pack_dir is None:
+            content: str | None = _sha256(f"{manifest_path.name}\0{integrity}\n".encode())
+        else:
+            content = self._content_digest(pack_dir, name, base)
         if content is None:
             return None
         if not self._matches_lock(name, str(ref.get("version")), integrity, content, base):
@@ -241,7 +247,7 @@ class _Packs:
         resolved = ResolvedPack(
             name=name,
             version=manifest.version,
-            path=os.path.relpath(pack_dir, self.directory),
+            path=os.path.relpath(pack_dir or manifest_path, self.directory),
             manifest=os.path.relpath(manifest_path, self.directory),
             integrity=integrity,
             content=content,

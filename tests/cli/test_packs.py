@@ -391,3 +391,46 @@ def test_compile_problems_in_pack_items_are_located_in_the_manifest(
             _line(manifest, "finalText:"),
         ),
     }
+
+
+def test_a_one_file_pack_beside_the_workflow_and_a_lock_shared_by_two_workflows(
+    cli: Any, tmp_path: Path
+) -> None:
+    manifest = tmp_path / "utility.pack.yaml"
+    manifest.write_text(MANIFEST, encoding="utf-8")
+    reference = (
+        "    - name: example.utility\n      version: 1.2.0\n"
+        "      source: { path: utility.pack.yaml }\n"
+    )
+    first = _setup(tmp_path / "unused", reference=reference)
+    body = first.read_text(encoding="utf-8")
+    for name in ("one.yaml", "two.yaml"):
+        (tmp_path / name).write_text(body.replace("name: packed", f"name: {name[:3]}"), "utf-8")
+    assert cli("pack", "lock", tmp_path / "one.yaml").exit_code == 0
+    assert cli("pack", "lock", tmp_path / "two.yaml").exit_code == 0
+    lock = json.loads((tmp_path / "agentctl.pack.lock").read_text(encoding="utf-8"))
+    assert [p["source"]["path"] for p in lock["packs"]] == ["utility.pack.yaml"]
+    # The pack is the manifest alone: the lock file, the database and the other workflow
+    # beside it are not part of it, so runs in that directory keep verifying.
+    db = tmp_path / "s.db"
+    for name in ("one.yaml", "two.yaml", "one.yaml"):
+        rolled = cli("--output", "json", "roll", tmp_path / name, "--db", db)
+        assert rolled.exit_code == 0, rolled.stderr
+    manifest.write_text(MANIFEST + "# edited\n", encoding="utf-8")
+    found = _refused(cli("--output", "json", "check", tmp_path / "two.yaml"))
+    assert "changed after it was locked (manifest, files differ" in found[0]["message"]
+
+
+def test_pack_items_cannot_read_variables_files(cli: Any, tmp_path: Path) -> None:
+    manifest = MANIFEST.replace(
+        "      - id: make\n        uses: action:stamp\n",
+        "      - id: make\n        uses: action:stamp\n        varsFiles: [v.yaml]\n",
+    )
+    path = _setup(tmp_path, manifest=manifest)
+    found = _refused(cli("--output", "json", "check", path))
+    assert [(d["code"], d["path"]) for d in found] == [
+        ("unsupported_capability", "workflows.label.tasks[0].varsFiles")
+    ]
+    manifest_file = tmp_path / "packs" / "utility" / "agentctl-pack.yaml"
+    assert found[0]["file"] == str(manifest_file)
+    assert found[0]["line"] == _line(manifest_file, "varsFiles")
