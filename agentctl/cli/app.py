@@ -16,9 +16,11 @@ from agentctl.cli import (
     authoring,
     db,
     effects,
+    explain,
     inspecting,
     memory,
     meta,
+    packs,
     providers,
     recovery,
     running,
@@ -71,6 +73,7 @@ def _root(
 app.command("check")(authoring.check_command)
 app.command("plan")(authoring.plan_command)
 app.command("schema")(authoring.schema_command)
+app.command("explain")(explain.explain_command)
 app.command("roll")(running.roll_command)
 app.command("run", help="Alias of `roll`.")(running.roll_command)
 app.command("resume")(running.resume_command)
@@ -90,6 +93,7 @@ app.add_typer(providers.providers_app, name="providers")
 app.add_typer(providers.auth_app, name="auth")
 app.add_typer(artifacts.app, name="artifacts")
 app.add_typer(memory.app, name="memory")
+app.add_typer(packs.app, name="pack")
 app.command("gc")(memory.gc_command)
 app.add_typer(db.app, name="db")
 app.command("version")(meta.version_command)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from agentctl.cli import output
+from agentctl.cli.options import VarOption, VarsFileOption
 from agentctl.errors import UsageError, ValidationError
 
 if TYPE_CHECKING:
@@ -22,10 +23,17 @@ class GraphFormat(StrEnum):
     dot = "dot"
 
 
-def _compile(workflow: str, workspace: str | None = None) -> tuple[Plan, list[Diagnostic]]:
-    """Load and compile ``workflow``; with ``workspace``, also check its paths there."""
+def _compile(
+    workflow: str,
+    workspace: str | None = None,
+    vars_files: list[str] | None = None,
+    var_pairs: list[str] | None = None,
+) -> tuple[Plan, list[Diagnostic]]:
+    """Load and compile ``workflow`` with its variables; with ``workspace``, also check its
+    paths there."""
     from agentctl.compiler import compile_workflow
     from agentctl.spec import load_workflow
+    from agentctl.spec.vars_files import load_variables
 
     loaded = load_workflow(workflow)
     diagnostics = list(loaded.diagnostics)
@@ -36,7 +44,11 @@ def _compile(workflow: str, workspace: str | None = None) -> tuple[Plan, list[Di
             diagnostics=diagnostics,
             hint="fix the diagnostics above; `agentctl schema` prints the JSON Schema",
         )
-    compiled = compile_workflow(loaded.document, source=loaded.source)
+    layers, problems = load_variables(
+        loaded, vars_files=vars_files or (), var_pairs=var_pairs or ()
+    )
+    diagnostics.extend(problems)
+    compiled = compile_workflow(loaded.document, source=loaded.source, variables=layers)
     diagnostics.extend(compiled.diagnostics)
     if workspace is not None:
         from agentctl.engine.workspace_check import check_workspace
@@ -67,12 +79,14 @@ WorkspaceOption = Annotated[
 def check_command(
     workflow: Annotated[str, typer.Argument(help="Workflow file (.yaml, .yml, .json or .py).")],
     workspace: WorkspaceOption = None,
+    var_pairs: VarOption = None,
+    vars_files: VarsFileOption = None,
 ) -> None:
     """Parse, validate and compile a workflow; exit 2 with located diagnostics if invalid.
 
-    Example: agentctl check deploy.yaml --workspace ./checkout
+    Example: agentctl check deploy.yaml --workspace ./checkout --var replicas=3
     """
-    plan, diagnostics = _compile(workflow, workspace)
+    plan, diagnostics = _compile(workflow, workspace, vars_files, var_pairs)
     data: dict[str, Any] = {
         "valid": True,
         "workflow": plan.workflow_name,
@@ -134,14 +148,17 @@ def plan_command(
         typer.Option("--graph", help="Print the task graph as mermaid or dot instead."),
     ] = None,
     workspace: WorkspaceOption = None,
+    var_pairs: VarOption = None,
+    vars_files: VarsFileOption = None,
 ) -> None:
     """Print the deterministic compiled plan: order, concurrency, providers, tools, effects.
 
     Example: agentctl plan deploy.yaml --workspace ./checkout --graph mermaid
+    Example: agentctl plan deploy.yaml --vars-file prod.yaml --var 'region="eu-west-1"'
     """
     from agentctl.engine.runs import parse_input_pairs
 
-    plan, diagnostics = _compile(workflow, workspace)
+    plan, diagnostics = _compile(workflow, workspace, vars_files, var_pairs)
     overrides = parse_input_pairs(input_pairs or [])
     out = output.current()
     if graph is not None:

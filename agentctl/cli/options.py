@@ -6,13 +6,32 @@ from typing import Annotated
 
 import typer
 
-__all__ = ["DbOption", "db_from_context"]
+__all__ = ["DbOption", "VarOption", "VarsFileOption", "db_from_context"]
 
 DbOption = Annotated[
     str | None,
     typer.Option(
         "--db",
         help="SQLite database file (default: $AGENTCTL_DB, else .agentctl/runtime.db).",
+        show_default=False,
+    ),
+]
+
+VarOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--var",
+        help="KEY=JSON variable for every task; wins over every other layer; repeatable "
+        "(the last one wins). A string is JSON too: --var 'env=\"qa\"'.",
+        show_default=False,
+    ),
+]
+VarsFileOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--vars-file",
+        help="YAML or JSON file of variables for every task (relative to the current "
+        "directory); repeatable, later files win; --var wins over all of them.",
         show_default=False,
     ),
 ]

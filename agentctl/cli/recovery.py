@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from agentctl.cli import output
-from agentctl.cli.options import DbOption, db_from_context
+from agentctl.cli.options import DbOption, VarOption, VarsFileOption, db_from_context
 from agentctl.cli.running import TimeoutOption, WorkspaceOption, _drive, _options, _report
 from agentctl.errors import EXIT_BLOCKED, EXIT_OK
 
@@ -98,13 +98,21 @@ def retry_command(
 
     The workflow digest must match the source's (else exit 3: use `repair`). Failed tasks
     (--failed) or the chosen ones (--from) and their descendants run with fresh attempts.
+    The variables given to the source run (--var, --vars-file) are used again.
+
+    Example: agentctl retry deploy.yaml run-0192… --failed
     """
     from agentctl.engine.recovery import plan_retry
-    from agentctl.engine.runs import prepare_run
+    from agentctl.engine.runs import prepare_run, recorded_variables
     from agentctl.store.engine import open_store
 
-    prepared = prepare_run(workflow, workspace=workspace)
     with open_store(db_from_context(ctx, db)) as store:
+        prepared = prepare_run(
+            workflow,
+            workspace=workspace,
+            recorded_variables=recorded_variables(store, source_run_id),
+            recorded_from=source_run_id,
+        )
         recovery = plan_retry(
             store,
             source_run_id,
@@ -129,18 +137,32 @@ def repair_command(
     workspace: WorkspaceOption = None,
     timeout_seconds: TimeoutOption = None,
     db: DbOption = None,
+    var_pairs: VarOption = None,
+    vars_files: VarsFileOption = None,
 ) -> int:
     """Run a changed workflow, reusing only source results that are still compatible.
 
     A task is reused when its definition, dependencies, resolved input, output contract and
-    value, memory writes and effect certainty all still hold; everything else runs.
+    value, memory writes and effect certainty all still hold; everything else runs. Without
+    --var/--vars-file the source run's invocation variables are used again; with them, they
+    replace those values (a task whose variables changed runs again).
+
+    Example: agentctl repair deploy.yaml run-0192… --from build --var replicas=4
     """
     from agentctl.engine.recovery import plan_repair
-    from agentctl.engine.runs import prepare_run
+    from agentctl.engine.runs import prepare_run, recorded_variables
     from agentctl.store.engine import open_store
 
-    prepared = prepare_run(workflow, workspace=workspace)
     with open_store(db_from_context(ctx, db)) as store:
+        given = bool(var_pairs or vars_files)
+        prepared = prepare_run(
+            workflow,
+            workspace=workspace,
+            vars_files=vars_files or (),
+            var_pairs=var_pairs or (),
+            recorded_variables=None if given else recorded_variables(store, source_run_id),
+            recorded_from=source_run_id,
+        )
         recovery = plan_repair(
             store,
             source_run_id,

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from agentctl.cli import output
-from agentctl.cli.options import DbOption, db_from_context
+from agentctl.cli.options import DbOption, VarOption, VarsFileOption, db_from_context
 from agentctl.cli.progress import Progress
 from agentctl.errors import (
     EXIT_BLOCKED,
@@ -279,13 +279,19 @@ def roll_command(
             "print the files the run would change (their diffs with --diff).",
         ),
     ] = False,
+    var_pairs: VarOption = None,
+    vars_files: VarsFileOption = None,
 ) -> int:
     """Compile a workflow, create a run and execute it.
 
     Exit codes: 0 succeeded, 3 paused for an approval or question (or blocked by an
     uncertain effect), 4 failed, 130 cancelled.
 
+    Variables (--vars-file, --var) are recorded with the run: resume, replay, retry and
+    repair use the values the run was created with.
+
     Example: agentctl roll release.workflow.yaml --dry-run --diff
+    Example: agentctl roll deploy.yaml --vars-file staging.yaml --var replicas=5
     """
     from agentctl.engine.runs import prepare_run
     from agentctl.ids import SystemClock
@@ -296,6 +302,8 @@ def roll_command(
         inputs_file=inputs_file,
         input_pairs=input_pairs or [],
         workspace=workspace,
+        vars_files=vars_files or (),
+        var_pairs=var_pairs or (),
     )
     options, progress = _options(
         check=check, diff=diff, interactive=interactive, workspace=workspace

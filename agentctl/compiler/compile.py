@@ -48,6 +48,8 @@ from agentctl.diagnostics import Diagnostic
 from agentctl.digest import digest_json
 from agentctl.spec.document import Workflow
 from agentctl.spec.source_map import SourceMap
+from agentctl.spec.variables import VariableLayers
+from agentctl.spec.vars_files import inline_layers
 
 __all__ = ["CompileResult", "CompileSettings", "compile_document", "compile_workflow"]
 
@@ -84,10 +86,15 @@ def compile_workflow(
     *,
     source: SourceMap | None = None,
     settings: CompileSettings = CompileSettings(),  # noqa: B008 - frozen, shared safely
+    variables: VariableLayers | None = None,
 ) -> CompileResult:
-    """Compile a validated workflow; diagnostics carry lines when ``source`` is given."""
+    """Compile a validated workflow; diagnostics carry lines when ``source`` is given.
+
+    ``variables`` are the layers read from files and flags
+    (:func:`agentctl.spec.vars_files.load_variables`); without them a document that names
+    ``varsFiles`` does not compile."""
     data = document.model_dump(mode="json", by_alias=True, exclude_unset=True)
-    return compile_document(data, source=source, settings=settings)
+    return compile_document(data, source=source, settings=settings, variables=variables)
 
 
 def compile_document(
@@ -95,6 +102,7 @@ def compile_document(
     *,
     source: SourceMap | None = None,
     settings: CompileSettings = CompileSettings(),  # noqa: B008 - frozen, shared safely
+    variables: VariableLayers | None = None,
 ) -> CompileResult:
     """Compile the JSON form of a workflow (camelCase keys, as written, defaults omitted).
 
@@ -118,13 +126,14 @@ def compile_document(
     # benchmark) is kept when it is higher.
     raised = (runtime.get("limits") or {}).get("maxItemsPerExpansion")
     hard_max = max(settings.hard_max_expansion_items, int(raised or 0))
+    layers = _variable_layers(spec, reporter, variables)
     flat = flatten_tasks(spec, reporter, schemas)
     drafts, counts = expand_tasks(
         flat,
         reporter,
         ExpansionSettings(settings.max_expansion_items, hard_max, settings.max_loop_iterations),
     )
-    nodes = Resolver(spec, reporter).resolve_all(drafts)
+    nodes = Resolver(spec, reporter, layers).resolve_all(drafts)
     GraphChecker(nodes, {d.id for d in drafts}, reporter, schemas).check_all()
     check_tools(spec, reporter, schemas)
     check_agents(spec, reporter, schemas)
@@ -153,8 +162,42 @@ def compile_document(
     check_budget_counts(budgets, planned, reporter)
     if reporter.errors or order is None:
         return CompileResult(None, reporter.diagnostics)
-    plan = _assemble(data, spec, flat, nodes, order, max_concurrency, counts)
+    plan = _assemble(data, spec, flat, nodes, order, max_concurrency, counts, layers)
     return CompileResult(plan, reporter.diagnostics)
+
+
+def _variable_layers(
+    spec: Mapping[str, Any], reporter: Reporter, variables: VariableLayers | None
+) -> VariableLayers:
+    """The inline layers checked here, the file and flag layers taken from ``variables``."""
+    inline, problems = inline_layers(spec, reporter.source)
+    for problem in problems:
+        reporter.diagnostics.append(problem)
+        reporter.errors += 1
+    if variables is None:
+        if _declares_vars_files(spec):
+            reporter.error(
+                "schema_violation",
+                "this workflow names varsFiles, which were not read",
+                "spec.varsFiles" if spec.get("varsFiles") else "spec",
+                help="compile it through agentctl check/plan/roll, or pass the layers from "
+                "agentctl.spec.vars_files.load_variables",
+            )
+        return inline
+    variables.workflow = inline.workflow
+    variables.agents = inline.agents
+    variables.tasks = inline.tasks
+    return variables
+
+
+def _declares_vars_files(spec: Mapping[str, Any]) -> bool:
+    if spec.get("varsFiles"):
+        return True
+    if any(agent.get("varsFiles") for agent in (spec.get("agents") or {}).values()):
+        return True
+    definitions = (spec.get("subworkflows") or {}).values()
+    tasks = [*(spec.get("tasks") or ()), *(t for d in definitions for t in d.get("tasks") or ())]
+    return any(task.get("varsFiles") for task in tasks)
 
 
 def _assemble(
@@ -165,11 +208,20 @@ def _assemble(
     order: list[str],
     max_concurrency: int,
     counts: ExpansionCounts,
+    layers: VariableLayers,
 ) -> Plan:
     fingerprints = Fingerprinter()
     tasks = {task_id: _plan_task(nodes[task_id], fingerprints) for task_id in order}
     workflow_json = dict(data)
     workflow_json["spec"] = {**spec, "tasks": [draft.definition_json() for draft in flat]}
+    material = layers.digest_material()
+    if material is not None:
+        # Values read from files and flags count in the workflow digest like inline ones.
+        workflow_json["variables"] = material
+    invocation = layers.invocation_values()
+    variables = (
+        {"values": invocation, "sources": layers.invocation_sources()} if invocation else None
+    )
     runtime: Mapping[str, Any] = spec.get("runtime") or {}
     budget = Budget(
         limits={k: v for k, v in (runtime.get("budgets") or {}).items() if v is not None},
@@ -188,6 +240,7 @@ def _assemble(
         predictability=worst_predictability([t.predictability for t in tasks.values()]),
         requirements=_requirements(spec, tasks),
         budget=budget,
+        variables=variables,
     )
     return Plan(
         workflow_name=unsigned.workflow_name,
@@ -199,6 +252,7 @@ def _assemble(
         predictability=unsigned.predictability,
         requirements=unsigned.requirements,
         budget=unsigned.budget,
+        variables=variables,
     )
 
 

@@ -29,6 +29,7 @@ from agentctl.compiler.naming import (
     matrix_bindings,
 )
 from agentctl.compiler.plan import Expansion, TaskUses
+from agentctl.spec.variables import RESERVED_VARIABLES
 
 __all__ = ["ExpansionCounts", "ExpansionSettings", "expand_tasks"]
 
@@ -83,13 +84,8 @@ class _Expander:
                 f"router task `{task.id}` cannot be a loop body", sub_path(task.path, "uses")
             )
             problems += 1
-        if "loopIndex" in task.vars or "loopPrevious" in task.vars:
-            self._error(
-                f"loop task `{task.id}` vars `loopIndex`/`loopPrevious` conflict with its bindings",
-                sub_path(task.path, "vars"),
-                "rename those vars; the loop sets them on every iteration",
-            )
-            problems += 1
+        if RESERVED_VARIABLES & set(task.vars):
+            problems += 1  # reported with the variable layers, at the key itself
         iterations = loop.get("maxIterations")
         limit = self.settings.max_loop_iterations
         if not isinstance(iterations, int) or not 1 <= iterations <= limit:
@@ -197,9 +193,11 @@ class _Expander:
 
     def _conflict(self, task: Draft, names: tuple[str, ...], what: str) -> bool:
         clash = [name for name in names if name in task.vars]
-        if clash:
+        # Reserved names are reported with the variable layers, at the key itself.
+        shown = [name for name in clash if name not in RESERVED_VARIABLES]
+        if shown:
             self._error(
-                f"task `{task.id}` {what} bindings conflict with its vars: {', '.join(clash)}",
+                f"task `{task.id}` {what} bindings conflict with its vars: {', '.join(shown)}",
                 sub_path(task.path, "vars"),
                 "rename those vars; the expansion sets them on every child",
             )

@@ -350,6 +350,10 @@ class Plan:
     requirements: Requirements
     budget: Budget
     format_version: int = PLAN_FORMAT_VERSION
+    variables: Mapping[str, Any] | None = None
+    """The invocation variables (``--var``/``--vars-file``) the plan was compiled with:
+    ``{values, sources}``. Absent when there were none. Retry and repair compile the
+    workflow again with these values, so a derived run sees what its source saw."""
 
     def task(self, task_id: str) -> PlanTask:
         return self.tasks[task_id]
@@ -366,7 +370,7 @@ class Plan:
         canonical record, so the digest covers every task field without serialising the
         whole task table a second time.
         """
-        return {
+        material: dict[str, Any] = {
             "workflowName": self.workflow_name,
             "workflowDigest": self.workflow_digest,
             "order": list(self.order),
@@ -381,9 +385,13 @@ class Plan:
             "requirements": self.requirements.to_json(),
             "budget": self.budget.to_json(),
         }
+        if self.variables is not None:
+            # Values only: the same value given by a flag or a file is the same plan.
+            material["variables"] = dict(self.variables.get("values") or {})
+        return material
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "formatVersion": self.format_version,
             "workflowName": self.workflow_name,
             "workflowDigest": self.workflow_digest,
@@ -395,6 +403,9 @@ class Plan:
             "requirements": self.requirements.to_json(),
             "budget": self.budget.to_json(),
         }
+        if self.variables is not None:
+            out["variables"] = dict(self.variables)
+        return out
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Plan:
@@ -430,6 +441,7 @@ class Plan:
                 requirements=Requirements.from_json(data.get("requirements") or {}),
                 budget=Budget.from_json(data.get("budget") or {}),
                 format_version=version,
+                variables=dict(data["variables"]) if data.get("variables") else None,
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise PersistenceError(

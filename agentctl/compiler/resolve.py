@@ -26,6 +26,7 @@ from agentctl.compiler.schemas import (
     LOOP_AGGREGATE_CONTRACT,
     ROUTER_CONTRACT,
 )
+from agentctl.spec.variables import VariableLayers
 
 __all__ = ["Node", "Resolver"]
 
@@ -55,7 +56,12 @@ class Node:
 
 
 class Resolver:
-    def __init__(self, spec: Mapping[str, Any], reporter: Reporter) -> None:
+    def __init__(
+        self,
+        spec: Mapping[str, Any],
+        reporter: Reporter,
+        layers: VariableLayers | None = None,
+    ) -> None:
         self.actions: Mapping[str, Any] = spec.get("actions") or {}
         self.agents: Mapping[str, Any] = spec.get("agents") or {}
         self.tools: Mapping[str, Any] = spec.get("tools") or {}
@@ -65,6 +71,9 @@ class Resolver:
         self._memo: dict[tuple[str, int, int], Any] = {}
         self._keep: list[Any] = []
         self._uses_cache: dict[str, TaskUses] = {}
+        self.layers = layers or VariableLayers()
+        self._top = self.layers.invocation_values()
+        self._below: dict[tuple[str | None, str], dict[str, Any]] = {}
 
     def _cached(self, kind: str, *objects: Any) -> tuple[bool, Any, tuple[str, int, int]]:
         key = (kind, id(objects[0]), id(objects[1]) if len(objects) > 1 else 0)
@@ -110,7 +119,7 @@ class Resolver:
                 uses,
                 None,
                 dict(draft.with_),
-                draft.vars,
+                self._vars(draft, None),
                 (),
                 None,
                 ROUTER_CONTRACT,
@@ -135,7 +144,7 @@ class Resolver:
                 self._uses("action", name),
                 kind,
                 merged,
-                draft.vars,
+                self._vars(draft, None),
                 writes,
                 compensate,
                 ACTION_CONTRACT,
@@ -143,8 +152,7 @@ class Resolver:
             )
         if prefix == "agent" and name in self.agents:
             agent = self.agents[name]
-            agent_vars = agent.get("vars") or {}
-            task_vars = {**agent_vars, **draft.vars} if agent_vars else draft.vars
+            task_vars = self._vars(draft, name)
             self._memory_writes(draft, None, draft.with_)
             mutating = any(
                 (self.tools.get(tool) or {}).get("effectClass") in MUTATING_EFFECT_CLASSES
@@ -173,6 +181,21 @@ class Resolver:
             else "use action:<name>, agent:<name>, workflow:<name> or router",
         )
         return None
+
+    def _vars(self, draft: Draft, agent: str | None) -> Mapping[str, Any]:
+        """The task's variables: layers 1–5, its own ``vars``, the invocation, bindings.
+
+        Expansion bindings (``foreachIndex``, the ``as`` name, ``matrix`` …) win over every
+        layer; the reserved names cannot appear in one anyway."""
+        key = (agent, draft.path)
+        below = self._below.get(key)
+        if below is None:
+            agent_vars = (self.agents.get(agent) or {}).get("vars") or {} if agent else {}
+            below = self._below[key] = self.layers.below_task(agent, agent_vars, draft.path)
+        if not below and not self._top:
+            return draft.vars
+        bindings = draft.expansion.bindings if draft.expansion is not None else {}
+        return {**below, **draft.vars, **self._top, **bindings}
 
     def _uses(self, kind: Literal["action", "agent"], name: str) -> TaskUses:
         """One shared ``TaskUses`` per definition (cheap identity-based fingerprinting)."""

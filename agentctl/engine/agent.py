@@ -408,6 +408,7 @@ async def run_agent(env: TaskEnv, agent_name: str, pool: ProviderPool) -> TaskRe
     specs: list[ToolSpec] = []
     mcp_tools: dict[str, McpTool] = {}
     action_tools: dict[str, str] = {}
+    declared_tools: dict[str, str] = {}
     for name in agent.get("tools") or []:
         if str(name).startswith("action:"):
             action_name = str(name)[7:]
@@ -428,9 +429,15 @@ async def run_agent(env: TaskEnv, agent_name: str, pool: ProviderPool) -> TaskRe
             specs.append(ToolSpec(offered.model_name, offered.description, offered.input_schema))
             continue
         definition = (spec.get("tools") or {})[name]
+        # A pack tool is named `<pack>.<tool>`; providers accept only [A-Za-z0-9_-] names.
+        offered_name = re.sub(r"[^A-Za-z0-9_-]", "_", str(name))[:64]
+        if offered_name != name:
+            declared_tools[offered_name] = str(name)
         specs.append(
             ToolSpec(
-                name, str(definition.get("description") or ""), definition.get("inputSchema") or {}
+                offered_name,
+                str(definition.get("description") or ""),
+                definition.get("inputSchema") or {},
             )
         )
     tool_specs = tuple(specs)
@@ -490,6 +497,8 @@ async def run_agent(env: TaskEnv, agent_name: str, pool: ProviderPool) -> TaskRe
                 elif call.name in mcp_tools:
                     result = await _run_mcp_tool(env, mcp_tools[call.name], call)
                 else:
+                    if call.name in declared_tools:
+                        call = dataclasses.replace(call, name=declared_tools[call.name])
                     result = await _run_tool(env, call)
                 messages.append(Message(role="tool", tool_call_id=call.id, tool_result=result))
             continue

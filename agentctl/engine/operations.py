@@ -381,6 +381,8 @@ def inspect_run(store: Store, run_id: str) -> dict[str, Any]:
             "workflowFile": run.workflow_file,
             "workspace": run.workspace,
             "inputs": run.inputs,
+            # The --var/--vars-file values the run was created with (retry reuses them).
+            "variables": run.plan.get("variables"),
             "output": run.output,
             "error": run.error,
             "deadlineAt": run.deadline_at.isoformat() if run.deadline_at else None,

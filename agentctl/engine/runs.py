@@ -22,10 +22,18 @@ from agentctl.errors import UsageError, ValidationError
 from agentctl.ids import Clock, IdGenerator
 from agentctl.observability.audit import append_event
 from agentctl.spec import LoadResult, load_workflow
+from agentctl.spec.vars_files import load_variables
 from agentctl.store import runs_repo, tasks_repo
 from agentctl.store.engine import Store
 
-__all__ = ["PreparedRun", "create_run", "merge_inputs", "parse_input_pairs", "prepare_run"]
+__all__ = [
+    "PreparedRun",
+    "create_run",
+    "merge_inputs",
+    "parse_input_pairs",
+    "prepare_run",
+    "recorded_variables",
+]
 
 
 @dataclass(frozen=True)
@@ -105,8 +113,15 @@ def prepare_run(
     input_pairs: Sequence[str] = (),
     workspace: str | None = None,
     settings: CompileSettings | None = None,
+    vars_files: Sequence[str] = (),
+    var_pairs: Sequence[str] = (),
+    recorded_variables: Mapping[str, Any] | None = None,
+    recorded_from: str | None = None,
 ) -> PreparedRun:
-    """Load, validate and compile; merge inputs; check the workspace. No I/O on state."""
+    """Load, validate and compile; merge inputs; check the workspace. No I/O on state.
+
+    ``vars_files``/``var_pairs`` are ``--vars-file``/``--var``; ``recorded_variables``
+    replaces them with the invocation values a source run recorded (retry, repair)."""
     loaded = load_workflow(workflow_path)
     if not loaded.ok or loaded.document is None:
         raise ValidationError(
@@ -114,13 +129,29 @@ def prepare_run(
             diagnostics=loaded.diagnostics,
             hint=f"fix the file; `agentctl check {workflow_path}` shows every diagnostic",
         )
+    layers, problems = load_variables(
+        loaded,
+        vars_files=vars_files,
+        var_pairs=var_pairs,
+        recorded=recorded_variables,
+        recorded_from=recorded_from,
+    )
+    if any(d.is_error for d in problems):
+        raise ValidationError(
+            f"{workflow_path}: {sum(d.is_error for d in problems)} problem(s) with its variables",
+            diagnostics=[*loaded.diagnostics, *problems],
+            hint=f"fix them; `agentctl explain {workflow_path}` shows where each value comes from",
+        )
     compiled = compile_workflow(
-        loaded.document, source=loaded.source, settings=settings or CompileSettings()
+        loaded.document,
+        source=loaded.source,
+        settings=settings or CompileSettings(),
+        variables=layers,
     )
     if not compiled.ok or compiled.plan is None:
         raise ValidationError(
             f"{workflow_path} does not compile",
-            diagnostics=[*loaded.diagnostics, *compiled.diagnostics],
+            diagnostics=[*loaded.diagnostics, *problems, *compiled.diagnostics],
             hint=f"`agentctl check {workflow_path}` shows every diagnostic",
         )
     document = loaded.document.model_dump(mode="json", by_alias=True)
@@ -248,3 +279,16 @@ def create_run(
             now=now,
         )
     return run_id
+
+
+def recorded_variables(store: Store, run_id: str) -> dict[str, Any] | None:
+    """The ``--var``/``--vars-file`` values run ``run_id`` was created with (or ``None``).
+
+    A retry or repair compiles its workflow again with exactly these values: an identical
+    workflow then has the identical digest, and a derived run never silently drops them."""
+    from agentctl.engine.records import load_run
+
+    with store.read() as conn:
+        run = load_run(conn, run_id)
+    variables = run.plan.get("variables")
+    return dict(variables.get("values") or {}) if variables else None

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from agentctl.spec.models_common import Identifier, JsonObject, SpecModel
+from agentctl.spec.models_common import JsonObject, SpecModel, ToolName, VarsFilePath
 from agentctl.spec.models_definitions import (
     A2APeer,
     Action,
@@ -39,11 +39,13 @@ class Spec(SpecModel):
     """Everything a workflow declares (§4)."""
 
     inputs: JsonObject = Field(default_factory=dict)
+    vars: JsonObject = Field(default_factory=dict)
+    vars_files: list[VarsFilePath] = Field(default_factory=list)
     outputs: JsonObject = Field(default_factory=dict)
     providers: dict[str, Provider] = Field(default_factory=dict)
     agents: dict[str, Agent] = Field(default_factory=dict)
     actions: dict[str, Action] = Field(default_factory=dict)
-    tools: dict[Identifier, Tool] = Field(default_factory=dict)
+    tools: dict[ToolName, Tool] = Field(default_factory=dict)
     subworkflows: dict[str, Subworkflow] = Field(default_factory=dict)
     compensation: Compensation = Field(default_factory=Compensation)
     tasks: list[Task] = Field(min_length=1)

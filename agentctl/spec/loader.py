@@ -33,6 +33,7 @@ __all__ = [
     "SourceMap",
     "diagnostic_at",
     "load_workflow",
+    "load_workflow_document",
     "parse_workflow_text",
 ]
 
@@ -46,7 +47,25 @@ _MIGRATION_HELP = (
 
 
 def load_workflow(path: str | os.PathLike[str]) -> LoadResult:
-    """Load ``path``: ``.py`` runs a Python definition, ``.json`` is JSON, anything else YAML."""
+    """Load ``path``: ``.py`` runs a Python definition, ``.json`` is JSON, anything else YAML.
+
+    Declared packs are verified (integrity, lock file, trust) and their items added to the
+    document here, so nothing can compile a workflow whose packs did not verify."""
+    name = os.fspath(path)
+    try:
+        loaded = load_workflow_document(name)
+        if loaded.document is not None and loaded.document.spec.packs:
+            from agentctl.spec.packs import apply_packs
+
+            loaded = apply_packs(loaded)
+        return loaded
+    except Exception as exc:
+        # The loader's contract is "diagnostics, never raise"; a bug must not crash the CLI.
+        return _failure(name, _internal(exc, name))
+
+
+def load_workflow_document(path: str | os.PathLike[str]) -> LoadResult:
+    """The document as written, packs declared but not loaded (``agentctl pack lock``)."""
     name = os.fspath(path)
     file = Path(name)
     try:

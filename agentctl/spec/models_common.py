@@ -50,6 +50,8 @@ __all__ = [
     "SecretRef",
     "SpecModel",
     "TimeoutSeconds",
+    "ToolName",
+    "VarsFilePath",
     "is_identifier",
 ]
 
@@ -117,6 +119,27 @@ Identifier = Annotated[
 """Task ids, tool names, ``foreach.as`` bindings and matrix axis names (§5.3)."""
 
 TimeoutSeconds = Annotated[int, Field(ge=1, le=86400)]
+
+
+def _vars_file_path(value: str) -> str:
+    if "${{" in value:
+        raise ValueError("a varsFiles path must be a literal, not a template")
+    parts = value.replace("\\", "/").split("/")
+    if value.startswith("/") or (len(value) > 1 and value[1] == ":"):
+        raise ValueError("a varsFiles path must be relative to the workflow file's directory")
+    if ".." in parts:
+        raise ValueError("a varsFiles path must not climb out of its directory with `..`")
+    return value
+
+
+ToolName = Annotated[
+    str,
+    Field(pattern=r"^[A-Za-z][A-Za-z0-9_-]*(\.[A-Za-z][A-Za-z0-9_-]*)*$"),
+]
+"""A tool's name: an identifier, or ``<pack>.<tool>`` for a tool loaded from a pack."""
+
+VarsFilePath = Annotated[str, Field(min_length=1), AfterValidator(_vars_file_path)]
+"""A variables file named by a workflow: a literal relative path inside its directory."""
 
 
 class Backoff(SpecModel):

@@ -23,6 +23,7 @@ from agentctl.spec.models_common import (
     SecretRef,
     SpecModel,
     TimeoutSeconds,
+    VarsFilePath,
 )
 from agentctl.spec.models_tasks import Task
 
@@ -180,6 +181,7 @@ class Agent(SpecModel):
     instructions: str | None = None
     instructions_file: str | None = None
     vars: JsonObject = Field(default_factory=dict)
+    vars_files: list[VarsFilePath] = Field(default_factory=list)
     tools: list[str] = Field(default_factory=list)
     max_turns: int = Field(default=8, ge=1, le=64)
     max_tool_calls: int = Field(default=16, ge=0, le=256)

@@ -20,6 +20,7 @@ from agentctl.spec.models_common import (
     Retry,
     SpecModel,
     TimeoutSeconds,
+    VarsFilePath,
 )
 
 __all__ = [
@@ -154,6 +155,7 @@ class Task(SpecModel):
     memory_writes: list[str] | None = None
     when: str | None = None
     vars: JsonObject = Field(default_factory=dict)
+    vars_files: list[VarsFilePath] = Field(default_factory=list)
     with_: JsonObject = Field(default_factory=dict, alias="with")
     retry: Retry = Field(default_factory=Retry)
     timeout_seconds: TimeoutSeconds | None = None

@@ -65,6 +65,11 @@ class SourceMap:
             current = parent_path(current)
         return None
 
+    def where(self, path: str) -> tuple[str, tuple[int, int] | None]:
+        """The file a path is written in and its position there (one file here; a
+        workflow with packs overrides this for the items that came from a manifest)."""
+        return self.file, self.locate(path)
+
     def __contains__(self, path: object) -> bool:
         return path in self.positions
 
@@ -80,15 +85,16 @@ def diagnostic_at(
     """A diagnostic whose file, line and column come from ``source`` for ``path``."""
     line: int | None = None
     column: int | None = None
+    file = source.file if source is not None else None
     if source is not None and path is not None:
-        located = source.locate(path)
+        file, located = source.where(path)
         if located is not None:
             line, column = located
     return Diagnostic(
         code=code,
         message=message,
         severity=severity,
-        file=source.file if source is not None else None,
+        file=file,
         line=line,
         column=column,
         path=path,

@@ -520,7 +520,9 @@ tasks:
 """
     )
     found = only(compile_spec(spec), "schema_violation")
-    assert found.path == "spec.tasks[0].vars"
+    # A reserved name is refused in every variable layer, located at the key itself.
+    assert found.path == "spec.tasks[0].vars.foreachIndex"
+    assert "reserved variable `foreachIndex`" in found.message
     assert found.line == line_of(spec, "vars:")
 
 
