@@ -22,6 +22,7 @@ from agentctl.cli import (
     providers,
     recovery,
     running,
+    workflows,
 )
 
 __all__ = ["app"]
@@ -83,5 +84,6 @@ app.add_typer(artifacts.app, name="artifacts")
 app.add_typer(memory.app, name="memory")
 app.command("gc")(memory.gc_command)
 app.add_typer(db.app, name="db")
+app.add_typer(workflows.app, name="workflows")
 app.command("version")(meta.version_command)
 app.command("completion")(meta.completion_command)

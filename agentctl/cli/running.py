@@ -251,7 +251,13 @@ def _report(
 
 def roll_command(
     ctx: typer.Context,
-    workflow: Annotated[str, typer.Argument(help="Workflow file (.yaml, .yml, .json or .py).")],
+    workflow: Annotated[
+        str,
+        typer.Argument(
+            help="Workflow file (.yaml, .yml, .json or .py), or a registered workflow name "
+            "(see `agentctl workflows list`)."
+        ),
+    ],
     db: DbOption = None,
     input_pairs: InputOption = None,
     inputs: InputsOption = None,
@@ -280,13 +286,19 @@ def roll_command(
     Exit codes: 0 succeeded, 3 paused for an approval or question (or blocked by an
     uncertain effect), 4 failed, 130 cancelled.
 
+    A name (not a path) is looked up in the project's workflow directories: its
+    metadata.name or its file stem; an ambiguous or unknown name exits 2.
+
     Example: agentctl roll release.workflow.yaml --dry-run --diff
+
+    Example: agentctl roll hello --input changeFile=change.txt
     """
     from agentctl.engine.runs import prepare_run
     from agentctl.ids import SystemClock
+    from agentctl.scheduling.registry import resolve_workflow
 
     prepared = prepare_run(
-        workflow,
+        resolve_workflow(workflow),
         inputs_json=inputs,
         inputs_file=inputs_file,
         input_pairs=input_pairs or [],
