@@ -14,6 +14,7 @@ from agentctl.cli import (
     approvals,
     artifacts,
     authoring,
+    daemon,
     db,
     effects,
     inspecting,
@@ -22,6 +23,7 @@ from agentctl.cli import (
     providers,
     recovery,
     running,
+    schedules,
     workflows,
 )
 
@@ -85,5 +87,7 @@ app.add_typer(memory.app, name="memory")
 app.command("gc")(memory.gc_command)
 app.add_typer(db.app, name="db")
 app.add_typer(workflows.app, name="workflows")
+app.add_typer(schedules.app, name="schedule")
+app.command("daemon")(daemon.daemon_command)
 app.command("version")(meta.version_command)
 app.command("completion")(meta.completion_command)

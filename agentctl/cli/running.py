@@ -388,10 +388,31 @@ def resume_command(
     """
     from agentctl.store.engine import open_store
 
+    with open_store(db_from_context(ctx, db)) as store:
+        return drive_and_report(
+            store,
+            run_id,
+            workspace=workspace,
+            timeout_seconds=timeout_seconds,
+            interactive=interactive,
+            diff=diff,
+        )
+
+
+def drive_and_report(
+    store: Store,
+    run_id: str,
+    *,
+    workspace: str | None = None,
+    timeout_seconds: float | None = None,
+    interactive: bool = False,
+    diff: bool = False,
+) -> int:
+    """Execute an existing run in the foreground and report it as `roll` does."""
     options, progress = _options(
         check=False, diff=diff, interactive=interactive, workspace=workspace
     )
-    with open_store(db_from_context(ctx, db)) as store, progress:
+    with progress:
         outcome = _drive(store, run_id, options, timeout_seconds)
         compensation = _auto_compensate(store, outcome, options, timeout_seconds)
     return _report(outcome, compensation=compensation)
