@@ -150,6 +150,20 @@ def test_spring_forward_slot_fires_once_and_links_its_run(cli: Any, db: Path) ->
     assert [r["runId"] for r in _runs(cli, db)] == [run_id]
     inspected = cli("--output", "json", "inspect", run_id, "--db", db).json()["data"]
     assert inspected["run"]["state"] == "succeeded"
+    assert inspected["run"]["startedBy"] == {
+        "schedule": "nightly",
+        "slot": "2026-03-29T01:30:00Z",
+        "trigger": "cron",
+    }
+    human = cli("inspect", run_id, "--db", db).stdout
+    assert "started by schedule nightly slot 2026-03-29T01:30:00Z" in human
+    by_hand = cli("--output", "json", "roll", "tick", "--db", db).json()["data"]["runId"]
+    assert (
+        cli("--output", "json", "inspect", by_hand, "--db", db).json()["data"]["run"]["startedBy"]
+        is None
+    )
+    listed = cli("--output", "json", "runs", "list", "--schedule", "nightly", "--db", db)
+    assert [r["runId"] for r in listed.json()["data"]["runs"]] == [run_id]
 
 
 def test_catch_up_latest_all_and_skip(cli: Any, db: Path) -> None:
