@@ -79,6 +79,9 @@ def daemon_command(
                 events("RunExited", item, f"{item['runId']} exited {item['exitCode']} ({state})")
             return finished
 
+        def reap_finished() -> None:
+            reap()
+
         if once:
             report = tick(store, fixed or clock.now(), launcher, events=events, fault=faults.hit)
             finished = reap(wait=True)
@@ -104,7 +107,7 @@ def daemon_command(
                 poll_seconds=poll_seconds,
                 events=events,
                 fault=faults.hit,
-                reap=lambda: None if reap() else None,
+                reap=reap_finished,
             )
         finally:
             for sig, handler in previous.items():

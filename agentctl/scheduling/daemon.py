@@ -30,6 +30,7 @@ from agentctl.scheduling.registry import resolve_workflow
 from agentctl.scheduling.schedules import timing_of, unknown_schedule
 from agentctl.scheduling.slots import jitter_offset
 from agentctl.store import daemon_repo, schedules_repo
+from agentctl.store.errors import TRANSIENT_CODES
 from agentctl.store.ownership import owner_alive
 from agentctl.store.schedules_repo import FiringRow, ScheduleRow
 from agentctl.store.timestamps import to_iso
@@ -279,7 +280,16 @@ def tick(
     with store.read() as conn:
         active = [s for s in schedules_repo.list_schedules(conn) if not s.paused]
     for schedule in active:
-        work.decide(schedule)
+        try:
+            work.decide(schedule)
+        except AgentctlError as exc:
+            if exc.code in TRANSIENT_CODES:
+                raise
+            # One schedule that cannot be decided (a time zone this machine no longer
+            # knows, a record written by a newer agentctl) must not stop the others.
+            item = {"schedule": schedule.name, "code": exc.code, "message": exc.message}
+            work.report.failed.append(item)
+            work.events("ScheduleError", item, f"{schedule.name}: {exc.message}")
     work.start_orphans()
     return work.report
 
@@ -311,7 +321,10 @@ def next_wake(store: Store, now: datetime, poll_seconds: float) -> float:
     with store.read() as conn:
         schedules = [s for s in schedules_repo.list_schedules(conn) if not s.paused]
     for schedule in schedules:
-        upcoming = timing_of(schedule).next_slot(max(schedule.cursor_at, now))
+        try:
+            upcoming = timing_of(schedule).next_slot(max(schedule.cursor_at, now))
+        except AgentctlError:
+            continue  # reported by every tick as a ScheduleError
         if upcoming is not None:
             due = upcoming + jitter_offset(schedule.name, upcoming, schedule.jitter_seconds)
             best = min(best, max(0.0, (due - now).total_seconds()))
@@ -332,6 +345,14 @@ def run_loop(
     """Tick until ``stop`` is set (SIGTERM), waking at the next due slot or every
     ``poll_seconds`` (answers to parked runs arrive without a slot)."""
     while not stop.is_set():
-        tick(store, clock(), launcher, events=events, fault=fault)
+        wake = poll_seconds
+        try:
+            tick(store, clock(), launcher, events=events, fault=fault)
+            wake = next_wake(store, clock(), poll_seconds)
+        except AgentctlError as exc:
+            if exc.code not in TRANSIENT_CODES:
+                raise
+            # The database is locked or the disk full for a moment: try again later.
+            events("DaemonRetry", {"code": exc.code, "message": exc.message}, exc.message)
         reap()
-        stop.wait(next_wake(store, clock(), poll_seconds))
+        stop.wait(wake)

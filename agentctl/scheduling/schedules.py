@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentctl.digest import canonical_json
-from agentctl.errors import NotFoundError, UsageError
+from agentctl.errors import AgentctlError, NotFoundError, UsageError
 from agentctl.scheduling.slots import Timing, jitter_offset
 from agentctl.store import schedules_repo
 from agentctl.store.schedules_repo import FiringRow, ScheduleRow
@@ -151,8 +151,7 @@ def list_schedules(store: Store, *, now: datetime) -> list[dict[str, Any]]:
 
 def set_paused(store: Store, name: str, paused: bool, *, now: datetime) -> dict[str, Any]:
     """Pause or resume. Resuming does not bring back the slots that passed while paused:
-    the cursor moves to now, and they are counted as missed only under ``--catch-up``
-    rules when the schedule was not paused."""
+    the cursor moves to now and they are added to the schedule's missed count."""
     with store.write() as conn:
         row = schedules_repo.schedule(conn, name)
         if row is None:
@@ -185,8 +184,11 @@ def firing_json(firing: FiringRow) -> dict[str, Any]:
 
 
 def describe(row: ScheduleRow, firings: list[FiringRow], *, now: datetime) -> dict[str, Any]:
-    timing = timing_of(row)
-    upcoming = timing.next_slot(max(row.cursor_at, now))
+    problem = None
+    try:
+        upcoming = timing_of(row).next_slot(max(row.cursor_at, now))
+    except AgentctlError as exc:  # e.g. a time zone this machine no longer knows
+        upcoming, problem = None, exc.message
     due = upcoming + jitter_offset(row.name, upcoming, row.jitter_seconds) if upcoming else None
     return {
         "name": row.name,
@@ -211,4 +213,5 @@ def describe(row: ScheduleRow, firings: list[FiringRow], *, now: datetime) -> di
         "createdAt": to_iso(row.created_at),
         "firings": [firing_json(f) for f in firings],
         "projectExists": Path(row.project_dir).is_dir(),
+        "problem": problem,
     }

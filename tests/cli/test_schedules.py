@@ -255,3 +255,45 @@ def test_daemon_resumes_parked_runs_once_answered(cli: Any, db: Path) -> None:
 def test_now_needs_once(cli: Any, db: Path) -> None:
     result = cli("daemon", "--now", "2026-05-01T00:00:00Z", "--db", db)
     assert result.exit_code == 2 and "--once" in result.stderr
+
+
+def test_one_undecidable_schedule_does_not_stop_the_others(cli: Any, db: Path) -> None:
+    import sqlite3
+
+    _workflow("tick", TICK)
+    for name in ("good", "bad"):
+        cli("schedule", "add", name, "tick", "--every", "1h", "--start",
+            "2026-05-01T00:00:00Z", "--db", db)  # fmt: skip
+    # A time zone this machine does not know (written by a machine that did).
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE schedules SET timezone = 'Mars/Base' WHERE name = 'bad'")
+    conn.close()
+    report = _tick(cli, db, "2026-05-01T01:00:00Z")
+    assert [f["schedule"] for f in report["fired"]] == ["good"]
+    assert (
+        report["failed"][0]["schedule"] == "bad" and "Mars/Base" in report["failed"][0]["message"]
+    )
+    listed = cli("--output", "json", "schedule", "list", "--db", db)
+    assert listed.exit_code == 0
+    bad = next(s for s in listed.json()["data"]["schedules"] if s["name"] == "bad")
+    assert "Mars/Base" in bad["problem"] and bad["nextSlot"] is None
+
+
+def test_resume_after_pause_counts_the_paused_slots_as_missed(cli: Any, db: Path) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    _workflow("tick", TICK)
+    start = datetime.now(UTC).replace(microsecond=0) - timedelta(hours=5, minutes=30)
+    cli("schedule", "add", "n", "tick", "--every", "1h", "--start", start.isoformat(),
+        "--db", db)  # fmt: skip
+    cli("schedule", "pause", "n", "--db", db)
+    last_slot = (start + timedelta(hours=5)).isoformat()
+    assert _tick(cli, db, last_slot)["fired"] == []  # paused: nothing fires
+    # Resuming does not bring back the five slots that passed while paused.
+    resumed = cli("--output", "json", "schedule", "resume", "n", "--db", db).json()["data"]
+    assert resumed["missed"] == 5 and resumed["firings"] == []
+    assert _tick(cli, db, last_slot)["fired"] == []
+    next_slot = (start + timedelta(hours=6)).isoformat()
+    assert [f["slot"][11:19] for f in _tick(cli, db, next_slot)["fired"]] == [
+        (start + timedelta(hours=6)).strftime("%H:%M:%S")
+    ]
