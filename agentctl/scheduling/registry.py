@@ -137,7 +137,7 @@ def search_path(
     return out
 
 
-def _entry(file: Path) -> WorkflowEntry:
+def _entry(file: Path, *, compile_plan: bool = True) -> WorkflowEntry:
     from agentctl.compiler import compile_workflow
     from agentctl.spec import load_workflow
 
@@ -148,6 +148,8 @@ def _entry(file: Path) -> WorkflowEntry:
         first = errors[0].message if errors else "it does not load"
         return WorkflowEntry(stems[0], stems, file, None, None, f"invalid: {first}")
     metadata = loaded.document.metadata
+    if not compile_plan:  # resolving a name needs the name only
+        return WorkflowEntry(metadata.name, stems, file, metadata.description, None, None)
     compiled = compile_workflow(loaded.document, source=loaded.source)
     problem = None
     digest = None
@@ -160,9 +162,13 @@ def _entry(file: Path) -> WorkflowEntry:
 
 
 def discover(
-    project: Path | None = None, environ: Mapping[str, str] | None = None
+    project: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+    *,
+    compile_plan: bool = True,
 ) -> list[WorkflowEntry]:
-    """Every workflow file of the registry, directories in order, files sorted by name."""
+    """Every workflow file of the registry, directories in order, files sorted by name;
+    ``compile_plan=False`` skips compiling (no digest, no compile problem)."""
     entries: list[WorkflowEntry] = []
     seen: set[Path] = set()
     for directory in search_path(project, environ):
@@ -175,15 +181,20 @@ def discover(
             if resolved in seen:
                 continue
             seen.add(resolved)
-            entries.append(_entry(resolved))
+            entries.append(_entry(resolved, compile_plan=compile_plan))
     return entries
 
 
 def find_workflow(
     name: str, project: Path | None = None, environ: Mapping[str, str] | None = None
 ) -> WorkflowEntry:
-    """The one registry entry answering to ``name``; exit 2 when none or several do."""
-    entries = discover(project, environ)
+    """The one registry entry answering to ``name`` (compiled, with its digest); exit 2
+    when none or several do."""
+    return _entry(_match(name, project, environ).file)
+
+
+def _match(name: str, project: Path | None, environ: Mapping[str, str] | None) -> WorkflowEntry:
+    entries = discover(project, environ, compile_plan=False)
     matches = [entry for entry in entries if entry.answers_to(name)]
     if len(matches) == 1:
         return matches[0]
@@ -216,4 +227,4 @@ def resolve_workflow(
     """The workflow file for a command argument: a path as given, a name from the registry."""
     if looks_like_path(argument):
         return argument
-    return str(find_workflow(argument, project, environ).file)
+    return str(_match(argument, project, environ).file)
