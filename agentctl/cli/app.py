@@ -20,6 +20,7 @@ from agentctl.cli import (
     inspecting,
     memory,
     meta,
+    monitors,
     providers,
     recovery,
     running,
@@ -88,6 +89,7 @@ app.command("gc")(memory.gc_command)
 app.add_typer(db.app, name="db")
 app.add_typer(workflows.app, name="workflows")
 app.add_typer(schedules.app, name="schedule")
+app.add_typer(monitors.app, name="monitor")
 app.command("daemon")(daemon.daemon_command)
 app.command("version")(meta.version_command)
 app.command("completion")(meta.completion_command)

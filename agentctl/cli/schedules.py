@@ -187,11 +187,12 @@ def show_command(
 
 
 def _set_paused(ctx: typer.Context, db: str | None, name: str, paused: bool) -> None:
-    from agentctl.scheduling.schedules import set_paused
+    from agentctl.scheduling.schedules import get_schedule, set_paused
     from agentctl.store.engine import open_store
 
     with open_store(db_from_context(ctx, db)) as store:
-        data = set_paused(store, name, paused, now=_now())
+        set_paused(store, name, paused, now=_now(), monitor=False)
+        data = get_schedule(store, name, now=_now())
     output.current().success("Schedule", data, human=_human(data))
 
 
@@ -236,7 +237,7 @@ def remove_command(
     from agentctl.store.engine import open_store
 
     with open_store(db_from_context(ctx, db)) as store:
-        data = remove_schedule(store, name)
+        data = remove_schedule(store, name, monitor=False)
     output.current().success("ScheduleRemoved", data, human=f"removed schedule {name}")
 
 

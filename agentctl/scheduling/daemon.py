@@ -26,8 +26,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from agentctl.errors import AgentctlError, StateConflictError
+from agentctl.scheduling.monitors import record_observation
+from agentctl.scheduling.observers import observe
 from agentctl.scheduling.registry import resolve_workflow
-from agentctl.scheduling.schedules import timing_of, unknown_schedule
+from agentctl.scheduling.schedules import require_kind, timing_of
 from agentctl.scheduling.slots import jitter_offset
 from agentctl.store import daemon_repo, schedules_repo
 from agentctl.store.errors import TRANSIENT_CODES
@@ -105,15 +107,34 @@ class TickReport:
 def _request(schedule: ScheduleRow, firing: FiringRow) -> LaunchRequest:
     """Resolve the schedule's workflow again for this slot (a name may now point at another
     file; a path was made absolute when the schedule was added)."""
-    workflow = resolve_workflow(schedule.workflow, project=Path(schedule.project_dir))
+    inputs = json.loads(schedule.inputs_json)
+    if firing.inputs_json:
+        inputs.update(json.loads(firing.inputs_json))
     return LaunchRequest(
         firing.id,
         schedule.name,
         firing.slot_at,
-        workflow if Path(workflow).is_absolute() else schedule.workflow_file,
-        json.loads(schedule.inputs_json),
+        _request_file(schedule),
+        inputs,
         schedule.workspace,
     )
+
+
+def process_allowlist(workflow_file: str) -> list[str]:
+    """``spec.policy.processAllowlist`` of a workflow file (empty when it does not load)."""
+    from agentctl.spec import load_workflow
+
+    loaded = load_workflow(workflow_file)
+    if loaded.document is None:
+        return []
+    document = loaded.document.model_dump(mode="json", by_alias=True)
+    policy = (document.get("spec") or {}).get("policy") or {}
+    return [str(name) for name in policy.get("processAllowlist") or []]
+
+
+def _request_file(schedule: ScheduleRow) -> str:
+    workflow = resolve_workflow(schedule.workflow, project=Path(schedule.project_dir))
+    return workflow if Path(workflow).is_absolute() else schedule.workflow_file
 
 
 def _quiet(kind: str, data: dict[str, Any], human: str) -> None:
@@ -246,6 +267,35 @@ class _Tick:
         self.launch(firing, schedule)
         return True
 
+    def observe(self, row: ScheduleRow) -> None:
+        """A monitor: observe at its newest due slot (older ones are not observed late)."""
+        slots, _ = timing_of(row).newest(row.cursor_at, self.now, 1)
+        if not slots:
+            return
+        slot = slots[-1]
+        monitor = json.loads(row.monitor_json or "{}")
+        try:
+            workflow = _request_file(row)
+            allowlist = process_allowlist(workflow) if monitor.get("kind") == "command" else []
+            value = observe(monitor, Path(row.project_dir), allowlist)
+        except AgentctlError as exc:  # the command is no longer allowed or found
+            value = {"error": exc.code, "message": exc.message}
+        result = record_observation(self.store, row, slot, value, self.now)
+        if result is None:
+            return  # another daemon observed this slot
+        outcome, firing = result
+        item = {"monitor": row.name, "slot": to_iso(slot), "outcome": outcome, "value": value}
+        self.events("Observed", item, f"{row.name} {to_iso(slot)}: {outcome}")
+        if firing is None:
+            return
+        if firing.status == "skipped":
+            skipped = {"schedule": row.name, "slot": to_iso(slot), "reason": firing.reason}
+            self.report.skipped.append(skipped)
+            self.events("SlotSkipped", skipped, f"{row.name}: change skipped ({firing.reason})")
+            return
+        self.fault("schedule.slot_recorded")
+        self.launch(firing, row)
+
     def start_orphans(self) -> None:
         with self.store.read() as conn:
             unstarted = daemon_repo.unstarted_scheduled_runs(conn)
@@ -281,7 +331,10 @@ def tick(
         active = [s for s in schedules_repo.list_schedules(conn) if not s.paused]
     for schedule in active:
         try:
-            work.decide(schedule)
+            if schedule.monitor_json is not None:
+                work.observe(schedule)
+            else:
+                work.decide(schedule)
         except AgentctlError as exc:
             if exc.code in TRANSIENT_CODES:
                 raise
@@ -298,9 +351,7 @@ def fire_now(store: Store, name: str, now: datetime, launcher: Launcher) -> str:
     """``agentctl schedule trigger``: a manual firing at ``now`` (overlap not applied); the
     run id, created and linked but not started (the caller executes it)."""
     with store.write() as conn:
-        schedule = schedules_repo.schedule(conn, name)
-        if schedule is None:
-            raise unknown_schedule(name)
+        schedule = require_kind(schedules_repo.schedule(conn, name), name, monitor=False)
         firing_id = schedules_repo.record_firing(
             conn, name, now, trigger="manual", status="recorded", missed=0, reason=None, now=now
         )

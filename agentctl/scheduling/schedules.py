@@ -34,6 +34,7 @@ __all__ = [
     "get_schedule",
     "list_schedules",
     "remove_schedule",
+    "require_kind",
     "set_paused",
     "timing_of",
     "unknown_schedule",
@@ -90,9 +91,11 @@ def _check(new: NewSchedule) -> Timing:
     return timing
 
 
-def add_schedule(store: Store, new: NewSchedule, *, now: datetime) -> dict[str, Any]:
-    """Record a schedule whose first slot comes after ``new.start``; exit 2 when the name is
-    taken or an option is invalid."""
+def add_schedule(
+    store: Store, new: NewSchedule, *, now: datetime, monitor_json: str | None = None
+) -> dict[str, Any]:
+    """Record a schedule (a monitor with ``monitor_json``) whose first slot comes after
+    ``new.start``; exit 2 when the name is taken or an option is invalid."""
     _check(new)
     row = ScheduleRow(
         name=new.name,
@@ -115,58 +118,67 @@ def add_schedule(store: Store, new: NewSchedule, *, now: datetime) -> dict[str, 
         missed=0,
         created_at=now,
         updated_at=now,
+        monitor_json=monitor_json,
     )
     with store.write() as conn:
         if not schedules_repo.insert_schedule(conn, row):
             raise UsageError(
-                f"a schedule named {new.name!r} already exists",
+                f"a schedule or monitor named {new.name!r} already exists",
                 code="schedule.exists",
-                hint=f"pick another name, or `agentctl schedule remove {new.name}` first",
+                hint="pick another name, or remove the existing one first",
             )
     return describe(row, [], now=now)
 
 
-def unknown_schedule(name: str) -> NotFoundError:
+def unknown_schedule(name: str, *, monitor: bool = False) -> NotFoundError:
+    kind = "monitor" if monitor else "schedule"
     return NotFoundError(
-        f"no schedule named {name!r}",
-        code="schedule.not_found",
-        hint="`agentctl schedule list` shows the schedules of this database",
+        f"no {kind} named {name!r}",
+        code=f"{kind}.not_found",
+        hint=f"`agentctl {kind} list` shows the {kind}s of this database",
     )
+
+
+def require_kind(row: ScheduleRow | None, name: str, *, monitor: bool) -> ScheduleRow:
+    """The row, when it is of the kind the command works on (a schedule or a monitor)."""
+    if row is None:
+        raise unknown_schedule(name, monitor=monitor)
+    if (row.monitor_json is not None) != monitor:
+        this, other = ("monitor", "schedule") if monitor else ("schedule", "monitor")
+        raise UsageError(
+            f"{name!r} is a {other}, not a {this}", hint=f"use `agentctl {other} ...` for it"
+        )
+    return row
 
 
 def get_schedule(store: Store, name: str, *, now: datetime, firings: int = 20) -> dict[str, Any]:
     with store.read() as conn:
-        row = schedules_repo.schedule(conn, name)
-        if row is None:
-            raise unknown_schedule(name)
+        row = require_kind(schedules_repo.schedule(conn, name), name, monitor=False)
         recent = schedules_repo.firings(conn, name, firings)
     return describe(row, recent, now=now)
 
 
 def list_schedules(store: Store, *, now: datetime) -> list[dict[str, Any]]:
     with store.read() as conn:
-        rows = schedules_repo.list_schedules(conn)
+        rows = [r for r in schedules_repo.list_schedules(conn) if r.monitor_json is None]
         return [describe(row, schedules_repo.firings(conn, row.name, 1), now=now) for row in rows]
 
 
-def set_paused(store: Store, name: str, paused: bool, *, now: datetime) -> dict[str, Any]:
+def set_paused(store: Store, name: str, paused: bool, *, now: datetime, monitor: bool) -> None:
     """Pause or resume. Resuming does not bring back the slots that passed while paused:
-    the cursor moves to now and they are added to the schedule's missed count."""
+    the cursor moves to now and they are added to the missed count."""
     with store.write() as conn:
-        row = schedules_repo.schedule(conn, name)
-        if row is None:
-            raise unknown_schedule(name)
+        row = require_kind(schedules_repo.schedule(conn, name), name, monitor=monitor)
         schedules_repo.set_paused(conn, name, paused, now)
         if not paused and row.paused:
             skipped = sum(1 for _ in timing_of(row).slots(row.cursor_at, now))
             schedules_repo.advance_cursor(conn, name, now, skipped, now)
-    return get_schedule(store, name, now=now)
 
 
-def remove_schedule(store: Store, name: str) -> dict[str, Any]:
+def remove_schedule(store: Store, name: str, *, monitor: bool) -> dict[str, Any]:
     with store.write() as conn:
-        if not schedules_repo.delete_schedule(conn, name):
-            raise unknown_schedule(name)
+        require_kind(schedules_repo.schedule(conn, name), name, monitor=monitor)
+        schedules_repo.delete_schedule(conn, name)
     return {"name": name, "removed": True}
 
 

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FiringRow",
+    "ObservationRow",
     "ScheduleRow",
     "advance_cursor",
     "delete_schedule",
@@ -35,9 +36,13 @@ __all__ = [
     "link_run",
     "list_schedules",
     "live_run",
+    "observations",
     "record_firing",
+    "record_observation",
     "recorded_firings",
     "schedule",
+    "set_observed",
+    "set_outcome",
     "set_paused",
 ]
 
@@ -63,6 +68,9 @@ _SCHEDULE_COLUMNS = (
     "missed",
     "created_at",
     "updated_at",
+    "monitor_json",
+    "observed_json",
+    "pending_json",
 )
 _FIRING_COLUMNS = (
     "id",
@@ -74,6 +82,7 @@ _FIRING_COLUMNS = (
     "run_id",
     "missed",
     "reason",
+    "inputs_json",
     "created_at",
     "updated_at",
 )
@@ -101,6 +110,9 @@ class ScheduleRow:
     missed: int
     created_at: datetime
     updated_at: datetime
+    monitor_json: str | None = None
+    observed_json: str | None = None
+    pending_json: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +125,7 @@ class FiringRow:
     run_id: str | None
     missed: int
     reason: str | None
+    inputs_json: str | None
     created_at: datetime
     updated_at: datetime
 
@@ -175,8 +188,9 @@ def set_paused(conn: SqlRunner, name: str, paused: bool, now: datetime) -> bool:
 
 
 def delete_schedule(conn: SqlRunner, name: str) -> bool:
-    """Remove a schedule and its firings (the runs it started stay)."""
+    """Remove a schedule or monitor, its firings and observations (its runs stay)."""
     conn.exec_driver_sql("DELETE FROM schedule_firings WHERE schedule_name = ?", (name,))
+    conn.exec_driver_sql("DELETE FROM monitor_observations WHERE monitor_name = ?", (name,))
     result = conn.exec_driver_sql("DELETE FROM schedules WHERE name = ?", (name,))
     return int(result.rowcount) == 1
 
@@ -204,12 +218,13 @@ def record_firing(
     missed: int,
     reason: str | None,
     now: datetime,
+    inputs_json: str | None = None,
 ) -> int | None:
     """Insert the firing of ``slot``; its id, or None when that slot already has one."""
     result = conn.exec_driver_sql(
         "INSERT INTO schedule_firings (format_version, schedule_name, slot_at, trigger, status, "
-        "missed, reason, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
-        "ON CONFLICT (schedule_name, slot_at) DO NOTHING",
+        "missed, reason, inputs_json, created_at, updated_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (schedule_name, slot_at) DO NOTHING",
         (
             FORMAT_VERSION,
             name,
@@ -218,6 +233,7 @@ def record_firing(
             status,
             missed,
             reason,
+            inputs_json,
             to_db(now),
             to_db(now),
         ),
@@ -291,3 +307,60 @@ def firing_of_run(conn: SqlRunner, run_id: str) -> FiringRow | None:
         (run_id,),
     ).first()
     return None if row is None else _firing(row)
+
+
+@dataclass(frozen=True, slots=True)
+class ObservationRow:
+    slot_at: datetime
+    digest: str
+    value_json: str
+    outcome: str
+
+
+def record_observation(
+    conn: SqlRunner, name: str, slot: datetime, digest: str, value_json: str, now: datetime
+) -> bool:
+    """Insert a monitor's observation of ``slot`` (outcome decided by :func:`set_outcome`);
+    False when that slot was already observed (another daemon)."""
+    result = conn.exec_driver_sql(
+        "INSERT INTO monitor_observations (monitor_name, slot_at, digest, value_json, outcome, "
+        "created_at) VALUES (?, ?, ?, ?, 'pending', ?) "
+        "ON CONFLICT (monitor_name, slot_at) DO NOTHING",
+        (name, to_db(slot), digest, value_json, to_db(now)),
+    )
+    return int(result.rowcount) == 1
+
+
+def set_outcome(conn: SqlRunner, name: str, slot: datetime, outcome: str) -> None:
+    conn.exec_driver_sql(
+        "UPDATE monitor_observations SET outcome = ? WHERE monitor_name = ? AND slot_at = ?",
+        (outcome, name, to_db(slot)),
+    )
+
+
+def set_observed(
+    conn: SqlRunner,
+    name: str,
+    *,
+    observed_json: str | None,
+    pending_json: str | None,
+    cursor: datetime,
+    now: datetime,
+) -> None:
+    """A monitor's last confirmed value, the change waiting for its debounce, its cursor."""
+    conn.exec_driver_sql(
+        "UPDATE schedules SET observed_json = ?, pending_json = ?, "
+        "cursor_at = CASE WHEN cursor_at < ? THEN ? ELSE cursor_at END, updated_at = ? "
+        "WHERE name = ?",
+        (observed_json, pending_json, to_db(cursor), to_db(cursor), to_db(now), name),
+    )
+
+
+def observations(conn: SqlRunner, name: str, limit: int) -> list[ObservationRow]:
+    """A monitor's observations, newest first."""
+    rows = conn.exec_driver_sql(
+        "SELECT slot_at, digest, value_json, outcome FROM monitor_observations "
+        "WHERE monitor_name = ? ORDER BY slot_at DESC LIMIT ?",
+        (name, limit),
+    )
+    return [ObservationRow(from_db(r[0]), str(r[1]), str(r[2]), str(r[3])) for r in rows]

@@ -50,6 +50,7 @@ __all__ = [
     "effects",
     "memory_entries",
     "metadata",
+    "monitor_observations",
     "provider_sessions",
     "reconciliations",
     "runs",
@@ -427,6 +428,12 @@ schedules = Table(
     Column("missed", Integer, nullable=False, server_default="0"),
     _ts("created_at", nullable=False),
     _ts("updated_at", nullable=False),
+    # A monitor is a schedule whose slots observe something: what and how
+    # ({kind, target, debounceSeconds}); the last confirmed observation; a change waiting
+    # for its debounce.
+    Column("monitor_json", Text, nullable=True),
+    Column("observed_json", Text, nullable=True),
+    Column("pending_json", Text, nullable=True),
     CheckConstraint("catch_up IN ('skip', 'latest', 'all')", name="catch_up"),
     CheckConstraint("overlap IN ('skip', 'queue', 'allow')", name="overlap"),
     CheckConstraint("(cron IS NULL) <> (interval_seconds IS NULL)", name="timing"),
@@ -451,12 +458,35 @@ schedule_firings = Table(
     Column("run_id", String(80), ForeignKey("runs.id", ondelete="SET NULL"), nullable=True),
     Column("missed", Integer, nullable=False, server_default="0"),
     Column("reason", Text, nullable=True),
+    # Inputs of this firing on top of the schedule's (a monitor's observation).
+    Column("inputs_json", Text, nullable=True),
     _ts("created_at", nullable=False),
     _ts("updated_at", nullable=False),
-    CheckConstraint("trigger IN ('cron', 'interval', 'manual')", name="trigger"),
+    CheckConstraint("trigger IN ('cron', 'interval', 'manual', 'monitor')", name="trigger"),
     UniqueConstraint("schedule_name", "slot_at"),
     Index(None, "status"),
     Index(None, "run_id"),
+)
+
+# Every observation a monitor made, one per (monitor, slot): the first daemon to commit it
+# decides whether the value changed.
+monitor_observations = Table(
+    "monitor_observations",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column(
+        "monitor_name",
+        String(255),
+        ForeignKey("schedules.name", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    _ts("slot_at", nullable=False),
+    Column("digest", String(80), nullable=False),
+    Column("value_json", Text, nullable=False),
+    Column("outcome", String(20), nullable=False),
+    _ts("created_at", nullable=False),
+    CheckConstraint("outcome IN ('baseline', 'unchanged', 'pending', 'changed')", name="outcome"),
+    UniqueConstraint("monitor_name", "slot_at"),
 )
 
 #: Tables whose rows carry a record format version (checked on read).

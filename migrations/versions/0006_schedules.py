@@ -1,4 +1,4 @@
-"""Schedules and their firings: runs that start by themselves.
+"""Schedules, monitors and their firings: runs that start by themselves.
 
 Why: ``agentctl schedule`` and ``agentctl daemon`` start runs from cron expressions and
 intervals. A schedule row keeps its timing, inputs, catch-up and overlap policies and the
@@ -6,7 +6,9 @@ cursor up to which its slots were decided. Each decided slot is a ``schedule_fir
 unique per (schedule, slot) and committed before the run is created, then linked to the run
 in the run's own creating transaction: a slot is never started twice (two daemons, a
 restart after a crash) and never silently lost (a recorded slot without a run is finished
-by the next daemon).
+by the next daemon). A monitor is a schedule row whose slots observe files, an HTTP
+endpoint or a command (``monitor_json``); each observation is a ``monitor_observations`` row,
+unique per (monitor, slot), and a change starts a run through the same firing record.
 
 Revision ID: 0006_schedules
 Revises: 0005_task_conditions
@@ -48,6 +50,9 @@ def upgrade() -> None:
         sa.Column("missed", sa.Integer(), server_default="0", nullable=False),
         sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
         sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("monitor_json", sa.Text(), nullable=True),
+        sa.Column("observed_json", sa.Text(), nullable=True),
+        sa.Column("pending_json", sa.Text(), nullable=True),
         sa.CheckConstraint(
             "catch_up IN ('skip', 'latest', 'all')", name=op.f("ck_schedules_catch_up")
         ),
@@ -70,10 +75,11 @@ def upgrade() -> None:
         sa.Column("run_id", sa.String(length=80), nullable=True),
         sa.Column("missed", sa.Integer(), server_default="0", nullable=False),
         sa.Column("reason", sa.Text(), nullable=True),
+        sa.Column("inputs_json", sa.Text(), nullable=True),
         sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
         sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
         sa.CheckConstraint(
-            "trigger IN ('cron', 'interval', 'manual')",
+            "trigger IN ('cron', 'interval', 'manual', 'monitor')",
             name=op.f("ck_schedule_firings_trigger"),
         ),
         sa.ForeignKeyConstraint(
@@ -99,9 +105,34 @@ def upgrade() -> None:
     op.create_index(
         op.f("ix_schedule_firings_status"), "schedule_firings", ["status"], unique=False
     )
+    op.create_table(
+        "monitor_observations",
+        sa.Column("id", sa.Integer(), autoincrement=True, nullable=False),
+        sa.Column("monitor_name", sa.String(length=255), nullable=False),
+        sa.Column("slot_at", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("digest", sa.String(length=80), nullable=False),
+        sa.Column("value_json", sa.Text(), nullable=False),
+        sa.Column("outcome", sa.String(length=20), nullable=False),
+        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+        sa.CheckConstraint(
+            "outcome IN ('baseline', 'unchanged', 'pending', 'changed')",
+            name=op.f("ck_monitor_observations_outcome"),
+        ),
+        sa.ForeignKeyConstraint(
+            ["monitor_name"],
+            ["schedules.name"],
+            name=op.f("fk_monitor_observations_monitor_name_schedules"),
+            ondelete="CASCADE",
+        ),
+        sa.PrimaryKeyConstraint("id", name=op.f("pk_monitor_observations")),
+        sa.UniqueConstraint(
+            "monitor_name", "slot_at", name=op.f("uq_monitor_observations_monitor_name_slot_at")
+        ),
+    )
 
 
 def downgrade() -> None:
+    op.drop_table("monitor_observations")
     op.drop_index(op.f("ix_schedule_firings_status"), table_name="schedule_firings")
     op.drop_index(op.f("ix_schedule_firings_run_id"), table_name="schedule_firings")
     op.drop_table("schedule_firings")

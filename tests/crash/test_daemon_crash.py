@@ -129,3 +129,29 @@ def test_sigterm_stops_the_daemon_cleanly(project: Path) -> None:
     rest, err = daemon.communicate(timeout=60)
     assert daemon.returncode == 0, err
     assert json.loads(rest.splitlines()[-1])["kind"] == "DaemonStopped"
+
+
+def test_monitor_change_survives_a_kill_before_its_run(tmp_path: Path) -> None:
+    flows = Path("workflows")
+    flows.mkdir()
+    (flows / "ledger.yaml").write_text(textwrap.dedent(LEDGER))
+    watched = Path("watched.md")
+    watched.write_text("one\n")
+    db = tmp_path / "m.db"
+    code, _, err = _run(
+        "monitor", "add", "changed", "ledger", "--watch-files", "watched.md", "--every", "1m",
+        "--start", "2026-05-01T00:00:00Z", "--db", db,
+    )  # fmt: skip
+    assert code == 0, err
+    assert _run("daemon", "--once", "--now", "2026-05-01T00:01:00Z", "--db", db)[0] == 0
+    watched.write_text("two\n")
+    now = "2026-05-01T00:02:00Z"
+    killed = _run("daemon", "--once", "--now", now, "--db", db, fault="schedule.slot_recorded")
+    assert killed[0] == -signal.SIGKILL and _ledger() == []
+    report = _json("daemon", "--once", "--now", now, "--db", db)
+    assert [r["state"] for r in report["runs"]] == ["succeeded"]
+    assert _json("daemon", "--once", "--now", now, "--db", db)["runs"] == []
+    assert _ledger() == ["slot"]
+    (run,) = _json("runs", "list", "--db", db)["runs"]
+    inputs = _json("inspect", run["runId"], "--db", db)["run"]["inputs"]
+    assert inputs["observedAt"] == now and inputs["current"]["files"] == ["watched.md"]
