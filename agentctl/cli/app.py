@@ -14,16 +14,20 @@ from agentctl.cli import (
     approvals,
     artifacts,
     authoring,
+    daemon,
     db,
     effects,
     explain,
     inspecting,
     memory,
     meta,
+    monitors,
     packs,
     providers,
     recovery,
     running,
+    schedules,
+    workflows,
 )
 
 __all__ = ["app"]
@@ -96,5 +100,9 @@ app.add_typer(memory.app, name="memory")
 app.add_typer(packs.app, name="pack")
 app.command("gc")(memory.gc_command)
 app.add_typer(db.app, name="db")
+app.add_typer(workflows.app, name="workflows")
+app.add_typer(schedules.app, name="schedule")
+app.add_typer(monitors.app, name="monitor")
+app.command("daemon")(daemon.daemon_command)
 app.command("version")(meta.version_command)
 app.command("completion")(meta.completion_command)

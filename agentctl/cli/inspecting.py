@@ -34,14 +34,20 @@ def runs_list_command(
     limit: Annotated[
         int, typer.Option("--limit", help="At most this many runs, newest first.", min=1)
     ] = 50,
+    schedule: Annotated[
+        str | None, typer.Option("--schedule", help="Only runs this schedule started.")
+    ] = None,
     db: DbOption = None,
 ) -> None:
-    """List runs, newest first."""
+    """List runs, newest first.
+
+    Example: agentctl runs list --schedule nightly-review --status failed
+    """
     from agentctl.engine.operations import list_runs
     from agentctl.store.engine import open_store
 
     with open_store(db_from_context(ctx, db)) as store:
-        found = list_runs(store, status=status, workflow=workflow, limit=limit)
+        found = list_runs(store, status=status, workflow=workflow, limit=limit, schedule=schedule)
     out = output.current()
 
     def human() -> None:
@@ -79,6 +85,13 @@ def inspect_command(
     def human() -> None:
         run = data["run"]
         print(f"{run['runId']} {run['state']}  workflow {run['workflow']}", file=out.stdout)
+        started_by = run.get("startedBy")
+        if started_by:
+            print(
+                f"  started by schedule {started_by['schedule']} slot {started_by['slot']}"
+                f" ({started_by['trigger']})",
+                file=out.stdout,
+            )
         if run.get("error"):
             print(f"  error: {run['error'].get('message')}", file=out.stdout)
         if run.get("traceId"):

@@ -256,7 +256,13 @@ def _report(
 
 def roll_command(
     ctx: typer.Context,
-    workflow: Annotated[str, typer.Argument(help="Workflow file (.yaml, .yml, .json or .py).")],
+    workflow: Annotated[
+        str,
+        typer.Argument(
+            help="Workflow file (.yaml, .yml, .json or .py), or a registered workflow name "
+            "(see `agentctl workflows list`)."
+        ),
+    ],
     db: DbOption = None,
     input_pairs: InputOption = None,
     inputs: InputsOption = None,
@@ -288,16 +294,20 @@ def roll_command(
     uncertain effect), 4 failed, 130 cancelled.
 
     Variables (--vars-file, --var) are recorded with the run: resume, replay, retry and
-    repair use the values the run was created with.
+    repair use the values the run was created with. A name (not a path) is looked up in the
+    project's workflow directories: its metadata.name or its file stem; an ambiguous or
+    unknown name exits 2.
 
     Example: agentctl roll release.workflow.yaml --dry-run --diff
     Example: agentctl roll deploy.yaml --vars-file staging.yaml --var replicas=5
+    Example: agentctl roll hello --input changeFile=change.txt
     """
     from agentctl.engine.runs import prepare_run
     from agentctl.ids import SystemClock
+    from agentctl.scheduling.registry import resolve_workflow
 
     prepared = prepare_run(
-        workflow,
+        resolve_workflow(workflow),
         inputs_json=inputs,
         inputs_file=inputs_file,
         input_pairs=input_pairs or [],
@@ -389,10 +399,31 @@ def resume_command(
     """
     from agentctl.store.engine import open_store
 
+    with open_store(db_from_context(ctx, db)) as store:
+        return drive_and_report(
+            store,
+            run_id,
+            workspace=workspace,
+            timeout_seconds=timeout_seconds,
+            interactive=interactive,
+            diff=diff,
+        )
+
+
+def drive_and_report(
+    store: Store,
+    run_id: str,
+    *,
+    workspace: str | None = None,
+    timeout_seconds: float | None = None,
+    interactive: bool = False,
+    diff: bool = False,
+) -> int:
+    """Execute an existing run in the foreground and report it as `roll` does."""
     options, progress = _options(
         check=False, diff=diff, interactive=interactive, workspace=workspace
     )
-    with open_store(db_from_context(ctx, db)) as store, progress:
+    with progress:
         outcome = _drive(store, run_id, options, timeout_seconds)
         compensation = _auto_compensate(store, outcome, options, timeout_seconds)
     return _report(outcome, compensation=compensation)

@@ -10,6 +10,10 @@ task commit, so tests/crash can prove the recovery rules at each one:
 - ``effect.finished``   after the outcome committed, before the task transition
 - ``task.committed``    after a task transition committed
 - ``run.created``       after the run row committed, before the first task
+
+The daemon passes :meth:`Faults.hit` down to the scheduler for its own two points:
+``schedule.slot_recorded`` (a firing committed, its run not created) and
+``schedule.run_created`` (the run created and linked, not started).
 """
 
 from __future__ import annotations

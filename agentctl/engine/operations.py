@@ -25,12 +25,14 @@ from agentctl.store import (
     effects_repo,
     inspect_repo,
     runs_repo,
+    schedules_repo,
     sessions_repo,
 )
 from agentctl.store.conditions import task_conditions
 from agentctl.store.engine import Store
 from agentctl.store.ownership import clear_owner, owner_alive
 from agentctl.store.records import check_run_records
+from agentctl.store.timestamps import to_iso
 from agentctl.store.transitions import close_live_parts
 
 __all__ = [
@@ -311,7 +313,12 @@ def answer_question(
 
 
 def list_runs(
-    store: Store, *, status: str | None = None, workflow: str | None = None, limit: int = 50
+    store: Store,
+    *,
+    status: str | None = None,
+    workflow: str | None = None,
+    limit: int = 50,
+    schedule: str | None = None,
 ) -> list[dict[str, Any]]:
     with store.read() as conn:
         return [
@@ -325,7 +332,7 @@ def list_runs(
                 "updatedAt": row.updated_at.isoformat(),
             }
             for row in runs_repo.list_runs(
-                conn, status=status, workflow=workflow, limit=max(1, limit)
+                conn, status=status, workflow=workflow, limit=max(1, limit), schedule=schedule
             )
         ]
 
@@ -351,6 +358,7 @@ def inspect_run(store: Store, run_id: str) -> dict[str, Any]:
         approvals = [a.to_json() for a in list_approvals(conn, run_id)]
         check_run_records(conn, run_id)
         checkpoint_count = checkpoints_repo.count(conn, run_id)
+        firing = schedules_repo.firing_of_run(conn, run_id)
         events = list_events(conn, run_id)
         chain = verify_chain(conn, run_id)
         ledger = budget_snapshot(conn, run_id)
@@ -389,6 +397,13 @@ def inspect_run(store: Store, run_id: str) -> dict[str, Any]:
             "cancelRequested": run.cancel_requested,
             "owner": run.owner_id,
             **_trace_json(traces.run),
+            "startedBy": None
+            if firing is None
+            else {
+                "schedule": firing.schedule_name,
+                "slot": to_iso(firing.slot_at),
+                "trigger": firing.trigger,
+            },
         },
         "tasks": [
             {

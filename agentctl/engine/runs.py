@@ -185,6 +185,7 @@ def create_run(
     reason: str | None = None,
     guard: Callable[[Any], None] | None = None,
     probe_isolation: bool = True,
+    link: Callable[[Any, str], None] | None = None,
 ) -> str:
     """Commit the run, its pending tasks and ``run.created`` in one transaction.
 
@@ -192,7 +193,8 @@ def create_run(
     ``probe_isolation=False`` skips that for a prediction (``--check``) that runs nothing.
     ``guard`` runs first inside the transaction (under the write lock): an exclusive
     decision such as "no other compensation of this source is live" raises there and
-    nothing is created."""
+    nothing is created. ``link`` runs last in the same transaction with the new run id
+    (a schedule firing records its run there, so both commit or neither does)."""
     from agentctl.engine.actions import unsupported_action_kinds
 
     plan = prepared.plan
@@ -278,6 +280,8 @@ def create_run(
             },
             now=now,
         )
+        if link is not None:
+            link(conn, run_id)
     return run_id
 
 

@@ -168,11 +168,19 @@ def cancel_flag(conn: SqlRunner, run_id: str) -> tuple[bool, str | None] | None:
 
 
 def list_runs(
-    conn: SqlRunner, *, status: str | None, workflow: str | None, limit: int
+    conn: SqlRunner,
+    *,
+    status: str | None,
+    workflow: str | None,
+    limit: int,
+    schedule: str | None = None,
 ) -> list[RunListRow]:
-    """Newest first, optionally of one status and one workflow."""
+    """Newest first, optionally of one status, one workflow and one schedule."""
     where: list[str] = []
     params: list[Any] = []
+    if schedule:
+        where.append("id IN (SELECT run_id FROM schedule_firings WHERE schedule_name = ?)")
+        params.append(schedule)
     if status:
         where.append("status = ?")
         params.append(status)

@@ -1,4 +1,4 @@
-"""The states of runs, tasks, effects and approvals, and the moves allowed between them.
+"""The states of runs, tasks, effects, approvals and schedule firings, and their moves.
 
 This module is the one place that says which state changes are legal; docs/states.md
 draws the same tables for people. Every state change the store writes is a conditional
@@ -20,10 +20,12 @@ from typing import Any
 __all__ = [
     "APPROVAL_MOVES",
     "EFFECT_MOVES",
+    "FIRING_MOVES",
     "RUN_MOVES",
     "TASK_MOVES",
     "ApprovalState",
     "EffectState",
+    "FiringState",
     "RunState",
     "TaskState",
     "allowed_priors",
@@ -67,6 +69,13 @@ class ApprovalState(StrEnum):
     REJECTED = "rejected"
     ANSWERED = "answered"
     EXPIRED = "expired"
+
+
+class FiringState(StrEnum):
+    RECORDED = "recorded"
+    STARTED = "started"
+    SKIPPED = "skipped"
+    FAILED = "failed"
 
 
 _R, _T, _E, _A = RunState, TaskState, EffectState, ApprovalState
@@ -122,7 +131,18 @@ APPROVAL_MOVES: Mapping[ApprovalState, frozenset[ApprovalState]] = {
     _A.EXPIRED: frozenset(),
 }
 
+#: Schedule firing: ``recorded`` (committed before its run exists) becomes ``started`` in the
+#: transaction that creates the run, or ``failed`` when the workflow no longer compiles.
+#: ``skipped`` (an overlap) is written as such and never changes.
+FIRING_MOVES: Mapping[FiringState, frozenset[FiringState]] = {
+    FiringState.RECORDED: frozenset({FiringState.STARTED, FiringState.FAILED}),
+    FiringState.STARTED: frozenset(),
+    FiringState.SKIPPED: frozenset(),
+    FiringState.FAILED: frozenset(),
+}
+
 _TABLES: Mapping[str, Mapping[Any, frozenset[Any]]] = {
+    "firing": FIRING_MOVES,
     "run": RUN_MOVES,
     "task": TASK_MOVES,
     "effect": EFFECT_MOVES,

@@ -26,6 +26,7 @@ _RECORDS: Mapping[str, tuple[str, tuple[str, ...]]] = {
     "task": ("tasks", ("run_id", "task_id")),
     "effect": ("effects", ("id",)),
     "approval": ("approvals", ("id",)),
+    "firing": ("schedule_firings", ("id",)),
 }
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from agentctl.store.states import (
     APPROVAL_MOVES,
     EFFECT_MOVES,
+    FIRING_MOVES,
     RUN_MOVES,
     TASK_MOVES,
     allowed_priors,
@@ -48,6 +49,7 @@ def test_the_page_matches_every_table() -> None:
     assert _section("Task") == _table(TASK_MOVES)
     assert _section("Effect") == _table(EFFECT_MOVES)
     assert _section("Approval and question") == _table(APPROVAL_MOVES)
+    assert _section("Schedule firing") == _table(FIRING_MOVES)
 
 
 def test_priors_are_the_inverse_of_the_moves() -> None:

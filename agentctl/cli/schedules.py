@@ -1,0 +1,270 @@
+"""``agentctl schedule add|list|show|pause|resume|remove|trigger``."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from agentctl.cli import output
+from agentctl.cli.options import DbOption, db_from_context
+
+app = typer.Typer(
+    name="schedule",
+    help="Start runs by themselves: cron expressions in a time zone, or intervals "
+    "(fired by `agentctl daemon`).",
+    no_args_is_help=True,
+)
+
+
+@app.callback()
+def _schedule_group(ctx: typer.Context, db: DbOption = None) -> None:
+    """Start runs by themselves: cron expressions in a time zone, or intervals.
+
+    `agentctl daemon` fires the slots; see docs/schedules.md.
+    """
+    ctx.obj = {"db": db}
+
+
+def _now() -> Any:
+    from agentctl.ids import SystemClock
+
+    return SystemClock().now()
+
+
+def _human(data: dict[str, Any]) -> str:
+    rule = (
+        f"cron {data['cron']!r} in {data['timezone']}"
+        if data["cron"]
+        else (f"every {data['everySeconds']}s")
+    )
+    state = "paused" if data["paused"] else f"next {data['nextDue'] or 'never'}"
+    lines = [f"{data['name']}  {data['workflow']}  {rule}  {state}"]
+    lines.append(
+        f"  catch-up {data['catchUp']}, overlap {data['overlap']}, jitter "
+        f"{data['jitterSeconds']}s, missed {data['missed']}"
+    )
+    for firing in data["firings"]:
+        run = firing["runId"] or "-"
+        why = f" ({firing['reason']})" if firing["reason"] else ""
+        lines.append(f"  {firing['slot']} {firing['trigger']:<8} {firing['state']:<8} {run}{why}")
+    return "\n".join(lines)
+
+
+@app.command("add")
+def add_command(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="The schedule's name.")],
+    workflow: Annotated[str, typer.Argument(help="A registered workflow name or a workflow file.")],
+    cron: Annotated[
+        str | None,
+        typer.Option("--cron", help='Five-field cron expression, e.g. "0 2 * * *".'),
+    ] = None,
+    every: Annotated[
+        str | None, typer.Option("--every", help="Fixed interval instead of cron: 90s, 10m, 1h.")
+    ] = None,
+    timezone: Annotated[
+        str, typer.Option("--timezone", help="IANA time zone of the cron fields.")
+    ] = "UTC",
+    input_pairs: Annotated[
+        list[str] | None,
+        typer.Option("--input", help="KEY=VALUE input of every run (JSON, else a string)."),
+    ] = None,
+    catch_up: Annotated[
+        str,
+        typer.Option(
+            "--catch-up",
+            help="Slots missed while no daemon ran: latest (fire the newest), all (fire them, "
+            "at most --max-catch-up) or skip (fire none; alias none).",
+        ),
+    ] = "latest",
+    max_catch_up: Annotated[
+        int, typer.Option("--max-catch-up", help="With --catch-up all: at most N slots.", min=1)
+    ] = 10,
+    overlap: Annotated[
+        str,
+        typer.Option(
+            "--overlap",
+            help="When the previous run is still running or parked: skip the slot, queue it "
+            "until that run ends, or allow a second run.",
+        ),
+    ] = "skip",
+    jitter: Annotated[
+        str, typer.Option("--jitter", help="Delay each slot by up to this much (e.g. 60s).")
+    ] = "0s",
+    grace: Annotated[
+        str,
+        typer.Option("--grace", help="With --catch-up skip: how late a slot still counts."),
+    ] = "60s",
+    start: Annotated[
+        str | None,
+        typer.Option("--start", help="First slots come after this ISO time (default: now)."),
+    ] = None,
+    workspace: Annotated[
+        str | None,
+        typer.Option("--workspace", help="Base directory of the runs (default: the file's)."),
+    ] = None,
+    db: DbOption = None,
+) -> None:
+    """Add a schedule. The workflow is resolved and compiled now (exit 2 when broken) and
+    again at every slot.
+
+    Example: agentctl schedule add nightly-review review --cron "0 2 * * *" --timezone
+    Europe/Paris --input branch=main --catch-up latest --overlap skip --jitter 60s
+
+    Example: agentctl schedule add poll-queue triage --every 10m
+    """
+    from pathlib import Path
+
+    from agentctl.engine.runs import parse_input_pairs, prepare_run
+    from agentctl.errors import UsageError
+    from agentctl.scheduling.registry import resolve_workflow
+    from agentctl.scheduling.schedules import NewSchedule, add_schedule
+    from agentctl.scheduling.slots import parse_duration, parse_instant
+    from agentctl.store.engine import open_store
+
+    if (cron is None) == (every is None):
+        raise UsageError("give exactly one of --cron and --every")
+    pairs = input_pairs or []
+    resolved = resolve_workflow(workflow)
+    # Refuse a workflow that would fail at its first slot: compile it and its inputs now.
+    prepared = prepare_run(resolved, input_pairs=pairs, workspace=workspace)
+    now = _now()
+    new = NewSchedule(
+        name=name,
+        workflow=workflow,
+        workflow_file=prepared.workflow_file,
+        project_dir=str(Path.cwd().resolve()),
+        workspace=str(Path(workspace).resolve()) if workspace else None,
+        cron=cron,
+        interval_seconds=parse_duration(every, "--every") if every is not None else None,
+        timezone=timezone,
+        inputs=parse_input_pairs(pairs),
+        catch_up=catch_up,
+        max_catch_up=max_catch_up,
+        overlap=overlap,
+        jitter_seconds=parse_duration(jitter, "--jitter"),
+        grace_seconds=parse_duration(grace, "--grace"),
+        start=parse_instant(start, "--start") if start else now,
+    )
+    with open_store(db_from_context(ctx, db)) as store:
+        data = add_schedule(store, new, now=now)
+    output.current().success("Schedule", data, human=_human(data))
+
+
+@app.command("list")
+def list_command(ctx: typer.Context, db: DbOption = None) -> None:
+    """List schedules with their next due time and last firing.
+
+    Example: agentctl schedule list --output json
+    """
+    from agentctl.scheduling.schedules import list_schedules
+    from agentctl.store.engine import open_store
+
+    with open_store(db_from_context(ctx, db)) as store:
+        found = list_schedules(store, now=_now())
+    text = "\n".join(_human(item) for item in found) or "no schedules"
+    output.current().success("ScheduleList", {"schedules": found}, human=text)
+
+
+@app.command("show")
+def show_command(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="The schedule.")],
+    limit: Annotated[int, typer.Option("--limit", help="Firings shown, newest first.", min=1)] = 20,
+    db: DbOption = None,
+) -> None:
+    """Show a schedule and its recent firings (slot, state, run).
+
+    Example: agentctl schedule show nightly-review
+    """
+    from agentctl.scheduling.schedules import get_schedule
+    from agentctl.store.engine import open_store
+
+    with open_store(db_from_context(ctx, db)) as store:
+        data = get_schedule(store, name, now=_now(), firings=limit)
+    output.current().success("Schedule", data, human=_human(data))
+
+
+def _set_paused(ctx: typer.Context, db: str | None, name: str, paused: bool) -> None:
+    from agentctl.scheduling.schedules import get_schedule, set_paused
+    from agentctl.store.engine import open_store
+
+    with open_store(db_from_context(ctx, db)) as store:
+        set_paused(store, name, paused, now=_now(), monitor=False)
+        data = get_schedule(store, name, now=_now())
+    output.current().success("Schedule", data, human=_human(data))
+
+
+@app.command("pause")
+def pause_command(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="The schedule.")],
+    db: DbOption = None,
+) -> None:
+    """Stop firing a schedule (runs it started go on).
+
+    Example: agentctl schedule pause nightly-review
+    """
+    _set_paused(ctx, db, name, True)
+
+
+@app.command("resume")
+def resume_command(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="The schedule.")],
+    db: DbOption = None,
+) -> None:
+    """Fire a paused schedule again, from its next slot (slots passed while paused are
+    counted as missed, not fired).
+
+    Example: agentctl schedule resume nightly-review
+    """
+    _set_paused(ctx, db, name, False)
+
+
+@app.command("remove")
+def remove_command(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="The schedule.")],
+    db: DbOption = None,
+) -> None:
+    """Remove a schedule and its firing records (the runs it started stay).
+
+    Example: agentctl schedule remove nightly-review
+    """
+    from agentctl.scheduling.schedules import remove_schedule
+    from agentctl.store.engine import open_store
+
+    with open_store(db_from_context(ctx, db)) as store:
+        data = remove_schedule(store, name, monitor=False)
+    output.current().success("ScheduleRemoved", data, human=f"removed schedule {name}")
+
+
+@app.command("trigger")
+def trigger_command(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="The schedule.")],
+    db: DbOption = None,
+) -> int:
+    """Fire a schedule now, in the foreground, as a manual firing (overlap not applied).
+
+    Exit codes as `agentctl roll`: 0 succeeded, 3 parked, 4 failed, 130 cancelled.
+
+    Example: agentctl schedule trigger nightly-review
+    """
+    from agentctl.cli.running import drive_and_report
+    from agentctl.engine.scheduled_runs import RunLauncher
+    from agentctl.ids import SystemClock
+    from agentctl.scheduling.daemon import fire_now
+    from agentctl.store.engine import open_store
+
+    clock = SystemClock()
+    with open_store(db_from_context(ctx, db)) as store:
+        run_id = fire_now(store, name, clock.now(), RunLauncher(store, clock))
+        output.current().event(
+            "RunEvent",
+            {"runId": run_id, "state": "running", "schedule": name},
+            human=f"{run_id} running (schedule {name}, manual)",
+        )
+        return drive_and_report(store, run_id)

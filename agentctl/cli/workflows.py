@@ -1,0 +1,92 @@
+"""``agentctl workflows list`` and ``workflows show NAME``: the workflow registry."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from agentctl.cli import output
+from agentctl.cli.options import DbOption, db_from_context
+
+app = typer.Typer(
+    name="workflows",
+    help="Workflows by name, from the project's workflow directories.",
+    no_args_is_help=True,
+)
+
+
+@app.callback()
+def _workflows_group(ctx: typer.Context, db: DbOption = None) -> None:
+    """Workflows by name, from the project's workflow directories.
+
+    The directories: $AGENTCTL_WORKFLOWS_PATH, else `workflows.paths` in
+    .agentctl/config.yaml, else .agentctl/workflows and workflows under the current directory.
+    """
+    ctx.obj = {"db": db}
+
+
+def _with_last_runs(ctx: typer.Context, db: str | None, items: list[Any]) -> list[dict[str, Any]]:
+    from agentctl.scheduling.catalog import last_runs
+    from agentctl.store.engine import open_store
+
+    with open_store(db_from_context(ctx, db)) as store:
+        latest = last_runs(store, [item.name for item in items])
+    return [{**item.to_json(), "lastRun": latest.get(item.name)} for item in items]
+
+
+@app.command("list")
+def list_command(ctx: typer.Context, db: DbOption = None) -> None:
+    """List the registered workflows: name, description, file, digest, last run and state.
+
+    Example: agentctl workflows list --output json
+    """
+    from agentctl.scheduling.registry import discover, search_path
+
+    found = _with_last_runs(ctx, db, discover())
+    out = output.current()
+
+    def human() -> None:
+        if not found:
+            dirs = ", ".join(str(d) for d in search_path())
+            print(f"no workflows in {dirs}", file=out.stdout)
+        for item in found:
+            last = item["lastRun"]
+            ran = f"{last['runId']} {last['state']}" if last else "never run"
+            digest = (item["digest"] or "-")[:19]
+            print(f"{item['name']:<24} {digest:<19} {ran}  {item['file']}", file=out.stdout)
+            if item["problem"]:
+                print(f"  {item['problem']}", file=out.stdout)
+            elif item["description"]:
+                print(f"  {item['description']}", file=out.stdout)
+
+    out.success("WorkflowList", {"workflows": found}, human=human)
+
+
+@app.command("show")
+def show_command(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="A workflow name (metadata.name or file stem).")],
+    db: DbOption = None,
+) -> None:
+    """Show one registered workflow: its file, digest, description and last run.
+
+    Exit 2 when no workflow or several answer to NAME.
+
+    Example: agentctl workflows show hello
+    """
+    from agentctl.scheduling.registry import find_workflow
+
+    entry = find_workflow(name)
+    item = _with_last_runs(ctx, db, [entry])[0]
+    out = output.current()
+    last = item["lastRun"]
+    lines = [
+        f"{item['name']}  {item['file']}",
+        f"  description: {item['description'] or '-'}",
+        f"  digest: {item['digest'] or '-'}",
+        f"  last run: {last['runId'] + ' ' + last['state'] if last else 'never run'}",
+    ]
+    if item["problem"]:
+        lines.append(f"  problem: {item['problem']}")
+    out.success("Workflow", item, human="\n".join(lines))
