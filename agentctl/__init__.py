@@ -1,9 +1,92 @@
 """agentctl: run AI-agent workflows durably.
 
-The package imports without the CLI; heavy dependencies (SQLAlchemy, Alembic, httpx) load
-only in the modules that need them.
+The public Python API is what this package exports (``__all__``), documented in
+docs/python-api.md::
+
+    import agentctl
+
+    result = agentctl.Runtime("runs.db").roll("release.workflow.yaml", inputs={"n": 2})
+
+Everything else (``agentctl.engine``, ``agentctl.store``, ``agentctl.cli`` …) is internal
+and may change between releases. Names load on first use, so ``import agentctl`` (and
+``agentctl --help``) import neither SQLAlchemy nor httpx.
 """
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__"]
+if TYPE_CHECKING:
+    from agentctl.error_codes import ErrorCode
+    from agentctl.errors import (
+        AgentctlError,
+        BlockedError,
+        Cancelled,
+        NewerFormatError,
+        NewerSchemaError,
+        NotFoundError,
+        OwnershipLostError,
+        PausedError,
+        PersistenceError,
+        PolicyDeniedError,
+        ProviderError,
+        RunFailedError,
+        StateConflictError,
+        TaskError,
+        UsageError,
+        ValidationError,
+    )
+    from agentctl.runtime import EventSink, RunResult, Runtime
+
+__all__ = [
+    "__version__",
+    "AgentctlError",
+    "BlockedError",
+    "Cancelled",
+    "ErrorCode",
+    "EventSink",
+    "NewerFormatError",
+    "NewerSchemaError",
+    "NotFoundError",
+    "OwnershipLostError",
+    "PausedError",
+    "PersistenceError",
+    "PolicyDeniedError",
+    "ProviderError",
+    "RunFailedError",
+    "RunResult",
+    "Runtime",
+    "StateConflictError",
+    "TaskError",
+    "UsageError",
+    "ValidationError",
+]
+
+# Where each exported name lives; imported the first time it is used.
+_HOMES = {
+    "ErrorCode": "agentctl.error_codes",
+    "EventSink": "agentctl.runtime",
+    "RunResult": "agentctl.runtime",
+    "Runtime": "agentctl.runtime",
+    **{
+        name: "agentctl.errors"
+        for name in __all__
+        if name.endswith("Error") or name == "Cancelled"
+    },
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'agentctl' has no attribute {name!r}")
+    value = getattr(import_module(home), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -1,0 +1,123 @@
+"""Driving a stored run to its next stop, and the automatic compensation that may follow.
+
+Both the Python facade (:mod:`agentctl.runtime`) and the CLI drive runs through here, so
+"execute a run" means one thing: answer a finished run from its record, refuse a database
+known to be damaged, run the executor (optionally under SIGINT/SIGTERM and a timeout, both
+of which cancel it), and checkpoint the WAL once the run parks or ends.
+
+``spec.compensation.onFailure: automatic`` is engine policy and lives here too: right
+after a run fails, its confirmed mutations are undone in a new linked compensation run
+(docs/durable-execution.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from collections.abc import Callable
+from typing import Any
+
+from agentctl.engine.outcome import ExecutionOptions, RunOutcome, finished_outcome
+from agentctl.errors import Cancelled
+from agentctl.ids import Clock, IdGenerator
+from agentctl.store.engine import Store
+
+__all__ = ["auto_compensate", "drive_run"]
+
+Notify = Callable[[str, dict[str, Any]], None]
+
+
+def drive_run(
+    store: Store,
+    run_id: str,
+    options: ExecutionOptions,
+    *,
+    clock: Clock,
+    timeout: float | None = None,
+    handle_signals: bool = False,
+) -> RunOutcome:
+    """Execute ``run_id`` until it succeeds, fails, parks or is cancelled.
+
+    With ``handle_signals`` SIGINT and SIGTERM cancel the run (only the main thread may
+    install handlers: the CLI sets it). ``timeout`` cancels after that many seconds; the
+    run then ends ``cancelled`` and :class:`~agentctl.errors.Cancelled` is raised.
+    """
+    from agentctl.engine.executor import RunExecutor
+    from agentctl.store.health import checkpoint_wal, require_undamaged
+
+    finished = finished_outcome(store, run_id)
+    if finished is not None:
+        return finished
+    require_undamaged(store.path)
+
+    async def main() -> RunOutcome:
+        task = asyncio.current_task()
+        assert task is not None
+        loop = asyncio.get_running_loop()
+        signals = (signal.SIGINT, signal.SIGTERM) if handle_signals else ()
+        for sig in signals:
+            loop.add_signal_handler(sig, task.cancel)
+        try:
+            executor = RunExecutor(store, run_id, clock=clock, options=options)
+            if timeout is None:
+                return await executor.execute()
+            try:
+                return await asyncio.wait_for(executor.execute(), timeout)
+            except TimeoutError:
+                raise Cancelled(f"--timeout-seconds {timeout:g} passed", run_id=run_id) from None
+        finally:
+            for sig in signals:
+                loop.remove_signal_handler(sig)
+
+    try:
+        return asyncio.run(main())
+    finally:
+        # A parked or finished run is in the main file, not only in the WAL: an operator
+        # who copies the database file alone keeps every confirmed state.
+        checkpoint_wal(store)
+
+
+def auto_compensate(
+    store: Store,
+    outcome: RunOutcome,
+    options: ExecutionOptions,
+    *,
+    clock: Clock,
+    timeout: float | None = None,
+    handle_signals: bool = False,
+    notify: Notify | None = None,
+) -> RunOutcome | None:
+    """``spec.compensation.onFailure: automatic``: compensate right after a failed run.
+
+    Returns the compensation run's outcome, or None when the run did not fail, is itself a
+    compensation, does not ask for automatic compensation, or has nothing to undo.
+    ``notify("created", …)`` hears of the compensation run before it executes.
+    """
+    if outcome.state != "failed":
+        return None
+    from agentctl.engine.compensation import create_compensation_run, plan_compensation
+    from agentctl.engine.records import load_run
+
+    with store.read() as conn:
+        run = load_run(conn, outcome.run_id)
+    setting = ((run.workflow.get("spec") or {}).get("compensation") or {}).get("onFailure")
+    if run.mode == "compensate" or setting != "automatic":
+        return None
+    plan = plan_compensation(store, run.id)
+    compensation_id = create_compensation_run(store, plan, clock=clock, ids=IdGenerator(clock))
+    if compensation_id is None:
+        return None
+    if notify is not None:
+        notify(
+            "created",
+            {
+                "runId": compensation_id,
+                "state": "running",
+                "mode": "compensate",
+                "sourceRunId": run.id,
+                "workflow": run.workflow_name,
+            },
+        )
+    return drive_run(
+        store, compensation_id, options, clock=clock, timeout=timeout, handle_signals=handle_signals
+    )
