@@ -12,14 +12,12 @@ and may change between releases. Names load on first use, so ``import agentctl``
 ``agentctl --help``) import neither SQLAlchemy nor httpx.
 """
 
-from __future__ import annotations
-
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+import importlib as _importlib
+import typing as _typing
 
 __version__ = "0.1.0"
 
-if TYPE_CHECKING:
+if _typing.TYPE_CHECKING:
     from agentctl.error_codes import ErrorCode
     from agentctl.errors import (
         AgentctlError,
@@ -72,18 +70,16 @@ _HOMES = {
     "RunResult": "agentctl.runtime",
     "Runtime": "agentctl.runtime",
     **{
-        name: "agentctl.errors"
-        for name in __all__
-        if name.endswith("Error") or name == "Cancelled"
+        name: "agentctl.errors" for name in __all__ if name.endswith("Error") or name == "Cancelled"
     },
 }
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> _typing.Any:
     home = _HOMES.get(name)
     if home is None:
         raise AttributeError(f"module 'agentctl' has no attribute {name!r}")
-    value = getattr(import_module(home), name)
+    value = getattr(_importlib.import_module(home), name)
     globals()[name] = value
     return value
 

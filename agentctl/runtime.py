@@ -25,7 +25,7 @@ import os
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agentctl.errors import UsageError
 
@@ -37,9 +37,13 @@ if TYPE_CHECKING:
 
 __all__ = ["EventSink", "Runtime", "RunResult"]
 
-EventSink = Callable[[str, dict[str, Any]], None]
-"""Receives ``(kind, data)``: ``created`` when a run is created, ``task`` for each task
-transition and ``run`` when the run stops; ``data`` always carries ``runId``."""
+
+class EventSink(Protocol):
+    """Receives ``(kind, data)``: ``created`` when a run is created, ``task`` for each task
+    transition and ``run`` when the run stops; ``data`` always carries ``runId``."""
+
+    def __call__(self, kind: str, data: dict[str, Any], /) -> None: ...
+
 
 Approver = Callable[[dict[str, Any]], Awaitable[bool]]
 
