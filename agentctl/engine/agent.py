@@ -17,6 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agentctl.compiler.effects import (
+    INSTRUCTIONS_READ,
+    MCP_LIST_TOOLS,
+    mcp_tool_effect,
+    model_effect,
+)
 from agentctl.digest import canonical_json, compact_json
 from agentctl.engine import budget
 from agentctl.engine.context import TaskEnv, TaskResult
@@ -93,14 +99,7 @@ async def _instructions(env: TaskEnv, agent: Mapping[str, Any]) -> str:
         return inline
     path_text = str(agent.get("instructionsFile") or "")
     target = env.workspace.resolve_read(path_text)
-    spec = EffectSpec(
-        operation="agent.instructions.read",
-        effect_input={"path": path_text},
-        effect_class="observe",
-        idempotency="idempotent",
-        risk="low",
-        policy_label="filesystem.read",
-    )
+    spec = EffectSpec.classified(INSTRUCTIONS_READ, {"path": path_text})
 
     async def dispatch(_effect_id: str) -> Any:
         return {"content": files.read_text(target, 1 << 20)}
@@ -138,14 +137,7 @@ async def _offer_mcp_tool(env: TaskEnv, entry: str) -> McpTool:
 
     server, _, remote = entry[4:].partition("/")
     definition = _mcp_server(env, server)
-    effect = EffectSpec(
-        operation="mcp.list_tools",
-        effect_input={"server": server},
-        effect_class="observe",
-        idempotency="idempotent",
-        risk="low",
-        policy_label="mcp.list_tools",
-    )
+    effect = EffectSpec.classified(MCP_LIST_TOOLS, {"server": server})
 
     async def dispatch(_effect_id: str) -> Any:
         return await list_mcp_tools(
@@ -185,14 +177,7 @@ async def _run_mcp_tool(env: TaskEnv, tool: McpTool, call: ToolCall) -> Any:
             f"tool `{tool.entry}` input violates its inputSchema: {problem}", code="tool.contract"
         )
     definition = _mcp_server(env, tool.server)
-    spec = EffectSpec(
-        operation=f"tool.{tool.entry}",
-        effect_input=arguments,
-        effect_class="network",
-        idempotency="unknown",
-        risk="medium",
-        policy_label=tool.entry,
-    )
+    spec = EffectSpec.classified(mcp_tool_effect(tool.entry), arguments)
 
     async def dispatch(_effect_id: str) -> Any:
         return await call_mcp_tool(
@@ -300,14 +285,7 @@ async def _run_tool(env: TaskEnv, call: ToolCall) -> Any:
 
 
 async def _request(env: TaskEnv, provider: Provider, request: ModelRequest) -> ModelResponse:
-    spec = EffectSpec(
-        operation=request.provider,
-        effect_input=request.to_json(),
-        effect_class="model",
-        idempotency="at_most_once",
-        risk="medium",
-        policy_label=request.provider,
-    )
+    spec = EffectSpec.classified(model_effect(request.provider), request.to_json())
 
     async def dispatch(_effect_id: str) -> Any:
         try:
