@@ -38,12 +38,15 @@ if _typing.TYPE_CHECKING:
         ValidationError,
     )
     from agentctl.runtime import EventSink, RunResult, Runtime
+    from agentctl.store.states import ApprovalState, EffectState, RunState, TaskState
 
 __all__ = [
     "__version__",
     "AgentctlError",
+    "ApprovalState",
     "BlockedError",
     "Cancelled",
+    "EffectState",
     "ErrorCode",
     "EventSink",
     "NewerFormatError",
@@ -56,9 +59,11 @@ __all__ = [
     "ProviderError",
     "RunFailedError",
     "RunResult",
+    "RunState",
     "Runtime",
     "StateConflictError",
     "TaskError",
+    "TaskState",
     "UsageError",
     "ValidationError",
 ]
@@ -69,6 +74,7 @@ _HOMES = {
     "EventSink": "agentctl.runtime",
     "RunResult": "agentctl.runtime",
     "Runtime": "agentctl.runtime",
+    **{name: "agentctl.store.states" for name in __all__ if name.endswith("State")},
     **{
         name: "agentctl.errors" for name in __all__ if name.endswith("Error") or name == "Cancelled"
     },

@@ -35,6 +35,8 @@ if TYPE_CHECKING:
     from agentctl.ids import Clock
     from agentctl.store.engine import Store
 
+from agentctl.store.states import RunState
+
 __all__ = ["EventSink", "Runtime", "RunResult"]
 
 
@@ -50,7 +52,8 @@ Approver = Callable[[dict[str, Any]], Awaitable[bool]]
 
 @dataclass(frozen=True)
 class RunResult:
-    """Where a run stopped: ``state`` is succeeded, failed, paused or cancelled.
+    """Where a run stopped: ``state`` is a :class:`RunState` (succeeded, failed, paused or
+    cancelled; it compares equal to those strings).
 
     ``paused`` means a person must act: answer ``pending_approvals`` (approve, reject or
     answer), reconcile ``uncertain_effects``, or just resume after ``paused_tasks``
@@ -58,7 +61,7 @@ class RunResult:
     """
 
     run_id: str
-    state: str
+    state: RunState
     output: Any = None
     error: dict[str, Any] | None = None
     pending_approvals: list[str] = dataclasses.field(default_factory=list)
@@ -71,13 +74,13 @@ class RunResult:
 
     @property
     def ok(self) -> bool:
-        return self.state == "succeeded"
+        return self.state is RunState.SUCCEEDED
 
     @classmethod
     def from_outcome(cls, outcome: RunOutcome, **extra: Any) -> RunResult:
         return cls(
             run_id=outcome.run_id,
-            state=outcome.state,
+            state=RunState(outcome.state),
             output=outcome.output,
             error=outcome.error,
             pending_approvals=outcome.pending_approvals,
@@ -88,7 +91,11 @@ class RunResult:
 
     def to_json(self) -> dict[str, Any]:
         """The ``RunOutcome`` document that ``agentctl roll --output json`` prints."""
-        out: dict[str, Any] = {"runId": self.run_id, "state": self.state, "output": self.output}
+        out: dict[str, Any] = {
+            "runId": self.run_id,
+            "state": self.state.value,
+            "output": self.output,
+        }
         if self.error is not None:
             out["error"] = self.error
         if self.pending_approvals:

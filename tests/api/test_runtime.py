@@ -118,6 +118,7 @@ def test_roll_merges_inputs_and_the_run_is_durable(
     result = runtime.roll(write_workflow(GREETING), inputs={"service": "api"})
     assert isinstance(result, agentctl.RunResult)
     assert result.ok and result.state == "succeeded", result.error
+    assert result.state is agentctl.RunState.SUCCEEDED
     # The override replaced one default and kept the other.
     assert (workspace / "out" / "greeting.txt").read_text() == "fake: hello api x1"
     assert result.output["hello"]["text"] == "fake: hello api"

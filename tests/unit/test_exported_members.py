@@ -11,8 +11,10 @@ import agentctl
 PUBLIC = [
     "__version__",
     "AgentctlError",
+    "ApprovalState",
     "BlockedError",
     "Cancelled",
+    "EffectState",
     "ErrorCode",
     "EventSink",
     "NewerFormatError",
@@ -25,9 +27,11 @@ PUBLIC = [
     "ProviderError",
     "RunFailedError",
     "RunResult",
+    "RunState",
     "Runtime",
     "StateConflictError",
     "TaskError",
+    "TaskState",
     "UsageError",
     "ValidationError",
 ]
@@ -75,6 +79,7 @@ def test_import_and_facade_stay_light() -> None:
         "import sys\n"
         "import agentctl\n"
         "agentctl.Runtime('x.db'); agentctl.RunResult; agentctl.ErrorCode; agentctl.UsageError\n"
+        "agentctl.RunState; agentctl.TaskState\n"
         "heavy = ('sqlalchemy', 'alembic', 'httpx', 'numpy')\n"
         "print('HEAVY=' + ','.join(sorted(m for m in heavy if m in sys.modules)))\n"
         "print('HEAVY=' + ','.join(heavy))\n"
