@@ -37,7 +37,8 @@ if _typing.TYPE_CHECKING:
         UsageError,
         ValidationError,
     )
-    from agentctl.runtime import EventSink, RunResult, Runtime
+    from agentctl.results import EventSink, RunResult
+    from agentctl.runtime import Runtime
     from agentctl.store.states import ApprovalState, EffectState, RunState, TaskState
 
 __all__ = [
@@ -71,8 +72,8 @@ __all__ = [
 # Where each exported name lives; imported the first time it is used.
 _HOMES = {
     "ErrorCode": "agentctl.error_codes",
-    "EventSink": "agentctl.runtime",
-    "RunResult": "agentctl.runtime",
+    "EventSink": "agentctl.results",
+    "RunResult": "agentctl.results",
     "Runtime": "agentctl.runtime",
     **{name: "agentctl.store.states" for name in __all__ if name.endswith("State")},
     **{

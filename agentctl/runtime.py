@@ -22,91 +22,21 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from agentctl.errors import UsageError
+from agentctl.results import Approver, EventSink, RunResult
 
 if TYPE_CHECKING:
-    from agentctl.engine.outcome import ExecutionOptions, RunOutcome
+    from agentctl.engine.outcome import ExecutionOptions
     from agentctl.engine.runs import PreparedRun
     from agentctl.ids import Clock
     from agentctl.store.engine import Store
 
-from agentctl.store.states import RunState
 
-__all__ = ["EventSink", "Runtime", "RunResult"]
-
-
-class EventSink(Protocol):
-    """Receives ``(kind, data)``: ``created`` when a run is created, ``task`` for each task
-    transition and ``run`` when the run stops; ``data`` always carries ``runId``."""
-
-    def __call__(self, kind: str, data: dict[str, Any], /) -> None: ...
-
-
-Approver = Callable[[dict[str, Any]], Awaitable[bool]]
-
-
-@dataclass(frozen=True)
-class RunResult:
-    """Where a run stopped: ``state`` is a :class:`RunState` (succeeded, failed, paused or
-    cancelled; it compares equal to those strings).
-
-    ``paused`` means a person must act: answer ``pending_approvals`` (approve, reject or
-    answer), reconcile ``uncertain_effects``, or just resume after ``paused_tasks``
-    (``builtin.pause``); then call :meth:`Runtime.resume`.
-    """
-
-    run_id: str
-    state: RunState
-    output: Any = None
-    error: dict[str, Any] | None = None
-    pending_approvals: list[str] = dataclasses.field(default_factory=list)
-    paused_tasks: list[str] = dataclasses.field(default_factory=list)
-    uncertain_effects: list[dict[str, Any]] = dataclasses.field(default_factory=list)
-    compensation: RunResult | None = None
-    """The automatic compensation run that followed a failure (``onFailure: automatic``)."""
-    changed_files: list[dict[str, Any]] | None = None
-    """For ``roll(dry_run=True)``: the files the run changed in its throwaway copy."""
-
-    @property
-    def ok(self) -> bool:
-        return self.state is RunState.SUCCEEDED
-
-    @classmethod
-    def from_outcome(cls, outcome: RunOutcome, **extra: Any) -> RunResult:
-        return cls(
-            run_id=outcome.run_id,
-            state=RunState(outcome.state),
-            output=outcome.output,
-            error=outcome.error,
-            pending_approvals=outcome.pending_approvals,
-            paused_tasks=outcome.paused_tasks,
-            uncertain_effects=outcome.uncertain_effects,
-            **extra,
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        """The ``RunOutcome`` document that ``agentctl roll --output json`` prints."""
-        out: dict[str, Any] = {
-            "runId": self.run_id,
-            "state": self.state.value,
-            "output": self.output,
-        }
-        if self.error is not None:
-            out["error"] = self.error
-        if self.pending_approvals:
-            out["pendingApprovals"] = self.pending_approvals
-        if self.paused_tasks:
-            out["pausedTasks"] = self.paused_tasks
-        if self.uncertain_effects:
-            out["uncertainEffects"] = self.uncertain_effects
-        if self.changed_files is not None:
-            out["changedFiles"] = self.changed_files
-        return out
+__all__ = ["EventSink", "RunResult", "Runtime"]
 
 
 class Runtime:
@@ -254,6 +184,155 @@ class Runtime:
         with open_store(self.db) as store:
             return cancel_run(store, run_id, reason, clock=self.clock)
 
+    # -- recovery ------------------------------------------------------------------------
+
+    def plan_retry(
+        self,
+        workflow: str | os.PathLike[str],
+        source_run_id: str,
+        *,
+        failed: bool = False,
+        from_tasks: Sequence[str] = (),
+        restart_successful: bool = False,
+        workspace: str | os.PathLike[str] | None = None,
+    ) -> dict[str, Any]:
+        """What :meth:`retry` would reuse, execute or find blocked, per task; creates nothing."""
+        return self._plan(
+            "retry", workflow, source_run_id, workspace, failed, from_tasks, restart_successful
+        )
+
+    def retry(
+        self,
+        workflow: str | os.PathLike[str],
+        source_run_id: str,
+        *,
+        failed: bool = False,
+        from_tasks: Sequence[str] = (),
+        restart_successful: bool = False,
+        reason: str | None = None,
+        workspace: str | os.PathLike[str] | None = None,
+        timeout: float | None = None,
+    ) -> RunResult:
+        """``agentctl retry``: rerun a finished run of the identical workflow, reusing every
+        successful boundary; the failed tasks (``failed``) or ``from_tasks`` and their
+        descendants run with fresh attempts."""
+        args = ("retry", workflow, source_run_id, workspace, failed, from_tasks)
+        return self._recover(*args, restart_successful, reason=reason, timeout=timeout)
+
+    def plan_repair(
+        self,
+        workflow: str | os.PathLike[str],
+        source_run_id: str,
+        *,
+        from_tasks: Sequence[str] = (),
+        restart_successful: bool = False,
+        workspace: str | os.PathLike[str] | None = None,
+    ) -> dict[str, Any]:
+        """What :meth:`repair` would reuse, execute or find blocked; creates nothing."""
+        return self._plan(
+            "repair", workflow, source_run_id, workspace, False, from_tasks, restart_successful
+        )
+
+    def repair(
+        self,
+        workflow: str | os.PathLike[str],
+        source_run_id: str,
+        *,
+        from_tasks: Sequence[str] = (),
+        restart_successful: bool = False,
+        reason: str | None = None,
+        workspace: str | os.PathLike[str] | None = None,
+        timeout: float | None = None,
+    ) -> RunResult:
+        """``agentctl repair``: run a changed workflow, reusing the source's results that
+        are still compatible."""
+        args = ("repair", workflow, source_run_id, workspace, False, from_tasks)
+        return self._recover(*args, restart_successful, reason=reason, timeout=timeout)
+
+    def plan_fork(self, source_run_id: str) -> dict[str, Any]:
+        """The plan of :meth:`fork`: every task executes."""
+        return self._plan("fork", None, source_run_id, None, False, (), False)
+
+    def fork(
+        self,
+        source_run_id: str,
+        *,
+        reason: str | None = None,
+        workspace: str | os.PathLike[str] | None = None,
+        timeout: float | None = None,
+    ) -> RunResult:
+        """``agentctl fork``: a new linked run of the stored workflow that runs every effect."""
+        args = ("fork", None, source_run_id, workspace, False, ())
+        return self._recover(*args, False, reason=reason, timeout=timeout)
+
+    def plan_compensation(
+        self, source_run_id: str, *, tasks: Sequence[str] | None = None
+    ) -> dict[str, Any]:
+        """Which confirmed mutations :meth:`compensate` would undo (``steps``), and whether
+        anything blocks it (``complete``); creates nothing."""
+        from agentctl.engine.compensation import plan_compensation
+        from agentctl.store.engine import open_store
+
+        with open_store(self.db) as store:
+            return plan_compensation(store, source_run_id, only=list(tasks or []) or None).to_json()
+
+    def compensate(
+        self,
+        source_run_id: str,
+        *,
+        tasks: Sequence[str] | None = None,
+        workspace: str | os.PathLike[str] | None = None,
+        timeout: float | None = None,
+    ) -> RunResult | None:
+        """``agentctl compensate``: undo a finished run's confirmed mutations with their
+        declared inverses, in a new linked run; None when there is nothing to undo."""
+        from agentctl.engine.compensation import create_compensation_run, plan_compensation
+        from agentctl.engine.driving import drive_run
+        from agentctl.ids import IdGenerator
+        from agentctl.store.engine import open_store
+
+        options = self._options(check=False, diff=False, workspace=_optional_path(workspace))
+        with open_store(self.db) as store:
+            plan = plan_compensation(store, source_run_id, only=list(tasks or []) or None)
+            ids = IdGenerator(self.clock)
+            run_id = create_compensation_run(store, plan, clock=self.clock, ids=ids)
+            if run_id is None:
+                return None
+            self._notify(
+                "created",
+                {
+                    "runId": run_id,
+                    "state": "running",
+                    "mode": "compensate",
+                    "sourceRunId": source_run_id,
+                    "tasks": len(plan.runnable),
+                },
+            )
+            outcome = drive_run(
+                store,
+                run_id,
+                options,
+                clock=self.clock,
+                timeout=timeout,
+                handle_signals=self.handle_signals,
+            )
+        return RunResult.from_outcome(outcome)
+
+    def replay(self, source_run_id: str) -> RunResult:
+        """``agentctl replay``: rebuild a finished run from its records into a new run; no
+        provider, tool or process is called."""
+        from agentctl.engine.outcome import finished_outcome
+        from agentctl.engine.recovery import replay_run
+        from agentctl.ids import IdGenerator
+        from agentctl.store.engine import open_store
+
+        with open_store(self.db) as store:
+            ids = IdGenerator(self.clock)
+            run_id = replay_run(store, source_run_id, clock=self.clock, ids=ids)
+            outcome = finished_outcome(store, run_id)
+        assert outcome is not None, "a replay is finished when it is created"
+        return RunResult.from_outcome(outcome)
+
     # -- reading -------------------------------------------------------------------------
 
     def inspect(self, run_id: str) -> dict[str, Any]:
@@ -368,6 +447,74 @@ class Runtime:
             return reconcile_effect(store, request, clock=self.clock)
 
     # -- internals -----------------------------------------------------------------------
+
+    def _plan(
+        self,
+        mode: str,
+        workflow: str | os.PathLike[str] | None,
+        source_run_id: str,
+        workspace: str | os.PathLike[str] | None,
+        failed: bool,
+        from_tasks: Sequence[str],
+        restart_successful: bool,
+    ) -> dict[str, Any]:
+        from agentctl.engine.driving import recovery_plan
+        from agentctl.store.engine import open_store
+
+        base = _optional_path(workspace)
+        with open_store(self.db) as store:
+            plan = recovery_plan(
+                store, mode, workflow, source_run_id, base, failed, from_tasks, restart_successful
+            )
+            return plan.to_json()
+
+    def _recover(
+        self,
+        mode: str,
+        workflow: str | os.PathLike[str] | None,
+        source_run_id: str,
+        workspace: str | os.PathLike[str] | None,
+        failed: bool,
+        from_tasks: Sequence[str],
+        restart_successful: bool,
+        *,
+        reason: str | None,
+        timeout: float | None,
+    ) -> RunResult:
+        from agentctl.engine.driving import drive_run, recovery_plan
+        from agentctl.engine.recovery import create_derived_run
+        from agentctl.ids import IdGenerator
+        from agentctl.store.engine import open_store
+
+        base = _optional_path(workspace)
+        options = self._options(check=False, diff=False, workspace=base)
+        with open_store(self.db) as store:
+            plan = recovery_plan(
+                store, mode, workflow, source_run_id, base, failed, from_tasks, restart_successful
+            )
+            ids = IdGenerator(self.clock)
+            run_id = create_derived_run(store, plan, clock=self.clock, ids=ids, reason=reason)
+            self._notify(
+                "created",
+                {
+                    "runId": run_id,
+                    "state": "running",
+                    "mode": plan.mode,
+                    "sourceRunId": source_run_id,
+                    "workflow": plan.prepared.plan.workflow_name,
+                    "tasks": len(plan.decisions),
+                    "reused": sum(1 for d in plan.decisions if d.action == "reuse"),
+                },
+            )
+            outcome = drive_run(
+                store,
+                run_id,
+                options,
+                clock=self.clock,
+                timeout=timeout,
+                handle_signals=self.handle_signals,
+            )
+        return RunResult.from_outcome(outcome)
 
     @property
     def clock(self) -> Clock:

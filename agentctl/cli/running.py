@@ -23,9 +23,7 @@ from agentctl.errors import (
 )
 
 if TYPE_CHECKING:
-    from agentctl.engine.executor import ExecutionOptions, RunOutcome
     from agentctl.runtime import RunResult, Runtime
-    from agentctl.store.engine import Store
 
 InputOption = Annotated[
     list[str] | None,
@@ -84,7 +82,7 @@ def _terminal_approver() -> Callable[[dict[str, Any]], Awaitable[bool]]:
     return approve
 
 
-def _runtime(db: str, *, interactive: bool) -> tuple[Runtime, Progress]:
+def runtime_for(db: str, *, interactive: bool) -> tuple[Runtime, Progress]:
     """The facade the commands drive, wired to this command's output and terminal."""
     from agentctl.runtime import Runtime
 
@@ -95,20 +93,10 @@ def _runtime(db: str, *, interactive: bool) -> tuple[Runtime, Progress]:
     progress = Progress(out, live=not interactive)
 
     def on_event(kind: str, data: dict[str, Any]) -> None:
-        if kind != "created":
-            progress.event(kind, data)
-        elif data.get("mode") == "compensate":
-            out.event(
-                "RunEvent",
-                {"runId": data["runId"], "state": "running", "sourceRunId": data["sourceRunId"]},
-                human=f"{data['runId']} compensating {data['sourceRunId']} (onFailure: automatic)",
-            )
+        if kind == "created":
+            _created(out, data)
         else:
-            out.event(
-                "RunEvent",
-                {"runId": data["runId"], "state": "running"},
-                human=f"{data['runId']} running {data['workflow']} ({data['tasks']} tasks)",
-            )
+            progress.event(kind, data)
 
     runtime = Runtime(
         db,
@@ -119,36 +107,21 @@ def _runtime(db: str, *, interactive: bool) -> tuple[Runtime, Progress]:
     return runtime, progress
 
 
-def _options(
-    *, check: bool, diff: bool, interactive: bool, workspace: str | None
-) -> tuple[ExecutionOptions, Progress]:
-    from agentctl.engine.executor import ExecutionOptions
-
-    out = output.current()
-    if interactive and out.machine:
-        raise UsageError("--interactive cannot be combined with --output json/jsonl")
-    # The live view would fight with the approval prompts for the terminal.
-    progress = Progress(out, live=not interactive)
-    options = ExecutionOptions(
-        check=check,
-        diff=diff,
-        approver=_terminal_approver() if interactive else None,
-        events=progress.event,
-        workspace=workspace,
-    )
-    return options, progress
-
-
-def _drive(
-    store: Store, run_id: str, options: ExecutionOptions, timeout: float | None
-) -> RunOutcome:
-    """Run the executor with SIGINT/SIGTERM and --timeout-seconds as cancellation."""
-    from agentctl.engine.driving import drive_run
-    from agentctl.ids import SystemClock
-
-    return drive_run(
-        store, run_id, options, clock=SystemClock(), timeout=timeout, handle_signals=True
-    )
+def _created(out: output.Output, data: dict[str, Any]) -> None:
+    """The line that announces a new run (a ``RunEvent`` in jsonl mode)."""
+    run_id, mode, source = data["runId"], data.get("mode"), data.get("sourceRunId")
+    event: dict[str, Any] = {"runId": run_id, "state": "running"}
+    if mode == "execute":
+        human = f"{run_id} running {data['workflow']} ({data['tasks']} tasks)"
+    elif data.get("automatic"):
+        human = f"{run_id} compensating {source} (onFailure: automatic)"
+    elif mode == "compensate":
+        human = f"{run_id} compensating {data['tasks']} task(s) of {source}"
+    else:
+        human = f"{run_id} {mode} of {source}: {data['reused']} reused"
+    if source is not None:
+        event["sourceRunId"] = source
+    out.event("RunEvent", event, human=human)
 
 
 def _changes_text(changes: list[dict[str, Any]]) -> str:
@@ -163,11 +136,12 @@ def _changes_text(changes: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def _report(outcome: RunOutcome | RunResult, *, dry_run: bool = False) -> int:
+def report_result(outcome: RunResult, *, dry_run: bool = False) -> int:
+    """Print where a run stopped; the exit code says what it needs (a failure raises)."""
     out = output.current()
     run_id = outcome.run_id
-    changes = getattr(outcome, "changed_files", None)
-    follow = getattr(outcome, "compensation", None)
+    changes = outcome.changed_files
+    follow = outcome.compensation
     compensation = None if follow is None else f"{follow.run_id} {follow.state}"
     if changes is not None and outcome.state in ("failed", "cancelled"):
         out.event("DryRunChanges", {"changedFiles": changes}, human=_changes_text(changes))
@@ -261,7 +235,7 @@ def roll_command(
     # first, then each --input).
     overrides = merge_inputs({}, inputs, inputs_file, input_pairs or [])
     ephemeral = check or dry_run
-    runtime, progress = _runtime(
+    runtime, progress = runtime_for(
         ":memory:" if ephemeral else db_from_context(ctx, db), interactive=interactive
     )
     with progress:
@@ -274,7 +248,7 @@ def roll_command(
             dry_run=dry_run,
             diff=diff,
         )
-    return _report(result, dry_run=ephemeral)
+    return report_result(result, dry_run=ephemeral)
 
 
 def resume_command(
@@ -291,10 +265,10 @@ def resume_command(
     Confirmed effects are reused, never redone; an effect that started but never confirmed
     becomes uncertain and blocks the run (exit 3) until `agentctl reconcile` concludes it.
     """
-    runtime, progress = _runtime(db_from_context(ctx, db), interactive=interactive)
+    runtime, progress = runtime_for(db_from_context(ctx, db), interactive=interactive)
     with progress:
         result = runtime.resume(run_id, workspace=workspace, timeout=timeout_seconds, diff=diff)
-    return _report(result)
+    return report_result(result)
 
 
 def cancel_command(

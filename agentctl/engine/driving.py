@@ -7,22 +7,27 @@ of which cancel it), and checkpoint the WAL once the run parks or ends.
 
 ``spec.compensation.onFailure: automatic`` is engine policy and lives here too: right
 after a run fails, its confirmed mutations are undone in a new linked compensation run
-(docs/durable-execution.md).
+(docs/durable-execution.md). Recovery runs (retry, repair, fork) are planned here for the
+facade too.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from agentctl.engine.outcome import ExecutionOptions, RunOutcome, finished_outcome
-from agentctl.errors import Cancelled
+from agentctl.errors import Cancelled, UsageError
 from agentctl.ids import Clock, IdGenerator
 from agentctl.store.engine import Store
 
-__all__ = ["auto_compensate", "drive_run"]
+if TYPE_CHECKING:
+    from agentctl.engine.recovery import RecoveryPlan
+
+__all__ = ["auto_compensate", "drive_run", "recovery_plan"]
 
 Notify = Callable[[str, dict[str, Any]], None]
 
@@ -114,10 +119,48 @@ def auto_compensate(
                 "runId": compensation_id,
                 "state": "running",
                 "mode": "compensate",
+                "automatic": True,
                 "sourceRunId": run.id,
                 "workflow": run.workflow_name,
             },
         )
     return drive_run(
         store, compensation_id, options, clock=clock, timeout=timeout, handle_signals=handle_signals
+    )
+
+
+def recovery_plan(
+    store: Store,
+    mode: str,
+    workflow: str | os.PathLike[str] | None,
+    source_run_id: str,
+    workspace: str | None,
+    failed: bool,
+    from_tasks: Sequence[str],
+    restart_successful: bool,
+) -> RecoveryPlan:
+    """Plan a ``retry``, ``repair`` (of ``workflow``) or ``fork`` of a finished run."""
+    from agentctl.engine import recovery
+    from agentctl.engine.runs import prepare_run
+
+    if mode == "fork":
+        return recovery.plan_fork(store, source_run_id)
+    if workflow is None:
+        raise UsageError(f"{mode} needs the workflow file")
+    prepared = prepare_run(os.fspath(workflow), workspace=workspace)
+    if mode == "retry":
+        return recovery.plan_retry(
+            store,
+            source_run_id,
+            prepared,
+            failed=failed,
+            from_tasks=list(from_tasks),
+            restart_successful=restart_successful,
+        )
+    return recovery.plan_repair(
+        store,
+        source_run_id,
+        prepared,
+        from_tasks=list(from_tasks),
+        restart_successful=restart_successful,
     )
