@@ -1,7 +1,8 @@
-"""The built-in action kinds of reference §10, each as one task body.
+"""The built-in action kinds of docs/actions.md, each as one task body.
 
 Every non-pure kind goes through the effect gate with the operation, class, risk,
-idempotency and policy label of §19.2, so journaling, policy and approvals are uniform.
+idempotency and policy label of docs/durable-execution.md, so journaling, policy and approvals are
+uniform.
 Kinds that need the MCP, A2A, long-term memory or process-extension clients are refused
 before a run is created (``unsupported_action_kinds``), never half-run.
 """
@@ -157,7 +158,7 @@ async def _write(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
         request={"path": path_text, "bytes": len(content.encode())},
     )
     # In a compensation run the inverse write is recorded even when the content is already
-    # in place (§13): the compensation must be provable from the journal.
+    # in place (docs/durable-execution.md): the compensation must be provable from the journal.
     unchanged = not changed and not env.compensation
     if env.check or (unchanged and not env.gate.journaled(env.attempt, spec)):
         return TaskResult(output)

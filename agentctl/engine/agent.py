@@ -1,4 +1,4 @@
-"""An agent task (reference §8.3): a bounded loop of model requests and tool calls.
+"""An agent task (docs/providers.md): a bounded loop of model requests and tool calls.
 
 Every model request and every non-pure tool call is its own effect, numbered by ordinal in
 the order it happens, so a resumed attempt replays the conversation from the journal —
@@ -47,7 +47,8 @@ __all__ = ["ProviderPool", "run_agent"]
 
 
 class ProviderPool:
-    """One provider instance per ``spec.providers`` entry for the whole process (§20.9)."""
+    """One provider instance per ``spec.providers`` entry for the whole process
+    (docs/workflow-language.md)."""
 
     def __init__(self) -> None:
         self._providers: dict[str, Provider] = {}
@@ -89,7 +90,7 @@ def _validate(schema: Mapping[str, Any] | None, value: Any) -> str | None:
 
 def _usage_json(usage: Usage, cost: int | None) -> dict[str, Any]:
     out: dict[str, Any] = dict(usage.to_json())
-    out["costMicrousd"] = cost  # null unless the model is priced (§21.4)
+    out["costMicrousd"] = cost  # null unless the model is priced (docs/budgets.md)
     return out
 
 
@@ -250,7 +251,8 @@ async def _run_tool(env: TaskEnv, call: ToolCall) -> Any:
         raise TaskFailure(f"tool kind `{kind}` cannot run in this build", code="tool.unsupported")
 
     if kind == "builtin.echo":
-        env.attempt.next_ordinal()  # pure: not journaled, but keeps the ordinals of §19.1
+        # pure: not journaled, but keeps the ordinals of docs/durable-execution.md
+        env.attempt.next_ordinal()
         output = await dispatch("")
     else:
         spec = EffectSpec(

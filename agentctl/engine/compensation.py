@@ -1,4 +1,4 @@
-"""Compensation (reference §13, §14.8): undo a finished run's confirmed mutations.
+"""Compensation (docs/durable-execution.md): undo a finished run's confirmed mutations.
 
 Planning is effect-free. Eligible are the source run's effects whose class mutates (not
 ``pure``, ``observe`` or ``model``) and that are confirmed successful or reconciled

@@ -236,7 +236,7 @@ class RunExecutor:
             for need in needs:
                 dependents[need].append(tid)
             unmet[tid] = sum(1 for need in needs if not self.rows[need].terminal)
-        # Ready tasks in plan order: a heap of plan positions (stable batches, §16.2).
+        # Ready tasks in plan order: a heap of plan positions (stable batches, docs/compiler.md).
         ready = [position[t] for t in order if not self.rows[t].terminal and unmet[t] == 0]
         heapq.heapify(ready)
         concurrency = max(1, self.plan.max_concurrency)
@@ -374,7 +374,7 @@ class RunExecutor:
     def _pre_check(
         self, task: PlanTask, memory: Mapping[str, Any]
     ) -> _Outcome | tuple[dict[str, Any], dict[str, Any] | None]:
-        """Skip rules of §17.3, then the rendered vars the task will run with and the
+        """Skip rules of docs/running.md, then the rendered vars the task will run with and the
         condition decision (``when`` or loop guard) that let it run, if it has one.
 
         A task that already started (waiting for approval or an effect) is not decided

@@ -1,4 +1,5 @@
-"""``builtin.long_term_memory.read|write|search|promote`` as task bodies (§10, §19.2).
+"""``builtin.long_term_memory.read|write|search|promote`` as task bodies (docs/actions.md,
+docs/durable-execution.md).
 
 Reads and searches are observation effects: their recorded result is what a resume or a
 replay uses, so a replay never calls the embedder. Writes are external mutations; the

@@ -1,7 +1,9 @@
-"""``mcp.call``, ``a2a.delegate`` and ``extension.process`` as task bodies (§10, §19).
+"""``mcp.call``, ``a2a.delegate`` and ``extension.process`` as task bodies (docs/actions.md,
+docs/durable-execution.md).
 
 Each is one effect through the gate with the class, risk, idempotency and policy label of
-§19.2. Endpoints must be allowed by ``policy.networkAllowlist``; header secrets resolve
+docs/durable-execution.md. Endpoints must be allowed by ``policy.networkAllowlist``; header secrets
+resolve
 only from variables in ``policy.environmentAllowlist``. The protocol clients decide what
 is retryable and what is uncertain (an ambiguous A2A send is never repeated; an MCP call is
 resent once only when its idempotency allows it).
