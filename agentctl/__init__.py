@@ -1,9 +1,95 @@
 """agentctl: run AI-agent workflows durably.
 
-The package imports without the CLI; heavy dependencies (SQLAlchemy, Alembic, httpx) load
-only in the modules that need them.
+The public Python API is what this package exports (``__all__``), documented in
+docs/python-api.md::
+
+    import agentctl
+
+    result = agentctl.Runtime("runs.db").roll("release.workflow.yaml", inputs={"n": 2})
+
+Everything else (``agentctl.engine``, ``agentctl.store``, ``agentctl.cli`` …) is internal
+and may change between releases. Names load on first use, so ``import agentctl`` (and
+``agentctl --help``) import neither SQLAlchemy nor httpx.
 """
+
+import importlib as _importlib
+import typing as _typing
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__"]
+if _typing.TYPE_CHECKING:
+    from agentctl.error_codes import ErrorCode
+    from agentctl.errors import (
+        AgentctlError,
+        BlockedError,
+        Cancelled,
+        NewerFormatError,
+        NewerSchemaError,
+        NotFoundError,
+        OwnershipLostError,
+        PausedError,
+        PersistenceError,
+        PolicyDeniedError,
+        ProviderError,
+        RunFailedError,
+        StateConflictError,
+        TaskError,
+        UsageError,
+        ValidationError,
+    )
+    from agentctl.results import EventSink, RunResult
+    from agentctl.runtime import Runtime
+    from agentctl.store.states import ApprovalState, EffectState, RunState, TaskState
+
+__all__ = [
+    "__version__",
+    "AgentctlError",
+    "ApprovalState",
+    "BlockedError",
+    "Cancelled",
+    "EffectState",
+    "ErrorCode",
+    "EventSink",
+    "NewerFormatError",
+    "NewerSchemaError",
+    "NotFoundError",
+    "OwnershipLostError",
+    "PausedError",
+    "PersistenceError",
+    "PolicyDeniedError",
+    "ProviderError",
+    "RunFailedError",
+    "RunResult",
+    "RunState",
+    "Runtime",
+    "StateConflictError",
+    "TaskError",
+    "TaskState",
+    "UsageError",
+    "ValidationError",
+]
+
+# Where each exported name lives; imported the first time it is used.
+_HOMES = {
+    "ErrorCode": "agentctl.error_codes",
+    "EventSink": "agentctl.results",
+    "RunResult": "agentctl.results",
+    "Runtime": "agentctl.runtime",
+    **{name: "agentctl.store.states" for name in __all__ if name.endswith("State")},
+    **{
+        name: "agentctl.errors" for name in __all__ if name.endswith("Error") or name == "Cancelled"
+    },
+}
+
+
+def __getattr__(name: str) -> _typing.Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'agentctl' has no attribute {name!r}")
+    value = getattr(_importlib.import_module(home), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -53,7 +53,7 @@ def compact_json(value: Any) -> str:
 
 
 def effect_input_digest(effect_input: Any) -> str:
-    """Lowercase hex SHA-256 of the effect input as compact JSON (reference §19.1)."""
+    """Lowercase hex SHA-256 of the effect input as compact JSON (docs/durable-execution.md)."""
     return sha256_hex(compact_json(effect_input).encode("utf-8"))
 
 
@@ -65,7 +65,7 @@ def effect_id(
     operation: str,
     input_digest: str,
 ) -> str:
-    """The effect id of reference §19.1, byte-compatible with upstream.
+    """The effect id of docs/durable-execution.md, byte-compatible with upstream.
 
     Lowercase hex SHA-256 of ``run id NUL task id NUL attempt NUL ordinal NUL operation NUL
     input digest``. NUL cannot occur in any field (ids and operations are validated names,

@@ -115,5 +115,5 @@ class IdGenerator:
 
 
 def approval_id(effect_id: str) -> str:
-    """``approval-`` + the first 16 hex of the effect id (cli.md)."""
+    """``approval-`` + the first 16 hex of the effect id (docs/cli-reference.md)."""
     return "approval-" + effect_id[:16]

@@ -58,11 +58,12 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_GC_DAYS", "LEASE_SECONDS", "MAX_FILE_BYTES", "ArtifactStore"]
 
-#: Reference §24: files auto-ingested from writable roots are capped at 16 MiB each.
+#: docs/artifacts.md: files auto-ingested from writable roots are capped at 16 MiB each.
 MAX_FILE_BYTES = 16 * 1024 * 1024
 #: How long an ingested blob stays protected before its ref must have committed.
 LEASE_SECONDS = 3600.0
-#: gc's grace period for unreferenced blobs (cli.md: ``--older-than-days`` default 30).
+#: gc's grace period for unreferenced blobs (docs/cli-reference.md: ``--older-than-days`` default
+#: 30).
 DEFAULT_GC_DAYS = 30.0
 
 

@@ -32,16 +32,9 @@ def list_command(
     db: DbOption = None,
 ) -> None:
     """List pending approvals and questions (all runs unless RUN_ID is given)."""
-    from agentctl.engine.approvals import list_approvals
-    from agentctl.engine.records import load_run
-    from agentctl.store.engine import open_store
+    from agentctl.runtime import Runtime
 
-    with open_store(db_from_context(ctx, db)) as store, store.read() as conn:
-        if run_id is not None:
-            load_run(conn, run_id)
-        found = [
-            a.to_json() for a in list_approvals(conn, run_id, status=None if all_ else "pending")
-        ]
+    found = Runtime(db_from_context(ctx, db)).approvals(run_id, include_resolved=all_)
     out = output.current()
 
     def human() -> None:
@@ -61,14 +54,11 @@ def list_command(
 def _decide(
     ctx: typer.Context, approval_id: str, approve: bool, reason: str, actor: str, db: str | None
 ) -> None:
-    from agentctl.engine.operations import decide_approval
-    from agentctl.ids import SystemClock
-    from agentctl.store.engine import open_store
+    from agentctl.runtime import Runtime
 
-    with open_store(db_from_context(ctx, db)) as store:
-        data = decide_approval(
-            store, approval_id, approve=approve, reason=reason, actor=actor, clock=SystemClock()
-        )
+    runtime = Runtime(db_from_context(ctx, db))
+    decide = runtime.approve if approve else runtime.reject
+    data = decide(approval_id, reason=reason, actor=actor)
     status = data["approval"]["status"]
     output.current().success(
         "ApprovalDecision", data, human=f"{approval_id} {status}; next: {data['next']}"
@@ -108,12 +98,15 @@ def answer_command(
     db: DbOption = None,
 ) -> None:
     """Answer a question (a builtin.ask task); the answer becomes the task's output."""
-    from agentctl.engine.operations import answer_question
-    from agentctl.ids import SystemClock
-    from agentctl.store.engine import open_store
+    import json
 
-    with open_store(db_from_context(ctx, db)) as store:
-        data = answer_question(store, approval_id, value, actor=actor, clock=SystemClock())
+    from agentctl.runtime import Runtime
+
+    try:
+        answer: object = json.loads(value)
+    except ValueError:
+        answer = value
+    data = Runtime(db_from_context(ctx, db)).answer(approval_id, answer, actor=actor)
     output.current().success(
         "ApprovalDecision", data, human=f"{approval_id} answered; next: {data['next']}"
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated, Any
 
 import typer
@@ -41,26 +42,20 @@ ApprovedOption = Annotated[
 ]
 
 
-def _confirm(store: Any, effect_id: str, status: str, reason: str) -> None:
-    """On a terminal, show the effect and ask before recording; ``n`` records nothing."""
-    import sys
-
-    from agentctl.engine.journal import require_effect
+def _confirm(effect: dict[str, Any], status: str, reason: str) -> None:
+    """Show the effect on the terminal and ask before recording; ``n`` records nothing."""
     from agentctl.errors import BlockedError
 
-    if not sys.stdin.isatty():
-        return
-    with store.read() as conn:
-        effect = require_effect(conn, effect_id)
     typer.echo(
-        f"effect {effect.id}\n  {effect.operation} ({effect.effect_class}), task "
-        f"{effect.task_id} attempt {effect.attempt}, run {effect.run_id}, now {effect.status}",
+        f"effect {effect['effectId']}\n  {effect['operation']} ({effect['effectClass']}), task "
+        f"{effect['taskId']} attempt {effect['attempt']}, run {effect['runId']}, now "
+        f"{effect['status']}",
         err=True,
     )
     question = f"Record `{status}` for this effect (reason: {reason})?"
     if not typer.confirm(question, default=False, err=True):
         raise BlockedError(
-            f"effect {effect.id} was not reconciled: the conclusion was not confirmed",
+            f"effect {effect['effectId']} was not reconciled: the conclusion was not confirmed",
             code="reconcile.declined",
             hint="run the command again and answer y, or pass --approved",
         )
@@ -158,55 +153,45 @@ def reconcile_command(
     Example: agentctl reconcile EFFECT --status not-applied --reason 'job never started'
     --approved
     """
-    from agentctl.engine.operations import (
-        ReconcileRequest,
-        needs_reconciliation,
-        reconcile_effect,
-    )
     from agentctl.errors import UsageError
-    from agentctl.ids import SystemClock
-    from agentctl.store.engine import open_store
+    from agentctl.runtime import Runtime
 
     out = output.current()
-    with open_store(db_from_context(ctx, db)) as store:
-        if list_:
-            found = needs_reconciliation(store, effect_id)
+    runtime = Runtime(db_from_context(ctx, db))
+    if list_:
+        found = runtime.needs_reconciliation(effect_id)
 
-            def human() -> None:
-                if not found:
-                    print("nothing needs reconciliation", file=out.stdout)
-                for effect in found:
-                    print(
-                        f"{effect['effectId']}  {effect['status']:<10} "
-                        f"{effect['operation']}  run {effect['runId']} task "
-                        f"{effect['taskId']}",
-                        file=out.stdout,
-                    )
+        def human() -> None:
+            if not found:
+                print("nothing needs reconciliation", file=out.stdout)
+            for effect in found:
+                print(
+                    f"{effect['effectId']}  {effect['status']:<10} "
+                    f"{effect['operation']}  run {effect['runId']} task "
+                    f"{effect['taskId']}",
+                    file=out.stdout,
+                )
 
-            out.success("EffectList", {"effects": found}, human=human)
-            return
-        if effect_id is None or status is None or reason is None:
-            raise UsageError(
-                "reconcile needs EFFECT_ID, --status and --reason",
-                hint="e.g. agentctl reconcile EFFECT --status applied --reason 'checked the "
-                "file'; or agentctl reconcile --list",
-            )
-        if not approved:
-            _confirm(store, effect_id, status, reason)
-        data = reconcile_effect(
-            store,
-            ReconcileRequest(
-                effect_id=effect_id,
-                status=status,
-                reason=reason,
-                actor=actor,
-                evidence_file=evidence_file,
-                result_file=result_file,
-                result_schema_file=result_schema_file,
-                compensation_effect_id=compensation_effect,
-            ),
-            clock=SystemClock(),
+        out.success("EffectList", {"effects": found}, human=human)
+        return
+    if effect_id is None or status is None or reason is None:
+        raise UsageError(
+            "reconcile needs EFFECT_ID, --status and --reason",
+            hint="e.g. agentctl reconcile EFFECT --status applied --reason 'checked the "
+            "file'; or agentctl reconcile --list",
         )
+    if not approved and sys.stdin.isatty():
+        _confirm(runtime.effect(effect_id), status, reason)
+    data = runtime.reconcile(
+        effect_id,
+        status,
+        reason=reason,
+        actor=actor,
+        evidence_file=evidence_file,
+        result_file=result_file,
+        result_schema_file=result_schema_file,
+        compensation_effect_id=compensation_effect,
+    )
     effect = data["effect"]
     out.success(
         "Reconciliation",

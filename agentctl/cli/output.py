@@ -1,4 +1,4 @@
-"""Rendering for every command: the JSON envelopes of cli.md and the human form.
+"""Rendering for every command: the JSON envelopes of docs/user-guide.md and the human form.
 
 - ``json``: exactly one document on stdout for success, one on stderr for an error.
 - ``jsonl``: one compact envelope per progress event, then the final envelope.

@@ -6,18 +6,14 @@ why, per task) and creates nothing. A blocked plan exits 3.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated, Any
 
 import typer
 
 from agentctl.cli import output
 from agentctl.cli.options import DbOption, VarOption, VarsFileOption, db_from_context
-from agentctl.cli.running import TimeoutOption, WorkspaceOption, _drive, _options, _report
+from agentctl.cli.running import TimeoutOption, WorkspaceOption, report_result, runtime_for
 from agentctl.errors import EXIT_BLOCKED, EXIT_OK
-
-if TYPE_CHECKING:
-    from agentctl.engine.recovery import RecoveryPlan
-    from agentctl.store.engine import Store
 
 SourceArgument = Annotated[str, typer.Argument(help="The source run.")]
 FileArgument = Annotated[str, typer.Argument(help="The workflow file.")]
@@ -35,48 +31,24 @@ RestartOption = Annotated[
 ReasonOption = Annotated[str | None, typer.Option("--reason", help="Why (kept with the new run).")]
 
 
-def _print_plan(recovery: RecoveryPlan) -> int:
+def _print_plan(data: dict[str, Any]) -> int:
     out = output.current()
-    data = recovery.to_json()
 
     def human() -> None:
         counts = data["counts"]
         print(
-            f"{recovery.mode} of {recovery.source.id}: {counts['reuse']} reuse, "
+            f"{data['mode']} of {data['sourceRunId']}: {counts['reuse']} reuse, "
             f"{counts['execute']} execute, {counts['blocked']} blocked",
             file=out.stdout,
         )
-        for decision in recovery.decisions:
+        for decision in data["tasks"]:
             print(
-                f"  {decision.action:<8} {decision.task_id}  ({decision.reason})", file=out.stdout
+                f"  {decision['action']:<8} {decision['taskId']}  ({decision['reason']})",
+                file=out.stdout,
             )
 
     out.success("RecoveryPlan", data, human=human)
-    return EXIT_BLOCKED if recovery.blocked else EXIT_OK
-
-
-def _run(
-    store: Store,
-    recovery: RecoveryPlan,
-    reason: str | None,
-    workspace: str | None,
-    timeout: float | None,
-) -> int:
-    from agentctl.engine.recovery import create_derived_run
-    from agentctl.ids import IdGenerator, SystemClock
-
-    clock = SystemClock()
-    options, progress = _options(check=False, diff=False, interactive=False, workspace=workspace)
-    run_id = create_derived_run(store, recovery, clock=clock, ids=IdGenerator(clock), reason=reason)
-    reused = sum(1 for d in recovery.decisions if d.action == "reuse")
-    output.current().event(
-        "RunEvent",
-        {"runId": run_id, "state": "running", "sourceRunId": recovery.source.id},
-        human=f"{run_id} {recovery.mode} of {recovery.source.id}: {reused} reused",
-    )
-    with progress:
-        outcome = _drive(store, run_id, options, timeout)
-    return _report(outcome)
+    return EXIT_BLOCKED if data["counts"]["blocked"] else EXIT_OK
 
 
 def retry_command(
@@ -98,32 +70,21 @@ def retry_command(
 
     The workflow digest must match the source's (else exit 3: use `repair`). Failed tasks
     (--failed) or the chosen ones (--from) and their descendants run with fresh attempts.
-    The variables given to the source run (--var, --vars-file) are used again.
-
-    Example: agentctl retry deploy.yaml run-0192… --failed
     """
-    from agentctl.engine.recovery import plan_retry
-    from agentctl.engine.runs import prepare_run, recorded_variables
-    from agentctl.store.engine import open_store
-
-    with open_store(db_from_context(ctx, db)) as store:
-        prepared = prepare_run(
-            workflow,
-            workspace=workspace,
-            recorded_variables=recorded_variables(store, source_run_id),
-            recorded_from=source_run_id,
+    runtime, progress = runtime_for(db_from_context(ctx, db), interactive=False)
+    chosen: dict[str, Any] = {
+        "failed": failed,
+        "from_tasks": from_tasks or [],
+        "restart_successful": restart_successful,
+        "workspace": workspace,
+    }
+    if plan:
+        return _print_plan(runtime.plan_retry(workflow, source_run_id, **chosen))
+    with progress:
+        result = runtime.retry(
+            workflow, source_run_id, **chosen, reason=reason, timeout=timeout_seconds
         )
-        recovery = plan_retry(
-            store,
-            source_run_id,
-            prepared,
-            failed=failed,
-            from_tasks=from_tasks or [],
-            restart_successful=restart_successful,
-        )
-        if plan:
-            return _print_plan(recovery)
-        return _run(store, recovery, reason, workspace, timeout_seconds)
+    return report_result(result)
 
 
 def repair_command(
@@ -149,30 +110,21 @@ def repair_command(
 
     Example: agentctl repair deploy.yaml run-0192… --from build --var replicas=4
     """
-    from agentctl.engine.recovery import plan_repair
-    from agentctl.engine.runs import prepare_run, recorded_variables
-    from agentctl.store.engine import open_store
-
-    with open_store(db_from_context(ctx, db)) as store:
-        given = bool(var_pairs or vars_files)
-        prepared = prepare_run(
-            workflow,
-            workspace=workspace,
-            vars_files=vars_files or (),
-            var_pairs=var_pairs or (),
-            recorded_variables=None if given else recorded_variables(store, source_run_id),
-            recorded_from=source_run_id,
+    runtime, progress = runtime_for(db_from_context(ctx, db), interactive=False)
+    chosen: dict[str, Any] = {
+        "from_tasks": from_tasks or [],
+        "restart_successful": restart_successful,
+        "workspace": workspace,
+        "vars_files": vars_files or (),
+        "var_pairs": var_pairs or (),
+    }
+    if plan:
+        return _print_plan(runtime.plan_repair(workflow, source_run_id, **chosen))
+    with progress:
+        result = runtime.repair(
+            workflow, source_run_id, **chosen, reason=reason, timeout=timeout_seconds
         )
-        recovery = plan_repair(
-            store,
-            source_run_id,
-            prepared,
-            from_tasks=from_tasks or [],
-            restart_successful=restart_successful,
-        )
-        if plan:
-            return _print_plan(recovery)
-        return _run(store, recovery, reason, workspace, timeout_seconds)
+    return report_result(result)
 
 
 def fork_command(
@@ -185,14 +137,14 @@ def fork_command(
     db: DbOption = None,
 ) -> int:
     """Start a new linked run of the stored workflow that deliberately runs every effect."""
-    from agentctl.engine.recovery import plan_fork
-    from agentctl.store.engine import open_store
-
-    with open_store(db_from_context(ctx, db)) as store:
-        recovery = plan_fork(store, source_run_id)
-        if plan:
-            return _print_plan(recovery)
-        return _run(store, recovery, reason, workspace, timeout_seconds)
+    runtime, progress = runtime_for(db_from_context(ctx, db), interactive=False)
+    if plan:
+        return _print_plan(runtime.plan_fork(source_run_id))
+    with progress:
+        result = runtime.fork(
+            source_run_id, reason=reason, workspace=workspace, timeout=timeout_seconds
+        )
+    return report_result(result)
 
 
 def replay_command(
@@ -201,22 +153,15 @@ def replay_command(
     db: DbOption = None,
 ) -> int:
     """Rebuild a finished run from its records; no provider, tool or process is called."""
-    from agentctl.engine.executor import finished_outcome
-    from agentctl.engine.recovery import replay_run
-    from agentctl.ids import IdGenerator, SystemClock
-    from agentctl.store.engine import open_store
+    from agentctl.runtime import Runtime
 
-    clock = SystemClock()
-    with open_store(db_from_context(ctx, db)) as store:
-        run_id = replay_run(store, source_run_id, clock=clock, ids=IdGenerator(clock))
-        outcome = finished_outcome(store, run_id)
-    assert outcome is not None
-    if outcome.state == "failed":
-        return _report(outcome)
-    data = outcome.to_json()
+    result = Runtime(db_from_context(ctx, db)).replay(source_run_id)
+    if result.state == "failed":
+        return report_result(result)
+    data = result.to_json()
     data["sourceRunId"] = source_run_id
     output.current().success(
-        "RunOutcome", data, human=f"{run_id} {outcome.state} (replay of {source_run_id})"
+        "RunOutcome", data, human=f"{result.run_id} {result.state} (replay of {source_run_id})"
     )
     return EXIT_OK
 
@@ -239,44 +184,31 @@ def compensate_command(
     time, in a new linked run. Effects still started or uncertain block the plan (exit 3)
     until reconciled; already compensated ones are skipped.
     """
-    from agentctl.engine.compensation import create_compensation_run, plan_compensation
-    from agentctl.ids import IdGenerator, SystemClock
-    from agentctl.store.engine import open_store
-
     out = output.current()
-    with open_store(db_from_context(ctx, db)) as store:
-        compensation = plan_compensation(store, source_run_id, only=task or None)
-        if plan:
-            data = compensation.to_json()
+    runtime, progress = runtime_for(db_from_context(ctx, db), interactive=False)
+    if plan:
+        data = runtime.plan_compensation(source_run_id, tasks=task)
 
-            def human() -> None:
-                if not compensation.steps:
-                    print(f"nothing in {source_run_id} declares compensate", file=out.stdout)
-                for step in compensation.steps:
-                    print(
-                        f"  {step.action:<10} {step.compensation_task_id}  ({step.reason})",
-                        file=out.stdout,
-                    )
+        def human() -> None:
+            if not data["steps"]:
+                print(f"nothing in {source_run_id} declares compensate", file=out.stdout)
+            for step in data["steps"]:
+                print(
+                    f"  {step['action']:<10} {step['compensationTaskId']}  ({step['reason']})",
+                    file=out.stdout,
+                )
 
-            out.success("CompensationPlan", data, human=human)
-            return EXIT_BLOCKED if compensation.blocked else EXIT_OK
-        clock = SystemClock()
-        run_id = create_compensation_run(store, compensation, clock=clock, ids=IdGenerator(clock))
-        if run_id is None:
-            out.success(
-                "CompensationPlan",
-                compensation.to_json(),
-                human=f"nothing to compensate in {source_run_id}",
-            )
-            return EXIT_OK
-        options, progress = _options(
-            check=False, diff=False, interactive=False, workspace=workspace
+        out.success("CompensationPlan", data, human=human)
+        return EXIT_OK if data["complete"] else EXIT_BLOCKED
+    with progress:
+        result = runtime.compensate(
+            source_run_id, tasks=task, workspace=workspace, timeout=timeout_seconds
         )
-        out.event(
-            "RunEvent",
-            {"runId": run_id, "state": "running", "sourceRunId": source_run_id},
-            human=f"{run_id} compensating {len(compensation.runnable)} task(s) of {source_run_id}",
+    if result is None:
+        out.success(
+            "CompensationPlan",
+            runtime.plan_compensation(source_run_id, tasks=task),
+            human=f"nothing to compensate in {source_run_id}",
         )
-        with progress:
-            outcome = _drive(store, run_id, options, timeout_seconds)
-    return _report(outcome)
+        return EXIT_OK
+    return report_result(result)

@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import dataclasses
 import os
-import signal
 import sys
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Annotated, Any
@@ -22,15 +19,13 @@ from agentctl.errors import (
     EXIT_OK,
     EXIT_RUN_FAILED,
     BlockedError,
-    Cancelled,
     RunFailedError,
     UsageError,
 )
 from agentctl.observability import telemetry
 
 if TYPE_CHECKING:
-    from agentctl.engine.executor import ExecutionOptions, RunOutcome
-    from agentctl.store.engine import Store
+    from agentctl.runtime import RunResult, Runtime
 
 InputOption = Annotated[
     list[str] | None,
@@ -89,95 +84,48 @@ def _terminal_approver() -> Callable[[dict[str, Any]], Awaitable[bool]]:
     return approve
 
 
-def _options(
-    *, check: bool, diff: bool, interactive: bool, workspace: str | None
-) -> tuple[ExecutionOptions, Progress]:
-    from agentctl.engine.executor import ExecutionOptions
+def runtime_for(db: str, *, interactive: bool) -> tuple[Runtime, Progress]:
+    """The facade the commands drive, wired to this command's output and terminal."""
+    from agentctl.runtime import Runtime
 
     out = output.current()
     if interactive and out.machine:
         raise UsageError("--interactive cannot be combined with --output json/jsonl")
+    # Imports OpenTelemetry only when --otel or the OTEL_* variables ask for it.
+    telemetry.activate(os.environ, warn=None if out.machine else out.warning)
     # The live view would fight with the approval prompts for the terminal.
     progress = Progress(out, live=not interactive)
-    options = ExecutionOptions(
-        check=check,
-        diff=diff,
+
+    def on_event(kind: str, data: dict[str, Any]) -> None:
+        if kind == "created":
+            _created(out, data)
+        else:
+            progress.event(kind, data)
+
+    runtime = Runtime(
+        db,
+        on_event=on_event,
         approver=_terminal_approver() if interactive else None,
-        events=progress.event,
-        workspace=workspace,
+        handle_signals=True,
     )
-    return options, progress
+    return runtime, progress
 
 
-def _drive(
-    store: Store, run_id: str, options: ExecutionOptions, timeout: float | None
-) -> RunOutcome:
-    """Run the executor with SIGINT/SIGTERM and --timeout-seconds as cancellation."""
-    from agentctl.engine.executor import RunExecutor, finished_outcome
-    from agentctl.ids import SystemClock
-    from agentctl.store.health import checkpoint_wal, require_undamaged
-
-    finished = finished_outcome(store, run_id)
-    if finished is not None:
-        return finished
-    require_undamaged(store.path)
-    # Imports OpenTelemetry only when --otel or the OTEL_* variables ask for it.
-    out = output.current()
-    telemetry.activate(os.environ, warn=None if out.machine else out.warning)
-
-    async def main() -> RunOutcome:
-        task = asyncio.current_task()
-        assert task is not None
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, task.cancel)
-        try:
-            executor = RunExecutor(store, run_id, clock=SystemClock(), options=options)
-            if timeout is None:
-                return await executor.execute()
-            try:
-                return await asyncio.wait_for(executor.execute(), timeout)
-            except TimeoutError:
-                raise Cancelled(f"--timeout-seconds {timeout:g} passed", run_id=run_id) from None
-        finally:
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                loop.remove_signal_handler(sig)
-
-    try:
-        return asyncio.run(main())
-    finally:
-        # A parked or finished run is in the main file, not only in the WAL: an operator
-        # who copies the database file alone keeps every confirmed state.
-        checkpoint_wal(store)
-
-
-def _auto_compensate(
-    store: Store, outcome: RunOutcome, options: ExecutionOptions, timeout: float | None
-) -> str | None:
-    """``spec.compensation.onFailure: automatic``: compensate right after a failed run."""
-    if outcome.state != "failed":
-        return None
-    from agentctl.engine.compensation import create_compensation_run, plan_compensation
-    from agentctl.engine.records import load_run
-    from agentctl.ids import IdGenerator, SystemClock
-
-    with store.read() as conn:
-        run = load_run(conn, outcome.run_id)
-    setting = ((run.workflow.get("spec") or {}).get("compensation") or {}).get("onFailure")
-    if run.mode == "compensate" or setting != "automatic":
-        return None
-    clock = SystemClock()
-    plan = plan_compensation(store, run.id)
-    compensation_id = create_compensation_run(store, plan, clock=clock, ids=IdGenerator(clock))
-    if compensation_id is None:
-        return None
-    output.current().event(
-        "RunEvent",
-        {"runId": compensation_id, "state": "running", "sourceRunId": run.id},
-        human=f"{compensation_id} compensating {run.id} (onFailure: automatic)",
-    )
-    result = _drive(store, compensation_id, options, timeout)
-    return f"{compensation_id} {result.state}"
+def _created(out: output.Output, data: dict[str, Any]) -> None:
+    """The line that announces a new run (a ``RunEvent`` in jsonl mode)."""
+    run_id, mode, source = data["runId"], data.get("mode"), data.get("sourceRunId")
+    event: dict[str, Any] = {"runId": run_id, "state": "running"}
+    if mode == "execute":
+        human = f"{run_id} running {data['workflow']} ({data['tasks']} tasks)"
+    elif data.get("automatic"):
+        human = f"{run_id} compensating {source} (onFailure: automatic)"
+    elif mode == "compensate":
+        human = f"{run_id} compensating {data['tasks']} task(s) of {source}"
+    else:
+        human = f"{run_id} {mode} of {source}: {data['reused']} reused"
+    if source is not None:
+        event["sourceRunId"] = source
+    out.event("RunEvent", event, human=human)
 
 
 def _changes_text(changes: list[dict[str, Any]]) -> str:
@@ -192,15 +140,13 @@ def _changes_text(changes: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def _report(
-    outcome: RunOutcome,
-    *,
-    dry_run: bool = False,
-    compensation: str | None = None,
-    changes: list[dict[str, Any]] | None = None,
-) -> int:
+def report_result(outcome: RunResult, *, dry_run: bool = False) -> int:
+    """Print where a run stopped; the exit code says what it needs (a failure raises)."""
     out = output.current()
     run_id = outcome.run_id
+    changes = outcome.changed_files
+    follow = outcome.compensation
+    compensation = None if follow is None else f"{follow.run_id} {follow.state}"
     if changes is not None and outcome.state in ("failed", "cancelled"):
         out.event("DryRunChanges", {"changedFiles": changes}, human=_changes_text(changes))
     if outcome.state == "failed":
@@ -256,13 +202,7 @@ def _report(
 
 def roll_command(
     ctx: typer.Context,
-    workflow: Annotated[
-        str,
-        typer.Argument(
-            help="Workflow file (.yaml, .yml, .json or .py), or a registered workflow name "
-            "(see `agentctl workflows list`)."
-        ),
-    ],
+    workflow: Annotated[str, typer.Argument(help="Workflow file (.yaml, .yml, .json or .py).")],
     db: DbOption = None,
     input_pairs: InputOption = None,
     inputs: InputsOption = None,
@@ -302,85 +242,31 @@ def roll_command(
     Example: agentctl roll deploy.yaml --vars-file staging.yaml --var replicas=5
     Example: agentctl roll hello --input changeFile=change.txt
     """
-    from agentctl.engine.runs import prepare_run
-    from agentctl.ids import SystemClock
+    from agentctl.engine.runs import merge_inputs
     from agentctl.scheduling.registry import resolve_workflow
 
-    prepared = prepare_run(
-        resolve_workflow(workflow),
-        inputs_json=inputs,
-        inputs_file=inputs_file,
-        input_pairs=input_pairs or [],
-        workspace=workspace,
-        vars_files=vars_files or (),
-        var_pairs=var_pairs or (),
-    )
-    options, progress = _options(
-        check=check, diff=diff, interactive=interactive, workspace=workspace
-    )
+    workflow = resolve_workflow(workflow)
+
+    # Defaults come from the workflow; the flags only override them (--inputs/--inputs-file
+    # first, then each --input).
+    overrides = merge_inputs({}, inputs, inputs_file, input_pairs or [])
     ephemeral = check or dry_run
-    path = ":memory:" if ephemeral else db_from_context(ctx, db)
-    clock = SystemClock()
-    throwaway = None
-    if dry_run and not check:
-        from agentctl.engine.dry_run import ThrowawayWorkspace
-
-        policy = (prepared.workflow.get("spec") or {}).get("policy") or {}
-        throwaway = ThrowawayWorkspace(prepared.workspace, dict(policy))
-    with contextlib.ExitStack() as scope:
-        if throwaway is not None:
-            # Writes and processes happen in a copy; the summary lists what they changed.
-            scope.enter_context(throwaway)
-            prepared = dataclasses.replace(prepared, workspace=throwaway.copy)
-            options.workspace = str(throwaway.copy)
-        return _roll(
-            store_path=path,
-            prepared=prepared,
-            options=options,
-            progress=progress,
-            clock=clock,
+    runtime, progress = runtime_for(
+        ":memory:" if ephemeral else db_from_context(ctx, db), interactive=interactive
+    )
+    with progress:
+        result = runtime.roll(
+            workflow,
+            overrides,
+            workspace=workspace,
+            timeout=timeout_seconds,
             check=check,
-            ephemeral=ephemeral,
-            timeout_seconds=timeout_seconds,
-            throwaway=throwaway,
+            dry_run=dry_run,
             diff=diff,
+            vars_files=vars_files or (),
+            var_pairs=var_pairs or (),
         )
-
-
-def _roll(
-    *,
-    store_path: str,
-    prepared: Any,
-    options: ExecutionOptions,
-    progress: Progress,
-    clock: Any,
-    check: bool,
-    ephemeral: bool,
-    timeout_seconds: float | None,
-    throwaway: Any,
-    diff: bool,
-) -> int:
-    from agentctl.engine.runs import create_run
-    from agentctl.ids import IdGenerator
-    from agentctl.store.engine import open_store
-    from agentctl.store.health import require_undamaged
-
-    with open_store(store_path) as store:
-        require_undamaged(store.path)
-        run_id = create_run(
-            store, prepared, clock=clock, ids=IdGenerator(clock), probe_isolation=not check
-        )
-        output.current().event(
-            "RunEvent",
-            {"runId": run_id, "state": "running"},
-            human=f"{run_id} running {prepared.plan.workflow_name} "
-            f"({len(prepared.plan.order)} tasks)",
-        )
-        with progress:
-            outcome = _drive(store, run_id, options, timeout_seconds)
-            compensation = _auto_compensate(store, outcome, options, timeout_seconds)
-        changes = None if throwaway is None else throwaway.changes(diff=diff)
-        return _report(outcome, dry_run=ephemeral, compensation=compensation, changes=changes)
+    return report_result(result, dry_run=ephemeral)
 
 
 def resume_command(
@@ -397,21 +283,18 @@ def resume_command(
     Confirmed effects are reused, never redone; an effect that started but never confirmed
     becomes uncertain and blocks the run (exit 3) until `agentctl reconcile` concludes it.
     """
-    from agentctl.store.engine import open_store
-
-    with open_store(db_from_context(ctx, db)) as store:
-        return drive_and_report(
-            store,
-            run_id,
-            workspace=workspace,
-            timeout_seconds=timeout_seconds,
-            interactive=interactive,
-            diff=diff,
-        )
+    return drive_and_report(
+        db_from_context(ctx, db),
+        run_id,
+        workspace=workspace,
+        timeout_seconds=timeout_seconds,
+        interactive=interactive,
+        diff=diff,
+    )
 
 
 def drive_and_report(
-    store: Store,
+    db: str,
     run_id: str,
     *,
     workspace: str | None = None,
@@ -419,14 +302,12 @@ def drive_and_report(
     interactive: bool = False,
     diff: bool = False,
 ) -> int:
-    """Execute an existing run in the foreground and report it as `roll` does."""
-    options, progress = _options(
-        check=False, diff=diff, interactive=interactive, workspace=workspace
-    )
+    """Execute an existing run in the foreground and report it as `roll` does (resume,
+    and `schedule trigger` for the run it just created)."""
+    runtime, progress = runtime_for(db, interactive=interactive)
     with progress:
-        outcome = _drive(store, run_id, options, timeout_seconds)
-        compensation = _auto_compensate(store, outcome, options, timeout_seconds)
-    return _report(outcome, compensation=compensation)
+        result = runtime.resume(run_id, workspace=workspace, timeout=timeout_seconds, diff=diff)
+    return report_result(result)
 
 
 def cancel_command(
@@ -441,12 +322,9 @@ def cancel_command(
 
     A run that no process is executing (paused, or its process died) is cancelled at once.
     """
-    from agentctl.engine.operations import cancel_run
-    from agentctl.ids import SystemClock
-    from agentctl.store.engine import open_store
+    from agentctl.runtime import Runtime
 
-    with open_store(db_from_context(ctx, db)) as store:
-        data = cancel_run(store, run_id, reason, clock=SystemClock())
+    data = Runtime(db_from_context(ctx, db)).cancel(run_id, reason)
     note = data.get("note")
     output.current().success(
         "CancelRequest", data, human=f"{run_id} {data['state']}" + (f" ({note})" if note else "")

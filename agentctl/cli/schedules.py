@@ -260,11 +260,12 @@ def trigger_command(
     from agentctl.store.engine import open_store
 
     clock = SystemClock()
-    with open_store(db_from_context(ctx, db)) as store:
+    path = db_from_context(ctx, db)
+    with open_store(path) as store:
         run_id = fire_now(store, name, clock.now(), RunLauncher(store, clock))
-        output.current().event(
-            "RunEvent",
-            {"runId": run_id, "state": "running", "schedule": name},
-            human=f"{run_id} running (schedule {name}, manual)",
-        )
-        return drive_and_report(store, run_id)
+    output.current().event(
+        "RunEvent",
+        {"runId": run_id, "state": "running", "schedule": name},
+        human=f"{run_id} running (schedule {name}, manual)",
+    )
+    return drive_and_report(path, run_id)

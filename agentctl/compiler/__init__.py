@@ -1,4 +1,4 @@
-"""The compiler: a pure function from a validated workflow document to a plan (§16).
+"""The compiler: a pure function from a validated workflow document to a plan (docs/compiler.md).
 
 ``compile_workflow(workflow, source=..., settings=...)`` returns a :class:`CompileResult`
 holding the :class:`Plan` (or ``None``) and every located diagnostic found on the way.

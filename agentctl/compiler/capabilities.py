@@ -1,4 +1,4 @@
-"""Provider capability negotiation at compile time (reference §7, §8.2, §22).
+"""Provider capability negotiation at compile time (docs/providers.md, docs/fake-provider.md).
 
 What each kind offers is the one table in :mod:`agentctl.spec.capabilities`, which the
 provider classes declare too. A workflow that asks a provider for something it cannot do

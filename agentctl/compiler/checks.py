@@ -1,4 +1,5 @@
-"""Graph-level static checks (reference §15.4, §14.5, §16.1 step 4): needs, templates,
+"""Graph-level static checks (docs/templates.md, docs/workflow-language.md, docs/compiler.md step
+4): needs, templates,
 output schemas and routers (which also attach route guards).
 
 Values shared by expanded children are checked once per distinct (value, needs) pair, and
@@ -89,7 +90,7 @@ class GraphChecker:
                 "invalid_template",
                 f"task `{draft.id}` {what}: {message}",
                 base + location,
-                "fix the template; see the template reference (§15)",
+                "fix the template; see the template reference (docs/templates.md)",
             )
         for location, task_id in templating.task_reads(value):
             if task_id not in self.known:

@@ -1,6 +1,6 @@
-"""``compile_workflow``: a pure function from a parsed workflow to a plan (reference §16).
+"""``compile_workflow``: a pure function from a parsed workflow to a plan (docs/compiler.md).
 
-Order of work (§16.1): flatten sub-workflows, expand loops/foreach/matrix, resolve each
+Order of work (docs/compiler.md): flatten sub-workflows, expand loops/foreach/matrix, resolve each
 task, check needs/templates/schemas/routers/tools/agents, order the graph, check parallel
 memory writes and static budget counts, then take predictability and digests. Every stage
 reports into one list of located diagnostics and carries on where it can, so a user sees
@@ -56,7 +56,7 @@ __all__ = ["CompileResult", "CompileSettings", "compile_document", "compile_work
 
 @dataclass(frozen=True)
 class CompileSettings:
-    """Compile-time caps (§16.5); raise them deliberately, e.g. for the benchmark."""
+    """Compile-time caps (docs/compiler.md); raise them deliberately, e.g. for the benchmark."""
 
     max_expansion_items: int = 32
     """Default cap per foreach/matrix when ``maxItems`` is absent."""
@@ -288,7 +288,8 @@ def _requirements(spec: Mapping[str, Any], tasks: Mapping[str, PlanTask]) -> Req
     tools: Mapping[str, Any] = spec.get("tools") or {}
     actions: Mapping[str, Any] = spec.get("actions") or {}
     mode = str((spec.get("policy") or {}).get("approval", "mutations"))
-    # spec.compensation.approval (§13): keep the policy, remove the gate, or always ask.
+    # spec.compensation.approval (docs/durable-execution.md): keep the policy, remove the gate, or
+    # always ask.
     compensation_mode = {"never": "never", "always": "always"}.get(
         str((spec.get("compensation") or {}).get("approval", "policy")), mode
     )

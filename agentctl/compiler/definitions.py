@@ -1,4 +1,5 @@
-"""Checks of the named definitions (reference §8, §11, §18, §21.4): tools, agents with their
+"""Checks of the named definitions (docs/providers.md, docs/workflow-language.md, docs/budgets.md):
+tools, agents with their
 provider capabilities and price entries, and statically certain policy denials.
 
 Policy findings are warnings (``policy_denied``): upstream decides them per effect at run

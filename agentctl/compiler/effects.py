@@ -1,34 +1,48 @@
-"""What each operation may do to the world (reference §19.2) and how predictable it is (§16.6).
+"""What each operation may do to the world and how predictable it is: the one effect table.
 
-One table drives three compile decisions: the declared effects in the plan's requirements,
-a task's predictability, and whether a task is "potentially mutating" (so it may declare
-``compensate``). Keeping them in one place means a new action kind cannot be half-known.
+One table drives the compiler's decisions — the declared effects in the plan's
+requirements, a task's predictability, whether a task is "potentially mutating" (so it may
+declare ``compensate``) — and the engine's: every effect the engine journals takes its
+class, risk, idempotency and policy label from here (``engine.journal.classified``), and
+the approval rule below is the one both sides apply. Keeping them in one place means a new
+action kind cannot be half-known, and ``check`` cannot promise what ``roll`` does not do.
+The effect classes are explained in docs/durable-execution.md.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, get_args
 
 from agentctl.compiler.plan import Predictability
 from agentctl.compiler.requirements import EffectRequirement
+from agentctl.spec.models_common import EffectClass
 
 __all__ = [
     "ACTION_KINDS",
+    "APPROVAL_EFFECT_CLASSES",
     "COMPENSATION_KINDS",
+    "EFFECT_CLASSES",
+    "INSTRUCTIONS_READ",
+    "MCP_LIST_TOOLS",
     "MUTATING_EFFECT_CLASSES",
+    "NON_MUTATING_EFFECT_CLASSES",
     "ActionKindInfo",
     "EffectSpec",
     "action_effects",
     "agent_effects",
     "approval_possible",
+    "approval_required",
+    "kind_effect",
+    "mcp_tool_effect",
+    "model_effect",
 ]
 
 
 @dataclass(frozen=True, slots=True)
 class EffectSpec:
-    """One row of §19.2: operation, class, risk, idempotency, policy and capability labels."""
+    """One row: operation, effect class, risk, idempotency, policy and capability labels."""
 
     operation: str
     effect_class: str
@@ -46,6 +60,48 @@ class ActionKindInfo:
 
 def _spec(op: str, cls: str, risk: str, idem: str, label: str, cap: str) -> EffectSpec:
     return EffectSpec(op, cls, risk, idem, label, cap)
+
+
+EFFECT_CLASSES = frozenset(get_args(EffectClass))
+NON_MUTATING_EFFECT_CLASSES = frozenset({"pure", "observe", "model"})
+MUTATING_EFFECT_CLASSES = EFFECT_CLASSES - NON_MUTATING_EFFECT_CLASSES
+"""What counts as a mutation for compensation: every class but ``pure``, ``observe`` and
+``model``."""
+APPROVAL_EFFECT_CLASSES = frozenset(
+    {"workspace_mutate", "external_mutate", "process_execution", "remote_agent"}
+)
+"""The classes policy ``approval: mutations`` (the default) gates."""
+
+INSTRUCTIONS_READ = _spec(
+    "agent.instructions.read", "observe", "low", "idempotent", "filesystem.read", "observe"
+)
+MCP_LIST_TOOLS = _spec(
+    "mcp.list_tools", "observe", "low", "idempotent", "mcp.list_tools", "observe"
+)
+
+
+def model_effect(provider: str) -> EffectSpec:
+    """A model request through provider entry ``provider``."""
+    return _spec(provider, "model", "medium", "at_most_once", provider, "model")
+
+
+def mcp_tool_effect(entry: str) -> EffectSpec:
+    """A call of an agent's ``mcp:SERVER/TOOL`` tool."""
+    return _spec(f"tool.{entry}", "network", "medium", "unknown", entry, "network")
+
+
+def approval_required(
+    mode: str, effect_class: str, risk: str, tool_approval: str | None = "policy"
+) -> bool:
+    """Whether approval mode ``mode`` — or a tool's ``approval: always`` — makes a person
+    decide an effect of this class and risk. The compiler and the engine both ask here."""
+    if tool_approval == "always" or mode == "always":
+        return True
+    if mode == "never":
+        return False
+    if mode == "high_risk":
+        return risk in ("high", "critical")
+    return effect_class in APPROVAL_EFFECT_CLASSES
 
 
 ACTION_KINDS: Mapping[str, ActionKindInfo] = {
@@ -153,35 +209,20 @@ COMPENSATION_KINDS = frozenset(
         "a2a.delegate",
     }
 )
-"""Kinds a ``compensate.uses`` action may have, and what makes an action task mutating (§14.8)."""
+"""Kinds a ``compensate.uses`` action may have, and what makes an action task mutating."""
 
-MUTATING_EFFECT_CLASSES = frozenset(
-    {
-        "internal_state",
-        "workspace_mutate",
-        "external_mutate",
-        "process_execution",
-        "network",
-        "remote_agent",
-    }
-)
-"""Effect classes other than ``pure``, ``observe`` and ``model`` (§13: what counts as a
-mutation for compensation)."""
 
-_APPROVAL_CLASSES = frozenset(
-    {"workspace_mutate", "external_mutate", "process_execution", "remote_agent"}
-)
+def kind_effect(kind: str) -> EffectSpec:
+    """The table row of an action kind that records an effect (KeyError for pure kinds)."""
+    info = ACTION_KINDS[kind]
+    if info.effect is None:
+        raise KeyError(f"action kind {kind} records no effect")
+    return info.effect
 
 
 def approval_possible(mode: str, spec: EffectSpec, tool_approval: str = "policy") -> bool:
-    """Whether policy ``mode`` (§18.2) — or a tool's ``approval: always`` — may ask a human."""
-    if tool_approval == "always" or mode == "always":
-        return True
-    if mode == "mutations":
-        return spec.effect_class in _APPROVAL_CLASSES
-    if mode == "high_risk":
-        return spec.risk in ("high", "critical")
-    return False
+    """Whether policy ``mode`` — or a tool's ``approval: always`` — may ask a human."""
+    return approval_required(mode, spec.effect_class, spec.risk, tool_approval)
 
 
 def _requirement(
@@ -230,16 +271,9 @@ def agent_effects(
     """Instruction-file read, the model requests (operation = provider name), tool calls."""
     out: list[EffectRequirement] = []
     if agent.get("instructionsFile") is not None:
-        spec = _spec(
-            "agent.instructions.read", "observe", "low", "idempotent", "filesystem.read", "observe"
-        )
-        out.append(_requirement(task, spec, mode))
+        out.append(_requirement(task, INSTRUCTIONS_READ, mode))
     provider = str(agent.get("provider", ""))
-    out.append(
-        _requirement(
-            task, _spec(provider, "model", "medium", "at_most_once", provider, "model"), mode
-        )
-    )
+    out.append(_requirement(task, model_effect(provider), mode))
     for name in agent.get("tools", ()):
         if str(name).startswith("action:"):
             action = (spec_actions or {}).get(str(name)[7:]) or {}
@@ -248,13 +282,7 @@ def agent_effects(
                 out.append(_requirement(task, info.effect, mode))
             continue
         if str(name).startswith("mcp:"):
-            out.append(
-                _requirement(
-                    task,
-                    _spec(f"tool.{name}", "network", "medium", "unknown", name, "network"),
-                    mode,
-                )
-            )
+            out.append(_requirement(task, mcp_tool_effect(str(name)), mode))
             continue
         tool = tools.get(name)
         if tool is None:

@@ -1,4 +1,4 @@
-"""Static fan-out (reference §14.3, §14.4, §14.6, §16.3): foreach, matrix and loop.
+"""Static fan-out (docs/workflow-language.md, docs/compiler.md): foreach, matrix and loop.
 
 Each source task becomes its children, then an aggregate that keeps the source id and
 needs exactly the children, in place, so downstream tasks keep reading
@@ -43,7 +43,7 @@ class ExpansionSettings:
 
 @dataclass(slots=True)
 class ExpansionCounts:
-    """Static counts for the budget checks (§21.4)."""
+    """Static counts for the budget checks (docs/budgets.md)."""
 
     expansion_items: int = 0
     loop_iterations: int = 0
@@ -112,7 +112,7 @@ class _Expander:
                     "invalid_template",
                     f"loop task `{task.id}` while: {why}",
                     while_path,
-                    help="fix the condition; see the template reference (§15)",
+                    help="fix the condition; see the template reference (docs/templates.md)",
                 )
                 problems += 1
         if problems or not isinstance(iterations, int):

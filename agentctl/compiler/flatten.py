@@ -1,4 +1,5 @@
-"""Sub-workflow flattening (reference §12, §16.4): invocations become ordinary tasks.
+"""Sub-workflow flattening (docs/workflow-language.md, docs/compiler.md): invocations become
+ordinary tasks.
 
 An invocation ``I`` of definition ``N@V`` becomes an input boundary ``I--inputs-<8 hex>``,
 the definition's tasks as ``I--<local id>`` and an output aggregate that keeps the id ``I``.

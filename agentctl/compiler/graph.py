@@ -1,4 +1,4 @@
-"""Stable topological order and cycle reporting (reference §16.2).
+"""Stable topological order and cycle reporting (docs/compiler.md).
 
 Kahn's algorithm seeded with the tasks that need nothing, in declaration order; a task that
 becomes ready is queued before every queued task declared after it. Keeping the queue

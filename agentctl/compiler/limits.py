@@ -1,4 +1,5 @@
-"""Whole-plan limits (reference §14.7, §16.1 steps 6–7, §21.4): parallel memory-write
+"""Whole-plan limits (docs/workflow-language.md, docs/compiler.md steps 6–7, docs/budgets.md):
+parallel memory-write
 conflicts and the static budget counts.
 
 Memory conflicts: with ``maxConcurrency > 1``, two tasks whose write sets overlap must be

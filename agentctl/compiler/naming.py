@@ -1,4 +1,4 @@
-"""Generated task ids (reference §16.3, §16.4): stable, content-addressed, upstream-identical.
+"""Generated task ids (docs/compiler.md): stable, content-addressed, upstream-identical.
 
 Expanded children are ``PARENT--NNNN-HHHHHHHHHHHH``: the zero-padded index and the first
 12 hex characters of SHA-256 over the compact JSON of the child's bindings. Only the

@@ -1,4 +1,4 @@
-"""The compiled plan (reference §16.6): what the executor walks and what a run stores.
+"""The compiled plan (docs/compiler.md): what the executor walks and what a run stores.
 
 A plan is plain data. Every record is a frozen dataclass whose ``to_json`` gives the
 camelCase wire shape upstream uses (``tasks`` is an object keyed by task id, ``uses`` is a
@@ -210,7 +210,8 @@ class Compensation:
 
 @dataclass(frozen=True, slots=True)
 class PlanTask:
-    """One compiled task. ``output_schema`` is the *effective* output contract (§14.9)."""
+    """One compiled task. ``output_schema`` is the *effective* output contract
+    (docs/workflow-language.md)."""
 
     id: str
     uses: TaskUses
@@ -258,7 +259,7 @@ class PlanTask:
 
     @property
     def is_aggregate(self) -> bool:
-        """Aggregates are exempt from dependency-skip propagation (§17.3, quirk 5)."""
+        """Aggregates are exempt from dependency-skip propagation (docs/running.md, quirk 5)."""
         return self.uses.kind in ("aggregate", "loop_aggregate", "subworkflow_aggregate")
 
     @classmethod

@@ -1,7 +1,8 @@
-"""The plan's ``requirements`` (reference §16.6): what a run will need from the world.
+"""The plan's ``requirements`` (docs/compiler.md): what a run will need from the world.
 
 Providers an agent references (with offered and required capabilities), the declared
-tools, and every effect each task may record (§19.2) — enough for a preflight check or an
+tools, and every effect each task may record (docs/durable-execution.md) — enough for a preflight
+check or an
 approval preview without reading the workflow again.
 """
 
@@ -58,7 +59,8 @@ class ToolRequirement:
 
 @dataclass(frozen=True, slots=True)
 class EffectRequirement:
-    """One effect a task may record (§19.2); ``compensate:`` operations belong to its inverse."""
+    """One effect a task may record (docs/durable-execution.md); ``compensate:`` operations belong
+    to its inverse."""
 
     task: str
     operation: str

@@ -1,4 +1,4 @@
-"""Per-task compilation (reference §16.1 step 3): ids, ``uses``, inputs, vars, memory writes,
+"""Per-task compilation (docs/compiler.md step 3): ids, ``uses``, inputs, vars, memory writes,
 compensation, timeouts, output contracts and predictability.
 
 Work that depends only on the source definition (merging action defaults, inferring memory

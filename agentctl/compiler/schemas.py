@@ -1,4 +1,5 @@
-"""JSON Schema slots must hold valid schemas (reference §5.4) and the default contracts (§14.9).
+"""JSON Schema slots must hold valid schemas (docs/workflow-language.md) and the default contracts
+(docs/workflow-language.md).
 
 Schemas are checked once per distinct object: expanded children share their source task's
 ``outputSchema`` object, so a 10,000-child ``foreach`` costs one check, not 10,000.

@@ -1,7 +1,8 @@
-"""The built-in action kinds of reference §10, each as one task body.
+"""The built-in action kinds of docs/actions.md, each as one task body.
 
 Every non-pure kind goes through the effect gate with the operation, class, risk,
-idempotency and policy label of §19.2, so journaling, policy and approvals are uniform.
+idempotency and policy label of docs/durable-execution.md, so journaling, policy and approvals are
+uniform.
 Kinds that need the MCP, A2A, long-term memory or process-extension clients are refused
 before a run is created (``unsupported_action_kinds``), never half-run.
 """
@@ -124,14 +125,7 @@ async def _pause(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
 async def _read(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
     path_text = _require_string(env, "path")
     target = env.workspace.resolve_read(path_text)
-    spec = EffectSpec(
-        operation="builtin.read",
-        effect_input={"path": path_text},
-        effect_class="observe",
-        idempotency="idempotent",
-        risk="low",
-        policy_label="filesystem.read",
-    )
+    spec = EffectSpec.classified("builtin.read", {"path": path_text})
 
     async def dispatch(_effect_id: str) -> Any:
         return {
@@ -158,20 +152,13 @@ async def _write(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
         "path": path_text,
         "predictability": "fully_predictable",
     }
-    spec = EffectSpec(
-        operation="builtin.write",
-        effect_input={
-            "path": path_text,
-            "contentDigest": hashlib.sha256(content.encode()).hexdigest(),
-        },
-        effect_class="workspace_mutate",
-        idempotency="idempotent",
-        risk="medium",
-        policy_label="filesystem.write",
+    spec = EffectSpec.classified(
+        "builtin.write",
+        {"path": path_text, "contentDigest": hashlib.sha256(content.encode()).hexdigest()},
         request={"path": path_text, "bytes": len(content.encode())},
     )
     # In a compensation run the inverse write is recorded even when the content is already
-    # in place (§13): the compensation must be provable from the journal.
+    # in place (docs/durable-execution.md): the compensation must be provable from the journal.
     unchanged = not changed and not env.compensation
     if env.check or (unchanged and not env.gate.journaled(env.attempt, spec)):
         return TaskResult(output)
@@ -262,14 +249,7 @@ async def _shell(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
     secrets = [value for _, value in environment.values()]
     env.secrets.extend(secrets)
     timeout = _process_timeout(env, action)
-    spec = EffectSpec(
-        operation="builtin.shell.exec",
-        effect_input=effect_input,
-        effect_class="process_execution",
-        idempotency="unknown",
-        risk="high",
-        policy_label="process.exec",
-    )
+    spec = EffectSpec.classified("builtin.shell.exec", effect_input)
 
     before = written_files.snapshot(env.workspace)
 
@@ -386,14 +366,7 @@ async def _memory_write(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
     }
     if env.check:
         return TaskResult(output, {key: value})
-    spec = EffectSpec(
-        operation="builtin.memory.write",
-        effect_input=dict(env.input),
-        effect_class="internal_state",
-        idempotency="keyed",
-        risk="low",
-        policy_label="memory.write",
-    )
+    spec = EffectSpec.classified("builtin.memory.write", dict(env.input))
 
     async def dispatch(_effect_id: str) -> Any:
         return output

@@ -1,4 +1,4 @@
-"""An agent task (reference §8.3): a bounded loop of model requests and tool calls.
+"""An agent task (docs/providers.md): a bounded loop of model requests and tool calls.
 
 Every model request and every non-pure tool call is its own effect, numbered by ordinal in
 the order it happens, so a resumed attempt replays the conversation from the journal —
@@ -17,6 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agentctl.compiler.effects import (
+    INSTRUCTIONS_READ,
+    MCP_LIST_TOOLS,
+    mcp_tool_effect,
+    model_effect,
+)
 from agentctl.digest import canonical_json, compact_json
 from agentctl.engine import budget
 from agentctl.engine.context import TaskEnv, TaskResult
@@ -41,7 +47,8 @@ __all__ = ["ProviderPool", "run_agent"]
 
 
 class ProviderPool:
-    """One provider instance per ``spec.providers`` entry for the whole process (§20.9)."""
+    """One provider instance per ``spec.providers`` entry for the whole process
+    (docs/workflow-language.md)."""
 
     def __init__(self) -> None:
         self._providers: dict[str, Provider] = {}
@@ -83,7 +90,7 @@ def _validate(schema: Mapping[str, Any] | None, value: Any) -> str | None:
 
 def _usage_json(usage: Usage, cost: int | None) -> dict[str, Any]:
     out: dict[str, Any] = dict(usage.to_json())
-    out["costMicrousd"] = cost  # null unless the model is priced (§21.4)
+    out["costMicrousd"] = cost  # null unless the model is priced (docs/budgets.md)
     return out
 
 
@@ -93,14 +100,7 @@ async def _instructions(env: TaskEnv, agent: Mapping[str, Any]) -> str:
         return inline
     path_text = str(agent.get("instructionsFile") or "")
     target = env.workspace.resolve_read(path_text)
-    spec = EffectSpec(
-        operation="agent.instructions.read",
-        effect_input={"path": path_text},
-        effect_class="observe",
-        idempotency="idempotent",
-        risk="low",
-        policy_label="filesystem.read",
-    )
+    spec = EffectSpec.classified(INSTRUCTIONS_READ, {"path": path_text})
 
     async def dispatch(_effect_id: str) -> Any:
         return {"content": files.read_text(target, 1 << 20)}
@@ -138,14 +138,7 @@ async def _offer_mcp_tool(env: TaskEnv, entry: str) -> McpTool:
 
     server, _, remote = entry[4:].partition("/")
     definition = _mcp_server(env, server)
-    effect = EffectSpec(
-        operation="mcp.list_tools",
-        effect_input={"server": server},
-        effect_class="observe",
-        idempotency="idempotent",
-        risk="low",
-        policy_label="mcp.list_tools",
-    )
+    effect = EffectSpec.classified(MCP_LIST_TOOLS, {"server": server})
 
     async def dispatch(_effect_id: str) -> Any:
         return await list_mcp_tools(
@@ -185,14 +178,7 @@ async def _run_mcp_tool(env: TaskEnv, tool: McpTool, call: ToolCall) -> Any:
             f"tool `{tool.entry}` input violates its inputSchema: {problem}", code="tool.contract"
         )
     definition = _mcp_server(env, tool.server)
-    spec = EffectSpec(
-        operation=f"tool.{tool.entry}",
-        effect_input=arguments,
-        effect_class="network",
-        idempotency="unknown",
-        risk="medium",
-        policy_label=tool.entry,
-    )
+    spec = EffectSpec.classified(mcp_tool_effect(tool.entry), arguments)
 
     async def dispatch(_effect_id: str) -> Any:
         return await call_mcp_tool(
@@ -265,7 +251,8 @@ async def _run_tool(env: TaskEnv, call: ToolCall) -> Any:
         raise TaskFailure(f"tool kind `{kind}` cannot run in this build", code="tool.unsupported")
 
     if kind == "builtin.echo":
-        env.attempt.next_ordinal()  # pure: not journaled, but keeps the ordinals of §19.1
+        # pure: not journaled, but keeps the ordinals of docs/durable-execution.md
+        env.attempt.next_ordinal()
         output = await dispatch("")
     else:
         spec = EffectSpec(
@@ -300,14 +287,7 @@ async def _run_tool(env: TaskEnv, call: ToolCall) -> Any:
 
 
 async def _request(env: TaskEnv, provider: Provider, request: ModelRequest) -> ModelResponse:
-    spec = EffectSpec(
-        operation=request.provider,
-        effect_input=request.to_json(),
-        effect_class="model",
-        idempotency="at_most_once",
-        risk="medium",
-        policy_label=request.provider,
-    )
+    spec = EffectSpec.classified(model_effect(request.provider), request.to_json())
 
     async def dispatch(_effect_id: str) -> Any:
         try:

@@ -1,15 +1,19 @@
-"""Policy decisions for one effect: deny first, then whether a person must approve (§18)."""
+"""Policy decisions for one effect: deny first, then whether a person must approve.
+
+The approval rule and the classes it gates are the compiler's (``compiler.effects``), so a
+plan's ``approvalPossible`` and the gate at run time cannot disagree (docs/running.md).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
+from agentctl.compiler.effects import APPROVAL_EFFECT_CLASSES, approval_required
+
 __all__ = ["MUTATING_CLASSES", "deny_reason", "needs_approval"]
 
-MUTATING_CLASSES = frozenset(
-    {"workspace_mutate", "external_mutate", "process_execution", "remote_agent"}
-)
+MUTATING_CLASSES = APPROVAL_EFFECT_CLASSES
 
 
 def deny_reason(policy: Mapping[str, Any], label: str, *, model: bool) -> str | None:
@@ -36,13 +40,5 @@ def needs_approval(
     mode_override: str | None = None,
 ) -> bool:
     """Whether the approval mode (or a tool's ``approval: always``) gates this effect."""
-    if tool_approval == "always":
-        return True
     mode = mode_override or str(policy.get("approval") or "mutations")
-    if mode == "never":
-        return False
-    if mode == "always":
-        return True
-    if mode == "high_risk":
-        return risk in ("high", "critical")
-    return effect_class in MUTATING_CLASSES
+    return approval_required(mode, effect_class, risk, tool_approval)

@@ -1,4 +1,4 @@
-"""The run's resource ledger (reference §21.4): reserve the worst case, then settle.
+"""The run's resource ledger (docs/budgets.md): reserve the worst case, then settle.
 
 Before each fresh dispatch the gate reserves the effect's worst case — one request, one
 turn, an input-token estimate of ``ceil(bytes / 4)`` of the serialized request, the agent's
@@ -157,7 +157,7 @@ def _rate(entry: Mapping[str, Any], key: str, fallback: str) -> int:
 def model_worst_case(
     request_json: Mapping[str, Any], request_bytes: int, pricing: Mapping[str, Any] | None
 ) -> dict[str, float]:
-    """The reservation for one provider request (§21.4)."""
+    """The reservation for one provider request (docs/budgets.md)."""
     input_tokens = math.ceil(request_bytes / 4)
     output_tokens = int(request_json.get("maxOutputTokens") or 0)
     units: dict[str, float] = {

@@ -1,4 +1,4 @@
-"""Compensation (reference §13, §14.8): undo a finished run's confirmed mutations.
+"""Compensation (docs/durable-execution.md): undo a finished run's confirmed mutations.
 
 Planning is effect-free. Eligible are the source run's effects whose class mutates (not
 ``pure``, ``observe`` or ``model``) and that are confirmed successful or reconciled
@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentctl.compiler import compile_workflow
+from agentctl.compiler.effects import NON_MUTATING_EFFECT_CLASSES
 from agentctl.compiler.plan import Plan
 from agentctl.engine import journal
 from agentctl.engine.records import TERMINAL_RUN_STATES, RunRow, load_run, replay_memory
@@ -43,7 +44,7 @@ __all__ = [
 ]
 
 COMPENSATION_INPUT = "__agentctlCompensation"
-NON_MUTATING = frozenset({"pure", "observe", "model"})
+NON_MUTATING = NON_MUTATING_EFFECT_CLASSES
 
 
 @dataclass

@@ -7,6 +7,10 @@ yield the same checkpoints. A task that waits for a person parks the run (``paus
 exit 3); an effect whose outcome is unknown blocks it until reconciled (exit 3); a
 ``failure: stop`` task that fails ends it (``failed``, exit 4). Cancellation (durable flag,
 SIGINT/SIGTERM, deadline) stops owned work and leaves every effect in a truthful state.
+
+The executor's writes (task transitions, finishing and parking the run) are in
+``engine.run_commits``; the cancel/deadline watcher and the lease heartbeat in
+``engine.run_watchers``.
 """
 
 from __future__ import annotations
@@ -16,15 +20,13 @@ import contextlib
 import heapq
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from datetime import UTC
 from pathlib import Path
 from typing import Any
 
 from agentctl.compiler.plan import Plan, PlanTask
-from agentctl.digest import canonical_json, digest_json, sha256_hex
+from agentctl.digest import digest_json
 from agentctl.engine import deadlines, retrying, tracing
-from agentctl.engine.compensation import mark_compensated
 from agentctl.engine.context import TaskEnv, TaskResult
 from agentctl.engine.gate import Attempt, EffectGate
 from agentctl.engine.outcome import ExecutionOptions, RunOutcome, finished_outcome
@@ -37,6 +39,8 @@ from agentctl.engine.records import (
     replay_memory,
 )
 from agentctl.engine.run_artifacts import RunArtifacts
+from agentctl.engine.run_commits import RunCommits, TaskOutcome
+from agentctl.engine.run_watchers import RunWatchers
 from agentctl.engine.signals import (
     ApprovalPending,
     EffectBlocked,
@@ -55,39 +59,17 @@ from agentctl.errors import AgentctlError, Cancelled, OwnershipLostError, Persis
 from agentctl.ids import Clock
 from agentctl.policy.paths import WorkspacePolicy
 from agentctl.policy.secrets import secret_sources
-from agentctl.spec.expressions import TemplateContext
 from agentctl.spec.template_exceptions import TemplateError
 from agentctl.spec.templates import render
-from agentctl.store import ownership, runs_repo
+from agentctl.store import ownership
 from agentctl.store.engine import Store
 from agentctl.store.records import check_run_records
 from agentctl.store.states import check_run_transition
-from agentctl.store.transitions import close_live_parts
 
 __all__ = ["ExecutionOptions", "RunExecutor", "RunOutcome", "finished_outcome"]
 
 EventSink = Callable[[str, dict[str, Any]], None]
 Sleep = Callable[[float], Any]
-
-
-@dataclass
-class _Outcome:
-    """How one task's turn in a batch ended (before its transition commits)."""
-
-    status: str
-    attempt: int
-    output: Any = None
-    has_output: bool = False
-    error: dict[str, Any] | None = None
-    memory_delta: dict[str, Any] = field(default_factory=dict)
-    stops_run: bool = False
-    approval: str | None = None
-    blocked: EffectBlocked | None = None
-    input_digest: str | None = None
-    effect_ids: list[str] = field(default_factory=list)
-    artifacts: list[tuple[str, Any]] = field(default_factory=list)
-    # The `when` or loop-guard decision that let the task run or skipped it.
-    condition: dict[str, Any] | None = None
 
 
 # Records the run cannot read: the run stops (exit 5, still resumable once the database
@@ -96,7 +78,7 @@ class _Outcome:
 _WAITING = frozenset({"running", "waiting_for_approval", "waiting_for_effect"})
 
 
-class RunExecutor:
+class RunExecutor(RunCommits, RunWatchers):
     def __init__(
         self, store: Store, run_id: str, *, clock: Clock, options: ExecutionOptions | None = None
     ) -> None:
@@ -239,7 +221,7 @@ class RunExecutor:
             for need in needs:
                 dependents[need].append(tid)
             unmet[tid] = sum(1 for need in needs if not self.rows[need].terminal)
-        # Ready tasks in plan order: a heap of plan positions (stable batches, §16.2).
+        # Ready tasks in plan order: a heap of plan positions (stable batches, docs/compiler.md).
         ready = [position[t] for t in order if not self.rows[t].terminal and unmet[t] == 0]
         heapq.heapify(ready)
         concurrency = max(1, self.plan.max_concurrency)
@@ -285,14 +267,14 @@ class RunExecutor:
                 return self._park_waiting(waiting)
         return self._complete()
 
-    async def _run_batch(self, batch: list[str]) -> dict[str, _Outcome]:
+    async def _run_batch(self, batch: list[str]) -> dict[str, TaskOutcome]:
         snapshot = dict(self.memory)
-        outcomes: dict[str, _Outcome] = {}
+        outcomes: dict[str, TaskOutcome] = {}
         runnable: list[tuple[PlanTask, dict[str, Any], dict[str, Any] | None]] = []
         for tid in batch:
             task = self.plan.tasks[tid]
             decided = self._pre_check(task, snapshot)
-            if isinstance(decided, _Outcome):
+            if isinstance(decided, TaskOutcome):
                 outcomes[tid] = decided
             else:
                 runnable.append((task, *decided))
@@ -310,74 +292,12 @@ class RunExecutor:
                 outcomes[task.id] = result
         return outcomes
 
-    async def _watch_cancel(self, drive: asyncio.Task[RunOutcome]) -> None:
-        """Poll the durable cancel flag and the deadline while the run executes; on either,
-        cancel the driver, whose in-flight effects then record what is known of them."""
-        while not drive.done():
-            await asyncio.sleep(self.options.cancel_poll_seconds)
-            try:
-                self._check_cancel_and_deadline()
-            except Cancelled as stop:
-                self._cancel_reason = stop.reason
-                drive.cancel()
-                return
-
-    async def _heartbeat(self, drive: asyncio.Task[RunOutcome]) -> None:
-        """Renew the ownership lease while the run executes, whatever its tasks do: a task
-        longer than the lease never lets another process take a live run over. A renewal
-        that finds the run taken over stops this execution (its writes would fail anyway)."""
-        if self.store.in_memory:
-            return
-        interval = ownership.lease_seconds() / 4
-        while not drive.done():
-            await asyncio.sleep(interval)
-            try:
-                await asyncio.to_thread(self._renew_lease)
-            except OwnershipLostError as lost:
-                self._lost = lost
-                drive.cancel()
-                return
-            except AgentctlError:
-                continue  # a busy database: the next beat tries again, well within the lease
-
-    def _renew_lease(self) -> None:
-        with self.store.write() as conn:
-            ownership.renew(conn, self.run_id, self.owned.token, self.clock.now())
-
-    def _check_cancel_and_deadline(self, *, force: bool = True) -> None:
-        """Raise ``Cancelled`` for a durable cancel request or a passed deadline.
-
-        The deadline is fixed at creation, so it is checked in memory; the cancel flag is a
-        one-column read, done at most every ``cancel_poll_seconds`` between batches.
-        """
-        deadline = self.run.deadline_at
-        if deadline is not None and (
-            self.clock.now().replace(tzinfo=None) > deadline.replace(tzinfo=None)
-        ):
-            self._deadline_passed = True
-            raise Cancelled(
-                "deadline passed (runtime.budgets.maxWallTimeSeconds)", run_id=self.run_id
-            )
-        now = self.clock.monotonic()
-        if not force and now - self._last_cancel_check < self.options.cancel_poll_seconds:
-            return
-        self._last_cancel_check = now
-        with self.store.read() as conn:
-            row = runs_repo.cancel_flag(conn, self.run_id)
-        if row is not None and row[0]:
-            raise Cancelled(row[1] or "cancel requested", run_id=self.run_id)
-
     # -- one task ----------------------------------------------------------------------
-
-    def _context(self, task_vars: Mapping[str, Any], memory: Mapping[str, Any]) -> TemplateContext:
-        return TemplateContext(
-            inputs=self.run.inputs, vars=task_vars, memory=memory, tasks=self.outputs
-        )
 
     def _pre_check(
         self, task: PlanTask, memory: Mapping[str, Any]
-    ) -> _Outcome | tuple[dict[str, Any], dict[str, Any] | None]:
-        """Skip rules of §17.3, then the rendered vars the task will run with and the
+    ) -> TaskOutcome | tuple[dict[str, Any], dict[str, Any] | None]:
+        """Skip rules of docs/running.md, then the rendered vars the task will run with and the
         condition decision (``when`` or loop guard) that let it run, if it has one.
 
         A task that already started (waiting for approval or an effect) is not decided
@@ -389,7 +309,7 @@ class RunExecutor:
         if not aggregate:
             for need in task.needs:
                 if self.rows[need].status != "succeeded":
-                    return _Outcome(
+                    return TaskOutcome(
                         "skipped",
                         row.attempt,
                         error={
@@ -403,7 +323,7 @@ class RunExecutor:
             for guard in task.route_guards:
                 route = self.outputs.get(guard.router) or {}
                 if task.id not in (route.get("destinations") or []):
-                    return _Outcome(
+                    return TaskOutcome(
                         "skipped",
                         row.attempt,
                         has_output=True,
@@ -420,7 +340,7 @@ class RunExecutor:
             if task.when is not None:
                 condition = when_condition(task, self._context(task_vars, memory))
                 if not condition["result"]:
-                    return _Outcome(
+                    return TaskOutcome(
                         "skipped",
                         row.attempt,
                         has_output=True,
@@ -435,14 +355,14 @@ class RunExecutor:
                 return predicted
             # Our fix of quirk 10: a template error in vars/when fails the task, not the run
             # driver, so the run ends in a truthful state instead of stranding `running`.
-            return _Outcome(
+            return TaskOutcome(
                 "failed",
                 row.attempt + 1,
                 error={"code": "template.error", "message": f"task {task.id}: {exc}"},
             )
         return task_vars, condition
 
-    def _unpredictable(self, task: PlanTask, exc: TemplateError) -> _Outcome | None:
+    def _unpredictable(self, task: PlanTask, exc: TemplateError) -> TaskOutcome | None:
         """In check mode, a task that cannot render an unpredicted dependency's output is
         itself unpredicted rather than failed."""
         if self.prediction is None:
@@ -450,7 +370,9 @@ class RunExecutor:
         output = self.prediction.placeholder(task.id, exc)
         if output is None:
             return None
-        return _Outcome("succeeded", self.rows[task.id].attempt + 1, output=output, has_output=True)
+        return TaskOutcome(
+            "succeeded", self.rows[task.id].attempt + 1, output=output, has_output=True
+        )
 
     def _render_vars(self, task: PlanTask, memory: Mapping[str, Any]) -> dict[str, Any]:
         rendered = render(dict(task.vars), self._context({}, memory))
@@ -462,7 +384,7 @@ class RunExecutor:
         task_vars: dict[str, Any],
         memory: Mapping[str, Any],
         condition: dict[str, Any] | None,
-    ) -> _Outcome:
+    ) -> TaskOutcome:
         outcome = await self._attempts(task, task_vars, memory, condition)
         outcome.condition = condition
         return outcome
@@ -473,7 +395,7 @@ class RunExecutor:
         task_vars: dict[str, Any],
         memory: Mapping[str, Any],
         condition: dict[str, Any] | None,
-    ) -> _Outcome:
+    ) -> TaskOutcome:
         row = self.rows[task.id]
         attempt_no = row.attempt if row.status in _WAITING and row.attempt else row.attempt + 1
         attempts_used = 0
@@ -521,7 +443,7 @@ class RunExecutor:
                     if self.options.check
                     else await self.artifacts.ingest(task, attempt_no, env.written)
                 )
-                return _Outcome(
+                return TaskOutcome(
                     "succeeded",
                     attempt_no,
                     output=result.output,
@@ -533,14 +455,14 @@ class RunExecutor:
                     artifacts=ingested,
                 )
             except ApprovalPending as pending:
-                return _Outcome(
+                return TaskOutcome(
                     "waiting_for_approval",
                     attempt_no,
                     approval=pending.approval_id,
                     error=pending.task_error(),
                 )
             except EffectBlocked as blocked:
-                return _Outcome(
+                return TaskOutcome(
                     "waiting_for_effect",
                     attempt_no,
                     blocked=blocked,
@@ -572,7 +494,7 @@ class RunExecutor:
                 await self._wait_to_retry(task, attempt, failure, attempts_used)
                 attempt_no += 1
                 continue
-            return _Outcome(
+            return TaskOutcome(
                 "failed", attempt_no, error=failure.to_json(), stops_run=failure.stops_run
             )
 
@@ -612,164 +534,3 @@ class RunExecutor:
             values["started_at"] = self.clock.now()  # the first start of the task
         self.log.set_task(conn, attempt.task_id, **values)
         row.status, row.attempt = "running", attempt.attempt
-
-    # -- commits -----------------------------------------------------------------------
-
-    def _commit_batch(self, items: list[tuple[PlanTask, _Outcome]]) -> None:
-        """Commit a batch's task transitions in plan order, in one transaction.
-
-        Each transition (task row, working-memory checkpoint, audit event, artifact refs) is
-        written whole; tasks that ran together in one batch commit together, so a parallel
-        batch costs one fsync rather than one per task, and a crash leaves either all of
-        them or none.
-        """
-        memory = dict(self.memory)
-        with self._session.write() as conn:
-            for task, outcome in items:
-                memory = self._write_transition(conn, task, outcome, memory)
-        self.memory = memory
-        for task, outcome in items:
-            self.options.faults.hit("task.committed")
-            row = self.rows[task.id]
-            row.status, row.attempt = outcome.status, outcome.attempt
-            row.error = outcome.error
-            if outcome.has_output:
-                row.output, row.has_output = outcome.output, True
-                self.outputs[task.id] = outcome.output
-                if self.prediction is not None:
-                    self.prediction.observe(task.id, outcome.output)
-            self._emit(
-                "task",
-                {
-                    "taskId": task.id,
-                    "state": outcome.status,
-                    "attempt": outcome.attempt,
-                    "error": outcome.error,
-                },
-            )
-
-    def _write_transition(
-        self, conn: Any, task: PlanTask, outcome: _Outcome, memory: dict[str, Any]
-    ) -> dict[str, Any]:
-        """One task transition inside the batch's transaction; returns the memory after it."""
-        now = self.clock.now()
-        terminal = outcome.status in ("succeeded", "failed", "skipped", "cancelled")
-        delta = outcome.memory_delta if outcome.status == "succeeded" else {}
-        values: dict[str, Any] = {
-            "status": outcome.status,
-            "attempt": outcome.attempt,
-            "error_json": None if outcome.error is None else canonical_json(outcome.error),
-        }
-        if outcome.has_output:
-            output_json = canonical_json(outcome.output)
-            values["output_json"] = output_json
-            values["output_digest"] = "sha256:" + sha256_hex(output_json.encode())
-            values["disposition"] = "executed" if outcome.status == "succeeded" else "recorded"
-        if outcome.input_digest is not None:
-            values["input_digest"] = outcome.input_digest
-        if outcome.condition is not None:
-            values["condition_json"] = canonical_json(outcome.condition)
-        values.update(self.trace.task_values(task.id))
-        if delta:
-            values["state_delta_json"] = canonical_json(delta)
-            values["state_delta_digest"] = digest_json(delta)
-        if terminal:
-            values["finished_at"] = now
-        self.log.set_task(conn, task.id, **values)
-        if terminal:
-            memory = {**memory, **delta}
-            self.log.checkpoint(conn, f"task:{task.id}:{outcome.status}", delta, memory, now=now)
-        payload: dict[str, Any] = {"state": outcome.status, "attempt": outcome.attempt}
-        if outcome.error is not None:
-            payload["error"] = outcome.error
-        if outcome.has_output:
-            payload["outputDigest"] = values["output_digest"]
-        if delta:
-            payload["memoryKeys"] = sorted(delta)
-        if outcome.condition is not None:
-            payload["condition"] = outcome.condition
-        self.log.event(conn, f"task.{outcome.status}", payload, now=now, task_id=task.id)
-        if outcome.status == "succeeded" and self.run.mode == "compensate":
-            mark_compensated(conn, self.run, task.id, outcome.effect_ids, now)
-        if outcome.artifacts:
-            manifest = self.artifacts.record(
-                conn,
-                task,
-                outcome.artifacts,
-                input_digest=outcome.input_digest,
-                output_digest=values.get("output_digest"),
-            )
-            self.log.set_task(conn, task.id, artifact_manifest_json=canonical_json(manifest))
-        return memory
-
-    def _emit(self, kind: str, data: dict[str, Any]) -> None:
-        if self.options.events is not None:
-            ids = self.trace.event_fields(data.get("taskId"))
-            self.options.events(kind, {"runId": self.run_id, **ids, **data})
-
-    def _finish_run(
-        self, status: str, *, output: Any = None, error: dict[str, Any] | None = None
-    ) -> None:
-        now = self.clock.now()
-        with self._session.write() as conn:
-            # The owner lease is released in the same commit: this execution ends here.
-            self.log.set_run(
-                conn,
-                status=status,
-                updated_at=now,
-                output_json=None if output is None else canonical_json(output),
-                error_json=None if error is None else canonical_json(error),
-                owner_id=None,
-                owner_lease_expires_at=None,
-            )
-            if status in TERMINAL_RUN_STATES:
-                close_live_parts(conn, self.run_id, now)
-            self.log.event(conn, f"run.{status}", {"error": error}, now=now)
-        self._released = True
-        self.trace.finish(status, error)
-        self._emit("run", {"state": status})
-
-    def _park_waiting(self, approvals: list[str]) -> RunOutcome:
-        error = {"code": "run.paused", "message": "waiting for " + ", ".join(approvals)}
-        self._finish_run("paused", error=error)
-        return RunOutcome(self.run_id, "paused", None, error, approvals=approvals)
-
-    def _park_blocked(self, blocked: list[EffectBlocked]) -> RunOutcome:
-        effects = [{"effectId": b.effect_id, "operation": b.operation} for b in blocked]
-        error = {
-            "code": "effect.uncertain",
-            "message": "uncertain effects block the run: "
-            + ", ".join(f"{b.effect_id} ({b.operation})" for b in blocked),
-        }
-        self._finish_run("paused", error=error)
-        return RunOutcome(self.run_id, "paused", None, error, uncertain_effects=effects)
-
-    def _complete(self) -> RunOutcome:
-        failed: list[str] = [tid for tid in self.plan.order if self.rows[tid].status == "failed"]
-        cancelled = [tid for tid in self.plan.order if self.rows[tid].status == "cancelled"]
-        try:
-            output = self._render_outputs()
-        except TemplateError as exc:
-            render_error = {"code": "template.error", "message": f"spec.outputs: {exc}"}
-            self._finish_run("failed", error=render_error)
-            return RunOutcome(self.run_id, "failed", None, render_error)
-        if failed:
-            error: dict[str, Any] = {
-                "code": "run.failed",
-                "message": "tasks failed: " + ", ".join(failed),
-                "tasks": failed,
-            }
-            self._finish_run("failed", output=output, error=error)
-            return RunOutcome(self.run_id, "failed", output, error)
-        state = "cancelled" if cancelled else "succeeded"
-        self._finish_run(state, output=output)
-        return RunOutcome(self.run_id, state, output)
-
-    def _render_outputs(self) -> Any:
-        declared = self.spec.get("outputs")
-        if not declared:
-            return {tid: self.outputs[tid] for tid in self.plan.order if tid in self.outputs}
-        context = self._context({}, self.memory)
-        if self.prediction is not None:
-            return self.prediction.render_outputs(dict(declared), lambda t: render(t, context))
-        return render(dict(declared), context)

@@ -1,4 +1,5 @@
-"""The effect protocol around one dispatch (DESIGN.md §4, reference §18-§19).
+"""The effect protocol around one dispatch (docs/durable-execution.md; policy in
+docs/workflow-language.md).
 
 ``EffectGate.perform`` is the only way a task touches the outside world:
 

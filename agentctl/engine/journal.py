@@ -1,4 +1,4 @@
-"""The effect journal (DESIGN.md §4): every non-pure operation, before and after dispatch.
+"""The effect journal: every non-pure operation, before and after dispatch.
 
 Status moves ``requested`` -> (``waiting_for_approval`` ->) ``started`` -> ``succeeded`` |
 ``failed`` | ``cancelled`` | ``uncertain``. A started effect whose outcome is unknown (crash,
@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
+from agentctl.compiler.effects import EffectSpec as Classification
+from agentctl.compiler.effects import kind_effect
 from agentctl.digest import canonical_json, effect_id, effect_input_digest
 from agentctl.errors import NotFoundError, PersistenceError
 from agentctl.observability import telemetry
@@ -47,7 +49,8 @@ TERMINAL_EFFECT_STATUSES = frozenset({"succeeded", "failed", "cancelled"})
 
 @dataclass(frozen=True, slots=True)
 class EffectSpec:
-    """What a task is about to do, in the vocabulary of reference §19."""
+    """What a task is about to do: the operation, its input, and how the effect table
+    classifies it (docs/durable-execution.md)."""
 
     operation: str
     effect_input: Any
@@ -59,6 +62,30 @@ class EffectSpec:
 
     def input_digest(self) -> str:
         return effect_input_digest(self.effect_input)
+
+    @classmethod
+    def classified(
+        cls,
+        row: str | Classification,
+        effect_input: Any,
+        *,
+        idempotency: str | None = None,
+        request: Any = None,
+    ) -> EffectSpec:
+        """The effect of an action kind (``row`` names it) or of a row of the compiler's
+        effect table: class, risk, idempotency and label come from that one table.
+        ``idempotency`` is what an action declared, where its kind lets it."""
+        if isinstance(row, str):
+            row = kind_effect(row)
+        return cls(
+            operation=row.operation,
+            effect_input=effect_input,
+            effect_class=row.effect_class,
+            idempotency=idempotency or row.idempotency,
+            risk=row.risk,
+            policy_label=row.policy_label,
+            request=request,
+        )
 
     def effect_id(self, run_id: str, task_id: str, attempt: int, ordinal: int) -> str:
         return effect_id(run_id, task_id, attempt, ordinal, self.operation, self.input_digest())

@@ -1,4 +1,5 @@
-"""``builtin.long_term_memory.read|write|search|promote`` as task bodies (§10, §19.2).
+"""``builtin.long_term_memory.read|write|search|promote`` as task bodies (docs/actions.md,
+docs/durable-execution.md).
 
 Reads and searches are observation effects: their recorded result is what a resume or a
 replay uses, so a replay never calls the embedder. Writes are external mutations; the
@@ -55,31 +56,14 @@ def _memory(env: TaskEnv, *, at_creation: bool = False) -> Any:
     return LongTermMemory(cast(Any, env.gate.store), clock, embedder)
 
 
-def _spec(
-    operation: str, effect_input: Any, effect_class: str, risk: str, label: str
-) -> EffectSpec:
-    return EffectSpec(
-        operation=operation,
-        effect_input=effect_input,
-        effect_class=effect_class,
-        idempotency="keyed",
-        risk=risk,
-        policy_label=label,
-    )
-
-
 async def _read(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
     namespace, key = _namespace(env), _key(env)
     if env.check:
         return TaskResult(
             {"status": "requires_execution", "changed": False, "namespace": namespace, "key": key}
         )
-    spec = _spec(
-        "builtin.long_term_memory.read",
-        {"namespace": namespace, "key": key},
-        "observe",
-        "low",
-        "memory.read",
+    spec = EffectSpec.classified(
+        "builtin.long_term_memory.read", {"namespace": namespace, "key": key}
     )
 
     async def dispatch(_effect_id: str) -> Any:
@@ -112,9 +96,7 @@ async def _write(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
                 "expiresAt": effect_input["expiresAt"],
             }
         )
-    spec = _spec(
-        "builtin.long_term_memory.write", effect_input, "external_mutate", "medium", "memory.write"
-    )
+    spec = EffectSpec.classified("builtin.long_term_memory.write", effect_input)
 
     async def dispatch(effect_id: str) -> Any:
         provenance = {"runId": env.run_id, "taskId": env.task.id, "effectId": effect_id}
@@ -143,9 +125,7 @@ async def _search(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
         return TaskResult(
             {"status": "requires_execution", "changed": False, "query": query.to_json()}
         )
-    spec = _spec(
-        "builtin.long_term_memory.search", query.to_json(), "observe", "low", "memory.search"
-    )
+    spec = EffectSpec.classified("builtin.long_term_memory.search", query.to_json())
 
     async def dispatch(_effect_id: str) -> Any:
         result = await asyncio.to_thread(_memory(env).retrieve, query)
@@ -172,13 +152,7 @@ async def _promote(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
         "after": value,
         "key": key,
     }
-    spec = _spec(
-        "builtin.long_term_memory.promote",
-        dict(env.input),
-        "internal_state",
-        "low",
-        "memory.promote",
-    )
+    spec = EffectSpec.classified("builtin.long_term_memory.promote", dict(env.input))
 
     async def dispatch(_effect_id: str) -> Any:
         return output

@@ -94,6 +94,10 @@ class ReconcileRequest:
     result_file: str | None = None
     result_schema_file: str | None = None
     compensation_effect_id: str | None = None
+    # The same, given directly (the Python API) instead of as files; a file wins.
+    evidence: str | None = None
+    result: Any = None
+    result_schema: dict[str, Any] | None = None
 
 
 def _read_small(path: str, what: str) -> str:
@@ -128,16 +132,26 @@ def reconcile_effect(store: Store, request: ReconcileRequest, *, clock: Clock) -
     if not request.reason.strip():
         raise UsageError("--reason must say why (it is kept in the audit log)")
     evidence = (
-        _read_small(request.evidence_file, "evidence file") if request.evidence_file else None
+        _read_small(request.evidence_file, "evidence file")
+        if request.evidence_file
+        else request.evidence
     )
-    result = None
+    result = request.result
     validated = False
     if request.result_file:
         result = _load_json_file(request.result_file, "result file")
-    if status == "applied" and result is not None and request.result_schema_file:
+    if (
+        status == "applied"
+        and result is not None
+        and (request.result_schema_file or request.result_schema is not None)
+    ):
         import jsonschema
 
-        schema = _load_json_file(request.result_schema_file, "result schema file")
+        schema: Any = (
+            _load_json_file(request.result_schema_file, "result schema file")
+            if request.result_schema_file
+            else request.result_schema
+        )
         try:
             jsonschema.validate(result, schema)
         except jsonschema.ValidationError as exc:

@@ -1,4 +1,5 @@
-"""Checks made before a run record exists (reference §7, §18.4, §23).
+"""Checks made before a run record exists (docs/providers.md, docs/workflow-language.md,
+docs/user-guide.md).
 
 Every provider an agent task reaches is built once: a credential that cannot be resolved
 exits 6 before anything is journaled, and its endpoint's host must be allowed by

@@ -1,7 +1,9 @@
-"""``mcp.call``, ``a2a.delegate`` and ``extension.process`` as task bodies (§10, §19).
+"""``mcp.call``, ``a2a.delegate`` and ``extension.process`` as task bodies (docs/actions.md,
+docs/durable-execution.md).
 
 Each is one effect through the gate with the class, risk, idempotency and policy label of
-§19.2. Endpoints must be allowed by ``policy.networkAllowlist``; header secrets resolve
+docs/durable-execution.md. Endpoints must be allowed by ``policy.networkAllowlist``; header secrets
+resolve
 only from variables in ``policy.environmentAllowlist``. The protocol clients decide what
 is retryable and what is uncertain (an ambiguous A2A send is never repeated; an MCP call is
 resent once only when its idempotency allows it).
@@ -83,14 +85,7 @@ async def _mcp_call(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
         return TaskResult({"status": "requires_execution", "changed": False})
     server = prepare_mcp_server(env, server_name, server)
     idempotency = str(action.get("idempotency") or "unknown")
-    spec = EffectSpec(
-        operation="mcp.call",
-        effect_input=dict(env.input),
-        effect_class="network",
-        idempotency=idempotency,
-        risk="medium",
-        policy_label="mcp.call",
-    )
+    spec = EffectSpec.classified("mcp.call", dict(env.input), idempotency=idempotency)
 
     async def dispatch(_effect_id: str) -> Any:
         return await call_mcp_tool(
@@ -123,14 +118,7 @@ async def _a2a_delegate(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
     if env.check:
         return TaskResult({"status": "requires_execution", "changed": False})
     _check_host(env, str(peer.get("cardUrl")), f"A2A peer `{peer_name}`")
-    spec = EffectSpec(
-        operation="a2a.delegate",
-        effect_input=dict(env.input),
-        effect_class="remote_agent",
-        idempotency="at_most_once",
-        risk="high",
-        policy_label="a2a.delegate",
-    )
+    spec = EffectSpec.classified("a2a.delegate", dict(env.input))
 
     async def dispatch(_effect_id: str) -> Any:
         return await a2a_delegate(peer, message_id, message, environ=_allowed_environ(env))
@@ -185,13 +173,8 @@ async def _extension(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
     cwd_raw = action.get("cwd")
     cwd = env.workspace.resolve_read(str(cwd_raw)) if cwd_raw else env.workspace.workspace_root
     env.secrets.extend(value for _, value in environment.values())
-    spec = EffectSpec(
-        operation="extension.process",
-        effect_input=effect_input,
-        effect_class="process_execution",
-        idempotency=str(action.get("idempotency") or "unknown"),
-        risk="high",
-        policy_label="extension.process",
+    spec = EffectSpec.classified(
+        "extension.process", effect_input, idempotency=str(action.get("idempotency") or "")
     )
     name = str(env.task.uses.name)
 

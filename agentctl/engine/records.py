@@ -21,6 +21,7 @@ from agentctl.store import checkpoints_repo, runs_repo, tasks_repo
 from agentctl.store.engine import SqlRunner
 from agentctl.store.formats import FORMAT_VERSION
 from agentctl.store.records import check_format_version
+from agentctl.store.states import RunState
 from agentctl.store.transitions import guarded_update
 
 __all__ = [
@@ -36,7 +37,7 @@ __all__ = [
 ]
 
 TERMINAL_TASK_STATES = frozenset({"succeeded", "failed", "skipped", "cancelled"})
-TERMINAL_RUN_STATES = frozenset({"succeeded", "failed", "cancelled"})
+TERMINAL_RUN_STATES = frozenset({RunState.SUCCEEDED, RunState.FAILED, RunState.CANCELLED})
 SNAPSHOT_EVERY = 64
 
 

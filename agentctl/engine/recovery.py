@@ -1,4 +1,4 @@
-"""Recovery planning: replay, retry, repair and fork (DESIGN.md §5).
+"""Recovery planning: replay, retry, repair and fork (docs/durable-execution.md).
 
 Planners are effect-free: they read stored rows and a compiled plan and decide, per task,
 ``reuse`` (copy the source's result into the new run), ``execute`` (run it with a fresh

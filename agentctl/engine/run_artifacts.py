@@ -1,5 +1,5 @@
 """The files a run's tasks write, as artifacts: ingested before a task commits, recorded
-in its commit (DESIGN.md §3, issue 7)."""
+in its commit (docs/durable-execution.md, issue 7)."""
 
 from __future__ import annotations
 

@@ -47,7 +47,8 @@ class PreparedRun:
 
 
 def parse_input_pairs(pairs: Sequence[str]) -> dict[str, Any]:
-    """``KEY=VALUE`` overrides: the value parsed as JSON, else taken as a string (cli.md)."""
+    """``KEY=VALUE`` overrides: the value parsed as JSON, else taken as a string
+    (docs/cli-reference.md)."""
     out: dict[str, Any] = {}
     for pair in pairs:
         key, sep, raw = pair.partition("=")
@@ -69,7 +70,8 @@ def merge_inputs(
     inputs_file: str | None = None,
     pairs: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """Defaults, then an object from --inputs/--inputs-file, then KEY=VALUE (§6)."""
+    """Defaults, then an object from --inputs/--inputs-file, then KEY=VALUE
+    (docs/workflow-language.md)."""
     merged = dict(defaults)
     if inputs_json is not None and inputs_file is not None:
         raise UsageError("give --inputs or --inputs-file, not both")

@@ -113,7 +113,7 @@ class ApprovalPending(Exception):
 
 
 def as_task_failure(error: AgentctlError) -> TaskFailure:
-    """Map a tool's error to a task failure with the retry rule of reference §5.2."""
+    """Map a tool's error to a task failure with the retry rule of docs/retries-and-timeouts.md."""
     if isinstance(error, PolicyDeniedError):
         message = error.message
         if not message.startswith("policy denied effect"):

@@ -2,7 +2,7 @@
 
 Actions and agents live in their own modules; this one holds the synthetic kinds the
 compiler generates (routers, foreach/matrix/loop aggregates, sub-workflow boundaries), the
-``when`` skip record, and output-contract validation (§14.9).
+``when`` skip record, and output-contract validation (docs/workflow-language.md).
 """
 
 from __future__ import annotations
@@ -158,7 +158,7 @@ def _validator(task: PlanTask) -> Any:
 
 
 def check_contract(task: PlanTask, output: Any) -> None:
-    """A completed output that violates its contract fails the task (§14.9)."""
+    """A completed output that violates its contract fails the task (docs/workflow-language.md)."""
     if task.output_schema is None:
         return
     validator = _validator(task)

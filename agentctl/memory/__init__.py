@@ -1,7 +1,7 @@
 """Long-term memory: typed entries, retention, and text, vector and hybrid search.
 
 Working memory (per-run deltas and snapshots) lives with the executor; this package is the
-cross-run store of reference §21.1. See docs/memory.md for the algorithms.
+cross-run store of docs/memory.md. See docs/memory.md for the algorithms.
 """
 
 from agentctl.memory.embedders import (

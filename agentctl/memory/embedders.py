@@ -4,7 +4,7 @@ Every embedder returns L2-normalised float32 vectors, so cosine similarity is a 
 product. ``identity`` names the vector space (provider, model, dimensions); entries
 embedded in another space are not compared with a query and ``reindex`` re-embeds them.
 
-``local_hash`` (reference §21.1) is feature hashing, not a neural model:
+``local_hash`` (docs/memory.md) is feature hashing, not a neural model:
 
 1. Tokenize: NFKC-normalise, casefold, take every maximal run of word characters
    (regex ``\\w+``), the same words the FTS5 ``unicode61`` tokenizer sees.
@@ -258,7 +258,7 @@ def build_embedder(
     *,
     environ: Mapping[str, str],
 ) -> Embedder:
-    """The embedder for ``memory.longTerm.embedding`` (§21.1) and ``spec.providers``.
+    """The embedder for ``memory.longTerm.embedding`` (docs/memory.md) and ``spec.providers``.
 
     ``local_hash`` (default) needs nothing. A provider of kind ``openai`` posts to its
     endpoint's base URL + ``/embeddings`` (a trailing ``/responses`` or

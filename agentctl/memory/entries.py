@@ -1,6 +1,6 @@
 """Typed long-term memory entries: validation, the searchable text, the stored record.
 
-A typed entry (reference §21.1) is ``{formatVersion: 1, content, metadata}`` where
+A typed entry (docs/memory.md) is ``{formatVersion: 1, content, metadata}`` where
 ``content`` is ``{type: text, text}`` or ``{type: json, value, text?}``. Validation happens
 once, before anything is embedded or written, so a bad entry fails with exit 2 and leaves
 the store untouched. The searchable text is what both indexes see: the text of a text
@@ -196,7 +196,7 @@ def _content(content: object) -> dict[str, Any]:
 
 
 def entry_from_write_arguments(arguments: Mapping[str, Any]) -> MemoryEntry:
-    """The entry a ``builtin.long_term_memory.write`` task asks for (§10).
+    """The entry a ``builtin.long_term_memory.write`` task asks for (docs/actions.md).
 
     Exactly one of ``entry`` (a full typed entry), ``content`` or the legacy ``value``
     (+ optional ``text``: a string value becomes a text entry, anything else a JSON

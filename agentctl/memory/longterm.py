@@ -6,7 +6,8 @@ hold the write lock), then upsert the row; triggers update the FTS index and the
 namespace generation in that same transaction. Reads treat an expired entry as absent
 even before ``gc`` removes it.
 
-For the executor, each operation has an effect input and a task output (§10, §19):
+For the executor, each operation has an effect input and a task output (docs/actions.md,
+docs/durable-execution.md):
 
 - read: ``{namespace, key}`` -> ``read(namespace, key)``;
 - write: ``prepare_write(...)`` -> ``MemoryWrite.effect_input()`` then ``write(prepared)``;
@@ -77,7 +78,7 @@ class WriteResult:
     created: bool
 
     def to_json(self) -> dict[str, Any]:
-        """The output of ``builtin.long_term_memory.write`` (§10)."""
+        """The output of ``builtin.long_term_memory.write`` (docs/actions.md)."""
         return {
             "status": "changed",
             "changed": True,
@@ -242,7 +243,8 @@ class LongTermMemory:
         return record
 
     def read(self, namespace: str, key: str) -> dict[str, Any]:
-        """The output of ``builtin.long_term_memory.read``: absent is not an error (§10)."""
+        """The output of ``builtin.long_term_memory.read``: absent is not an error
+        (docs/actions.md)."""
         record = self.get(namespace, key)
         return {
             "status": "unchanged",

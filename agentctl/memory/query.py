@@ -3,7 +3,7 @@
 A retrieval is an observation effect: the executor journals ``SearchResult.to_json()`` as
 the effect result, and replay or resume rebuilds it with ``SearchResult.from_json`` —
 no store, no embedder, no clock. ``to_json()`` is exactly the task output of
-``builtin.long_term_memory.search`` (§10), so the journal and the output never disagree.
+``builtin.long_term_memory.search`` (docs/actions.md), so the journal and the output never disagree.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Workspace path rules (reference §18.1): where built-in reads and writes may go.
+"""Workspace path rules (docs/workflow-language.md): where built-in reads and writes may go.
 
 - Any ``..`` component is rejected outright, before resolution, so a path never even
   appears to leave its root and come back.

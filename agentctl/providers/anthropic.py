@@ -10,7 +10,7 @@ budget (below). Auth is ``x-api-key`` plus ``anthropic-version``.
 
 Usage: Anthropic reports ``input_tokens`` *without* cache reads and writes; agentctl's
 ``Usage.input_tokens`` is the total prompt size with cache tokens carved out of it
-(§21.4), so the three are added up.
+(docs/budgets.md), so the three are added up.
 """
 
 from __future__ import annotations
@@ -124,7 +124,8 @@ def build_anthropic(
 
 
 def build_messages_body(request: ModelRequest) -> dict[str, Any]:
-    """The Messages API request body for ``request`` (no providerOptions exist, §8.1)."""
+    """The Messages API request body for ``request`` (no providerOptions exist,
+    docs/providers.md)."""
     check_options(request.provider, request.options, {})
     body: dict[str, Any] = {
         "model": request.model,

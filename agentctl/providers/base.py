@@ -2,7 +2,8 @@
 
 Requests and responses are plain frozen values with a JSON form because both are journaled:
 ``ModelRequest.to_json()`` is the effect input of a model request (its digest is part of
-the effect id, §19.1) and ``ModelResponse.to_json()`` is the effect result that a resume
+the effect id, docs/durable-execution.md) and ``ModelResponse.to_json()`` is the effect result that
+a resume
 reuses instead of calling the provider again. Nothing here touches the database.
 
 JSON forms use camelCase keys in a fixed order and always carry every key, so the same
@@ -152,7 +153,8 @@ class ModelRequest:
     """The agent's ``stream`` flag: ask the provider for a server-sent event stream."""
 
     def to_json(self) -> dict[str, Any]:
-        """The full provider request (§19.1), stable key order, every key present."""
+        """The full provider request (docs/durable-execution.md), stable key order, every key
+        present."""
         data: dict[str, Any] = {
             "provider": self.provider,
             "model": self.model,

@@ -20,7 +20,7 @@ Outcomes: the exit-0 stdout (one trailing newline stripped) is the reply. A prog
 cannot be found or started did nothing (``not_applied``). A timeout or a blown output cap
 killed it midway (``uncertain``: an agent CLI may edit files). A non-zero exit ran to the
 end and failed (``applied``, not retryable). Usage is estimated as ceil(bytes / 4) for
-prompt and reply, as for budget reservations (§21.4); ``raw.usageEstimated`` says so.
+prompt and reply, as for budget reservations (docs/budgets.md); ``raw.usageEstimated`` says so.
 """
 
 from __future__ import annotations

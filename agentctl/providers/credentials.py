@@ -1,4 +1,5 @@
-"""Provider credentials and header values from secret references (reference §5.1, §7).
+"""Provider credentials and header values from secret references (docs/workflow-language.md,
+docs/providers.md).
 
 Resolution itself is :func:`agentctl.policy.secrets.resolve_secret`, the one resolver every
 consumer uses; this module names the default credential variable per kind and translates a
@@ -29,7 +30,7 @@ DEFAULT_CREDENTIAL_ENV: Mapping[str, str] = {
     "anthropic": "ANTHROPIC_API_KEY",
     "google": "GEMINI_API_KEY",
 }
-"""The variable read when a provider entry has no ``credential`` (§7)."""
+"""The variable read when a provider entry has no ``credential`` (docs/providers.md)."""
 
 
 def resolve_secret(

@@ -1,4 +1,5 @@
-"""From a ``spec.providers`` entry to an HTTP target: URL, auth and extra headers (§7).
+"""From a ``spec.providers`` entry to an HTTP target: URL, auth and extra headers
+(docs/providers.md).
 
 Resolution happens once, when the provider is built, so a missing credential fails before
 any request (``provider.credential_missing``, exit 6) and every later call reuses the same
@@ -105,7 +106,8 @@ def resolve_endpoint(
 def check_options(
     provider: str, options: Mapping[str, Any], allowed: Mapping[str, Callable[[Any], bool]]
 ) -> None:
-    """Re-check ``providerOptions`` at run time (the compiler checked them once, §8.1)."""
+    """Re-check ``providerOptions`` at run time (the compiler checked them once,
+    docs/providers.md)."""
     for key, value in options.items():
         check = allowed.get(key)
         if check is None:
@@ -145,5 +147,5 @@ def _bad_option(
         retryable=False,
         applied="not_applied",
         code="provider.invalid_request",
-        hint=f"allowed providerOptions for this kind: {names} (§8.1)",
+        hint=f"allowed providerOptions for this kind: {names} (docs/providers.md)",
     )

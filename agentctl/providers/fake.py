@@ -1,4 +1,4 @@
-"""The scripted ``fake`` provider (reference §22): offline, deterministic, no credential.
+"""The scripted ``fake`` provider (docs/fake-provider.md): offline, deterministic, no credential.
 
 Everything it does is driven by the agent's ``providerOptions``, which reach it as
 ``ModelRequest.options``:
@@ -142,7 +142,8 @@ def _bad_option(detail: str) -> ProviderCallError:
         retryable=False,
         applied="not_applied",
         code="provider.invalid_request",
-        hint="fake providerOptions are toolInput, finalText, delayMs and failFirst (§22)",
+        hint="fake providerOptions are toolInput, finalText, delayMs and failFirst "
+        "(docs/fake-provider.md)",
     )
 
 

@@ -20,7 +20,7 @@ kept in ``provider_items`` and replace the rebuilt parts of that assistant turn.
 
 Usage: ``promptTokenCount`` already includes ``cachedContentTokenCount``; thinking tokens
 (``thoughtsTokenCount``) are reported apart from ``candidatesTokenCount`` and are added to
-the output total, where agentctl carves reasoning out of output (§21.4).
+the output total, where agentctl carves reasoning out of output (docs/budgets.md).
 """
 
 from __future__ import annotations
@@ -152,7 +152,8 @@ def tool_call_id(turn: int, index: int) -> str:
 
 
 def build_generate_body(request: ModelRequest) -> dict[str, Any]:
-    """The generateContent request body for ``request`` (no providerOptions exist, §8.1)."""
+    """The generateContent request body for ``request`` (no providerOptions exist,
+    docs/providers.md)."""
     check_options(request.provider, request.options, {})
     body: dict[str, Any] = {"contents": _contents(request)}
     if request.instructions:

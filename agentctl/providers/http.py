@@ -1,4 +1,5 @@
-"""One provider HTTP call and what its failures mean for the model effect (§4, §5.2).
+"""One provider HTTP call and what its failures mean for the model effect
+(docs/workflow-language.md, docs/retries-and-timeouts.md).
 
 Every HTTP provider posts a JSON body and reads either one JSON document or a stream of
 server-sent events. The failure mapping lives here, once:

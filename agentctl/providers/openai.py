@@ -1,6 +1,6 @@
 """The ``openai`` and ``azure_openai`` kinds: which wire format, which URL, which auth.
 
-The provider model (§7) has no field that picks an API, so the ``endpoint`` decides:
+The provider model (docs/providers.md) has no field that picks an API, so the ``endpoint`` decides:
 
 - path ends with ``/chat/completions`` -> Chat Completions (``OpenAIChatProvider``), the
   mode for Ollama, vLLM, llama.cpp and LM Studio;

@@ -35,7 +35,7 @@ OPENAI_OPTIONS: Mapping[str, Callable[[Any], bool]] = {
     "parallelToolCalls": _is_bool,
     "safetyIdentifier": lambda v: isinstance(v, str) and bool(v),
 }
-"""The §8.1 allow-list with its value checks."""
+"""The docs/providers.md allow-list with its value checks."""
 
 # OpenAI has no "max" effort; its highest is "xhigh".
 _EFFORTS = {

@@ -1,7 +1,8 @@
 """Build provider instances from ``spec.providers`` entries.
 
 The executor builds one instance per entry and keeps it for the whole CLI process; that is
-what makes the fake's ``failFirst`` counter shared by every agent using the entry (§20
+what makes the fake's ``failFirst`` counter shared by every agent using the entry
+(docs/workflow-language.md
 quirk 9). Building resolves the entry's credential and headers from ``environ`` (default:
 the process environment), so a missing credential fails here with
 ``provider.credential_missing`` (exit 6) before any request is made.

@@ -1,4 +1,4 @@
-"""The whole ``agentctl.dev/v1`` workflow document (reference §3, §4)."""
+"""The whole ``agentctl.dev/v1`` workflow document (docs/workflow-language.md)."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ class Metadata(SpecModel):
 
 
 class Spec(SpecModel):
-    """Everything a workflow declares (§4)."""
+    """Everything a workflow declares (docs/workflow-language.md)."""
 
     inputs: JsonObject = Field(default_factory=dict)
     vars: JsonObject = Field(default_factory=dict)

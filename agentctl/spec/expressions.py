@@ -1,4 +1,4 @@
-"""Expressions inside ``${{ }}``: paths and the tiny condition language (reference §15.1, §15.3).
+"""Expressions inside ``${{ }}``: paths and the tiny condition language (docs/templates.md).
 
 An expression is ``[not ] PATH [OP LITERAL]``. A path is dot-separated segments of
 ``[A-Za-z0-9_-]`` under one of four roots — ``inputs.K``, ``vars.K``, ``memory.K``,

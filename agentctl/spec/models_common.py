@@ -1,4 +1,4 @@
-"""Shared building blocks of the workflow document model (reference §5).
+"""Shared building blocks of the workflow document model (docs/workflow-language.md).
 
 Every structured level of the document is a :class:`SpecModel`: unknown keys are rejected,
 YAML keys are camelCase (aliases) while Python attributes are snake_case. A document
@@ -63,7 +63,8 @@ JsonObject: TypeAlias = dict[str, Any]
 """A free-form JSON object slot (``with``, ``vars``, ``inputs`` …)."""
 
 JsonSchema: TypeAlias = dict[str, Any]
-"""A JSON Schema document; the compiler checks that it is a valid schema (§5.4)."""
+"""A JSON Schema document; the compiler checks that it is a valid schema
+(docs/workflow-language.md)."""
 
 EffectClass = Literal[
     "pure",
@@ -96,7 +97,7 @@ class SpecModel(BaseModel):
 
 
 def is_identifier(value: str) -> bool:
-    """Whether ``value`` obeys the identifier rule (§5.3)."""
+    """Whether ``value`` obeys the identifier rule (docs/workflow-language.md)."""
     return _IDENTIFIER_RE.fullmatch(value) is not None
 
 
@@ -116,7 +117,8 @@ Identifier = Annotated[
     AfterValidator(_check_identifier),
     WithJsonSchema({"type": "string", "pattern": IDENTIFIER_PATTERN}),
 ]
-"""Task ids, tool names, ``foreach.as`` bindings and matrix axis names (§5.3)."""
+"""Task ids, tool names, ``foreach.as`` bindings and matrix axis names
+(docs/workflow-language.md)."""
 
 TimeoutSeconds = Annotated[int, Field(ge=1, le=86400)]
 
@@ -186,7 +188,7 @@ class Retry(SpecModel):
         return self
 
 
-# --- secret references (§5.1) -------------------------------------------------------------
+# --- secret references (docs/workflow-language.md) ------------------------------------------------
 
 
 def _check_env_name(value: str) -> str:
@@ -281,4 +283,5 @@ SecretRef = Annotated[
     EnvSecretRef | FileSecretRef | ProcessSecretRef,
     WrapValidator(_secret_ref),
 ]
-"""A secret reference (§5.1); any malformed shape reports ``invalid_secret_reference``."""
+"""A secret reference (docs/workflow-language.md); any malformed shape reports
+``invalid_secret_reference``."""

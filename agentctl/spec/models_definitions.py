@@ -1,5 +1,5 @@
 """Named building blocks: providers, agents, actions, tools, sub-workflows, MCP servers and
-A2A peers (reference §7-§12, §21.2, §21.3, §21.7).
+A2A peers (docs/providers.md, docs/workflow-language.md, docs/protocols.md, docs/actions.md).
 
 Tasks refer to these by map key (``agent:triager``); cross-references between them are
 resolved by the compiler, so only the shape and per-field bounds are checked here.
@@ -102,7 +102,7 @@ OutputLimit = Annotated[int, Field(ge=1, le=16 * _MIB)]
 
 
 class Provider(SpecModel):
-    """A model provider entry (§7).
+    """A model provider entry (docs/providers.md).
 
     ``kind: command`` (beyond upstream) runs an agent CLI — ``claude -p``, ``codex exec``,
     ``llm`` or any program — with the prompt on stdin or as the last argument and its stdout
@@ -173,7 +173,7 @@ class UsageLimit(SpecModel):
 
 
 class Agent(SpecModel):
-    """A model-driven agent (§8.1)."""
+    """A model-driven agent (docs/providers.md)."""
 
     provider: str
     model: str
@@ -202,7 +202,7 @@ class Agent(SpecModel):
 
 
 class ContainerSpec(SpecModel):
-    """Container isolation for a process action **[ADV]** (§21.7)."""
+    """Container isolation for a process action **[ADV]** (docs/actions.md)."""
 
     image: str
     runtime: Literal["auto", "docker", "podman"] = "auto"
@@ -219,7 +219,7 @@ class ContainerSpec(SpecModel):
 
 
 class Action(SpecModel):
-    """A named configuration of one built-in action kind (§9).
+    """A named configuration of one built-in action kind (docs/actions.md).
 
     Kind-specific fields default to ``None`` (meaning "the kind's default applies") so that
     the rule "this field is not allowed on that kind" can be checked exactly.
@@ -309,7 +309,7 @@ def _alias(field_name: str) -> str:
 
 
 class Tool(SpecModel):
-    """A model-callable tool contract (§11)."""
+    """A model-callable tool contract (docs/workflow-language.md)."""
 
     kind: ToolKind
     description: str
@@ -327,7 +327,8 @@ class Tool(SpecModel):
 
 
 class Subworkflow(SpecModel):
-    """A reusable, typed task graph invoked by ``uses: workflow:<name>`` (§12)."""
+    """A reusable, typed task graph invoked by ``uses: workflow:<name>``
+    (docs/workflow-language.md)."""
 
     version: str
     inputs: JsonObject = Field(default_factory=dict)
@@ -345,7 +346,8 @@ class Subworkflow(SpecModel):
 
 
 class McpServer(SpecModel):
-    """An MCP server reached over Streamable HTTP (``url``, §21.2) or, beyond upstream, a
+    """An MCP server reached over Streamable HTTP (``url``, docs/protocols.md) or, beyond upstream,
+    a
     local server spoken to over stdio (``command`` with ``args``, ``env`` and ``cwd``; its
     executable must be in ``policy.processAllowlist``)."""
 
@@ -372,7 +374,7 @@ class McpServer(SpecModel):
 
 
 class A2APeer(SpecModel):
-    """An A2A peer agent (§21.3)."""
+    """An A2A peer agent (docs/protocols.md)."""
 
     card_url: str
     headers: dict[str, SecretRef] = Field(default_factory=dict)

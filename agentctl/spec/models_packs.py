@@ -1,4 +1,4 @@
-"""Packs and pack trust **[ADV]** (reference §21.6).
+"""Packs and pack trust **[ADV]** (docs/workflow-language.md).
 
 Modelled so documents that declare packs parse and round-trip; loading pack manifests and
 verifying signatures is outside the document model.

@@ -1,4 +1,5 @@
-"""Policy (reference §18) and workflow-level compensation settings (§13).
+"""Policy (docs/workflow-language.md) and workflow-level compensation settings
+(docs/durable-execution.md).
 
 Policy is data here; deciding allow / approve / deny per effect is the policy engine's job.
 """
@@ -24,7 +25,8 @@ def _default_schemes() -> list[Scheme]:
 
 
 class NetworkPolicy(SpecModel):
-    """Scheme, port, address and transport rules for outbound HTTP **[ADV]** (§18.4)."""
+    """Scheme, port, address and transport rules for outbound HTTP **[ADV]**
+    (docs/workflow-language.md)."""
 
     allowed_schemes: list[Scheme] = Field(default_factory=_default_schemes, min_length=1)
     allowed_ports: list[Port] = Field(default_factory=list)
@@ -36,7 +38,7 @@ class NetworkPolicy(SpecModel):
 
 
 class Policy(SpecModel):
-    """What a run may touch and when a human must approve (§18.1)."""
+    """What a run may touch and when a human must approve (docs/workflow-language.md)."""
 
     workspace_root: str = "."
     writable_roots: list[str] = Field(default_factory=list)
@@ -54,7 +56,7 @@ class Policy(SpecModel):
 
 
 class Compensation(SpecModel):
-    """How compensation runs are started and approved (§13)."""
+    """How compensation runs are started and approved (docs/durable-execution.md)."""
 
     on_failure: Literal["manual", "automatic"] = "manual"
     approval: Literal["policy", "never", "always"] = "policy"

@@ -1,5 +1,5 @@
 """Run-wide settings: ``runtime`` (concurrency, timeouts, budgets, pricing), ``memory`` and
-``output`` (reference §21.1, §21.4, §21.5)."""
+``output`` (docs/memory.md, docs/budgets.md, docs/workflow-language.md)."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ PositiveInt = Annotated[int, Field(gt=0)]
 
 
 class Budgets(SpecModel):
-    """Run-wide ceilings; every set value must be > 0 (§21.4)."""
+    """Run-wide ceilings; every set value must be > 0 (docs/budgets.md)."""
 
     max_provider_requests: PositiveInt | None = None
     max_turns: PositiveInt | None = None
@@ -91,7 +91,7 @@ class Limits(SpecModel):
 
 
 class Runtime(SpecModel):
-    """Scheduling and resource settings of a run (§21.4)."""
+    """Scheduling and resource settings of a run (docs/budgets.md)."""
 
     max_concurrency: int = Field(default=1, ge=1, le=64)
     default_timeout_seconds: TimeoutSeconds = 120
@@ -115,7 +115,7 @@ class Embedding(SpecModel):
 
 
 class LongTermMemory(SpecModel):
-    """The cross-run memory store (§21.1)."""
+    """The cross-run memory store (docs/memory.md)."""
 
     provider: str = "sqlite"
     namespace: str = "default"
@@ -124,14 +124,15 @@ class LongTermMemory(SpecModel):
 
 
 class Memory(SpecModel):
-    """Initial working memory and the optional long-term store (§21.1)."""
+    """Initial working memory and the optional long-term store (docs/memory.md)."""
 
     working: JsonObject = Field(default_factory=dict)
     long_term: LongTermMemory | None = None
 
 
 class OutputSettings(SpecModel):
-    """Presentation hints (§21.5). ``showDiff`` defaults to true even for ``output: {}``."""
+    """Presentation hints (docs/workflow-language.md). ``showDiff`` defaults to true even for
+    ``output: {}``."""
 
     verbose: bool = False
     show_diff: bool = True

@@ -1,4 +1,4 @@
-"""Tasks (reference §14): what each entry of ``spec.tasks`` may say.
+"""Tasks (docs/workflow-language.md): what each entry of ``spec.tasks`` may say.
 
 Only per-task facts live here (field bounds, shapes, mutually exclusive constructs).
 Anything that needs the rest of the document — does the action exist, does a destination
@@ -40,7 +40,7 @@ __all__ = [
 UsesKind = Literal["action", "agent", "workflow", "router"]
 
 SUBWORKFLOW_INVOCATION_FIELDS = frozenset({"id", "uses", "needs", "with_", "failure"})
-"""The only fields a ``uses: workflow:<name>`` task may set (§12)."""
+"""The only fields a ``uses: workflow:<name>`` task may set (docs/workflow-language.md)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +74,7 @@ def _json_key(value: Any) -> str:
 
 
 class Foreach(SpecModel):
-    """Fan a task out over a literal list (§14.3)."""
+    """Fan a task out over a literal list (docs/workflow-language.md)."""
 
     items: list[Any]
     as_: Identifier = Field(default="item", alias="as")
@@ -84,7 +84,7 @@ class Foreach(SpecModel):
 
 
 class Matrix(SpecModel):
-    """Fan a task out over the product of named axes (§14.4)."""
+    """Fan a task out over the product of named axes (docs/workflow-language.md)."""
 
     axes: dict[Identifier, list[Any]] = Field(min_length=1)
     # The combination count and the 256 hard cap are checked by the compiler (settings).
@@ -99,7 +99,7 @@ class RouteCase(SpecModel):
 
 
 class Route(SpecModel):
-    """Router selection (§14.5); only with ``uses: router``."""
+    """Router selection (docs/workflow-language.md); only with ``uses: router``."""
 
     select: str
     cases: list[RouteCase] = Field(min_length=1)
@@ -126,7 +126,7 @@ class Route(SpecModel):
 
 
 class Loop(SpecModel):
-    """A bounded loop compiled into sequential iterations (§14.6)."""
+    """A bounded loop compiled into sequential iterations (docs/workflow-language.md)."""
 
     max_iterations: int = Field(ge=1, le=64)
     while_: str = Field(alias="while")
@@ -134,7 +134,7 @@ class Loop(SpecModel):
 
 
 class Compensate(SpecModel):
-    """The inverse action of a mutating task (§14.8)."""
+    """The inverse action of a mutating task (docs/durable-execution.md)."""
 
     uses: str
     with_: JsonObject = Field(default_factory=dict, alias="with")

@@ -12,7 +12,7 @@ from agentctl.spec.source_map import SourceMap
 __all__ = ["MAX_DOCUMENT_BYTES", "LoadResult"]
 
 MAX_DOCUMENT_BYTES = 1_048_576
-"""Largest workflow file accepted, checked before parsing (reference §2)."""
+"""Largest workflow file accepted, checked before parsing (docs/workflow-language.md)."""
 
 
 @dataclass

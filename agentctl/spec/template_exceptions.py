@@ -1,4 +1,4 @@
-"""Errors of the template and condition language (reference §15).
+"""Errors of the template and condition language (docs/templates.md).
 
     TemplateError                  any template problem; carries expression, offset, location
     ├── TemplateSyntaxError        static: unclosed/empty ``${{ }}``, bad path, unknown root,

@@ -1,4 +1,5 @@
-"""Rewriting the paths inside templates: sub-workflow flattening (§16.4) and ``loop.output``.
+"""Rewriting the paths inside templates: sub-workflow flattening (docs/compiler.md) and
+``loop.output``.
 
 The reference rewrites sub-workflow strings as plain text, so ``"see inputs.txt"`` or a key
 named ``inputs`` in ``tasks.x.output.inputs.y`` changes too (quirk 3). Here only the path of
@@ -89,7 +90,7 @@ def rewrite_template_roots(
     task_ids: Mapping[str, str],
     condition: bool = False,
 ) -> Any:
-    """Namespace a sub-workflow's templates for invocation (§16.4).
+    """Namespace a sub-workflow's templates for invocation (docs/compiler.md).
 
     - ``inputs.K…`` → ``tasks.<inputs_to>.output.K…`` (``inputs_to`` is the input boundary id)
     - ``memory.K…`` → ``memory.<memory_prefix>K…``
@@ -113,7 +114,8 @@ def rewrite_template_roots(
 
 
 def alias_loop_output(text: str) -> str:
-    """Replace the ``loop.output`` alias in a loop ``while`` with ``vars.loopPrevious`` (§14.6).
+    """Replace the ``loop.output`` alias in a loop ``while`` with ``vars.loopPrevious``
+    (docs/workflow-language.md).
 
     Done before any other check, like the reference; only a path that starts with
     ``loop.output`` is changed (a task or key that happens to be called ``loop`` is not).

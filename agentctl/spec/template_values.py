@@ -1,4 +1,4 @@
-"""JSON value semantics shared by templates, conditions and routers (reference §15.2–§15.3).
+"""JSON value semantics shared by templates, conditions and routers (docs/templates.md).
 
 Python's own ``==``, ``bool()`` and ``str()`` differ from the reference in ways a workflow
 can observe: ``True == 1`` and ``1 == 1.0`` are true in Python but not in the format

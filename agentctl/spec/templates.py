@@ -1,11 +1,12 @@
-"""``${{ … }}`` templates in workflow strings: finding, checking and rendering them (§15).
+"""``${{ … }}`` templates in workflow strings: finding, checking and rendering them
+(docs/templates.md).
 
 A string is scanned for ``${{``; the expression runs to the next ``}}`` and is trimmed.
 A string that is exactly one template (nothing before or after, not even whitespace) keeps
 the JSON type of its value — or, if the expression is a condition, becomes a boolean.
 Anything else is interpolation: each template must yield a scalar, written as JSON text.
 
-The compiler uses ``find_references``/``template_errors`` for static checks (§15.4); the
+The compiler uses ``find_references``/``template_errors`` for static checks (docs/templates.md); the
 engine uses ``render`` and ``evaluate_condition``. Nothing here does I/O or runs code.
 """
 
@@ -88,7 +89,7 @@ class Span:
 
 @dataclass(frozen=True, slots=True)
 class Reference:
-    """A path a template reads, for static checks (§15.4).
+    """A path a template reads, for static checks (docs/templates.md).
 
     ``path`` is what follows the root: ``("name",)`` for ``inputs.name``,
     ``("build", "output", "digest")`` for ``tasks.build.output.digest``. ``location`` is the

@@ -1,4 +1,4 @@
-"""SQLAlchemy tables for every durable record (DESIGN.md §3).
+"""SQLAlchemy tables for every durable record (docs/durable-execution.md).
 
 SQLite is the correctness boundary: what is not in these tables did not happen. Each
 versioned record carries ``format_version`` so a row written by a newer agentctl is refused

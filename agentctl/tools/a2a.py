@@ -1,4 +1,5 @@
-"""``a2a.delegate``: hand one message to an A2A peer over the JSON-RPC binding (§10, §21.3).
+"""``a2a.delegate``: hand one message to an A2A peer over the JSON-RPC binding (docs/actions.md,
+docs/protocols.md).
 
 Flow: fetch the Agent Card, pick its JSON-RPC interface at the configured protocol version
 (same scheme, host and port as the card), send ONE ``SendMessage``, and when the peer answers
@@ -12,7 +13,8 @@ configured with ``protocolVersion: "0.3"`` gets the older ``message/send``/``tas
 
 The ``messageId`` is the idempotency key a peer may use to drop duplicates, but the client
 never relies on that: a ``SendMessage`` whose answer was lost (timeout, connection dropped,
-gateway 5xx, unreadable body) raises ``OutcomeUnknown`` and is NEVER resent (§19.3). Failures
+gateway 5xx, unreadable body) raises ``OutcomeUnknown`` and is NEVER resent
+(docs/durable-execution.md). Failures
 before the request left (card unreachable, connection refused) are retryable task failures.
 """
 

@@ -1,4 +1,5 @@
-"""``extension.process``: a local executable speaking the process-extension protocol (§10).
+"""``extension.process``: a local executable speaking the process-extension protocol
+(docs/actions.md).
 
 Two bounded runs of the same argv (through :mod:`agentctl.tools.process`: cleared
 environment, own process group, output caps, timeout):

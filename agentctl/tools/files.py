@@ -25,7 +25,8 @@ __all__ = [
 ]
 
 MAX_FILE_BYTES = 1 << 20
-"""Direct reads, write targets and instruction files are capped at 1 MiB (§24)."""
+"""Direct reads, write targets and instruction files are capped at 1 MiB
+(docs/workflow-language.md)."""
 
 NEW_FILE_MODE = 0o644
 """Mode of a file created by ``write_atomic`` (fixed, independent of the umask)."""
@@ -41,7 +42,7 @@ def read_existing_for_write(path: Path, limit: int = MAX_FILE_BYTES) -> str | No
     """The current text of a write target, or ``None`` when it does not exist.
 
     The old text decides ``before``/``changed`` and the diff, so a target over the cap or
-    not valid UTF-8 cannot be overwritten (§18.1).
+    not valid UTF-8 cannot be overwritten (docs/workflow-language.md).
     """
     try:
         data = _read_capped(path, limit, purpose="overwrite")
@@ -97,7 +98,7 @@ def write_atomic(path: Path, content: str) -> None:
 
 
 def naive_diff(before: str | None, after: str) -> str:
-    """The whole-file diff of ``builtin.write`` (§10), byte for byte.
+    """The whole-file diff of ``builtin.write`` (docs/actions.md), byte for byte.
 
     ``""`` when unchanged; otherwise ``--- before`` LF ``+++ after`` LF, then ``-`` + the
     old text with every LF replaced by LF ``-``, then LF, then ``+`` + the new text with

@@ -1,6 +1,7 @@
-"""``mcp.call``: call one tool on an MCP server through the official SDK (reference §10, §21.2).
+"""``mcp.call``: call one tool on an MCP server through the official SDK (docs/actions.md,
+docs/protocols.md).
 
-Where a failure happens decides what it means for the effect (reference §19.3):
+Where a failure happens decides what it means for the effect (docs/durable-execution.md):
 
 - Before ``tools/call`` was handed to the transport (server not reachable, process would not
   start, handshake failed or timed out) nothing was sent: ``TaskFailure``, retryable when the
@@ -31,7 +32,8 @@ if TYPE_CHECKING:
 __all__ = ["REPEATABLE_IDEMPOTENCY", "call_mcp_tool", "list_mcp_tools"]
 
 REPEATABLE_IDEMPOTENCY = frozenset({"pure", "idempotent", "keyed"})
-"""Declared idempotency values for which one reconnect-and-resend is allowed (§19.3)."""
+"""Declared idempotency values for which one reconnect-and-resend is allowed
+(docs/durable-execution.md)."""
 
 # JSON-RPC errors that say the request was rejected before the tool ran.
 _REJECTION_CODES = frozenset({-32700, -32600, -32601, -32602})

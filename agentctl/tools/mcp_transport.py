@@ -5,7 +5,8 @@ Everything from ``mcp``/``httpx2`` is imported inside functions so that importin
 ``agentctl --help``) never pays for the SDK.
 
 Transport is chosen by the server entry's shape: ``url`` means Streamable HTTP (reference
-§21.2); ``command`` (+ ``args``, ``env``, ``cwd``) means a local server spoken to over stdio.
+docs/protocols.md); ``command`` (+ ``args``, ``env``, ``cwd``) means a local server spoken to over
+stdio.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ __all__ = [
 ]
 
 MAX_RESPONSE_BYTES = 4 * 1024 * 1024
-"""Largest response body accepted from a protocol peer (reference §21.2)."""
+"""Largest response body accepted from a protocol peer (docs/protocols.md)."""
 
 _HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 
@@ -65,12 +66,12 @@ def resolve_secret_map(refs: Any, environ: Mapping[str, str], *, what: str) -> d
 
 
 def resolve_headers(peer: Mapping[str, Any], environ: Mapping[str, str]) -> dict[str, str]:
-    """The peer's ``headers`` map resolved to values (reference §5.1)."""
+    """The peer's ``headers`` map resolved to values (docs/workflow-language.md)."""
     return resolve_secret_map(peer.get("headers"), environ, what="header")
 
 
 def origin_of(url: str) -> str:
-    """``scheme://host[:port]`` of ``url``, sent as the ``Origin`` header (reference §21.2)."""
+    """``scheme://host[:port]`` of ``url``, sent as the ``Origin`` header (docs/protocols.md)."""
     parts = urlsplit(url)
     return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}"
 

@@ -1,4 +1,4 @@
-"""Initial schema: every durable record of DESIGN.md §3.
+"""Initial schema: every durable record of docs/durable-execution.md.
 
 Why: agentctl's correctness boundary is this database. The first revision creates the run,
 task, effect, reconciliation, approval/question, checkpoint, audit event, provider session,

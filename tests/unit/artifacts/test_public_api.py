@@ -20,6 +20,6 @@ def test_public_names_are_pinned() -> None:
         "MAX_FILE_BYTES",
         "VerifyReport",
     ]
-    assert artifacts.MAX_FILE_BYTES == 16 * 1024 * 1024  # reference §24
+    assert artifacts.MAX_FILE_BYTES == 16 * 1024 * 1024  # docs/workflow-language.md
     assert artifacts.LEASE_SECONDS == 3600.0
     assert artifacts.DEFAULT_GC_DAYS == 30.0

@@ -1,4 +1,4 @@
-"""Naming (§16.3, §16.4) and stable order / cycles (§16.2)."""
+"""Naming (docs/compiler.md) and stable order / cycles (docs/compiler.md)."""
 
 from __future__ import annotations
 

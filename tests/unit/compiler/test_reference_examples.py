@@ -1,4 +1,4 @@
-"""The reference's four examples (§25) compile as the reference predicts."""
+"""The reference's four examples (docs/workflow-language.md) compile as the reference predicts."""
 
 from __future__ import annotations
 

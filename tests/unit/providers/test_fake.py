@@ -1,4 +1,4 @@
-"""The scripted fake provider (§22), driven through ModelRequest.options."""
+"""The scripted fake provider (docs/fake-provider.md), driven through ModelRequest.options."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Failure semantics shared by every HTTP provider, over real loopback sockets (§5.2)."""
+"""Failure semantics shared by every HTTP provider, over real loopback sockets
+(docs/retries-and-timeouts.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The condition language: ``when``, loop ``while`` and exact-template booleans (§15.3)."""
+"""The condition language: ``when``, loop ``while`` and exact-template booleans
+(docs/templates.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Finding and parsing ``${{ … }}`` templates (reference §15.1)."""
+"""Finding and parsing ``${{ … }}`` templates (docs/templates.md)."""
 
 from __future__ import annotations
 

@@ -156,7 +156,8 @@ def _reference_resolve(path: str, context: TemplateContext) -> Any:
 
 
 def _reference_condition(text: str, context: TemplateContext) -> bool:
-    """§15.3 as the reference does it: operator by priority, split at first occurrence."""
+    """Conditions (docs/templates.md) as upstream evaluates them: operator by priority, split
+    at the first occurrence."""
     trimmed = text.strip(WHITESPACE)
     if trimmed.startswith("${{") and trimmed[3:].endswith("}}"):
         inner = trimmed[3:-2].strip(WHITESPACE)

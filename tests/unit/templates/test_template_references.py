@@ -1,4 +1,4 @@
-"""Static checks: references and syntax errors with locations (reference §15.4)."""
+"""Static checks: references and syntax errors with locations (docs/templates.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Rewriting template paths for sub-workflows (§16.4, quirk 3) and the loop alias (§14.6)."""
+"""Rewriting template paths for sub-workflows (docs/compiler.md, quirk 3) and the loop alias
+(docs/workflow-language.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Workspace path policy (§18.1) on a real directory tree with real symlinks."""
+"""Workspace path policy (docs/workflow-language.md) on a real directory tree with real symlinks."""
 
 from __future__ import annotations
 

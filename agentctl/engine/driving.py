@@ -1,0 +1,186 @@
+"""Driving a stored run to its next stop, and the automatic compensation that may follow.
+
+Both the Python facade (:mod:`agentctl.runtime`) and the CLI drive runs through here, so
+"execute a run" means one thing: answer a finished run from its record, refuse a database
+known to be damaged, run the executor (optionally under SIGINT/SIGTERM and a timeout, both
+of which cancel it), and checkpoint the WAL once the run parks or ends.
+
+``spec.compensation.onFailure: automatic`` is engine policy and lives here too: right
+after a run fails, its confirmed mutations are undone in a new linked compensation run
+(docs/durable-execution.md). Recovery runs (retry, repair, fork) are planned here for the
+facade too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from agentctl.engine.outcome import ExecutionOptions, RunOutcome, finished_outcome
+from agentctl.errors import Cancelled, UsageError
+from agentctl.ids import Clock, IdGenerator
+from agentctl.store.engine import Store
+
+if TYPE_CHECKING:
+    from agentctl.engine.recovery import RecoveryPlan
+
+__all__ = ["auto_compensate", "drive_run", "recovery_plan"]
+
+Notify = Callable[[str, dict[str, Any]], None]
+
+
+def drive_run(
+    store: Store,
+    run_id: str,
+    options: ExecutionOptions,
+    *,
+    clock: Clock,
+    timeout: float | None = None,
+    handle_signals: bool = False,
+) -> RunOutcome:
+    """Execute ``run_id`` until it succeeds, fails, parks or is cancelled.
+
+    With ``handle_signals`` SIGINT and SIGTERM cancel the run (only the main thread may
+    install handlers: the CLI sets it). ``timeout`` cancels after that many seconds; the
+    run then ends ``cancelled`` and :class:`~agentctl.errors.Cancelled` is raised.
+    """
+    from agentctl.engine.executor import RunExecutor
+    from agentctl.store.health import checkpoint_wal, require_undamaged
+
+    finished = finished_outcome(store, run_id)
+    if finished is not None:
+        return finished
+    require_undamaged(store.path)
+
+    async def main() -> RunOutcome:
+        task = asyncio.current_task()
+        assert task is not None
+        loop = asyncio.get_running_loop()
+        signals = (signal.SIGINT, signal.SIGTERM) if handle_signals else ()
+        for sig in signals:
+            loop.add_signal_handler(sig, task.cancel)
+        try:
+            executor = RunExecutor(store, run_id, clock=clock, options=options)
+            if timeout is None:
+                return await executor.execute()
+            try:
+                return await asyncio.wait_for(executor.execute(), timeout)
+            except TimeoutError:
+                raise Cancelled(f"--timeout-seconds {timeout:g} passed", run_id=run_id) from None
+        finally:
+            for sig in signals:
+                loop.remove_signal_handler(sig)
+
+    try:
+        return asyncio.run(main())
+    finally:
+        # A parked or finished run is in the main file, not only in the WAL: an operator
+        # who copies the database file alone keeps every confirmed state.
+        checkpoint_wal(store)
+
+
+def auto_compensate(
+    store: Store,
+    outcome: RunOutcome,
+    options: ExecutionOptions,
+    *,
+    clock: Clock,
+    timeout: float | None = None,
+    handle_signals: bool = False,
+    notify: Notify | None = None,
+) -> RunOutcome | None:
+    """``spec.compensation.onFailure: automatic``: compensate right after a failed run.
+
+    Returns the compensation run's outcome, or None when the run did not fail, is itself a
+    compensation, does not ask for automatic compensation, or has nothing to undo.
+    ``notify("created", …)`` hears of the compensation run before it executes.
+    """
+    if outcome.state != "failed":
+        return None
+    from agentctl.engine.compensation import create_compensation_run, plan_compensation
+    from agentctl.engine.records import load_run
+
+    with store.read() as conn:
+        run = load_run(conn, outcome.run_id)
+    setting = ((run.workflow.get("spec") or {}).get("compensation") or {}).get("onFailure")
+    if run.mode == "compensate" or setting != "automatic":
+        return None
+    plan = plan_compensation(store, run.id)
+    compensation_id = create_compensation_run(store, plan, clock=clock, ids=IdGenerator(clock))
+    if compensation_id is None:
+        return None
+    if notify is not None:
+        notify(
+            "created",
+            {
+                "runId": compensation_id,
+                "state": "running",
+                "mode": "compensate",
+                "automatic": True,
+                "sourceRunId": run.id,
+                "workflow": run.workflow_name,
+            },
+        )
+    return drive_run(
+        store, compensation_id, options, clock=clock, timeout=timeout, handle_signals=handle_signals
+    )
+
+
+def recovery_plan(
+    store: Store,
+    mode: str,
+    workflow: str | os.PathLike[str] | None,
+    source_run_id: str,
+    workspace: str | None,
+    failed: bool,
+    from_tasks: Sequence[str],
+    restart_successful: bool,
+    *,
+    vars_files: Sequence[str] = (),
+    var_pairs: Sequence[str] = (),
+) -> RecoveryPlan:
+    """Plan a ``retry``, ``repair`` (of ``workflow``) or ``fork`` of a finished run.
+
+    Variables given on the command line (``vars_files``, ``var_pairs``) replace the ones
+    the source run recorded, which is allowed for ``repair`` only: a retry must compile
+    the identical workflow, so it always uses the recorded values."""
+    from agentctl.engine import recovery
+    from agentctl.engine.runs import prepare_run, recorded_variables
+
+    if mode == "fork":
+        return recovery.plan_fork(store, source_run_id)
+    if workflow is None:
+        raise UsageError(f"{mode} needs the workflow file")
+    given = bool(vars_files or var_pairs)
+    if given and mode != "repair":
+        raise UsageError(
+            f"{mode} uses the variables run {source_run_id} was created with",
+            hint="change variables with `agentctl repair WORKFLOW RUN --var KEY=JSON`",
+        )
+    prepared = prepare_run(
+        os.fspath(workflow),
+        workspace=workspace,
+        vars_files=tuple(vars_files),
+        var_pairs=tuple(var_pairs),
+        recorded_variables=None if given else recorded_variables(store, source_run_id),
+        recorded_from=source_run_id,
+    )
+    if mode == "retry":
+        return recovery.plan_retry(
+            store,
+            source_run_id,
+            prepared,
+            failed=failed,
+            from_tasks=list(from_tasks),
+            restart_successful=restart_successful,
+        )
+    return recovery.plan_repair(
+        store,
+        source_run_id,
+        prepared,
+        from_tasks=list(from_tasks),
+        restart_successful=restart_successful,
+    )

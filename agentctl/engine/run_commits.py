@@ -1,0 +1,234 @@
+"""The executor's writes: a batch's task transitions, and how a run finishes or parks.
+
+:class:`RunCommits` is a part of :class:`~agentctl.engine.executor.RunExecutor` (a mixin:
+the executor's state is its own). Each batch commits in one transaction, in plan order; a
+run that finishes, parks for a person or is blocked by an uncertain effect releases its
+owner lease in the same commit that records it (docs/durable-execution.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentctl.compiler.plan import Plan, PlanTask
+from agentctl.digest import canonical_json, digest_json, sha256_hex
+from agentctl.engine.compensation import mark_compensated
+from agentctl.engine.outcome import ExecutionOptions, RunOutcome
+from agentctl.engine.prediction import Prediction
+from agentctl.engine.records import TERMINAL_RUN_STATES, RunLog, RunRow, TaskRow
+from agentctl.engine.run_artifacts import RunArtifacts
+from agentctl.engine.signals import EffectBlocked
+from agentctl.engine.tracing import RunTrace
+from agentctl.ids import Clock
+from agentctl.spec.expressions import TemplateContext
+from agentctl.spec.template_exceptions import TemplateError
+from agentctl.spec.templates import render
+from agentctl.store.transitions import close_live_parts
+
+__all__ = ["RunCommits", "TaskOutcome"]
+
+
+@dataclass
+class TaskOutcome:
+    """How one task's turn in a batch ended (before its transition commits)."""
+
+    status: str
+    attempt: int
+    output: Any = None
+    has_output: bool = False
+    error: dict[str, Any] | None = None
+    memory_delta: dict[str, Any] = field(default_factory=dict)
+    stops_run: bool = False
+    approval: str | None = None
+    blocked: EffectBlocked | None = None
+    input_digest: str | None = None
+    effect_ids: list[str] = field(default_factory=list)
+    artifacts: list[tuple[str, Any]] = field(default_factory=list)
+    # The `when` or loop-guard decision that let the task run or skipped it.
+    condition: dict[str, Any] | None = None
+
+
+class RunCommits:
+    """Task transitions, run completion and parking, for :class:`RunExecutor`."""
+
+    run_id: str
+    clock: Clock
+    options: ExecutionOptions
+    run: RunRow
+    plan: Plan
+    spec: Mapping[str, Any]
+    rows: dict[str, TaskRow]
+    memory: dict[str, Any]
+    outputs: dict[str, Any]
+    prediction: Prediction | None
+    artifacts: RunArtifacts
+    log: RunLog
+    trace: RunTrace
+    _session: Any
+    _released: bool
+
+    def _context(self, task_vars: Mapping[str, Any], memory: Mapping[str, Any]) -> TemplateContext:
+        return TemplateContext(
+            inputs=self.run.inputs, vars=task_vars, memory=memory, tasks=self.outputs
+        )
+
+    def _commit_batch(self, items: list[tuple[PlanTask, TaskOutcome]]) -> None:
+        """Commit a batch's task transitions in plan order, in one transaction.
+
+        Each transition (task row, working-memory checkpoint, audit event, artifact refs) is
+        written whole; tasks that ran together in one batch commit together, so a parallel
+        batch costs one fsync rather than one per task, and a crash leaves either all of
+        them or none.
+        """
+        memory = dict(self.memory)
+        with self._session.write() as conn:
+            for task, outcome in items:
+                memory = self._write_transition(conn, task, outcome, memory)
+        self.memory = memory
+        for task, outcome in items:
+            self.options.faults.hit("task.committed")
+            row = self.rows[task.id]
+            row.status, row.attempt = outcome.status, outcome.attempt
+            row.error = outcome.error
+            if outcome.has_output:
+                row.output, row.has_output = outcome.output, True
+                self.outputs[task.id] = outcome.output
+                if self.prediction is not None:
+                    self.prediction.observe(task.id, outcome.output)
+            self._emit(
+                "task",
+                {
+                    "taskId": task.id,
+                    "state": outcome.status,
+                    "attempt": outcome.attempt,
+                    "error": outcome.error,
+                },
+            )
+
+    def _write_transition(
+        self, conn: Any, task: PlanTask, outcome: TaskOutcome, memory: dict[str, Any]
+    ) -> dict[str, Any]:
+        """One task transition inside the batch's transaction; returns the memory after it."""
+        now = self.clock.now()
+        terminal = outcome.status in ("succeeded", "failed", "skipped", "cancelled")
+        delta = outcome.memory_delta if outcome.status == "succeeded" else {}
+        values: dict[str, Any] = {
+            "status": outcome.status,
+            "attempt": outcome.attempt,
+            "error_json": None if outcome.error is None else canonical_json(outcome.error),
+        }
+        if outcome.has_output:
+            output_json = canonical_json(outcome.output)
+            values["output_json"] = output_json
+            values["output_digest"] = "sha256:" + sha256_hex(output_json.encode())
+            values["disposition"] = "executed" if outcome.status == "succeeded" else "recorded"
+        if outcome.input_digest is not None:
+            values["input_digest"] = outcome.input_digest
+        if outcome.condition is not None:
+            values["condition_json"] = canonical_json(outcome.condition)
+        values.update(self.trace.task_values(task.id))
+        if delta:
+            values["state_delta_json"] = canonical_json(delta)
+            values["state_delta_digest"] = digest_json(delta)
+        if terminal:
+            values["finished_at"] = now
+        self.log.set_task(conn, task.id, **values)
+        if terminal:
+            memory = {**memory, **delta}
+            self.log.checkpoint(conn, f"task:{task.id}:{outcome.status}", delta, memory, now=now)
+        payload: dict[str, Any] = {"state": outcome.status, "attempt": outcome.attempt}
+        if outcome.error is not None:
+            payload["error"] = outcome.error
+        if outcome.has_output:
+            payload["outputDigest"] = values["output_digest"]
+        if delta:
+            payload["memoryKeys"] = sorted(delta)
+        if outcome.condition is not None:
+            payload["condition"] = outcome.condition
+        self.log.event(conn, f"task.{outcome.status}", payload, now=now, task_id=task.id)
+        if outcome.status == "succeeded" and self.run.mode == "compensate":
+            mark_compensated(conn, self.run, task.id, outcome.effect_ids, now)
+        if outcome.artifacts:
+            manifest = self.artifacts.record(
+                conn,
+                task,
+                outcome.artifacts,
+                input_digest=outcome.input_digest,
+                output_digest=values.get("output_digest"),
+            )
+            self.log.set_task(conn, task.id, artifact_manifest_json=canonical_json(manifest))
+        return memory
+
+    def _emit(self, kind: str, data: dict[str, Any]) -> None:
+        if self.options.events is not None:
+            ids = self.trace.event_fields(data.get("taskId"))
+            self.options.events(kind, {"runId": self.run_id, **ids, **data})
+
+    def _finish_run(
+        self, status: str, *, output: Any = None, error: dict[str, Any] | None = None
+    ) -> None:
+        now = self.clock.now()
+        with self._session.write() as conn:
+            # The owner lease is released in the same commit: this execution ends here.
+            self.log.set_run(
+                conn,
+                status=status,
+                updated_at=now,
+                output_json=None if output is None else canonical_json(output),
+                error_json=None if error is None else canonical_json(error),
+                owner_id=None,
+                owner_lease_expires_at=None,
+            )
+            if status in TERMINAL_RUN_STATES:
+                close_live_parts(conn, self.run_id, now)
+            self.log.event(conn, f"run.{status}", {"error": error}, now=now)
+        self._released = True
+        self.trace.finish(status, error)
+        self._emit("run", {"state": status})
+
+    def _park_waiting(self, approvals: list[str]) -> RunOutcome:
+        error = {"code": "run.paused", "message": "waiting for " + ", ".join(approvals)}
+        self._finish_run("paused", error=error)
+        return RunOutcome(self.run_id, "paused", None, error, approvals=approvals)
+
+    def _park_blocked(self, blocked: list[EffectBlocked]) -> RunOutcome:
+        effects = [{"effectId": b.effect_id, "operation": b.operation} for b in blocked]
+        error = {
+            "code": "effect.uncertain",
+            "message": "uncertain effects block the run: "
+            + ", ".join(f"{b.effect_id} ({b.operation})" for b in blocked),
+        }
+        self._finish_run("paused", error=error)
+        return RunOutcome(self.run_id, "paused", None, error, uncertain_effects=effects)
+
+    def _complete(self) -> RunOutcome:
+        failed: list[str] = [tid for tid in self.plan.order if self.rows[tid].status == "failed"]
+        cancelled = [tid for tid in self.plan.order if self.rows[tid].status == "cancelled"]
+        try:
+            output = self._render_outputs()
+        except TemplateError as exc:
+            render_error = {"code": "template.error", "message": f"spec.outputs: {exc}"}
+            self._finish_run("failed", error=render_error)
+            return RunOutcome(self.run_id, "failed", None, render_error)
+        if failed:
+            error: dict[str, Any] = {
+                "code": "run.failed",
+                "message": "tasks failed: " + ", ".join(failed),
+                "tasks": failed,
+            }
+            self._finish_run("failed", output=output, error=error)
+            return RunOutcome(self.run_id, "failed", output, error)
+        state = "cancelled" if cancelled else "succeeded"
+        self._finish_run(state, output=output)
+        return RunOutcome(self.run_id, state, output)
+
+    def _render_outputs(self) -> Any:
+        declared = self.spec.get("outputs")
+        if not declared:
+            return {tid: self.outputs[tid] for tid in self.plan.order if tid in self.outputs}
+        context = self._context({}, self.memory)
+        if self.prediction is not None:
+            return self.prediction.render_outputs(dict(declared), lambda t: render(t, context))
+        return render(dict(declared), context)

@@ -1,0 +1,631 @@
+"""The Python API: :class:`Runtime` runs workflows and operates on their stored runs.
+
+``Runtime(db)`` is what the ``agentctl`` commands do, callable from Python::
+
+    import agentctl
+
+    runtime = agentctl.Runtime("runs.db")
+    result = runtime.roll("release.workflow.yaml", inputs={"service": "api"})
+    if result.state == "paused":
+        (approval,) = result.pending_approvals
+        runtime.approve(approval, reason="checked the diff")
+        result = runtime.resume(result.run_id)
+
+Every method opens the database, does one thing and closes it again, so a ``Runtime`` is
+cheap, holds no connection between calls and may be shared by threads that do not run
+workflows at the same time. Errors are the classes of :mod:`agentctl.errors`; each carries
+a stable ``code`` (docs/errors.md). The page docs/python-api.md documents every method.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from collections.abc import Mapping, Sequence
+from contextlib import ExitStack
+from typing import TYPE_CHECKING, Any
+
+from agentctl.errors import UsageError
+from agentctl.results import Approver, EventSink, RunResult
+
+if TYPE_CHECKING:
+    from agentctl.engine.outcome import ExecutionOptions
+    from agentctl.engine.runs import PreparedRun
+    from agentctl.ids import Clock
+    from agentctl.store.engine import Store
+
+
+__all__ = ["EventSink", "RunResult", "Runtime"]
+
+
+class Runtime:
+    """Runs workflows against one SQLite database file.
+
+    ``environ`` is the environment credentials and process secrets resolve from (default:
+    ``os.environ`` when a run starts). ``on_event`` hears of progress (see
+    :data:`EventSink`). ``approver`` answers approvals in-process instead of parking the
+    run: an ``async`` function given the approval request that returns True to approve.
+    ``handle_signals`` lets SIGINT/SIGTERM cancel a running workflow (main thread only;
+    the CLI sets it). ``clock`` is for tests that drive time.
+    """
+
+    def __init__(
+        self,
+        db: str | os.PathLike[str],
+        *,
+        environ: Mapping[str, str] | None = None,
+        on_event: EventSink | None = None,
+        approver: Approver | None = None,
+        handle_signals: bool = False,
+        clock: Clock | None = None,
+    ) -> None:
+        self.db = os.fspath(db)
+        self.environ = environ
+        self.on_event = on_event
+        self.approver = approver
+        self.handle_signals = handle_signals
+        self._clock = clock
+
+    def __repr__(self) -> str:
+        return f"Runtime({self.db!r})"
+
+    # -- running -------------------------------------------------------------------------
+
+    def roll(
+        self,
+        workflow: str | os.PathLike[str],
+        inputs: Mapping[str, Any] | None = None,
+        *,
+        workspace: str | os.PathLike[str] | None = None,
+        timeout: float | None = None,
+        check: bool = False,
+        dry_run: bool = False,
+        diff: bool = False,
+        vars_files: Sequence[str | os.PathLike[str]] = (),
+        var_pairs: Sequence[str] = (),
+    ) -> RunResult:
+        """Compile ``workflow``, create a run and execute it; return where it stopped.
+
+        ``vars_files`` and ``var_pairs`` (``KEY=JSON``) are the command-line variable
+        layers (docs/variables.md); the values are recorded with the run.
+
+        ``inputs`` override the workflow's declared defaults. ``workspace`` is the base
+        for relative paths (default: the workflow file's directory). ``check`` predicts
+        (pure work and reads only, nothing kept); ``dry_run`` keeps the state in memory
+        and runs in a throwaway copy of the workspace, listing the files it would change
+        in ``changed_files`` (with diffs when ``diff``). A failed run is a result with
+        ``state == "failed"``, not an exception; invalid workflows and bad inputs raise.
+        """
+        from agentctl.engine.runs import prepare_run
+
+        base = os.fspath(workspace) if workspace is not None else None
+        prepared = prepare_run(
+            os.fspath(workflow),
+            workspace=base,
+            vars_files=tuple(os.fspath(f) for f in vars_files),
+            var_pairs=tuple(var_pairs),
+        )
+        if inputs is not None:
+            if not isinstance(inputs, Mapping):
+                raise UsageError(f"inputs must be a mapping, got {type(inputs).__name__}")
+            prepared = dataclasses.replace(prepared, inputs={**prepared.inputs, **inputs})
+        return self._roll(
+            prepared, workspace=base, timeout=timeout, check=check, dry_run=dry_run, diff=diff
+        )
+
+    def _roll(
+        self,
+        prepared: PreparedRun,
+        *,
+        workspace: str | None = None,
+        timeout: float | None = None,
+        check: bool = False,
+        dry_run: bool = False,
+        diff: bool = False,
+    ) -> RunResult:
+        from agentctl.engine.runs import create_run
+        from agentctl.ids import IdGenerator
+        from agentctl.store.engine import open_store
+        from agentctl.store.health import require_undamaged
+        from agentctl.store.location import MEMORY
+
+        options = self._options(check=check, diff=diff, workspace=workspace)
+        clock = self.clock
+        with ExitStack() as scope:
+            throwaway = None
+            if dry_run and not check:
+                from agentctl.engine.dry_run import ThrowawayWorkspace
+
+                policy = (prepared.workflow.get("spec") or {}).get("policy") or {}
+                throwaway = scope.enter_context(
+                    ThrowawayWorkspace(prepared.workspace, dict(policy))
+                )
+                # Writes and processes happen in the copy; the result lists what changed.
+                prepared = dataclasses.replace(prepared, workspace=throwaway.copy)
+                options.workspace = str(throwaway.copy)
+            store = scope.enter_context(open_store(MEMORY if check or dry_run else self.db))
+            require_undamaged(store.path)
+            run_id = create_run(
+                store, prepared, clock=clock, ids=IdGenerator(clock), probe_isolation=not check
+            )
+            self._notify(
+                "created",
+                {
+                    "runId": run_id,
+                    "state": "running",
+                    "mode": "execute",
+                    "workflow": prepared.plan.workflow_name,
+                    "tasks": len(prepared.plan.order),
+                },
+            )
+            result = self._drive(store, run_id, options, timeout)
+            if throwaway is not None:
+                result = dataclasses.replace(result, changed_files=throwaway.changes(diff=diff))
+            return result
+
+    def resume(
+        self,
+        run_id: str,
+        *,
+        workspace: str | os.PathLike[str] | None = None,
+        timeout: float | None = None,
+        diff: bool = False,
+    ) -> RunResult:
+        """Continue a paused or interrupted run from its durable state.
+
+        Confirmed effects are reused, never redone; an effect that started but never
+        confirmed becomes uncertain and parks the run until :meth:`reconcile` concludes
+        it. A finished run answers with its stored result.
+        """
+        from agentctl.store.engine import open_store
+
+        base = os.fspath(workspace) if workspace is not None else None
+        options = self._options(check=False, diff=diff, workspace=base)
+        with open_store(self.db) as store:
+            return self._drive(store, run_id, options, timeout)
+
+    def cancel(self, run_id: str, reason: str | None = None) -> dict[str, Any]:
+        """Ask the process executing ``run_id`` to stop (it ends ``cancelled``); a run no
+        process executes is cancelled at once. Returns the ``CancelRequest`` document."""
+        from agentctl.engine.operations import cancel_run
+        from agentctl.store.engine import open_store
+
+        with open_store(self.db) as store:
+            return cancel_run(store, run_id, reason, clock=self.clock)
+
+    # -- recovery ------------------------------------------------------------------------
+
+    def plan_retry(
+        self,
+        workflow: str | os.PathLike[str],
+        source_run_id: str,
+        *,
+        failed: bool = False,
+        from_tasks: Sequence[str] = (),
+        restart_successful: bool = False,
+        workspace: str | os.PathLike[str] | None = None,
+    ) -> dict[str, Any]:
+        """What :meth:`retry` would reuse, execute or find blocked, per task; creates nothing."""
+        return self._plan(
+            "retry", workflow, source_run_id, workspace, failed, from_tasks, restart_successful
+        )
+
+    def retry(
+        self,
+        workflow: str | os.PathLike[str],
+        source_run_id: str,
+        *,
+        failed: bool = False,
+        from_tasks: Sequence[str] = (),
+        restart_successful: bool = False,
+        reason: str | None = None,
+        workspace: str | os.PathLike[str] | None = None,
+        timeout: float | None = None,
+    ) -> RunResult:
+        """``agentctl retry``: rerun a finished run of the identical workflow, reusing every
+        successful boundary; the failed tasks (``failed``) or ``from_tasks`` and their
+        descendants run with fresh attempts."""
+        args = ("retry", workflow, source_run_id, workspace, failed, from_tasks)
+        return self._recover(*args, restart_successful, reason=reason, timeout=timeout)
+
+    def plan_repair(
+        self,
+        workflow: str | os.PathLike[str],
+        source_run_id: str,
+        *,
+        from_tasks: Sequence[str] = (),
+        restart_successful: bool = False,
+        workspace: str | os.PathLike[str] | None = None,
+        vars_files: Sequence[str] = (),
+        var_pairs: Sequence[str] = (),
+    ) -> dict[str, Any]:
+        """What :meth:`repair` would reuse, execute or find blocked; creates nothing."""
+        return self._plan(
+            "repair",
+            workflow,
+            source_run_id,
+            workspace,
+            False,
+            from_tasks,
+            restart_successful,
+            variables=(tuple(vars_files), tuple(var_pairs)),
+        )
+
+    def repair(
+        self,
+        workflow: str | os.PathLike[str],
+        source_run_id: str,
+        *,
+        from_tasks: Sequence[str] = (),
+        restart_successful: bool = False,
+        reason: str | None = None,
+        workspace: str | os.PathLike[str] | None = None,
+        timeout: float | None = None,
+        vars_files: Sequence[str] = (),
+        var_pairs: Sequence[str] = (),
+    ) -> RunResult:
+        """``agentctl repair``: run a changed workflow, reusing the source's results that
+        are still compatible. Variables given here replace the ones the source recorded."""
+        args = ("repair", workflow, source_run_id, workspace, False, from_tasks)
+        return self._recover(
+            *args,
+            restart_successful,
+            reason=reason,
+            timeout=timeout,
+            variables=(tuple(vars_files), tuple(var_pairs)),
+        )
+
+    def plan_fork(self, source_run_id: str) -> dict[str, Any]:
+        """The plan of :meth:`fork`: every task executes."""
+        return self._plan("fork", None, source_run_id, None, False, (), False)
+
+    def fork(
+        self,
+        source_run_id: str,
+        *,
+        reason: str | None = None,
+        workspace: str | os.PathLike[str] | None = None,
+        timeout: float | None = None,
+    ) -> RunResult:
+        """``agentctl fork``: a new linked run of the stored workflow that runs every effect."""
+        args = ("fork", None, source_run_id, workspace, False, ())
+        return self._recover(*args, False, reason=reason, timeout=timeout)
+
+    def plan_compensation(
+        self, source_run_id: str, *, tasks: Sequence[str] | None = None
+    ) -> dict[str, Any]:
+        """Which confirmed mutations :meth:`compensate` would undo (``steps``), and whether
+        anything blocks it (``complete``); creates nothing."""
+        from agentctl.engine.compensation import plan_compensation
+        from agentctl.store.engine import open_store
+
+        with open_store(self.db) as store:
+            return plan_compensation(store, source_run_id, only=list(tasks or []) or None).to_json()
+
+    def compensate(
+        self,
+        source_run_id: str,
+        *,
+        tasks: Sequence[str] | None = None,
+        workspace: str | os.PathLike[str] | None = None,
+        timeout: float | None = None,
+    ) -> RunResult | None:
+        """``agentctl compensate``: undo a finished run's confirmed mutations with their
+        declared inverses, in a new linked run; None when there is nothing to undo."""
+        from agentctl.engine.compensation import create_compensation_run, plan_compensation
+        from agentctl.engine.driving import drive_run
+        from agentctl.ids import IdGenerator
+        from agentctl.store.engine import open_store
+
+        options = self._options(check=False, diff=False, workspace=_optional_path(workspace))
+        with open_store(self.db) as store:
+            plan = plan_compensation(store, source_run_id, only=list(tasks or []) or None)
+            ids = IdGenerator(self.clock)
+            run_id = create_compensation_run(store, plan, clock=self.clock, ids=ids)
+            if run_id is None:
+                return None
+            self._notify(
+                "created",
+                {
+                    "runId": run_id,
+                    "state": "running",
+                    "mode": "compensate",
+                    "sourceRunId": source_run_id,
+                    "tasks": len(plan.runnable),
+                },
+            )
+            outcome = drive_run(
+                store,
+                run_id,
+                options,
+                clock=self.clock,
+                timeout=timeout,
+                handle_signals=self.handle_signals,
+            )
+        return RunResult.from_outcome(outcome)
+
+    def replay(self, source_run_id: str) -> RunResult:
+        """``agentctl replay``: rebuild a finished run from its records into a new run; no
+        provider, tool or process is called."""
+        from agentctl.engine.outcome import finished_outcome
+        from agentctl.engine.recovery import replay_run
+        from agentctl.ids import IdGenerator
+        from agentctl.store.engine import open_store
+
+        with open_store(self.db) as store:
+            ids = IdGenerator(self.clock)
+            run_id = replay_run(store, source_run_id, clock=self.clock, ids=ids)
+            outcome = finished_outcome(store, run_id)
+        assert outcome is not None, "a replay is finished when it is created"
+        return RunResult.from_outcome(outcome)
+
+    # -- reading -------------------------------------------------------------------------
+
+    def inspect(self, run_id: str) -> dict[str, Any]:
+        """The whole stored run: tasks, effects and their reconciliations, approvals,
+        budget, provider sessions, tool calls, artifacts, retries and the audit check."""
+        from agentctl.engine.operations import inspect_run
+        from agentctl.store.engine import open_store
+
+        with open_store(self.db) as store:
+            return inspect_run(store, run_id)
+
+    def runs(
+        self, *, status: str | None = None, workflow: str | None = None, limit: int = 50
+    ) -> list[dict[str, Any]]:
+        """Runs, newest first, optionally only those in ``status`` or of ``workflow``."""
+        from agentctl.engine.operations import list_runs
+        from agentctl.store.engine import open_store
+
+        with open_store(self.db) as store:
+            return list_runs(store, status=status, workflow=workflow, limit=limit)
+
+    def approvals(
+        self, run_id: str | None = None, *, include_resolved: bool = False
+    ) -> list[dict[str, Any]]:
+        """Pending approvals and questions (of one run, or of all), oldest first."""
+        from agentctl.engine.approvals import list_approvals
+        from agentctl.engine.records import load_run
+        from agentctl.store.engine import open_store
+
+        with open_store(self.db) as store, store.read() as conn:
+            if run_id is not None:
+                load_run(conn, run_id)
+            status = None if include_resolved else "pending"
+            return [a.to_json() for a in list_approvals(conn, run_id, status=status)]
+
+    def effect(self, effect_id: str) -> dict[str, Any]:
+        """One journaled effect (id or a unique prefix) with its reconciliations."""
+        from agentctl.engine.journal import list_reconciliations, require_effect
+        from agentctl.store.engine import open_store
+
+        with open_store(self.db) as store, store.read() as conn:
+            record = require_effect(conn, effect_id)
+            data = record.to_json()
+            data["reconciliations"] = [r.to_json() for r in list_reconciliations(conn, record.id)]
+        return data
+
+    def needs_reconciliation(self, run_id: str | None = None) -> list[dict[str, Any]]:
+        """Effects whose outcome is unknown and that no conclusion settles yet."""
+        from agentctl.engine.operations import needs_reconciliation
+        from agentctl.store.engine import open_store
+
+        with open_store(self.db) as store:
+            return needs_reconciliation(store, run_id)
+
+    # -- deciding ------------------------------------------------------------------------
+
+    def approve(self, approval_id: str, *, reason: str, actor: str = "python") -> dict[str, Any]:
+        """Approve a gated effect; :meth:`resume` then dispatches it."""
+        return self._decide(approval_id, approve=True, reason=reason, actor=actor)
+
+    def reject(self, approval_id: str, *, reason: str, actor: str = "python") -> dict[str, Any]:
+        """Reject a gated effect; on :meth:`resume` its task fails."""
+        return self._decide(approval_id, approve=False, reason=reason, actor=actor)
+
+    def answer(self, approval_id: str, value: Any, *, actor: str = "python") -> dict[str, Any]:
+        """Answer a question (a ``builtin.ask`` task): ``value`` becomes its output after
+        it passes the question's choices or answer schema."""
+        from agentctl.engine.operations import answer_question
+        from agentctl.store.engine import open_store
+
+        raw = json.dumps(value)  # answer_question parses JSON: this round-trips any value
+        with open_store(self.db) as store:
+            return answer_question(store, approval_id, raw, actor=actor, clock=self.clock)
+
+    def reconcile(
+        self,
+        effect_id: str,
+        status: str,
+        *,
+        reason: str,
+        actor: str = "python",
+        evidence: str | None = None,
+        result: Any = None,
+        result_schema: Mapping[str, Any] | None = None,
+        compensation_effect_id: str | None = None,
+        evidence_file: str | os.PathLike[str] | None = None,
+        result_file: str | os.PathLike[str] | None = None,
+        result_schema_file: str | os.PathLike[str] | None = None,
+    ) -> dict[str, Any]:
+        """Append a conclusion to an uncertain effect: ``applied``, ``not-applied`` or
+        ``compensated``. ``result`` is what an applied operation produced (validated
+        against ``result_schema`` when given); ``evidence`` is text kept with it. The
+        ``*_file`` forms read the same from files (JSON for the result and schema), as
+        ``agentctl reconcile`` does."""
+        from agentctl.engine.operations import ReconcileRequest, reconcile_effect
+        from agentctl.store.engine import open_store
+
+        request = ReconcileRequest(
+            effect_id=effect_id,
+            status=status,
+            reason=reason,
+            actor=actor,
+            evidence=evidence,
+            result=result,
+            result_schema=dict(result_schema) if result_schema is not None else None,
+            compensation_effect_id=compensation_effect_id,
+            evidence_file=_optional_path(evidence_file),
+            result_file=_optional_path(result_file),
+            result_schema_file=_optional_path(result_schema_file),
+        )
+        with open_store(self.db) as store:
+            return reconcile_effect(store, request, clock=self.clock)
+
+    # -- internals -----------------------------------------------------------------------
+
+    def _plan(
+        self,
+        mode: str,
+        workflow: str | os.PathLike[str] | None,
+        source_run_id: str,
+        workspace: str | os.PathLike[str] | None,
+        failed: bool,
+        from_tasks: Sequence[str],
+        restart_successful: bool,
+        *,
+        variables: tuple[Sequence[str], Sequence[str]] = ((), ()),
+    ) -> dict[str, Any]:
+        from agentctl.engine.driving import recovery_plan
+        from agentctl.store.engine import open_store
+
+        base = _optional_path(workspace)
+        with open_store(self.db) as store:
+            plan = recovery_plan(
+                store,
+                mode,
+                workflow,
+                source_run_id,
+                base,
+                failed,
+                from_tasks,
+                restart_successful,
+                vars_files=variables[0],
+                var_pairs=variables[1],
+            )
+            return plan.to_json()
+
+    def _recover(
+        self,
+        mode: str,
+        workflow: str | os.PathLike[str] | None,
+        source_run_id: str,
+        workspace: str | os.PathLike[str] | None,
+        failed: bool,
+        from_tasks: Sequence[str],
+        restart_successful: bool,
+        *,
+        reason: str | None,
+        timeout: float | None,
+        variables: tuple[Sequence[str], Sequence[str]] = ((), ()),
+    ) -> RunResult:
+        from agentctl.engine.driving import drive_run, recovery_plan
+        from agentctl.engine.recovery import create_derived_run
+        from agentctl.ids import IdGenerator
+        from agentctl.store.engine import open_store
+
+        base = _optional_path(workspace)
+        options = self._options(check=False, diff=False, workspace=base)
+        with open_store(self.db) as store:
+            plan = recovery_plan(
+                store,
+                mode,
+                workflow,
+                source_run_id,
+                base,
+                failed,
+                from_tasks,
+                restart_successful,
+                vars_files=variables[0],
+                var_pairs=variables[1],
+            )
+            ids = IdGenerator(self.clock)
+            run_id = create_derived_run(store, plan, clock=self.clock, ids=ids, reason=reason)
+            self._notify(
+                "created",
+                {
+                    "runId": run_id,
+                    "state": "running",
+                    "mode": plan.mode,
+                    "sourceRunId": source_run_id,
+                    "workflow": plan.prepared.plan.workflow_name,
+                    "tasks": len(plan.decisions),
+                    "reused": sum(1 for d in plan.decisions if d.action == "reuse"),
+                },
+            )
+            outcome = drive_run(
+                store,
+                run_id,
+                options,
+                clock=self.clock,
+                timeout=timeout,
+                handle_signals=self.handle_signals,
+            )
+        return RunResult.from_outcome(outcome)
+
+    @property
+    def clock(self) -> Clock:
+        if self._clock is None:
+            from agentctl.ids import SystemClock
+
+            self._clock = SystemClock()
+        return self._clock
+
+    def _decide(
+        self, approval_id: str, *, approve: bool, reason: str, actor: str
+    ) -> dict[str, Any]:
+        from agentctl.engine.operations import decide_approval
+        from agentctl.store.engine import open_store
+
+        with open_store(self.db) as store:
+            return decide_approval(
+                store, approval_id, approve=approve, reason=reason, actor=actor, clock=self.clock
+            )
+
+    def _options(self, *, check: bool, diff: bool, workspace: str | None) -> ExecutionOptions:
+        from agentctl.engine.outcome import ExecutionOptions
+
+        options = ExecutionOptions(
+            check=check,
+            diff=diff,
+            approver=self.approver,
+            events=self.on_event,
+            workspace=workspace,
+        )
+        if self.environ is not None:
+            options.environ = dict(self.environ)
+        return options
+
+    def _notify(self, kind: str, data: dict[str, Any]) -> None:
+        if self.on_event is not None:
+            self.on_event(kind, data)
+
+    def _drive(
+        self, store: Store, run_id: str, options: ExecutionOptions, timeout: float | None
+    ) -> RunResult:
+        from agentctl.engine.driving import auto_compensate, drive_run
+
+        outcome = drive_run(
+            store,
+            run_id,
+            options,
+            clock=self.clock,
+            timeout=timeout,
+            handle_signals=self.handle_signals,
+        )
+        compensated = auto_compensate(
+            store,
+            outcome,
+            options,
+            clock=self.clock,
+            timeout=timeout,
+            handle_signals=self.handle_signals,
+            notify=self.on_event,
+        )
+        compensation = RunResult.from_outcome(compensated) if compensated is not None else None
+        return RunResult.from_outcome(outcome, compensation=compensation)
+
+
+def _optional_path(path: str | os.PathLike[str] | None) -> str | None:
+    return None if path is None else os.fspath(path)
