@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import ipaddress
 import socket
+import threading
 from pathlib import Path
+from types import FrameType
 from typing import Annotated
 
 import typer
@@ -104,6 +106,7 @@ def ui_command(
             hint="roll a workflow first, or pass the database with --db",
         )
     token = new_token()
+    stopping = threading.Event()
     sock = _bind(host, port)
     bound = int(sock.getsockname()[1])
     shown = f"[{host}]" if ":" in host else host
@@ -119,6 +122,7 @@ def ui_command(
                 adopt=not no_adopt,
                 allowed_hosts=allowed,
                 log_dir=Path(path).resolve().parent / "ui-logs",
+                stopping=stopping,
             )
         )
         output.current().success(
@@ -130,8 +134,23 @@ def ui_command(
             import webbrowser
 
             webbrowser.open(url)
-        server = uvicorn.Server(
-            uvicorn.Config(app, log_level="warning", lifespan="on", access_log=False)
+
+        class Server(uvicorn.Server):
+            def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+                # The server waits for every open response before it stops; open pages
+                # hold a live-update stream, which ends once this is set.
+                stopping.set()
+                super().handle_exit(sig, frame)
+
+        server = Server(
+            uvicorn.Config(
+                app,
+                log_level="warning",
+                lifespan="on",
+                access_log=False,
+                # A backstop: live-update streams end on their own when stopping is set.
+                timeout_graceful_shutdown=5,
+            )
         )
         try:
             server.run(sockets=[sock])

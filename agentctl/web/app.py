@@ -10,9 +10,10 @@ from __future__ import annotations
 import asyncio
 import json
 import tempfile
+import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -59,6 +60,8 @@ class DashboardConfig:
     #: How often the live-update stream looks at the store, in seconds.
     poll_seconds: float = 1.0
     log_dir: Path | None = None
+    #: Set when the server is stopping: live-update streams end so it need not wait.
+    stopping: threading.Event = field(default_factory=threading.Event)
 
 
 def _status_for(error: AgentctlError) -> int:
@@ -271,7 +274,7 @@ def create_app(config: DashboardConfig) -> Starlette:
         async def stream() -> AsyncIterator[str]:
             last = None
             yield "retry: 2000\n\n"
-            while not await request.is_disconnected():
+            while not config.stopping.is_set() and not await request.is_disconnected():
                 marker = await run_in_threadpool(_marker)
                 if marker != last:
                     last = marker
