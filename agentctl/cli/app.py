@@ -23,6 +23,7 @@ from agentctl.cli import (
     recovery,
     running,
     ui,
+    watch,
 )
 
 __all__ = ["app"]
@@ -76,6 +77,7 @@ app.command("inspect")(inspecting.inspect_command)
 app.command("audit")(inspecting.audit_command)
 app.command("reconcile")(effects.reconcile_command)
 app.command("ui")(ui.ui_command)
+app.command("watch")(watch.watch_command)
 app.add_typer(inspecting.runs_app, name="runs")
 app.add_typer(effects.app, name="effects")
 app.add_typer(approvals.app, name="approvals")

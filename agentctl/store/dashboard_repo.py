@@ -1,5 +1,6 @@
-"""Reads behind the dashboard (``agentctl ui``): run summaries with their task counts, and a
-cheap marker that changes whenever any run, task, approval or effect does.
+"""Reads behind the dashboard (``agentctl ui``) and ``agentctl watch``: run summaries with
+their task counts, a cheap marker that changes whenever anything a page shows does, and a
+run's task progress with start and finish times.
 
 Read-only; every function runs in the caller's (read) transaction, so a dashboard never
 holds the write lock a running ``roll`` needs.
@@ -16,7 +17,14 @@ from agentctl.store.rows import naive
 if TYPE_CHECKING:
     from agentctl.store.engine import SqlRunner
 
-__all__ = ["RunSummary", "change_marker", "run_summaries", "workflow_names"]
+__all__ = [
+    "RunSummary",
+    "change_marker",
+    "run_header",
+    "run_summaries",
+    "task_progress",
+    "workflow_names",
+]
 
 #: Task states that count as done in ``done/total``.
 DONE_TASK_STATES = ("succeeded", "failed", "skipped", "cancelled")
@@ -108,3 +116,23 @@ def change_marker(conn: SqlRunner) -> str:
         "SELECT (SELECT MAX(rowid) FROM audit_events), (SELECT COUNT(*) FROM runs)"
     ).first()
     return "|".join("" if value is None else str(value) for value in row)
+
+
+def task_progress(
+    conn: SqlRunner, run_id: str
+) -> list[tuple[str, str, int, datetime | None, datetime | None]]:
+    """``(task_id, status, attempt, started_at, finished_at)`` of a run's tasks, plan order."""
+    rows = conn.exec_driver_sql(
+        "SELECT task_id, status, attempt, started_at, finished_at FROM tasks "
+        "WHERE run_id = ? ORDER BY ordinal",
+        (run_id,),
+    )
+    return [(row[0], row[1], int(row[2]), naive(row[3]), naive(row[4])) for row in rows]
+
+
+def run_header(conn: SqlRunner, run_id: str) -> tuple[str, str | None] | None:
+    """``(workflow_name, owner_id)`` without reading the plan; None for an unknown run."""
+    row = conn.exec_driver_sql(
+        "SELECT workflow_name, owner_id FROM runs WHERE id = ?", (run_id,)
+    ).first()
+    return None if row is None else (str(row[0]), row[1])
