@@ -17,7 +17,7 @@ import hashlib
 import hmac
 import secrets
 from collections.abc import Awaitable, Callable, Iterable
-from urllib.parse import urlsplit
+from urllib.parse import urlencode, urlsplit
 
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
@@ -78,8 +78,8 @@ class Guard:
                 return refusal
         if in_url and request.method == "GET":
             # Keep the token out of the address bar, history and Referer from here on.
-            query = "&".join(
-                f"{k}={v}" for k, v in request.query_params.multi_items() if k != "token"
+            query = urlencode(
+                [(k, v) for k, v in request.query_params.multi_items() if k != "token"]
             )
             target = request.url.path + (f"?{query}" if query else "")
             response: Response = RedirectResponse(target, status_code=303)

@@ -39,8 +39,8 @@ def test_every_request_needs_the_token(runs: Runs, dashboard: Any) -> None:
     assert client.get("/", headers={"Authorization": "Bearer nope"}).status_code == 403
     assert client.get("/", headers={"Authorization": "Bearer tok"}).status_code == 200
     # The URL's token becomes an HttpOnly, SameSite=Strict cookie; the address loses it.
-    first = client.get("/inbox?token=tok&x=1", follow_redirects=False)
-    assert first.status_code == 303 and first.headers["location"] == "/inbox?x=1"
+    first = client.get("/?token=tok&q=a%26b&state=paused", follow_redirects=False)
+    assert first.status_code == 303 and first.headers["location"] == "/?q=a%26b&state=paused"
     cookie = first.headers["set-cookie"]
     assert "HttpOnly" in cookie and "SameSite=strict" in cookie
     assert client.get("/inbox").status_code == 200
