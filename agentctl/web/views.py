@@ -215,7 +215,7 @@ def run_page(store: Store, run_id: str) -> RunPage:
     updated = datetime.fromisoformat(run["updatedAt"])
     pending = [a for a in data["approvals"] if a["status"] == "pending"]
     terminal = run["state"] in TERMINAL_RUN_STATES
-    uncertain = [] if terminal else needs_reconciliation(store, run_id)
+    uncertain = needs_reconciliation(store, run_id)
     return RunPage(
         run={
             **run,

@@ -87,8 +87,13 @@ def test_jsonl_follows_a_running_run_live_to_its_end(tmp_path: Path) -> None:
     assert not (ws / "go").exists() and roll.poll() is None
     # …then let the run go on and read the rest.
     (ws / "go").write_text("")
-    rest, errors = watch.communicate(timeout=120)
-    assert watch.returncode == 0, errors
+    # Read on through the same buffered stream (communicate() would skip what it holds).
+    rest = watch.stdout.read()
+    assert watch.stderr is not None
+    errors = watch.stderr.read()
+    watch.stdout.close()
+    watch.stderr.close()
+    assert watch.wait(timeout=120) == 0, errors
     assert roll.wait(timeout=120) == 0
     roll.communicate()
     seen += _documents(rest)
