@@ -58,7 +58,8 @@ def _now() -> datetime:
 
 
 def _duration(created: datetime, updated: datetime, state: str) -> str:
-    end = updated if state in TERMINAL_RUN_STATES else _now()
+    # A parked run is not using time: its clock stops at its last change.
+    end = _now() if state == RunState.RUNNING else updated
     return format_duration((end - created).total_seconds())
 
 
