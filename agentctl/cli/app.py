@@ -27,6 +27,8 @@ from agentctl.cli import (
     recovery,
     running,
     schedules,
+    ui,
+    watch,
     workflows,
 )
 
@@ -90,6 +92,8 @@ app.command("compensate")(recovery.compensate_command)
 app.command("inspect")(inspecting.inspect_command)
 app.command("audit")(inspecting.audit_command)
 app.command("reconcile")(effects.reconcile_command)
+app.command("ui")(ui.ui_command)
+app.command("watch")(watch.watch_command)
 app.add_typer(inspecting.runs_app, name="runs")
 app.add_typer(effects.app, name="effects")
 app.add_typer(approvals.app, name="approvals")

@@ -48,7 +48,9 @@ __all__ = [
 MAX_EVIDENCE_BYTES = 1 << 20
 
 
-def cancel_run(store: Store, run_id: str, reason: str | None, *, clock: Clock) -> dict[str, Any]:
+def cancel_run(
+    store: Store, run_id: str, reason: str | None, *, clock: Clock, actor: str = "cli-user"
+) -> dict[str, Any]:
     """Set the durable cancel flag; a run nobody executes is cancelled at once."""
     now = clock.now()
     with store.write() as conn:
@@ -64,7 +66,12 @@ def cancel_run(store: Store, run_id: str, reason: str | None, *, clock: Clock) -
         message = reason or "cancelled by operator"
         log.set_run(conn, cancel_requested=True, cancel_reason=message, updated_at=now)
         live = run.owner_id is not None and owner_alive(run.owner_id)
-        log.event(conn, "run.cancel_requested", {"reason": reason, "ownerLive": live}, now=now)
+        log.event(
+            conn,
+            "run.cancel_requested",
+            {"reason": reason, "ownerLive": live, "actor": actor},
+            now=now,
+        )
         if not live:
             # Nobody executes it: end it now, fencing out any owner that might come back.
             clear_owner(conn, run_id)

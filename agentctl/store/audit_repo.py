@@ -18,7 +18,15 @@ from agentctl.store.timestamps import from_db, to_db
 if TYPE_CHECKING:
     from agentctl.store.engine import SqlRunner
 
-__all__ = ["AuditRow", "audited_runs", "chain_head", "count_events", "events", "insert_event"]
+__all__ = [
+    "AuditRow",
+    "audited_runs",
+    "chain_head",
+    "count_events",
+    "events",
+    "events_after",
+    "insert_event",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +103,15 @@ def events(conn: SqlRunner, run_id: str) -> list[AuditRow]:
     rows = conn.exec_driver_sql(
         f"SELECT {_COLUMNS} FROM audit_events WHERE run_id = ? ORDER BY seq",  # noqa: S608
         (run_id,),
+    )
+    return [_row(row) for row in rows]
+
+
+def events_after(conn: SqlRunner, run_id: str, seq: int) -> list[AuditRow]:
+    """The run's events after sequence number ``seq`` (what a follower has not seen yet)."""
+    rows = conn.exec_driver_sql(
+        f"SELECT {_COLUMNS} FROM audit_events WHERE run_id = ? AND seq > ? ORDER BY seq",  # noqa: S608
+        (run_id, seq),
     )
     return [_row(row) for row in rows]
 

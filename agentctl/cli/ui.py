@@ -1,0 +1,158 @@
+"""``agentctl ui``: serve the dashboard over the store until Ctrl-C."""
+
+from __future__ import annotations
+
+import ipaddress
+import socket
+import threading
+from pathlib import Path
+from types import FrameType
+from typing import Annotated
+
+import typer
+
+from agentctl.cli import output
+from agentctl.cli.options import DbOption, db_from_context
+from agentctl.errors import UsageError
+
+__all__ = ["ui_command"]
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise UsageError(
+            f"cannot listen on {host}:{port}: {exc.strerror}",
+            code="ui.bind_failed",
+            hint="pick another --port (0 lets the system choose a free one)",
+        ) from exc
+    sock.listen(128)
+    sock.set_inheritable(True)
+    return sock
+
+
+def ui_command(
+    ctx: typer.Context,
+    db: DbOption = None,
+    host: Annotated[
+        str, typer.Option("--host", help="Address to listen on (loopback by default).")
+    ] = "127.0.0.1",
+    port: Annotated[
+        int, typer.Option("--port", help="Port to listen on; 0 picks a free one.", min=0)
+    ] = 8765,
+    allow_remote: Annotated[
+        bool,
+        typer.Option(
+            "--allow-remote",
+            help="Needed for a --host other than loopback: anyone who can reach the address "
+            "and learns the token can approve effects and cancel runs, and the traffic is "
+            "plain HTTP (put it behind TLS).",
+        ),
+    ] = False,
+    open_browser: Annotated[
+        bool, typer.Option("--open", help="Open the dashboard in the default browser.")
+    ] = False,
+    no_adopt: Annotated[
+        bool,
+        typer.Option(
+            "--no-adopt",
+            help="Only record answers; do not resume a parked run once nothing blocks it.",
+        ),
+    ] = False,
+) -> None:
+    """Serve the dashboard: runs, the task graph, the inbox of approvals and questions,
+    effects in doubt; approve, answer, reconcile and cancel from the browser.
+
+    Every request needs the random token printed in the URL. When the last answer a parked
+    run waited for is given, the dashboard resumes the run (`agentctl resume` in a child
+    process) unless --no-adopt is given. Ctrl-C stops the server.
+
+    Example:
+
+        agentctl ui --db .agentctl/runtime.db --port 8765
+    """
+    import uvicorn
+
+    from agentctl.store.engine import open_store
+    from agentctl.web import DashboardConfig, create_app
+    from agentctl.web.security import new_token
+
+    if not _is_loopback(host) and not allow_remote:
+        raise UsageError(
+            f"--host {host} is not a loopback address",
+            code="ui.remote_refused",
+            hint="pass --allow-remote as well if other machines must reach the dashboard "
+            "(see `agentctl ui --help` for why it is off by default)",
+        )
+    path = db_from_context(ctx, db)
+    if not Path(path).is_file():
+        raise UsageError(
+            f"no database at {path}",
+            code="ui.no_database",
+            hint="roll a workflow first, or pass the database with --db",
+        )
+    token = new_token()
+    stopping = threading.Event()
+    sock = _bind(host, port)
+    bound = int(sock.getsockname()[1])
+    shown = f"[{host}]" if ":" in host else host
+    url = f"http://{shown}:{bound}/?token={token}"
+    allowed = None
+    if _is_loopback(host):
+        allowed = [f"{shown}:{bound}", f"127.0.0.1:{bound}", f"localhost:{bound}"]
+    with open_store(path) as store:
+        app = create_app(
+            DashboardConfig(
+                store=store,
+                token=token,
+                adopt=not no_adopt,
+                allowed_hosts=allowed,
+                log_dir=Path(path).resolve().parent / "ui-logs",
+                stopping=stopping,
+            )
+        )
+        output.current().success(
+            "Dashboard",
+            {"url": url, "host": host, "port": bound, "db": path},
+            human=f"agentctl ui on {url}   (Ctrl-C stops it)",
+        )
+        if open_browser:
+            import webbrowser
+
+            webbrowser.open(url)
+
+        class Server(uvicorn.Server):
+            def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+                # The server waits for every open response before it stops; open pages
+                # hold a live-update stream, which ends once this is set.
+                stopping.set()
+                super().handle_exit(sig, frame)
+
+        server = Server(
+            uvicorn.Config(
+                app,
+                log_level="warning",
+                lifespan="on",
+                access_log=False,
+                # A backstop: live-update streams end on their own when stopping is set.
+                timeout_graceful_shutdown=5,
+            )
+        )
+        try:
+            server.run(sockets=[sock])
+        finally:
+            sock.close()

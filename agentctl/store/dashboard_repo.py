@@ -1,0 +1,138 @@
+"""Reads behind the dashboard (``agentctl ui``) and ``agentctl watch``: run summaries with
+their task counts, a cheap marker that changes whenever anything a page shows does, and a
+run's task progress with start and finish times.
+
+Read-only; every function runs in the caller's (read) transaction, so a dashboard never
+holds the write lock a running ``roll`` needs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from agentctl.store.rows import naive
+
+if TYPE_CHECKING:
+    from agentctl.store.engine import SqlRunner
+
+__all__ = [
+    "RunSummary",
+    "change_marker",
+    "run_header",
+    "run_summaries",
+    "task_progress",
+    "workflow_names",
+]
+
+#: Task states that count as done in ``done/total``.
+DONE_TASK_STATES = ("succeeded", "failed", "skipped", "cancelled")
+
+
+@dataclass(frozen=True, slots=True)
+class RunSummary:
+    id: str
+    workflow_name: str
+    status: str
+    mode: str
+    created_at: datetime
+    updated_at: datetime
+    tasks_total: int
+    tasks_done: int
+    pending_approvals: int
+
+
+def run_summaries(
+    conn: SqlRunner,
+    *,
+    status: str | None = None,
+    workflow: str | None = None,
+    search: str | None = None,
+    limit: int = 100,
+) -> list[RunSummary]:
+    """Newest runs first, each with its task counts and pending approvals.
+
+    The counts are correlated subqueries on the ``(run_id, status)`` indexes of tasks and
+    approvals, evaluated only for the ``limit`` rows the page shows.
+    """
+    where: list[str] = []
+    params: list[Any] = []
+    if status:
+        where.append("r.status = ?")
+        params.append(status)
+    if workflow:
+        where.append("r.workflow_name = ?")
+        params.append(workflow)
+    if search:
+        where.append("r.id LIKE ? ESCAPE '\\'")
+        escaped = search.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        params.append(f"%{escaped}%")
+    clause = f" WHERE {' AND '.join(where)}" if where else ""
+    done = ", ".join(f"'{state}'" for state in DONE_TASK_STATES)
+    params.append(max(1, limit))
+    rows = conn.exec_driver_sql(
+        "SELECT r.id, r.workflow_name, r.status, r.mode, r.created_at, r.updated_at, "
+        "(SELECT COUNT(*) FROM tasks t WHERE t.run_id = r.id), "
+        f"(SELECT COUNT(*) FROM tasks t WHERE t.run_id = r.id AND t.status IN ({done})), "
+        "(SELECT COUNT(*) FROM approvals a WHERE a.run_id = r.id AND a.status = 'pending') "
+        f"FROM runs r{clause} ORDER BY r.created_at DESC, r.id DESC LIMIT ?",  # noqa: S608
+        tuple(params),
+    )
+    out: list[RunSummary] = []
+    for row in rows:
+        created, updated = naive(row[4]), naive(row[5])
+        assert created is not None and updated is not None
+        out.append(
+            RunSummary(
+                id=row[0],
+                workflow_name=row[1],
+                status=row[2],
+                mode=row[3],
+                created_at=created,
+                updated_at=updated,
+                tasks_total=int(row[6]),
+                tasks_done=int(row[7]),
+                pending_approvals=int(row[8]),
+            )
+        )
+    return out
+
+
+def workflow_names(conn: SqlRunner) -> list[str]:
+    """Every workflow name that has a run, sorted (for the filter)."""
+    rows = conn.exec_driver_sql("SELECT DISTINCT workflow_name FROM runs ORDER BY workflow_name")
+    return [str(row[0]) for row in rows]
+
+
+def change_marker(conn: SqlRunner) -> str:
+    """A string that differs whenever anything a page shows changed.
+
+    Every transition (a run created, a task settled, an approval decided, an effect
+    reconciled, a cancel) appends an audit event in its own transaction, so the newest
+    event's rowid (an O(1) read of the table's b-tree) and the number of runs suffice.
+    """
+    row = conn.exec_driver_sql(
+        "SELECT (SELECT MAX(rowid) FROM audit_events), (SELECT COUNT(*) FROM runs)"
+    ).first()
+    return "|".join("" if value is None else str(value) for value in row)
+
+
+def task_progress(
+    conn: SqlRunner, run_id: str
+) -> list[tuple[str, str, int, datetime | None, datetime | None]]:
+    """``(task_id, status, attempt, started_at, finished_at)`` of a run's tasks, plan order."""
+    rows = conn.exec_driver_sql(
+        "SELECT task_id, status, attempt, started_at, finished_at FROM tasks "
+        "WHERE run_id = ? ORDER BY ordinal",
+        (run_id,),
+    )
+    return [(row[0], row[1], int(row[2]), naive(row[3]), naive(row[4])) for row in rows]
+
+
+def run_header(conn: SqlRunner, run_id: str) -> tuple[str, str | None] | None:
+    """``(workflow_name, owner_id)`` without reading the plan; None for an unknown run."""
+    row = conn.exec_driver_sql(
+        "SELECT workflow_name, owner_id FROM runs WHERE id = ?", (run_id,)
+    ).first()
+    return None if row is None else (str(row[0]), row[1])

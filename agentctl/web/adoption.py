@@ -1,0 +1,100 @@
+"""Adoption: once a parked run has every answer it waited for, the dashboard resumes it.
+
+The resume is ``agentctl resume RUN`` in a child process: the very operation a person would
+type, with its own ownership lease, fencing and signal handling, and no executor inside the
+web server's event loop. Only a run that is ``paused``, has no pending approval or question
+left, and whose previous owner is gone is adopted; a live owner is never taken over (the
+store's ownership rules refuse it anyway).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+from agentctl.engine.approvals import list_approvals
+from agentctl.engine.records import load_run
+from agentctl.store.engine import Store
+from agentctl.store.ownership import owner_alive
+from agentctl.store.states import RunState
+
+__all__ = ["Adopter"]
+
+
+class Adopter:
+    """Starts and reaps the resume processes of adopted runs."""
+
+    def __init__(self, store: Store, *, enabled: bool, log_dir: Path | None = None) -> None:
+        self.store = store
+        self.enabled = enabled
+        self.log_dir = log_dir
+        self._children: dict[str, subprocess.Popen[bytes]] = {}
+        self._lock = threading.Lock()
+
+    def ready(self, run_id: str) -> bool:
+        """True when the run is parked, unanswered by nothing, and owned by nobody alive."""
+        with self.store.read() as conn:
+            run = load_run(conn, run_id)
+            if run.status != RunState.PAUSED:
+                return False
+            if run.owner_id is not None and owner_alive(run.owner_id):
+                return False
+            return not list_approvals(conn, run_id, status="pending")
+
+    def maybe_adopt(self, run_id: str) -> bool:
+        """Resume the run in a child process when it is ready; True if one was started."""
+        if not self.enabled or not self.ready(run_id):
+            return False
+        with self._lock:
+            self._reap()
+            if run_id in self._children:
+                return False
+            command = [
+                sys.executable,
+                "-m",
+                "agentctl",
+                "--output",
+                "json",
+                "resume",
+                run_id,
+                "--db",
+                self.store.path,
+            ]
+            if self.log_dir is None:
+                child = subprocess.Popen(
+                    command,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
+            else:
+                self.log_dir.mkdir(parents=True, exist_ok=True)
+                with (self.log_dir / f"{run_id}.resume.log").open("ab") as log:
+                    child = subprocess.Popen(
+                        command, stdin=subprocess.DEVNULL, stdout=log, stderr=log
+                    )
+            self._children[run_id] = child
+        return True
+
+    def _reap(self) -> None:
+        for run_id, child in list(self._children.items()):
+            if child.poll() is not None:
+                del self._children[run_id]
+
+    def running(self) -> list[str]:
+        with self._lock:
+            self._reap()
+            return sorted(self._children)
+
+    def wait(self, timeout: float | None = None) -> None:
+        """Wait for the resume processes (the dashboard is stopping; they finish their
+        runs or park them again on their own, so they are never killed)."""
+        with self._lock:
+            children = list(self._children.values())
+        for child in children:
+            try:
+                child.wait(timeout)
+            except subprocess.TimeoutExpired:
+                continue

@@ -1,0 +1,321 @@
+"""The dashboard's Starlette application: pages, actions, artifact downloads, live updates.
+
+Pages are rendered on the server from the templates shipped in this package; the one
+stylesheet and one script are served from the package too (no CDN, works offline). Every
+action is the engine operation the CLI calls, with the actor ``ui``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import tempfile
+import threading
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from jinja2 import Environment, PackageLoader, select_autoescape
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import FormData
+from starlette.middleware import Middleware
+from starlette.middleware.base import BaseHTTPMiddleware
+from starlette.requests import Request
+from starlette.responses import (
+    FileResponse,
+    HTMLResponse,
+    RedirectResponse,
+    Response,
+    StreamingResponse,
+)
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from agentctl.engine import operations
+from agentctl.errors import AgentctlError, NotFoundError, UsageError
+from agentctl.ids import SystemClock
+from agentctl.store import dashboard_repo
+from agentctl.store.engine import Store
+from agentctl.web import views
+from agentctl.web.adoption import Adopter
+from agentctl.web.security import Guard
+
+__all__ = ["ACTOR", "DashboardConfig", "create_app"]
+
+ACTOR = "ui"
+STATIC = Path(__file__).resolve().parent / "static"
+
+
+@dataclass
+class DashboardConfig:
+    store: Store
+    token: str
+    adopt: bool = True
+    #: Host headers accepted (``host:port``); None accepts any (tests of the ASGI app).
+    allowed_hosts: list[str] | None = None
+    #: How often the live-update stream looks at the store, in seconds.
+    poll_seconds: float = 1.0
+    log_dir: Path | None = None
+    #: Set when the server is stopping: live-update streams end so it need not wait.
+    stopping: threading.Event = field(default_factory=threading.Event)
+
+
+def _status_for(error: AgentctlError) -> int:
+    if isinstance(error, NotFoundError):
+        return 404
+    return {2: 400, 3: 409}.get(error.exit_code, 500)
+
+
+def create_app(config: DashboardConfig) -> Starlette:
+    store = config.store
+    guard = Guard(config.token, config.allowed_hosts)
+    adopter = Adopter(store, enabled=config.adopt, log_dir=config.log_dir)
+    env = Environment(
+        loader=PackageLoader("agentctl.web", "templates"),
+        autoescape=select_autoescape(["html"]),
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["pretty"] = views.pretty
+    clock = SystemClock()
+
+    def render(request: Request, name: str, status_code: int = 200, **context: Any) -> Response:
+        template = env.get_template(name)
+        body = template.render(
+            csrf=guard.csrf,
+            path=request.url.path,
+            notice=request.query_params.get("notice", ""),
+            adopting=adopter.running(),
+            **context,
+        )
+        return HTMLResponse(body, status_code=status_code)
+
+    def failure(request: Request, error: AgentctlError) -> Response:
+        return render(
+            request,
+            "error.html",
+            status_code=_status_for(error),
+            title="Refused",
+            error={"message": error.message, "hint": error.hint, "code": error.code},
+        )
+
+    def page(builder: Callable[[Request], Response]) -> Callable[[Request], Any]:
+        async def endpoint(request: Request) -> Response:
+            try:
+                return await run_in_threadpool(builder, request)
+            except AgentctlError as error:
+                return failure(request, error)
+
+        return endpoint
+
+    # -- pages ---------------------------------------------------------------------------
+
+    def runs(request: Request) -> Response:
+        params = request.query_params
+        try:
+            limit = min(1000, max(1, int(params.get("limit", "100"))))
+        except ValueError:
+            limit = 100
+        data = views.runs_page(
+            store,
+            state=params.get("state") or None,
+            workflow=params.get("workflow") or None,
+            search=(params.get("q") or "").strip() or None,
+            limit=limit,
+        )
+        return render(request, "runs.html", title="Runs", **data)
+
+    def run(request: Request) -> Response:
+        data = views.run_page(store, request.path_params["run_id"])
+        return render(request, "run.html", title=data.run["runId"], page=data)
+
+    def inbox(request: Request) -> Response:
+        return render(
+            request,
+            "inbox.html",
+            title="Inbox",
+            items=views.inbox(store),
+            effects=views.uncertain_effects(store),
+        )
+
+    def effects(request: Request) -> Response:
+        return render(
+            request, "effects.html", title="Effects", effects=views.uncertain_effects(store)
+        )
+
+    def artifact(request: Request) -> Response:
+        from agentctl.artifacts import ArtifactStore
+
+        run_id = request.path_params["run_id"]
+        digest = request.path_params["digest"]
+        listing = operations.inspect_run(store, run_id)["artifacts"]
+        match = next((a for a in listing if a["digest"] == digest), None)
+        if match is None:
+            raise NotFoundError(
+                f"run {run_id} has no artifact with digest {digest}",
+                hint="follow a download link from the run's page",
+            )
+        info = ArtifactStore.beside(store, clock).inspect(digest)
+        if not info.present:
+            raise NotFoundError(
+                f"the blob of {match['name']} ({digest}) is missing from the artifact store",
+                hint="run `agentctl artifacts verify` to see what is damaged",
+            )
+        filename = Path(str(match.get("path") or match["name"])).name or "artifact"
+        return FileResponse(
+            info.path,
+            filename=filename,
+            media_type=info.media_type or "application/octet-stream",
+        )
+
+    # -- actions -------------------------------------------------------------------------
+
+    def action(
+        operation: Callable[[Request, FormData], tuple[str, str | None]],
+    ) -> Callable[[Request], Any]:
+        """Check the CSRF token, run the operation, adopt its run, redirect back."""
+
+        async def endpoint(request: Request) -> Response:
+            form = await request.form()
+            refusal = guard.csrf_refusal(request, form.get("csrf"))
+            if refusal is not None:
+                return refusal
+            try:
+                notice, run_id = await run_in_threadpool(operation, request, form)
+                if run_id is not None and await run_in_threadpool(adopter.maybe_adopt, run_id):
+                    notice += f"; the dashboard resumed run {run_id}"
+            except AgentctlError as error:
+                return failure(request, error)
+            back = str(form.get("next") or "/")
+            if not back.startswith("/") or back.startswith("//"):
+                back = "/"
+            separator = "&" if "?" in back else "?"
+            return RedirectResponse(f"{back}{separator}notice={quote(notice)}", status_code=303)
+
+        return endpoint
+
+    def _text(form: FormData, name: str) -> str:
+        value = form.get(name)
+        return value.strip() if isinstance(value, str) else ""
+
+    def decide(approve: bool) -> Callable[[Request, FormData], tuple[str, str | None]]:
+        def operation(request: Request, form: FormData) -> tuple[str, str | None]:
+            reason = _text(form, "reason")
+            if not reason:
+                raise UsageError("a reason is required (it is kept in the audit log)")
+            data = operations.decide_approval(
+                store,
+                request.path_params["approval_id"],
+                approve=approve,
+                reason=reason,
+                actor=ACTOR,
+                clock=clock,
+            )
+            decided = data["approval"]
+            return f"{decided['approvalId']} {decided['status']}", decided["runId"]
+
+        return operation
+
+    def answer(request: Request, form: FormData) -> tuple[str, str | None]:
+        value = form.get("value")
+        if not isinstance(value, str) or not value.strip():
+            raise UsageError("an answer is required")
+        data = operations.answer_question(
+            store, request.path_params["approval_id"], value.strip(), actor=ACTOR, clock=clock
+        )
+        answered = data["approval"]
+        return f"{answered['approvalId']} answered", answered["runId"]
+
+    def reconcile(request: Request, form: FormData) -> tuple[str, str | None]:
+        # The CLI operation reads evidence and results from files; the form's text goes
+        # through the same path (size limits, JSON and schema checks) via a private folder.
+        with tempfile.TemporaryDirectory(prefix="agentctl-ui-") as folder:
+            files: dict[str, str | None] = {}
+            for name in ("evidence", "result", "result_schema"):
+                text = _text(form, name)
+                if text:
+                    path = Path(folder) / name
+                    path.write_text(text, encoding="utf-8")
+                    files[name] = str(path)
+                else:
+                    files[name] = None
+            data = operations.reconcile_effect(
+                store,
+                operations.ReconcileRequest(
+                    effect_id=request.path_params["effect_id"],
+                    status=_text(form, "status"),
+                    reason=_text(form, "reason"),
+                    actor=ACTOR,
+                    evidence_file=files["evidence"],
+                    result_file=files["result"],
+                    result_schema_file=files["result_schema"],
+                ),
+                clock=clock,
+            )
+        effect = data["effect"]
+        concluded = data["reconciliation"]["status"].replace("_", "-")
+        return f"{effect['effectId']} reconciled as {concluded}", effect["runId"]
+
+    def cancel(request: Request, form: FormData) -> tuple[str, str | None]:
+        run_id = request.path_params["run_id"]
+        data = operations.cancel_run(
+            store, run_id, _text(form, "reason") or None, clock=clock, actor=ACTOR
+        )
+        note = data.get("note")
+        return f"{run_id} {data['state']}" + (f" ({note})" if note else ""), None
+
+    # -- live updates --------------------------------------------------------------------
+
+    async def events(request: Request) -> Response:
+        async def stream() -> AsyncIterator[str]:
+            last = None
+            yield "retry: 2000\n\n"
+            while not config.stopping.is_set() and not await request.is_disconnected():
+                marker = await run_in_threadpool(_marker)
+                if marker != last:
+                    last = marker
+                    yield f"data: {json.dumps(marker)}\n\n"
+                else:
+                    yield ": idle\n\n"
+                await asyncio.sleep(config.poll_seconds)
+
+        return StreamingResponse(
+            stream(),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+        )
+
+    def _marker() -> str:
+        with store.read() as conn:
+            return dashboard_repo.change_marker(conn)
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        yield
+        await run_in_threadpool(adopter.wait, 0)
+
+    routes = [
+        Route("/", page(runs)),
+        Route("/runs/{run_id}", page(run)),
+        Route("/inbox", page(inbox)),
+        Route("/effects", page(effects)),
+        Route("/runs/{run_id}/artifacts/{digest}", page(artifact)),
+        Route("/events", events),
+        Route("/approvals/{approval_id}/approve", action(decide(True)), methods=["POST"]),
+        Route("/approvals/{approval_id}/reject", action(decide(False)), methods=["POST"]),
+        Route("/approvals/{approval_id}/answer", action(answer), methods=["POST"]),
+        Route("/effects/{effect_id}/reconcile", action(reconcile), methods=["POST"]),
+        Route("/runs/{run_id}/cancel", action(cancel), methods=["POST"]),
+        Mount("/static", app=StaticFiles(directory=STATIC), name="static"),
+    ]
+    app = Starlette(
+        routes=routes,
+        middleware=[Middleware(BaseHTTPMiddleware, dispatch=guard)],
+        lifespan=lifespan,
+    )
+    app.state.adopter = adopter
+    return app

@@ -1,0 +1,268 @@
+"""What each dashboard page shows, read from the store (no Starlette here).
+
+Every read is one read transaction through the store repositories or the engine's own read
+functions (the same ones behind ``agentctl inspect``, ``runs list``, ``approvals list`` and
+``reconcile --list``), so the dashboard shows exactly what the CLI shows and never holds
+the write lock a running ``roll`` needs.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from agentctl.engine.approvals import list_approvals
+from agentctl.engine.operations import inspect_run, needs_reconciliation
+from agentctl.engine.records import TERMINAL_RUN_STATES, load_run
+from agentctl.observability.audit import list_events
+from agentctl.store import dashboard_repo
+from agentctl.store.engine import Store
+from agentctl.store.states import RunState
+
+__all__ = [
+    "GraphNode",
+    "RunPage",
+    "format_duration",
+    "inbox",
+    "run_page",
+    "runs_page",
+    "uncertain_effects",
+]
+
+RUN_STATES = [state.value for state in RunState]
+MAX_SHOWN_JSON = 20_000
+
+
+def format_duration(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m {seconds % 60:02d}s"
+    return f"{seconds // 3600}h {seconds % 3600 // 60:02d}m"
+
+
+def pretty(value: Any) -> str:
+    """JSON for a ``<pre>`` block, cut at a size a page can hold."""
+    text = json.dumps(value, indent=2, sort_keys=True, default=str, ensure_ascii=False)
+    if len(text) > MAX_SHOWN_JSON:
+        return text[:MAX_SHOWN_JSON] + f"\n… ({len(text) - MAX_SHOWN_JSON} more characters)"
+    return text
+
+
+def _now() -> datetime:
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+def _duration(created: datetime, updated: datetime, state: str) -> str:
+    # A parked run is not using time: its clock stops at its last change.
+    end = _now() if state == RunState.RUNNING else updated
+    return format_duration((end - created).total_seconds())
+
+
+def runs_page(
+    store: Store,
+    *,
+    state: str | None,
+    workflow: str | None,
+    search: str | None,
+    limit: int,
+) -> dict[str, Any]:
+    with store.read() as conn:
+        rows = dashboard_repo.run_summaries(
+            conn, status=state, workflow=workflow, search=search, limit=limit
+        )
+        workflows = dashboard_repo.workflow_names(conn)
+    return {
+        "runs": [
+            {
+                "id": row.id,
+                "workflow": row.workflow_name,
+                "state": row.status,
+                "mode": row.mode,
+                "started": row.created_at.strftime("%Y-%m-%d %H:%M:%S"),
+                "duration": _duration(row.created_at, row.updated_at, row.status),
+                "done": row.tasks_done,
+                "total": row.tasks_total,
+                "waiting": row.pending_approvals,
+            }
+            for row in rows
+        ],
+        "workflows": workflows,
+        "states": RUN_STATES,
+        "filters": {"state": state or "", "workflow": workflow or "", "q": search or ""},
+        "limit": limit,
+    }
+
+
+@dataclass
+class GraphNode:
+    """One box of the task graph: a task, or a group of expanded children."""
+
+    id: str
+    state: str
+    kind: str
+    needs: list[str]
+    children: list[GraphNode] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
+    live_state: str | None = None
+
+
+@dataclass
+class RunPage:
+    run: dict[str, Any]
+    duration: str
+    terminal: bool
+    columns: list[list[GraphNode]]
+    tasks: list[dict[str, Any]]
+    budget: list[dict[str, Any]]
+    audit: dict[str, Any]
+    events: list[dict[str, Any]]
+    pending: list[dict[str, Any]]
+    uncertain: list[dict[str, Any]]
+
+
+def _graph(plan: dict[str, Any], states: dict[str, str]) -> list[list[GraphNode]]:
+    """Plan tasks in columns by dependency depth; expanded children (foreach, matrix, loop
+    iterations, sub-workflow steps) folded into one group box under their source task."""
+    tasks: dict[str, Any] = plan.get("tasks") or {}
+    order: list[str] = list(plan.get("order") or tasks)
+    depth: dict[str, int] = {}
+    for task_id in order:  # plan order is a topological order
+        needs = tasks[task_id].get("needs") or []
+        depth[task_id] = 1 + max((depth.get(n, 0) for n in needs), default=-1)
+    groups: dict[str, GraphNode] = {}
+    placed: dict[int, list[GraphNode]] = defaultdict(list)
+    for task_id in order:
+        task = tasks[task_id]
+        node = GraphNode(
+            id=task_id,
+            state=states.get(task_id, "pending"),
+            kind=str((task.get("uses") or {}).get("kind", "")),
+            needs=list(task.get("needs") or []),
+        )
+        expansion = task.get("expansion")
+        if expansion is None:
+            group = groups.get(task_id)
+            if group is not None:
+                # The aggregate that gathers the children: one box, with the live state of
+                # the aggregate task itself.
+                group.kind, group.needs, group.live_state = node.kind, node.needs, node.state
+            else:
+                placed[depth[task_id]].append(node)
+            continue
+        parent = str(expansion["parent"])
+        group = groups.get(parent)
+        if group is None:
+            group = GraphNode(id=parent, state="group", kind="expansion", needs=[])
+            groups[parent] = group
+            placed[depth[task_id]].append(group)
+        group.children.append(node)
+        group.counts[node.state] = group.counts.get(node.state, 0) + 1
+    for group in groups.values():
+        group.state = group.live_state or _group_state(group.counts)
+    return [placed[level] for level in sorted(placed)]
+
+
+def _group_state(counts: dict[str, int]) -> str:
+    for state in ("failed", "waiting_for_effect", "waiting_for_approval", "running", "pending"):
+        if counts.get(state):
+            return state
+    return "succeeded" if counts.get("succeeded") else "skipped"
+
+
+def run_page(store: Store, run_id: str) -> RunPage:
+    data = inspect_run(store, run_id)
+    with store.read() as conn:
+        row = load_run(conn, run_id)
+        events = list_events(conn, run_id)
+    plan_tasks: dict[str, Any] = row.plan.get("tasks") or {}
+    states = {task["taskId"]: task["state"] for task in data["tasks"]}
+    by_task: dict[str, dict[str, list[Any]]] = defaultdict(lambda: defaultdict(list))
+    for key in ("effects", "approvals", "artifacts", "toolCalls"):
+        for item in data[key]:
+            by_task[item.get("taskId") or ""][key].append(item)
+    for retry in data["retries"]:
+        by_task[retry.get("taskId") or ""]["retries"].append(retry)
+    tasks = []
+    for task in data["tasks"]:
+        task_id = task["taskId"]
+        plan_task = plan_tasks.get(task_id) or {}
+        related = by_task.get(task_id, {})
+        tasks.append(
+            {
+                **task,
+                "kind": (plan_task.get("uses") or {}).get("kind", ""),
+                "uses": (plan_task.get("uses") or {}).get("name", ""),
+                "needs": plan_task.get("needs") or [],
+                "input": pretty(plan_task.get("input") or {}),
+                "outputText": pretty(task.get("output")) if task.get("output") is not None else "",
+                "errorText": pretty(task["error"]) if task.get("error") else "",
+                "effects": [
+                    {**effect, "requestText": pretty(effect.get("request"))}
+                    for effect in related.get("effects", [])
+                ],
+                "approvals": related.get("approvals", []),
+                "artifacts": related.get("artifacts", []),
+                "toolCalls": related.get("toolCalls", []),
+                "retries": related.get("retries", []),
+            }
+        )
+    run = data["run"]
+    created = datetime.fromisoformat(run["createdAt"])
+    updated = datetime.fromisoformat(run["updatedAt"])
+    pending = [a for a in data["approvals"] if a["status"] == "pending"]
+    terminal = run["state"] in TERMINAL_RUN_STATES
+    uncertain = needs_reconciliation(store, run_id)
+    return RunPage(
+        run={
+            **run,
+            "outputText": pretty(run["output"]) if run.get("output") is not None else "",
+            "errorText": pretty(run["error"]) if run.get("error") else "",
+            "inputsText": pretty(run.get("inputs") or {}),
+        },
+        duration=_duration(created, updated, run["state"]),
+        terminal=terminal,
+        columns=_graph(row.plan, states),
+        tasks=tasks,
+        budget=data["budget"],
+        audit=data["audit"],
+        events=[
+            {
+                "seq": event.seq,
+                "kind": event.kind,
+                "taskId": event.task_id,
+                "effectId": event.effect_id,
+                "at": event.created_at.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3],
+                "payload": pretty(event.payload),
+            }
+            for event in events
+        ],
+        pending=pending,
+        uncertain=uncertain,
+    )
+
+
+def inbox(store: Store) -> list[dict[str, Any]]:
+    """Every pending approval and question, oldest first, with its run's workflow."""
+    with store.read() as conn:
+        found = [a.to_json() for a in list_approvals(conn, None, status="pending")]
+        workflows: dict[str, str] = {}
+        for item in found:
+            run_id = item["runId"]
+            if run_id not in workflows:
+                workflows[run_id] = load_run(conn, run_id).workflow_name
+            item["workflow"] = workflows[run_id]
+            item["inputText"] = pretty(item.get("input")) if item.get("input") is not None else ""
+    return found
+
+
+def uncertain_effects(store: Store) -> list[dict[str, Any]]:
+    """Effects whose outcome nobody knows, across runs (``agentctl reconcile --list``)."""
+    return [
+        {**effect, "requestText": pretty(effect.get("request"))}
+        for effect in needs_reconciliation(store)
+    ]

@@ -1,0 +1,135 @@
+"""Helpers for dashboard tests: real runs in real SQLite files, parked for a person."""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+RELEASE = """
+apiVersion: agentctl.dev/v1
+kind: Workflow
+metadata: {name: release}
+spec:
+  policy:
+    approval: mutations
+    nonInteractive: pause
+    writableRoots: [out]
+  actions:
+    save: {kind: builtin.write}
+    set: {kind: builtin.assign}
+  tasks:
+    - id: prepare
+      uses: action:set
+      with: {version: "1.2.3"}
+    - id: check
+      uses: action:set
+      needs: [prepare]
+      foreach: {items: [lint, unit, docs], as: suite}
+      with: {suite: "${{ vars.suite }}"}
+    - id: publish
+      uses: action:save
+      needs: [prepare, check]
+      with:
+        path: out/release.txt
+        content: "released ${{ tasks.prepare.output.output.version }}"
+"""
+"""Parks at ``publish`` (a write needs approval); approved, it writes an artifact."""
+
+ASKING = """
+apiVersion: agentctl.dev/v1
+kind: Workflow
+metadata: {name: asking}
+spec:
+  actions:
+    ask: {kind: builtin.ask}
+    set: {kind: builtin.assign}
+  tasks:
+    - id: env
+      uses: action:ask
+      with: {prompt: "Deploy where?", choices: [staging, production]}
+    - id: use
+      uses: action:set
+      needs: [env]
+      with: {target: "${{ tasks.env.output.answer }}"}
+"""
+
+UNCERTAIN = """
+apiVersion: agentctl.dev/v1
+kind: Workflow
+metadata: {name: slow}
+spec:
+  policy: {approval: never, processAllowlist: [sh]}
+  actions:
+    work:
+      kind: builtin.shell.exec
+      command: sh
+      args: ["-c", "if [ -f marker ]; then echo second; else touch marker; sleep 30; fi"]
+      timeoutSeconds: 1
+  tasks:
+    - id: step
+      uses: action:work
+"""
+"""Its first attempt times out after dispatch: the effect is left uncertain (exit 3)."""
+
+
+class Runs:
+    """Rolls workflows into one database through the CLI, in one workspace."""
+
+    def __init__(self, cli: Any, root: Path) -> None:
+        self.cli = cli
+        self.workspace = root / "ws"
+        self.workspace.mkdir()
+        self.db = root / "state" / "runtime.db"
+
+    def roll(self, text: str, name: str, expect: int = 3) -> dict[str, Any]:
+        path = self.workspace / f"{name}.yaml"
+        path.write_text(textwrap.dedent(text))
+        result = self.cli("--output", "json", "roll", path, "--db", self.db)
+        assert result.exit_code == expect, result.stderr
+        data: dict[str, Any] = result.json()["data"]
+        return data
+
+    def inspect(self, run_id: str) -> dict[str, Any]:
+        result = self.cli("--output", "json", "inspect", run_id, "--db", self.db)
+        assert result.exit_code == 0, result.stderr
+        data: dict[str, Any] = result.json()["data"]
+        return data
+
+
+@pytest.fixture
+def runs(cli: Any, tmp_path: Path) -> Runs:
+    return Runs(cli, tmp_path)
+
+
+@pytest.fixture
+def dashboard(runs: Runs) -> Iterator[Any]:
+    """A factory of TestClients over the runs' database (the access token is ``tok``)."""
+    from starlette.testclient import TestClient
+
+    from agentctl.store.engine import open_store
+    from agentctl.web import DashboardConfig, create_app
+
+    opened: list[Any] = []
+
+    def make(*, adopt: bool = False, login: bool = True, **options: Any) -> Any:
+        store = open_store(str(runs.db))
+        opened.append(store)
+        app = create_app(DashboardConfig(store=store, token="tok", adopt=adopt, **options))
+        client = TestClient(app, base_url="http://127.0.0.1:8765")
+        client.__enter__()
+        opened.append(client)
+        if login:
+            assert client.get("/?token=tok").status_code == 200
+        return client
+
+    yield make
+    for thing in reversed(opened):
+        if hasattr(thing, "app"):
+            thing.app.state.adopter.wait()
+            thing.__exit__(None, None, None)
+        else:
+            thing.close()

@@ -1,0 +1,291 @@
+"""The dashboard's routes against real runs in real SQLite files (Starlette's TestClient)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from tests.web.conftest import ASKING, RELEASE, UNCERTAIN, Runs
+
+CSRF_RE = re.compile(r'name="csrf" value="([0-9a-f]+)"')
+
+
+def _csrf(page: str) -> str:
+    match = CSRF_RE.search(page)
+    assert match is not None, "the page has no form with a CSRF token"
+    return match.group(1)
+
+
+def _events(runs: Runs, run_id: str, kind: str) -> list[dict[str, Any]]:
+    import sqlite3
+
+    with sqlite3.connect(runs.db) as conn:
+        rows = conn.execute(
+            "SELECT payload_json FROM audit_events WHERE run_id = ? AND kind = ? ORDER BY seq",
+            (run_id, kind),
+        ).fetchall()
+    conn.close()
+    import json
+
+    return [json.loads(row[0]) for row in rows]
+
+
+def test_every_request_needs_the_token(runs: Runs, dashboard: Any) -> None:
+    runs.roll(RELEASE, "release")
+    client = dashboard(login=False)
+    for path in ("/", "/inbox", "/effects", "/events", "/static/dashboard.css"):
+        assert client.get(path).status_code == 401, path
+    assert client.get("/?token=nope").status_code == 403
+    assert client.get("/", headers={"Authorization": "Bearer nope"}).status_code == 403
+    assert client.get("/", headers={"Authorization": "Bearer tok"}).status_code == 200
+    # The URL's token becomes an HttpOnly, SameSite=Strict cookie; the address loses it.
+    first = client.get("/?token=tok&q=a%26b&state=paused", follow_redirects=False)
+    assert first.status_code == 303 and first.headers["location"] == "/?q=a%26b&state=paused"
+    cookie = first.headers["set-cookie"]
+    assert "HttpOnly" in cookie and "SameSite=strict" in cookie
+    assert client.get("/inbox").status_code == 200
+    client.cookies.clear()
+    assert client.get("/inbox").status_code == 401
+    assert client.get("/inbox", headers={"Cookie": "agentctl_ui=forged"}).status_code == 403
+
+
+def test_a_foreign_host_name_is_refused(runs: Runs, dashboard: Any) -> None:
+    runs.roll(RELEASE, "release")
+    client = dashboard(login=False, allowed_hosts=["127.0.0.1:8765"])
+    assert client.get("/?token=tok").status_code == 200
+    rebound = client.get("/", headers={"Host": "evil.example:8765"})
+    assert rebound.status_code == 403 and "not this dashboard" in rebound.text
+
+
+def test_runs_list_filters_and_searches(runs: Runs, dashboard: Any) -> None:
+    parked = runs.roll(RELEASE, "release")["runId"]
+    asked = runs.roll(ASKING, "asking")["runId"]
+    client = dashboard()
+    page = client.get("/").text
+    assert parked in page and asked in page
+    # tasks done/total and the waiting approvals of the parked run
+    row = page[page.index(parked) :].split("</tr>")[0]
+    assert "5/6" in row and "1 waiting" in row and "release" in row
+    assert 'class="badge s-paused"' in page
+    only_release = client.get("/?workflow=release").text
+    assert parked in only_release and asked not in only_release
+    assert asked not in client.get("/?state=succeeded").text
+    assert "no runs match" in client.get("/?state=succeeded").text
+    searched = client.get("/", params={"q": asked[-12:]}).text
+    assert asked in searched and parked not in searched
+    # LIKE wildcards in the search are literal characters
+    assert "no runs match" in client.get("/", params={"q": "%"}).text
+
+
+def test_run_page_shows_graph_tasks_effects_and_verified_audit(runs: Runs, dashboard: Any) -> None:
+    run_id = runs.roll(RELEASE, "release")["runId"]
+    page = dashboard().get(f"/runs/{run_id}").text
+    # The three foreach children fold into the aggregate's box in the graph.
+    assert re.search(
+        r'<details class="node group s-succeeded">\s*<summary[^>]*><b>check</b> ×3', page
+    )
+    assert 'class="node s-waiting_for_approval" href="#task-publish"' in page
+    for task in ("prepare", "check", "publish"):
+        assert f'id="task-{task}"' in page
+    assert "builtin.write" in page and "write 14 bytes to out/release.txt" in page
+    assert 'id="audit-verdict">verified<' in page
+    assert "approval.requested" in page and "Cancel run" in page
+
+
+def test_unknown_run_is_a_404_page_naming_it(runs: Runs, dashboard: Any) -> None:
+    runs.roll(RELEASE, "release")
+    response = dashboard().get("/runs/run-nope")
+    assert response.status_code == 404
+    assert "unknown run" in response.text and "run-nope" in response.text
+
+
+def test_actions_refuse_missing_or_wrong_csrf_and_other_origins(runs: Runs, dashboard: Any) -> None:
+    data = runs.roll(RELEASE, "release")
+    (approval,) = data["pendingApprovals"]
+    client = dashboard()
+    url = f"/approvals/{approval}/approve"
+    assert client.post(url, data={"reason": "ok"}).status_code == 403
+    assert client.post(url, data={"reason": "ok", "csrf": "0" * 64}).status_code == 403
+    token = _csrf(client.get("/inbox").text)
+    crossed = client.post(
+        url, data={"reason": "ok", "csrf": token}, headers={"Origin": "http://evil.example"}
+    )
+    assert crossed.status_code == 403
+    assert client.get(url).status_code == 405
+    # None of them decided anything.
+    assert runs.inspect(data["runId"])["approvals"][0]["status"] == "pending"
+
+
+def test_approve_records_actor_ui_and_the_run_is_adopted(runs: Runs, dashboard: Any) -> None:
+    data = runs.roll(RELEASE, "release")
+    (approval,) = data["pendingApprovals"]
+    client = dashboard(adopt=True)
+    token = _csrf(client.get("/inbox").text)
+    done = client.post(
+        f"/approvals/{approval}/approve",
+        data={"reason": "release notes checked", "csrf": token, "next": "/inbox"},
+        follow_redirects=False,
+    )
+    assert done.status_code == 303
+    assert done.headers["location"].startswith("/inbox?notice=")
+    client.app.state.adopter.wait()
+    inspection = runs.inspect(data["runId"])
+    assert inspection["run"]["state"] == "succeeded"
+    (decided,) = inspection["approvals"]
+    assert decided["status"] == "approved" and decided["resolver"] == "ui"
+    assert decided["reason"] == "release notes checked"
+    (event,) = _events(runs, data["runId"], "approval.resolved")
+    assert event["actor"] == "ui" and event["approved"] is True
+    assert (runs.workspace / "out" / "release.txt").read_text() == "released 1.2.3"
+    assert inspection["audit"]["verified"] is True
+    # The artifact the approved write produced downloads from the run's page.
+    (artifact,) = inspection["artifacts"]
+    page = client.get(f"/runs/{data['runId']}").text
+    link = f"/runs/{data['runId']}/artifacts/{artifact['digest']}"
+    assert link in page
+    download = client.get(link)
+    assert download.status_code == 200 and download.content == b"released 1.2.3"
+    assert "release.txt" in download.headers["content-disposition"]
+    assert client.get(f"/runs/{data['runId']}/artifacts/sha256:{'0' * 64}").status_code == 404
+
+
+def test_without_adoption_the_answer_is_only_recorded(runs: Runs, dashboard: Any) -> None:
+    data = runs.roll(RELEASE, "release")
+    (approval,) = data["pendingApprovals"]
+    client = dashboard(adopt=False)
+    token = _csrf(client.get(f"/runs/{data['runId']}").text)
+    client.post(f"/approvals/{approval}/approve", data={"reason": "ok", "csrf": token})
+    inspection = runs.inspect(data["runId"])
+    assert inspection["run"]["state"] == "paused"
+    assert inspection["approvals"][0]["status"] == "approved"
+    resumed = runs.cli("--output", "json", "resume", data["runId"], "--db", runs.db)
+    assert resumed.exit_code == 0, resumed.stderr
+
+
+def test_reject_needs_a_reason_then_fails_the_run_on_resume(runs: Runs, dashboard: Any) -> None:
+    data = runs.roll(RELEASE, "release")
+    (approval,) = data["pendingApprovals"]
+    client = dashboard(adopt=True)
+    token = _csrf(client.get("/inbox").text)
+    missing = client.post(f"/approvals/{approval}/reject", data={"reason": " ", "csrf": token})
+    assert missing.status_code == 400 and "reason is required" in missing.text
+    client.post(f"/approvals/{approval}/reject", data={"reason": "not today", "csrf": token})
+    client.app.state.adopter.wait()
+    inspection = runs.inspect(data["runId"])
+    assert inspection["approvals"][0]["status"] == "rejected"
+    assert inspection["run"]["state"] == "failed"
+
+
+def test_answer_a_question_validated_like_the_cli(runs: Runs, dashboard: Any) -> None:
+    data = runs.roll(ASKING, "asking")
+    (question,) = data["pendingApprovals"]
+    client = dashboard(adopt=True)
+    inbox = client.get("/inbox").text
+    assert "Deploy where?" in inbox and "<option value='\"staging\"'>" in inbox
+    token = _csrf(inbox)
+    wrong = client.post(f"/approvals/{question}/answer", data={"value": "moon", "csrf": token})
+    assert wrong.status_code == 400 and "choices" in wrong.text
+    approving = client.post(f"/approvals/{question}/approve", data={"reason": "x", "csrf": token})
+    assert approving.status_code == 400 and "is a question" in approving.text
+    client.post(f"/approvals/{question}/answer", data={"value": '"staging"', "csrf": token})
+    client.app.state.adopter.wait()
+    inspection = runs.inspect(data["runId"])
+    assert inspection["approvals"][0]["resolver"] == "ui"
+    assert inspection["run"]["state"] == "succeeded"
+    assert inspection["run"]["output"]["use"]["output"] == {"target": "staging"}
+    assert "Nothing waits for a person." in client.get("/inbox").text
+
+
+def test_reconcile_an_uncertain_effect_from_the_effects_page(runs: Runs, dashboard: Any) -> None:
+    data = runs.roll(UNCERTAIN, "slow")
+    (effect,) = data["uncertainEffects"]
+    client = dashboard(adopt=True)
+    listing = client.get("/effects").text
+    assert effect["effectId"] in listing and "builtin.shell.exec" in listing
+    assert effect["effectId"] in client.get("/inbox").text
+    token = _csrf(listing)
+    url = f"/effects/{effect['effectId']}/reconcile"
+    bad = client.post(url, data={"status": "maybe", "reason": "x", "csrf": token})
+    assert bad.status_code == 400 and "--status must be" in bad.text
+    unvalidated = client.post(
+        url,
+        data={
+            "status": "applied",
+            "reason": "checked",
+            "result": '{"stdout": "x"}',
+            "result_schema": '{"type": "object", "required": ["exitCode"]}',
+            "csrf": token,
+        },
+    )
+    assert unvalidated.status_code == 400 and "does not satisfy the schema" in unvalidated.text
+    client.post(
+        url,
+        data={
+            "status": "not_applied",
+            "reason": "the process was killed before it wrote anything",
+            "evidence": "ps shows no sh; no side effect outside the workspace",
+            "csrf": token,
+        },
+    )
+    client.app.state.adopter.wait()
+    inspection = runs.inspect(data["runId"])
+    first = inspection["effects"][0]
+    (conclusion,) = first["reconciliations"]
+    assert conclusion["actor"] == "ui" and conclusion["status"] == "not_applied"
+    assert conclusion["evidence"].startswith("ps shows no sh")
+    assert inspection["run"]["state"] == "succeeded"
+    assert "No effect is in doubt." in client.get("/effects").text
+
+
+def test_cancel_a_parked_run_is_audited_with_actor_ui(runs: Runs, dashboard: Any) -> None:
+    data = runs.roll(RELEASE, "release")
+    client = dashboard()
+    page = client.get(f"/runs/{data['runId']}").text
+    done = client.post(
+        f"/runs/{data['runId']}/cancel",
+        data={"reason": "wrong version", "csrf": _csrf(page), "next": f"/runs/{data['runId']}"},
+    )
+    assert done.status_code == 200 and "cancelled" in done.text
+    assert runs.inspect(data["runId"])["run"]["state"] == "cancelled"
+    (event,) = _events(runs, data["runId"], "run.cancel_requested")
+    assert event["actor"] == "ui" and event["reason"] == "wrong version"
+    assert "Cancel run" not in client.get(f"/runs/{data['runId']}").text
+
+
+def test_redirect_after_an_action_stays_on_this_site(runs: Runs, dashboard: Any) -> None:
+    data = runs.roll(RELEASE, "release")
+    client = dashboard()
+    token = _csrf(client.get(f"/runs/{data['runId']}").text)
+    done = client.post(
+        f"/runs/{data['runId']}/cancel",
+        data={"csrf": token, "next": "//evil.example/x"},
+        follow_redirects=False,
+    )
+    assert done.status_code == 303 and done.headers["location"].startswith("/?notice=")
+
+
+def test_a_run_with_a_thousand_tasks_renders(runs: Runs, dashboard: Any) -> None:
+    tasks = "\n".join(
+        f"    - {{id: t{i:04d}, uses: 'action:set', with: {{n: {i}}}}}" for i in range(1000)
+    )
+    text = (
+        "apiVersion: agentctl.dev/v1\nkind: Workflow\nmetadata: {name: wide}\nspec:\n"
+        "  actions:\n    set: {kind: builtin.assign}\n  tasks:\n" + tasks + "\n"
+    )
+    run_id = runs.roll(text, "wide", expect=0)["runId"]
+    client = dashboard()
+    page = client.get(f"/runs/{run_id}").text
+    assert page.count('<details class="task"') == 1000
+    assert 'id="task-t0999"' in page
+    assert "1000/1000" in client.get("/").text
+
+
+def test_live_update_stream_announces_the_store_state(runs: Runs, dashboard: Any) -> None:
+    runs.roll(RELEASE, "release")
+    client = dashboard()
+    with client.stream("GET", "/events") as stream:
+        assert stream.headers["content-type"].startswith("text/event-stream")
+        lines = stream.iter_lines()
+        assert next(lines) == "retry: 2000"
+        assert next(lines) == ""
+        assert next(lines).startswith("data: ")

@@ -1,0 +1,53 @@
+"""`agentctl ui` as a real process: it serves, and Ctrl-C stops it even with pages open."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from typing import Any
+
+import httpx
+
+from tests.web.conftest import RELEASE, Runs
+
+
+def test_ctrl_c_stops_the_server_while_a_page_holds_its_live_stream(
+    runs: Runs, tmp_path: Any
+) -> None:
+    runs.roll(RELEASE, "release")
+    with (tmp_path / "ui.stderr").open("w") as log:
+        child = subprocess.Popen(
+            [sys.executable, "-m", "agentctl", "--output", "jsonl", "ui", "--db", str(runs.db)]
+            + ["--port", "0"],
+            stdout=subprocess.PIPE,
+            stderr=log,
+            stdin=subprocess.DEVNULL,
+            text=True,
+        )
+    try:
+        assert child.stdout is not None
+        url = json.loads(child.stdout.readline())["data"]["url"]
+        base, token = url.split("/?token=")
+        headers = {"Authorization": f"Bearer {token}"}
+        with httpx.Client(base_url=base, headers=headers, timeout=30) as client:
+            assert client.get("/inbox").status_code == 200
+            with client.stream("GET", "/events") as stream:
+                lines = stream.iter_lines()
+                while not next(lines).startswith("data: "):
+                    pass
+                child.send_signal(signal.SIGINT)
+                # The server ends the stream itself instead of waiting for the page to go.
+                for _ in lines:
+                    pass
+        code = child.wait(timeout=30)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+        assert child.stdout is not None
+        child.stdout.close()
+    stderr = (tmp_path / "ui.stderr").read_text()
+    assert "Traceback" not in stderr and "graceful shutdown exceeded" not in stderr
+    assert code in (0, 130), stderr
