@@ -30,7 +30,7 @@ from sqlalchemy.pool import StaticPool
 from agentctl.errors import PersistenceError
 from agentctl.store import migrate
 from agentctl.store.errors import driver_error
-from agentctl.store.location import MEMORY
+from agentctl.store.location import MEMORY, is_postgres_url
 
 __all__ = ["DriverSession", "SqlRunner", "Store", "StoreSettings", "open_store"]
 
@@ -254,6 +254,12 @@ def open_store(
     written. Upgrading happens in one IMMEDIATE transaction, so two processes opening a new
     database at once migrate it exactly once.
     """
+    if is_postgres_url(db_path):
+        raise PersistenceError(
+            "PostgreSQL databases are not supported by this agentctl yet",
+            code="store.unsupported_url",
+            hint="use a SQLite file path with --db",
+        )
     settings = settings or StoreSettings.from_env()
     at_head = False
     created = False
