@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -36,4 +37,15 @@ def test_a_sqlite_url_names_the_file(cli: Any, tmp_path: Path) -> None:
     assert result.exit_code == 0, result.stdout + result.stderr
     assert target.is_file()
     assert result.json()["data"]["path"] == str(target)
+    assert list(Path.cwd().iterdir()) == []
+
+
+def test_a_postgres_url_without_the_driver_names_the_extra_to_install(
+    cli: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # as if psycopg were not installed
+    result = cli("--output", "json", "db", "migrate", "--db", "postgresql://a@127.0.0.1:9/x")
+    assert result.exit_code == 5, result.stdout + result.stderr
+    error = result.error_json()["error"]
+    assert error["code"] == "store.driver_missing" and "agentctl[postgres]" in error["hint"]
     assert list(Path.cwd().iterdir()) == []

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -12,6 +13,8 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from tests.pg.backends import execute, rows
 
@@ -294,3 +297,94 @@ def test_a_stale_owner_is_fenced_out_after_a_takeover(
     assert cli("resume", run_id, "--db", database).exit_code == 0
     assert (ws / "counter").read_text() == "ran\n"
     assert cli("audit", run_id, "--verify", "--db", database).exit_code == 0
+
+
+FOREACH = """
+apiVersion: agentctl.dev/v1
+kind: Workflow
+metadata: {name: parallel-foreach}
+spec:
+  runtime: {maxConcurrency: 4}
+  policy: {approval: never, processAllowlist: [sh]}
+  actions:
+    mark: {kind: builtin.shell.exec, command: sh, args: ["-c", "echo ${0} >> ledger.txt", "x"]}
+    set: {kind: builtin.assign}
+  tasks:
+    - id: fan
+      uses: action:mark
+      foreach: {items: [p, q, r, s, t, u], as: tag}
+    - id: join
+      uses: action:set
+      needs: [fan]
+      with: {count: "${{ tasks.fan.output.items }}"}
+"""
+
+
+def test_parallel_batches_then_replay_fork_repair_cancel_and_checks(
+    cli: Any, database: str, tmp_path: Path
+) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "wf.yaml").write_text(FOREACH)
+    first = cli("--output", "json", "roll", ws / "wf.yaml", "--db", database)
+    assert first.exit_code == 0, first.stdout + first.stderr
+    run_id = first.json()["data"]["runId"]
+    assert len((ws / "ledger.txt").read_text().splitlines()) == 6
+    replayed = cli("--output", "json", "replay", run_id, "--db", database)
+    assert replayed.exit_code == 0, replayed.stdout + replayed.stderr
+    assert replayed.json()["data"]["output"] == first.json()["data"]["output"]
+    assert len((ws / "ledger.txt").read_text().splitlines()) == 6  # replay ran nothing
+    repaired = cli("--output", "json", "repair", ws / "wf.yaml", run_id, "--db", database)
+    assert repaired.exit_code == 0, repaired.stdout + repaired.stderr
+    assert len((ws / "ledger.txt").read_text().splitlines()) == 6  # all still compatible
+    forked = cli("--output", "json", "fork", run_id, "--reason", "again", "--db", database)
+    assert forked.exit_code == 0, forked.stdout + forked.stderr
+    assert len((ws / "ledger.txt").read_text().splitlines()) == 12
+    listed = cli("--output", "json", "runs", "list", "--db", database).json()["data"]["runs"]
+    assert sorted(r["state"] for r in listed) == ["succeeded"] * 4
+    for run in listed:
+        assert cli("audit", run["runId"], "--verify", "--db", database).exit_code == 0
+    checked = cli("--output", "json", "db", "check", "--db", database)
+    assert checked.exit_code == 0, checked.stdout + checked.stderr
+    # A parked run is cancelled at once; inspect shows it with its timestamps.
+    (ws / "ask.yaml").write_text(
+        "apiVersion: agentctl.dev/v1\nkind: Workflow\nmetadata: {name: asking}\n"
+        "spec:\n  actions:\n    ask: {kind: builtin.ask}\n  tasks:\n"
+        "    - id: env\n      uses: action:ask\n"
+        "      with: {prompt: 'Deploy where?', choices: [staging, production]}\n"
+    )
+    parked = cli("--output", "json", "roll", ws / "ask.yaml", "--db", database)
+    assert parked.exit_code == 3, parked.stdout + parked.stderr
+    parked_id = parked.json()["data"]["runId"]
+    assert cli("cancel", parked_id, "--db", database).exit_code == 0
+    shown = cli("--output", "json", "inspect", parked_id, "--db", database).json()["data"]
+    assert shown["run"]["state"] == "cancelled"
+    # The same text on both backends: UTC wall time, no zone (PostgreSQL's aware values
+    # are converted back by the store's timestamp codec).
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}", shown["run"]["createdAt"])
+    dry = cli("--output", "json", "gc", "--older-than-days", "0", "--dry-run", "--db", database)
+    assert dry.exit_code == 0, dry.stdout + dry.stderr
+
+
+def test_a_host_with_another_artifact_root_refuses_to_reuse_what_it_cannot_read(
+    cli: Any, postgres_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The artifact root must be shared by every process of a PostgreSQL database; one that
+    is not sees the rows but not the bytes, and says so instead of losing them."""
+    ws = tmp_path / "ws"
+    (ws / "conf").mkdir(parents=True)
+    (ws / "conf" / "app.conf").write_text("version=1\n")
+    (ws / "wf.yaml").write_text(ROLLOUT)
+    failed = cli("--output", "json", "roll", ws / "wf.yaml", "--db", postgres_url)
+    assert failed.exit_code == 4, failed.stdout + failed.stderr
+    source = failed.error_json()["error"]["runId"]
+    monkeypatch.setenv("AGENTCTL_ARTIFACT_ROOT", str(tmp_path / "elsewhere"))
+    verified = cli("--output", "json", "artifacts", "verify", "--all", "--db", postgres_url)
+    assert verified.exit_code == 5, verified.stdout + verified.stderr
+    assert "missing" in verified.stdout + verified.stderr
+    retried = cli(
+        "--output", "json", "retry", ws / "wf.yaml", source, "--failed", "--db", postgres_url
+    )
+    assert retried.exit_code == 3, retried.stdout + retried.stderr
+    assert "cannot be reused" in retried.stdout + retried.stderr
+    assert (ws / "conf" / "app.conf").read_text() == "version=2\n"
