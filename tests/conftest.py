@@ -88,12 +88,12 @@ def postgres_url(
     postgres_cluster: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[str]:
     """The URL of a fresh database at the current schema; its artifacts live in tmp_path."""
-    url = postgres_cluster.create_database(template=postgres_cluster.template)
+    url = postgres_cluster.take_migrated()
     monkeypatch.setenv("AGENTCTL_ARTIFACT_ROOT", str(tmp_path / "artifacts"))
     try:
         yield url
     finally:
-        postgres_cluster.drop_database(url)
+        postgres_cluster.give_back(url)
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

@@ -22,6 +22,7 @@ from agentctl.cli import (
     providers,
     recovery,
     running,
+    workers,
 )
 
 __all__ = ["app"]
@@ -74,6 +75,8 @@ app.command("compensate")(recovery.compensate_command)
 app.command("inspect")(inspecting.inspect_command)
 app.command("audit")(inspecting.audit_command)
 app.command("reconcile")(effects.reconcile_command)
+app.command("worker")(workers.worker_command)
+inspecting.runs_app.command("wait")(workers.runs_wait_command)
 app.add_typer(inspecting.runs_app, name="runs")
 app.add_typer(effects.app, name="effects")
 app.add_typer(approvals.app, name="approvals")

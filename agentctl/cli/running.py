@@ -274,11 +274,19 @@ def roll_command(
             "print the files the run would change (their diffs with --diff).",
         ),
     ] = False,
+    detach: Annotated[
+        bool,
+        typer.Option(
+            "--detach",
+            help="Create the run and leave it to `agentctl worker` processes (PostgreSQL): "
+            "print its id and exit 0; `agentctl runs wait RUN` follows it.",
+        ),
+    ] = False,
 ) -> int:
     """Compile a workflow, create a run and execute it.
 
     Exit codes: 0 succeeded, 3 paused for an approval or question (or blocked by an
-    uncertain effect), 4 failed, 130 cancelled.
+    uncertain effect), 4 failed, 130 cancelled. With --detach: 0 once the run is created.
 
     Example: agentctl roll release.workflow.yaml --dry-run --diff
     """
@@ -298,6 +306,14 @@ def roll_command(
     ephemeral = check or dry_run
     path = ":memory:" if ephemeral else db_from_context(ctx, db)
     clock = SystemClock()
+    if detach:
+        if ephemeral:
+            raise UsageError(
+                "--detach leaves the run to workers; it cannot be combined with --check or "
+                "--dry-run, which keep no state",
+                code="cli.conflicting_options",
+            )
+        return _roll_detached(path, prepared, clock)
     throwaway = None
     if dry_run and not check:
         from agentctl.engine.dry_run import ThrowawayWorkspace
@@ -358,6 +374,27 @@ def _roll(
             compensation = _auto_compensate(store, outcome, options, timeout_seconds)
         changes = None if throwaway is None else throwaway.changes(diff=diff)
         return _report(outcome, dry_run=ephemeral, compensation=compensation, changes=changes)
+
+
+def _roll_detached(store_path: str, prepared: Any, clock: Any) -> int:
+    from agentctl.engine.runs import create_run
+    from agentctl.engine.worker import detach_run, require_postgres
+    from agentctl.ids import IdGenerator
+    from agentctl.store.engine import open_store
+    from agentctl.store.health import require_undamaged
+
+    with open_store(store_path) as store:
+        require_undamaged(store.path)
+        require_postgres(store, "roll --detach")  # before anything is created
+        run_id = create_run(store, prepared, clock=clock, ids=IdGenerator(clock))
+        detach_run(store, run_id)
+    output.current().success(
+        "RunQueued",
+        {"runId": run_id, "state": "running", "detached": True},
+        human=f"{run_id} released to workers ({prepared.plan.workflow_name}, "
+        f"{len(prepared.plan.order)} tasks)\n  follow it with: agentctl runs wait {run_id}",
+    )
+    return EXIT_OK
 
 
 def resume_command(

@@ -58,7 +58,15 @@ def make_engine(url: str, settings: StoreSettings) -> Engine:
 
     target = make_url(url).set(drivername="postgresql+psycopg")
     options = f"-c timezone=UTC -c lock_timeout={int(settings.busy_timeout_ms)}"
-    engine = create_engine(target, connect_args={"options": options}, pool_pre_ping=True)
+    # A worker executing N runs holds one connection per run, plus short-lived ones: keep
+    # 5 idle, open more as needed rather than making a busy worker wait for the pool.
+    engine = create_engine(
+        target,
+        connect_args={"options": options},
+        pool_pre_ping=True,
+        pool_size=5,
+        max_overflow=64,
+    )
 
     @event.listens_for(engine, "before_cursor_execute", retval=True)
     def _rewrite(

@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from agentctl.errors import StateConflictError
+from agentctl.store.run_queue import notify_run
 from agentctl.store.states import allowed_priors
 from agentctl.store.timestamps import to_db
 
@@ -57,6 +58,8 @@ def guarded_update(conn: Any, kind: str, key: tuple[Any, ...], values: Mapping[s
         tuple(params),
     )
     if result.rowcount == 1:
+        if kind == "run" and status is not None:
+            notify_run(conn, str(key[0]))  # wakes `runs wait` and idle workers on commit
         return
     found = conn.exec_driver_sql(
         f"SELECT status FROM {table} WHERE {' AND '.join(f'{c} = ?' for c in key_columns)}",  # noqa: S608

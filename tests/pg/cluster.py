@@ -70,6 +70,7 @@ class Cluster:
     directory: Path | None = None
     stop: list[str] | None = None
     template: str | None = None
+    spare: list[str] = field(default_factory=list)
     _names: count[int] = field(default_factory=lambda: count(1))
 
     def url(self, database: str) -> str:
@@ -85,6 +86,36 @@ class Cluster:
             clause = f" TEMPLATE {template}" if template else ""
             conn.execute(f"CREATE DATABASE {name}{clause}")
         return self.url(name)
+
+    def take_migrated(self) -> str:
+        """A database at the current schema with no rows: a reused one when a previous
+        test gave one back (emptying tables is much faster than CREATE DATABASE)."""
+        if self.spare:
+            return self.spare.pop()
+        return self.create_database(template=self.template)
+
+    def give_back(self, url: str) -> None:
+        """Empty every table of ``url`` for the next test, or drop it when something still
+        holds a lock on it (a process the test left behind)."""
+        import psycopg
+
+        try:
+            with psycopg.connect(url, autocommit=True) as conn:
+                conn.execute("SET lock_timeout = '2s'")
+                tables = [
+                    row[0]
+                    for row in conn.execute(
+                        "SELECT tablename FROM pg_tables WHERE schemaname = 'public' "
+                        "AND tablename <> 'alembic_version'"
+                    )
+                ]
+                conn.execute(
+                    "TRUNCATE " + ", ".join(f'"{t}"' for t in tables) + " RESTART IDENTITY CASCADE"
+                )
+        except psycopg.Error:
+            self.drop_database(url)
+            return
+        self.spare.append(url)
 
     def drop_database(self, url: str) -> None:
         import psycopg
