@@ -25,10 +25,11 @@ from typing import Any
 
 from agentctl.engine.outcome import ExecutionOptions, RunOutcome
 from agentctl.engine.records import RunLog, load_run
-from agentctl.errors import AgentctlError, BlockedError, UsageError
+from agentctl.errors import AgentctlError, BlockedError, PersistenceError, UsageError
 from agentctl.ids import Clock, IdGenerator
 from agentctl.store import ownership, run_queue
 from agentctl.store.engine import Store
+from agentctl.store.errors import TRANSIENT_CODES
 
 __all__ = ["Worker", "WorkerReport", "detach_run", "require_postgres", "wait_for_run"]
 
@@ -104,7 +105,7 @@ class Worker:
         try:
             while not self._stopping.is_set():
                 free = self.concurrency - len(active)
-                for run_id, owner_id in self._claim(free) if free > 0 else []:
+                for run_id, owner_id in self._claim_or_wait(free) if free > 0 else []:
                     active.add(asyncio.create_task(self._execute(run_id, owner_id)))
                 waiters: set[asyncio.Future[Any]] = {
                     asyncio.ensure_future(listener.wait(IDLE_SECONDS)),
@@ -121,6 +122,20 @@ class Worker:
             await listener.close()
         self._events("WorkerEvent", {"worker": self.name, "state": "stopped"})
         return self.report
+
+    def _claim_or_wait(self, limit: int) -> list[tuple[str, str]]:
+        """Claim; a lock held too long or a server restarting is reported and retried on
+        the next round instead of stopping the worker (and the runs it executes)."""
+        try:
+            return self._claim(limit)
+        except PersistenceError as exc:
+            if exc.code not in TRANSIENT_CODES:
+                raise
+            self._events(
+                "WorkerEvent",
+                {"worker": self.name, "state": "waiting", "code": exc.code, "message": exc.message},
+            )
+            return []
 
     def _claim(self, limit: int) -> list[tuple[str, str]]:
         """Claim up to ``limit`` runs in one write transaction; ``(run id, owner id)``."""

@@ -172,3 +172,34 @@ def test_runs_wait_reports_the_state_as_its_exit_code_on_sqlite_too(
     assert cli("runs", "wait", run_id, "--db", db).exit_code == 130
     unknown = cli("--output", "json", "runs", "wait", "run-nope", "--db", db)
     assert unknown.exit_code == 5 and "run-nope" in unknown.stderr
+
+
+def test_a_worker_waits_out_a_held_write_lock_instead_of_dying(
+    cli: Any, postgres_url: str, tmp_path: Path
+) -> None:
+    import psycopg
+
+    from agentctl.store.dialect import WRITE_LOCK_KEY
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "wf.yaml").write_text(TAGGED)
+    holder = psycopg.connect(postgres_url)
+    holder.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK_KEY,))
+    worker = _worker(postgres_url, ws, "patient", AGENTCTL_SQLITE_BUSY_TIMEOUT_MS="100")
+    try:
+        _ready(worker)
+        assert worker.stdout is not None
+        event = json.loads(worker.stdout.readline())["data"]
+        assert event["state"] == "waiting" and event["code"] == "store.locked"
+        holder.commit()  # the other writer is done
+        queued = cli(
+            "--output", "json", "roll", ws / "wf.yaml", "--detach", "--input", "tag=late",
+            "--workspace", ws, "--db", postgres_url,
+        )  # fmt: skip
+        run_id = queued.json()["data"]["runId"]
+        assert cli("runs", "wait", run_id, "--db", postgres_url).exit_code == 0
+    finally:
+        holder.close()
+        _stop(worker)
+    assert _executions(ws) == 1
