@@ -57,7 +57,7 @@ def damage_marker(db_path: str) -> Path:
 
 
 def _is_url(db_path: str) -> bool:
-    return "://" in db_path
+    return "://" in str(db_path)  # callers may hold a Path
 
 
 def mark_damaged(db_path: str, findings: list[str]) -> None:

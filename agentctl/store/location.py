@@ -41,7 +41,10 @@ SUPPORTED_SCHEMES = ("sqlite", *POSTGRES_SCHEMES)
 _URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 
 
-def is_postgres_url(db: str) -> bool:
+def is_postgres_url(db: str | os.PathLike[str]) -> bool:
+    """Whether ``db`` names a PostgreSQL database (a path, even a ``Path``, never does)."""
+    if not isinstance(db, str):
+        return False
     match = _URL.match(db)
     return bool(match) and match.group(1).lower() in POSTGRES_SCHEMES  # type: ignore[union-attr]
 

@@ -49,3 +49,11 @@ def test_a_postgres_url_without_the_driver_names_the_extra_to_install(
     error = result.error_json()["error"]
     assert error["code"] == "store.driver_missing" and "agentctl[postgres]" in error["hint"]
     assert list(Path.cwd().iterdir()) == []
+
+
+def test_a_path_object_still_opens_a_sqlite_file(tmp_path: Path) -> None:
+    from agentctl.store.engine import open_store
+
+    with open_store(tmp_path / "p.db") as store:  # type: ignore[arg-type]
+        assert store.dialect == "sqlite"
+    assert (tmp_path / "p.db").is_file()
