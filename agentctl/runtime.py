@@ -24,6 +24,7 @@ import json
 import os
 from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agentctl.errors import UsageError
@@ -37,6 +38,15 @@ if TYPE_CHECKING:
 
 
 __all__ = ["EventSink", "RunResult", "Runtime"]
+
+
+@dataclass(frozen=True, slots=True)
+class QueuedRun:
+    """A run :meth:`Runtime.submit` created for workers to execute."""
+
+    run_id: str
+    workflow: str
+    tasks: int
 
 
 class Runtime:
@@ -97,6 +107,45 @@ class Runtime:
         in ``changed_files`` (with diffs when ``diff``). A failed run is a result with
         ``state == "failed"``, not an exception; invalid workflows and bad inputs raise.
         """
+        base = os.fspath(workspace) if workspace is not None else None
+        prepared = self._prepare(workflow, inputs, workspace, vars_files, var_pairs)
+        return self._roll(
+            prepared, workspace=base, timeout=timeout, check=check, dry_run=dry_run, diff=diff
+        )
+
+    def submit(
+        self,
+        workflow: str | os.PathLike[str],
+        inputs: Mapping[str, Any] | None = None,
+        *,
+        workspace: str | os.PathLike[str] | None = None,
+        vars_files: Sequence[str | os.PathLike[str]] = (),
+        var_pairs: Sequence[str] = (),
+    ) -> QueuedRun:
+        """Create a run and leave it to ``agentctl worker`` processes (PostgreSQL only);
+        follow it with ``agentctl runs wait RUN``. Nothing is executed here."""
+        from agentctl.engine.runs import create_run
+        from agentctl.engine.worker import detach_run, require_postgres
+        from agentctl.ids import IdGenerator
+        from agentctl.store.engine import open_store
+        from agentctl.store.health import require_undamaged
+
+        prepared = self._prepare(workflow, inputs, workspace, vars_files, var_pairs)
+        with open_store(self.db) as store:
+            require_undamaged(store.path)
+            require_postgres(store, "roll --detach")  # before anything is created
+            run_id = create_run(store, prepared, clock=self.clock, ids=IdGenerator(self.clock))
+            detach_run(store, run_id)
+        return QueuedRun(run_id, prepared.plan.workflow_name, len(prepared.plan.order))
+
+    def _prepare(
+        self,
+        workflow: str | os.PathLike[str],
+        inputs: Mapping[str, Any] | None,
+        workspace: str | os.PathLike[str] | None,
+        vars_files: Sequence[str | os.PathLike[str]],
+        var_pairs: Sequence[str],
+    ) -> PreparedRun:
         from agentctl.engine.runs import prepare_run
 
         base = os.fspath(workspace) if workspace is not None else None
@@ -110,9 +159,7 @@ class Runtime:
             if not isinstance(inputs, Mapping):
                 raise UsageError(f"inputs must be a mapping, got {type(inputs).__name__}")
             prepared = dataclasses.replace(prepared, inputs={**prepared.inputs, **inputs})
-        return self._roll(
-            prepared, workspace=base, timeout=timeout, check=check, dry_run=dry_run, diff=diff
-        )
+        return prepared
 
     def _roll(
         self,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, settings
 
 from agentctl.cli import main as cli_main
 from agentctl.cli import output
+from tests.pg.cluster import Cluster, start_cluster
 
 # Machines here are shared and noisy: a property test must fail on a wrong answer, never on
 # a slow example, so no per-example deadline (and no health check on slow data generation).
@@ -29,6 +30,7 @@ def _isolate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.delenv("AGENTCTL_DB", raising=False)
     monkeypatch.delenv("AGENTCTL_SQLITE_SYNCHRONOUS", raising=False)
+    monkeypatch.delenv("AGENTCTL_ARTIFACT_ROOT", raising=False)
     monkeypatch.delenv("NO_COLOR", raising=False)
     # Telemetry is opt-in per test: a developer's OTEL_* settings must not export test runs.
     for name in (
@@ -72,6 +74,44 @@ def cli() -> Any:
         return CliResult(code, stdout.getvalue(), stderr.getvalue())
 
     return invoke
+
+
+@pytest.fixture(scope="session")
+def postgres_cluster() -> Iterator[Cluster]:
+    """One throwaway PostgreSQL server for the session (see tests/pg/cluster.py), with a
+    template database already migrated to this agentctl's schema."""
+    cluster = start_cluster()
+    try:
+        from agentctl.store.engine import open_store
+
+        template = cluster.create_database("agentctl_template")
+        open_store(template).close()
+        cluster.template = template.rpartition("/")[2]
+        yield cluster
+    finally:
+        cluster.shutdown()
+
+
+@pytest.fixture
+def postgres_url(
+    postgres_cluster: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[str]:
+    """The URL of a fresh database at the current schema; its artifacts live in tmp_path."""
+    url = postgres_cluster.take_migrated()
+    monkeypatch.setenv("AGENTCTL_ARTIFACT_ROOT", str(tmp_path / "artifacts"))
+    try:
+        yield url
+    finally:
+        postgres_cluster.give_back(url)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A database for a test that must hold on both backends: a SQLite file, or a fresh
+    PostgreSQL database."""
+    if request.param == "sqlite":
+        return str(tmp_path / "r.db")
+    return str(request.getfixturevalue("postgres_url"))
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -29,6 +29,7 @@ from agentctl.cli import (
     schedules,
     ui,
     watch,
+    workers,
     workflows,
 )
 
@@ -94,6 +95,8 @@ app.command("audit")(inspecting.audit_command)
 app.command("reconcile")(effects.reconcile_command)
 app.command("ui")(ui.ui_command)
 app.command("watch")(watch.watch_command)
+app.command("worker")(workers.worker_command)
+inspecting.runs_app.command("wait")(workers.runs_wait_command)
 app.add_typer(inspecting.runs_app, name="runs")
 app.add_typer(effects.app, name="effects")
 app.add_typer(approvals.app, name="approvals")

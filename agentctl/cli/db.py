@@ -9,14 +9,14 @@ from agentctl.cli.options import DbOption, db_from_context
 
 app = typer.Typer(
     name="db",
-    help="Inspect and migrate the SQLite store.",
+    help="Inspect and migrate the store (a SQLite file or a PostgreSQL database).",
     no_args_is_help=True,
 )
 
 
 @app.callback()
 def _group(ctx: typer.Context, db: DbOption = None) -> None:
-    """Inspect and migrate the SQLite store."""
+    """Inspect and migrate the store (a SQLite file or a PostgreSQL database)."""
     ctx.obj = {"db": db}
 
 
@@ -24,13 +24,16 @@ def _group(ctx: typer.Context, db: DbOption = None) -> None:
 def migrate_command(ctx: typer.Context, db: DbOption = None) -> None:
     """Upgrade the database to this agentctl's schema (also done automatically on open).
 
-    A database written by a newer agentctl is refused (exit 5) and left unchanged.
+    A database written by a newer agentctl is refused (exit 5) and left unchanged. A
+    PostgreSQL database must exist already (createdb); its URL is never created as a file.
+
+    Example: agentctl db migrate --db postgresql://agentctl@db.internal/agentctl
     """
     from agentctl.store import migrate as migrations
     from agentctl.store.engine import open_store
 
-    path = db_from_context(ctx, db)
-    with open_store(path, migrate_schema=False) as store:
+    with open_store(db_from_context(ctx, db), migrate_schema=False) as store:
+        path = store.path  # a URL's password is never printed
         before = store.revision()
         with store.write() as conn:
             migrations.require_known_revision(migrations.current_revision(conn), path)

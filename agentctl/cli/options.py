@@ -12,7 +12,8 @@ DbOption = Annotated[
     str | None,
     typer.Option(
         "--db",
-        help="SQLite database file (default: $AGENTCTL_DB, else .agentctl/runtime.db).",
+        help="SQLite database file, or a postgresql://user@host/dbname URL "
+        "(default: $AGENTCTL_DB, else .agentctl/runtime.db).",
         show_default=False,
     ),
 ]

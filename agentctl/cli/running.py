@@ -227,11 +227,19 @@ def roll_command(
     ] = False,
     var_pairs: VarOption = None,
     vars_files: VarsFileOption = None,
+    detach: Annotated[
+        bool,
+        typer.Option(
+            "--detach",
+            help="Create the run and leave it to `agentctl worker` processes (PostgreSQL): "
+            "print its id and exit 0; `agentctl runs wait RUN` follows it.",
+        ),
+    ] = False,
 ) -> int:
     """Compile a workflow, create a run and execute it.
 
     Exit codes: 0 succeeded, 3 paused for an approval or question (or blocked by an
-    uncertain effect), 4 failed, 130 cancelled.
+    uncertain effect), 4 failed, 130 cancelled. With --detach: 0 once the run is created.
 
     Variables (--vars-file, --var) are recorded with the run: resume, replay, retry and
     repair use the values the run was created with. A name (not a path) is looked up in the
@@ -251,6 +259,29 @@ def roll_command(
     # first, then each --input).
     overrides = merge_inputs({}, inputs, inputs_file, input_pairs or [])
     ephemeral = check or dry_run
+    if detach:
+        if ephemeral:
+            raise UsageError(
+                "--detach leaves the run to workers; it cannot be combined with --check or "
+                "--dry-run, which keep no state",
+                code="cli.conflicting_options",
+            )
+        from agentctl.runtime import Runtime
+
+        queued = Runtime(db_from_context(ctx, db)).submit(
+            workflow,
+            overrides,
+            workspace=workspace,
+            vars_files=vars_files or (),
+            var_pairs=var_pairs or (),
+        )
+        output.current().success(
+            "RunQueued",
+            {"runId": queued.run_id, "state": "running", "detached": True},
+            human=f"{queued.run_id} released to workers ({queued.workflow}, "
+            f"{queued.tasks} tasks)\n  follow it with: agentctl runs wait {queued.run_id}",
+        )
+        return EXIT_OK
     runtime, progress = runtime_for(
         ":memory:" if ephemeral else db_from_context(ctx, db), interactive=interactive
     )

@@ -219,10 +219,11 @@ def insert_reconciliation(
     now: datetime,
 ) -> dict[str, Any]:
     """Append one conclusion (append-only; the latest wins) and return its row."""
-    conn.exec_driver_sql(
+    # RETURNING (SQLite 3.35+, PostgreSQL) names the new row on both dialects.
+    inserted = conn.exec_driver_sql(
         "INSERT INTO reconciliations (format_version, effect_id, status, reason, actor, "
         "evidence, result_json, result_validated, compensation_effect_id, supersedes_id, "
-        "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
         (
             FORMAT_VERSION,
             effect_id,
@@ -237,9 +238,11 @@ def insert_reconciliation(
             to_db(now),
         ),
     )
+    new_id = inserted.first()[0]
     row = conn.exec_driver_sql(
         f"SELECT {_RECONCILIATIONS} FROM reconciliations "  # noqa: S608 - fixed columns
-        "WHERE id = last_insert_rowid()"
+        "WHERE id = ?",
+        (new_id,),
     ).first()
     found = row_dict(row, RECONCILIATION_COLUMNS, _RECONCILIATION_TIMES)
     assert found is not None

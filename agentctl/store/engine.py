@@ -15,6 +15,7 @@ Settings and why:
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -29,8 +30,9 @@ from sqlalchemy.pool import StaticPool
 
 from agentctl.errors import PersistenceError
 from agentctl.store import migrate
+from agentctl.store.dialect import POSTGRESQL, WRITE_LOCK_KEY, to_postgres
 from agentctl.store.errors import driver_error
-from agentctl.store.location import MEMORY
+from agentctl.store.location import MEMORY, is_postgres_url
 
 __all__ = ["DriverSession", "SqlRunner", "Store", "StoreSettings", "open_store"]
 
@@ -72,6 +74,11 @@ class Store:
     def in_memory(self) -> bool:
         return self.path == MEMORY
 
+    @property
+    def dialect(self) -> str:
+        """``sqlite`` or ``postgresql``."""
+        return str(self.engine.dialect.name)
+
     @contextmanager
     def write(self) -> Iterator[Connection]:
         with _translate_errors(self.path), self.engine.connect() as conn, conn.begin():
@@ -97,9 +104,20 @@ class Store:
         IMMEDIATE and either commit whole or roll back.
         """
         raw = self.engine.raw_connection()
+        driver: Any = raw.driver_connection
+        postgres = self.dialect == POSTGRESQL
         try:
-            yield DriverSession(raw, self.path, on_begin)
+            if postgres:
+                # Statements outside write() see committed data and hold no transaction open,
+                # as on SQLite; write() issues its own BEGIN.
+                driver.autocommit = True
+            yield DriverSession(raw, self.path, on_begin, dialect=self.engine.dialect)
         finally:
+            if postgres:
+                try:
+                    driver.autocommit = False
+                except Exception:  # noqa: BLE001 - a broken connection is discarded below
+                    raw.invalidate()
             raw.close()
 
     def revision(self) -> str | None:
@@ -138,27 +156,41 @@ class _DriverResult:
 
 
 class DriverSession:
-    """``exec_driver_sql`` over a raw sqlite3 connection, with IMMEDIATE transactions."""
+    """``exec_driver_sql`` over a raw driver connection, with write transactions that take
+    the database's write lock first (``BEGIN IMMEDIATE`` on SQLite, the advisory write lock
+    on PostgreSQL)."""
 
     def __init__(
-        self, raw: Any, where: str, on_begin: Callable[[DriverSession], None] | None = None
+        self,
+        raw: Any,
+        where: str,
+        on_begin: Callable[[DriverSession], None] | None = None,
+        *,
+        dialect: Any = None,
     ) -> None:
         self._raw = raw
         self._where = where
         self._on_begin = on_begin
+        self.dialect = dialect
+        self._postgres = dialect is not None and dialect.name == POSTGRESQL
 
     def exec_driver_sql(self, statement: str, parameters: Any = ()) -> _DriverResult:
         cursor = self._raw.cursor()
-        cursor.execute(statement, parameters)
+        if self._postgres:
+            cursor.execute(to_postgres(statement, bool(parameters)), parameters or None)
+        else:
+            cursor.execute(statement, parameters)
         return _DriverResult(cursor)
 
     @contextmanager
     def write(self) -> Iterator[DriverSession]:
-        import sqlite3
-
         try:
             cursor = self._raw.cursor()
-            cursor.execute("BEGIN IMMEDIATE")
+            if self._postgres:
+                cursor.execute("BEGIN")
+                cursor.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK_KEY,))
+            else:
+                cursor.execute("BEGIN IMMEDIATE")
             try:
                 if self._on_begin is not None:
                     self._on_begin(self)
@@ -167,8 +199,17 @@ class DriverSession:
                 cursor.execute("ROLLBACK")
                 raise
             cursor.execute("COMMIT")
-        except sqlite3.Error as exc:
+        except _driver_errors() as exc:
             raise driver_error(self._where, exc) from exc
+
+
+def _driver_errors() -> tuple[type[BaseException], ...]:
+    import sqlite3
+
+    errors: list[type[BaseException]] = [sqlite3.Error]
+    if "psycopg" in sys.modules:
+        errors.append(sys.modules["psycopg"].Error)
+    return tuple(errors)
 
 
 @contextmanager
@@ -250,11 +291,18 @@ def open_store(
 ) -> Store:
     """Open (creating if needed) and upgrade the database at ``db_path``.
 
+    ``db_path`` may also be a ``postgresql://`` URL: that database must exist already (see
+    :mod:`agentctl.store.postgres`); it is never created as a file.
+
     A database at a revision this code does not know is refused before any byte of it is
     written. Upgrading happens in one IMMEDIATE transaction, so two processes opening a new
     database at once migrate it exactly once.
     """
     settings = settings or StoreSettings.from_env()
+    if is_postgres_url(db_path):
+        from agentctl.store.postgres import open_postgres_store
+
+        return open_postgres_store(db_path, migrate_schema=migrate_schema, settings=settings)
     at_head = False
     created = False
     read_only = False

@@ -19,7 +19,11 @@ __all__ = ["TRANSIENT_CODES", "driver_error", "retry_transient", "retry_window_s
 
 T = TypeVar("T")
 
-TRANSIENT_CODES = frozenset({"store.locked", "store.disk_full", "store.io_error"})
+# A PostgreSQL server restarting is unreachable for a moment: work that must not be
+# abandoned waits for it like for a lock.
+TRANSIENT_CODES = frozenset(
+    {"store.locked", "store.disk_full", "store.io_error", "store.unreachable"}
+)
 
 # (substring of the driver's message, code, what it means, next step)
 _CAUSES = (
@@ -35,6 +39,43 @@ _CAUSES = (
         "store.locked",
         "is locked by another process",
         "wait for the other process holding the database to finish, then retry",
+    ),
+    # PostgreSQL (psycopg) causes.
+    (
+        "lock timeout",
+        "store.locked",
+        "is locked by another writer",
+        "wait for the other agentctl process to finish its transaction, then retry",
+    ),
+    (
+        "could not serialize access",
+        "store.locked",
+        "was changed by a concurrent writer",
+        "retry the command",
+    ),
+    (
+        "connection refused",
+        "store.unreachable",
+        "cannot be reached",
+        "check that the PostgreSQL server is running and the URL's host and port",
+    ),
+    (
+        "connection failed",
+        "store.unreachable",
+        "cannot be reached",
+        "check that the PostgreSQL server is running and the URL's host, port and user",
+    ),
+    (
+        "authentication failed",
+        "store.unreachable",
+        "refused the credentials",
+        "check the user and password in the URL (or ~/.pgpass)",
+    ),
+    (
+        "no space left on device",
+        "store.disk_full",
+        "cannot grow: the server's disk is full",
+        "free disk space on the database server, then retry",
     ),
     (
         "disk is full",
@@ -72,6 +113,13 @@ _CAUSES = (
 def driver_error(where: str, exc: BaseException | None) -> PersistenceError:
     text = str(exc)
     lowered = text.lower()
+    if lowered.startswith("connection") and "database" in lowered and "does not exist" in lowered:
+        return PersistenceError(
+            f"database {where} does not exist on its server ({text.strip()})",
+            code="store.unreachable",
+            hint="create it first (createdb NAME, or CREATE DATABASE), then run "
+            "`agentctl db migrate`",
+        )
     for needle, code, meaning, hint in _CAUSES:
         if needle in lowered:
             return PersistenceError(f"database {where} {meaning} ({text})", code=code, hint=hint)

@@ -5,6 +5,9 @@
 marker file beside the database (``<db>.damaged``); runs are then refused before anything
 is created or executed, because a write to a damaged file can spread the damage. A later
 ``db check`` that finds the database sound removes the marker.
+
+A PostgreSQL database has no file: its pages are the server's to check (``amcheck``), so
+the SQLite checks report it sound, no marker is written, and there is no WAL to copy.
 """
 
 from __future__ import annotations
@@ -38,6 +41,8 @@ class SqliteCheck:
 
 
 def sqlite_check(store: Any) -> SqliteCheck:
+    if _is_url(store.path):
+        return SqliteCheck(integrity=["ok"])
     with store.read() as conn:
         integrity = [str(row[0]) for row in conn.exec_driver_sql("PRAGMA integrity_check")]
         foreign = [
@@ -51,7 +56,13 @@ def damage_marker(db_path: str) -> Path:
     return Path(db_path + ".damaged")
 
 
+def _is_url(db_path: str) -> bool:
+    return "://" in str(db_path)  # callers may hold a Path
+
+
 def mark_damaged(db_path: str, findings: list[str]) -> None:
+    if _is_url(db_path):
+        return
     marker = damage_marker(db_path)
     fd = os.open(marker, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
@@ -59,12 +70,14 @@ def mark_damaged(db_path: str, findings: list[str]) -> None:
 
 
 def clear_damage(db_path: str) -> None:
+    if _is_url(db_path):
+        return
     damage_marker(db_path).unlink(missing_ok=True)
 
 
 def require_undamaged(db_path: str) -> None:
     """Refuse (exit 5) to start or continue a run on a database known to be damaged."""
-    if db_path == ":memory:":
+    if db_path == ":memory:" or _is_url(db_path):
         return
     marker = damage_marker(db_path)
     if marker.is_file():
@@ -81,7 +94,7 @@ def require_undamaged(db_path: str) -> None:
 def checkpoint_wal(store: Any) -> None:
     """Copy the WAL into the main file without waiting for readers (PASSIVE), so a copy of
     the database file alone holds every state a run parked or finished with."""
-    if getattr(store, "in_memory", False):
+    if getattr(store, "in_memory", False) or _is_url(store.path):
         return
     try:
         raw = store.engine.raw_connection()

@@ -10,17 +10,25 @@ Metadata filters are exact matches on canonical JSON: ``metadata_json`` is store
 canonically, SQLite's ``->`` operator returns the stored JSON text of one member, and the
 filter value is serialized the same way. So ``"a"`` matches only the string ``"a"``,
 ``1`` does not match ``1.0`` or ``true``, ``null`` matches an explicit null but not a
-missing key, and objects match when they are equal as JSON.
+missing key, and objects match when they are equal as JSON. PostgreSQL's ``->`` on the
+``json`` type keeps a member's text as stored, so the same comparison holds there.
+
+On PostgreSQL the text index is PostgreSQL full-text search (``to_tsvector('simple', …)``
+under a GIN index, migration ``0003_memory_search``) ranked by ``ts_rank_cd``: the same
+entries match, but scores and the order of entries with different scores are PostgreSQL's,
+not BM25's.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from agentctl.digest import canonical_json
+from agentctl.store.dialect import is_postgres
 from agentctl.store.records import check_format_version
 from agentctl.store.timestamps import from_db, to_db
 
@@ -154,7 +162,7 @@ def _parameters(values: EntryValues, now: datetime) -> tuple[Any, ...]:
 
 
 def _live_entry_sql(
-    alias: str, namespace: str, now: datetime, filters: Mapping[str, Any]
+    alias: str, namespace: str, now: datetime, filters: Mapping[str, Any], postgres: bool
 ) -> tuple[str, list[Any]]:
     """``WHERE`` conditions for unexpired entries of ``namespace`` matching ``filters``."""
     # `+` keeps SQLite off the (namespace, key) index: these conditions filter rows that
@@ -165,8 +173,12 @@ def _live_entry_sql(
     ]
     params: list[Any] = [namespace, to_db(now)]
     for key in sorted(filters):
-        clauses.append(f"({alias}.metadata_json -> ?) = ?")
-        params.extend([f'$."{key}"', canonical_json(filters[key])])
+        if postgres:
+            clauses.append(f"(CAST({alias}.metadata_json AS json) -> ?)::text = ?")
+            params.extend([key, canonical_json(filters[key])])
+        else:
+            clauses.append(f"({alias}.metadata_json -> ?) = ?")
+            params.extend([f'$."{key}"', canonical_json(filters[key])])
     return " AND ".join(clauses), params
 
 
@@ -237,6 +249,9 @@ def set_embeddings(
 
 
 def rebuild_text_index(conn: SqlRunner) -> None:
+    if is_postgres(conn):
+        conn.exec_driver_sql("REINDEX INDEX memory_search_text")
+        return
     conn.exec_driver_sql("INSERT INTO memory_search_fts (memory_search_fts) VALUES ('rebuild')")
 
 
@@ -289,13 +304,35 @@ def text_matches(
 ) -> list[tuple[int, str, float]]:
     """``(id, key, -bm25)`` of the best ``limit`` live entries for an FTS5 MATCH
     ``expression``, score desc then key."""
-    where, params = _live_entry_sql("e", namespace, now, filters)
+    postgres = is_postgres(conn)
+    where, params = _live_entry_sql("e", namespace, now, filters, postgres)
+    if postgres:
+        return _postgres_text_matches(conn, expression, where, params, limit)
     rows = conn.exec_driver_sql(
         "SELECT e.id, e.key, -bm25(memory_search_fts) AS score "
         "FROM memory_search_fts JOIN memory_entries AS e ON e.id = memory_search_fts.rowid "
         f"WHERE memory_search_fts MATCH ? AND {where} "
         "ORDER BY score DESC, e.key ASC LIMIT ?",
         (expression, *params, limit),
+    )
+    return [(int(row[0]), str(row[1]), float(row[2])) for row in rows]
+
+
+def _postgres_text_matches(
+    conn: SqlRunner, expression: str, where: str, params: list[Any], limit: int
+) -> list[tuple[int, str, float]]:
+    """The FTS5 expression's quoted terms (word characters only) as an OR ``tsquery``."""
+    terms = re.findall(r'"([^"]+)"', expression)
+    if not terms:
+        return []
+    query = " | ".join("'" + term.replace("'", "''") + "'" for term in terms)
+    document = "to_tsvector('simple', COALESCE(e.text, ''))"
+    rows = conn.exec_driver_sql(
+        f"SELECT e.id, e.key, ts_rank_cd({document}, q.query) AS score "  # noqa: S608
+        "FROM memory_entries AS e, (SELECT to_tsquery('simple', ?) AS query) AS q "
+        f"WHERE {document} @@ q.query AND {where} "
+        "ORDER BY score DESC, e.key ASC LIMIT ?",
+        (query, *params, limit),
     )
     return [(int(row[0]), str(row[1]), float(row[2])) for row in rows]
 
@@ -337,7 +374,7 @@ def ids_matching(
     ids: Sequence[int],
 ) -> list[int]:
     """The ``ids`` that are live entries of ``namespace`` whose metadata matches."""
-    where, params = _live_entry_sql("e", namespace, now, filters)
+    where, params = _live_entry_sql("e", namespace, now, filters, is_postgres(conn))
     allowed: list[int] = []
     for start in range(0, len(ids), ID_CHUNK):
         chunk = list(ids[start : start + ID_CHUNK])

@@ -10,6 +10,7 @@ from typing import Any
 from sqlalchemy import func, select
 
 from agentctl.store import migrate
+from agentctl.store.dialect import is_postgres
 from agentctl.store.engine import Store
 from agentctl.store.tables import metadata
 
@@ -58,6 +59,22 @@ def database_stats(store: Store) -> DatabaseStats:
             table.name: int(conn.execute(select(func.count()).select_from(table)).scalar_one())
             for table in metadata.sorted_tables
         }
+        if is_postgres(conn):
+            # PostgreSQL's own write-ahead log; its size is the server's business.
+            size = int(
+                conn.exec_driver_sql("SELECT pg_database_size(current_database())").scalar_one()
+            )
+            commit = str(conn.exec_driver_sql("SHOW synchronous_commit").scalar_one())
+            return DatabaseStats(
+                path=store.path,
+                revision=revision,
+                head_revision=migrate.head_revision(),
+                counts=dict(sorted(counts.items())),
+                database_bytes=size,
+                wal_bytes=0,
+                journal_mode="postgresql",
+                synchronous=commit.upper(),
+            )
         journal_mode = str(conn.exec_driver_sql("PRAGMA journal_mode").scalar_one())
         sync_value = int(conn.exec_driver_sql("PRAGMA synchronous").scalar_one())
     in_memory = store.in_memory

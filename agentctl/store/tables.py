@@ -15,6 +15,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from sqlalchemy import (
+    BigInteger,
     Boolean,
     CheckConstraint,
     Column,
@@ -26,6 +27,7 @@ from sqlalchemy import (
     Integer,
     LargeBinary,
     MetaData,
+    SmallInteger,
     String,
     Table,
     Text,
@@ -34,6 +36,10 @@ from sqlalchemy import (
 )
 
 from agentctl.store.formats import FORMAT_VERSION
+
+#: A flag is 0/1 on both dialects (SQLite has no boolean type; the driver-level SQL writes
+#: and compares integers, which a PostgreSQL BOOLEAN column would refuse).
+FLAG = Boolean().with_variant(SmallInteger(), "postgresql")
 
 __all__ = [
     "FORMAT_VERSION",
@@ -105,7 +111,7 @@ runs = Table(
     _ts("created_at", nullable=False),
     _ts("updated_at", nullable=False),
     _ts("deadline_at"),
-    Column("cancel_requested", Boolean, nullable=False, server_default="0"),
+    Column("cancel_requested", FLAG, nullable=False, server_default="0"),
     Column("cancel_reason", Text, nullable=True),
     Column("owner_id", String(80), nullable=True),
     _ts("owner_lease_expires_at"),
@@ -186,7 +192,7 @@ effects = Table(
     Column("request_json", Text, nullable=True),
     Column("result_json", Text, nullable=True),
     Column("error_json", Text, nullable=True),
-    Column("confirmed", Boolean, nullable=False, server_default="0"),
+    Column("confirmed", FLAG, nullable=False, server_default="0"),
     Column("trace_id", String(64), nullable=True),
     Column("span_id", String(32), nullable=True),
     _ts("requested_at", nullable=False),
@@ -212,7 +218,7 @@ reconciliations = Table(
     Column("actor", String(255), nullable=False),
     Column("evidence", Text, nullable=True),
     Column("result_json", Text, nullable=True),
-    Column("result_validated", Boolean, nullable=False, server_default="0"),
+    Column("result_validated", FLAG, nullable=False, server_default="0"),
     Column("compensation_effect_id", String(64), nullable=True),
     Column("supersedes_id", Integer, ForeignKey("reconciliations.id"), nullable=True),
     _ts("created_at", nullable=False),
@@ -256,7 +262,7 @@ checkpoints = Table(
     _format_version(),
     Column("transition", String(600), nullable=False),
     Column("memory_delta_json", Text, nullable=False, server_default="{}"),
-    Column("is_snapshot", Boolean, nullable=False, server_default="0"),
+    Column("is_snapshot", FLAG, nullable=False, server_default="0"),
     Column("checksum", String(80), nullable=False),
     _ts("created_at", nullable=False),
 )
@@ -345,7 +351,7 @@ artifact_blobs = Table(
     "artifact_blobs",
     metadata,
     Column("digest", String(80), primary_key=True),
-    Column("size_bytes", Integer, nullable=False),
+    Column("size_bytes", Integer().with_variant(BigInteger(), "postgresql"), nullable=False),
     Column("media_type", String(255), nullable=True),
     _ts("created_at", nullable=False),
     _ts("verified_at"),

@@ -15,6 +15,7 @@ from functools import lru_cache
 from typing import Any
 
 from agentctl.errors import StateConflictError
+from agentctl.store.run_queue import notify_run
 from agentctl.store.states import allowed_priors
 from agentctl.store.timestamps import to_db
 
@@ -66,6 +67,8 @@ def guarded_update(conn: Any, kind: str, key: tuple[Any, ...], values: Mapping[s
     params.extend(priors)
     result = conn.exec_driver_sql(statement, tuple(params))
     if result.rowcount == 1:
+        if kind == "run" and status is not None:
+            notify_run(conn, str(key[0]))  # wakes `runs wait` and idle workers on commit
         return
     table, key_columns = _RECORDS[kind]
     found = conn.exec_driver_sql(

@@ -20,12 +20,19 @@ down_revision: str | None = None
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
+# Flags are stored as 0/1 on both dialects: SQLite has no boolean type, and the store's
+# driver-level SQL writes and compares them as integers (``is_snapshot = 1``), which a
+# PostgreSQL BOOLEAN column would refuse. On SQLite this renders exactly as before.
+_FLAG = sa.Boolean().with_variant(sa.SmallInteger(), "postgresql")
+# SQLite integers are 64-bit; PostgreSQL's INTEGER is 32-bit, too small for a blob's size.
+_SIZE = sa.Integer().with_variant(sa.BigInteger(), "postgresql")
+
 
 def upgrade() -> None:
     op.create_table(
         "artifact_blobs",
         sa.Column("digest", sa.String(length=80), nullable=False),
-        sa.Column("size_bytes", sa.Integer(), nullable=False),
+        sa.Column("size_bytes", _SIZE, nullable=False),
         sa.Column("media_type", sa.String(length=255), nullable=True),
         sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
         sa.Column("verified_at", sa.DateTime(timezone=True), nullable=True),
@@ -95,7 +102,7 @@ def upgrade() -> None:
         sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
         sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
         sa.Column("deadline_at", sa.DateTime(timezone=True), nullable=True),
-        sa.Column("cancel_requested", sa.Boolean(), server_default="0", nullable=False),
+        sa.Column("cancel_requested", _FLAG, server_default="0", nullable=False),
         sa.Column("cancel_reason", sa.Text(), nullable=True),
         sa.Column("owner_id", sa.String(length=80), nullable=True),
         sa.Column("owner_lease_expires_at", sa.DateTime(timezone=True), nullable=True),
@@ -235,7 +242,7 @@ def upgrade() -> None:
         sa.Column("format_version", sa.Integer(), server_default="1", nullable=False),
         sa.Column("transition", sa.String(length=600), nullable=False),
         sa.Column("memory_delta_json", sa.Text(), server_default="{}", nullable=False),
-        sa.Column("is_snapshot", sa.Boolean(), server_default="0", nullable=False),
+        sa.Column("is_snapshot", _FLAG, server_default="0", nullable=False),
         sa.Column("checksum", sa.String(length=80), nullable=False),
         sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
         sa.ForeignKeyConstraint(
@@ -261,7 +268,7 @@ def upgrade() -> None:
         sa.Column("request_json", sa.Text(), nullable=True),
         sa.Column("result_json", sa.Text(), nullable=True),
         sa.Column("error_json", sa.Text(), nullable=True),
-        sa.Column("confirmed", sa.Boolean(), server_default="0", nullable=False),
+        sa.Column("confirmed", _FLAG, server_default="0", nullable=False),
         sa.Column("trace_id", sa.String(length=64), nullable=True),
         sa.Column("requested_at", sa.DateTime(timezone=True), nullable=False),
         sa.Column("started_at", sa.DateTime(timezone=True), nullable=True),
@@ -380,7 +387,7 @@ def upgrade() -> None:
         sa.Column("actor", sa.String(length=255), nullable=False),
         sa.Column("evidence", sa.Text(), nullable=True),
         sa.Column("result_json", sa.Text(), nullable=True),
-        sa.Column("result_validated", sa.Boolean(), server_default="0", nullable=False),
+        sa.Column("result_validated", _FLAG, server_default="0", nullable=False),
         sa.Column("compensation_effect_id", sa.String(length=64), nullable=True),
         sa.Column("supersedes_id", sa.Integer(), nullable=True),
         sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),

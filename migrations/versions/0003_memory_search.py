@@ -12,6 +12,10 @@ transaction as the row that changed them: no writer (put, delete, gc, a hand-wri
 metadata (a virtual table and triggers), so the schema comparison test ignores names
 starting with ``memory_search_``. Existing rows are indexed on upgrade.
 
+On PostgreSQL the text index is PostgreSQL's own full-text search: a GIN expression index
+on ``to_tsvector('simple', text)`` (nothing to keep in step, the index follows the row),
+and the generation counter is bumped by a PL/pgSQL trigger function.
+
 Revision ID: 0003_memory_search
 Revises: 0002_run_workflow
 Create Date: 2026-11-29 17:40:00
@@ -63,12 +67,41 @@ _STATEMENTS = (
 )
 
 
+_PG_BUMP = (
+    "INSERT INTO memory_search_generations (namespace, generation) VALUES ({ns}, 1) "
+    "ON CONFLICT (namespace) DO UPDATE "
+    "SET generation = memory_search_generations.generation + 1;"
+)
+
+_PG_STATEMENTS = (
+    "CREATE TABLE memory_search_generations ("
+    "namespace VARCHAR(255) NOT NULL PRIMARY KEY, generation INTEGER NOT NULL)",
+    "CREATE INDEX memory_search_text ON memory_entries "
+    "USING GIN (to_tsvector('simple', COALESCE(text, '')))",
+    "CREATE FUNCTION memory_search_bump() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+    "IF TG_OP <> 'INSERT' THEN " + _PG_BUMP.format(ns="OLD.namespace") + " END IF; "
+    "IF TG_OP <> 'DELETE' THEN " + _PG_BUMP.format(ns="NEW.namespace") + " END IF; "
+    "RETURN NULL; END $$",
+    "CREATE TRIGGER memory_search_after_change AFTER INSERT OR UPDATE OR DELETE "
+    "ON memory_entries FOR EACH ROW EXECUTE FUNCTION memory_search_bump()",
+    "INSERT INTO memory_search_generations (namespace, generation) "
+    "SELECT DISTINCT namespace, 1 FROM memory_entries",
+)
+
+
 def upgrade() -> None:
-    for statement in _STATEMENTS:
+    postgres = op.get_bind().dialect.name == "postgresql"
+    for statement in _PG_STATEMENTS if postgres else _STATEMENTS:
         op.execute(statement)
 
 
 def downgrade() -> None:
+    if op.get_bind().dialect.name == "postgresql":
+        op.execute("DROP TRIGGER IF EXISTS memory_search_after_change ON memory_entries")
+        op.execute("DROP FUNCTION IF EXISTS memory_search_bump()")
+        op.execute("DROP INDEX IF EXISTS memory_search_text")
+        op.execute("DROP TABLE IF EXISTS memory_search_generations")
+        return
     for name in ("after_update", "after_update_text", "after_delete", "after_insert"):
         op.execute(f"DROP TRIGGER IF EXISTS memory_search_{name}")
     op.execute("DROP TABLE IF EXISTS memory_search_generations")

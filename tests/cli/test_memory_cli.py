@@ -8,7 +8,6 @@ command on a bare root app so they exercise exactly this module, through ``main(
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -35,11 +34,12 @@ def mcli(cli: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
 
 
 @pytest.fixture
-def db(tmp_path: Path) -> Path:
-    return tmp_path / "cli.db"
+def db(database: str) -> str:
+    """A SQLite file, then a fresh PostgreSQL database: memory behaves alike on both."""
+    return database
 
 
-def test_put_get_json_envelopes(mcli: Any, db: Path) -> None:
+def test_put_get_json_envelopes(mcli: Any, db: str) -> None:
     put = mcli(
         "--output", "json", "memory", "put", "notes", "k1", '{"city": "Oslo"}',
         "--text", "capital of Norway", "--metadata", '{"team": "geo"}',
@@ -67,7 +67,7 @@ def test_put_get_json_envelopes(mcli: Any, db: Path) -> None:
     assert human.stdout.strip() == 'notes/k1 = {"city": "Oslo"}'
 
 
-def test_string_value_is_a_text_entry_and_upsert(mcli: Any, db: Path) -> None:
+def test_string_value_is_a_text_entry_and_upsert(mcli: Any, db: str) -> None:
     assert mcli("memory", "put", "n", "k", '"first note"', "--db", db).stdout.startswith(
         "created n/k"
     )
@@ -77,7 +77,7 @@ def test_string_value_is_a_text_entry_and_upsert(mcli: Any, db: Path) -> None:
     assert got["entry"]["content"] == {"type": "text", "text": "second note"}
 
 
-def test_missing_key_exits_5(mcli: Any, db: Path) -> None:
+def test_missing_key_exits_5(mcli: Any, db: str) -> None:
     result = mcli("--output", "json", "memory", "get", "n", "absent", "--db", db)
     assert result.exit_code == 5 and result.stdout == ""
     error = result.error_json()["error"]
@@ -98,14 +98,14 @@ def test_missing_key_exits_5(mcli: Any, db: Path) -> None:
         (["search", "n", "q", "--filter", "team=ops"], "cli.usage", "not valid JSON"),
     ],
 )
-def test_usage_errors_exit_2(mcli: Any, db: Path, args: list[str], code: str, message: str) -> None:
+def test_usage_errors_exit_2(mcli: Any, db: str, args: list[str], code: str, message: str) -> None:
     result = mcli("--output", "json", "memory", *args, "--db", db)
     assert result.exit_code == 2, result.stdout
     error = result.error_json()["error"]
     assert error["code"] == code and message in error["message"]
 
 
-def _seed(mcli: Any, db: Path) -> None:
+def _seed(mcli: Any, db: str) -> None:
     entries = [
         ("deploy", '"production deploy failed at the migration step"', '{"team": "ops"}'),
         ("rollback", '"how to roll back a production deploy"', '{"team": "ops"}'),
@@ -117,7 +117,7 @@ def _seed(mcli: Any, db: Path) -> None:
 
 
 @pytest.mark.parametrize("mode", ["text", "vector", "hybrid"])
-def test_search_modes_and_filters(mcli: Any, db: Path, mode: str) -> None:
+def test_search_modes_and_filters(mcli: Any, db: str, mode: str) -> None:
     _seed(mcli, db)
     result = mcli(
         "--output", "json", "memory", "search", "kb", "production deploy",
@@ -137,7 +137,7 @@ def test_search_modes_and_filters(mcli: Any, db: Path, mode: str) -> None:
     assert {hit["key"] for hit in data["results"]} == {"deploy", "rollback"}
 
 
-def test_search_human_and_empty(mcli: Any, db: Path) -> None:
+def test_search_human_and_empty(mcli: Any, db: str) -> None:
     _seed(mcli, db)
     found = mcli("memory", "search", "kb", "invoices", "--db", db)
     assert found.exit_code == 0
@@ -146,7 +146,7 @@ def test_search_human_and_empty(mcli: Any, db: Path) -> None:
     assert none.stdout.strip() == "no results"
 
 
-def test_vector_search_refuses_foreign_embeddings(mcli: Any, db: Path) -> None:
+def test_vector_search_refuses_foreign_embeddings(mcli: Any, db: str) -> None:
     with open_store(str(db)) as store:
         clock = FixedClock(datetime(2026, 1, 1, tzinfo=UTC))
         memory = LongTermMemory(store, clock, LocalHashEmbedder(16, provider="remote"))
@@ -168,7 +168,7 @@ def test_vector_search_refuses_foreign_embeddings(mcli: Any, db: Path) -> None:
     assert again.exit_code == 0 and again.json()["data"]["count"] == 1
 
 
-def test_gc_dry_run_and_collect(mcli: Any, db: Path) -> None:
+def test_gc_dry_run_and_collect(mcli: Any, db: str) -> None:
     with open_store(str(db)) as store:
         past = LongTermMemory(
             store, FixedClock(datetime(2000, 1, 1, tzinfo=UTC)), LocalHashEmbedder()

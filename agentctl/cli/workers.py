@@ -1,0 +1,109 @@
+"""``agentctl worker`` and ``agentctl runs wait``: runs executed by workers (PostgreSQL)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+from typing import Annotated
+
+import typer
+
+from agentctl.cli import output
+from agentctl.cli.options import DbOption, db_from_context
+from agentctl.errors import EXIT_BLOCKED, EXIT_CANCELLED, EXIT_OK, EXIT_RUN_FAILED
+
+__all__ = ["runs_wait_command", "worker_command"]
+
+_EXIT_BY_STATE = {
+    "succeeded": EXIT_OK,
+    "paused": EXIT_BLOCKED,
+    "cancelled": EXIT_CANCELLED,
+    "failed": EXIT_RUN_FAILED,
+}
+
+
+def worker_command(
+    ctx: typer.Context,
+    concurrency: Annotated[
+        int, typer.Option("--concurrency", help="Runs executed at the same time.", min=1)
+    ] = 4,
+    name: Annotated[
+        str | None,
+        typer.Option("--name", help="This worker's name in events and the audit log."),
+    ] = None,
+    db: DbOption = None,
+) -> int:
+    """Execute runs released to workers: `roll --detach`, and runs whose owner died.
+
+    Needs a PostgreSQL database (--db or AGENTCTL_DB). Start as many workers as you like, on
+    as many hosts as share the database and the artifact root; each claims runs with
+    SELECT … FOR UPDATE SKIP LOCKED and a fencing token, and executes them exactly as
+    `agentctl resume` would. Idle, it waits for a notification (LISTEN/NOTIFY) and looks
+    for work about once a second. SIGTERM or Ctrl-C drains: no new claims; the runs in
+    hand finish or park; exit 0. Events are printed one per line (`--output jsonl`).
+
+    Example: agentctl worker --concurrency 8 --name w1 --db postgresql://agentctl@db/agentctl
+    """
+    from agentctl.engine.worker import Worker
+    from agentctl.ids import SystemClock
+    from agentctl.store.engine import open_store
+
+    out = output.current()
+
+    def emit(kind: str, data: dict[str, object]) -> None:
+        run = f" {data['runId']}" if "runId" in data else ""
+        human = f"worker {data['worker']}{run} {data['state']}"
+        if "message" in data:
+            human += f": {data['message']}"
+        out.event(kind, dict(data), human=human)
+
+    chosen = name or f"{socket.gethostname()}-{os.getpid()}"
+    with open_store(db_from_context(ctx, db)) as store:
+        worker = Worker(
+            store, name=chosen, concurrency=concurrency, clock=SystemClock(), events=emit
+        )
+
+        async def main() -> None:
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(sig, worker.stop)
+            try:
+                await worker.serve()
+            finally:
+                for sig in (signal.SIGINT, signal.SIGTERM):
+                    loop.remove_signal_handler(sig)
+
+        asyncio.run(main())
+    report = worker.report
+    out.success(
+        "WorkerReport",
+        {"worker": report.name, "runs": report.runs},
+        human=f"worker {report.name} stopped after {len(report.runs)} run(s)",
+    )
+    return EXIT_OK
+
+
+def runs_wait_command(
+    ctx: typer.Context,
+    run_id: Annotated[str, typer.Argument(help="The run to wait for.")],
+    db: DbOption = None,
+) -> int:
+    """Block until a run finishes or parks; the exit code is its state.
+
+    0 succeeded, 3 paused (an approval, a question, an uncertain effect or a pause step
+    needs a person), 4 failed, 130 cancelled. On PostgreSQL a notification wakes the
+    wait at once; on SQLite the run is looked at twice a second.
+
+    Example: agentctl runs wait run-01a2… --db postgresql://agentctl@db/agentctl
+    """
+    from agentctl.engine.worker import wait_for_run
+    from agentctl.store.engine import open_store
+
+    with open_store(db_from_context(ctx, db)) as store:
+        state = asyncio.run(wait_for_run(store, run_id))
+    output.current().success(
+        "RunState", {"runId": run_id, "state": state}, human=f"{run_id} {state}"
+    )
+    return _EXIT_BY_STATE[state]

@@ -1,0 +1,116 @@
+"""Opening a PostgreSQL store (psycopg 3): connection settings, transactions, migration.
+
+The same Alembic history and the same repositories as SQLite (see
+:mod:`agentctl.store.dialect` for what is rewritten). Settings and why:
+
+- every session runs in UTC, so the store's naive UTC timestamp text is read as the instant
+  it names, and values come back as UTC;
+- ``lock_timeout`` equals SQLite's busy timeout (``AGENTCTL_SQLITE_BUSY_TIMEOUT_MS``,
+  10 s by default): a writer waits for the write lock that long, then fails with
+  ``store.locked`` instead of waiting forever;
+- write transactions take one advisory lock (:data:`~agentctl.store.dialect.WRITE_LOCK_KEY`)
+  first: writers are serialised as on SQLite, so the fencing check, guarded transitions
+  and claims decide on rows no other writer can change before the commit;
+- read transactions are ``REPEATABLE READ``: one consistent snapshot, like SQLite's.
+
+psycopg is imported only when a PostgreSQL URL is opened; without it the error says which
+package to install.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from typing import TYPE_CHECKING, Any
+
+from agentctl.errors import PersistenceError
+from agentctl.store import dialect, migrate
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
+
+    from agentctl.store.engine import Store, StoreSettings
+
+__all__ = ["make_engine", "open_postgres_store", "redact"]
+
+
+def redact(url: str) -> str:
+    """``url`` with its password hidden, for messages and ``store.path``."""
+    from sqlalchemy.engine import make_url
+
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:  # noqa: BLE001 - a URL too broken to parse is shown without userinfo
+        return url.split("@")[-1]
+
+
+def _require_driver() -> None:
+    if importlib.util.find_spec("psycopg") is None:
+        raise PersistenceError(
+            "a postgresql:// database needs the psycopg driver, which is not installed",
+            code="store.driver_missing",
+            hint="install it with `pip install 'agentctl[postgres]'` (psycopg[binary])",
+        )
+
+
+def make_engine(url: str, settings: StoreSettings) -> Engine:
+    from sqlalchemy import create_engine, event
+    from sqlalchemy.engine import Connection, make_url
+
+    target = make_url(url).set(drivername="postgresql+psycopg")
+    options = f"-c timezone=UTC -c lock_timeout={int(settings.busy_timeout_ms)}"
+    # A worker executing N runs holds one connection per run, plus short-lived ones: keep
+    # 5 idle, open more as needed rather than making a busy worker wait for the pool.
+    engine = create_engine(
+        target,
+        connect_args={"options": options},
+        pool_pre_ping=True,
+        pool_size=5,
+        max_overflow=64,
+    )
+
+    @event.listens_for(engine, "before_cursor_execute", retval=True)
+    def _rewrite(
+        _conn: Any, _cursor: Any, statement: str, parameters: Any, context: Any, _many: bool
+    ) -> tuple[str, Any]:
+        # Only driver-level SQL is in SQLite's spelling; compiled statements (SQLAlchemy
+        # Core, Alembic) are already rendered for psycopg.
+        if context is not None and context.compiled is not None:
+            return statement, parameters
+        return dialect.to_postgres(statement, bool(parameters)), parameters
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        begin = conn.get_execution_options().get("agentctl_begin", "BEGIN IMMEDIATE")
+        if begin == "BEGIN IMMEDIATE":
+            conn.exec_driver_sql("SELECT pg_advisory_xact_lock(?)", (dialect.WRITE_LOCK_KEY,))
+        else:
+            conn.exec_driver_sql("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+
+    return engine
+
+
+def open_postgres_store(url: str, *, migrate_schema: bool, settings: StoreSettings) -> Store:
+    """Connect to (never create) the database at ``url`` and upgrade its schema.
+
+    A database at a revision this code does not know is refused before anything is
+    written; the upgrade runs in one write transaction under the write lock, so two
+    processes opening a new database at once migrate it exactly once.
+    """
+    from agentctl.store.engine import Store
+
+    _require_driver()
+    store = Store(make_engine(url, settings), redact(url))
+    try:
+        with store.read() as conn:
+            found = migrate.current_revision(conn)
+        migrate.require_known_revision(found, store.path)
+        if migrate_schema and found != migrate.SCHEMA_HEAD:
+            with store.write() as conn:
+                current = migrate.current_revision(conn)
+                migrate.require_known_revision(current, store.path)
+                if current != migrate.head_revision():
+                    migrate.upgrade(conn)
+    except BaseException:
+        store.close()
+        raise
+    return store

@@ -1,0 +1,110 @@
+"""Runs waiting for a worker (PostgreSQL): claiming them, and waking whoever waits.
+
+A run waits for a worker when it is ``running`` with a lease that has expired: its owner
+died or is cut off, or it never had one because ``roll --detach`` released it to workers
+(no owner, a lease that expired at the epoch). A run that ``roll`` or ``retry`` has just
+created and is about to execute in its own process has no lease at all, so no worker
+takes it from under that process.
+Workers claim such runs with ``SELECT … FOR UPDATE SKIP LOCKED`` inside their write
+transaction, then take ownership through :func:`agentctl.store.ownership.claim`, which
+bumps the fencing token: a previous owner that wakes up can no longer write.
+
+Every change of a run's status, and every new detached run, sends ``NOTIFY agentctl_runs``
+with the run id, inside the transaction that made it (PostgreSQL delivers it on commit),
+so idle workers and ``runs wait`` wake at once instead of polling fast.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from datetime import datetime
+from typing import Any
+
+from agentctl.store.dialect import is_postgres
+from agentctl.store.timestamps import to_db
+
+__all__ = [
+    "CHANNEL",
+    "RunsListener",
+    "claimable_runs",
+    "notify_run",
+    "release_to_workers",
+    "run_status",
+]
+
+CHANNEL = "agentctl_runs"
+_EPOCH = "1970-01-01 00:00:00.000000"
+
+
+def notify_run(conn: Any, run_id: str) -> None:
+    """Wake listeners when this transaction commits (nothing to do on SQLite)."""
+    if is_postgres(conn):
+        conn.exec_driver_sql("SELECT pg_notify(?, ?)", (CHANNEL, run_id))
+
+
+def release_to_workers(conn: Any, run_id: str) -> bool:
+    """Hand an unowned running run to the workers (False when someone owns it already)."""
+    updated = conn.exec_driver_sql(
+        "UPDATE runs SET owner_lease_expires_at = ? "
+        "WHERE id = ? AND status = 'running' AND owner_id IS NULL",
+        (_EPOCH, run_id),
+    )
+    if updated.rowcount != 1:
+        return False
+    notify_run(conn, run_id)
+    return True
+
+
+def claimable_runs(conn: Any, now: datetime, limit: int) -> list[str]:
+    """Up to ``limit`` running runs whose lease has expired, oldest first, locked for this
+    transaction; rows another worker is claiming right now are skipped, not waited for."""
+    rows = conn.exec_driver_sql(
+        "SELECT id FROM runs WHERE status = 'running' AND owner_lease_expires_at IS NOT NULL "
+        "AND owner_lease_expires_at < ? ORDER BY created_at, id LIMIT ? FOR UPDATE SKIP LOCKED",
+        (to_db(now), limit),
+    )
+    return [str(row[0]) for row in rows]
+
+
+def run_status(conn: Any, run_id: str) -> str | None:
+    row = conn.exec_driver_sql("SELECT status FROM runs WHERE id = ?", (run_id,)).first()
+    return None if row is None else str(row[0])
+
+
+class RunsListener:
+    """``LISTEN agentctl_runs`` on a connection of its own; :meth:`wait` returns when a
+    notification arrived (True) or after ``timeout`` seconds (False)."""
+
+    def __init__(self, conn: Any) -> None:
+        self._conn = conn
+        self._woken = asyncio.Event()
+        self._task = asyncio.create_task(self._listen())
+
+    @classmethod
+    async def open(cls, store: Any) -> RunsListener:
+        import psycopg
+
+        url = store.engine.url.set(drivername="postgresql")
+        conn = await psycopg.AsyncConnection.connect(
+            url.render_as_string(hide_password=False), autocommit=True
+        )
+        await conn.execute(f"LISTEN {CHANNEL}")
+        return cls(conn)
+
+    async def _listen(self) -> None:
+        async for _ in self._conn.notifies():
+            self._woken.set()
+
+    async def wait(self, timeout: float) -> bool:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._woken.wait(), timeout)
+        woken = self._woken.is_set()
+        self._woken.clear()
+        return woken
+
+    async def close(self) -> None:
+        self._task.cancel()
+        with contextlib.suppress(BaseException):
+            await self._task
+        await self._conn.close()
