@@ -40,6 +40,8 @@ class Draft:
     failure: str = "stop"
     compensate: Mapping[str, Any] | None = None
     output_schema: Mapping[str, Any] | None = None
+    artifacts: list[Mapping[str, Any]] | None = None
+    """Declared named artifacts (``[{name, path}]``), as written."""
     foreach: Mapping[str, Any] | None = None
     matrix: Mapping[str, Any] | None = None
     loop: Mapping[str, Any] | None = None
@@ -69,6 +71,7 @@ class Draft:
             "failure": None if self.failure == "stop" else self.failure,
             "compensate": self.compensate,
             "outputSchema": self.output_schema,
+            "artifacts": self.artifacts,
             "foreach": self.foreach,
             "matrix": self.matrix,
             "loop": self.loop,
@@ -107,6 +110,7 @@ def draft_from_json(task: Mapping[str, Any], path: str) -> Draft:
         failure=str(task.get("failure") or "stop"),
         compensate=task.get("compensate"),
         output_schema=task.get("outputSchema"),
+        artifacts=None if task.get("artifacts") is None else list(task["artifacts"]),
         foreach=task.get("foreach"),
         matrix=task.get("matrix"),
         loop=task.get("loop"),

@@ -265,6 +265,7 @@ class _Expander:
             failure=task.failure,
             compensate=task.compensate,
             output_schema=task.output_schema,
+            artifacts=task.artifacts,
             expansion=Expansion(task.id, index, bindings),
             binding_path=binding_path,
             with_path=task.with_path,

@@ -53,8 +53,11 @@ class Fingerprinter:
         expansion = fields["expansion"]
         guards = fields["route_guards"]
         when = fields["when"]
+        artifacts = fields.get("artifacts")
         text = (
-            f'{{"compensate":{self._compensate(fields["compensate"])}'
+            "{"
+            + (f'"artifacts":{self._shared(artifacts, _artifacts_json)},' if artifacts else "")
+            + f'"compensate":{self._compensate(fields["compensate"])}'
             f',"expansion":{"null" if expansion is None else self._expansion(expansion)}'
             f',"failure":{_string(fields["failure"])}'
             f',"id":{_string(fields["id"])}'
@@ -128,6 +131,10 @@ class Fingerprinter:
             f'{{"bindings":{self._object(expansion.bindings)},"index":{int(expansion.index)},'
             f'"parent":{_string(expansion.parent)}}}'
         )
+
+
+def _artifacts_json(artifacts: Any) -> list[dict[str, str]]:
+    return [artifact.to_json() for artifact in artifacts]
 
 
 def _digest(text: str) -> str:

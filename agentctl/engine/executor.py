@@ -85,7 +85,7 @@ class _Outcome:
     blocked: EffectBlocked | None = None
     input_digest: str | None = None
     effect_ids: list[str] = field(default_factory=list)
-    artifacts: list[tuple[str, Any]] = field(default_factory=list)
+    artifacts: list[Any] = field(default_factory=list)
     # The `when` or loop-guard decision that let the task run or skipped it.
     condition: dict[str, Any] | None = None
 
@@ -371,7 +371,11 @@ class RunExecutor:
 
     def _context(self, task_vars: Mapping[str, Any], memory: Mapping[str, Any]) -> TemplateContext:
         return TemplateContext(
-            inputs=self.run.inputs, vars=task_vars, memory=memory, tasks=self.outputs
+            inputs=self.run.inputs,
+            vars=task_vars,
+            memory=memory,
+            tasks=self.outputs,
+            artifacts=self.artifacts.template_values(self.plan.tasks),
         )
 
     def _pre_check(
@@ -519,7 +523,9 @@ class RunExecutor:
                 ingested = (
                     []
                     if self.options.check
-                    else await self.artifacts.ingest(task, attempt_no, env.written)
+                    else await self.artifacts.ingest(
+                        task, attempt_no, env.written, self.workspace
+                    )
                 )
                 return _Outcome(
                     "succeeded",

@@ -7,6 +7,7 @@ list the router in its ``needs``, which kinds accept ``memoryWrites`` — is the
 
 from __future__ import annotations
 
+import posixpath
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -29,6 +30,7 @@ __all__ = [
     "Foreach",
     "Loop",
     "Matrix",
+    "NamedArtifact",
     "Route",
     "RouteCase",
     "Task",
@@ -142,6 +144,32 @@ class Compensate(SpecModel):
     timeout_seconds: TimeoutSeconds | None = None
 
 
+class NamedArtifact(SpecModel):
+    """One ``artifacts`` entry: the file at ``path`` (relative to the workspace root) is
+    recorded as a new version of the artifact ``name`` each time the task succeeds."""
+
+    name: Identifier
+    path: str
+
+    @field_validator("path")
+    @classmethod
+    def _relative_path(cls, value: str) -> str:
+        if not value or value != value.strip():
+            raise ValueError("an artifact path must be a non-empty path without surrounding spaces")
+        if "\\" in value or "\0" in value:
+            raise ValueError(f"artifact path `{value}` must use `/` separators")
+        if value.startswith("/") or posixpath.isabs(value):
+            raise ValueError(
+                f"artifact path `{value}` must be relative to the workspace root, not absolute"
+            )
+        parts = value.split("/")
+        if ".." in parts:
+            raise ValueError(f"artifact path `{value}` must not contain `..`")
+        if all(part in ("", ".") for part in parts) or value.endswith("/"):
+            raise ValueError(f"artifact path `{value}` must name a file, not a folder")
+        return value
+
+
 class Task(SpecModel):
     """One entry of ``spec.tasks`` (or of a sub-workflow's ``tasks``)."""
 
@@ -162,6 +190,7 @@ class Task(SpecModel):
     failure: Literal["stop", "continue"] = "stop"
     compensate: Compensate | None = None
     output_schema: JsonSchema | None = None
+    artifacts: list[NamedArtifact] | None = None
 
     @field_validator("uses")
     @classmethod
@@ -179,9 +208,24 @@ class Task(SpecModel):
                 raise ValueError("memoryWrites keys must be unique")
         return value
 
+    @field_validator("artifacts")
+    @classmethod
+    def _distinct_artifacts(cls, value: list[NamedArtifact] | None) -> list[NamedArtifact] | None:
+        if value is not None:
+            for what, keys in (
+                ("name", [a.name for a in value]),
+                ("path", [posixpath.normpath(a.path) for a in value]),
+            ):
+                twice = sorted({key for key in keys if keys.count(key) > 1})
+                if twice:
+                    raise ValueError(f"artifacts: {what} `{twice[0]}` is declared more than once")
+        return value
+
     @model_validator(mode="after")
     def _construct_rules(self) -> Task:
         ref = parse_uses(self.uses)
+        if self.artifacts and ref.kind == "router":
+            raise ValueError("a router writes no files; remove `artifacts`")
         if self.foreach is not None and self.matrix is not None:
             raise ValueError("`foreach` and `matrix` cannot be used together")
         if ref.kind == "router":

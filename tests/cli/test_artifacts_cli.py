@@ -143,7 +143,7 @@ def test_export_refuses_overwrite_then_overwrites(
     assert target.read_bytes() == b"export me"
     again = art("--output", "json", "artifacts", "export", ref.digest, "out/e.txt", "--db", db)
     assert again.exit_code == 2
-    assert again.error_json()["error"]["hint"] == "pass --overwrite to replace it"
+    assert again.error_json()["error"]["hint"] == "pass --force to replace it"
     forced = art("artifacts", "export", ref.digest, "out/e.txt", "--overwrite", "--db", db)
     assert forced.exit_code == 0 and forced.stdout.startswith(f"exported {ref.digest}")
     escape = art("--output", "json", "artifacts", "export", ref.digest, "../x", "--db", db)
