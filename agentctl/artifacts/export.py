@@ -6,8 +6,10 @@ parent folder that is a symlink leading outside is refused, and the destination 
 never a symlink (writing through one is how a crafted name escapes). The operator's own
 destination (``agentctl artifacts export``, ``confine=False``) may be any path they could
 write with ``cp``; it is still never written through a symlink (with ``overwrite`` the link
-itself is replaced) and an existing file is replaced only with ``overwrite``. Bytes go to a temporary file beside the destination, are checked
-against the digest and fsynced, then appear under the final name in one step: ``link``
+itself is replaced) and an existing file is replaced only with ``overwrite``.
+
+Bytes go to a temporary file beside the destination, are checked against the digest and
+fsynced, then appear under the final name in one step: ``link``
 (fails if something appeared meanwhile) or, with ``overwrite``, ``rename``.
 """
 

@@ -523,9 +523,7 @@ class RunExecutor:
                 ingested = (
                     []
                     if self.options.check
-                    else await self.artifacts.ingest(
-                        task, attempt_no, env.written, self.workspace
-                    )
+                    else await self.artifacts.ingest(task, attempt_no, env.written, self.workspace)
                 )
                 return _Outcome(
                     "succeeded",

@@ -128,7 +128,9 @@ class RunArtifacts:
         artifact this run recorded (or took over from its source run on retry/repair)."""
         if self._named is None:
             self._named = {}
-            declared = {tid: {a.name for a in t.artifacts} for tid, t in tasks.items() if t.artifacts}
+            declared = {
+                tid: {a.name for a in t.artifacts} for tid, t in tasks.items() if t.artifacts
+            }
             if declared:
                 for ref in self.artifact_store().refs(run_id=self.run_id):
                     if ref.name in declared.get(ref.task_id, ()):

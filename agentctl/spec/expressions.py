@@ -2,8 +2,9 @@
 
 An expression is ``[not ] PATH [OP LITERAL]``. A path is dot-separated segments of
 ``[A-Za-z0-9_-]`` under one of four roots — ``inputs.K``, ``vars.K``, ``memory.K``,
-``tasks.ID.output`` (or ``tasks.ID.artifacts.NAME`` for a task's named artifacts) — and descends through objects only: no indexing, arithmetic,
-functions, path-to-path comparison or nesting.
+``tasks.ID.output`` (or ``tasks.ID.artifacts.NAME`` for a task's named artifacts) — and
+descends through objects only: no indexing, arithmetic, functions, path-to-path comparison
+or nesting.
 
 The reference finds the operator by searching the whole text for ``==`` first, then ``!=``,
 ``<=``, ``>=``, ``<``, ``>``, splitting at the first occurrence (quirk 6), so a right-hand
