@@ -278,3 +278,36 @@ def test_export_never_writes_through_a_symlink_at_the_destination(
     assert forced.exit_code == 0, forced.stderr
     assert not link.is_symlink() and link.read_text() == "first"
     assert victim.read_text() == "keep me"
+
+
+PREDICTED = """
+apiVersion: agentctl.dev/v1
+kind: Workflow
+metadata: {name: predicted}
+spec:
+  policy: {approval: never, writableRoots: [out]}
+  actions:
+    save: {kind: builtin.write}
+  tasks:
+    - id: make
+      uses: action:save
+      with: {path: out/report.md, content: hello}
+      artifacts: [{name: report, path: out/report.md}]
+    - id: use
+      uses: action:save
+      needs: [make]
+      with: {path: out/seen.txt, content: "${{ tasks.make.artifacts.report.digest }}"}
+"""
+
+
+def test_check_mode_marks_artifact_reads_as_requiring_execution(
+    cli: Any, workspace: Path, tmp_path: Path
+) -> None:
+    path = workspace / "wf.yaml"
+    path.write_text(PREDICTED)
+    result = cli("--output", "json", "roll", "--check", path, "--db", tmp_path / "c.db")
+    assert result.exit_code == 0, result.stdout + result.stderr
+    output = result.json()["data"]["output"]
+    assert output["use"]["status"] == "requires_execution"
+    assert "depends on make" in output["use"]["reason"]
+    assert not (workspace / "out").exists()
