@@ -280,6 +280,8 @@ def _plan_task(node: Node, fingerprints: Fingerprinter) -> PlanTask:
         fields["artifacts"] = tuple(
             PlanArtifact(str(a["name"]), str(a["path"])) for a in draft.artifacts
         )
+    if draft.session:
+        fields["session"] = dict(draft.session)
     return PlanTask(
         **fields,
         definition_fingerprint=fingerprints.definition(fields, draft.needs),

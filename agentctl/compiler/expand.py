@@ -266,6 +266,7 @@ class _Expander:
             compensate=task.compensate,
             output_schema=task.output_schema,
             artifacts=task.artifacts,
+            session=task.session,
             expansion=Expansion(task.id, index, bindings),
             binding_path=binding_path,
             with_path=task.with_path,

@@ -54,6 +54,7 @@ class Fingerprinter:
         guards = fields["route_guards"]
         when = fields["when"]
         artifacts = fields.get("artifacts")
+        session = fields.get("session")
         text = (
             "{"
             + (f'"artifacts":{self._shared(artifacts, _artifacts_json)},' if artifacts else "")
@@ -63,7 +64,8 @@ class Fingerprinter:
             f',"id":{_string(fields["id"])}'
             f",{self._middle(fields, needs)}"
             f',"routeGuards":{self._guards(guards)}'
-            f',"timeoutSeconds":{int(fields["timeout_seconds"])}'
+            + (f',"session":{_CANONICAL.encode(session)}' if session else "")
+            + f',"timeoutSeconds":{int(fields["timeout_seconds"])}'
             f',"uses":{self._shared(fields["uses"], lambda u: u.to_json())}'
             f',"vars":{self._object(fields["vars"])}'
             f',"when":{"null" if when is None else _string(when)}}}'

@@ -240,6 +240,8 @@ class PlanTask:
     output_schema: Mapping[str, Any] | None
     predictability: Predictability
     artifacts: tuple[PlanArtifact, ...] = ()
+    # ``{"from": {"run", "task"}}`` or ``{"name"}``: the provider session an agent continues.
+    session: Mapping[str, Any] | None = None
     definition_fingerprint: str = ""
     output_contract_fingerprint: str = ""
 
@@ -263,6 +265,7 @@ class PlanTask:
             "predictability": self.predictability,
             # Only when declared: plans and fingerprints of other workflows stay as they were.
             **({"artifacts": [a.to_json() for a in self.artifacts]} if self.artifacts else {}),
+            **({"session": dict(self.session)} if self.session else {}),
         }
 
     def to_json(self) -> dict[str, Any]:
@@ -319,6 +322,7 @@ class PlanTask:
             artifacts=tuple(
                 PlanArtifact(str(a["name"]), str(a["path"])) for a in data.get("artifacts") or ()
             ),
+            session=data.get("session"),
             definition_fingerprint=str(data.get("definitionFingerprint", "")),
             output_contract_fingerprint=str(data.get("outputContractFingerprint", "")),
         )

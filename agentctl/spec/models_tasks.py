@@ -33,6 +33,8 @@ __all__ = [
     "NamedArtifact",
     "Route",
     "RouteCase",
+    "Session",
+    "SessionSource",
     "Task",
     "UsesKind",
     "UsesRef",
@@ -170,6 +172,36 @@ class NamedArtifact(SpecModel):
         return value
 
 
+class SessionSource(SpecModel):
+    """``session.from``: the task of an earlier run whose session to continue."""
+
+    run: str = Field(min_length=1)
+    task: str = Field(min_length=1)
+
+    @field_validator("run")
+    @classmethod
+    def _run_shape(cls, value: str) -> str:
+        if value != "latest" and not value.startswith("run-"):
+            raise ValueError(f"`{value}` is not a run id (run-…) or `latest`")
+        return value
+
+
+class Session(SpecModel):
+    """An agent task's ``session``: continue an earlier provider session (transcript and
+    provider continuation) instead of starting a new conversation."""
+
+    from_: SessionSource | None = Field(default=None, alias="from")
+    name: Identifier | None = None
+
+    @model_validator(mode="after")
+    def _one_source(self) -> Session:
+        if (self.from_ is None) == (self.name is None):
+            raise ValueError(
+                "a session is either `from: {run: RUN|latest, task: ID}` or `name: NAME`"
+            )
+        return self
+
+
 class Task(SpecModel):
     """One entry of ``spec.tasks`` (or of a sub-workflow's ``tasks``)."""
 
@@ -191,6 +223,7 @@ class Task(SpecModel):
     compensate: Compensate | None = None
     output_schema: JsonSchema | None = None
     artifacts: list[NamedArtifact] | None = None
+    session: Session | None = None
 
     @field_validator("uses")
     @classmethod
@@ -226,6 +259,8 @@ class Task(SpecModel):
         ref = parse_uses(self.uses)
         if self.artifacts and ref.kind == "router":
             raise ValueError("a router writes no files; remove `artifacts`")
+        if self.session is not None and ref.kind != "agent":
+            raise ValueError("only an agent task (`uses: agent:<name>`) has a session")
         if self.foreach is not None and self.matrix is not None:
             raise ValueError("`foreach` and `matrix` cannot be used together")
         if ref.kind == "router":

@@ -58,3 +58,38 @@ def test_artifacts_appear_only_when_declared(tmp_path: Path) -> None:
     again = Plan.from_json(declared.to_json())
     assert again.to_json() == declared.to_json()
     assert digest_json(again.digest_material()) == declared.plan_digest
+
+
+SESSION = """
+apiVersion: agentctl.dev/v1
+kind: Workflow
+metadata: {name: plan-session}
+spec:
+  providers:
+    fake: {kind: fake}
+  agents:
+    helper: {provider: fake, model: scripted, instructions: hi}
+  tasks:
+    - id: ask
+      uses: agent:helper
+      session: {from: {run: latest, task: ask}}
+    - id: plain
+      uses: agent:helper
+"""
+
+
+def test_a_session_is_in_the_plan_and_its_fingerprint_only_when_declared(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "wf.yaml"
+    path.write_text(SESSION)
+    loaded = load_workflow(path)
+    assert loaded.document is not None
+    plan = compile_workflow(loaded.document, source=loaded.source).plan
+    assert plan is not None
+    ask, plain = plan.tasks["ask"], plan.tasks["plain"]
+    assert ask.to_json()["session"] == {"from": {"run": "latest", "task": "ask"}}
+    assert "session" not in plain.to_json()
+    for task in (ask, plain):
+        assert task.definition_fingerprint == digest_json(task.definition_json())
+    assert Plan.from_json(plan.to_json()).to_json() == plan.to_json()
