@@ -93,3 +93,19 @@ def test_a_session_is_in_the_plan_and_its_fingerprint_only_when_declared(
     for task in (ask, plain):
         assert task.definition_fingerprint == digest_json(task.definition_json())
     assert Plan.from_json(plan.to_json()).to_json() == plan.to_json()
+
+
+def test_python_definitions_declare_artifacts_and_sessions() -> None:
+    from agentctl.spec.models_tasks import Task
+    from agentctl.spec.python_api import task
+
+    body = task(
+        "review",
+        uses="agent:reviewer",
+        artifacts=[{"name": "report", "path": "out/report.md"}],
+        session={"name": "reviewer-main"},
+    )
+    assert body["artifacts"] == [{"name": "report", "path": "out/report.md"}]
+    parsed = Task.model_validate(body)
+    assert parsed.artifacts is not None and parsed.artifacts[0].name == "report"
+    assert parsed.session is not None and parsed.session.name == "reviewer-main"
