@@ -8,7 +8,9 @@ the provider saw and its answer, with provider continuation such as the response
 the continuing task starts from that transcript plus its own prompt, and a provider that
 continues by response id (OpenAI Responses with ``store: true``) is sent it.
 
-A task re-executed by ``repair`` starts fresh: the repair's point is to run it again under
+``latest`` and a name mean the newest run created *before* this one, so a resumed run
+continues the same session however many runs started since. A task re-executed by
+``repair`` starts fresh: the repair's point is to run it again under
 changed definitions, and a transcript recorded under the old ones would carry them along.
 """
 
@@ -64,8 +66,8 @@ def continuation(env: TaskEnv, provider: str) -> Continuation:
         if source is not None:
             run, task = str(source["run"]), str(source["task"])
             if run == "latest":
-                row = sessions_repo.latest_for_task(conn, task, other_than=env.run_id)
-                wanted = f"the newest run's task `{task}`"
+                row = sessions_repo.latest_for_task(conn, task, before_run=env.run_id)
+                wanted = f"task `{task}` of the newest earlier run"
             else:
                 row = sessions_repo.find(conn, run, task)
                 wanted = f"run {run} task `{task}`"
@@ -79,7 +81,7 @@ def continuation(env: TaskEnv, provider: str) -> Continuation:
                 )
         else:
             name = str(declared["name"])
-            row = sessions_repo.latest_named(conn, name, other_than=env.run_id)
+            row = sessions_repo.latest_named(conn, name, before_run=env.run_id)
             if row is None:
                 return Continuation([], None, f"no earlier session named `{name}`")
     if row.provider != provider:

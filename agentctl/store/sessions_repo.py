@@ -21,6 +21,16 @@ if TYPE_CHECKING:
 __all__ = ["SessionRow", "find", "latest_for_task", "latest_named", "listed", "save", "sessions"]
 
 _COLUMNS = "run_id, task_id, provider, state_json, session_name, updated_at, format_version"
+_EARLIER_COLUMNS = (
+    "s.run_id, s.task_id, s.provider, s.state_json, s.session_name, s.updated_at, "
+    "s.format_version"
+)
+# Sessions of runs created before the given one, newest run first: what "latest" means, so
+# a resumed run resolves the same source however many runs started since.
+_EARLIER = (
+    f"SELECT {_EARLIER_COLUMNS} FROM provider_sessions s JOIN runs r ON r.id = s.run_id "
+    "WHERE r.created_at < (SELECT created_at FROM runs WHERE id = ?) AND s.run_id != ? "
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,22 +93,22 @@ def find(conn: SqlRunner, run_id: str, task_id: str) -> SessionRow | None:
     return None if row is None else _row(row)
 
 
-def latest_for_task(conn: SqlRunner, task_id: str, *, other_than: str) -> SessionRow | None:
-    """The most recently updated session of ``task_id`` in any run but ``other_than``."""
+def latest_for_task(conn: SqlRunner, task_id: str, *, before_run: str) -> SessionRow | None:
+    """The session of ``task_id`` in the newest run created before ``before_run``."""
     row = conn.exec_driver_sql(
-        f"SELECT {_COLUMNS} FROM provider_sessions "  # noqa: S608
-        "WHERE task_id = ? AND run_id != ? ORDER BY updated_at DESC, run_id DESC LIMIT 1",
-        (task_id, other_than),
+        _EARLIER + "AND s.task_id = ? ORDER BY r.created_at DESC, s.run_id DESC LIMIT 1",
+        (before_run, before_run, task_id),
     ).first()
     return None if row is None else _row(row)
 
 
-def latest_named(conn: SqlRunner, name: str, *, other_than: str) -> SessionRow | None:
-    """The most recently updated session called ``name`` in any run but ``other_than``."""
+def latest_named(conn: SqlRunner, name: str, *, before_run: str) -> SessionRow | None:
+    """The session called ``name`` in the newest run created before ``before_run`` (the
+    most recently updated, if that run holds several)."""
     row = conn.exec_driver_sql(
-        f"SELECT {_COLUMNS} FROM provider_sessions "  # noqa: S608
-        "WHERE session_name = ? AND run_id != ? ORDER BY updated_at DESC, run_id DESC LIMIT 1",
-        (name, other_than),
+        _EARLIER + "AND s.session_name = ? "
+        "ORDER BY r.created_at DESC, s.run_id DESC, s.updated_at DESC LIMIT 1",
+        (before_run, before_run, name),
     ).first()
     return None if row is None else _row(row)
 

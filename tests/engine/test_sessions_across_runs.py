@@ -24,7 +24,7 @@ spec:
     reviewer:
       provider: remote
       model: small
-      instructions: {instructions}
+      instructions: review briefly
       providerOptions: {{store: true}}
   tasks:
     - id: review
@@ -39,7 +39,6 @@ def _write(
     server: LoopbackServer,
     prompt: str,
     session: str = "",
-    instructions: str = "review briefly",
 ) -> Path:
     path = tmp_path / "wf.yaml"
     path.write_text(
@@ -47,7 +46,6 @@ def _write(
             endpoint=server.url("/v1/responses"),
             prompt=prompt,
             session=f"      session: {session}" if session else "",
-            instructions=instructions,
         )
     )
     return path
@@ -210,3 +208,56 @@ spec:
         result = cli("--output", "json", "check", path)
         assert result.exit_code == 2, session
         assert expected in result.stdout + result.stderr, (session, result.stdout)
+
+
+PAUSED = """
+apiVersion: agentctl.dev/v1
+kind: Workflow
+metadata: {{name: review-later}}
+spec:
+  policy: {{approval: never, networkAllowlist: [127.0.0.1]}}
+  providers:
+    remote: {{kind: openai, endpoint: "{endpoint}", credential: {{env: MODEL_KEY}}}}
+  agents:
+    reviewer:
+      provider: remote
+      model: small
+      instructions: review briefly
+      providerOptions: {{store: true}}
+  actions:
+    hold: {{kind: builtin.pause}}
+  tasks:
+    - {{id: hold, uses: "action:hold", with: {{message: resume when ready}}}}
+    - id: review
+      uses: agent:reviewer
+      needs: [hold]
+      with: {{prompt: later}}
+      session: {{name: reviewer-main}}
+"""
+
+
+def test_a_resumed_run_continues_the_session_that_was_newest_when_it_started(
+    cli: Any, tmp_path: Path
+) -> None:
+    db = tmp_path / "r.db"
+    named = "{name: reviewer-main}"
+    with LoopbackServer() as server:
+        server.script(
+            JsonReply(responses_body(text="a", response_id="resp_a")),
+            JsonReply(responses_body(text="c", response_id="resp_c")),
+            JsonReply(responses_body(text="b", response_id="resp_b")),
+        )
+        assert cli("roll", _write(tmp_path, server, "a", named), "--db", db).exit_code == 0
+        held = tmp_path / "held.yaml"
+        held.write_text(PAUSED.format(endpoint=server.url("/v1/responses")))
+        parked = cli("--output", "json", "roll", held, "--db", db)
+        assert parked.exit_code == 3, parked.stderr
+        # A run that starts later records a newer session of the same name…
+        assert cli("roll", _write(tmp_path, server, "c", named), "--db", db).exit_code == 0
+        resumed = cli("resume", parked.json()["data"]["runId"], "--db", db)
+        assert resumed.exit_code == 0, resumed.stderr
+        bodies = [request.json for request in server.requests]
+    assert bodies[1]["previous_response_id"] == "resp_a"
+    # …but the parked run continues the session that was newest when it was created.
+    assert bodies[2]["previous_response_id"] == "resp_a"
+    assert _texts(bodies[2]["input"]) == [("user", "later")]
