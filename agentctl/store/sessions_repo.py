@@ -22,8 +22,7 @@ __all__ = ["SessionRow", "find", "latest_for_task", "latest_named", "listed", "s
 
 _COLUMNS = "run_id, task_id, provider, state_json, session_name, updated_at, format_version"
 _EARLIER_COLUMNS = (
-    "s.run_id, s.task_id, s.provider, s.state_json, s.session_name, s.updated_at, "
-    "s.format_version"
+    "s.run_id, s.task_id, s.provider, s.state_json, s.session_name, s.updated_at, s.format_version"
 )
 # Sessions of runs created before the given one, newest run first: what "latest" means, so
 # a resumed run resolves the same source however many runs started since.
