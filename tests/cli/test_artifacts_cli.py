@@ -176,7 +176,7 @@ def test_gc_dry_run_then_collect(
 
 
 def test_every_artifacts_command_has_help(art: Any) -> None:
-    for command in ("list", "inspect", "verify", "export", "gc"):
+    for command in ("list", "versions", "inspect", "verify", "export", "gc"):
         result = art("artifacts", command, "--help")
         assert result.exit_code == 0 and "--db" in result.stdout, command
 

@@ -261,3 +261,13 @@ def test_a_resumed_run_continues_the_session_that_was_newest_when_it_started(
     # …but the parked run continues the session that was newest when it was created.
     assert bodies[2]["previous_response_id"] == "resp_a"
     assert _texts(bodies[2]["input"]) == [("user", "later")]
+
+
+def test_sessions_commands_have_help_with_examples(cli: Any) -> None:
+    for command, example in (
+        ("list", "agentctl sessions list --name"),
+        ("show", "agentctl sessions show"),
+    ):
+        result = cli("sessions", command, "--help")
+        assert result.exit_code == 0 and "--db" in result.stdout, command
+        assert example in " ".join(result.stdout.split()), command
