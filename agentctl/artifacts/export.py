@@ -1,10 +1,15 @@
-"""Copying a blob out of the store to a path an operator names, atomically and safely.
+"""Copying a blob out of the store to a path, atomically and safely.
 
-The destination must stay inside ``base`` (the current directory for the CLI): a ``..``
-component, an absolute path elsewhere, or a parent folder that is a symlink leading outside
-is refused, and the destination itself is never a symlink (writing through one is how a
-crafted name escapes). Bytes go to a temporary file beside the destination, are checked
-against the digest and fsynced, then appear under the final name in one step: ``link``
+A destination that comes from somewhere other than the operator (``confine=True``, the
+default) must stay inside ``base``: a ``..`` component, an absolute path elsewhere, or a
+parent folder that is a symlink leading outside is refused, and the destination itself is
+never a symlink (writing through one is how a crafted name escapes). The operator's own
+destination (``agentctl artifacts export``, ``confine=False``) may be any path they could
+write with ``cp``; it is still never written through a symlink (with ``overwrite`` the link
+itself is replaced) and an existing file is replaced only with ``overwrite``.
+
+Bytes go to a temporary file beside the destination, are checked against the digest and
+fsynced, then appear under the final name in one step: ``link``
 (fails if something appeared meanwhile) or, with ``overwrite``, ``rename``.
 """
 
@@ -71,10 +76,29 @@ def _checked_target(dest: Path, base: Path) -> Path:
     return Path(target)
 
 
-def _check_existing(target: Path, overwrite: bool) -> None:
+def _operator_target(dest: Path, base: Path) -> Path:
+    target = os.path.abspath(os.path.join(os.path.abspath(base), dest))
+    if any(len(os.fsencode(part)) > _NAME_MAX for part in Path(target).parts):
+        raise _refuse(
+            f"export destination {str(dest)[:80]}… has a name longer than {_NAME_MAX} bytes",
+            "artifact.path_too_long",
+            "choose a shorter file name",
+        )
+    return Path(target)
+
+
+def _check_existing(target: Path, overwrite: bool, *, confine: bool = True) -> None:
     try:
         info = os.lstat(target)
     except FileNotFoundError:
+        return
+    if stat.S_ISLNK(info.st_mode) and not confine:
+        if not overwrite:
+            raise _refuse(
+                f"export destination {target} already exists (a symlink)",
+                "artifact.destination_exists",
+                "pass --force to replace the link itself with the file (never written through)",
+            )
         return
     if stat.S_ISLNK(info.st_mode):
         raise _refuse(
@@ -92,7 +116,7 @@ def _check_existing(target: Path, overwrite: bool) -> None:
         raise _refuse(
             f"export destination {target} already exists",
             "artifact.destination_exists",
-            "pass --overwrite to replace it",
+            "pass --force to replace it",
         )
 
 
@@ -146,12 +170,18 @@ def _copy_verified(blob: Path, temp: Path, digest: str) -> int:
 
 
 def export_blob(
-    layout: Layout, digest: str, dest: Path, *, base: Path, overwrite: bool = False
+    layout: Layout,
+    digest: str,
+    dest: Path,
+    *,
+    base: Path,
+    overwrite: bool = False,
+    confine: bool = True,
 ) -> ExportResult:
-    target = _checked_target(dest, base)
-    _check_existing(target, overwrite)
+    target = _checked_target(dest, base) if confine else _operator_target(dest, base)
+    _check_existing(target, overwrite, confine=confine)
     target.parent.mkdir(parents=True, exist_ok=True)
-    if not _inside(os.path.realpath(target.parent), os.path.realpath(base)):
+    if confine and not _inside(os.path.realpath(target.parent), os.path.realpath(base)):
         raise _refuse(
             f"export destination {dest} leads outside {base} through a symlink",
             "artifact.symlink_escape",
@@ -162,7 +192,7 @@ def export_blob(
     try:
         size = _copy_verified(layout.blob_path(digest), temp, digest)
         if overwrite:
-            _check_existing(target, overwrite=True)
+            _check_existing(target, overwrite=True, confine=confine)
             os.replace(temp, target)
         else:
             try:
@@ -171,7 +201,7 @@ def export_blob(
                 raise _refuse(
                     f"export destination {target} already exists",
                     "artifact.destination_exists",
-                    "pass --overwrite to replace it",
+                    "pass --force to replace it",
                 ) from exc
     finally:
         temp.unlink(missing_ok=True)

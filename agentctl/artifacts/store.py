@@ -384,12 +384,19 @@ class ArtifactStore:
         *,
         base: Path | None = None,
         overwrite: bool = False,
+        confine: bool = True,
     ) -> ExportResult:
         """Write the blob to ``dest`` (relative to ``base``, default the current directory),
-        atomically, refusing traversal, symlink escape and silent overwrite."""
+        atomically, refusing silent overwrite; with ``confine`` (a destination that is not
+        the operator's own) also traversal and symlink escape out of ``base``."""
         digest = self.resolve(text)
         return export_blob(
-            self.layout, digest, Path(dest), base=base or Path.cwd(), overwrite=overwrite
+            self.layout,
+            digest,
+            Path(dest),
+            base=base or Path.cwd(),
+            overwrite=overwrite,
+            confine=confine,
         )
 
     def gc(self, *, older_than_days: float = DEFAULT_GC_DAYS, dry_run: bool = False) -> GcReport:

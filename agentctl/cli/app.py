@@ -27,6 +27,7 @@ from agentctl.cli import (
     recovery,
     running,
     schedules,
+    sessions,
     ui,
     watch,
     workers,
@@ -103,6 +104,7 @@ app.add_typer(approvals.app, name="approvals")
 app.add_typer(providers.providers_app, name="providers")
 app.add_typer(providers.auth_app, name="auth")
 app.add_typer(artifacts.app, name="artifacts")
+app.add_typer(sessions.app, name="sessions")
 app.add_typer(memory.app, name="memory")
 app.add_typer(packs.app, name="pack")
 app.command("gc")(memory.gc_command)

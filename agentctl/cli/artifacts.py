@@ -1,4 +1,5 @@
-"""``agentctl artifacts list|inspect|verify|export|gc``: the content-addressed store."""
+"""``agentctl artifacts list|versions|inspect|verify|export|gc``: the content-addressed
+store."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ __all__ = ["app"]
 
 app = typer.Typer(
     name="artifacts",
-    help="Files tasks wrote, stored by SHA-256: list, inspect, verify, export, gc.",
+    help="Files tasks wrote, stored by SHA-256: list, versions, inspect, verify, export, gc.",
     no_args_is_help=True,
 )
 
@@ -29,7 +30,7 @@ DigestArgument = Annotated[
 
 @app.callback()
 def _group(ctx: typer.Context, db: DbOption = None) -> None:
-    """Files tasks wrote, stored by SHA-256: list, inspect, verify, export, gc."""
+    """Files tasks wrote, stored by SHA-256: list, versions, inspect, verify, export, gc."""
     ctx.obj = {"db": db}
 
 
@@ -114,6 +115,47 @@ def list_command(
             )
 
     out.success("ArtifactList", {"artifacts": found}, human=human)
+
+
+@app.command("versions")
+def versions_command(
+    ctx: typer.Context,
+    name: Annotated[
+        str,
+        typer.Argument(
+            help="The artifact's name: a name a task declares in `artifacts`, or the path "
+            "of a file a task wrote."
+        ),
+    ],
+    db: DbOption = None,
+) -> None:
+    """List every version of one artifact, oldest first: version, digest, size, the run
+    and task that wrote it, and when.
+
+    Example: ``agentctl artifacts versions report``
+    """
+    from agentctl.errors import NotFoundError
+
+    with _opened(ctx, db) as artifacts:
+        found = [ref.to_json() for ref in artifacts.versions(name)]
+    if not found:
+        raise NotFoundError(
+            f"no artifact named `{name}` has been recorded",
+            code="artifact.not_found",
+            hint="list names with `agentctl artifacts list`; a task declares one with "
+            "artifacts: [{name: NAME, path: FILE}]",
+        )
+    out = output.current()
+
+    def human() -> None:
+        for ref in found:
+            print(
+                f"v{ref['version']}  {ref['digest'][:19]}  {_size(ref['size']):>9}  "
+                f"run {ref['runId']} task {ref['taskId']}  {ref['createdAt']}",
+                file=out.stdout,
+            )
+
+    out.success("ArtifactVersions", {"name": name, "versions": found}, human=human)
 
 
 def _age(seconds: float) -> str:
@@ -210,20 +252,43 @@ def verify_command(
 @app.command("export")
 def export_command(
     ctx: typer.Context,
-    digest: DigestArgument,
-    dest: Annotated[str, typer.Argument(help="File to create, inside the current directory.")],
+    artifact: Annotated[
+        str,
+        typer.Argument(
+            help="NAME (its newest version), NAME@VERSION, or a blob's sha256:<hex> (or at "
+            "least 8 leading hex digits of it)."
+        ),
+    ],
+    dest: Annotated[
+        str, typer.Argument(help="The file to create: any path you could write with cp.")
+    ],
     overwrite: Annotated[
-        bool, typer.Option("--overwrite", help="Replace DEST if it already exists.")
+        bool, typer.Option("--force", "--overwrite", help="Replace DEST if it already exists.")
     ] = False,
     db: DbOption = None,
 ) -> None:
-    """Copy a blob to DEST atomically (never through a symlink, never outside the cwd)."""
+    """Copy an artifact version (or a blob) to DEST atomically: the bytes are checked
+    against their digest, then appear under DEST in one step. An existing DEST is kept
+    unless --force, and a symlink at DEST is replaced, never written through.
+
+    Examples: ``agentctl artifacts export report ~/reports/latest.md``,
+    ``agentctl artifacts export report@2 /tmp/report-v2.md --force``
+    """
+    from agentctl.artifacts.named import find_version
+
     with _opened(ctx, db) as artifacts:
-        result = artifacts.export(digest, dest, overwrite=overwrite)
+        ref = find_version(artifacts, artifact)
+        digest = artifact if ref is None else ref.digest
+        result = artifacts.export(digest, dest, overwrite=overwrite, confine=False)
+    data = result.to_json()
+    shown = result.digest
+    if ref is not None:
+        data.update({"name": ref.name, "version": ref.version})
+        shown = f"{ref.name}@{ref.version} ({result.digest[:19]})"
     output.current().success(
         "ArtifactExport",
-        result.to_json(),
-        human=f"exported {result.digest} to {result.path} ({_size(result.size)})",
+        data,
+        human=f"exported {shown} to {result.path} ({_size(result.size)})",
     )
 
 

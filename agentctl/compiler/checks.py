@@ -108,6 +108,35 @@ class GraphChecker:
                     base + location,
                     f"add `{task_id}` to this task's needs",
                 )
+        for location, task_id, rest in templating.artifact_reads(value):
+            self._artifact_read(draft.id, what, task_id, rest, base + location)
+
+    def _artifact_read(
+        self, reader: str, what: str, task_id: str, rest: tuple[str, ...], path: str
+    ) -> None:
+        """``tasks.<id>.artifacts.<name>[.<field>]`` must name an artifact the task declares."""
+        node = self.nodes.get(task_id)
+        if node is None:
+            return  # an unknown task is reported above
+        declared = [str(a["name"]) for a in node.draft.artifacts or ()]
+        if rest[0] not in declared:
+            self._once(
+                "missing_reference",
+                f"task `{reader}` {what} reads artifact `{rest[0]}` of task `{task_id}`, "
+                "which declares "
+                + (f"only {', '.join(f'`{n}`' for n in declared)}" if declared else "none"),
+                path,
+                f"declare it in `{task_id}`'s artifacts ([{{name: {rest[0]}, path: …}}]) or fix "
+                "the name",
+            )
+        elif len(rest) > 1 and (len(rest) > 2 or rest[1] not in templating.ARTIFACT_FIELDS):
+            self._once(
+                "invalid_template",
+                f"task `{reader}` {what} reads `{'.'.join(rest[1:])}` of artifact `{rest[0]}`; "
+                f"an artifact version has {', '.join(templating.ARTIFACT_FIELDS)}",
+                path,
+                f"read e.g. tasks.{task_id}.artifacts.{rest[0]}.digest",
+            )
 
     def check_templates(self, node: Node) -> None:
         draft = node.draft

@@ -34,6 +34,7 @@ from agentctl.compiler.plan import (
     Budget,
     EffectRequirement,
     Plan,
+    PlanArtifact,
     PlanTask,
     ProviderRequirement,
     Requirements,
@@ -275,6 +276,12 @@ def _plan_task(node: Node, fingerprints: Fingerprinter) -> PlanTask:
         "output_schema": node.output_contract,
         "predictability": node.predictability,
     }
+    if draft.artifacts:
+        fields["artifacts"] = tuple(
+            PlanArtifact(str(a["name"]), str(a["path"])) for a in draft.artifacts
+        )
+    if draft.session:
+        fields["session"] = dict(draft.session)
     return PlanTask(
         **fields,
         definition_fingerprint=fingerprints.definition(fields, draft.needs),

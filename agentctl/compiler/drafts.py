@@ -40,6 +40,10 @@ class Draft:
     failure: str = "stop"
     compensate: Mapping[str, Any] | None = None
     output_schema: Mapping[str, Any] | None = None
+    artifacts: list[Mapping[str, Any]] | None = None
+    """Declared named artifacts (``[{name, path}]``), as written."""
+    session: Mapping[str, Any] | None = None
+    """An agent task's ``session`` (``{from: {run, task}}`` or ``{name}``), as written."""
     foreach: Mapping[str, Any] | None = None
     matrix: Mapping[str, Any] | None = None
     loop: Mapping[str, Any] | None = None
@@ -69,6 +73,8 @@ class Draft:
             "failure": None if self.failure == "stop" else self.failure,
             "compensate": self.compensate,
             "outputSchema": self.output_schema,
+            "artifacts": self.artifacts,
+            "session": self.session,
             "foreach": self.foreach,
             "matrix": self.matrix,
             "loop": self.loop,
@@ -107,6 +113,8 @@ def draft_from_json(task: Mapping[str, Any], path: str) -> Draft:
         failure=str(task.get("failure") or "stop"),
         compensate=task.get("compensate"),
         output_schema=task.get("outputSchema"),
+        artifacts=None if task.get("artifacts") is None else list(task["artifacts"]),
+        session=task.get("session"),
         foreach=task.get("foreach"),
         matrix=task.get("matrix"),
         loop=task.get("loop"),

@@ -265,6 +265,8 @@ class _Expander:
             failure=task.failure,
             compensate=task.compensate,
             output_schema=task.output_schema,
+            artifacts=task.artifacts,
+            session=task.session,
             expansion=Expansion(task.id, index, bindings),
             binding_path=binding_path,
             with_path=task.with_path,

@@ -53,14 +53,19 @@ class Fingerprinter:
         expansion = fields["expansion"]
         guards = fields["route_guards"]
         when = fields["when"]
+        artifacts = fields.get("artifacts")
+        session = fields.get("session")
         text = (
-            f'{{"compensate":{self._compensate(fields["compensate"])}'
+            "{"
+            + (f'"artifacts":{self._shared(artifacts, _artifacts_json)},' if artifacts else "")
+            + f'"compensate":{self._compensate(fields["compensate"])}'
             f',"expansion":{"null" if expansion is None else self._expansion(expansion)}'
             f',"failure":{_string(fields["failure"])}'
             f',"id":{_string(fields["id"])}'
             f",{self._middle(fields, needs)}"
             f',"routeGuards":{self._guards(guards)}'
-            f',"timeoutSeconds":{int(fields["timeout_seconds"])}'
+            + (f',"session":{_CANONICAL.encode(session)}' if session else "")
+            + f',"timeoutSeconds":{int(fields["timeout_seconds"])}'
             f',"uses":{self._shared(fields["uses"], lambda u: u.to_json())}'
             f',"vars":{self._object(fields["vars"])}'
             f',"when":{"null" if when is None else _string(when)}}}'
@@ -128,6 +133,10 @@ class Fingerprinter:
             f'{{"bindings":{self._object(expansion.bindings)},"index":{int(expansion.index)},'
             f'"parent":{_string(expansion.parent)}}}'
         )
+
+
+def _artifacts_json(artifacts: Any) -> list[dict[str, str]]:
+    return [artifact.to_json() for artifact in artifacts]
 
 
 def _digest(text: str) -> str:

@@ -35,6 +35,7 @@ __all__ = [
     "EffectRequirement",
     "Expansion",
     "Plan",
+    "PlanArtifact",
     "PlanTask",
     "Predictability",
     "ProviderRequirement",
@@ -209,6 +210,17 @@ class Compensation:
 
 
 @dataclass(frozen=True, slots=True)
+class PlanArtifact:
+    """A declared named artifact: the workspace file ``path`` is version-recorded as ``name``."""
+
+    name: str
+    path: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"name": self.name, "path": self.path}
+
+
+@dataclass(frozen=True, slots=True)
 class PlanTask:
     """One compiled task. ``output_schema`` is the *effective* output contract
     (docs/workflow-language.md)."""
@@ -228,6 +240,9 @@ class PlanTask:
     compensate: Compensation | None
     output_schema: Mapping[str, Any] | None
     predictability: Predictability
+    artifacts: tuple[PlanArtifact, ...] = ()
+    # ``{"from": {"run", "task"}}`` or ``{"name"}``: the provider session an agent continues.
+    session: Mapping[str, Any] | None = None
     definition_fingerprint: str = ""
     output_contract_fingerprint: str = ""
 
@@ -249,6 +264,9 @@ class PlanTask:
             "compensate": None if self.compensate is None else self.compensate.to_json(),
             "outputSchema": None if self.output_schema is None else dict(self.output_schema),
             "predictability": self.predictability,
+            # Only when declared: plans and fingerprints of other workflows stay as they were.
+            **({"artifacts": [a.to_json() for a in self.artifacts]} if self.artifacts else {}),
+            **({"session": dict(self.session)} if self.session else {}),
         }
 
     def to_json(self) -> dict[str, Any]:
@@ -302,6 +320,10 @@ class PlanTask:
             ),
             output_schema=data.get("outputSchema"),
             predictability=predictability,
+            artifacts=tuple(
+                PlanArtifact(str(a["name"]), str(a["path"])) for a in data.get("artifacts") or ()
+            ),
+            session=data.get("session"),
             definition_fingerprint=str(data.get("definitionFingerprint", "")),
             output_contract_fingerprint=str(data.get("outputContractFingerprint", "")),
         )

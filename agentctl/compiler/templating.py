@@ -22,7 +22,9 @@ from agentctl.spec.templates import (
 )
 
 __all__ = [
+    "ARTIFACT_FIELDS",
     "alias_loop_output",
+    "artifact_reads",
     "condition_problem",
     "contains_template",
     "has_template",
@@ -85,6 +87,28 @@ def task_reads(value: Any) -> list[tuple[str, str]]:
         for expression in template.expressions:
             if expression.root == "tasks" and len(expression.path) > 1:
                 reads.append((location, expression.path[1]))
+    return reads
+
+
+#: What ``tasks.<id>.artifacts.<name>.<field>`` may read of a named artifact's version.
+ARTIFACT_FIELDS = ("digest", "version", "path", "size")
+
+
+def artifact_reads(value: Any) -> list[tuple[str, str, tuple[str, ...]]]:
+    """``(location, task id, path after artifacts)`` for every ``tasks.ID.artifacts…`` read
+    by a well-formed template (``("report", "digest")`` for ``….artifacts.report.digest``)."""
+    reads: list[tuple[str, str, tuple[str, ...]]] = []
+    for location, text in walk_strings(value):
+        if OPEN not in text:
+            continue
+        try:
+            template = parse_template(text)
+        except TemplateError:
+            continue
+        for expression in template.expressions:
+            path = expression.path
+            if expression.root == "tasks" and len(path) > 3 and path[2] == "artifacts":
+                reads.append((location, path[1], path[3:]))
     return reads
 
 

@@ -24,7 +24,7 @@ from agentctl.compiler.effects import (
     model_effect,
 )
 from agentctl.digest import canonical_json, compact_json
-from agentctl.engine import budget
+from agentctl.engine import budget, sessions
 from agentctl.engine.context import TaskEnv, TaskResult
 from agentctl.engine.journal import EffectSpec
 from agentctl.engine.signals import OutcomeUnknown, TaskFailure
@@ -335,14 +335,27 @@ async def _request(env: TaskEnv, provider: Provider, request: ModelRequest) -> M
 
 
 def _save_session(
-    env: TaskEnv, provider: str, request: ModelRequest, response: ModelResponse, turn: int
+    env: TaskEnv,
+    provider: str,
+    request: ModelRequest,
+    response: ModelResponse,
+    turn: int,
+    started: sessions.Continuation,
 ) -> None:
-    """Continuation state per (run, task): what a later turn or a resume continues from.
+    """Continuation state per (run, task): what a later turn, a resume or a later run's
+    task (``session``) continues from.
 
-    The conversation itself is rebuilt from the journal (every model answer and tool result
-    is a confirmed effect); this row records where it stands, for inspection and for
-    providers that continue by response id.
+    Within a run the conversation is rebuilt from the journal (every model answer and tool
+    result is a confirmed effect); the row records where it stands and the transcript so
+    far (the request's messages and this answer), which a later run continues.
     """
+    answer = Message(
+        role="assistant",
+        text=response.text,
+        tool_calls=response.tool_calls,
+        response_id=response.response_id,
+        provider_items=response.provider_items,
+    )
     state = {
         "provider": provider,
         "model": request.model,
@@ -351,6 +364,8 @@ def _save_session(
         "messages": len(request.messages) + 1,
         "lastResponseId": response.response_id,
         "finishReason": response.finish_reason,
+        **started.state(),
+        "transcript": [m.to_json() for m in (*request.messages, answer)],
     }
     with env.gate.store.write() as conn:
         sessions_repo.save(
@@ -360,6 +375,7 @@ def _save_session(
             provider,
             canonical_json(state),
             env.gate.clock.now(),
+            name=sessions.session_name(env),
         )
 
 
@@ -424,7 +440,8 @@ async def run_agent(env: TaskEnv, agent_name: str, pool: ProviderPool) -> TaskRe
     max_turns = int(agent.get("maxTurns") or 8)
     max_tool_calls = int(agent.get("maxToolCalls", 16))
     structured = agent.get("structuredOutput")
-    messages: list[Message] = [Message(role="user", text=prompt)]
+    started = sessions.continuation(env, provider_name)
+    messages: list[Message] = [*started.messages, Message(role="user", text=prompt)]
     pricing = (spec.get("runtime") or {}).get("pricing")
     total_cost: int | None = None
     usage = Usage()
@@ -445,7 +462,7 @@ async def run_agent(env: TaskEnv, agent_name: str, pool: ProviderPool) -> TaskRe
         )
         response = await _request(env, provider, request)
         usage = usage + response.usage
-        _save_session(env, provider_name, request, response, turn)
+        _save_session(env, provider_name, request, response, turn, started)
         _, cost = budget.model_usage(request.to_json(), response.to_json(), pricing)
         if cost is not None:
             total_cost = (total_cost or 0) + cost

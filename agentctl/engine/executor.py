@@ -441,7 +441,7 @@ class RunExecutor(RunCommits, RunWatchers):
                 ingested = (
                     []
                     if self.options.check
-                    else await self.artifacts.ingest(task, attempt_no, env.written)
+                    else await self.artifacts.ingest(task, attempt_no, env.written, self.workspace)
                 )
                 return TaskOutcome(
                     "succeeded",

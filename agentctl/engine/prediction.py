@@ -8,6 +8,9 @@ in a task whose dependencies (direct or not) include an unpredicted task makes t
 itself unpredicted — a placeholder naming that dependency — and a run output that cannot
 be rendered for the same reason becomes a placeholder too. A template error with no
 unpredicted dependency behind it still fails the task: it is a real mistake.
+
+Named artifacts are recorded only when a task really executes, so in check mode a read of
+``tasks.<id>.artifacts.<name>`` is unpredicted the same way.
 """
 
 from __future__ import annotations
@@ -16,7 +19,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from agentctl.compiler.plan import Plan
-from agentctl.spec.template_exceptions import TemplateError
+from agentctl.spec.expressions import parse_expression
+from agentctl.spec.template_exceptions import TemplateError, UndefinedValueError
 
 __all__ = ["Prediction", "is_placeholder"]
 
@@ -60,13 +64,30 @@ class Prediction:
         dependency, or None when the template error is the task's own."""
         blocking = self.blocking_dependency(task_id)
         if blocking is None:
-            return None
+            blocking = self._unrecorded_artifact(error)
+            if blocking is None:
+                return None
         return {
             "status": "requires_execution",
             "changed": False,
             "predictability": "requires_execution",
             "reason": f"depends on {blocking}, which requires execution ({error})",
         }
+
+    def _unrecorded_artifact(self, error: TemplateError) -> str | None:
+        """The task whose named artifact the failed template read (none is recorded in
+        check mode), or None for any other error."""
+        if not isinstance(error, UndefinedValueError) or not error.expression:
+            return None
+        try:
+            path = parse_expression(error.expression.removeprefix("not ").strip()).path
+        except TemplateError:
+            return None
+        if len(path) > 3 and path[0] == "tasks" and path[2] == "artifacts":
+            declaring = self.plan.tasks.get(path[1])
+            if declaring is not None and any(a.name == path[3] for a in declaring.artifacts):
+                return path[1]
+        return None
 
     def render_outputs(
         self, declared: Mapping[str, Any], render_one: Callable[[Any], Any]

@@ -1,20 +1,25 @@
 """The files a run's tasks write, as artifacts: ingested before a task commits, recorded
-in its commit (docs/durable-execution.md, issue 7)."""
+in its commit. Files a task writes through its tools are recorded under their path; the
+files a task declares in ``artifacts`` are also recorded under their declared name, and
+later tasks read those versions as ``tasks.<id>.artifacts.<name>``."""
 
 from __future__ import annotations
 
 import asyncio
 import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentctl.compiler.plan import PlanTask
+from agentctl.compiler.plan import PlanArtifact, PlanTask
 from agentctl.engine import budget
 from agentctl.engine.signals import TaskFailure
 from agentctl.ids import Clock
+from agentctl.policy.paths import WorkspacePolicy
 from agentctl.store.engine import Store
 
-__all__ = ["RunArtifacts"]
+__all__ = ["IngestedFile", "RunArtifacts", "declared_files", "template_value"]
 
 
 class RunArtifacts:
@@ -28,6 +33,8 @@ class RunArtifacts:
         self.run_id = run_id
         self._artifacts: Any = None
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
+        # task id -> named artifact -> its newest version (loaded on first template use).
+        self._named: dict[str, dict[str, dict[str, Any]]] | None = None
 
     def artifact_store(self) -> Any:
         """The store beside the database; for an in-memory database a temporary directory,
@@ -47,21 +54,35 @@ class RunArtifacts:
             self._tmp.cleanup()
 
     async def ingest(
-        self, task: PlanTask, attempt: int, written: list[tuple[str, Path]]
-    ) -> list[tuple[str, Any]]:
-        """Ingest the files a successful attempt wrote; their bytes count against
-        ``maxArtifactBytes`` (a refusal fails the run and releases the leases)."""
-        if not written:
-            return []
+        self,
+        task: PlanTask,
+        attempt: int,
+        written: list[tuple[str, Path]],
+        workspace: WorkspacePolicy | None = None,
+    ) -> list[IngestedFile]:
+        """Ingest the files a successful attempt wrote, then the task's declared named
+        artifacts; their bytes count against ``maxArtifactBytes`` (a refusal fails the run
+        and releases the leases). A declared file that is not there fails the attempt with
+        ``artifact.not_written``."""
         latest: dict[str, Path] = {}
         for name, path in written:
             latest[name] = path  # the last write of a path is the artifact
-        names = [name for name in latest if latest[name].is_file()]
+        files = [IngestedFile(name, name, None) for name in latest if latest[name].is_file()]
+        sources = [latest[f.name] for f in files]
+        if task.artifacts and workspace is not None:
+            for declared, source in declared_files(task, workspace):
+                files.append(IngestedFile(declared.name, declared.path, None, named=True))
+                sources.append(source)
+        if not files:
+            return []
         store = self.artifact_store()
         blobs = await asyncio.to_thread(
-            store.ingest_many, [latest[n] for n in names], holder=f"{self.run_id}/{task.id}"
+            store.ingest_many, sources, holder=f"{self.run_id}/{task.id}"
         )
-        total = sum(blob.size for blob in blobs)
+        for item, blob in zip(files, blobs, strict=True):
+            item.blob = blob
+        # A named artifact that is also a file the task wrote is counted once.
+        total = sum(f.blob.size for f in files if not (f.named and f.path in latest))
         key = f"artifacts:{task.id}:{attempt}"
         with self.writer.write() as conn:
             now = self.clock.now()
@@ -72,31 +93,80 @@ class RunArtifacts:
                 budget.settle(conn, self.run_id, key, {"artifactBytes": total}, now)
         if denied is not None:
             raise TaskFailure(denied.message(), code="budget.exceeded", stops_run=True)
-        return list(zip(names, blobs, strict=True))
+        return files
 
     def record(
         self,
         conn: Any,
         task: PlanTask,
-        ingested: list[tuple[str, Any]],
+        ingested: list[IngestedFile],
         *,
         input_digest: str | None,
         output_digest: str | None,
     ) -> list[dict[str, Any]]:
         """Refs (next version of each name) inside the task's commit; the manifest."""
-        return [
-            self.artifact_store()
-            .record_ref(
+        manifest: list[dict[str, Any]] = []
+        for item in ingested:
+            ref = self.artifact_store().record_ref(
                 conn,
-                blob,
+                item.blob,
                 run_id=self.run_id,
                 task_id=task.id,
-                name=name,
-                path=name,
+                name=item.name,
+                path=item.path,
                 definition_fingerprint=task.definition_fingerprint,
                 input_digest=input_digest,
                 output_digest=output_digest,
             )
-            .to_json()
-            for name, blob in ingested
-        ]
+            if item.named and self._named is not None:
+                self._named.setdefault(task.id, {})[item.name] = template_value(ref)
+            manifest.append(ref.to_json())
+        return manifest
+
+    def template_values(self, tasks: Mapping[str, PlanTask]) -> Mapping[str, Mapping[str, Any]]:
+        """``tasks.<id>.artifacts.<name>`` for templates: the newest version of each named
+        artifact this run recorded (or took over from its source run on retry/repair)."""
+        if self._named is None:
+            self._named = {}
+            declared = {
+                tid: {a.name for a in t.artifacts} for tid, t in tasks.items() if t.artifacts
+            }
+            if declared:
+                for ref in self.artifact_store().refs(run_id=self.run_id):
+                    if ref.name in declared.get(ref.task_id, ()):
+                        self._named.setdefault(ref.task_id, {})[ref.name] = template_value(ref)
+        return self._named
+
+
+@dataclass(slots=True)
+class IngestedFile:
+    """One file of a successful attempt, published in the store, waiting for its ref."""
+
+    name: str
+    path: str
+    blob: Any
+    named: bool = False
+
+
+def declared_files(task: PlanTask, workspace: WorkspacePolicy) -> list[tuple[PlanArtifact, Path]]:
+    """The task's declared artifacts and the files behind them, or ``artifact.not_written``
+    naming the first one the attempt did not leave in place."""
+    found: list[tuple[PlanArtifact, Path]] = []
+    for declared in task.artifacts:
+        source = workspace.resolve_read(declared.path)
+        if not source.is_file():
+            state = "is not a regular file" if source.exists() else "does not exist"
+            raise TaskFailure(
+                f"task {task.id} succeeded but did not write its artifact `{declared.name}`: "
+                f"{declared.path} {state} in the workspace {workspace.workspace_root}; "
+                "make the task write the file there, or fix the declared path",
+                code="artifact.not_written",
+                details={"artifact": declared.name, "path": declared.path},
+            )
+        found.append((declared, source))
+    return found
+
+
+def template_value(ref: Any) -> dict[str, Any]:
+    """What a template reads of one named artifact version."""
+    return {"digest": ref.digest, "version": ref.version, "path": ref.path, "size": ref.size}

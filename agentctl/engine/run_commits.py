@@ -45,7 +45,7 @@ class TaskOutcome:
     blocked: EffectBlocked | None = None
     input_digest: str | None = None
     effect_ids: list[str] = field(default_factory=list)
-    artifacts: list[tuple[str, Any]] = field(default_factory=list)
+    artifacts: list[Any] = field(default_factory=list)
     # The `when` or loop-guard decision that let the task run or skipped it.
     condition: dict[str, Any] | None = None
 
@@ -71,7 +71,11 @@ class RunCommits:
 
     def _context(self, task_vars: Mapping[str, Any], memory: Mapping[str, Any]) -> TemplateContext:
         return TemplateContext(
-            inputs=self.run.inputs, vars=task_vars, memory=memory, tasks=self.outputs
+            inputs=self.run.inputs,
+            vars=task_vars,
+            memory=memory,
+            tasks=self.outputs,
+            artifacts=self.artifacts.template_values(self.plan.tasks),
         )
 
     def _commit_batch(self, items: list[tuple[PlanTask, TaskOutcome]]) -> None:

@@ -2,8 +2,9 @@
 
 An expression is ``[not ] PATH [OP LITERAL]``. A path is dot-separated segments of
 ``[A-Za-z0-9_-]`` under one of four roots — ``inputs.K``, ``vars.K``, ``memory.K``,
-``tasks.ID.output`` — and descends through objects only: no indexing, arithmetic,
-functions, path-to-path comparison or nesting.
+``tasks.ID.output`` (or ``tasks.ID.artifacts.NAME`` for a task's named artifacts) — and
+descends through objects only: no indexing, arithmetic, functions, path-to-path comparison
+or nesting.
 
 The reference finds the operator by searching the whole text for ``==`` first, then ``!=``,
 ``<=``, ``>=``, ``<``, ``>``, splitting at the first occurrence (quirk 6), so a right-hand
@@ -54,7 +55,10 @@ _PATH_CHARS = _SEGMENT_CHARS | {"."}
 _NOT = "not "
 _OPEN = "${{"
 _CLOSE = "}}"
-_ROOT_HELP = "paths start with inputs.<key>, vars.<key>, memory.<key> or tasks.<id>.output"
+_ROOT_HELP = (
+    "paths start with inputs.<key>, vars.<key>, memory.<key>, tasks.<id>.output or "
+    "tasks.<id>.artifacts.<name>"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,13 +98,17 @@ class TemplateContext:
 
     ``tasks`` maps a task id to its recorded output; a task without an output (failed,
     cancelled, skipped because of a dependency, not run yet) is simply absent, which makes
-    ``tasks.ID.output`` an undefined value rather than ``null``.
+    ``tasks.ID.output`` an undefined value rather than ``null``. ``artifacts`` maps a task
+    id to its named artifacts' versions recorded in this run (``{name: {digest, version,
+    path, size}}``); it is not part of :meth:`as_json`, so condition records of workflows
+    that declare no artifacts keep their digests.
     """
 
     inputs: Mapping[str, Any] = field(default_factory=dict)
     vars: Mapping[str, Any] = field(default_factory=dict)
     memory: Mapping[str, Any] = field(default_factory=dict)
     tasks: Mapping[str, Any] = field(default_factory=dict)
+    artifacts: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     def root(self, name: str) -> Mapping[str, Any]:
         """The mapping behind ``inputs``, ``vars``, ``memory`` or ``tasks``."""
@@ -139,9 +147,17 @@ def _check_root(text: str, offset: int, path: tuple[str, ...]) -> None:
         if len(path) < 2:
             raise _syntax(text, offset, f"`{root}` needs a key: `{root}.<key>`")
     elif root == "tasks":
-        if len(path) < 3 or path[2] != "output":
+        if len(path) >= 3 and path[2] == "artifacts":
+            if len(path) < 4:
+                raise _syntax(
+                    text, offset, "a named artifact is read as `tasks.<id>.artifacts.<name>`"
+                )
+        elif len(path) < 3 or path[2] != "output":
             raise _syntax(
-                text, offset, "a task is read as `tasks.<id>.output` (then optional keys)"
+                text,
+                offset,
+                "a task is read as `tasks.<id>.output` (then optional keys) or "
+                "`tasks.<id>.artifacts.<name>.digest|version|path|size`",
             )
     else:
         raise _syntax(text, offset, f"unknown root `{root}`; {_ROOT_HELP}")
@@ -251,7 +267,14 @@ def evaluate_value(expression: Expression, context: TemplateContext) -> Any:
     # Cheap, and keeps expressions parsed with `check_roots=False` from reading nonsense.
     _check_root(expression.text, expression.path_offset, path)
     value: Any
-    if path[0] == "tasks":
+    if path[0] == "tasks" and path[2] == "artifacts":
+        task_id, name = path[1], path[3]
+        recorded = context.artifacts.get(task_id, {})
+        if name not in recorded:
+            raise undefined(f"task `{task_id}` has recorded no version of artifact `{name}`")
+        value = recorded[name]
+        rest = path[4:]
+    elif path[0] == "tasks":
         task_id = path[1]
         if task_id not in context.tasks:
             raise undefined(f"task `{task_id}` has no recorded output")

@@ -7,6 +7,7 @@ list the router in its ``needs``, which kinds accept ``memoryWrites`` — is the
 
 from __future__ import annotations
 
+import posixpath
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -29,8 +30,11 @@ __all__ = [
     "Foreach",
     "Loop",
     "Matrix",
+    "NamedArtifact",
     "Route",
     "RouteCase",
+    "Session",
+    "SessionSource",
     "Task",
     "UsesKind",
     "UsesRef",
@@ -142,6 +146,62 @@ class Compensate(SpecModel):
     timeout_seconds: TimeoutSeconds | None = None
 
 
+class NamedArtifact(SpecModel):
+    """One ``artifacts`` entry: the file at ``path`` (relative to the workspace root) is
+    recorded as a new version of the artifact ``name`` each time the task succeeds."""
+
+    name: Identifier
+    path: str
+
+    @field_validator("path")
+    @classmethod
+    def _relative_path(cls, value: str) -> str:
+        if not value or value != value.strip():
+            raise ValueError("an artifact path must be a non-empty path without surrounding spaces")
+        if "\\" in value or "\0" in value:
+            raise ValueError(f"artifact path `{value}` must use `/` separators")
+        if value.startswith("/") or posixpath.isabs(value):
+            raise ValueError(
+                f"artifact path `{value}` must be relative to the workspace root, not absolute"
+            )
+        parts = value.split("/")
+        if ".." in parts:
+            raise ValueError(f"artifact path `{value}` must not contain `..`")
+        if all(part in ("", ".") for part in parts) or value.endswith("/"):
+            raise ValueError(f"artifact path `{value}` must name a file, not a folder")
+        return value
+
+
+class SessionSource(SpecModel):
+    """``session.from``: the task of an earlier run whose session to continue."""
+
+    run: str = Field(min_length=1)
+    task: str = Field(min_length=1)
+
+    @field_validator("run")
+    @classmethod
+    def _run_shape(cls, value: str) -> str:
+        if value != "latest" and not value.startswith("run-"):
+            raise ValueError(f"`{value}` is not a run id (run-…) or `latest`")
+        return value
+
+
+class Session(SpecModel):
+    """An agent task's ``session``: continue an earlier provider session (transcript and
+    provider continuation) instead of starting a new conversation."""
+
+    from_: SessionSource | None = Field(default=None, alias="from")
+    name: Identifier | None = None
+
+    @model_validator(mode="after")
+    def _one_source(self) -> Session:
+        if (self.from_ is None) == (self.name is None):
+            raise ValueError(
+                "a session is either `from: {run: RUN|latest, task: ID}` or `name: NAME`"
+            )
+        return self
+
+
 class Task(SpecModel):
     """One entry of ``spec.tasks`` (or of a sub-workflow's ``tasks``)."""
 
@@ -162,6 +222,8 @@ class Task(SpecModel):
     failure: Literal["stop", "continue"] = "stop"
     compensate: Compensate | None = None
     output_schema: JsonSchema | None = None
+    artifacts: list[NamedArtifact] | None = None
+    session: Session | None = None
 
     @field_validator("uses")
     @classmethod
@@ -179,9 +241,26 @@ class Task(SpecModel):
                 raise ValueError("memoryWrites keys must be unique")
         return value
 
+    @field_validator("artifacts")
+    @classmethod
+    def _distinct_artifacts(cls, value: list[NamedArtifact] | None) -> list[NamedArtifact] | None:
+        if value is not None:
+            for what, keys in (
+                ("name", [a.name for a in value]),
+                ("path", [posixpath.normpath(a.path) for a in value]),
+            ):
+                twice = sorted({key for key in keys if keys.count(key) > 1})
+                if twice:
+                    raise ValueError(f"artifacts: {what} `{twice[0]}` is declared more than once")
+        return value
+
     @model_validator(mode="after")
     def _construct_rules(self) -> Task:
         ref = parse_uses(self.uses)
+        if self.artifacts and ref.kind == "router":
+            raise ValueError("a router writes no files; remove `artifacts`")
+        if self.session is not None and ref.kind != "agent":
+            raise ValueError("only an agent task (`uses: agent:<name>`) has a session")
         if self.foreach is not None and self.matrix is not None:
             raise ValueError("`foreach` and `matrix` cannot be used together")
         if ref.kind == "router":

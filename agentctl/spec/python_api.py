@@ -204,8 +204,13 @@ def task(
     failure: str | None = None,
     compensate: Document | None = None,
     output_schema: Mapping[str, Any] | None = None,
+    artifacts: Sequence[Mapping[str, str]] | None = None,
+    session: Mapping[str, Any] | None = None,
 ) -> Document:
-    """One task, for :meth:`WorkflowBuilder.task` or a sub-workflow's ``tasks``."""
+    """One task, for :meth:`WorkflowBuilder.task` or a sub-workflow's ``tasks``.
+
+    ``artifacts=[{"name": "report", "path": "out/report.md"}]`` declares named artifacts;
+    ``session={"name": "reviewer-main"}`` (agent tasks) continues an earlier session."""
     return _fields(
         Task,
         id=id,
@@ -224,6 +229,8 @@ def task(
         failure=failure,
         compensate=compensate,
         output_schema=dict(output_schema) if output_schema is not None else None,
+        artifacts=[dict(a) for a in artifacts] if artifacts is not None else None,
+        session=dict(session) if session is not None else None,
     )
 
 

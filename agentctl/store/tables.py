@@ -295,6 +295,8 @@ provider_sessions = Table(
     Column("provider", String(255), nullable=False),
     Column("state_json", Text, nullable=False),
     _ts("updated_at", nullable=False),
+    Column("session_name", String(255), nullable=True),
+    Index("ix_provider_sessions_session_name", "session_name"),
 )
 
 tool_calls = Table(

@@ -143,12 +143,13 @@ def test_export_refuses_overwrite_then_overwrites(
     assert target.read_bytes() == b"export me"
     again = art("--output", "json", "artifacts", "export", ref.digest, "out/e.txt", "--db", db)
     assert again.exit_code == 2
-    assert again.error_json()["error"]["hint"] == "pass --overwrite to replace it"
+    assert again.error_json()["error"]["hint"] == "pass --force to replace it"
     forced = art("artifacts", "export", ref.digest, "out/e.txt", "--overwrite", "--db", db)
     assert forced.exit_code == 0 and forced.stdout.startswith(f"exported {ref.digest}")
-    escape = art("--output", "json", "artifacts", "export", ref.digest, "../x", "--db", db)
-    assert escape.exit_code == 2
-    assert escape.error_json()["error"]["code"] == "artifact.path_traversal"
+    # The operator's own destination may be anywhere they could write with cp.
+    parent = art("--output", "json", "artifacts", "export", ref.digest, "../x", "--db", db)
+    assert parent.exit_code == 0, parent.stderr
+    assert (Path.cwd().parent / "x").read_bytes() == b"export me"
 
 
 def test_gc_dry_run_then_collect(
@@ -175,7 +176,7 @@ def test_gc_dry_run_then_collect(
 
 
 def test_every_artifacts_command_has_help(art: Any) -> None:
-    for command in ("list", "inspect", "verify", "export", "gc"):
+    for command in ("list", "versions", "inspect", "verify", "export", "gc"):
         result = art("artifacts", command, "--help")
         assert result.exit_code == 0 and "--db" in result.stdout, command
 

@@ -41,7 +41,7 @@ def test_export_refuses_to_overwrite_without_the_flag(
     with pytest.raises(UsageError) as caught:
         artifacts.export(ref.digest, "exists.txt", base=base)
     assert caught.value.code == "artifact.destination_exists"
-    assert caught.value.hint == "pass --overwrite to replace it"
+    assert caught.value.hint == "pass --force to replace it"
     assert (base / "exists.txt").read_text() == "keep me"
     artifacts.export(ref.digest, "exists.txt", base=base, overwrite=True)
     assert (base / "exists.txt").read_bytes() == b"exported bytes\n"
