@@ -32,6 +32,8 @@ demo: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/compile_bench.py
 	$(BIN)/python bench/engine_bench.py
+	$(BIN)/python bench/otel_overhead.py
+	$(BIN)/python bench/fanout_bench.py --items 1000 10000
 
 docs: $(STAMP)
 	$(BIN)/python -m agentctl.cli.reference > docs/cli-reference.md
