@@ -213,15 +213,33 @@ def resume(ctx: Ctx, killed: bool) -> MoveResult:
     return desc, expect(result, OK_RUN_CODES | ({-9} if killed else set()), desc)
 
 
+def _taken_over(ctx: Ctx, run_id: str) -> bool:
+    """Whether a claim took the run from a previous owner (the audit chain says so)."""
+    conn = ctx.world.connect()
+    try:
+        (count,) = conn.execute(
+            "SELECT COUNT(*) FROM audit_events WHERE run_id = ? AND kind = 'run.taken_over'",
+            (run_id,),
+        ).fetchone()
+    finally:
+        conn.close()
+    return bool(count)
+
+
 def resume_live_owner(ctx: Ctx, skew: float) -> MoveResult:
     run_id = ctx.bg_run()
-    if run_id is None:
-        return None
+    row = ctx.world.run_rows().get(run_id or "")
+    if run_id is None or row is None or row["status"] != "running" or not row["owner_id"]:
+        return None  # its owner no longer executes it (a cancel ended it): not this move
     result = ctx.command(["resume", run_id], skew=skew, target=run_id)
     desc = f"resume {run_id} while its owner is alive (clock +{skew:.0f}s)"
     doc = result.json() or {}
     code = (doc.get("error") or {}).get("code")
     if result.code == 3 and code == "run.owned":
+        return desc, []
+    if not _taken_over(ctx, run_id):
+        # A cancel requested earlier ended the run meanwhile; the resume only reported the
+        # stored outcome and took nothing over.
         return desc, []
     state = (doc.get("data") or {}).get("state")
     return desc, [

@@ -90,7 +90,9 @@ def test_detached_runs_are_executed_once_each_by_two_workers(
             run_ids.append(queued.json()["data"]["runId"])
         for run_id in run_ids:
             waited = cli("--output", "json", "runs", "wait", run_id, "--db", postgres_url)
-            assert waited.exit_code == 0, waited.stdout + waited.stderr
+            if waited.exit_code != 0:  # say why the run ended so, not only that it did
+                shown = cli("--output", "json", "inspect", run_id, "--db", postgres_url)
+                raise AssertionError(waited.stdout + shown.stdout + shown.stderr)
             assert waited.json()["data"]["state"] == "succeeded"
     finally:
         reports = [_stop(worker) for worker in workers]
