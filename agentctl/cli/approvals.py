@@ -8,6 +8,7 @@ import typer
 
 from agentctl.cli import output
 from agentctl.cli.options import DbOption, db_from_context
+from agentctl.cli.output import next_lines
 
 app = typer.Typer(
     name="approvals", help="Approvals and questions that park runs.", no_args_is_help=True
@@ -71,7 +72,7 @@ def _decide(
         )
     status = data["approval"]["status"]
     output.current().success(
-        "ApprovalDecision", data, human=f"{approval_id} {status}; next: {data['next']}"
+        "ApprovalDecision", data, human=f"{approval_id} {status}" + next_lines(data["next"])
     )
 
 
@@ -115,5 +116,5 @@ def answer_command(
     with open_store(db_from_context(ctx, db)) as store:
         data = answer_question(store, approval_id, value, actor=actor, clock=SystemClock())
     output.current().success(
-        "ApprovalDecision", data, human=f"{approval_id} answered; next: {data['next']}"
+        "ApprovalDecision", data, human=f"{approval_id} answered" + next_lines(data["next"])
     )

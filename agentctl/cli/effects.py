@@ -8,6 +8,7 @@ import typer
 
 from agentctl.cli import output
 from agentctl.cli.options import DbOption, db_from_context
+from agentctl.cli.output import next_lines
 
 app = typer.Typer(
     name="effects", help="The effect journal: list, inspect, reconcile.", no_args_is_help=True
@@ -211,8 +212,8 @@ def reconcile_command(
     out.success(
         "Reconciliation",
         data,
-        human=f"{effect['effectId']} reconciled {data['reconciliation']['status']}; "
-        f"next: {data['next']}",
+        human=f"{effect['effectId']} reconciled {data['reconciliation']['status']}"
+        + next_lines(data["next"]),
     )
 
 

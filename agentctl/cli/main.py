@@ -81,6 +81,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             message=f"cancelled: {cancelled.reason}",
             exit_code=EXIT_CANCELLED,
             run_id=cancelled.run_id,
+            hint=cancelled.hint,
         )
         return EXIT_CANCELLED
     except typer.Abort:

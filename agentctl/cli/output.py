@@ -141,7 +141,10 @@ class Output:
         for diagnostic in diagnostics:
             self._human_diagnostic(diagnostic)
         if hint:
-            print(f"  {self._style('help:', '1')} {hint}", file=self.stderr)
+            lines = hint.split("\n")
+            print(f"  {self._style('help:', '1')} {lines[0]}", file=self.stderr)
+            for line in lines[1:]:
+                print(f"        {line}", file=self.stderr)
         self.stderr.flush()
 
     def _human_diagnostic(self, diagnostic: Diagnostic) -> None:
@@ -158,6 +161,12 @@ class Output:
         if not self.use_color(self.stderr):
             return text
         return f"\x1b[{sgr}m{text}\x1b[0m"
+
+
+def next_lines(steps: Sequence[dict[str, str]]) -> str:
+    """Suggested commands (``{command, why}``) as indented lines, one command per line so it
+    can be copied whole."""
+    return "".join(f"\n  next: {step['command']}  # {step['why']}" for step in steps)
 
 
 _current = Output()

@@ -76,7 +76,7 @@ def _run(
     )
     with progress:
         outcome = _drive(store, run_id, options, timeout)
-    return _report(outcome)
+    return _report(outcome, store=store)
 
 
 def retry_command(
@@ -188,9 +188,9 @@ def replay_command(
     with open_store(db_from_context(ctx, db)) as store:
         run_id = replay_run(store, source_run_id, clock=clock, ids=IdGenerator(clock))
         outcome = finished_outcome(store, run_id)
-    assert outcome is not None
-    if outcome.state == "failed":
-        return _report(outcome)
+        assert outcome is not None
+        if outcome.state == "failed":
+            return _report(outcome, store=store)
     data = outcome.to_json()
     data["sourceRunId"] = source_run_id
     output.current().success(
@@ -257,4 +257,4 @@ def compensate_command(
         )
         with progress:
             outcome = _drive(store, run_id, options, timeout_seconds)
-    return _report(outcome)
+        return _report(outcome, store=store)

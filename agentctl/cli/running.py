@@ -14,13 +14,13 @@ import typer
 
 from agentctl.cli import output
 from agentctl.cli.options import DbOption, db_from_context
+from agentctl.cli.output import next_lines
 from agentctl.cli.progress import Progress
 from agentctl.errors import (
     EXIT_BLOCKED,
     EXIT_CANCELLED,
     EXIT_OK,
     EXIT_RUN_FAILED,
-    BlockedError,
     Cancelled,
     RunFailedError,
     UsageError,
@@ -69,7 +69,7 @@ _EXIT_BY_STATE = {
 
 def _terminal_approver() -> Callable[[dict[str, Any]], Awaitable[bool]]:
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
-        raise BlockedError(
+        raise UsageError(
             "--interactive needs a terminal on stdin and stdout",
             code="cli.no_terminal",
             hint="drop --interactive: the run will pause and you can approve with "
@@ -112,6 +112,7 @@ def _drive(
 ) -> RunOutcome:
     """Run the executor with SIGINT/SIGTERM and --timeout-seconds as cancellation."""
     from agentctl.engine.executor import RunExecutor, finished_outcome
+    from agentctl.engine.next_steps import for_run, render
     from agentctl.ids import SystemClock
     from agentctl.store.health import checkpoint_wal, require_undamaged
 
@@ -125,21 +126,33 @@ def _drive(
         assert task is not None
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, task.cancel)
+            loop.add_signal_handler(sig, task.cancel, f"interrupted by {sig.name}")
+        # The message a cancelled task carries becomes the run's recorded reason, so a
+        # timeout says it timed out.
+        timer = (
+            None
+            if timeout is None
+            else loop.call_later(
+                timeout, task.cancel, f"timed out after {timeout:g}s (--timeout-seconds)"
+            )
+        )
         try:
             executor = RunExecutor(store, run_id, clock=SystemClock(), options=options)
-            if timeout is None:
-                return await executor.execute()
-            try:
-                return await asyncio.wait_for(executor.execute(), timeout)
-            except TimeoutError:
-                raise Cancelled(f"--timeout-seconds {timeout:g} passed", run_id=run_id) from None
+            return await executor.execute()
+        except asyncio.CancelledError as stop:  # stopped before the executor took over
+            raise Cancelled(next(iter(stop.args), None) or "interrupted", run_id=run_id) from None
         finally:
+            if timer is not None:
+                timer.cancel()
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.remove_signal_handler(sig)
 
     try:
         return asyncio.run(main())
+    except Cancelled as cancelled:
+        if cancelled.hint is None and cancelled.run_id and not store.in_memory:
+            cancelled.hint = render(for_run(store, cancelled.run_id))
+        raise
     finally:
         # A parked or finished run is in the main file, not only in the WAL: an operator
         # who copies the database file alone keeps every confirmed state.
@@ -190,12 +203,18 @@ def _changes_text(changes: list[dict[str, Any]]) -> str:
 def _report(
     outcome: RunOutcome,
     *,
+    store: Store | None = None,
     dry_run: bool = False,
     compensation: str | None = None,
     changes: list[dict[str, Any]] | None = None,
 ) -> int:
+    """Print how a run stopped and the commands that take it further (none for a dry run,
+    whose state is gone)."""
+    from agentctl.engine.next_steps import for_run, render
+
     out = output.current()
     run_id = outcome.run_id
+    steps = [] if dry_run or store is None else for_run(store, run_id)
     if changes is not None and outcome.state in ("failed", "cancelled"):
         out.event("DryRunChanges", {"changedFiles": changes}, human=_changes_text(changes))
     if outcome.state == "failed":
@@ -205,7 +224,7 @@ def _report(
             f"run {run_id} failed: {error.get('message', 'a task failed')}{compensated}",
             code=str(error.get("code") or "run.failed"),
             run_id=run_id,
-            hint=None if dry_run else f"see what happened with `agentctl inspect {run_id}`",
+            hint=render(steps) if steps else None,
         )
     human: str = f"{run_id} {outcome.state}"
     data = outcome.to_json()
@@ -226,25 +245,16 @@ def _report(
         out.success("RunOutcome", data, human=f"{human}: {note}")
         return _EXIT_BY_STATE.get(outcome.state, EXIT_RUN_FAILED)
     if outcome.pending_approvals:
-        first = outcome.pending_approvals[0]
-        human += (
-            f": waiting for {', '.join(outcome.pending_approvals)}\n  next: agentctl approvals "
-            f"approve {first} --reason TEXT (or `approvals answer {first} VALUE` for a "
-            f"question), then agentctl resume {run_id}"
-        )
+        human += f": waiting for {', '.join(outcome.pending_approvals)}"
     if outcome.paused_tasks:
-        human += (
-            f": paused by {', '.join(outcome.paused_tasks)} (builtin.pause)\n"
-            f"  next: agentctl resume {run_id}"
-        )
+        human += f": paused by {', '.join(outcome.paused_tasks)} (builtin.pause)"
     if outcome.uncertain_effects:
-        first_effect = outcome.uncertain_effects[0]["effectId"]
-        human += (
-            "\n  uncertain: "
-            + ", ".join(f"{e['effectId']} ({e['operation']})" for e in outcome.uncertain_effects)
-            + f"\n  next: check the outside world, then agentctl reconcile {first_effect} "
-            f"--status applied|not-applied --reason TEXT, then agentctl resume {run_id}"
+        human += "\n  uncertain: " + ", ".join(
+            f"{e['effectId']} ({e['operation']})" for e in outcome.uncertain_effects
         )
+    if steps:
+        data["next"] = [step.to_json() for step in steps]
+        human += next_lines(data["next"])
     out.success("RunOutcome", data, human=human)
     return _EXIT_BY_STATE.get(outcome.state, EXIT_RUN_FAILED)
 
@@ -357,7 +367,13 @@ def _roll(
             outcome = _drive(store, run_id, options, timeout_seconds)
             compensation = _auto_compensate(store, outcome, options, timeout_seconds)
         changes = None if throwaway is None else throwaway.changes(diff=diff)
-        return _report(outcome, dry_run=ephemeral, compensation=compensation, changes=changes)
+        return _report(
+            outcome,
+            store=None if ephemeral else store,
+            dry_run=ephemeral,
+            compensation=compensation,
+            changes=changes,
+        )
 
 
 def resume_command(
@@ -379,10 +395,11 @@ def resume_command(
     options, progress = _options(
         check=False, diff=diff, interactive=interactive, workspace=workspace
     )
-    with open_store(db_from_context(ctx, db)) as store, progress:
-        outcome = _drive(store, run_id, options, timeout_seconds)
-        compensation = _auto_compensate(store, outcome, options, timeout_seconds)
-    return _report(outcome, compensation=compensation)
+    with open_store(db_from_context(ctx, db)) as store:
+        with progress:
+            outcome = _drive(store, run_id, options, timeout_seconds)
+            compensation = _auto_compensate(store, outcome, options, timeout_seconds)
+        return _report(outcome, store=store, compensation=compensation)
 
 
 def cancel_command(

@@ -11,9 +11,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agentctl import hints
 from agentctl.engine import journal
 from agentctl.engine.approvals import list_approvals, require_approval, resolve_approval
 from agentctl.engine.budget import snapshot as budget_snapshot
+from agentctl.engine.next_steps import after_conclusion, for_run
 from agentctl.engine.questions import validate_answer
 from agentctl.engine.records import TERMINAL_RUN_STATES, RunLog, load_run, load_tasks
 from agentctl.engine.retrying import retry_history
@@ -161,7 +163,8 @@ def reconcile_effect(store: Store, request: ReconcileRequest, *, clock: Clock) -
                 f"effect {effect.id} belongs to run {run.id}, which a live process "
                 f"({run.owner_id}) is executing; its outcome is not known yet",
                 code="effect.in_flight",
-                hint=f"wait for the run to stop, or stop it with `agentctl cancel {run.id}`",
+                hint="wait for the run to stop, or stop it with "
+                + hints.quoted(hints.cancel(run.id)),
                 run_id=run.id,
             )
         _refuse_contradiction(effect, status)
@@ -171,7 +174,7 @@ def reconcile_effect(store: Store, request: ReconcileRequest, *, clock: Clock) -
             raise UsageError(
                 f"effect {effect.id} never started ({effect.status}); there is nothing to "
                 "reconcile",
-                hint=f"resume the run with `agentctl resume {effect.run_id}`",
+                hint=f"resume the run with {hints.quoted(hints.resume(effect.run_id))}",
             )
         if status == "applied" and result is None and effect.status != "succeeded":
             raise UsageError(
@@ -208,7 +211,7 @@ def reconcile_effect(store: Store, request: ReconcileRequest, *, clock: Clock) -
     return {
         "effect": effect.to_json(),
         "reconciliation": conclusion.to_json(),
-        "next": f"agentctl resume {effect.run_id}",
+        "next": [step.to_json() for step in after_conclusion(store, effect.run_id)],
     }
 
 
@@ -224,7 +227,7 @@ def _refuse_contradiction(effect: journal.EffectRecord, status: str) -> None:
         f"effect {effect.id} cannot be reconciled as {status.replace('_', '-')}: {contradiction}",
         code="effect.contradicts_record",
         hint="only started or uncertain effects need a conclusion; list them with "
-        f"`agentctl reconcile --list {effect.run_id}`",
+        + hints.quoted(hints.reconcile_list(effect.run_id)),
     )
 
 
@@ -259,7 +262,7 @@ def decide_approval(
         if current.kind == "question":
             raise UsageError(
                 f"{approval_id} is a question",
-                hint=f"answer it with `agentctl approvals answer {approval_id} VALUE`",
+                hint=f"answer it with {hints.quoted(hints.answer(approval_id))}",
             )
         decided = resolve_approval(
             conn,
@@ -277,7 +280,10 @@ def decide_approval(
             task_id=decided.task_id,
             effect_id=decided.effect_id,
         )
-    return {"approval": decided.to_json(), "next": f"agentctl resume {decided.run_id}"}
+    return {
+        "approval": decided.to_json(),
+        "next": [step.to_json() for step in for_run(store, decided.run_id)],
+    }
 
 
 def answer_question(
@@ -293,8 +299,8 @@ def answer_question(
         if current.kind != "question":
             raise UsageError(
                 f"{approval_id} is an approval, not a question",
-                hint="approve or reject it with `agentctl approvals approve|"
-                f"reject {approval_id} --reason TEXT`",
+                hint=f"approve it with {hints.quoted(hints.approve(approval_id))}, or reject it "
+                f"with {hints.quoted(hints.reject(approval_id))}",
             )
         validate_answer(value, current.choices, current.answer_schema)
         answered = resolve_approval(
@@ -307,7 +313,10 @@ def answer_question(
             now=now,
             task_id=answered.task_id,
         )
-    return {"approval": answered.to_json(), "next": f"agentctl resume {answered.run_id}"}
+    return {
+        "approval": answered.to_json(),
+        "next": [step.to_json() for step in for_run(store, answered.run_id)],
+    }
 
 
 def list_runs(
