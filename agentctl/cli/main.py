@@ -13,6 +13,7 @@ import sys
 import traceback
 from collections.abc import Sequence
 
+from agentctl import hints
 from agentctl.cli import output
 from agentctl.cli.globals import split_global_options
 from agentctl.errors import EXIT_CANCELLED, EXIT_USAGE, AgentctlError, Cancelled
@@ -37,6 +38,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     options, rest = split_global_options(args)
     out = output.Output(mode=options.output, color=options.color, verbose=options.verbose)
     output.set_current(out)
+    hints.use_database(None)
     undecodable = next((i for i, arg in enumerate(args) if not _is_utf8(arg)), None)
     if undecodable is not None:
         # The shell passed bytes that are not UTF-8; they cannot name a run, a file in the

@@ -357,3 +357,19 @@ def test_recovering_a_paused_run_hints_resume(cli: Any, db: Path, ws: Path) -> N
     resumed = _follow(cli, _pick(_hinted(refused), "agentctl resume"))
     assert resumed.exit_code == 3  # still waiting for its question, as before
     assert resumed.json()["data"]["state"] == "paused"
+
+
+def test_hints_carry_the_database_given_with_db(
+    cli: Any, ws: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("AGENTCTL_DB", raising=False)
+    chosen = tmp_path / "elsewhere" / "chosen.db"
+    paused = _roll(cli, _write(ws, ASK), "--db", chosen)
+    hints = _hinted(paused)
+    assert all(h.endswith(f"--db {chosen}") for h in hints), hints
+    answered = _follow(cli, _pick(hints, "agentctl approvals answer"), VALUE="production")
+    assert answered.exit_code == 0, answered.stderr
+    done = _follow(cli, _pick(_hinted(answered), "agentctl resume"))
+    assert done.exit_code == 0, done.stderr
+    assert done.json()["data"]["output"]["env"]["answer"] == "production"
+    assert not (ws / ".agentctl").exists()
