@@ -37,7 +37,7 @@ def list_command(
     from agentctl.engine.records import load_run
     from agentctl.store.engine import open_store
 
-    with open_store(db_from_context(ctx, db)) as store, store.read() as conn:
+    with open_store(db_from_context(ctx, db), create=False) as store, store.read() as conn:
         if run_id is not None:
             load_run(conn, run_id)
         found = [
@@ -66,7 +66,7 @@ def _decide(
     from agentctl.ids import SystemClock
     from agentctl.store.engine import open_store
 
-    with open_store(db_from_context(ctx, db)) as store:
+    with open_store(db_from_context(ctx, db), create=False) as store:
         data = decide_approval(
             store, approval_id, approve=approve, reason=reason, actor=actor, clock=SystemClock()
         )
@@ -113,7 +113,7 @@ def answer_command(
     from agentctl.ids import SystemClock
     from agentctl.store.engine import open_store
 
-    with open_store(db_from_context(ctx, db)) as store:
+    with open_store(db_from_context(ctx, db), create=False) as store:
         data = answer_question(store, approval_id, value, actor=actor, clock=SystemClock())
     output.current().success(
         "ApprovalDecision", data, human=f"{approval_id} answered" + next_lines(data["next"])

@@ -39,7 +39,7 @@ def _opened(ctx: typer.Context, db: str | None) -> Iterator[ArtifactStore]:
     from agentctl.ids import SystemClock
     from agentctl.store.engine import open_store
 
-    with open_store(db_from_context(ctx, db)) as store:
+    with open_store(db_from_context(ctx, db), create=False) as store:
         yield ArtifactStore.beside(store, SystemClock())
 
 

@@ -26,7 +26,9 @@ def _compile(workflow: str, workspace: str | None = None) -> tuple[Plan, list[Di
     """Load and compile ``workflow``; with ``workspace``, also check its paths there."""
     from agentctl.compiler import compile_workflow
     from agentctl.spec import load_workflow
+    from agentctl.spec.loader import require_workflow_file
 
+    require_workflow_file(workflow)
     loaded = load_workflow(workflow)
     diagnostics = list(loaded.diagnostics)
     if not loaded.ok or loaded.document is None:

@@ -51,7 +51,7 @@ def stats_command(ctx: typer.Context, db: DbOption = None) -> None:
     from agentctl.store.stats import database_stats
 
     path = db_from_context(ctx, db)
-    with open_store(path) as store:
+    with open_store(path, create=False) as store:
         stats = database_stats(store)
     out = output.current()
 
@@ -89,7 +89,7 @@ def check_command(ctx: typer.Context, db: DbOption = None) -> None:
     from agentctl.store.engine import open_store
 
     path = db_from_context(ctx, db)
-    with open_store(path, migrate_schema=False) as store:
+    with open_store(path, migrate_schema=False, create=False) as store:
         try:
             report = check_database(store, SystemClock())
         except PersistenceError as exc:

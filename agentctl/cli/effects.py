@@ -85,7 +85,7 @@ def list_command(
     from agentctl.engine.records import load_run
     from agentctl.store.engine import open_store
 
-    with open_store(db_from_context(ctx, db)) as store, store.read() as conn:
+    with open_store(db_from_context(ctx, db), create=False) as store, store.read() as conn:
         load_run(conn, run_id)
         found = [e.to_json() for e in list_effects(conn, run_id, task_id=task)]
     out = output.current()
@@ -115,7 +115,7 @@ def inspect_command(
     from agentctl.engine.journal import list_reconciliations, require_effect
     from agentctl.store.engine import open_store
 
-    with open_store(db_from_context(ctx, db)) as store, store.read() as conn:
+    with open_store(db_from_context(ctx, db), create=False) as store, store.read() as conn:
         effect = require_effect(conn, effect_id)
         data: dict[str, Any] = effect.to_json()
         data["reconciliations"] = [r.to_json() for r in list_reconciliations(conn, effect.id)]
@@ -169,7 +169,7 @@ def reconcile_command(
     from agentctl.store.engine import open_store
 
     out = output.current()
-    with open_store(db_from_context(ctx, db)) as store:
+    with open_store(db_from_context(ctx, db), create=False) as store:
         if list_:
             found = needs_reconciliation(store, effect_id)
 

@@ -40,7 +40,7 @@ def runs_list_command(
     from agentctl.engine.operations import list_runs
     from agentctl.store.engine import open_store
 
-    with open_store(db_from_context(ctx, db)) as store:
+    with open_store(db_from_context(ctx, db), create=False) as store:
         found = list_runs(store, status=status, workflow=workflow, limit=limit)
     out = output.current()
 
@@ -65,7 +65,7 @@ def inspect_command(
     from agentctl.engine.operations import inspect_run
     from agentctl.store.engine import open_store
 
-    with open_store(db_from_context(ctx, db)) as store:
+    with open_store(db_from_context(ctx, db), create=False) as store:
         data = inspect_run(store, run_id)
     out = output.current()
 
@@ -136,7 +136,7 @@ def audit_command(
     from agentctl.observability.audit import list_events, verify_chain
     from agentctl.store.engine import open_store
 
-    with open_store(db_from_context(ctx, db)) as store, store.read() as conn:
+    with open_store(db_from_context(ctx, db), create=False) as store, store.read() as conn:
         load_run(conn, run_id)
         report = verify_chain(conn, run_id)
         # A broken chain is reported as such, before any event is parsed.

@@ -40,13 +40,15 @@ def _group(ctx: typer.Context, db: DbOption = None) -> None:
 
 
 @contextmanager
-def _opened(ctx: typer.Context, db: str | None, namespace: str) -> Iterator[LongTermMemory]:
+def _opened(
+    ctx: typer.Context, db: str | None, namespace: str, *, create: bool = False
+) -> Iterator[LongTermMemory]:
     from agentctl.ids import SystemClock
     from agentctl.memory import LocalHashEmbedder, LongTermMemory
     from agentctl.memory.embedders import DEFAULT_DIMENSIONS
     from agentctl.store.engine import open_store
 
-    with open_store(db_from_context(ctx, db)) as store:
+    with open_store(db_from_context(ctx, db), create=create) as store:
         memory = LongTermMemory(store, SystemClock(), LocalHashEmbedder(DEFAULT_DIMENSIONS))
         spaces = memory.embedding_models(namespace)
         local = sorted(model for model in spaces if model.startswith("local_hash@"))
@@ -126,7 +128,7 @@ def put_command(
     if metadata is not None:
         arguments["metadata"] = _parse_json(metadata, "--metadata")
     entry = entry_from_write_arguments(arguments)
-    with _opened(ctx, db, namespace) as memory:
+    with _opened(ctx, db, namespace, create=True) as memory:
         result = memory.put(
             namespace,
             key,
@@ -217,7 +219,7 @@ def gc_command(
     from agentctl.store.engine import open_store
     from agentctl.store.location import resolve_db_path
 
-    with open_store(resolve_db_path(db)) as store:
+    with open_store(resolve_db_path(db), create=False) as store:
         report = collect_garbage(
             store, SystemClock().now(), older_than_days=older_than_days, dry_run=dry_run
         )

@@ -104,7 +104,7 @@ def retry_command(
     from agentctl.store.engine import open_store
 
     prepared = prepare_run(workflow, workspace=workspace)
-    with open_store(db_from_context(ctx, db)) as store:
+    with open_store(db_from_context(ctx, db), create=False) as store:
         recovery = plan_retry(
             store,
             source_run_id,
@@ -140,7 +140,7 @@ def repair_command(
     from agentctl.store.engine import open_store
 
     prepared = prepare_run(workflow, workspace=workspace)
-    with open_store(db_from_context(ctx, db)) as store:
+    with open_store(db_from_context(ctx, db), create=False) as store:
         recovery = plan_repair(
             store,
             source_run_id,
@@ -166,7 +166,7 @@ def fork_command(
     from agentctl.engine.recovery import plan_fork
     from agentctl.store.engine import open_store
 
-    with open_store(db_from_context(ctx, db)) as store:
+    with open_store(db_from_context(ctx, db), create=False) as store:
         recovery = plan_fork(store, source_run_id)
         if plan:
             return _print_plan(recovery)
@@ -185,7 +185,7 @@ def replay_command(
     from agentctl.store.engine import open_store
 
     clock = SystemClock()
-    with open_store(db_from_context(ctx, db)) as store:
+    with open_store(db_from_context(ctx, db), create=False) as store:
         run_id = replay_run(store, source_run_id, clock=clock, ids=IdGenerator(clock))
         outcome = finished_outcome(store, run_id)
         assert outcome is not None
@@ -222,7 +222,7 @@ def compensate_command(
     from agentctl.store.engine import open_store
 
     out = output.current()
-    with open_store(db_from_context(ctx, db)) as store:
+    with open_store(db_from_context(ctx, db), create=False) as store:
         compensation = plan_compensation(store, source_run_id, only=task or None)
         if plan:
             data = compensation.to_json()

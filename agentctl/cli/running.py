@@ -395,7 +395,7 @@ def resume_command(
     options, progress = _options(
         check=False, diff=diff, interactive=interactive, workspace=workspace
     )
-    with open_store(db_from_context(ctx, db)) as store:
+    with open_store(db_from_context(ctx, db), create=False) as store:
         with progress:
             outcome = _drive(store, run_id, options, timeout_seconds)
             compensation = _auto_compensate(store, outcome, options, timeout_seconds)
@@ -418,7 +418,7 @@ def cancel_command(
     from agentctl.ids import SystemClock
     from agentctl.store.engine import open_store
 
-    with open_store(db_from_context(ctx, db)) as store:
+    with open_store(db_from_context(ctx, db), create=False) as store:
         data = cancel_run(store, run_id, reason, clock=SystemClock())
     note = data.get("note")
     output.current().success(

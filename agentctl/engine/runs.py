@@ -22,6 +22,7 @@ from agentctl.errors import UsageError, ValidationError
 from agentctl.ids import Clock, IdGenerator
 from agentctl.observability.audit import append_event
 from agentctl.spec import LoadResult, load_workflow
+from agentctl.spec.loader import require_workflow_file
 from agentctl.store import runs_repo, tasks_repo
 from agentctl.store.engine import Store
 
@@ -107,6 +108,7 @@ def prepare_run(
     settings: CompileSettings | None = None,
 ) -> PreparedRun:
     """Load, validate and compile; merge inputs; check the workspace. No I/O on state."""
+    require_workflow_file(workflow_path)
     loaded = load_workflow(workflow_path)
     if not loaded.ok or loaded.document is None:
         raise ValidationError(
