@@ -37,6 +37,12 @@ app = typer.Typer(
 )
 
 
+def _version(shown: bool) -> None:
+    if shown:
+        meta.version_command()
+        raise typer.Exit(0)
+
+
 @app.callback()
 def _root(
     output: Annotated[
@@ -54,6 +60,15 @@ def _root(
     ] = "auto",
     verbose: Annotated[
         bool, typer.Option("-v", "--verbose", help="Human mode also prints the full data.")
+    ] = False,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            is_eager=True,
+            callback=lambda shown: _version(shown),
+            help="Print the version and exit (as `agentctl version`).",
+        ),
     ] = False,
 ) -> None:
     """Run AI-agent workflows durably: every effect is journaled before it is dispatched."""

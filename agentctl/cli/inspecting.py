@@ -24,7 +24,9 @@ def runs_list_command(
     status: Annotated[
         str | None,
         typer.Option(
+            "--state",
             "--status",
+            metavar="STATE",
             help="Only runs in this state (running, paused, succeeded, failed, cancelled).",
         ),
     ] = None,
@@ -36,9 +38,22 @@ def runs_list_command(
     ] = 50,
     db: DbOption = None,
 ) -> None:
-    """List runs, newest first."""
+    """List runs, newest first.
+
+    Example: agentctl runs list --state paused --limit 10
+    """
     from agentctl.engine.operations import list_runs
+    from agentctl.errors import UsageError
     from agentctl.store.engine import open_store
+    from agentctl.store.states import RunState
+
+    states = [state.value for state in RunState]
+    if status is not None and status not in states:
+        raise UsageError(
+            f"invalid value for --state: {status!r} (choose from {', '.join(states)})",
+            code="cli.usage",
+            hint="e.g. agentctl runs list --state failed",
+        )
 
     with open_store(db_from_context(ctx, db), create=False) as store:
         found = list_runs(store, status=status, workflow=workflow, limit=limit)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 import sys
 import traceback
 from collections.abc import Sequence
@@ -21,6 +22,7 @@ from agentctl.errors import EXIT_CANCELLED, EXIT_USAGE, AgentctlError, Cancelled
 __all__ = ["main", "run"]
 
 EXIT_INTERNAL = 1
+EXIT_BROKEN_PIPE = 141
 
 
 def _is_utf8(arg: str) -> bool:
@@ -90,6 +92,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         out.failure(code="cli.aborted", message="aborted", exit_code=EXIT_CANCELLED)
         return EXIT_CANCELLED
     except typer.TyperException as error:
+        if type(error).__name__ == "NoArgsIsHelpError":
+            # agentctl or a command group called bare: the help it printed is the answer.
+            return _help(out, captured.getvalue())
         code = int(getattr(error, "exit_code", EXIT_USAGE))
         message = error.format_message() if hasattr(error, "format_message") else str(error)
         ctx = getattr(error, "ctx", None)
@@ -101,6 +106,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             hint=f"run `{command_path} --help` for its usage",
         )
         return code
+    except BrokenPipeError:
+        raise  # the reader went away: handled quietly by run()
     except Exception as error:  # the last line of defence: no tracebacks for users
         if out.verbose:
             traceback.print_exc(file=out.stderr)
@@ -111,14 +118,32 @@ def main(argv: Sequence[str] | None = None) -> int:
             hint="this is a bug in agentctl; rerun with --verbose for the traceback and report it",
         )
         return EXIT_INTERNAL
-    text = captured.getvalue()
+    _help(out, captured.getvalue())
+    return code
+
+
+def _help(out: output.Output, text: str) -> int:
+    """Pass on what the parser printed (help), as an envelope in machine modes."""
     if out.machine and text and not out.emitted:
         out.success("Help", {"text": text})
     elif not out.machine and text:
         out.stdout.write(text)
-    return code
+    return 0
 
 
 def run() -> None:
-    """Console-script entry point."""
-    sys.exit(main())
+    """Console-script entry point.
+
+    A reader that closes the pipe early (``agentctl runs list | head -1``) ends the command
+    quietly, as other Unix tools do: no traceback, exit status 141 (128 + SIGPIPE).
+    """
+    try:
+        code = main()
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # Further writes (including the interpreter's flush at exit) would raise again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        code = EXIT_BROKEN_PIPE
+    sys.exit(code)

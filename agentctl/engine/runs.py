@@ -95,6 +95,15 @@ def merge_inputs(
             raise UsageError(f"{where} must be a JSON object, got {type(value).__name__}")
         merged.update(value)
     merged.update(parse_input_pairs(pairs))
+    undeclared = sorted(set(merged) - set(defaults))
+    if undeclared:
+        declared = ", ".join(sorted(defaults)) or "none"
+        raise UsageError(
+            f"input {undeclared[0]!r} is not declared in the workflow's spec.inputs "
+            f"(declared: {declared})",
+            code="input.undeclared",
+            hint="check the name, or declare the input with a default in spec.inputs",
+        )
     return merged
 
 
