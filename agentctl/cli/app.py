@@ -28,7 +28,6 @@ __all__ = ["app"]
 
 app = typer.Typer(
     name="agentctl",
-    help="Run AI-agent workflows durably: every effect is journaled before it is dispatched.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
@@ -71,14 +70,19 @@ def _root(
         ),
     ] = False,
 ) -> None:
-    """Run AI-agent workflows durably: every effect is journaled before it is dispatched."""
+    """Run AI-agent workflows durably: every effect is journaled before it is dispatched.
+
+    Example: agentctl roll review.yaml --input change=pr-42.diff
+    """
 
 
 app.command("check")(authoring.check_command)
 app.command("plan")(authoring.plan_command)
 app.command("schema")(authoring.schema_command)
 app.command("roll")(running.roll_command)
-app.command("run", help="Alias of `roll`.")(running.roll_command)
+app.command("run", help="Alias of `roll`.\n\nExample: agentctl run review.yaml --dry-run")(
+    running.roll_command
+)
 app.command("resume")(running.resume_command)
 app.command("cancel")(running.cancel_command)
 app.command("replay")(recovery.replay_command)

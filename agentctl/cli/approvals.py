@@ -10,9 +10,7 @@ from agentctl.cli import output
 from agentctl.cli.options import DbOption, db_from_context
 from agentctl.cli.output import next_lines
 
-app = typer.Typer(
-    name="approvals", help="Approvals and questions that park runs.", no_args_is_help=True
-)
+app = typer.Typer(name="approvals", no_args_is_help=True)
 
 ActorOption = Annotated[str, typer.Option("--actor", help="Who decides.")]
 ReasonOption = Annotated[str, typer.Option("--reason", help="Why (kept in the audit log).")]
@@ -21,7 +19,10 @@ IdArgument = Annotated[str, typer.Argument(help="The approval id (approval-…).
 
 @app.callback()
 def _group(ctx: typer.Context, db: DbOption = None) -> None:
-    """Approvals and questions that park runs."""
+    """Approvals and questions that park runs.
+
+    Example: agentctl approvals list
+    """
     ctx.obj = {"db": db}
 
 
@@ -32,7 +33,10 @@ def list_command(
     all_: Annotated[bool, typer.Option("--all", help="Include resolved ones.")] = False,
     db: DbOption = None,
 ) -> None:
-    """List pending approvals and questions (all runs unless RUN_ID is given)."""
+    """List pending approvals and questions (all runs unless RUN_ID is given).
+
+    Example: agentctl approvals list --all
+    """
     from agentctl.engine.approvals import list_approvals
     from agentctl.engine.records import load_run
     from agentctl.store.engine import open_store
@@ -84,7 +88,10 @@ def approve_command(
     actor: ActorOption = "cli-user",
     db: DbOption = None,
 ) -> None:
-    """Approve a gated effect; `agentctl resume RUN` then dispatches it."""
+    """Approve a gated effect; `agentctl resume RUN` then dispatches it.
+
+    Example: agentctl approvals approve approval-ac3106d9aea9df72 --reason 'safe command'
+    """
     _decide(ctx, approval_id, True, reason, actor, db)
 
 
@@ -96,7 +103,10 @@ def reject_command(
     actor: ActorOption = "cli-user",
     db: DbOption = None,
 ) -> None:
-    """Reject a gated effect; on resume its task fails and the run is marked failed."""
+    """Reject a gated effect; on resume its task fails and the run is marked failed.
+
+    Example: agentctl approvals reject approval-ac3106d9aea9df72 --reason 'not today'
+    """
     _decide(ctx, approval_id, False, reason, actor, db)
 
 
@@ -108,7 +118,10 @@ def answer_command(
     actor: ActorOption = "cli-user",
     db: DbOption = None,
 ) -> None:
-    """Answer a question (a builtin.ask task); the answer becomes the task's output."""
+    """Answer a question (a builtin.ask task); the answer becomes the task's output.
+
+    Example: agentctl approvals answer approval-16cf2f9ac1a51c29 '"staging"'
+    """
     from agentctl.engine.operations import answer_question
     from agentctl.ids import SystemClock
     from agentctl.store.engine import open_store

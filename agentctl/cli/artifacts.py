@@ -18,7 +18,6 @@ __all__ = ["app"]
 
 app = typer.Typer(
     name="artifacts",
-    help="Files tasks wrote, stored by SHA-256: list, inspect, verify, export, gc.",
     no_args_is_help=True,
 )
 
@@ -29,7 +28,10 @@ DigestArgument = Annotated[
 
 @app.callback()
 def _group(ctx: typer.Context, db: DbOption = None) -> None:
-    """Files tasks wrote, stored by SHA-256: list, inspect, verify, export, gc."""
+    """Files tasks wrote, stored by SHA-256: list, inspect, verify, export, gc.
+
+    Example: agentctl artifacts list --run RUN
+    """
     ctx.obj = {"db": db}
 
 
@@ -82,7 +84,7 @@ def list_command(
     """List artifact versions (name, version, digest, size, run, task), or with --blobs
     every stored blob, referenced or not.
 
-    Example: ``agentctl artifacts list --blobs --older-than-days 7``
+    Example: agentctl artifacts list --blobs --older-than-days 7
     """
     from agentctl.store.records import get_run
 
@@ -155,7 +157,10 @@ def _list_blobs(ctx: typer.Context, db: str | None, older_than_days: int) -> Non
 
 @app.command("inspect")
 def inspect_command(ctx: typer.Context, digest: DigestArgument, db: DbOption = None) -> None:
-    """Show one blob: size, media type, whether its file is present, refs and leases."""
+    """Show one blob: size, media type, whether its file is present, refs and leases.
+
+    Example: agentctl artifacts inspect sha256:3a4a
+    """
     with _opened(ctx, db) as artifacts:
         info = artifacts.inspect(digest)
     state = "present" if info.present else "MISSING"
@@ -176,7 +181,10 @@ def verify_command(
     all_: Annotated[bool, typer.Option("--all", help="Check every blob in the store.")] = False,
     db: DbOption = None,
 ) -> None:
-    """Rehash stored bytes; exit 5 when any blob is missing or corrupt."""
+    """Rehash stored bytes; exit 5 when any blob is missing or corrupt.
+
+    Example: agentctl artifacts verify
+    """
     from agentctl.diagnostics import Diagnostic
     from agentctl.errors import PersistenceError, UsageError
 
@@ -217,7 +225,10 @@ def export_command(
     ] = False,
     db: DbOption = None,
 ) -> None:
-    """Copy a blob to DEST atomically (never through a symlink, never outside the cwd)."""
+    """Copy a blob to DEST atomically (never through a symlink, never outside the cwd).
+
+    Example: agentctl artifacts export sha256:3a4a DEST.txt
+    """
     with _opened(ctx, db) as artifacts:
         result = artifacts.export(digest, dest, overwrite=overwrite)
     output.current().success(
@@ -241,7 +252,10 @@ def gc_command(
     ] = False,
     db: DbOption = None,
 ) -> None:
-    """Remove blobs no ref or live lease keeps (and stale temporary files)."""
+    """Remove blobs no ref or live lease keeps (and stale temporary files).
+
+    Example: agentctl artifacts gc --dry-run
+    """
     with _opened(ctx, db) as artifacts:
         report = artifacts.gc(older_than_days=older_than_days, dry_run=dry_run)
     verb = "would remove" if dry_run else "removed"

@@ -201,7 +201,10 @@ def schema_command(
         typer.Option("--write", help="Write the schema to this file instead of printing it."),
     ] = None,
 ) -> None:
-    """Print the JSON Schema of the workflow format (generated from the models)."""
+    """Print the JSON Schema of the workflow format (generated from the models).
+
+    Example: agentctl schema > workflow.schema.json
+    """
     from agentctl.spec import workflow_json_schema
 
     schema = workflow_json_schema()

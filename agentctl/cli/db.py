@@ -9,14 +9,16 @@ from agentctl.cli.options import DbOption, db_from_context
 
 app = typer.Typer(
     name="db",
-    help="Inspect and migrate the SQLite store.",
     no_args_is_help=True,
 )
 
 
 @app.callback()
 def _group(ctx: typer.Context, db: DbOption = None) -> None:
-    """Inspect and migrate the SQLite store."""
+    """Inspect and migrate the SQLite store.
+
+    Example: agentctl db stats --db .agentctl/runtime.db
+    """
     ctx.obj = {"db": db}
 
 
@@ -25,6 +27,8 @@ def migrate_command(ctx: typer.Context, db: DbOption = None) -> None:
     """Upgrade the database to this agentctl's schema (also done automatically on open).
 
     A database written by a newer agentctl is refused (exit 5) and left unchanged.
+
+    Example: agentctl db migrate --db .agentctl/runtime.db
     """
     from agentctl.store import migrate as migrations
     from agentctl.store.engine import open_store
@@ -46,7 +50,10 @@ def migrate_command(ctx: typer.Context, db: DbOption = None) -> None:
 
 @app.command("stats")
 def stats_command(ctx: typer.Context, db: DbOption = None) -> None:
-    """Print the schema revision, record counts, database and WAL size."""
+    """Print the schema revision, record counts, database and WAL size.
+
+    Example: agentctl --output json db stats
+    """
     from agentctl.store.engine import open_store
     from agentctl.store.stats import database_stats
 

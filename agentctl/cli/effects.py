@@ -10,9 +10,7 @@ from agentctl.cli import output
 from agentctl.cli.options import DbOption, db_from_context
 from agentctl.cli.output import next_lines
 
-app = typer.Typer(
-    name="effects", help="The effect journal: list, inspect, reconcile.", no_args_is_help=True
-)
+app = typer.Typer(name="effects", no_args_is_help=True)
 
 StatusOption = Annotated[str, typer.Option("--status", help="applied, not-applied or compensated.")]
 ReasonOption = Annotated[str, typer.Option("--reason", help="Why (kept in the audit log).")]
@@ -69,7 +67,10 @@ def _confirm(store: Any, effect_id: str, status: str, reason: str) -> None:
 
 @app.callback()
 def _group(ctx: typer.Context, db: DbOption = None) -> None:
-    """The effect journal: list, inspect, reconcile."""
+    """The effect journal: list, inspect, reconcile.
+
+    Example: agentctl effects list RUN
+    """
     ctx.obj = {"db": db}
 
 
@@ -80,7 +81,10 @@ def list_command(
     task: Annotated[str | None, typer.Option("--task", help="Only this task's effects.")] = None,
     db: DbOption = None,
 ) -> None:
-    """List a run's effects in the order they were requested."""
+    """List a run's effects in the order they were requested.
+
+    Example: agentctl effects list RUN --output json
+    """
     from agentctl.engine.journal import list_effects
     from agentctl.engine.records import load_run
     from agentctl.store.engine import open_store
@@ -111,7 +115,10 @@ def inspect_command(
     ],
     db: DbOption = None,
 ) -> None:
-    """Show one effect with its request, result and reconciliations."""
+    """Show one effect with its request, result and reconciliations.
+
+    Example: agentctl effects inspect EFFECT
+    """
     from agentctl.engine.journal import list_reconciliations, require_effect
     from agentctl.store.engine import open_store
 

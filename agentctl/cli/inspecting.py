@@ -9,12 +9,15 @@ import typer
 from agentctl.cli import output
 from agentctl.cli.options import DbOption, db_from_context
 
-runs_app = typer.Typer(name="runs", help="List runs.", no_args_is_help=True)
+runs_app = typer.Typer(name="runs", no_args_is_help=True)
 
 
 @runs_app.callback()
 def _runs_group(ctx: typer.Context, db: DbOption = None) -> None:
-    """List runs."""
+    """List runs.
+
+    Example: agentctl runs list --state failed
+    """
     ctx.obj = {"db": db}
 
 
@@ -76,7 +79,10 @@ def inspect_command(
     run_id: Annotated[str, typer.Argument(help="The run to inspect.")],
     db: DbOption = None,
 ) -> None:
-    """Show a run: tasks, effects and reconciliations, approvals, checkpoints and audit."""
+    """Show a run: tasks, effects and reconciliations, approvals, checkpoints and audit.
+
+    Example: agentctl inspect RUN
+    """
     from agentctl.engine.operations import inspect_run
     from agentctl.store.engine import open_store
 
@@ -145,7 +151,10 @@ def audit_command(
     ] = False,
     db: DbOption = None,
 ) -> None:
-    """Print a run's ordered audit events; --verify checks the hash chain."""
+    """Print a run's ordered audit events; --verify checks the hash chain.
+
+    Example: agentctl audit RUN --verify
+    """
     from agentctl.engine.records import load_run
     from agentctl.errors import PersistenceError
     from agentctl.observability.audit import list_events, verify_chain

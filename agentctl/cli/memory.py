@@ -25,7 +25,6 @@ __all__ = ["app", "gc_command"]
 
 app = typer.Typer(
     name="memory",
-    help="Long-term memory: get, put, search (text, vector, hybrid) and reindex entries.",
     no_args_is_help=True,
 )
 
@@ -35,7 +34,10 @@ KeyArgument = Annotated[str, typer.Argument(help="The entry's key within the nam
 
 @app.callback()
 def _group(ctx: typer.Context, db: DbOption = None) -> None:
-    """Long-term memory: get, put, search (text, vector, hybrid) and reindex entries."""
+    """Long-term memory: get, put, search (text, vector, hybrid) and reindex entries.
+
+    Example: agentctl memory search notes 'release checklist'
+    """
     ctx.obj = {"db": db}
 
 
@@ -87,7 +89,10 @@ def _parse_json(text: str, what: str) -> Any:
 def get_command(
     ctx: typer.Context, namespace: NamespaceArgument, key: KeyArgument, db: DbOption = None
 ) -> None:
-    """Show one live entry (exit 5 when the key is absent or expired)."""
+    """Show one live entry (exit 5 when the key is absent or expired).
+
+    Example: agentctl memory get notes k1
+    """
     with _opened(ctx, db, namespace) as memory:
         record = memory.require(namespace, key)
     data = record.to_json()
@@ -119,7 +124,10 @@ def put_command(
     ] = None,
     db: DbOption = None,
 ) -> None:
-    """Create or replace an entry (upsert), embedding its searchable text."""
+    """Create or replace an entry (upsert), embedding its searchable text.
+
+    Example: agentctl memory put notes k1 '{"city": "Oslo"}'
+    """
     from agentctl.memory import entry_from_write_arguments
 
     arguments: dict[str, Any] = {"value": _parse_json(value_json, "VALUE_JSON")}
@@ -158,7 +166,10 @@ def search_command(
     ] = None,
     db: DbOption = None,
 ) -> None:
-    """Search a namespace; results by score (higher is better), then key."""
+    """Search a namespace; results by score (higher is better), then key.
+
+    Example: agentctl memory search notes 'release checklist' --limit 5
+    """
     from agentctl.errors import UsageError
     from agentctl.memory import SearchQuery
 
@@ -191,7 +202,10 @@ def search_command(
 
 @app.command("reindex")
 def reindex_command(ctx: typer.Context, namespace: NamespaceArgument, db: DbOption = None) -> None:
-    """Recompute a namespace's embeddings (local_hash) and rebuild the text index."""
+    """Recompute a namespace's embeddings (local_hash) and rebuild the text index.
+
+    Example: agentctl memory reindex notes
+    """
     with _opened(ctx, db, namespace) as memory:
         report = memory.reindex(namespace)
     output.current().success(
@@ -213,7 +227,10 @@ def gc_command(
     ] = False,
     db: DbOption = None,
 ) -> None:
-    """Remove expired long-term memory entries and old terminal runs."""
+    """Remove expired long-term memory entries and old terminal runs.
+
+    Example: agentctl gc --older-than-days 30 --dry-run
+    """
     from agentctl.ids import SystemClock
     from agentctl.memory import collect_garbage
     from agentctl.store.engine import open_store

@@ -22,7 +22,10 @@ class Shell(StrEnum):
 
 
 def version_command() -> None:
-    """Print agentctl's version, the newest schema revision it knows, and Python's."""
+    """Print agentctl's version, the newest schema revision it knows, and Python's.
+
+    Example: agentctl --output json version
+    """
     from agentctl.store.formats import FORMAT_VERSION
     from agentctl.store.migrate import head_revision
 
@@ -46,6 +49,8 @@ def completion_command(
 
     Install it with, for example, ``agentctl completion bash > ~/.agentctl-complete.bash``
     and ``source ~/.agentctl-complete.bash`` in your shell's start-up file.
+
+    Example: agentctl completion bash > ~/.agentctl-complete.bash
     """
     from typer._completion_shared import get_completion_script
 

@@ -98,6 +98,8 @@ def retry_command(
 
     The workflow digest must match the source's (else exit 3: use `repair`). Failed tasks
     (--failed) or the chosen ones (--from) and their descendants run with fresh attempts.
+
+    Example: agentctl retry review.yaml RUN --failed
     """
     from agentctl.engine.recovery import plan_retry
     from agentctl.engine.runs import prepare_run
@@ -134,6 +136,8 @@ def repair_command(
 
     A task is reused when its definition, dependencies, resolved input, output contract and
     value, memory writes and effect certainty all still hold; everything else runs.
+
+    Example: agentctl repair review.yaml RUN --from build
     """
     from agentctl.engine.recovery import plan_repair
     from agentctl.engine.runs import prepare_run
@@ -162,7 +166,10 @@ def fork_command(
     timeout_seconds: TimeoutOption = None,
     db: DbOption = None,
 ) -> int:
-    """Start a new linked run of the stored workflow that deliberately runs every effect."""
+    """Start a new linked run of the stored workflow that deliberately runs every effect.
+
+    Example: agentctl fork RUN --plan
+    """
     from agentctl.engine.recovery import plan_fork
     from agentctl.store.engine import open_store
 
@@ -178,7 +185,10 @@ def replay_command(
     source_run_id: SourceArgument,
     db: DbOption = None,
 ) -> int:
-    """Rebuild a finished run from its records; no provider, tool or process is called."""
+    """Rebuild a finished run from its records; no provider, tool or process is called.
+
+    Example: agentctl replay RUN
+    """
     from agentctl.engine.executor import finished_outcome
     from agentctl.engine.recovery import replay_run
     from agentctl.ids import IdGenerator, SystemClock
@@ -216,6 +226,8 @@ def compensate_command(
     Tasks that declare `compensate` run their inverse in reverse compiled order, one at a
     time, in a new linked run. Effects still started or uncertain block the plan (exit 3)
     until reconciled; already compensated ones are skipped.
+
+    Example: agentctl compensate RUN --plan
     """
     from agentctl.engine.compensation import create_compensation_run, plan_compensation
     from agentctl.ids import IdGenerator, SystemClock

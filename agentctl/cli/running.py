@@ -389,6 +389,8 @@ def resume_command(
 
     Confirmed effects are reused, never redone; an effect that started but never confirmed
     becomes uncertain and blocks the run (exit 3) until `agentctl reconcile` concludes it.
+
+    Example: agentctl resume RUN
     """
     from agentctl.store.engine import open_store
 
@@ -413,6 +415,8 @@ def cancel_command(
     """Request cancellation: the process executing the run stops owned work and exits 130.
 
     A run that no process is executing (paused, or its process died) is cancelled at once.
+
+    Example: agentctl cancel RUN --reason 'wrong branch'
     """
     from agentctl.engine.operations import cancel_run
     from agentctl.ids import SystemClock
