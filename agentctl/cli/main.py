@@ -37,6 +37,12 @@ def _is_utf8(arg: str) -> bool:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI on ``argv`` and return the exit code (never calls ``sys.exit``)."""
     args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["__complete"]:
+        # The shell completion scripts ask here; the words are not parsed as a command.
+        from agentctl.cli.completion import complete
+
+        print("\n".join(complete(args[1:])))
+        return 0
     options, rest = split_global_options(args)
     out = output.Output(mode=options.output, color=options.color, verbose=options.verbose)
     output.set_current(out)
