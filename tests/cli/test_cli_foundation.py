@@ -133,7 +133,7 @@ def test_help_in_json_mode_is_one_document(cli: Any) -> None:
 def test_completion_script(cli: Any) -> None:
     result = cli("completion", "bash")
     assert result.exit_code == 0
-    assert "_AGENTCTL_COMPLETE" in result.stdout
+    assert "complete -o default -F _agentctl_complete agentctl" in result.stdout
     assert cli("completion", "tcsh").exit_code == 2
 
 
