@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 
 import typer
@@ -37,13 +38,24 @@ def runs_list_command(
         str | None, typer.Option("--workflow", help="Only runs of this workflow name.")
     ] = None,
     limit: Annotated[
-        int, typer.Option("--limit", help="At most this many runs, newest first.", min=1)
+        int,
+        typer.Option("--limit", metavar="N", help="At most this many runs, newest first.", min=1),
     ] = 50,
+    since: Annotated[
+        str | None,
+        typer.Option(
+            "--since",
+            metavar="WHEN",
+            help="Only runs started since then: an age (30m, 2h, 7d) or an ISO date or time "
+            "(2026-01-31, 2026-01-31T09:00:00+01:00; UTC when no zone is given).",
+        ),
+    ] = None,
     db: DbOption = None,
 ) -> None:
-    """List runs, newest first.
+    """List runs, newest first: state, workflow, start (UTC), duration, tasks done of total
+    and approvals waiting.
 
-    Example: agentctl runs list --state paused --limit 10
+    Example: agentctl runs list --state paused --since 2h --limit 10
     """
     from agentctl.engine.operations import list_runs
     from agentctl.errors import UsageError
@@ -57,21 +69,63 @@ def runs_list_command(
             code="cli.usage",
             hint="e.g. agentctl runs list --state failed",
         )
-
+    now = datetime.now(UTC)
+    cutoff = None if since is None else parse_since(since, now)
     with open_store(db_from_context(ctx, db), create=False) as store:
-        found = list_runs(store, status=status, workflow=workflow, limit=limit)
+        found = list_runs(store, status=status, workflow=workflow, limit=limit, since=cutoff)
     out = output.current()
 
     def human() -> None:
         if not found:
             print("no runs", file=out.stdout)
-        for run in found:
-            print(
-                f"{run['runId']}  {run['state']:<10} {run['workflow']}  {run['createdAt']}",
-                file=out.stdout,
-            )
+            return
+        print(_runs_table(found, now, color=out.use_color(out.stdout)), file=out.stdout)
 
     out.success("RunList", {"runs": found}, human=human)
+
+
+def _runs_table(runs: list[dict[str, Any]], now: datetime, *, color: bool) -> str:
+    from agentctl.cli.table import STATE_COLORS, Cell, duration_text, render, time_text
+
+    rows = []
+    for run in runs:
+        started = datetime.fromisoformat(run["createdAt"]).replace(tzinfo=UTC)
+        ended = (
+            now
+            if run["state"] == "running"
+            else datetime.fromisoformat(run["updatedAt"]).replace(tzinfo=UTC)
+        )
+        tasks = run["tasks"]
+        rows.append(
+            [
+                run["runId"],
+                Cell(run["state"], STATE_COLORS.get(run["state"])),
+                run["workflow"],
+                time_text(run["createdAt"]),
+                duration_text((ended - started).total_seconds()),
+                f"{tasks['done']}/{tasks['total']}",
+                Cell(str(run["waitingApprovals"]), "33" if run["waitingApprovals"] else None),
+            ]
+        )
+    headers = ["RUN", "STATE", "WORKFLOW", "STARTED", "DURATION", "TASKS", "WAITING"]
+    return render(headers, rows, color=color)
+
+
+def parse_since(text: str, now: datetime) -> datetime:
+    """``30m``, ``2h``, ``7d`` (before ``now``) or an ISO date or time (UTC by default)."""
+    from agentctl.errors import UsageError
+
+    units = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+    if len(text) > 1 and text[-1] in units and text[:-1].isdigit():
+        return now - timedelta(seconds=int(text[:-1]) * units[text[-1]])
+    try:
+        value = datetime.fromisoformat(text)
+    except ValueError:
+        raise UsageError(
+            f"invalid value for --since: {text!r}",
+            hint="give an age such as 30m, 2h or 7d, or an ISO date such as 2026-01-31",
+        ) from None
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value
 
 
 def inspect_command(

@@ -53,10 +53,11 @@ class Output:
         return self.mode != "human"
 
     def use_color(self, stream: TextIO) -> bool:
-        if self.color == "never" or "NO_COLOR" in os.environ:
+        # An explicit --color wins; NO_COLOR (any value, even empty) turns off only auto.
+        if self.color != "auto":
+            return self.color == "always"
+        if "NO_COLOR" in os.environ:
             return False
-        if self.color == "always":
-            return True
         return bool(getattr(stream, "isatty", lambda: False)())
 
     # -- success -------------------------------------------------------------------------

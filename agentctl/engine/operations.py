@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -23,11 +24,13 @@ from agentctl.errors import BlockedError, UsageError
 from agentctl.ids import Clock
 from agentctl.observability.audit import list_events, verify_chain
 from agentctl.store import (
+    approvals_repo,
     checkpoints_repo,
     effects_repo,
     inspect_repo,
     runs_repo,
     sessions_repo,
+    tasks_repo,
 )
 from agentctl.store.conditions import task_conditions
 from agentctl.store.engine import Store
@@ -319,24 +322,42 @@ def answer_question(
     }
 
 
+_DONE_TASK_STATES = ("succeeded", "failed", "skipped", "cancelled")
+
+
 def list_runs(
-    store: Store, *, status: str | None = None, workflow: str | None = None, limit: int = 50
+    store: Store,
+    *,
+    status: str | None = None,
+    workflow: str | None = None,
+    limit: int = 50,
+    since: datetime | None = None,
 ) -> list[dict[str, Any]]:
+    """Runs newest first, each with its task progress and pending approvals."""
     with store.read() as conn:
-        return [
-            {
-                "runId": row.id,
-                "workflow": row.workflow_name,
-                "state": row.status,
-                "mode": row.mode,
-                "sourceRunId": row.source_run_id,
-                "createdAt": row.created_at.isoformat(),
-                "updatedAt": row.updated_at.isoformat(),
-            }
-            for row in runs_repo.list_runs(
-                conn, status=status, workflow=workflow, limit=max(1, limit)
+        found = []
+        for row in runs_repo.list_runs(
+            conn, status=status, workflow=workflow, limit=max(1, limit), since=since
+        ):
+            counts = tasks_repo.state_counts(conn, row.id)
+            waiting = approvals_repo.approvals(conn, row.id, status="pending")
+            found.append(
+                {
+                    "runId": row.id,
+                    "workflow": row.workflow_name,
+                    "state": row.status,
+                    "mode": row.mode,
+                    "sourceRunId": row.source_run_id,
+                    "createdAt": row.created_at.isoformat(),
+                    "updatedAt": row.updated_at.isoformat(),
+                    "tasks": {
+                        "done": sum(counts.get(s, 0) for s in _DONE_TASK_STATES),
+                        "total": sum(counts.values()),
+                    },
+                    "waitingApprovals": len(waiting),
+                }
             )
-        ]
+        return found
 
 
 def inspect_run(store: Store, run_id: str) -> dict[str, Any]:

@@ -158,11 +158,20 @@ def cancel_flag(conn: SqlRunner, run_id: str) -> tuple[bool, str | None] | None:
 
 
 def list_runs(
-    conn: SqlRunner, *, status: str | None, workflow: str | None, limit: int
+    conn: SqlRunner,
+    *,
+    status: str | None,
+    workflow: str | None,
+    limit: int,
+    since: datetime | None = None,
 ) -> list[RunListRow]:
-    """Newest first, optionally of one status and one workflow."""
+    """Newest first, optionally of one status and one workflow, created at or after
+    ``since``."""
     where: list[str] = []
     params: list[Any] = []
+    if since is not None:
+        where.append("created_at >= ?")
+        params.append(to_db(since))
     if status:
         where.append("status = ?")
         params.append(status)
