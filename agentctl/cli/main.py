@@ -71,9 +71,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     import typer
     from typer.main import get_command
 
+    from agentctl.cli import metavars
     from agentctl.cli.app import app
 
-    command = get_command(app)
+    command = metavars.apply(get_command(app))
     captured = io.StringIO()
     # In machine modes anything the parser prints (help, usage) is captured and wrapped in
     # an envelope, so stdout carries exactly one JSON document.

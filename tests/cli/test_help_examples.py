@@ -35,3 +35,11 @@ def test_help_has_an_example_that_parses(path: str, command: Any) -> None:
         target.make_context(names[-1], words, parent=context)
         reached = " ".join(names)
         assert reached.startswith(path), f"the example of `{path}` runs `{reached}`"
+
+
+@pytest.mark.parametrize("path", [p for p, _ in COMMANDS])
+def test_placeholders_read_as_values(cli: Any, path: str) -> None:
+    result = cli(*path.split()[1:], "--help")
+    assert result.exit_code == 0, result.stderr
+    for type_name in ("<str>", "<bool>", "<int>", "<list", "<float", "<choice"):
+        assert type_name not in result.stdout, f"`{path} --help` shows {type_name}"
