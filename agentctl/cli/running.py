@@ -200,6 +200,19 @@ def _changes_text(changes: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def _outputs_text(value: Any) -> str:
+    """The run's outputs, one ``key: value`` line each (values as compact JSON)."""
+    import json
+
+    if not isinstance(value, dict):
+        return "output: " + json.dumps(value, ensure_ascii=False, default=str)
+    lines = ["outputs:"]
+    for key, item in value.items():
+        text = item if isinstance(item, str) else json.dumps(item, ensure_ascii=False, default=str)
+        lines.append(f"  {key}: {text}")
+    return "\n".join(lines)
+
+
 def _report(
     outcome: RunOutcome,
     *,
@@ -211,23 +224,31 @@ def _report(
     """Print how a run stopped and the commands that take it further (none for a dry run,
     whose state is gone)."""
     from agentctl.engine.next_steps import for_run, render
+    from agentctl.engine.summary import run_summary, summary_text
 
     out = output.current()
     run_id = outcome.run_id
     steps = [] if dry_run or store is None else for_run(store, run_id)
+    summary = None if store is None or store.in_memory else run_summary(store, run_id)
     if changes is not None and outcome.state in ("failed", "cancelled"):
         out.event("DryRunChanges", {"changedFiles": changes}, human=_changes_text(changes))
     if outcome.state == "failed":
         error = outcome.error or {}
         compensated = f"; compensation run {compensation}" if compensation else ""
+        after = f" ({summary_text(summary)})" if summary else ""
         raise RunFailedError(
-            f"run {run_id} failed: {error.get('message', 'a task failed')}{compensated}",
+            f"run {run_id} failed: {error.get('message', 'a task failed')}{compensated}{after}",
             code=str(error.get("code") or "run.failed"),
             run_id=run_id,
             hint=render(steps) if steps else None,
         )
     human: str = f"{run_id} {outcome.state}"
     data = outcome.to_json()
+    if summary is not None:
+        data["summary"] = summary
+        human = f"{run_id} {summary_text(summary)}"
+        if outcome.state == "succeeded" and outcome.output is not None:
+            human = _outputs_text(outcome.output) + "\n" + human
     if changes is not None:
         data["changedFiles"] = changes
         human = f"{_changes_text(changes)}\n{human}"

@@ -16,6 +16,7 @@ from pathlib import Path
 from agentctl import hints
 from agentctl.engine.records import TERMINAL_RUN_STATES, RunRow, load_run
 from agentctl.errors import AgentctlError
+from agentctl.store import tasks_repo
 from agentctl.store.engine import Store
 
 __all__ = ["NextStep", "after_conclusion", "for_run", "render"]
@@ -96,13 +97,17 @@ def _finished(store: Store, run: RunRow) -> list[NextStep]:
             )
         )
     source = run.workflow_file
-    if run.mode != "compensate" and source and Path(source).is_file():
+    with store.read() as conn:
+        counts = tasks_repo.state_counts(conn, run.id)
+    rerunnable = counts.get("failed", 0) + counts.get("cancelled", 0) + counts.get("pending", 0)
+    if run.mode != "compensate" and source and Path(source).is_file() and rerunnable:
         steps.append(
             NextStep(
                 hints.retry_failed(source, run.id),
                 f"run the {run.status} tasks again in a new run, reusing what succeeded",
             )
         )
+    if run.mode != "compensate" and source and Path(source).is_file():
         steps.append(
             NextStep(
                 hints.repair(source, run.id),
