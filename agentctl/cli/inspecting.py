@@ -137,62 +137,23 @@ def inspect_command(
 
     Example: agentctl inspect RUN
     """
+    from agentctl.cli.run_view import render_inspection
+    from agentctl.engine.next_steps import for_run
     from agentctl.engine.operations import inspect_run
     from agentctl.store.engine import open_store
 
     with open_store(db_from_context(ctx, db), create=False) as store:
         data = inspect_run(store, run_id)
+        # Inspecting is what the `inspect` step suggests: the others are what is next.
+        data["next"] = [
+            step.to_json()
+            for step in for_run(store, run_id)
+            if not step.command.startswith("agentctl inspect ")
+        ]
     out = output.current()
 
     def human() -> None:
-        run = data["run"]
-        print(f"{run['runId']} {run['state']}  workflow {run['workflow']}", file=out.stdout)
-        if run.get("error"):
-            print(f"  error: {run['error'].get('message')}", file=out.stdout)
-        print("tasks:", file=out.stdout)
-        for task in data["tasks"]:
-            error = task.get("error") or {}
-            suffix = f"  ({error.get('message')})" if error.get("message") else ""
-            print(
-                f"  {task['state']:<21} {task['taskId']} #{task['attempt']}{suffix}",
-                file=out.stdout,
-            )
-            condition = task.get("condition")
-            if condition:
-                print(
-                    f"    {condition['kind']} {condition['expression']} -> "
-                    f"{str(condition['result']).lower()}  ({condition['contextDigest'][:26]}…)",
-                    file=out.stdout,
-                )
-        for retry in data.get("retries") or []:
-            code = (retry.get("error") or {}).get("code")
-            print(
-                f"  retried {retry['taskId']}: attempt {retry['failedAttempt']} failed ({code}),"
-                f" waited {retry['waitMs']} ms",
-                file=out.stdout,
-            )
-        if data["effects"]:
-            print("effects:", file=out.stdout)
-        for effect in data["effects"]:
-            conclusions = ", ".join(r["status"] for r in effect["reconciliations"])
-            tail = f"  reconciled: {conclusions}" if conclusions else ""
-            print(
-                f"  {effect['status']:<21} {effect['effectId'][:16]} {effect['operation']}"
-                f" ({effect['taskId']}){tail}",
-                file=out.stdout,
-            )
-        pending = [a for a in data["approvals"] if a["status"] == "pending"]
-        for approval in pending:
-            print(
-                f"  pending {approval['kind']} {approval['approvalId']}: {approval['prompt']}",
-                file=out.stdout,
-            )
-        audit = data["audit"]
-        state = "verified" if audit["verified"] else f"BROKEN at {audit['brokenAt']}"
-        print(
-            f"checkpoints {data['checkpoints']}, audit events {audit['events']} ({state})",
-            file=out.stdout,
-        )
+        print(render_inspection(data, color=out.use_color(out.stdout)), file=out.stdout)
 
     out.success("RunInspection", data, human=human)
 

@@ -360,10 +360,23 @@ def list_runs(
         return found
 
 
+def _task_times(started: datetime | None, finished: datetime | None) -> dict[str, Any]:
+    took = None if started is None or finished is None else (finished - started).total_seconds()
+    return {
+        "startedAt": started.isoformat() if started else None,
+        "finishedAt": finished.isoformat() if finished else None,
+        "durationSeconds": None if took is None else round(took, 3),
+    }
+
+
 def inspect_run(store: Store, run_id: str) -> dict[str, Any]:
     with store.read() as conn:
         run = load_run(conn, run_id)
         task_rows = load_tasks(conn, run_id)
+        times = {
+            row["task_id"]: (row["started_at"], row["finished_at"])
+            for row in tasks_repo.task_records(conn, run_id)
+        }
         conditions = task_conditions(conn, run_id)
         effects = journal.list_effects(conn, run_id)
         effect_json = []
@@ -412,7 +425,11 @@ def inspect_run(store: Store, run_id: str) -> dict[str, Any]:
             "owner": run.owner_id,
         },
         "tasks": [
-            {**row.to_json(), "condition": conditions.get(task_id)}
+            {
+                **row.to_json(),
+                "condition": conditions.get(task_id),
+                **_task_times(*times.get(task_id, (None, None))),
+            }
             for task_id, row in task_rows.items()
         ],
         "effects": effect_json,
