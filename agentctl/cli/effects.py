@@ -115,10 +115,12 @@ def inspect_command(
     ],
     db: DbOption = None,
 ) -> None:
-    """Show one effect with its request, result and reconciliations.
+    """Show one effect with its request, result and reconciliations; for a process, its
+    command, exit code and the last lines of its stderr.
 
     Example: agentctl effects inspect EFFECT
     """
+    from agentctl.cli.effect_view import render_effect
     from agentctl.engine.journal import list_reconciliations, require_effect
     from agentctl.store.engine import open_store
 
@@ -126,9 +128,7 @@ def inspect_command(
         effect = require_effect(conn, effect_id)
         data: dict[str, Any] = effect.to_json()
         data["reconciliations"] = [r.to_json() for r in list_reconciliations(conn, effect.id)]
-    output.current().success(
-        "Effect", data, human=f"{effect.id} {effect.status} {effect.operation} ({effect.task_id})"
-    )
+    output.current().success("Effect", data, human=render_effect(data))
 
 
 def reconcile_command(

@@ -97,3 +97,33 @@ def test_uncertain_effect_shows_the_exact_reconcile_command(cli: Any, tmp_path: 
     coloured = cli("--color", "always", "inspect", run_id, "--db", db).stdout
     assert "\x1b[1;31muncertain" in coloured
     assert _ANSI.sub("", coloured) == plain
+
+
+NOISY = """
+apiVersion: agentctl.dev/v1
+kind: Workflow
+metadata: {name: noisy}
+spec:
+  policy: {approval: never, processAllowlist: [sh]}
+  actions:
+    work:
+      kind: builtin.shell.exec
+      command: sh
+      args: ["-c", "for i in 1 2 3 4 5 6 7 8 9 10 11 12; do echo line $i >&2; done; exit 3"]
+  tasks:
+    - {id: step, uses: action:work}
+"""
+
+
+def test_effects_inspect_shows_exit_code_and_stderr_tail(cli: Any, tmp_path: Path) -> None:
+    db = tmp_path / "r.db"
+    run_id = _roll(cli, tmp_path, NOISY, db)
+    listed = cli("--output", "json", "effects", "list", run_id, "--db", db)
+    effect_id = listed.json()["data"]["effects"][0]["effectId"]
+    text = cli("effects", "inspect", effect_id, "--db", db).stdout
+    lines = text.splitlines()
+    assert lines[0] == effect_id
+    assert "  exit code  3" in lines
+    tail = lines[lines.index("  stderr (last 10 lines):") + 1 :]
+    assert tail == [f"    line {i}" for i in range(3, 13)]
+    assert "  command    sh -c 'for i in" in text
