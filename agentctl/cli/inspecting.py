@@ -8,6 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from agentctl.cli import output
+from agentctl.cli.graphs import GraphFormat
 from agentctl.cli.options import DbOption, db_from_context
 
 runs_app = typer.Typer(name="runs", no_args_is_help=True)
@@ -131,17 +132,26 @@ def parse_since(text: str, now: datetime) -> datetime:
 def inspect_command(
     ctx: typer.Context,
     run_id: Annotated[str, typer.Argument(help="The run to inspect.")],
+    graph: Annotated[
+        GraphFormat | None,
+        typer.Option(
+            "--graph", help="Print the run's task graph, filled by task state, as mermaid or dot."
+        ),
+    ] = None,
     db: DbOption = None,
 ) -> None:
     """Show a run: tasks, effects and reconciliations, approvals, checkpoints and audit.
 
-    Example: agentctl inspect RUN
+    Example: agentctl inspect RUN --graph mermaid
     """
     from agentctl.cli.run_view import render_inspection
     from agentctl.engine.next_steps import for_run
     from agentctl.engine.operations import inspect_run
     from agentctl.store.engine import open_store
 
+    if graph is not None:
+        _print_run_graph(ctx, db, run_id, graph)
+        return
     with open_store(db_from_context(ctx, db), create=False) as store:
         data = inspect_run(store, run_id)
         # Inspecting is what the `inspect` step suggests: the others are what is next.
@@ -156,6 +166,24 @@ def inspect_command(
         print(render_inspection(data, color=out.use_color(out.stdout)), file=out.stdout)
 
     out.success("RunInspection", data, human=human)
+
+
+def _print_run_graph(ctx: typer.Context, db: str | None, run_id: str, fmt: GraphFormat) -> None:
+    from agentctl.cli.graphs import plan_graph
+    from agentctl.compiler.plan import Plan
+    from agentctl.engine.records import load_run, load_tasks
+    from agentctl.store.engine import open_store
+
+    with open_store(db_from_context(ctx, db), create=False) as store, store.read() as conn:
+        run = load_run(conn, run_id)
+        states = {task_id: row.status for task_id, row in load_tasks(conn, run_id).items()}
+    text = plan_graph(Plan.from_json(run.plan), fmt.value, states)
+    out = output.current()
+    if out.machine:
+        out.success("RunGraph", {"runId": run_id, "format": fmt.value, "graph": text})
+    else:
+        out.stdout.write(text)
+        out.emitted = True
 
 
 def audit_command(
