@@ -101,7 +101,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except typer.TyperException as error:
         if type(error).__name__ == "NoArgsIsHelpError":
             # agentctl or a command group called bare: the help it printed is the answer.
-            return _help(out, captured.getvalue())
+            # (Rich help prints itself; plain help comes back as the error's text.)
+            return _help(out, captured.getvalue() or error.format_message() + "\n")
         code = int(getattr(error, "exit_code", EXIT_USAGE))
         message = error.format_message() if hasattr(error, "format_message") else str(error)
         ctx = getattr(error, "ctx", None)

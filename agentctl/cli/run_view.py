@@ -27,6 +27,12 @@ def render_inspection(data: dict[str, Any], *, color: bool) -> str:
 
     lines = _run_lines(data["run"], paint)
     lines += _task_lines(data["tasks"], paint, color=color)
+    for retry in data.get("retries") or []:
+        code = (retry.get("error") or {}).get("code")
+        lines.append(
+            f"  retried {retry['taskId']}: attempt {retry['failedAttempt']} failed ({code}),"
+            f" waited {retry['waitMs']} ms"
+        )
     lines += _output_lines(data["run"].get("output"))
     lines += _budget_lines(data.get("budget") or [], color=color)
     lines += _approval_lines(data.get("approvals") or [], paint)

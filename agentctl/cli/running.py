@@ -21,6 +21,7 @@ from agentctl.errors import (
     EXIT_CANCELLED,
     EXIT_OK,
     EXIT_RUN_FAILED,
+    BlockedError,
     Cancelled,
     RunFailedError,
     UsageError,
@@ -69,7 +70,7 @@ _EXIT_BY_STATE = {
 
 def _terminal_approver() -> Callable[[dict[str, Any]], Awaitable[bool]]:
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
-        raise UsageError(
+        raise BlockedError(
             "--interactive needs a terminal on stdin and stdout",
             code="cli.no_terminal",
             hint="drop --interactive: the run will pause and you can approve with "

@@ -63,14 +63,6 @@ def test_undeclared_input_is_refused_naming_the_declared_ones(cli: Any, tmp_path
     assert declared.exit_code == 3, declared.stderr
 
 
-def test_interactive_without_a_terminal_is_a_usage_error(cli: Any, tmp_path: Path) -> None:
-    workflow = tmp_path / "ask.yaml"
-    workflow.write_text(ASK)
-    result = cli("roll", workflow, "--interactive", "--db", tmp_path / "r.db")
-    assert result.exit_code == 2
-    assert "needs a terminal" in result.stderr
-
-
 @pytest.mark.parametrize("args", [["--output", "json", "runs", "list", "--help"], ["--help"]])
 def test_a_closed_pipe_ends_quietly(tmp_path: Path, args: list[str]) -> None:
     read_end, write_end = os.pipe()

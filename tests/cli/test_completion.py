@@ -77,7 +77,7 @@ def test_commands_and_subcommands(shell: Any) -> None:
 
 
 def test_options_and_their_values(shell: Any) -> None:
-    assert shell("runs", "list", "--s") == ["--state", "--status"]
+    assert shell("runs", "list", "--st") == ["--state", "--status"]
     assert shell("runs", "list", "--state", "") == [
         "running",
         "paused",
