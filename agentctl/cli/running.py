@@ -21,6 +21,7 @@ from agentctl.errors import (
     EXIT_CANCELLED,
     EXIT_OK,
     EXIT_RUN_FAILED,
+    AgentctlError,
     BlockedError,
     Cancelled,
     RunFailedError,
@@ -152,7 +153,9 @@ def _drive(
         return asyncio.run(main())
     except Cancelled as cancelled:
         if cancelled.hint is None and cancelled.run_id and not store.in_memory:
-            cancelled.hint = render(for_run(store, cancelled.run_id))
+            # The suggestions must never hide the cancellation itself.
+            with contextlib.suppress(AgentctlError):
+                cancelled.hint = render(for_run(store, cancelled.run_id))
         raise
     finally:
         # A parked or finished run is in the main file, not only in the WAL: an operator
@@ -229,8 +232,13 @@ def _report(
 
     out = output.current()
     run_id = outcome.run_id
-    steps = [] if dry_run or store is None else for_run(store, run_id)
-    summary = None if store is None or store.in_memory else run_summary(store, run_id)
+    steps: list[Any] = []
+    summary = None
+    if store is not None and not store.in_memory:
+        # How the run ended is reported even if the suggestions cannot be read.
+        with contextlib.suppress(AgentctlError):
+            summary = run_summary(store, run_id)
+            steps = [] if dry_run else for_run(store, run_id)
     if changes is not None and outcome.state in ("failed", "cancelled"):
         out.event("DryRunChanges", {"changedFiles": changes}, human=_changes_text(changes))
     if outcome.state == "failed":
