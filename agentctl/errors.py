@@ -167,7 +167,10 @@ class Cancelled(BaseException):  # noqa: N818 - a signal, not an error
     exit_code: ClassVar[int] = EXIT_CANCELLED
     code: ClassVar[str] = "run.cancelled"
 
-    def __init__(self, reason: str = "cancelled", *, run_id: str | None = None) -> None:
+    def __init__(
+        self, reason: str = "cancelled", *, run_id: str | None = None, hint: str | None = None
+    ) -> None:
         super().__init__(reason)
         self.reason = reason
         self.run_id = run_id
+        self.hint = hint

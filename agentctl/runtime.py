@@ -158,6 +158,10 @@ class Runtime:
         if inputs is not None:
             if not isinstance(inputs, Mapping):
                 raise UsageError(f"inputs must be a mapping, got {type(inputs).__name__}")
+            from agentctl.engine.runs import require_declared_inputs
+
+            declared = (prepared.workflow.get("spec") or {}).get("inputs") or {}
+            require_declared_inputs(declared, inputs)
             prepared = dataclasses.replace(prepared, inputs={**prepared.inputs, **inputs})
         return prepared
 
@@ -229,7 +233,7 @@ class Runtime:
 
         base = os.fspath(workspace) if workspace is not None else None
         options = self._options(check=False, diff=diff, workspace=base)
-        with open_store(self.db) as store:
+        with open_store(self.db, create=False) as store:
             return self._drive(store, run_id, options, timeout)
 
     def cancel(self, run_id: str, reason: str | None = None) -> dict[str, Any]:
@@ -238,7 +242,7 @@ class Runtime:
         from agentctl.engine.operations import cancel_run
         from agentctl.store.engine import open_store
 
-        with open_store(self.db) as store:
+        with open_store(self.db, create=False) as store:
             return cancel_run(store, run_id, reason, clock=self.clock)
 
     # -- recovery ------------------------------------------------------------------------
@@ -347,7 +351,7 @@ class Runtime:
         from agentctl.engine.compensation import plan_compensation
         from agentctl.store.engine import open_store
 
-        with open_store(self.db) as store:
+        with open_store(self.db, create=False) as store:
             return plan_compensation(store, source_run_id, only=list(tasks or []) or None).to_json()
 
     def compensate(
@@ -366,7 +370,7 @@ class Runtime:
         from agentctl.store.engine import open_store
 
         options = self._options(check=False, diff=False, workspace=_optional_path(workspace))
-        with open_store(self.db) as store:
+        with open_store(self.db, create=False) as store:
             plan = plan_compensation(store, source_run_id, only=list(tasks or []) or None)
             ids = IdGenerator(self.clock)
             run_id = create_compensation_run(store, plan, clock=self.clock, ids=ids)
@@ -400,7 +404,7 @@ class Runtime:
         from agentctl.ids import IdGenerator
         from agentctl.store.engine import open_store
 
-        with open_store(self.db) as store:
+        with open_store(self.db, create=False) as store:
             ids = IdGenerator(self.clock)
             run_id = replay_run(store, source_run_id, clock=self.clock, ids=ids)
             outcome = finished_outcome(store, run_id)
@@ -415,7 +419,7 @@ class Runtime:
         from agentctl.engine.operations import inspect_run
         from agentctl.store.engine import open_store
 
-        with open_store(self.db) as store:
+        with open_store(self.db, create=False) as store:
             return inspect_run(store, run_id)
 
     def runs(
@@ -425,7 +429,7 @@ class Runtime:
         from agentctl.engine.operations import list_runs
         from agentctl.store.engine import open_store
 
-        with open_store(self.db) as store:
+        with open_store(self.db, create=False) as store:
             return list_runs(store, status=status, workflow=workflow, limit=limit)
 
     def approvals(
@@ -436,7 +440,7 @@ class Runtime:
         from agentctl.engine.records import load_run
         from agentctl.store.engine import open_store
 
-        with open_store(self.db) as store, store.read() as conn:
+        with open_store(self.db, create=False) as store, store.read() as conn:
             if run_id is not None:
                 load_run(conn, run_id)
             status = None if include_resolved else "pending"
@@ -447,7 +451,7 @@ class Runtime:
         from agentctl.engine.journal import list_reconciliations, require_effect
         from agentctl.store.engine import open_store
 
-        with open_store(self.db) as store, store.read() as conn:
+        with open_store(self.db, create=False) as store, store.read() as conn:
             record = require_effect(conn, effect_id)
             data = record.to_json()
             data["reconciliations"] = [r.to_json() for r in list_reconciliations(conn, record.id)]
@@ -458,7 +462,7 @@ class Runtime:
         from agentctl.engine.operations import needs_reconciliation
         from agentctl.store.engine import open_store
 
-        with open_store(self.db) as store:
+        with open_store(self.db, create=False) as store:
             return needs_reconciliation(store, run_id)
 
     # -- deciding ------------------------------------------------------------------------
@@ -478,7 +482,7 @@ class Runtime:
         from agentctl.store.engine import open_store
 
         raw = json.dumps(value)  # answer_question parses JSON: this round-trips any value
-        with open_store(self.db) as store:
+        with open_store(self.db, create=False) as store:
             return answer_question(store, approval_id, raw, actor=actor, clock=self.clock)
 
     def reconcile(
@@ -517,7 +521,7 @@ class Runtime:
             result_file=_optional_path(result_file),
             result_schema_file=_optional_path(result_schema_file),
         )
-        with open_store(self.db) as store:
+        with open_store(self.db, create=False) as store:
             return reconcile_effect(store, request, clock=self.clock)
 
     # -- internals -----------------------------------------------------------------------
@@ -538,7 +542,7 @@ class Runtime:
         from agentctl.store.engine import open_store
 
         base = _optional_path(workspace)
-        with open_store(self.db) as store:
+        with open_store(self.db, create=False) as store:
             plan = recovery_plan(
                 store,
                 mode,
@@ -574,7 +578,7 @@ class Runtime:
 
         base = _optional_path(workspace)
         options = self._options(check=False, diff=False, workspace=base)
-        with open_store(self.db) as store:
+        with open_store(self.db, create=False) as store:
             plan = recovery_plan(
                 store,
                 mode,
@@ -625,7 +629,7 @@ class Runtime:
         from agentctl.engine.operations import decide_approval
         from agentctl.store.engine import open_store
 
-        with open_store(self.db) as store:
+        with open_store(self.db, create=False) as store:
             return decide_approval(
                 store, approval_id, approve=approve, reason=reason, actor=actor, clock=self.clock
             )

@@ -38,13 +38,19 @@ __all__ = ["app"]
 
 app = typer.Typer(
     name="agentctl",
-    help="Run AI-agent workflows durably: every effect is journaled before it is dispatched.",
     no_args_is_help=True,
     add_completion=False,
+    rich_markup_mode=None,
     pretty_exceptions_enable=False,
     pretty_exceptions_show_locals=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
+
+
+def _version(shown: bool) -> None:
+    if shown:
+        meta.version_command()
+        raise typer.Exit(0)
 
 
 @app.callback()
@@ -74,8 +80,20 @@ def _root(
             "`OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318 agentctl --otel roll w.yaml`.",
         ),
     ] = False,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            is_eager=True,
+            callback=lambda shown: _version(shown),
+            help="Print the version and exit (as `agentctl version`).",
+        ),
+    ] = False,
 ) -> None:
-    """Run AI-agent workflows durably: every effect is journaled before it is dispatched."""
+    """Run AI-agent workflows durably: every effect is journaled before it is dispatched.
+
+    Example: agentctl roll review.yaml --input change=pr-42.diff
+    """
 
 
 app.command("check")(authoring.check_command)
@@ -83,7 +101,9 @@ app.command("plan")(authoring.plan_command)
 app.command("schema")(authoring.schema_command)
 app.command("explain")(explain.explain_command)
 app.command("roll")(running.roll_command)
-app.command("run", help="Alias of `roll`.")(running.roll_command)
+app.command("run", help="Alias of `roll`.\n\nExample: agentctl run review.yaml --dry-run")(
+    running.roll_command
+)
 app.command("resume")(running.resume_command)
 app.command("cancel")(running.cancel_command)
 app.command("replay")(recovery.replay_command)

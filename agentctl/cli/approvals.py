@@ -8,10 +8,9 @@ import typer
 
 from agentctl.cli import output
 from agentctl.cli.options import DbOption, db_from_context
+from agentctl.cli.output import next_lines
 
-app = typer.Typer(
-    name="approvals", help="Approvals and questions that park runs.", no_args_is_help=True
-)
+app = typer.Typer(name="approvals", no_args_is_help=True)
 
 ActorOption = Annotated[str, typer.Option("--actor", help="Who decides.")]
 ReasonOption = Annotated[str, typer.Option("--reason", help="Why (kept in the audit log).")]
@@ -20,7 +19,10 @@ IdArgument = Annotated[str, typer.Argument(help="The approval id (approval-…).
 
 @app.callback()
 def _group(ctx: typer.Context, db: DbOption = None) -> None:
-    """Approvals and questions that park runs."""
+    """Approvals and questions that park runs.
+
+    Example: agentctl approvals list
+    """
     ctx.obj = {"db": db}
 
 
@@ -31,7 +33,10 @@ def list_command(
     all_: Annotated[bool, typer.Option("--all", help="Include resolved ones.")] = False,
     db: DbOption = None,
 ) -> None:
-    """List pending approvals and questions (all runs unless RUN_ID is given)."""
+    """List pending approvals and questions (all runs unless RUN_ID is given).
+
+    Example: agentctl approvals list --all
+    """
     from agentctl.runtime import Runtime
 
     found = Runtime(db_from_context(ctx, db)).approvals(run_id, include_resolved=all_)
@@ -61,7 +66,7 @@ def _decide(
     data = decide(approval_id, reason=reason, actor=actor)
     status = data["approval"]["status"]
     output.current().success(
-        "ApprovalDecision", data, human=f"{approval_id} {status}; next: {data['next']}"
+        "ApprovalDecision", data, human=f"{approval_id} {status}" + next_lines(data["next"])
     )
 
 
@@ -73,7 +78,10 @@ def approve_command(
     actor: ActorOption = "cli-user",
     db: DbOption = None,
 ) -> None:
-    """Approve a gated effect; `agentctl resume RUN` then dispatches it."""
+    """Approve a gated effect; `agentctl resume RUN` then dispatches it.
+
+    Example: agentctl approvals approve approval-ac3106d9aea9df72 --reason 'safe command'
+    """
     _decide(ctx, approval_id, True, reason, actor, db)
 
 
@@ -85,7 +93,10 @@ def reject_command(
     actor: ActorOption = "cli-user",
     db: DbOption = None,
 ) -> None:
-    """Reject a gated effect; on resume its task fails and the run is marked failed."""
+    """Reject a gated effect; on resume its task fails and the run is marked failed.
+
+    Example: agentctl approvals reject approval-ac3106d9aea9df72 --reason 'not today'
+    """
     _decide(ctx, approval_id, False, reason, actor, db)
 
 
@@ -97,7 +108,10 @@ def answer_command(
     actor: ActorOption = "cli-user",
     db: DbOption = None,
 ) -> None:
-    """Answer a question (a builtin.ask task); the answer becomes the task's output."""
+    """Answer a question (a builtin.ask task); the answer becomes the task's output.
+
+    Example: agentctl approvals answer approval-16cf2f9ac1a51c29 '"staging"'
+    """
     import json
 
     from agentctl.runtime import Runtime
@@ -108,5 +122,5 @@ def answer_command(
         answer = value
     data = Runtime(db_from_context(ctx, db)).answer(approval_id, answer, actor=actor)
     output.current().success(
-        "ApprovalDecision", data, human=f"{approval_id} answered; next: {data['next']}"
+        "ApprovalDecision", data, human=f"{approval_id} answered" + next_lines(data["next"])
     )

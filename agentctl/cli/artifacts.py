@@ -19,7 +19,8 @@ __all__ = ["app"]
 
 app = typer.Typer(
     name="artifacts",
-    help="Files tasks wrote, stored by SHA-256: list, versions, inspect, verify, export, gc.",
+    help="Files tasks wrote, stored by SHA-256: list, versions, inspect, verify, export, gc."
+    "\n\nExample: agentctl artifacts list --run RUN",
     no_args_is_help=True,
 )
 
@@ -30,7 +31,10 @@ DigestArgument = Annotated[
 
 @app.callback()
 def _group(ctx: typer.Context, db: DbOption = None) -> None:
-    """Files tasks wrote, stored by SHA-256: list, versions, inspect, verify, export, gc."""
+    """Files tasks wrote, stored by SHA-256: list, versions, inspect, verify, export, gc.
+
+    Example: agentctl artifacts list --run RUN
+    """
     ctx.obj = {"db": db}
 
 
@@ -40,7 +44,7 @@ def _opened(ctx: typer.Context, db: str | None) -> Iterator[ArtifactStore]:
     from agentctl.ids import SystemClock
     from agentctl.store.engine import open_store
 
-    with open_store(db_from_context(ctx, db)) as store:
+    with open_store(db_from_context(ctx, db), create=False) as store:
         yield ArtifactStore.beside(store, SystemClock())
 
 
@@ -83,7 +87,7 @@ def list_command(
     """List artifact versions (name, version, digest, size, run, task), or with --blobs
     every stored blob, referenced or not.
 
-    Example: ``agentctl artifacts list --blobs --older-than-days 7``
+    Example: agentctl artifacts list --blobs --older-than-days 7
     """
     from agentctl.store.records import get_run
 
@@ -132,7 +136,7 @@ def versions_command(
     """List every version of one artifact, oldest first: version, digest, size, the run
     and task that wrote it, and when.
 
-    Example: ``agentctl artifacts versions report``
+    Example: agentctl artifacts versions report
     """
     from agentctl.errors import NotFoundError
 
@@ -197,7 +201,10 @@ def _list_blobs(ctx: typer.Context, db: str | None, older_than_days: int) -> Non
 
 @app.command("inspect")
 def inspect_command(ctx: typer.Context, digest: DigestArgument, db: DbOption = None) -> None:
-    """Show one blob: size, media type, whether its file is present, refs and leases."""
+    """Show one blob: size, media type, whether its file is present, refs and leases.
+
+    Example: agentctl artifacts inspect sha256:3a4a
+    """
     with _opened(ctx, db) as artifacts:
         info = artifacts.inspect(digest)
     state = "present" if info.present else "MISSING"
@@ -218,7 +225,10 @@ def verify_command(
     all_: Annotated[bool, typer.Option("--all", help="Check every blob in the store.")] = False,
     db: DbOption = None,
 ) -> None:
-    """Rehash stored bytes; exit 5 when any blob is missing or corrupt."""
+    """Rehash stored bytes; exit 5 when any blob is missing or corrupt.
+
+    Example: agentctl artifacts verify
+    """
     from agentctl.diagnostics import Diagnostic
     from agentctl.errors import PersistenceError, UsageError
 
@@ -271,8 +281,7 @@ def export_command(
     against their digest, then appear under DEST in one step. An existing DEST is kept
     unless --force, and a symlink at DEST is replaced, never written through.
 
-    Examples: ``agentctl artifacts export report ~/reports/latest.md``,
-    ``agentctl artifacts export report@2 /tmp/report-v2.md --force``
+    Example: agentctl artifacts export report@2 /tmp/report-v2.md --force
     """
     from agentctl.artifacts.named import find_version
 
@@ -306,7 +315,10 @@ def gc_command(
     ] = False,
     db: DbOption = None,
 ) -> None:
-    """Remove blobs no ref or live lease keeps (and stale temporary files)."""
+    """Remove blobs no ref or live lease keeps (and stale temporary files).
+
+    Example: agentctl artifacts gc --dry-run
+    """
     with _opened(ctx, db) as artifacts:
         report = artifacts.gc(older_than_days=older_than_days, dry_run=dry_run)
     verb = "would remove" if dry_run else "removed"

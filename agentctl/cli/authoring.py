@@ -3,24 +3,19 @@
 from __future__ import annotations
 
 import json
-from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from agentctl.cli import output
+from agentctl.cli.graphs import GraphFormat, plan_graph, uses_text
 from agentctl.cli.options import VarOption, VarsFileOption
 from agentctl.errors import UsageError, ValidationError
 
 if TYPE_CHECKING:
     from agentctl.compiler import Plan
     from agentctl.diagnostics import Diagnostic
-
-
-class GraphFormat(StrEnum):
-    mermaid = "mermaid"
-    dot = "dot"
 
 
 def _compile(
@@ -33,8 +28,10 @@ def _compile(
     paths there."""
     from agentctl.compiler import compile_workflow
     from agentctl.spec import load_workflow
+    from agentctl.spec.loader import require_workflow_file
     from agentctl.spec.vars_files import load_variables
 
+    require_workflow_file(workflow)
     loaded = load_workflow(workflow)
     diagnostics = list(loaded.diagnostics)
     if not loaded.ok or loaded.document is None:
@@ -105,36 +102,6 @@ def check_command(
     )
 
 
-def _graph(plan: Plan, fmt: GraphFormat) -> str:
-    def node(task_id: str) -> str:
-        return "n" + str(plan.order.index(task_id))
-
-    if fmt == GraphFormat.mermaid:
-        lines = ["flowchart TD"]
-        for task_id in plan.order:
-            kind = plan.tasks[task_id].uses.kind
-            lines.append(f'  {node(task_id)}["{task_id}<br/><i>{kind}</i>"]')
-        for task_id in plan.order:
-            for need in plan.tasks[task_id].needs:
-                lines.append(f"  {node(need)} --> {node(task_id)}")
-        return "\n".join(lines) + "\n"
-    lines = [f'digraph "{plan.workflow_name}" {{', "  rankdir=TB;"]
-    for task_id in plan.order:
-        kind = plan.tasks[task_id].uses.kind
-        lines.append(f'  {node(task_id)} [label="{task_id}\\n({kind})"];')
-    for task_id in plan.order:
-        for need in plan.tasks[task_id].needs:
-            lines.append(f"  {node(need)} -> {node(task_id)};")
-    lines.append("}")
-    return "\n".join(lines) + "\n"
-
-
-def _uses_text(task: Any) -> str:
-    name = task.uses.name
-    kind = str(task.uses.kind)
-    return f"{kind}:{name}" if isinstance(name, str) else kind
-
-
 def plan_command(
     workflow: Annotated[str, typer.Argument(help="Workflow file (.yaml, .yml, .json or .py).")],
     input_pairs: Annotated[
@@ -162,7 +129,7 @@ def plan_command(
     overrides = parse_input_pairs(input_pairs or [])
     out = output.current()
     if graph is not None:
-        text = _graph(plan, graph)
+        text = plan_graph(plan, graph.value)
         if out.machine:
             out.success(
                 "PlanGraph", {"format": graph.value, "graph": text}, diagnostics=diagnostics
@@ -191,7 +158,7 @@ def plan_command(
             declared = [e.operation for e in effects if e.task == task_id]
             effect_text = f"  effects {', '.join(declared)}" if declared else ""
             print(
-                f"  {index + 1:>4}. {task_id}  [{_uses_text(task)}]{needs}{effect_text}",
+                f"  {index + 1:>4}. {task_id}  [{uses_text(task)}]{needs}{effect_text}",
                 file=out.stdout,
             )
         for provider in plan.requirements.providers:
@@ -216,7 +183,10 @@ def schema_command(
         typer.Option("--write", help="Write the schema to this file instead of printing it."),
     ] = None,
 ) -> None:
-    """Print the JSON Schema of the workflow format (generated from the models)."""
+    """Print the JSON Schema of the workflow format (generated from the models).
+
+    Example: agentctl schema > workflow.schema.json
+    """
     from agentctl.spec import workflow_json_schema
 
     schema = workflow_json_schema()

@@ -9,14 +9,18 @@ from agentctl.cli.options import DbOption, db_from_context
 
 app = typer.Typer(
     name="db",
-    help="Inspect and migrate the store (a SQLite file or a PostgreSQL database).",
+    help="Inspect and migrate the store (a SQLite file or a PostgreSQL database)."
+    "\n\nExample: agentctl db check --db .agentctl/runtime.db",
     no_args_is_help=True,
 )
 
 
 @app.callback()
 def _group(ctx: typer.Context, db: DbOption = None) -> None:
-    """Inspect and migrate the store (a SQLite file or a PostgreSQL database)."""
+    """Inspect and migrate the store (a SQLite file or a PostgreSQL database).
+
+    Example: agentctl db stats --db .agentctl/runtime.db
+    """
     ctx.obj = {"db": db}
 
 
@@ -49,12 +53,15 @@ def migrate_command(ctx: typer.Context, db: DbOption = None) -> None:
 
 @app.command("stats")
 def stats_command(ctx: typer.Context, db: DbOption = None) -> None:
-    """Print the schema revision, record counts, database and WAL size."""
+    """Print the schema revision, record counts, database and WAL size.
+
+    Example: agentctl --output json db stats
+    """
     from agentctl.store.engine import open_store
     from agentctl.store.stats import database_stats
 
     path = db_from_context(ctx, db)
-    with open_store(path) as store:
+    with open_store(path, create=False) as store:
         stats = database_stats(store)
     out = output.current()
 
@@ -92,7 +99,7 @@ def check_command(ctx: typer.Context, db: DbOption = None) -> None:
     from agentctl.store.engine import open_store
 
     path = db_from_context(ctx, db)
-    with open_store(path, migrate_schema=False) as store:
+    with open_store(path, migrate_schema=False, create=False) as store:
         try:
             report = check_database(store, SystemClock())
         except PersistenceError as exc:

@@ -9,10 +9,9 @@ import typer
 
 from agentctl.cli import output
 from agentctl.cli.options import DbOption, db_from_context
+from agentctl.cli.output import next_lines
 
-app = typer.Typer(
-    name="effects", help="The effect journal: list, inspect, reconcile.", no_args_is_help=True
-)
+app = typer.Typer(name="effects", no_args_is_help=True)
 
 StatusOption = Annotated[str, typer.Option("--status", help="applied, not-applied or compensated.")]
 ReasonOption = Annotated[str, typer.Option("--reason", help="Why (kept in the audit log).")]
@@ -63,7 +62,10 @@ def _confirm(effect: dict[str, Any], status: str, reason: str) -> None:
 
 @app.callback()
 def _group(ctx: typer.Context, db: DbOption = None) -> None:
-    """The effect journal: list, inspect, reconcile."""
+    """The effect journal: list, inspect, reconcile.
+
+    Example: agentctl effects list RUN
+    """
     ctx.obj = {"db": db}
 
 
@@ -74,12 +76,15 @@ def list_command(
     task: Annotated[str | None, typer.Option("--task", help="Only this task's effects.")] = None,
     db: DbOption = None,
 ) -> None:
-    """List a run's effects in the order they were requested."""
+    """List a run's effects in the order they were requested.
+
+    Example: agentctl effects list RUN --output json
+    """
     from agentctl.engine.journal import list_effects
     from agentctl.engine.records import load_run
     from agentctl.store.engine import open_store
 
-    with open_store(db_from_context(ctx, db)) as store, store.read() as conn:
+    with open_store(db_from_context(ctx, db), create=False) as store, store.read() as conn:
         load_run(conn, run_id)
         found = [e.to_json() for e in list_effects(conn, run_id, task_id=task)]
     out = output.current()
@@ -105,17 +110,20 @@ def inspect_command(
     ],
     db: DbOption = None,
 ) -> None:
-    """Show one effect with its request, result and reconciliations."""
+    """Show one effect with its request, result and reconciliations; for a process, its
+    command, exit code and the last lines of its stderr.
+
+    Example: agentctl effects inspect EFFECT
+    """
+    from agentctl.cli.effect_view import render_effect
     from agentctl.engine.journal import list_reconciliations, require_effect
     from agentctl.store.engine import open_store
 
-    with open_store(db_from_context(ctx, db)) as store, store.read() as conn:
+    with open_store(db_from_context(ctx, db), create=False) as store, store.read() as conn:
         effect = require_effect(conn, effect_id)
         data: dict[str, Any] = effect.to_json()
         data["reconciliations"] = [r.to_json() for r in list_reconciliations(conn, effect.id)]
-    output.current().success(
-        "Effect", data, human=f"{effect.id} {effect.status} {effect.operation} ({effect.task_id})"
-    )
+    output.current().success("Effect", data, human=render_effect(data))
 
 
 def reconcile_command(
@@ -196,8 +204,8 @@ def reconcile_command(
     out.success(
         "Reconciliation",
         data,
-        human=f"{effect['effectId']} reconciled {data['reconciliation']['status']}; "
-        f"next: {data['next']}",
+        human=f"{effect['effectId']} reconciled {data['reconciliation']['status']}"
+        + next_lines(data["next"]),
     )
 
 

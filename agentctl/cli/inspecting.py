@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 
 import typer
 
 from agentctl.cli import output
+from agentctl.cli.graphs import GraphFormat
 from agentctl.cli.options import DbOption, db_from_context
 
-runs_app = typer.Typer(name="runs", help="List runs.", no_args_is_help=True)
+runs_app = typer.Typer(name="runs", no_args_is_help=True)
 
 
 @runs_app.callback()
 def _runs_group(ctx: typer.Context, db: DbOption = None) -> None:
-    """List runs."""
+    """List runs.
+
+    Example: agentctl runs list --state failed
+    """
     ctx.obj = {"db": db}
 
 
@@ -24,7 +29,9 @@ def runs_list_command(
     status: Annotated[
         str | None,
         typer.Option(
+            "--state",
             "--status",
+            metavar="STATE",
             help="Only runs in this state (running, paused, succeeded, failed, cancelled).",
         ),
     ] = None,
@@ -32,117 +39,162 @@ def runs_list_command(
         str | None, typer.Option("--workflow", help="Only runs of this workflow name.")
     ] = None,
     limit: Annotated[
-        int, typer.Option("--limit", help="At most this many runs, newest first.", min=1)
+        int,
+        typer.Option("--limit", metavar="N", help="At most this many runs, newest first.", min=1),
     ] = 50,
     schedule: Annotated[
         str | None, typer.Option("--schedule", help="Only runs this schedule started.")
     ] = None,
+    since: Annotated[
+        str | None,
+        typer.Option(
+            "--since",
+            metavar="WHEN",
+            help="Only runs started since then: an age (30m, 2h, 7d) or an ISO date or time "
+            "(2026-01-31, 2026-01-31T09:00:00+01:00; UTC when no zone is given).",
+        ),
+    ] = None,
     db: DbOption = None,
 ) -> None:
-    """List runs, newest first.
+    """List runs, newest first: state, workflow, start (UTC), duration, tasks done of total
+    and approvals waiting.
 
-    Example: agentctl runs list --schedule nightly-review --status failed
+    Example: agentctl runs list --state paused --since 2h --limit 10
+    Example: agentctl runs list --schedule nightly-review --state failed
     """
     from agentctl.engine.operations import list_runs
+    from agentctl.errors import UsageError
     from agentctl.store.engine import open_store
+    from agentctl.store.states import RunState
 
-    with open_store(db_from_context(ctx, db)) as store:
-        found = list_runs(store, status=status, workflow=workflow, limit=limit, schedule=schedule)
+    states = [state.value for state in RunState]
+    if status is not None and status not in states:
+        raise UsageError(
+            f"invalid value for --state: {status!r} (choose from {', '.join(states)})",
+            code="cli.usage",
+            hint="e.g. agentctl runs list --state failed",
+        )
+    now = datetime.now(UTC)
+    cutoff = None if since is None else parse_since(since, now)
+    with open_store(db_from_context(ctx, db), create=False) as store:
+        found = list_runs(
+            store,
+            status=status,
+            workflow=workflow,
+            limit=limit,
+            since=cutoff,
+            schedule=schedule,
+        )
     out = output.current()
 
     def human() -> None:
         if not found:
             print("no runs", file=out.stdout)
-        for run in found:
-            print(
-                f"{run['runId']}  {run['state']:<10} {run['workflow']}  {run['createdAt']}",
-                file=out.stdout,
-            )
+            return
+        print(_runs_table(found, now, color=out.use_color(out.stdout)), file=out.stdout)
 
     out.success("RunList", {"runs": found}, human=human)
 
 
-def _span_suffix(record: dict[str, Any]) -> str:
-    """Where a task or effect is in its trace, when telemetry recorded it."""
-    if not record.get("traceId"):
-        return ""
-    return f"  trace {record['traceId']} span {record['spanId']}"
+def _runs_table(runs: list[dict[str, Any]], now: datetime, *, color: bool) -> str:
+    from agentctl.cli.table import STATE_COLORS, Cell, duration_text, render, time_text
+
+    rows = []
+    for run in runs:
+        started = datetime.fromisoformat(run["createdAt"]).replace(tzinfo=UTC)
+        ended = (
+            now
+            if run["state"] == "running"
+            else datetime.fromisoformat(run["updatedAt"]).replace(tzinfo=UTC)
+        )
+        tasks = run["tasks"]
+        rows.append(
+            [
+                run["runId"],
+                Cell(run["state"], STATE_COLORS.get(run["state"])),
+                run["workflow"],
+                time_text(run["createdAt"]),
+                duration_text((ended - started).total_seconds()),
+                f"{tasks['done']}/{tasks['total']}",
+                Cell(str(run["waitingApprovals"]), "33" if run["waitingApprovals"] else None),
+            ]
+        )
+    headers = ["RUN", "STATE", "WORKFLOW", "STARTED", "DURATION", "TASKS", "WAITING"]
+    return render(headers, rows, color=color)
+
+
+def parse_since(text: str, now: datetime) -> datetime:
+    """``30m``, ``2h``, ``7d`` (before ``now``) or an ISO date or time (UTC by default)."""
+    from agentctl.errors import UsageError
+
+    units = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+    if len(text) > 1 and text[-1] in units and text[:-1].isdigit():
+        return now - timedelta(seconds=int(text[:-1]) * units[text[-1]])
+    try:
+        value = datetime.fromisoformat(text)
+    except ValueError:
+        raise UsageError(
+            f"invalid value for --since: {text!r}",
+            hint="give an age such as 30m, 2h or 7d, or an ISO date such as 2026-01-31",
+        ) from None
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value
 
 
 def inspect_command(
     ctx: typer.Context,
     run_id: Annotated[str, typer.Argument(help="The run to inspect.")],
+    graph: Annotated[
+        GraphFormat | None,
+        typer.Option(
+            "--graph", help="Print the run's task graph, filled by task state, as mermaid or dot."
+        ),
+    ] = None,
     db: DbOption = None,
 ) -> None:
-    """Show a run: tasks, effects and reconciliations, approvals, checkpoints and audit."""
+    """Show a run: tasks, effects and reconciliations, approvals, checkpoints and audit.
+
+    Example: agentctl inspect RUN --graph mermaid
+    """
+    from agentctl.cli.run_view import render_inspection
+    from agentctl.engine.next_steps import for_run
     from agentctl.engine.operations import inspect_run
     from agentctl.store.engine import open_store
 
-    with open_store(db_from_context(ctx, db)) as store:
+    if graph is not None:
+        _print_run_graph(ctx, db, run_id, graph)
+        return
+    with open_store(db_from_context(ctx, db), create=False) as store:
         data = inspect_run(store, run_id)
+        # Inspecting is what the `inspect` step suggests: the others are what is next.
+        data["next"] = [
+            step.to_json()
+            for step in for_run(store, run_id)
+            if not step.command.startswith("agentctl inspect ")
+        ]
     out = output.current()
 
     def human() -> None:
-        run = data["run"]
-        print(f"{run['runId']} {run['state']}  workflow {run['workflow']}", file=out.stdout)
-        started_by = run.get("startedBy")
-        if started_by:
-            print(
-                f"  started by schedule {started_by['schedule']} slot {started_by['slot']}"
-                f" ({started_by['trigger']})",
-                file=out.stdout,
-            )
-        if run.get("error"):
-            print(f"  error: {run['error'].get('message')}", file=out.stdout)
-        if run.get("traceId"):
-            print(f"  trace {run['traceId']} span {run['spanId']}", file=out.stdout)
-        print("tasks:", file=out.stdout)
-        for task in data["tasks"]:
-            error = task.get("error") or {}
-            suffix = f"  ({error.get('message')})" if error.get("message") else ""
-            print(
-                f"  {task['state']:<21} {task['taskId']} #{task['attempt']}{suffix}"
-                f"{_span_suffix(task)}",
-                file=out.stdout,
-            )
-            condition = task.get("condition")
-            if condition:
-                print(
-                    f"    {condition['kind']} {condition['expression']} -> "
-                    f"{str(condition['result']).lower()}  ({condition['contextDigest'][:26]}…)",
-                    file=out.stdout,
-                )
-        for retry in data.get("retries") or []:
-            code = (retry.get("error") or {}).get("code")
-            print(
-                f"  retried {retry['taskId']}: attempt {retry['failedAttempt']} failed ({code}),"
-                f" waited {retry['waitMs']} ms",
-                file=out.stdout,
-            )
-        if data["effects"]:
-            print("effects:", file=out.stdout)
-        for effect in data["effects"]:
-            conclusions = ", ".join(r["status"] for r in effect["reconciliations"])
-            tail = f"  reconciled: {conclusions}" if conclusions else ""
-            print(
-                f"  {effect['status']:<21} {effect['effectId'][:16]} {effect['operation']}"
-                f" ({effect['taskId']}){tail}{_span_suffix(effect)}",
-                file=out.stdout,
-            )
-        pending = [a for a in data["approvals"] if a["status"] == "pending"]
-        for approval in pending:
-            print(
-                f"  pending {approval['kind']} {approval['approvalId']}: {approval['prompt']}",
-                file=out.stdout,
-            )
-        audit = data["audit"]
-        state = "verified" if audit["verified"] else f"BROKEN at {audit['brokenAt']}"
-        print(
-            f"checkpoints {data['checkpoints']}, audit events {audit['events']} ({state})",
-            file=out.stdout,
-        )
+        print(render_inspection(data, color=out.use_color(out.stdout)), file=out.stdout)
 
     out.success("RunInspection", data, human=human)
+
+
+def _print_run_graph(ctx: typer.Context, db: str | None, run_id: str, fmt: GraphFormat) -> None:
+    from agentctl.cli.graphs import plan_graph
+    from agentctl.compiler.plan import Plan
+    from agentctl.engine.records import load_run, load_tasks
+    from agentctl.store.engine import open_store
+
+    with open_store(db_from_context(ctx, db), create=False) as store, store.read() as conn:
+        run = load_run(conn, run_id)
+        states = {task_id: row.status for task_id, row in load_tasks(conn, run_id).items()}
+    text = plan_graph(Plan.from_json(run.plan), fmt.value, states)
+    out = output.current()
+    if out.machine:
+        out.success("RunGraph", {"runId": run_id, "format": fmt.value, "graph": text})
+    else:
+        out.stdout.write(text)
+        out.emitted = True
 
 
 def audit_command(
@@ -153,13 +205,16 @@ def audit_command(
     ] = False,
     db: DbOption = None,
 ) -> None:
-    """Print a run's ordered audit events; --verify checks the hash chain."""
+    """Print a run's ordered audit events; --verify checks the hash chain.
+
+    Example: agentctl audit RUN --verify
+    """
     from agentctl.engine.records import load_run
     from agentctl.errors import PersistenceError
     from agentctl.observability.audit import list_events, verify_chain
     from agentctl.store.engine import open_store
 
-    with open_store(db_from_context(ctx, db)) as store, store.read() as conn:
+    with open_store(db_from_context(ctx, db), create=False) as store, store.read() as conn:
         load_run(conn, run_id)
         report = verify_chain(conn, run_id)
         # A broken chain is reported as such, before any event is parsed.

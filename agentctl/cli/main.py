@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 import sys
 import traceback
 from collections.abc import Sequence
 
+from agentctl import hints
 from agentctl.cli import output
 from agentctl.cli.globals import split_global_options
 from agentctl.errors import EXIT_CANCELLED, EXIT_USAGE, AgentctlError, Cancelled
@@ -20,6 +22,7 @@ from agentctl.errors import EXIT_CANCELLED, EXIT_USAGE, AgentctlError, Cancelled
 __all__ = ["main", "run"]
 
 EXIT_INTERNAL = 1
+EXIT_BROKEN_PIPE = 141
 
 
 def _is_utf8(arg: str) -> bool:
@@ -34,9 +37,16 @@ def _is_utf8(arg: str) -> bool:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI on ``argv`` and return the exit code (never calls ``sys.exit``)."""
     args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["__complete"]:
+        # The shell completion scripts ask here; the words are not parsed as a command.
+        from agentctl.cli.completion import complete
+
+        print("\n".join(complete(args[1:])))
+        return 0
     options, rest = split_global_options(args)
     out = output.Output(mode=options.output, color=options.color, verbose=options.verbose)
     output.set_current(out)
+    hints.use_database(None)
     undecodable = next((i for i, arg in enumerate(args) if not _is_utf8(arg)), None)
     if undecodable is not None:
         # The shell passed bytes that are not UTF-8; they cannot name a run, a file in the
@@ -61,12 +71,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     import typer
     from typer.main import get_command
 
+    from agentctl.cli import metavars
     from agentctl.cli.app import app
     from agentctl.observability import telemetry
 
     telemetry.request(options.otel)
 
-    command = get_command(app)
+    command = metavars.apply(get_command(app))
     captured = io.StringIO()
     # In machine modes anything the parser prints (help, usage) is captured and wrapped in
     # an envelope, so stdout carries exactly one JSON document.
@@ -84,12 +95,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             message=f"cancelled: {cancelled.reason}",
             exit_code=EXIT_CANCELLED,
             run_id=cancelled.run_id,
+            hint=cancelled.hint,
         )
         return EXIT_CANCELLED
     except typer.Abort:
         out.failure(code="cli.aborted", message="aborted", exit_code=EXIT_CANCELLED)
         return EXIT_CANCELLED
     except typer.TyperException as error:
+        if type(error).__name__ == "NoArgsIsHelpError":
+            # agentctl or a command group called bare: the help it printed is the answer.
+            # (Rich help prints itself; plain help comes back as the error's text.)
+            return _help(out, captured.getvalue() or error.format_message() + "\n")
         code = int(getattr(error, "exit_code", EXIT_USAGE))
         message = error.format_message() if hasattr(error, "format_message") else str(error)
         ctx = getattr(error, "ctx", None)
@@ -101,6 +117,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             hint=f"run `{command_path} --help` for its usage",
         )
         return code
+    except BrokenPipeError:
+        raise  # the reader went away: handled quietly by run()
     except Exception as error:  # the last line of defence: no tracebacks for users
         if out.verbose:
             traceback.print_exc(file=out.stderr)
@@ -114,14 +132,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         # Flushes spans and metrics when a command turned telemetry on (a no-op otherwise).
         telemetry.shutdown()
-    text = captured.getvalue()
+    _help(out, captured.getvalue())
+    return code
+
+
+def _help(out: output.Output, text: str) -> int:
+    """Pass on what the parser printed (help), as an envelope in machine modes."""
     if out.machine and text and not out.emitted:
         out.success("Help", {"text": text})
     elif not out.machine and text:
         out.stdout.write(text)
-    return code
+    return 0
 
 
 def run() -> None:
-    """Console-script entry point."""
-    sys.exit(main())
+    """Console-script entry point.
+
+    A reader that closes the pipe early (``agentctl runs list | head -1``) ends the command
+    quietly, as other Unix tools do: no traceback, exit status 141 (128 + SIGPIPE).
+    """
+    try:
+        code = main()
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # Further writes (including the interpreter's flush at exit) would raise again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        code = EXIT_BROKEN_PIPE
+    sys.exit(code)

@@ -25,7 +25,6 @@ __all__ = ["app", "gc_command"]
 
 app = typer.Typer(
     name="memory",
-    help="Long-term memory: get, put, search (text, vector, hybrid) and reindex entries.",
     no_args_is_help=True,
 )
 
@@ -35,18 +34,23 @@ KeyArgument = Annotated[str, typer.Argument(help="The entry's key within the nam
 
 @app.callback()
 def _group(ctx: typer.Context, db: DbOption = None) -> None:
-    """Long-term memory: get, put, search (text, vector, hybrid) and reindex entries."""
+    """Long-term memory: get, put, search (text, vector, hybrid) and reindex entries.
+
+    Example: agentctl memory search notes 'release checklist'
+    """
     ctx.obj = {"db": db}
 
 
 @contextmanager
-def _opened(ctx: typer.Context, db: str | None, namespace: str) -> Iterator[LongTermMemory]:
+def _opened(
+    ctx: typer.Context, db: str | None, namespace: str, *, create: bool = False
+) -> Iterator[LongTermMemory]:
     from agentctl.ids import SystemClock
     from agentctl.memory import LocalHashEmbedder, LongTermMemory
     from agentctl.memory.embedders import DEFAULT_DIMENSIONS
     from agentctl.store.engine import open_store
 
-    with open_store(db_from_context(ctx, db)) as store:
+    with open_store(db_from_context(ctx, db), create=create) as store:
         memory = LongTermMemory(store, SystemClock(), LocalHashEmbedder(DEFAULT_DIMENSIONS))
         spaces = memory.embedding_models(namespace)
         local = sorted(model for model in spaces if model.startswith("local_hash@"))
@@ -85,7 +89,10 @@ def _parse_json(text: str, what: str) -> Any:
 def get_command(
     ctx: typer.Context, namespace: NamespaceArgument, key: KeyArgument, db: DbOption = None
 ) -> None:
-    """Show one live entry (exit 5 when the key is absent or expired)."""
+    """Show one live entry (exit 5 when the key is absent or expired).
+
+    Example: agentctl memory get notes k1
+    """
     with _opened(ctx, db, namespace) as memory:
         record = memory.require(namespace, key)
     data = record.to_json()
@@ -117,7 +124,10 @@ def put_command(
     ] = None,
     db: DbOption = None,
 ) -> None:
-    """Create or replace an entry (upsert), embedding its searchable text."""
+    """Create or replace an entry (upsert), embedding its searchable text.
+
+    Example: agentctl memory put notes k1 '{"city": "Oslo"}'
+    """
     from agentctl.memory import entry_from_write_arguments
 
     arguments: dict[str, Any] = {"value": _parse_json(value_json, "VALUE_JSON")}
@@ -126,7 +136,7 @@ def put_command(
     if metadata is not None:
         arguments["metadata"] = _parse_json(metadata, "--metadata")
     entry = entry_from_write_arguments(arguments)
-    with _opened(ctx, db, namespace) as memory:
+    with _opened(ctx, db, namespace, create=True) as memory:
         result = memory.put(
             namespace,
             key,
@@ -156,7 +166,10 @@ def search_command(
     ] = None,
     db: DbOption = None,
 ) -> None:
-    """Search a namespace; results by score (higher is better), then key."""
+    """Search a namespace; results by score (higher is better), then key.
+
+    Example: agentctl memory search notes 'release checklist' --limit 5
+    """
     from agentctl.errors import UsageError
     from agentctl.memory import SearchQuery
 
@@ -189,7 +202,10 @@ def search_command(
 
 @app.command("reindex")
 def reindex_command(ctx: typer.Context, namespace: NamespaceArgument, db: DbOption = None) -> None:
-    """Recompute a namespace's embeddings (local_hash) and rebuild the text index."""
+    """Recompute a namespace's embeddings (local_hash) and rebuild the text index.
+
+    Example: agentctl memory reindex notes
+    """
     with _opened(ctx, db, namespace) as memory:
         report = memory.reindex(namespace)
     output.current().success(
@@ -211,13 +227,16 @@ def gc_command(
     ] = False,
     db: DbOption = None,
 ) -> None:
-    """Remove expired long-term memory entries and old terminal runs."""
+    """Remove expired long-term memory entries and old terminal runs.
+
+    Example: agentctl gc --older-than-days 30 --dry-run
+    """
     from agentctl.ids import SystemClock
     from agentctl.memory import collect_garbage
     from agentctl.store.engine import open_store
     from agentctl.store.location import resolve_db_path
 
-    with open_store(resolve_db_path(db)) as store:
+    with open_store(resolve_db_path(db), create=False) as store:
         report = collect_garbage(
             store, SystemClock().now(), older_than_days=older_than_days, dry_run=dry_run
         )

@@ -11,18 +11,18 @@ import typer
 from agentctl import __version__
 from agentctl.cli import output
 
-COMPLETE_VAR = "_AGENTCTL_COMPLETE"
-
 
 class Shell(StrEnum):
     bash = "bash"
     zsh = "zsh"
     fish = "fish"
-    powershell = "powershell"
 
 
 def version_command() -> None:
-    """Print agentctl's version, the newest schema revision it knows, and Python's."""
+    """Print agentctl's version, the newest schema revision it knows, and Python's.
+
+    Example: agentctl --output json version
+    """
     from agentctl.store.formats import FORMAT_VERSION
     from agentctl.store.migrate import head_revision
 
@@ -42,16 +42,19 @@ def version_command() -> None:
 def completion_command(
     shell: Annotated[Shell, typer.Argument(help="Shell to generate completion for.")],
 ) -> None:
-    """Print a shell completion script.
+    """Print a shell completion script: commands, options, run ids, approval ids, effect
+    ids and workflow names complete at the prompt.
 
     Install it with, for example, ``agentctl completion bash > ~/.agentctl-complete.bash``
-    and ``source ~/.agentctl-complete.bash`` in your shell's start-up file.
-    """
-    from typer._completion_shared import get_completion_script
+    and ``source ~/.agentctl-complete.bash`` in your shell's start-up file (zsh: the same
+    with ``completion zsh``; fish: save it as
+    ``~/.config/fish/completions/agentctl.fish``).
 
-    script = get_completion_script(
-        prog_name="agentctl", complete_var=COMPLETE_VAR, shell=shell.value
-    )
+    Example: agentctl completion bash > ~/.agentctl-complete.bash
+    """
+    from agentctl.cli.completion import script as completion_script
+
+    script = completion_script(shell.value)
     out = output.current()
     if out.machine:
         out.success("Completion", {"shell": shell.value, "script": script})

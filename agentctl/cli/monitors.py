@@ -12,7 +12,8 @@ from agentctl.cli.options import DbOption, db_from_context
 app = typer.Typer(
     name="monitor",
     help="Start a run when something changes: files, an HTTP endpoint, a command's result "
-    "(observed by `agentctl daemon`).",
+    "(observed by `agentctl daemon`)."
+    "\n\nExample: agentctl monitor list",
     no_args_is_help=True,
 )
 

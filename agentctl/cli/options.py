@@ -40,6 +40,7 @@ VarsFileOption = Annotated[
 
 def db_from_context(ctx: typer.Context, db: str | None) -> str:
     """The database for a command: its own --db, else its group's --db, else the default."""
+    from agentctl import hints
     from agentctl.store.location import resolve_db_path
 
     chosen = db
@@ -47,4 +48,7 @@ def db_from_context(ctx: typer.Context, db: str | None) -> str:
         obj = ctx.obj if isinstance(ctx.obj, dict) else {}
         chosen = obj.get("db")
         ctx = ctx.parent  # type: ignore[assignment]
-    return resolve_db_path(chosen)
+    path = resolve_db_path(chosen)
+    # Commands suggested as next steps name the same database when it was given here.
+    hints.use_database(path if chosen else None)
+    return path

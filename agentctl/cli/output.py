@@ -54,10 +54,11 @@ class Output:
         return self.mode != "human"
 
     def use_color(self, stream: TextIO) -> bool:
-        if self.color == "never" or "NO_COLOR" in os.environ:
+        # An explicit --color wins; NO_COLOR (any value, even empty) turns off only auto.
+        if self.color != "auto":
+            return self.color == "always"
+        if "NO_COLOR" in os.environ:
             return False
-        if self.color == "always":
-            return True
         return bool(getattr(stream, "isatty", lambda: False)())
 
     # -- success -------------------------------------------------------------------------
@@ -144,7 +145,10 @@ class Output:
         for diagnostic in diagnostics:
             self._human_diagnostic(diagnostic)
         if hint:
-            print(f"  {self._style('help:', '1')} {hint}", file=self.stderr)
+            lines = hint.split("\n")
+            print(f"  {self._style('help:', '1')} {lines[0]}", file=self.stderr)
+            for line in lines[1:]:
+                print(f"        {line}", file=self.stderr)
         self.stderr.flush()
 
     def warning(self, message: str) -> None:
@@ -165,6 +169,12 @@ class Output:
         if not self.use_color(self.stderr):
             return text
         return f"\x1b[{sgr}m{text}\x1b[0m"
+
+
+def next_lines(steps: Sequence[dict[str, str]]) -> str:
+    """Suggested commands (``{command, why}``) as indented lines, one command per line so it
+    can be copied whole."""
+    return "".join(f"\n  next: {step['command']}  # {step['why']}" for step in steps)
 
 
 _current = Output()

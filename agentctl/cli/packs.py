@@ -9,7 +9,8 @@ import typer
 from agentctl.cli import output
 
 app = typer.Typer(
-    help="Local packs: pin them in agentctl.pack.lock and verify the pins.",
+    help="Local packs: pin them in agentctl.pack.lock and verify the pins."
+    "\n\nExample: agentctl pack verify review.yaml",
     no_args_is_help=True,
 )
 

@@ -13,10 +13,15 @@ from agentctl.cli.authoring import _compile
 from agentctl.errors import ProviderError
 
 providers_app = typer.Typer(
-    name="providers", help="Inspect a workflow's model providers.", no_args_is_help=True
+    name="providers",
+    help="Inspect a workflow's model providers.\n\nExample: agentctl providers inspect review.yaml",
+    no_args_is_help=True,
 )
 auth_app = typer.Typer(
-    name="auth", help="Check provider credentials without printing them.", no_args_is_help=True
+    name="auth",
+    help="Check provider credentials without printing them.\n\n"
+    "Example: agentctl auth check review.yaml",
+    no_args_is_help=True,
 )
 
 FileArgument = Annotated[str, typer.Argument(help="The workflow file.")]
@@ -24,7 +29,10 @@ FileArgument = Annotated[str, typer.Argument(help="The workflow file.")]
 
 @providers_app.command("inspect")
 def inspect_command(workflow: FileArgument) -> None:
-    """List each provider: kind, endpoint or command, capabilities, and what agents need."""
+    """List each provider: kind, endpoint or command, capabilities, and what agents need.
+
+    Example: agentctl providers inspect review.yaml
+    """
     plan, _ = _compile(workflow)
     data = {
         "workflow": plan.workflow_name,
@@ -58,6 +66,8 @@ def check_command(
 
     Exit 6 when a credential cannot be resolved (or a --smoke request fails), 3 when an
     endpoint is outside policy.networkAllowlist.
+
+    Example: agentctl auth check review.yaml
     """
     from agentctl.engine.preflight import check_providers
     from agentctl.policy.secrets import secret_sources

@@ -70,6 +70,8 @@ def retry_command(
 
     The workflow digest must match the source's (else exit 3: use `repair`). Failed tasks
     (--failed) or the chosen ones (--from) and their descendants run with fresh attempts.
+
+    Example: agentctl retry review.yaml RUN --failed
     """
     runtime, progress = runtime_for(db_from_context(ctx, db), interactive=False)
     chosen: dict[str, Any] = {
@@ -84,7 +86,7 @@ def retry_command(
         result = runtime.retry(
             workflow, source_run_id, **chosen, reason=reason, timeout=timeout_seconds
         )
-    return report_result(result)
+    return report_result(result, db=db_from_context(ctx, db))
 
 
 def repair_command(
@@ -124,7 +126,7 @@ def repair_command(
         result = runtime.repair(
             workflow, source_run_id, **chosen, reason=reason, timeout=timeout_seconds
         )
-    return report_result(result)
+    return report_result(result, db=db_from_context(ctx, db))
 
 
 def fork_command(
@@ -136,7 +138,10 @@ def fork_command(
     timeout_seconds: TimeoutOption = None,
     db: DbOption = None,
 ) -> int:
-    """Start a new linked run of the stored workflow that deliberately runs every effect."""
+    """Start a new linked run of the stored workflow that deliberately runs every effect.
+
+    Example: agentctl fork RUN --plan
+    """
     runtime, progress = runtime_for(db_from_context(ctx, db), interactive=False)
     if plan:
         return _print_plan(runtime.plan_fork(source_run_id))
@@ -144,7 +149,7 @@ def fork_command(
         result = runtime.fork(
             source_run_id, reason=reason, workspace=workspace, timeout=timeout_seconds
         )
-    return report_result(result)
+    return report_result(result, db=db_from_context(ctx, db))
 
 
 def replay_command(
@@ -152,12 +157,15 @@ def replay_command(
     source_run_id: SourceArgument,
     db: DbOption = None,
 ) -> int:
-    """Rebuild a finished run from its records; no provider, tool or process is called."""
+    """Rebuild a finished run from its records; no provider, tool or process is called.
+
+    Example: agentctl replay RUN
+    """
     from agentctl.runtime import Runtime
 
     result = Runtime(db_from_context(ctx, db)).replay(source_run_id)
     if result.state == "failed":
-        return report_result(result)
+        return report_result(result, db=db_from_context(ctx, db))
     data = result.to_json()
     data["sourceRunId"] = source_run_id
     output.current().success(
@@ -183,6 +191,8 @@ def compensate_command(
     Tasks that declare `compensate` run their inverse in reverse compiled order, one at a
     time, in a new linked run. Effects still started or uncertain block the plan (exit 3)
     until reconciled; already compensated ones are skipped.
+
+    Example: agentctl compensate RUN --plan
     """
     out = output.current()
     runtime, progress = runtime_for(db_from_context(ctx, db), interactive=False)
@@ -211,4 +221,4 @@ def compensate_command(
             human=f"nothing to compensate in {source_run_id}",
         )
         return EXIT_OK
-    return report_result(result)
+    return report_result(result, db=db_from_context(ctx, db))

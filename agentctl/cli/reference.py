@@ -12,6 +12,7 @@ from typing import Any
 
 from typer.main import get_command
 
+from agentctl.cli import metavars
 from agentctl.cli.app import app
 
 __all__ = ["iter_commands", "render_reference"]
@@ -26,7 +27,7 @@ that it is current). The output contract (envelopes, exit codes) is in
 
 def iter_commands() -> Iterator[tuple[str, Any, Any]]:
     """Yield ``(path, command, context)`` for the root and every command, depth first."""
-    root = get_command(app)
+    root = metavars.apply(get_command(app))
     ctx = root.make_context("agentctl", [], resilient_parsing=True)
 
     def walk(command: Any, path: str, context: Any) -> Iterator[tuple[str, Any, Any]]:

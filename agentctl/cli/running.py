@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import sys
 from collections.abc import Awaitable, Callable
@@ -12,12 +13,14 @@ import typer
 
 from agentctl.cli import output
 from agentctl.cli.options import DbOption, VarOption, VarsFileOption, db_from_context
+from agentctl.cli.output import next_lines
 from agentctl.cli.progress import Progress
 from agentctl.errors import (
     EXIT_BLOCKED,
     EXIT_CANCELLED,
     EXIT_OK,
     EXIT_RUN_FAILED,
+    AgentctlError,
     BlockedError,
     RunFailedError,
     UsageError,
@@ -140,26 +143,58 @@ def _changes_text(changes: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def report_result(outcome: RunResult, *, dry_run: bool = False) -> int:
-    """Print where a run stopped; the exit code says what it needs (a failure raises)."""
+def _outputs_text(value: Any) -> str:
+    """The run's outputs, one ``key: value`` line each (values as compact JSON)."""
+    import json
+
+    if not isinstance(value, dict):
+        return "output: " + json.dumps(value, ensure_ascii=False, default=str)
+    lines = ["outputs:"]
+    for key, item in value.items():
+        text = item if isinstance(item, str) else json.dumps(item, ensure_ascii=False, default=str)
+        lines.append(f"  {key}: {text}")
+    return "\n".join(lines)
+
+
+def report_result(outcome: RunResult, *, dry_run: bool = False, db: str | None = None) -> int:
+    """Print where a run stopped, its summary and the commands that take it further (read
+    from ``db``; none for a dry run, whose state is gone). The exit code says what it needs;
+    a failure raises."""
+    from agentctl.engine.next_steps import for_run, render
+    from agentctl.engine.summary import run_summary, summary_text
+    from agentctl.store.engine import open_store
+
     out = output.current()
     run_id = outcome.run_id
     changes = outcome.changed_files
     follow = outcome.compensation
     compensation = None if follow is None else f"{follow.run_id} {follow.state}"
+    steps: list[Any] = []
+    summary = None
+    if db is not None and not dry_run:
+        # How the run ended is reported even if the suggestions cannot be read.
+        with contextlib.suppress(AgentctlError), open_store(db, create=False) as store:
+            summary = run_summary(store, run_id)
+            steps = for_run(store, run_id)
     if changes is not None and outcome.state in ("failed", "cancelled"):
         out.event("DryRunChanges", {"changedFiles": changes}, human=_changes_text(changes))
     if outcome.state == "failed":
         error = outcome.error or {}
         compensated = f"; compensation run {compensation}" if compensation else ""
+        after = f" ({summary_text(summary)})" if summary else ""
         raise RunFailedError(
-            f"run {run_id} failed: {error.get('message', 'a task failed')}{compensated}",
+            f"run {run_id} failed: {error.get('message', 'a task failed')}{compensated}{after}",
             code=str(error.get("code") or "run.failed"),
             run_id=run_id,
-            hint=None if dry_run else f"see what happened with `agentctl inspect {run_id}`",
+            hint=render(steps) if steps else None,
         )
     human: str = f"{run_id} {outcome.state}"
     data = outcome.to_json()
+    if summary is not None:
+        data["summary"] = summary
+        human = f"{run_id} {summary_text(summary)}"
+        if outcome.state == "succeeded" and outcome.output is not None:
+            human = _outputs_text(outcome.output) + "\n" + human
     if changes is not None:
         data["changedFiles"] = changes
         human = f"{_changes_text(changes)}\n{human}"
@@ -177,25 +212,16 @@ def report_result(outcome: RunResult, *, dry_run: bool = False) -> int:
         out.success("RunOutcome", data, human=f"{human}: {note}")
         return _EXIT_BY_STATE.get(outcome.state, EXIT_RUN_FAILED)
     if outcome.pending_approvals:
-        first = outcome.pending_approvals[0]
-        human += (
-            f": waiting for {', '.join(outcome.pending_approvals)}\n  next: agentctl approvals "
-            f"approve {first} --reason TEXT (or `approvals answer {first} VALUE` for a "
-            f"question), then agentctl resume {run_id}"
-        )
+        human += f": waiting for {', '.join(outcome.pending_approvals)}"
     if outcome.paused_tasks:
-        human += (
-            f": paused by {', '.join(outcome.paused_tasks)} (builtin.pause)\n"
-            f"  next: agentctl resume {run_id}"
-        )
+        human += f": paused by {', '.join(outcome.paused_tasks)} (builtin.pause)"
     if outcome.uncertain_effects:
-        first_effect = outcome.uncertain_effects[0]["effectId"]
-        human += (
-            "\n  uncertain: "
-            + ", ".join(f"{e['effectId']} ({e['operation']})" for e in outcome.uncertain_effects)
-            + f"\n  next: check the outside world, then agentctl reconcile {first_effect} "
-            f"--status applied|not-applied --reason TEXT, then agentctl resume {run_id}"
+        human += "\n  uncertain: " + ", ".join(
+            f"{e['effectId']} ({e['operation']})" for e in outcome.uncertain_effects
         )
+    if steps:
+        data["next"] = [step.to_json() for step in steps]
+        human += next_lines(data["next"])
     out.success("RunOutcome", data, human=human)
     return _EXIT_BY_STATE.get(outcome.state, EXIT_RUN_FAILED)
 
@@ -257,7 +283,7 @@ def roll_command(
 
     # Defaults come from the workflow; the flags only override them (--inputs/--inputs-file
     # first, then each --input).
-    overrides = merge_inputs({}, inputs, inputs_file, input_pairs or [])
+    overrides = merge_inputs({}, inputs, inputs_file, input_pairs or [], check_declared=False)
     ephemeral = check or dry_run
     if detach:
         if ephemeral:
@@ -297,7 +323,9 @@ def roll_command(
             vars_files=vars_files or (),
             var_pairs=var_pairs or (),
         )
-    return report_result(result, dry_run=ephemeral)
+    return report_result(
+        result, dry_run=ephemeral, db=None if ephemeral else db_from_context(ctx, db)
+    )
 
 
 def resume_command(
@@ -313,6 +341,8 @@ def resume_command(
 
     Confirmed effects are reused, never redone; an effect that started but never confirmed
     becomes uncertain and blocks the run (exit 3) until `agentctl reconcile` concludes it.
+
+    Example: agentctl resume RUN
     """
     return drive_and_report(
         db_from_context(ctx, db),
@@ -338,7 +368,7 @@ def drive_and_report(
     runtime, progress = runtime_for(db, interactive=interactive)
     with progress:
         result = runtime.resume(run_id, workspace=workspace, timeout=timeout_seconds, diff=diff)
-    return report_result(result)
+    return report_result(result, db=db)
 
 
 def cancel_command(
@@ -352,6 +382,8 @@ def cancel_command(
     """Request cancellation: the process executing the run stops owned work and exits 130.
 
     A run that no process is executing (paused, or its process died) is cancelled at once.
+
+    Example: agentctl cancel RUN --reason 'wrong branch'
     """
     from agentctl.runtime import Runtime
 

@@ -12,7 +12,8 @@ from agentctl.cli.options import DbOption, db_from_context
 app = typer.Typer(
     name="schedule",
     help="Start runs by themselves: cron expressions in a time zone, or intervals "
-    "(fired by `agentctl daemon`).",
+    "(fired by `agentctl daemon`)."
+    "\n\nExample: agentctl schedule list",
     no_args_is_help=True,
 )
 
@@ -109,8 +110,7 @@ def add_command(
     """Add a schedule. The workflow is resolved and compiled now (exit 2 when broken) and
     again at every slot.
 
-    Example: agentctl schedule add nightly-review review --cron "0 2 * * *" --timezone
-    Europe/Paris --input branch=main --catch-up latest --overlap skip --jitter 60s
+    Example: agentctl schedule add nightly-review review --cron "0 2 * * *" --timezone Europe/Paris
 
     Example: agentctl schedule add poll-queue triage --every 10m
     """

@@ -13,7 +13,8 @@ __all__ = ["app"]
 
 app = typer.Typer(
     name="sessions",
-    help="Provider sessions of agent tasks (transcripts a later run can continue): list, show.",
+    help="Provider sessions of agent tasks (transcripts a later run can continue): list, show."
+    "\n\nExample: agentctl sessions list --name reviewer-main",
     no_args_is_help=True,
 )
 
@@ -43,7 +44,7 @@ def list_command(
     """List recorded provider sessions, newest first: run, task, name, provider, turns and
     where each one continued from.
 
-    Examples: ``agentctl sessions list``, ``agentctl sessions list --name reviewer-main``
+    Example: agentctl sessions list --name reviewer-main
     """
     from agentctl.engine.sessions import list_sessions
     from agentctl.store.engine import open_store
@@ -76,7 +77,7 @@ def show_command(
 ) -> None:
     """Show one session: its state and the transcript a later run would continue.
 
-    Example: ``agentctl sessions show run-01… review``
+    Example: agentctl sessions show RUN review
     """
     from agentctl.engine.sessions import show_session
     from agentctl.store.engine import open_store

@@ -81,9 +81,7 @@ def ui_command(
     run waited for is given, the dashboard resumes the run (`agentctl resume` in a child
     process) unless --no-adopt is given. Ctrl-C stops the server.
 
-    Example:
-
-        agentctl ui --db .agentctl/runtime.db --port 8765
+    Example: agentctl ui --db .agentctl/runtime.db --port 8765
     """
     import uvicorn
 

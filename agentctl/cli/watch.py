@@ -159,9 +159,7 @@ def watch_command(
     uncertain effect, or no live process executes it), 4 failed, 130 cancelled. With
     `--output jsonl` every audit event is streamed as a RunEvent with its timestamp.
 
-    Example:
-
-        agentctl watch run-01a2… --db .agentctl/runtime.db
+    Example: agentctl watch RUN --db .agentctl/runtime.db
     """
     from agentctl.engine.watching import look
     from agentctl.store.engine import open_store

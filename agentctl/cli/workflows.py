@@ -11,7 +11,8 @@ from agentctl.cli.options import DbOption, db_from_context
 
 app = typer.Typer(
     name="workflows",
-    help="Workflows by name, from the project's workflow directories.",
+    help="Workflows by name, from the project's workflow directories."
+    "\n\nExample: agentctl workflows list",
     no_args_is_help=True,
 )
 

@@ -18,6 +18,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentctl import hints
 from agentctl.compiler import compile_workflow
 from agentctl.compiler.effects import NON_MUTATING_EFFECT_CLASSES
 from agentctl.compiler.plan import Plan
@@ -124,7 +125,7 @@ def plan_compensation(
                 f"run {source_run_id} is {source.status}; compensation is planned only for a "
                 "finished run",
                 code="run.not_terminal",
-                hint=f"resume it (`agentctl resume {source_run_id}`) or cancel it first",
+                hint=f"resume it ({hints.quoted(hints.resume(source_run_id))}) or cancel it first",
                 run_id=source_run_id,
             )
         plan = Plan.from_json(source.plan)
@@ -264,7 +265,8 @@ def create_compensation_run(
         raise BlockedError(
             f"compensation of {plan.source.id} is blocked: task {first.task_id}: {first.reason}",
             code="compensation.blocked",
-            hint="reconcile the effect (`agentctl reconcile --list`), then plan again",
+            hint=f"reconcile the effect ({hints.quoted(hints.reconcile_list(plan.source.id))}), "
+            "then plan again",
             run_id=plan.source.id,
         )
     if not plan.runnable:

@@ -19,6 +19,7 @@ import contextvars
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
+from agentctl import hints
 from agentctl.engine import journal
 from agentctl.engine.gate import Attempt
 from agentctl.engine.signals import TaskFailure
@@ -68,8 +69,8 @@ def _timeout_failure(store: Store, attempt: Attempt, seconds: float) -> TaskFail
         message += (
             f"; its {first.operation} effect {first.id} was in flight and is now uncertain, "
             "so the retry policy does not repeat it: check whether it happened, record that "
-            f"with `agentctl reconcile {first.id} --status applied|not-applied --reason ...`, "
-            "then `agentctl retry` the run"
+            f"with {hints.quoted(hints.reconcile(first.id))}, then retry the run (the "
+            "commands are listed under help)"
         )
     return TaskFailure(
         message,

@@ -14,13 +14,14 @@ facade too.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from agentctl.engine.outcome import ExecutionOptions, RunOutcome, finished_outcome
-from agentctl.errors import Cancelled, UsageError
+from agentctl.errors import AgentctlError, Cancelled, UsageError
 from agentctl.ids import Clock, IdGenerator
 from agentctl.store.engine import Store
 
@@ -48,6 +49,7 @@ def drive_run(
     run then ends ``cancelled`` and :class:`~agentctl.errors.Cancelled` is raised.
     """
     from agentctl.engine.executor import RunExecutor
+    from agentctl.engine.next_steps import for_run, render
     from agentctl.store.health import checkpoint_wal, require_undamaged
 
     finished = finished_outcome(store, run_id)
@@ -61,21 +63,35 @@ def drive_run(
         loop = asyncio.get_running_loop()
         signals = (signal.SIGINT, signal.SIGTERM) if handle_signals else ()
         for sig in signals:
-            loop.add_signal_handler(sig, task.cancel)
+            loop.add_signal_handler(sig, task.cancel, f"interrupted by {sig.name}")
+        # The message a cancelled task carries becomes the run's recorded reason, so a
+        # timeout says it timed out.
+        timer = (
+            None
+            if timeout is None
+            else loop.call_later(
+                timeout, task.cancel, f"timed out after {timeout:g}s (--timeout-seconds)"
+            )
+        )
         try:
             executor = RunExecutor(store, run_id, clock=clock, options=options)
-            if timeout is None:
-                return await executor.execute()
-            try:
-                return await asyncio.wait_for(executor.execute(), timeout)
-            except TimeoutError:
-                raise Cancelled(f"--timeout-seconds {timeout:g} passed", run_id=run_id) from None
+            return await executor.execute()
+        except asyncio.CancelledError as stop:  # stopped before the executor took over
+            raise Cancelled(next(iter(stop.args), None) or "interrupted", run_id=run_id) from None
         finally:
+            if timer is not None:
+                timer.cancel()
             for sig in signals:
                 loop.remove_signal_handler(sig)
 
     try:
         return asyncio.run(main())
+    except Cancelled as cancelled:
+        if cancelled.hint is None and cancelled.run_id and not store.in_memory:
+            # The suggestions must never hide the cancellation itself.
+            with contextlib.suppress(AgentctlError):
+                cancelled.hint = render(for_run(store, cancelled.run_id))
+        raise
     finally:
         # A parked or finished run is in the main file, not only in the WAL: an operator
         # who copies the database file alone keeps every confirmed state.

@@ -175,7 +175,9 @@ class RunExecutor(RunCommits, RunWatchers):
             reason = (
                 stop.reason
                 if isinstance(stop, Cancelled)
-                else (self._cancel_reason or "interrupted")
+                # A cancel request's reason, else the message the canceller gave the task
+                # (the CLI's signal handlers and --timeout-seconds say what stopped it).
+                else (self._cancel_reason or next(iter(stop.args), None) or "interrupted")
             )
             if self._deadline_passed:
                 # The wall-time budget counts from run creation; when it runs out, in-flight

@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentctl import hints
 from agentctl.digest import canonical_json
 from agentctl.engine import budget, journal
 from agentctl.engine.approval_policy import deny_reason, needs_approval
@@ -546,8 +547,8 @@ class EffectGate:
                 f"recorded: {exc.message}",
                 code=exc.code,
                 hint="when the database is writable again, run "
-                f"`agentctl resume {attempt.run_id}`; the effect will be uncertain: check "
-                "whether it took effect and reconcile it",
+                f"{hints.quoted(hints.resume(attempt.run_id))}; the effect will be uncertain: "
+                "check whether it took effect and reconcile it",
                 run_id=attempt.run_id,
             ) from exc
         if overruns:

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from agentctl import hints
 from agentctl.engine import journal
 from agentctl.engine.approvals import list_approvals, require_approval, resolve_approval
 from agentctl.engine.budget import snapshot as budget_snapshot
+from agentctl.engine.next_steps import after_conclusion, for_run
 from agentctl.engine.questions import validate_answer
 from agentctl.engine.records import TERMINAL_RUN_STATES, RunLog, load_run, load_tasks
 from agentctl.engine.retrying import retry_history
@@ -21,12 +24,14 @@ from agentctl.errors import BlockedError, UsageError
 from agentctl.ids import Clock
 from agentctl.observability.audit import list_events, verify_chain
 from agentctl.store import (
+    approvals_repo,
     checkpoints_repo,
     effects_repo,
     inspect_repo,
     runs_repo,
     schedules_repo,
     sessions_repo,
+    tasks_repo,
 )
 from agentctl.store.conditions import task_conditions
 from agentctl.store.engine import Store
@@ -184,7 +189,8 @@ def reconcile_effect(store: Store, request: ReconcileRequest, *, clock: Clock) -
                 f"effect {effect.id} belongs to run {run.id}, which a live process "
                 f"({run.owner_id}) is executing; its outcome is not known yet",
                 code="effect.in_flight",
-                hint=f"wait for the run to stop, or stop it with `agentctl cancel {run.id}`",
+                hint="wait for the run to stop, or stop it with "
+                + hints.quoted(hints.cancel(run.id)),
                 run_id=run.id,
             )
         _refuse_contradiction(effect, status)
@@ -194,7 +200,7 @@ def reconcile_effect(store: Store, request: ReconcileRequest, *, clock: Clock) -
             raise UsageError(
                 f"effect {effect.id} never started ({effect.status}); there is nothing to "
                 "reconcile",
-                hint=f"resume the run with `agentctl resume {effect.run_id}`",
+                hint=f"resume the run with {hints.quoted(hints.resume(effect.run_id))}",
             )
         if status == "applied" and result is None and effect.status != "succeeded":
             raise UsageError(
@@ -231,7 +237,7 @@ def reconcile_effect(store: Store, request: ReconcileRequest, *, clock: Clock) -
     return {
         "effect": effect.to_json(),
         "reconciliation": conclusion.to_json(),
-        "next": f"agentctl resume {effect.run_id}",
+        "next": [step.to_json() for step in after_conclusion(store, effect.run_id)],
     }
 
 
@@ -247,7 +253,7 @@ def _refuse_contradiction(effect: journal.EffectRecord, status: str) -> None:
         f"effect {effect.id} cannot be reconciled as {status.replace('_', '-')}: {contradiction}",
         code="effect.contradicts_record",
         hint="only started or uncertain effects need a conclusion; list them with "
-        f"`agentctl reconcile --list {effect.run_id}`",
+        + hints.quoted(hints.reconcile_list(effect.run_id)),
     )
 
 
@@ -282,7 +288,7 @@ def decide_approval(
         if current.kind == "question":
             raise UsageError(
                 f"{approval_id} is a question",
-                hint=f"answer it with `agentctl approvals answer {approval_id} VALUE`",
+                hint=f"answer it with {hints.quoted(hints.answer(approval_id))}",
             )
         decided = resolve_approval(
             conn,
@@ -300,7 +306,10 @@ def decide_approval(
             task_id=decided.task_id,
             effect_id=decided.effect_id,
         )
-    return {"approval": decided.to_json(), "next": f"agentctl resume {decided.run_id}"}
+    return {
+        "approval": decided.to_json(),
+        "next": [step.to_json() for step in for_run(store, decided.run_id)],
+    }
 
 
 def answer_question(
@@ -316,8 +325,8 @@ def answer_question(
         if current.kind != "question":
             raise UsageError(
                 f"{approval_id} is an approval, not a question",
-                hint="approve or reject it with `agentctl approvals approve|"
-                f"reject {approval_id} --reason TEXT`",
+                hint=f"approve it with {hints.quoted(hints.approve(approval_id))}, or reject it "
+                f"with {hints.quoted(hints.reject(approval_id))}",
             )
         validate_answer(value, current.choices, current.answer_schema)
         answered = resolve_approval(
@@ -330,7 +339,13 @@ def answer_question(
             now=now,
             task_id=answered.task_id,
         )
-    return {"approval": answered.to_json(), "next": f"agentctl resume {answered.run_id}"}
+    return {
+        "approval": answered.to_json(),
+        "next": [step.to_json() for step in for_run(store, answered.run_id)],
+    }
+
+
+_DONE_TASK_STATES = ("succeeded", "failed", "skipped", "cancelled")
 
 
 def list_runs(
@@ -340,22 +355,47 @@ def list_runs(
     workflow: str | None = None,
     limit: int = 50,
     schedule: str | None = None,
+    since: datetime | None = None,
 ) -> list[dict[str, Any]]:
+    """Runs newest first, each with its task progress and pending approvals."""
     with store.read() as conn:
-        return [
-            {
-                "runId": row.id,
-                "workflow": row.workflow_name,
-                "state": row.status,
-                "mode": row.mode,
-                "sourceRunId": row.source_run_id,
-                "createdAt": row.created_at.isoformat(),
-                "updatedAt": row.updated_at.isoformat(),
-            }
-            for row in runs_repo.list_runs(
-                conn, status=status, workflow=workflow, limit=max(1, limit), schedule=schedule
+        found = []
+        for row in runs_repo.list_runs(
+            conn,
+            status=status,
+            workflow=workflow,
+            limit=max(1, limit),
+            since=since,
+            schedule=schedule,
+        ):
+            counts = tasks_repo.state_counts(conn, row.id)
+            waiting = approvals_repo.approvals(conn, row.id, status="pending")
+            found.append(
+                {
+                    "runId": row.id,
+                    "workflow": row.workflow_name,
+                    "state": row.status,
+                    "mode": row.mode,
+                    "sourceRunId": row.source_run_id,
+                    "createdAt": row.created_at.isoformat(),
+                    "updatedAt": row.updated_at.isoformat(),
+                    "tasks": {
+                        "done": sum(counts.get(s, 0) for s in _DONE_TASK_STATES),
+                        "total": sum(counts.values()),
+                    },
+                    "waitingApprovals": len(waiting),
+                }
             )
-        ]
+        return found
+
+
+def _task_times(started: datetime | None, finished: datetime | None) -> dict[str, Any]:
+    took = None if started is None or finished is None else (finished - started).total_seconds()
+    return {
+        "startedAt": started.isoformat() if started else None,
+        "finishedAt": finished.isoformat() if finished else None,
+        "durationSeconds": None if took is None else round(took, 3),
+    }
 
 
 def _trace_json(ids: tuple[str, str] | None) -> dict[str, str | None]:
@@ -367,6 +407,10 @@ def inspect_run(store: Store, run_id: str) -> dict[str, Any]:
     with store.read() as conn:
         run = load_run(conn, run_id)
         task_rows = load_tasks(conn, run_id)
+        times = {
+            row["task_id"]: (row["started_at"], row["finished_at"])
+            for row in tasks_repo.task_records(conn, run_id)
+        }
         conditions = task_conditions(conn, run_id)
         effects = journal.list_effects(conn, run_id)
         effect_json = []
@@ -431,6 +475,7 @@ def inspect_run(store: Store, run_id: str) -> dict[str, Any]:
                 **row.to_json(),
                 "condition": conditions.get(task_id),
                 **_trace_json(traces.tasks.get(task_id)),
+                **_task_times(*times.get(task_id, (None, None))),
             }
             for task_id, row in task_rows.items()
         ],

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentctl import hints
 from agentctl.compiler.plan import Plan
 from agentctl.digest import canonical_json, digest_json
 from agentctl.engine import journal
@@ -91,7 +92,7 @@ def _source(store: Store, run_id: str) -> tuple[RunRow, dict[str, dict[str, Any]
         raise BlockedError(
             f"run {run_id} is {run.status}; recovery operations start from a finished run",
             code="run.not_terminal",
-            hint=f"resume it (`agentctl resume {run_id}`) or cancel it first",
+            hint=f"resume it ({hints.quoted(hints.resume(run_id))}) or cancel it first",
             run_id=run_id,
         )
     return run, rows
@@ -185,7 +186,9 @@ def _decide(
                         "blocked",
                         f"effect {unsettled[0]} is uncertain; reconcile it before running the "
                         "task again",
-                        hint="reconcile the effect (`agentctl reconcile --list`), then plan again",
+                        hint="reconcile the effect ("
+                        + hints.quoted(hints.reconcile(unsettled[0]))
+                        + "), then plan again",
                     )
                 )
                 continue
@@ -250,8 +253,9 @@ def plan_retry(
             f"digest changed: {source.workflow_digest[:19]} -> "
             f"{prepared.plan.workflow_digest[:19]})",
             code="retry.workflow_changed",
-            hint=f"use `agentctl repair {prepared.workflow_file} {source_run_id} --from TASK` "
-            "to reuse what is still compatible with the changed workflow",
+            hint="use "
+            + hints.quoted(hints.repair(prepared.workflow_file, source_run_id))
+            + " to reuse what is still compatible with the changed workflow",
             run_id=source_run_id,
         )
     if not failed and not from_tasks:
@@ -387,7 +391,8 @@ def create_derived_run(
             f"{recovery.mode} is blocked: task {first.task_id}: {first.reason}",
             code=f"{recovery.mode}.blocked",
             hint=first.hint
-            or "reconcile the effect (`agentctl reconcile --list`), then plan again",
+            or f"reconcile the effect ({hints.quoted(hints.reconcile_list(recovery.source.id))}), "
+            "then plan again",
             run_id=recovery.source.id,
         )
     run_id = create_run(

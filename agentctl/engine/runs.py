@@ -22,6 +22,7 @@ from agentctl.errors import UsageError, ValidationError
 from agentctl.ids import Clock, IdGenerator
 from agentctl.observability.audit import append_event
 from agentctl.spec import LoadResult, load_workflow
+from agentctl.spec.loader import require_workflow_file
 from agentctl.spec.vars_files import load_variables
 from agentctl.store import runs_repo, tasks_repo
 from agentctl.store.engine import Store
@@ -30,6 +31,7 @@ __all__ = [
     "PreparedRun",
     "create_run",
     "merge_inputs",
+    "require_declared_inputs",
     "parse_input_pairs",
     "prepare_run",
     "recorded_variables",
@@ -69,9 +71,12 @@ def merge_inputs(
     inputs_json: str | None = None,
     inputs_file: str | None = None,
     pairs: Sequence[str] = (),
+    *,
+    check_declared: bool = True,
 ) -> dict[str, Any]:
     """Defaults, then an object from --inputs/--inputs-file, then KEY=VALUE
-    (docs/workflow-language.md)."""
+    (docs/workflow-language.md). With ``check_declared`` every given name must be one of
+    ``defaults`` (the workflow's declared inputs)."""
     merged = dict(defaults)
     if inputs_json is not None and inputs_file is not None:
         raise UsageError("give --inputs or --inputs-file, not both")
@@ -104,7 +109,22 @@ def merge_inputs(
             raise UsageError(f"{where} must be a JSON object, got {type(value).__name__}")
         merged.update(value)
     merged.update(parse_input_pairs(pairs))
+    if check_declared:
+        require_declared_inputs(defaults, merged)
     return merged
+
+
+def require_declared_inputs(declared: Mapping[str, Any], given: Mapping[str, Any]) -> None:
+    """Refuse (exit 2) an input the workflow does not declare in ``spec.inputs``."""
+    undeclared = sorted(set(given) - set(declared))
+    if undeclared:
+        names = ", ".join(sorted(declared)) or "none"
+        raise UsageError(
+            f"input {undeclared[0]!r} is not declared in the workflow's spec.inputs "
+            f"(declared: {names})",
+            code="input.undeclared",
+            hint="check the name, or declare the input with a default in spec.inputs",
+        )
 
 
 def prepare_run(
@@ -119,11 +139,16 @@ def prepare_run(
     var_pairs: Sequence[str] = (),
     recorded_variables: Mapping[str, Any] | None = None,
     recorded_from: str | None = None,
+    check_declared: bool = True,
 ) -> PreparedRun:
     """Load, validate and compile; merge inputs; check the workspace. No I/O on state.
 
+    ``check_declared=False`` accepts inputs the workflow does not declare: the ones agentctl
+    itself passes (a monitor's observation), never a user's typo.
+
     ``vars_files``/``var_pairs`` are ``--vars-file``/``--var``; ``recorded_variables``
     replaces them with the invocation values a source run recorded (retry, repair)."""
+    require_workflow_file(workflow_path)
     loaded = load_workflow(workflow_path)
     if not loaded.ok or loaded.document is None:
         raise ValidationError(
@@ -164,7 +189,13 @@ def prepare_run(
             hint="pass an existing directory with --workspace",
         )
     spec = document.get("spec") or {}
-    inputs = merge_inputs(spec.get("inputs") or {}, inputs_json, inputs_file, input_pairs)
+    inputs = merge_inputs(
+        spec.get("inputs") or {},
+        inputs_json,
+        inputs_file,
+        input_pairs,
+        check_declared=check_declared,
+    )
     return PreparedRun(
         plan=compiled.plan,
         workflow=document,

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from agentctl.diagnostics import Diagnostic
+from agentctl.errors import UsageError
 from agentctl.spec.document import API_VERSION
 from agentctl.spec.model_errors import describe
 from agentctl.spec.result import MAX_DOCUMENT_BYTES, LoadResult
@@ -35,6 +36,7 @@ __all__ = [
     "load_workflow",
     "load_workflow_document",
     "parse_workflow_text",
+    "require_workflow_file",
 ]
 
 _RETIRED_VERSION = "agentctl.dev/v1alpha1"
@@ -79,6 +81,16 @@ def load_workflow_document(path: str | os.PathLike[str]) -> LoadResult:
         return _failure(name, _internal(exc, name))
 
 
+def require_workflow_file(workflow_path: str) -> None:
+    """A missing workflow file is named as missing (exit 2), not as an invalid workflow."""
+    if not Path(workflow_path).exists():
+        raise UsageError(
+            f"workflow file {workflow_path} does not exist",
+            code="workflow.missing_file",
+            hint=f"check the path (relative paths start at {Path.cwd()})",
+        )
+
+
 def parse_workflow_text(text: str, file: str = "<input>") -> LoadResult:
     """Parse YAML ``text`` (JSON is YAML too) as a workflow document named ``file``."""
     try:
@@ -100,13 +112,18 @@ def _load_data_file(file: Path, name: str) -> LoadResult:
                 return _failure(name, _too_large(max(size, len(data)), name))
     except OSError as exc:
         reason = exc.strerror or str(exc)
+        missing = isinstance(exc, FileNotFoundError)
         return _failure(
             name,
             Diagnostic(
                 code="schema_violation",
-                message=f"cannot read workflow file {name}: {reason}",
+                message=f"workflow file {name} does not exist"
+                if missing
+                else f"cannot read workflow file {name}: {reason}",
                 file=name,
-                help="check the path and its permissions",
+                help=f"check the path (relative paths start at {Path.cwd()})"
+                if missing
+                else "check the path and its permissions",
             ),
         )
     if data.startswith(b"\xef\xbb\xbf"):

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from agentctl import hints
 from agentctl.errors import BlockedError
 
 __all__ = ["claim_compensation"]
@@ -27,8 +28,12 @@ def claim_compensation(conn: Any, source_run_id: str, effect_ids: Iterable[str])
         raise BlockedError(
             f"run {source_run_id} is already being compensated by run {live[0]} ({live[1]})",
             code="compensation.in_progress",
-            hint=f"follow it with `agentctl inspect {live[0]}`"
-            + (f", or continue it with `agentctl resume {live[0]}`" if live[1] == "paused" else ""),
+            hint=f"follow it with {hints.quoted(hints.inspect(live[0]))}"
+            + (
+                f", or continue it with {hints.quoted(hints.resume(live[0]))}"
+                if live[1] == "paused"
+                else ""
+            ),
             run_id=source_run_id,
         )
     for effect_id in effect_ids:
@@ -42,6 +47,6 @@ def claim_compensation(conn: Any, source_run_id: str, effect_ids: Iterable[str])
                 f"effect {effect_id} of run {source_run_id} was concluded {concluded[0]} "
                 f"after this compensation was planned ({concluded[1]}); nothing was started",
                 code="compensation.in_progress",
-                hint=f"plan again with `agentctl compensate {source_run_id} --plan`",
+                hint=f"plan again with {hints.quoted(hints.compensate(source_run_id) + ' --plan')}",
                 run_id=source_run_id,
             )

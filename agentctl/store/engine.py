@@ -249,14 +249,25 @@ def _read_only(path: Path) -> bool:
     return (mode & 0o222) == 0 or not os.access(path, os.W_OK)
 
 
+def _read_only_file_system(path: Path) -> bool:
+    try:
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+
+
 def _make_engine(path: str, settings: StoreSettings, *, read_only: bool = False) -> Engine:
     if path == MEMORY:
         engine = create_engine(
             "sqlite://", poolclass=StaticPool, connect_args={"check_same_thread": False}
         )
     elif read_only:
+        # On a read-only file system SQLite cannot create the shared-memory file a WAL
+        # database needs even for reading; nothing can change the file there, so it is
+        # read as immutable.
+        frozen = "&immutable=1" if _read_only_file_system(Path(path)) else ""
         engine = create_engine(
-            f"sqlite:///file:{quote(str(Path(path).resolve()))}?mode=ro&uri=true",
+            f"sqlite:///file:{quote(str(Path(path).resolve()))}?mode=ro{frozen}&uri=true",
             connect_args={"check_same_thread": False},
         )
     else:
@@ -288,11 +299,16 @@ def open_store(
     *,
     migrate_schema: bool = True,
     settings: StoreSettings | None = None,
+    create: bool = True,
 ) -> Store:
     """Open (creating if needed) and upgrade the database at ``db_path``.
 
     ``db_path`` may also be a ``postgresql://`` URL: that database must exist already (see
     :mod:`agentctl.store.postgres`); it is never created as a file.
+
+    With ``create=False`` (commands that read or act on existing records) a missing file is
+    an error and nothing is created: a mistyped ``--db`` must not leave an empty database
+    behind and report "no runs".
 
     A database at a revision this code does not know is refused before any byte of it is
     written. Upgrading happens in one IMMEDIATE transaction, so two processes opening a new
@@ -327,6 +343,13 @@ def open_store(
                     hint=f"make it writable (chmod u+w {path}), or read it with the agentctl "
                     "version that wrote it",
                 )
+        elif not create:
+            raise PersistenceError(
+                f"no agentctl database at {path}",
+                code="store.missing",
+                hint="check the --db path (or AGENTCTL_DB); `agentctl roll` creates the "
+                "database on its first run",
+            )
         else:
             try:
                 _create_file(path)

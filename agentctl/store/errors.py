@@ -11,11 +11,18 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import TypeVar
 
 from agentctl.errors import PersistenceError
 
-__all__ = ["TRANSIENT_CODES", "driver_error", "retry_transient", "retry_window_seconds"]
+__all__ = [
+    "TRANSIENT_CODES",
+    "driver_error",
+    "open_error",
+    "retry_transient",
+    "retry_window_seconds",
+]
 
 T = TypeVar("T")
 
@@ -120,10 +127,77 @@ def driver_error(where: str, exc: BaseException | None) -> PersistenceError:
             hint="create it first (createdb NAME, or CREATE DATABASE), then run "
             "`agentctl db migrate`",
         )
+    if "unable to open" in lowered or "readonly" in lowered:
+        # SQLite says the same for a read-only mount, a missing permission and a folder
+        # where its side files cannot be created: the file system tells them apart.
+        found = _file_system_cause(Path(where), text)
+        if found is not None:
+            return found
     for needle, code, meaning, hint in _CAUSES:
         if needle in lowered:
             return PersistenceError(f"database {where} {meaning} ({text})", code=code, hint=hint)
     return PersistenceError(f"database error on {where}: {text}", code="store.database_error")
+
+
+def open_error(path: Path, exc: BaseException) -> PersistenceError:
+    """Why an existing database file could not be read when it was first opened."""
+    if "file is not a database" in str(exc).lower():
+        if _has_sqlite_header(path):
+            return PersistenceError(
+                f"database {path} is damaged: it starts like an SQLite database but its "
+                f"pages cannot be read ({exc})",
+                code="store.corrupt",
+                hint="keep this file (it may be partly recoverable with `sqlite3 "
+                f"{path.name} .recover`) and restore the database from a backup",
+            )
+        return PersistenceError(
+            f"{path} is not an SQLite database ({exc})",
+            code="store.not_a_database",
+            hint="pass the path of an agentctl database with --db (this file was not changed)",
+        )
+    return driver_error(str(path), exc)
+
+
+def _has_sqlite_header(path: Path) -> bool:
+    try:
+        with path.open("rb") as handle:
+            return handle.read(16) == b"SQLite format 3\x00"
+    except OSError:
+        return False
+
+
+def _file_system_cause(path: Path, text: str) -> PersistenceError | None:
+    if not path.is_absolute() or not path.exists():
+        return None
+    folder = path.parent
+    wal, shm = Path(f"{path}-wal"), Path(f"{path}-shm")
+    try:
+        read_only_mount = bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except OSError:
+        read_only_mount = False
+    if read_only_mount:
+        message = f"database {path} is on a read-only file system"
+        if wal.exists() and not shm.exists():
+            message += (
+                f", and its write-ahead log {wal.name} can only be read through a "
+                f"{shm.name} file that cannot be created there"
+            )
+        return PersistenceError(
+            f"{message} ({text})",
+            code="store.read_only",
+            hint="remount the file system read-write, or copy the database (with its -wal "
+            "file) to a writable folder and pass the copy with --db",
+        )
+    if not os.access(path, os.R_OK) or (
+        not shm.exists() and wal.exists() and not os.access(folder, os.W_OK)
+    ):
+        return PersistenceError(
+            f"database {path} cannot be opened: permission denied ({text})",
+            code="store.permission",
+            hint=f"give your user read access to {path.name} and write access to its folder, "
+            "or run agentctl as the user that owns them",
+        )
+    return None
 
 
 def retry_window_seconds() -> float:

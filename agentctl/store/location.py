@@ -17,7 +17,7 @@ import stat
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-from agentctl.errors import UsageError
+from agentctl.errors import PersistenceError, UsageError
 
 __all__ = [
     "DEFAULT_DB",
@@ -101,6 +101,13 @@ def _check_db_file(path: Path) -> None:
     try:
         info = os.stat(path)
     except OSError as exc:
+        if exc.errno == errno.EACCES:
+            raise PersistenceError(
+                f"database {path} cannot be reached: permission denied on a folder of its path",
+                code="store.permission",
+                hint="give your user access to the folders on the path (or run agentctl as "
+                "their owner), or pass another --db",
+            ) from exc
         if exc.errno == errno.ENAMETOOLONG:
             raise UsageError(
                 f"database path {str(path)[:80]}… is too long for the file system "

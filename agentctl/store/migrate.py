@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from agentctl.errors import NewerSchemaError, PersistenceError
+from agentctl.store.errors import open_error
 
 if TYPE_CHECKING:
     from alembic.config import Config
@@ -96,11 +97,7 @@ def peek_revision(path: Path) -> str | None:
     try:
         conn = sqlite3.connect(uri, uri=True)
     except sqlite3.Error as exc:
-        raise PersistenceError(
-            f"cannot open database {path}: {exc}",
-            code="store.unreadable",
-            hint="check the path and its permissions, or pass another --db",
-        ) from exc
+        raise open_error(path, exc) from exc
     try:
         has_table = conn.execute(
             "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'alembic_version'"
@@ -110,11 +107,9 @@ def peek_revision(path: Path) -> str | None:
         row = conn.execute("SELECT version_num FROM alembic_version").fetchone()
         return str(row[0]) if row else None
     except sqlite3.DatabaseError as exc:
-        raise PersistenceError(
-            f"{path} is not an agentctl database ({exc})",
-            code="store.not_a_database",
-            hint="pass the right file with --db, or move this file away",
-        ) from exc
+        # Only "file is not a database" means that; a lock, a read-only mount, a missing
+        # permission or damage is named as what it is (and the file is never blamed).
+        raise open_error(path, exc) from exc
     finally:
         conn.close()
 

@@ -174,13 +174,18 @@ def list_runs(
     workflow: str | None,
     limit: int,
     schedule: str | None = None,
+    since: datetime | None = None,
 ) -> list[RunListRow]:
-    """Newest first, optionally of one status, one workflow and one schedule."""
+    """Newest first, optionally of one status, one workflow and one schedule, created at
+    or after ``since``."""
     where: list[str] = []
     params: list[Any] = []
     if schedule:
         where.append("id IN (SELECT run_id FROM schedule_firings WHERE schedule_name = ?)")
         params.append(schedule)
+    if since is not None:
+        where.append("created_at >= ?")
+        params.append(to_db(since))
     if status:
         where.append("status = ?")
         params.append(status)

@@ -16,7 +16,14 @@ from agentctl.store.rows import columns_sql, row_dicts
 if TYPE_CHECKING:
     from agentctl.store.engine import SqlRunner
 
-__all__ = ["TASK_COLUMNS", "insert_pending", "outputs", "task_records", "task_states"]
+__all__ = [
+    "TASK_COLUMNS",
+    "insert_pending",
+    "outputs",
+    "state_counts",
+    "task_records",
+    "task_states",
+]
 
 TASK_COLUMNS = (
     "run_id",
@@ -90,6 +97,14 @@ def task_records(conn: SqlRunner, run_id: str) -> list[dict[str, Any]]:
         (run_id,),
     )
     return row_dicts(rows, TASK_COLUMNS, _TIMES)
+
+
+def state_counts(conn: SqlRunner, run_id: str) -> dict[str, int]:
+    """How many of a run's tasks are in each state."""
+    rows = conn.exec_driver_sql(
+        "SELECT status, COUNT(*) FROM tasks WHERE run_id = ? GROUP BY status", (run_id,)
+    )
+    return {str(row[0]): int(row[1]) for row in rows}
 
 
 def outputs(conn: SqlRunner, run_id: str) -> list[tuple[str, str]]:

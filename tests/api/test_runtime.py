@@ -166,7 +166,7 @@ def test_approve_then_resume(tmp_path: Path) -> None:
     assert [a["approvalId"] for a in runtime.approvals(paused.run_id)] == [approval]
     decided = runtime.approve(approval, reason="checked", actor="alice")
     assert decided["approval"]["status"] == "approved"
-    assert decided["next"] == f"agentctl resume {paused.run_id}"
+    assert decided["next"][0]["command"] == f"agentctl resume {paused.run_id}"
     assert runtime.approvals() == []
     assert [a["status"] for a in runtime.approvals(include_resolved=True)] == ["approved"]
     done = runtime.resume(paused.run_id)
@@ -273,11 +273,18 @@ def test_failure_with_automatic_compensation(
 
 def test_unknown_ids_raise_named_errors(tmp_path: Path) -> None:
     runtime = agentctl.Runtime(tmp_path / "runs.db")
+    with pytest.raises(agentctl.PersistenceError) as no_database:
+        runtime.inspect("run-nope")  # reading never creates a database
+    assert no_database.value.code == "store.missing"
+    assert not (tmp_path / "runs.db").exists()
+    from agentctl.store.engine import open_store
+
+    open_store(str(tmp_path / "runs.db")).close()
     with pytest.raises(agentctl.NotFoundError) as missing:
         runtime.inspect("run-nope")
     assert missing.value.exit_code == 5 and missing.value.code == "store.not_found"
     with pytest.raises(agentctl.AgentctlError):
         runtime.approve("approval-nope", reason="x")
-    with pytest.raises(agentctl.ValidationError) as invalid:
+    with pytest.raises(agentctl.AgentctlError) as invalid:
         runtime.roll(tmp_path / "missing.yaml")
-    assert invalid.value.code == "workflow.invalid"
+    assert invalid.value.code == "workflow.missing_file" and invalid.value.exit_code == 2

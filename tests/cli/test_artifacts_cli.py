@@ -88,6 +88,9 @@ def test_list_filters_and_json_envelope(
 
 
 def test_list_of_an_unknown_run_exits_5(art: Any, db: Path) -> None:
+    from agentctl.store.engine import open_store
+
+    open_store(str(db)).close()
     result = art("--output", "json", "artifacts", "list", "--db", db, "--run", "run-nope")
     assert result.exit_code == 5
     assert result.error_json()["error"]["code"] == "store.not_found"

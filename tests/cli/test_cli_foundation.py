@@ -20,6 +20,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 def test_db_stats_json_envelope(cli: Any, tmp_path: Path) -> None:
     db = tmp_path / "x.db"
+    assert cli("db", "migrate", "--db", db).exit_code == 0
     result = cli("--output", "json", "db", "stats", "--db", db)
     assert result.exit_code == 0, result.stderr
     document = result.json()  # exactly one JSON document on stdout
@@ -33,6 +34,7 @@ def test_db_stats_json_envelope(cli: Any, tmp_path: Path) -> None:
 
 def test_output_option_after_the_command_and_group_db(cli: Any, tmp_path: Path) -> None:
     db = tmp_path / "y.db"
+    assert cli("db", "migrate", "--db", db).exit_code == 0
     result = cli("db", "--db", db, "stats", "--output=jsonl")
     assert result.exit_code == 0
     lines = result.stdout.splitlines()
@@ -42,10 +44,10 @@ def test_output_option_after_the_command_and_group_db(cli: Any, tmp_path: Path) 
 def test_default_database_location(
     cli: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    result = cli("--output", "json", "db", "stats")
+    result = cli("--output", "json", "db", "migrate")
     assert result.json()["data"]["path"] == str(Path.cwd() / ".agentctl" / "runtime.db")
     monkeypatch.setenv("AGENTCTL_DB", str(tmp_path / "env.db"))
-    result = cli("--output", "json", "db", "stats")
+    result = cli("--output", "json", "db", "migrate")
     assert result.json()["data"]["path"] == str(tmp_path / "env.db")
 
 
@@ -131,7 +133,7 @@ def test_help_in_json_mode_is_one_document(cli: Any) -> None:
 def test_completion_script(cli: Any) -> None:
     result = cli("completion", "bash")
     assert result.exit_code == 0
-    assert "_AGENTCTL_COMPLETE" in result.stdout
+    assert "complete -o default -F _agentctl_complete agentctl" in result.stdout
     assert cli("completion", "tcsh").exit_code == 2
 
 
@@ -178,6 +180,14 @@ def test_python_dash_m_and_console_script(tmp_path: Path) -> None:
     assert result.returncode == 0
     assert json.loads(result.stdout)["kind"] == "Version"
     script = Path(sys.executable).parent / "agentctl"
+    completed = subprocess.run(
+        [str(script), "db", "migrate", "--db", str(tmp_path / "c.db"), "--output", "json"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert completed.returncode == 0, completed.stderr
     completed = subprocess.run(
         [str(script), "db", "stats", "--db", str(tmp_path / "c.db"), "--output", "json"],
         capture_output=True,
@@ -262,7 +272,7 @@ def test_wheel_ships_migrations_and_migrates_a_new_database(tmp_path: Path) -> N
 
 def test_a_newer_database_is_refused_without_new_files(cli: Any, tmp_path: Path) -> None:
     db = tmp_path / "future.db"
-    assert cli("runs", "list", "--db", db).exit_code == 0
+    assert cli("db", "migrate", "--db", db).exit_code == 0
     with sqlite3.connect(db) as conn:
         conn.execute("UPDATE alembic_version SET version_num = '9999_from_the_future'")
     conn.close()

@@ -78,6 +78,7 @@ def test_string_value_is_a_text_entry_and_upsert(mcli: Any, db: str) -> None:
 
 
 def test_missing_key_exits_5(mcli: Any, db: str) -> None:
+    assert mcli("memory", "put", "n", "present", '"x"', "--db", db).exit_code == 0
     result = mcli("--output", "json", "memory", "get", "n", "absent", "--db", db)
     assert result.exit_code == 5 and result.stdout == ""
     error = result.error_json()["error"]

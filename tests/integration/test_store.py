@@ -164,7 +164,7 @@ def test_not_a_database(tmp_path: Path) -> None:
     path = tmp_path / "junk.db"
     path.write_bytes(b"this is not sqlite at all, just some bytes" * 100)
     before = path.read_bytes()
-    with pytest.raises(PersistenceError, match="not an agentctl database"):
+    with pytest.raises(PersistenceError, match="is not an SQLite database"):
         open_store(str(path))
     assert path.read_bytes() == before
 
