@@ -31,6 +31,7 @@ from agentctl.errors import UsageError
 from agentctl.results import Approver, EventSink, RunResult
 
 if TYPE_CHECKING:
+    from agentctl.engine.driving import RecoveryRequest
     from agentctl.engine.outcome import ExecutionOptions
     from agentctl.engine.runs import PreparedRun
     from agentctl.ids import Clock
@@ -258,9 +259,8 @@ class Runtime:
         workspace: str | os.PathLike[str] | None = None,
     ) -> dict[str, Any]:
         """What :meth:`retry` would reuse, execute or find blocked, per task; creates nothing."""
-        return self._plan(
-            "retry", workflow, source_run_id, workspace, failed, from_tasks, restart_successful
-        )
+        request = _request("retry", source_run_id, workflow, workspace, failed, from_tasks)
+        return self._plan(dataclasses.replace(request, restart_successful=restart_successful))
 
     def retry(
         self,
@@ -277,8 +277,9 @@ class Runtime:
         """``agentctl retry``: rerun a finished run of the identical workflow, reusing every
         successful boundary; the failed tasks (``failed``) or ``from_tasks`` and their
         descendants run with fresh attempts."""
-        args = ("retry", workflow, source_run_id, workspace, failed, from_tasks)
-        return self._recover(*args, restart_successful, reason=reason, timeout=timeout)
+        request = _request("retry", source_run_id, workflow, workspace, failed, from_tasks)
+        request = dataclasses.replace(request, restart_successful=restart_successful)
+        return self._recover(request, reason=reason, timeout=timeout)
 
     def plan_repair(
         self,
@@ -292,15 +293,14 @@ class Runtime:
         var_pairs: Sequence[str] = (),
     ) -> dict[str, Any]:
         """What :meth:`repair` would reuse, execute or find blocked; creates nothing."""
+        request = _request("repair", source_run_id, workflow, workspace, False, from_tasks)
         return self._plan(
-            "repair",
-            workflow,
-            source_run_id,
-            workspace,
-            False,
-            from_tasks,
-            restart_successful,
-            variables=(tuple(vars_files), tuple(var_pairs)),
+            dataclasses.replace(
+                request,
+                restart_successful=restart_successful,
+                vars_files=tuple(vars_files),
+                var_pairs=tuple(var_pairs),
+            )
         )
 
     def repair(
@@ -318,18 +318,18 @@ class Runtime:
     ) -> RunResult:
         """``agentctl repair``: run a changed workflow, reusing the source's results that
         are still compatible. Variables given here replace the ones the source recorded."""
-        args = ("repair", workflow, source_run_id, workspace, False, from_tasks)
-        return self._recover(
-            *args,
-            restart_successful,
-            reason=reason,
-            timeout=timeout,
-            variables=(tuple(vars_files), tuple(var_pairs)),
+        request = _request("repair", source_run_id, workflow, workspace, False, from_tasks)
+        request = dataclasses.replace(
+            request,
+            restart_successful=restart_successful,
+            vars_files=tuple(vars_files),
+            var_pairs=tuple(var_pairs),
         )
+        return self._recover(request, reason=reason, timeout=timeout)
 
     def plan_fork(self, source_run_id: str) -> dict[str, Any]:
         """The plan of :meth:`fork`: every task executes."""
-        return self._plan("fork", None, source_run_id, None, False, (), False)
+        return self._plan(_request("fork", source_run_id))
 
     def fork(
         self,
@@ -340,8 +340,8 @@ class Runtime:
         timeout: float | None = None,
     ) -> RunResult:
         """``agentctl fork``: a new linked run of the stored workflow that runs every effect."""
-        args = ("fork", None, source_run_id, workspace, False, ())
-        return self._recover(*args, False, reason=reason, timeout=timeout)
+        request = _request("fork", source_run_id, workspace=workspace)
+        return self._recover(request, reason=reason, timeout=timeout)
 
     def plan_compensation(
         self, source_run_id: str, *, tasks: Sequence[str] | None = None
@@ -526,71 +526,24 @@ class Runtime:
 
     # -- internals -----------------------------------------------------------------------
 
-    def _plan(
-        self,
-        mode: str,
-        workflow: str | os.PathLike[str] | None,
-        source_run_id: str,
-        workspace: str | os.PathLike[str] | None,
-        failed: bool,
-        from_tasks: Sequence[str],
-        restart_successful: bool,
-        *,
-        variables: tuple[Sequence[str], Sequence[str]] = ((), ()),
-    ) -> dict[str, Any]:
+    def _plan(self, request: RecoveryRequest) -> dict[str, Any]:
         from agentctl.engine.driving import recovery_plan
         from agentctl.store.engine import open_store
 
-        base = _optional_path(workspace)
         with open_store(self.db, create=False) as store:
-            plan = recovery_plan(
-                store,
-                mode,
-                workflow,
-                source_run_id,
-                base,
-                failed,
-                from_tasks,
-                restart_successful,
-                vars_files=variables[0],
-                var_pairs=variables[1],
-            )
-            return plan.to_json()
+            return recovery_plan(store, request).to_json()
 
     def _recover(
-        self,
-        mode: str,
-        workflow: str | os.PathLike[str] | None,
-        source_run_id: str,
-        workspace: str | os.PathLike[str] | None,
-        failed: bool,
-        from_tasks: Sequence[str],
-        restart_successful: bool,
-        *,
-        reason: str | None,
-        timeout: float | None,
-        variables: tuple[Sequence[str], Sequence[str]] = ((), ()),
+        self, request: RecoveryRequest, *, reason: str | None, timeout: float | None
     ) -> RunResult:
         from agentctl.engine.driving import drive_run, recovery_plan
         from agentctl.engine.recovery import create_derived_run
         from agentctl.ids import IdGenerator
         from agentctl.store.engine import open_store
 
-        base = _optional_path(workspace)
-        options = self._options(check=False, diff=False, workspace=base)
+        options = self._options(check=False, diff=False, workspace=request.workspace)
         with open_store(self.db, create=False) as store:
-            plan = recovery_plan(
-                store,
-                mode,
-                workflow,
-                source_run_id,
-                base,
-                failed,
-                from_tasks,
-                restart_successful,
-                vars_files=variables[0],
-                var_pairs=variables[1],
-            )
+            plan = recovery_plan(store, request)
             ids = IdGenerator(self.clock)
             run_id = create_derived_run(store, plan, clock=self.clock, ids=ids, reason=reason)
             self._notify(
@@ -599,7 +552,7 @@ class Runtime:
                     "runId": run_id,
                     "state": "running",
                     "mode": plan.mode,
-                    "sourceRunId": source_run_id,
+                    "sourceRunId": request.source_run_id,
                     "workflow": plan.prepared.plan.workflow_name,
                     "tasks": len(plan.decisions),
                     "reused": sum(1 for d in plan.decisions if d.action == "reuse"),
@@ -676,6 +629,26 @@ class Runtime:
         )
         compensation = RunResult.from_outcome(compensated) if compensated is not None else None
         return RunResult.from_outcome(outcome, compensation=compensation)
+
+
+def _request(
+    mode: str,
+    source_run_id: str,
+    workflow: str | os.PathLike[str] | None = None,
+    workspace: str | os.PathLike[str] | None = None,
+    failed: bool = False,
+    from_tasks: Sequence[str] = (),
+) -> RecoveryRequest:
+    from agentctl.engine.driving import RecoveryRequest
+
+    return RecoveryRequest(
+        mode=mode,
+        source_run_id=source_run_id,
+        workflow=_optional_path(workflow),
+        workspace=_optional_path(workspace),
+        failed=failed,
+        from_tasks=tuple(from_tasks),
+    )
 
 
 def _optional_path(path: str | os.PathLike[str] | None) -> str | None:

@@ -174,7 +174,7 @@ def list_command(ctx: typer.Context, db: DbOption = None) -> None:
     from agentctl.scheduling.monitors import list_monitors
     from agentctl.store.engine import open_store
 
-    with open_store(db_from_context(ctx, db)) as store:
+    with open_store(db_from_context(ctx, db), create=False) as store:
         found = list_monitors(store, now=_now())
     text = "\n".join(_human(item) for item in found) or "no monitors"
     output.current().success("MonitorList", {"monitors": found}, human=text)
@@ -196,7 +196,7 @@ def show_command(
     from agentctl.scheduling.monitors import get_monitor
     from agentctl.store.engine import open_store
 
-    with open_store(db_from_context(ctx, db)) as store:
+    with open_store(db_from_context(ctx, db), create=False) as store:
         data = get_monitor(store, name, now=_now(), observations=limit)
     output.current().success("Monitor", data, human=_human(data))
 
@@ -206,7 +206,7 @@ def _set_paused(ctx: typer.Context, db: str | None, name: str, paused: bool) -> 
     from agentctl.scheduling.schedules import set_paused
     from agentctl.store.engine import open_store
 
-    with open_store(db_from_context(ctx, db)) as store:
+    with open_store(db_from_context(ctx, db), create=False) as store:
         set_paused(store, name, paused, now=_now(), monitor=True)
         data = get_monitor(store, name, now=_now())
     output.current().success("Monitor", data, human=_human(data))
@@ -251,6 +251,6 @@ def remove_command(
     from agentctl.scheduling.schedules import remove_schedule
     from agentctl.store.engine import open_store
 
-    with open_store(db_from_context(ctx, db)) as store:
+    with open_store(db_from_context(ctx, db), create=False) as store:
         data = remove_schedule(store, name, monitor=True)
     output.current().success("MonitorRemoved", data, human=f"removed monitor {name}")

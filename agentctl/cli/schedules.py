@@ -161,7 +161,7 @@ def list_command(ctx: typer.Context, db: DbOption = None) -> None:
     from agentctl.scheduling.schedules import list_schedules
     from agentctl.store.engine import open_store
 
-    with open_store(db_from_context(ctx, db)) as store:
+    with open_store(db_from_context(ctx, db), create=False) as store:
         found = list_schedules(store, now=_now())
     text = "\n".join(_human(item) for item in found) or "no schedules"
     output.current().success("ScheduleList", {"schedules": found}, human=text)
@@ -181,7 +181,7 @@ def show_command(
     from agentctl.scheduling.schedules import get_schedule
     from agentctl.store.engine import open_store
 
-    with open_store(db_from_context(ctx, db)) as store:
+    with open_store(db_from_context(ctx, db), create=False) as store:
         data = get_schedule(store, name, now=_now(), firings=limit)
     output.current().success("Schedule", data, human=_human(data))
 
@@ -190,7 +190,7 @@ def _set_paused(ctx: typer.Context, db: str | None, name: str, paused: bool) -> 
     from agentctl.scheduling.schedules import get_schedule, set_paused
     from agentctl.store.engine import open_store
 
-    with open_store(db_from_context(ctx, db)) as store:
+    with open_store(db_from_context(ctx, db), create=False) as store:
         set_paused(store, name, paused, now=_now(), monitor=False)
         data = get_schedule(store, name, now=_now())
     output.current().success("Schedule", data, human=_human(data))
@@ -236,7 +236,7 @@ def remove_command(
     from agentctl.scheduling.schedules import remove_schedule
     from agentctl.store.engine import open_store
 
-    with open_store(db_from_context(ctx, db)) as store:
+    with open_store(db_from_context(ctx, db), create=False) as store:
         data = remove_schedule(store, name, monitor=False)
     output.current().success("ScheduleRemoved", data, human=f"removed schedule {name}")
 
@@ -261,7 +261,7 @@ def trigger_command(
 
     clock = SystemClock()
     path = db_from_context(ctx, db)
-    with open_store(path) as store:
+    with open_store(path, create=False) as store:
         run_id = fire_now(store, name, clock.now(), RunLauncher(store, clock))
     output.current().event(
         "RunEvent",

@@ -49,7 +49,7 @@ def list_command(
     from agentctl.engine.sessions import list_sessions
     from agentctl.store.engine import open_store
 
-    with open_store(db_from_context(ctx, db)) as store:
+    with open_store(db_from_context(ctx, db), create=False) as store:
         found = list_sessions(store, run_id=run, name=name)
     out = output.current()
 
@@ -82,7 +82,7 @@ def show_command(
     from agentctl.engine.sessions import show_session
     from agentctl.store.engine import open_store
 
-    with open_store(db_from_context(ctx, db)) as store:
+    with open_store(db_from_context(ctx, db), create=False) as store:
         session = show_session(store, run_id, task_id)
     out = output.current()
 

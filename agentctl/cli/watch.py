@@ -166,7 +166,7 @@ def watch_command(
 
     out = output.current()
     unowned = 0
-    with open_store(db_from_context(ctx, db)) as store, _View(out) as view:
+    with open_store(db_from_context(ctx, db), create=False) as store, _View(out) as view:
         seq = 0
         while True:
             now = look(store, run_id, after_seq=seq)

@@ -101,7 +101,7 @@ def runs_wait_command(
     from agentctl.engine.worker import wait_for_run
     from agentctl.store.engine import open_store
 
-    with open_store(db_from_context(ctx, db)) as store:
+    with open_store(db_from_context(ctx, db), create=False) as store:
         state = asyncio.run(wait_for_run(store, run_id))
     output.current().success(
         "RunState", {"runId": run_id, "state": state}, human=f"{run_id} {state}"

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import signal
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agentctl.engine.outcome import ExecutionOptions, RunOutcome, finished_outcome
@@ -28,7 +28,7 @@ from agentctl.store.engine import Store
 if TYPE_CHECKING:
     from agentctl.engine.recovery import RecoveryPlan
 
-__all__ = ["auto_compensate", "drive_run", "recovery_plan"]
+__all__ = ["RecoveryRequest", "auto_compensate", "drive_run", "recovery_plan"]
 
 Notify = Callable[[str, dict[str, Any]], None]
 
@@ -145,20 +145,24 @@ def auto_compensate(
     )
 
 
-def recovery_plan(
-    store: Store,
-    mode: str,
-    workflow: str | os.PathLike[str] | None,
-    source_run_id: str,
-    workspace: str | None,
-    failed: bool,
-    from_tasks: Sequence[str],
-    restart_successful: bool,
-    *,
-    vars_files: Sequence[str] = (),
-    var_pairs: Sequence[str] = (),
-) -> RecoveryPlan:
-    """Plan a ``retry``, ``repair`` (of ``workflow``) or ``fork`` of a finished run.
+@dataclass(frozen=True, slots=True)
+class RecoveryRequest:
+    """What a ``retry``, ``repair`` or ``fork`` is asked to do (the facade and the CLI
+    build one; :func:`recovery_plan` is the one place that turns it into a plan)."""
+
+    mode: str  # retry | repair | fork
+    source_run_id: str
+    workflow: str | None = None
+    workspace: str | None = None
+    failed: bool = False
+    from_tasks: tuple[str, ...] = ()
+    restart_successful: bool = False
+    vars_files: tuple[str, ...] = ()
+    var_pairs: tuple[str, ...] = ()
+
+
+def recovery_plan(store: Store, request: RecoveryRequest) -> RecoveryPlan:
+    """Plan a ``retry``, ``repair`` (of ``request.workflow``) or ``fork`` of a finished run.
 
     Variables given on the command line (``vars_files``, ``var_pairs``) replace the ones
     the source run recorded, which is allowed for ``repair`` only: a retry must compile
@@ -166,21 +170,22 @@ def recovery_plan(
     from agentctl.engine import recovery
     from agentctl.engine.runs import prepare_run, recorded_variables
 
+    mode, source_run_id = request.mode, request.source_run_id
     if mode == "fork":
         return recovery.plan_fork(store, source_run_id)
-    if workflow is None:
+    if request.workflow is None:
         raise UsageError(f"{mode} needs the workflow file")
-    given = bool(vars_files or var_pairs)
+    given = bool(request.vars_files or request.var_pairs)
     if given and mode != "repair":
         raise UsageError(
             f"{mode} uses the variables run {source_run_id} was created with",
             hint="change variables with `agentctl repair WORKFLOW RUN --var KEY=JSON`",
         )
     prepared = prepare_run(
-        os.fspath(workflow),
-        workspace=workspace,
-        vars_files=tuple(vars_files),
-        var_pairs=tuple(var_pairs),
+        request.workflow,
+        workspace=request.workspace,
+        vars_files=request.vars_files,
+        var_pairs=request.var_pairs,
         recorded_variables=None if given else recorded_variables(store, source_run_id),
         recorded_from=source_run_id,
     )
@@ -189,14 +194,14 @@ def recovery_plan(
             store,
             source_run_id,
             prepared,
-            failed=failed,
-            from_tasks=list(from_tasks),
-            restart_successful=restart_successful,
+            failed=request.failed,
+            from_tasks=list(request.from_tasks),
+            restart_successful=request.restart_successful,
         )
     return recovery.plan_repair(
         store,
         source_run_id,
         prepared,
-        from_tasks=list(from_tasks),
-        restart_successful=restart_successful,
+        from_tasks=list(request.from_tasks),
+        restart_successful=request.restart_successful,
     )

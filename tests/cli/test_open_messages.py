@@ -59,6 +59,16 @@ def _made_db(cli: Any, tmp_path: Path) -> Path:
         ["cancel", "run-x"],
         ["memory", "get", "n", "k"],
         ["artifacts", "list"],
+        ["schedule", "list"],
+        ["schedule", "show", "nightly"],
+        ["schedule", "pause", "nightly"],
+        ["schedule", "trigger", "nightly"],
+        ["monitor", "list"],
+        ["monitor", "remove", "docs"],
+        ["sessions", "list"],
+        ["sessions", "show", "run-x", "review"],
+        ["runs", "wait", "run-x"],
+        ["watch", "run-x"],
     ],
 )
 def test_reading_commands_never_create_a_database(
