@@ -2,7 +2,8 @@
 
 The resume is ``agentctl resume RUN`` in a child process: the very operation a person would
 type, with its own ownership lease, fencing and signal handling, and no executor inside the
-web server's event loop. Only a run that is ``paused``, has no pending approval or question
+web server's event loop. A retry or fork created from the dashboard is executed the same
+way (:meth:`Adopter.start`). Only a run that is ``paused``, has no pending approval or question
 left, and whose previous owner is gone is adopted; a live owner is never taken over (the
 store's ownership rules refuse it anyway).
 """
@@ -47,6 +48,11 @@ class Adopter:
         """Resume the run in a child process when it is ready; True if one was started."""
         if not self.enabled or not self.ready(run_id):
             return False
+        return self.start(run_id)
+
+    def start(self, run_id: str) -> bool:
+        """Execute ``run_id`` in a child ``agentctl resume`` (a retry or fork the dashboard
+        just created, or an adopted run); False when a child of ours already runs it."""
         with self._lock:
             self._reap()
             if run_id in self._children:

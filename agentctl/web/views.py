@@ -17,6 +17,7 @@ from typing import Any
 from agentctl.engine.approvals import list_approvals
 from agentctl.engine.operations import inspect_run, needs_reconciliation
 from agentctl.engine.records import TERMINAL_RUN_STATES, load_run
+from agentctl.errors import UsageError
 from agentctl.observability.audit import list_events
 from agentctl.store import dashboard_repo
 from agentctl.store.engine import Store
@@ -27,6 +28,7 @@ __all__ = [
     "RunPage",
     "format_duration",
     "inbox",
+    "recorded_source",
     "run_page",
     "runs_page",
     "uncertain_effects",
@@ -123,6 +125,11 @@ class RunPage:
     events: list[dict[str, Any]]
     pending: list[dict[str, Any]]
     uncertain: list[dict[str, Any]]
+    #: What a retry from the dashboard re-runs: the run's recorded workflow file (empty
+    #: when it has none: retry is then offered only on the command line) and the tasks
+    #: ``--from`` may name (expanded children are chosen through their source task).
+    workflow_file: str = ""
+    retry_roots: list[str] = field(default_factory=list)
 
 
 def _graph(plan: dict[str, Any], states: dict[str, str]) -> list[list[GraphNode]]:
@@ -243,7 +250,22 @@ def run_page(store: Store, run_id: str) -> RunPage:
         ],
         pending=pending,
         uncertain=uncertain,
+        workflow_file=row.workflow_file or "",
+        retry_roots=[t for t in row.plan.get("order") or [] if not plan_tasks[t].get("expansion")],
     )
+
+
+def recorded_source(store: Store, run_id: str) -> tuple[str, str | None]:
+    """The workflow file and workspace run ``run_id`` was created from (a dashboard retry
+    compiles that same file in that same workspace)."""
+    with store.read() as conn:
+        row = load_run(conn, run_id)
+    if not row.workflow_file:
+        raise UsageError(
+            f"run {run_id} has no recorded workflow file to retry",
+            hint=f"retry it from the command line: agentctl retry WORKFLOW {run_id} --failed",
+        )
+    return row.workflow_file, row.workspace
 
 
 def inbox(store: Store) -> list[dict[str, Any]]:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
@@ -133,3 +136,38 @@ def dashboard(runs: Runs) -> Iterator[Any]:
             thing.__exit__(None, None, None)
         else:
             thing.close()
+
+
+@pytest.fixture
+def ui_server(runs: Runs, tmp_path: Path) -> Iterator[Any]:
+    """Starts ``agentctl ui`` in its own process; returns the URL it printed (with token)."""
+    started: list[subprocess.Popen[str]] = []
+
+    def start() -> str:
+        with (tmp_path / "ui.stderr").open("w") as log:
+            child = subprocess.Popen(
+                [sys.executable, "-m", "agentctl", "--output", "jsonl"]
+                + ["ui", "--db", str(runs.db), "--host", "127.0.0.1", "--port", "0"],
+                stdout=subprocess.PIPE,
+                stderr=log,
+                stdin=subprocess.DEVNULL,
+                text=True,
+            )
+        started.append(child)
+        assert child.stdout is not None
+        line = child.stdout.readline()
+        assert line, (tmp_path / "ui.stderr").read_text()
+        url = str(json.loads(line)["data"]["url"])
+        assert url.startswith("http://127.0.0.1:") and "?token=" in url
+        return url
+
+    yield start
+    for child in started:
+        child.terminate()
+        try:
+            child.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+        assert child.stdout is not None
+        child.stdout.close()
