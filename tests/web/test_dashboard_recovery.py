@@ -9,7 +9,7 @@ import sqlite3
 from typing import Any
 from urllib.parse import unquote
 
-from tests.web.conftest import RELEASE, Runs
+from tests.web.conftest import LEDGER, RELEASE, SHELL_RESULT, Runs
 
 FLAKY = """
 apiVersion: agentctl.dev/v1
@@ -180,3 +180,55 @@ def test_retry_of_a_changed_workflow_is_refused_with_the_repair_hint(
     path.write_text(FLAKY)
     unknown = client.post(f"/runs/{failed}/retry", data={"scope": "from:nope", "csrf": token})
     assert unknown.status_code == 400 and "nope" in unknown.text
+
+
+def test_reconciling_what_a_killed_roll_left_adopts_the_run(runs: Runs, dashboard: Any) -> None:
+    # Killed after `one`'s command ran but before its outcome was recorded.
+    run_id = runs.roll_killed(LEDGER, "ledger", "effect.dispatched")
+    assert (runs.workspace / "ledger.txt").read_text() == "a\n"
+    assert runs.inspect(run_id)["run"]["state"] == "running"  # under its dead owner
+    client = dashboard(adopt=True)
+    listing = client.get("/effects").text
+    (effect,) = runs.inspect(run_id)["effects"]
+    assert effect["status"] == "started" and effect["effectId"] in listing
+    done = client.post(
+        f"/effects/{effect['effectId']}/reconcile",
+        data={
+            "status": "applied",
+            "reason": "ledger.txt has the line",
+            "evidence": "a",
+            "result": json.dumps(SHELL_RESULT),
+            "csrf": _csrf(listing),
+        },
+        follow_redirects=False,
+    )
+    assert done.status_code == 303
+    assert f"the dashboard resumed run {run_id}" in unquote(done.headers["location"])
+    client.app.state.adopter.wait()
+    inspection = runs.inspect(run_id)
+    assert inspection["run"]["state"] == "succeeded"
+    assert inspection["effects"][0]["reconciliations"][0]["actor"] == "ui"
+    # The concluded effect was reused, not run again; the run went on from there.
+    assert (runs.workspace / "ledger.txt").read_text() == "a\n"
+    assert (runs.workspace / "out" / "two.txt").read_text() == "after a"
+
+
+def test_without_adoption_the_killed_run_waits_for_a_resume(runs: Runs, dashboard: Any) -> None:
+    run_id = runs.roll_killed(LEDGER, "ledger", "effect.dispatched")
+    client = dashboard(adopt=False)
+    adopter = client.app.state.adopter
+    assert adopter.ready(run_id) is False  # its effect is still in doubt
+    (effect,) = runs.inspect(run_id)["effects"]
+    token = _csrf(client.get("/effects").text)
+    done = client.post(
+        f"/effects/{effect['effectId']}/reconcile",
+        data={"status": "applied", "reason": "seen", "result": json.dumps(SHELL_RESULT)}
+        | {"csrf": token},
+        follow_redirects=False,
+    )
+    assert "resumed" not in unquote(done.headers["location"])
+    assert adopter.ready(run_id) is True  # nothing left to answer; its owner is gone
+    assert runs.inspect(run_id)["run"]["state"] == "running"
+    resumed = runs.cli("--output", "json", "resume", run_id, "--db", runs.db)
+    assert resumed.exit_code == 0, resumed.stderr
+    assert (runs.workspace / "ledger.txt").read_text() == "a\n"
