@@ -129,6 +129,7 @@ def create_app(config: DashboardConfig) -> Starlette:
             workflow=params.get("workflow") or None,
             search=(params.get("q") or "").strip() or None,
             limit=limit,
+            before=params.get("before") or None,
         )
         return render(request, "runs.html", title="Runs", **data)
 

@@ -28,6 +28,7 @@ __all__ = [
     "RunPage",
     "format_duration",
     "inbox",
+    "page_cursor",
     "recorded_source",
     "run_page",
     "runs_page",
@@ -72,12 +73,23 @@ def runs_page(
     workflow: str | None,
     search: str | None,
     limit: int,
+    before: str | None = None,
 ) -> dict[str, Any]:
+    """One page of runs, newest first; ``before`` is the cursor of the page's "older runs"
+    link (:func:`page_cursor` of the last run shown)."""
     with store.read() as conn:
+        # One more row than shown tells whether an older page exists.
         rows = dashboard_repo.run_summaries(
-            conn, status=state, workflow=workflow, search=search, limit=limit
+            conn,
+            status=state,
+            workflow=workflow,
+            search=search,
+            limit=limit + 1,
+            before=_parse_cursor(before),
         )
         workflows = dashboard_repo.workflow_names(conn)
+    older = rows[limit - 1] if len(rows) > limit else None
+    rows = rows[:limit]
     return {
         "runs": [
             {
@@ -97,7 +109,27 @@ def runs_page(
         "states": RUN_STATES,
         "filters": {"state": state or "", "workflow": workflow or "", "q": search or ""},
         "limit": limit,
+        "older": page_cursor(older.created_at, older.id) if older is not None else None,
+        "paged": before is not None,
     }
+
+
+def page_cursor(created_at: datetime, run_id: str) -> str:
+    """The ``before=`` value that continues the runs list after this run."""
+    return f"{created_at.isoformat()}~{run_id}"
+
+
+def _parse_cursor(cursor: str | None) -> tuple[datetime, str] | None:
+    if not cursor:
+        return None
+    stamp, _, run_id = cursor.partition("~")
+    try:
+        return datetime.fromisoformat(stamp), run_id
+    except ValueError:
+        raise UsageError(
+            f"before={cursor!r} is not a page cursor",
+            hint="follow the runs page's “older runs” link, or start again from /",
+        ) from None
 
 
 @dataclass
