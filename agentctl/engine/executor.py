@@ -217,7 +217,8 @@ class RunExecutor(RunCommits, RunWatchers):
         order = self.plan.order
         # For a live view in this process: every task and where it stands (a resumed run
         # has some done already). In-process progress only; nothing is persisted for it.
-        self._emit("started", {"tasks": {tid: self.rows[tid].status for tid in order}})
+        if self.options.events is not None:
+            self._emit("started", {"tasks": {tid: self.rows[tid].status for tid in order}})
         position = {tid: index for index, tid in enumerate(order)}
         dependents: dict[str, list[str]] = {tid: [] for tid in order}
         unmet: dict[str, int] = {}

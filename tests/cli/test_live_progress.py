@@ -83,44 +83,53 @@ def test_roll_shows_running_tasks_with_elapsed_time_and_counts(tmp_path: Path) -
     assert re.search(r"last\s+succeeded", terminal.screen)
 
 
-def test_resume_counts_what_the_first_execution_finished(cli: object, tmp_path: Path) -> None:
+ASK_THEN_WAIT = """
+apiVersion: agentctl.dev/v1
+kind: Workflow
+metadata: {name: ask-then-wait}
+spec:
+  policy: {approval: never, processAllowlist: [sh]}
+  actions:
+    set: {kind: builtin.assign}
+    ask: {kind: builtin.ask}
+    work:
+      kind: builtin.shell.exec
+      command: sh
+      args: ["-c", "while [ ! -f go ]; do sleep 0.05; done; echo through"]
+      timeoutSeconds: 120
+  tasks:
+    - {id: a, uses: "action:set", with: {n: 1}}
+    - {id: b, uses: "action:set", with: {n: 2}}
+    - {id: q, uses: "action:ask", needs: [a, b], with: {prompt: "Go?", choices: ["yes"]}}
+    - {id: wait, uses: "action:work", needs: [q]}
+"""
+"""Parks on the question ``q``; resumed, ``wait`` runs until the file ``go`` exists."""
+
+
+def test_resume_counts_what_the_first_execution_finished(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     ws.mkdir()
-    (ws / "wf.yaml").write_text(
-        textwrap.dedent(
-            """
-            apiVersion: agentctl.dev/v1
-            kind: Workflow
-            metadata: {name: parked}
-            spec:
-              policy: {approval: mutations, nonInteractive: pause, writableRoots: [out]}
-              actions:
-                save: {kind: builtin.write}
-                set: {kind: builtin.assign}
-              tasks:
-                - {id: a, uses: "action:set", with: {n: 1}}
-                - {id: b, uses: "action:set", with: {n: 2}}
-                - {id: publish, uses: "action:save", needs: [a, b], with: {path: out/x, content: x}}
-            """
-        )
-    )
+    (ws / "wf.yaml").write_text(textwrap.dedent(ASK_THEN_WAIT))
     db = tmp_path / "r.db"
     parked = Terminal("roll", ws / "wf.yaml", "--db", db, cwd=ws)
-    parked.read_until(r"2/3 done, 1 waiting for approval")
+    parked.read_until(r"2/4 done, 1 waiting for approval")
     assert parked.finish() == 3, parked.screen
     run_id = re.search(r"(run-[0-9a-f-]+)", parked.screen)
     assert run_id is not None
-    approvals = Terminal("--output", "json", "approvals", "list", "--db", db, cwd=ws)
-    approval = approvals.read_until(r'"approvalId": "([^"]+)"').group(1)
-    assert approvals.finish() == 0
-    approve = Terminal("approvals", "approve", approval, "--reason", "ok", "--db", db, cwd=ws)
-    assert approve.finish() == 0, approve.screen
+    listed = Terminal("--output", "json", "approvals", "list", "--db", db, cwd=ws)
+    question = listed.read_until(r'"approvalId": "([^"]+)"').group(1)
+    assert listed.finish() == 0
+    answered = Terminal("approvals", "answer", question, '"yes"', "--db", db, cwd=ws)
+    assert answered.finish() == 0, answered.screen
     resumed = Terminal("resume", run_id.group(1), "--db", db, cwd=ws)
-    # The resumed execution counts from 2/3 done (a and b finished in the first one) and
-    # shows publish running (each change is drawn as it happens, not only on refresh).
-    resumed.read_until(r"3/3 done")
+    try:
+        # Counted from what the first execution finished (a, b), then q, with `wait`
+        # shown running while it blocks.
+        resumed.read_until(r"3/4 done, 1 running")
+        resumed.read_until(r"wait\s+running\s+1\s+\d+\.\ds")
+    finally:
+        (ws / "go").write_text("")
+    resumed.read_until(r"4/4 done")
     assert resumed.finish() == 0, resumed.screen
-    assert "2/3 done, 1 running" in resumed.screen
-    assert re.search(r"publish\s+running\s+1\s+\d+\.\ds", resumed.screen)
     assert re.search(r"a\s+succeeded", resumed.screen)
-    assert "0/3 done" not in resumed.screen
+    assert "0/4 done" not in resumed.screen
