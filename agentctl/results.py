@@ -22,8 +22,11 @@ Approver = Callable[[dict[str, Any]], Awaitable[bool]]
 
 
 class EventSink(Protocol):
-    """Receives ``(kind, data)``: ``created`` when a run is created, ``task`` for each task
-    transition and ``run`` when the run stops; ``data`` always carries ``runId``."""
+    """Receives ``(kind, data)``: ``created`` when a run is created, ``started`` when this
+    process begins executing it (``tasks``: each task's state, in plan order),
+    ``task.started`` when a task attempt begins (``taskId``, ``attempt``), ``task`` for
+    each committed task transition and ``run`` when the run stops; ``data`` always
+    carries ``runId``."""
 
     def __call__(self, kind: str, data: dict[str, Any], /) -> None: ...
 

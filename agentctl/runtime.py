@@ -33,6 +33,7 @@ from agentctl.results import Approver, EventSink, RunResult
 if TYPE_CHECKING:
     from agentctl.engine.driving import RecoveryRequest
     from agentctl.engine.outcome import ExecutionOptions
+    from agentctl.engine.recovery import RecoveryPlan
     from agentctl.engine.runs import PreparedRun
     from agentctl.ids import Clock
     from agentctl.store.engine import Store
@@ -343,6 +344,38 @@ class Runtime:
         request = _request("fork", source_run_id, workspace=workspace)
         return self._recover(request, reason=reason, timeout=timeout)
 
+    def create_retry(
+        self,
+        workflow: str | os.PathLike[str],
+        source_run_id: str,
+        *,
+        failed: bool = False,
+        from_tasks: Sequence[str] = (),
+        restart_successful: bool = False,
+        reason: str | None = None,
+        actor: str = "python",
+        workspace: str | os.PathLike[str] | None = None,
+    ) -> str:
+        """The first half of :meth:`retry`: plan and create the retry run (reused results
+        copied in, ``actor`` and ``reason`` recorded in its ``run.created`` event) without
+        executing it; returns its id. :meth:`resume` (or ``agentctl resume RUN`` in
+        another process, as the dashboard does) executes it."""
+        request = _request("retry", source_run_id, workflow, workspace, failed, from_tasks)
+        request = dataclasses.replace(request, restart_successful=restart_successful)
+        return self._derive(request, reason=reason, actor=actor)[0]
+
+    def create_fork(
+        self,
+        source_run_id: str,
+        *,
+        reason: str | None = None,
+        actor: str = "python",
+        workspace: str | os.PathLike[str] | None = None,
+    ) -> str:
+        """The first half of :meth:`fork`: create the fork run without executing it."""
+        request = _request("fork", source_run_id, workspace=workspace)
+        return self._derive(request, reason=reason, actor=actor)[0]
+
     def plan_compensation(
         self, source_run_id: str, *, tasks: Sequence[str] | None = None
     ) -> dict[str, Any]:
@@ -533,31 +566,44 @@ class Runtime:
         with open_store(self.db, create=False) as store:
             return recovery_plan(store, request).to_json()
 
-    def _recover(
-        self, request: RecoveryRequest, *, reason: str | None, timeout: float | None
-    ) -> RunResult:
-        from agentctl.engine.driving import drive_run, recovery_plan
+    def _derive(
+        self, request: RecoveryRequest, *, reason: str | None, actor: str | None
+    ) -> tuple[str, RecoveryPlan]:
+        """Plan a retry, repair or fork and create its run (nothing executes here)."""
+        from agentctl.engine.driving import recovery_plan
         from agentctl.engine.recovery import create_derived_run
         from agentctl.ids import IdGenerator
         from agentctl.store.engine import open_store
 
-        options = self._options(check=False, diff=False, workspace=request.workspace)
         with open_store(self.db, create=False) as store:
             plan = recovery_plan(store, request)
             ids = IdGenerator(self.clock)
-            run_id = create_derived_run(store, plan, clock=self.clock, ids=ids, reason=reason)
-            self._notify(
-                "created",
-                {
-                    "runId": run_id,
-                    "state": "running",
-                    "mode": plan.mode,
-                    "sourceRunId": request.source_run_id,
-                    "workflow": plan.prepared.plan.workflow_name,
-                    "tasks": len(plan.decisions),
-                    "reused": sum(1 for d in plan.decisions if d.action == "reuse"),
-                },
+            run_id = create_derived_run(
+                store, plan, clock=self.clock, ids=ids, reason=reason, actor=actor
             )
+        return run_id, plan
+
+    def _recover(
+        self, request: RecoveryRequest, *, reason: str | None, timeout: float | None
+    ) -> RunResult:
+        from agentctl.engine.driving import drive_run
+        from agentctl.store.engine import open_store
+
+        options = self._options(check=False, diff=False, workspace=request.workspace)
+        run_id, plan = self._derive(request, reason=reason, actor=None)
+        self._notify(
+            "created",
+            {
+                "runId": run_id,
+                "state": "running",
+                "mode": plan.mode,
+                "sourceRunId": request.source_run_id,
+                "workflow": plan.prepared.plan.workflow_name,
+                "tasks": len(plan.decisions),
+                "reused": sum(1 for d in plan.decisions if d.action == "reuse"),
+            },
+        )
+        with open_store(self.db, create=False) as store:
             outcome = drive_run(
                 store,
                 run_id,

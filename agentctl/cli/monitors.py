@@ -84,8 +84,10 @@ def add_command(
         str | None,
         typer.Option(
             "--command",
-            help="Command line to run (split like a shell, never run by one); its name must "
-            "be in the workflow's spec.policy.processAllowlist.",
+            help="Command line to run (split like a shell, never run by one) under the "
+            "workflow's builtin.shell.exec rules: its name must be in "
+            "spec.policy.processAllowlist, and it runs in a container when the workflow's "
+            "shell actions use isolation: container.",
         ),
     ] = None,
     every: Annotated[str, typer.Option("--every", help="Observe this often.")] = "30s",
@@ -113,6 +115,10 @@ def add_command(
 ) -> None:
     """Add a monitor. Each run gets the inputs previous, current and observedAt.
 
+    A --command runs as the workflow's own shell commands would: allow-listed, and inside
+    the container of its first `isolation: container` shell action if it has one (never on
+    the host then; without a container runtime the observation records the error).
+
     Example: agentctl monitor add docs-changed build-docs --watch-files 'docs/**/*.md'
     --debounce 30s
 
@@ -137,10 +143,9 @@ def add_command(
     pairs = input_pairs or []
     prepared = prepare_run(resolve_workflow(workflow), input_pairs=pairs, workspace=workspace)
     if kind == "command":
-        from agentctl.tools.process import resolve_executable
+        from agentctl.engine.monitor_commands import check_command
 
-        policy = (prepared.workflow.get("spec") or {}).get("policy") or {}
-        resolve_executable(target["argv"][0], list(policy.get("processAllowlist") or []))
+        check_command(prepared.workflow, target["argv"])
     now = _now()
     base = NewSchedule(
         name=name,

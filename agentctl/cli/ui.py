@@ -75,11 +75,12 @@ def ui_command(
     ] = False,
 ) -> None:
     """Serve the dashboard: runs, the task graph, the inbox of approvals and questions,
-    effects in doubt; approve, answer, reconcile and cancel from the browser.
+    effects in doubt; approve, answer, reconcile, cancel, retry and fork from the browser.
 
     Every request needs the random token printed in the URL. When the last answer a parked
     run waited for is given, the dashboard resumes the run (`agentctl resume` in a child
-    process) unless --no-adopt is given. Ctrl-C stops the server.
+    process) unless --no-adopt is given. A retry or fork started from a finished run's page
+    is executed the same way. Ctrl-C stops the server.
 
     Example: agentctl ui --db .agentctl/runtime.db --port 8765
     """

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from datetime import UTC, datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -11,10 +10,11 @@ import typer
 
 from agentctl.cli import output
 from agentctl.cli.options import DbOption, db_from_context
+from agentctl.cli.task_view import DONE, counts_text, render_tasks
 from agentctl.errors import EXIT_BLOCKED, EXIT_CANCELLED, EXIT_OK, EXIT_RUN_FAILED
 
 if TYPE_CHECKING:
-    from agentctl.engine.watching import RunLook, TaskLook
+    from agentctl.engine.watching import RunLook
 
 __all__ = ["watch_command"]
 
@@ -24,43 +24,13 @@ _EXIT_BY_STATE = {
     "cancelled": EXIT_CANCELLED,
     "failed": EXIT_RUN_FAILED,
 }
-_STYLES = {
-    "pending": "dim",
-    "running": "cyan",
-    "succeeded": "green",
-    "failed": "bold red",
-    "skipped": "dim",
-    "cancelled": "red",
-    "waiting_for_approval": "yellow",
-    "waiting_for_effect": "bold yellow",
-}
-_DONE = ("succeeded", "failed", "skipped", "cancelled")
 #: Looks in a row that find a running run with no live owner before watch stops (a run
 #: between its creation and its owner's first claim is briefly unowned).
 _ORPHAN_LOOKS = 3
-_ROWS = 30
-
-
-def _now() -> datetime:
-    return datetime.now(UTC).replace(tzinfo=None)
-
-
-def _elapsed(task: TaskLook) -> str:
-    if task.started_at is None:
-        return ""
-    end = task.finished_at or _now()
-    seconds = max(0.0, (end - task.started_at).total_seconds())
-    return f"{seconds:.1f}s" if seconds < 60 else f"{int(seconds) // 60}m{int(seconds) % 60:02d}s"
 
 
 def _counts(now: RunLook) -> str:
-    total = len(now.tasks)
-    parts = [f"{now.count(*_DONE)}/{total} done"]
-    for state in ("running", "waiting_for_approval", "waiting_for_effect", "failed"):
-        n = now.count(state)
-        if n:
-            parts.append(f"{n} {state.replace('_', ' ')}")
-    return ", ".join(parts)
+    return counts_text(now.tasks)
 
 
 class _View:
@@ -108,39 +78,12 @@ class _View:
             self._live.update(self._render(now))
 
     def _render(self, now: RunLook) -> Any:
-        from rich.console import Group
-        from rich.table import Table
-        from rich.text import Text
-
-        table = Table(
-            box=None,
-            header_style="bold",
-            pad_edge=False,
-        )
-        table.add_column("task")
-        table.add_column("state")
-        table.add_column("attempt", justify="right")
-        table.add_column("elapsed", justify="right")
-        shown = now.tasks
-        if len(shown) > _ROWS:
-            # Many tasks: what is moving first, then the most recently finished.
-            active = [t for t in shown if t.state not in (*_DONE, "pending")]
-            finished = [t for t in shown if t.state in _DONE and t.finished_at is not None]
-            finished.sort(key=lambda t: t.finished_at or datetime.min)
-            shown = (active + finished[-(_ROWS - len(active)) :])[:_ROWS]
-        for task in shown:
-            style = _STYLES.get(task.state, "")
-            label = task.state.replace("_", " ")
-            table.add_row(
-                task.task_id,
-                f"[{style}]{label}[/]" if style else label,
-                str(task.attempt or ""),
-                _elapsed(task),
-            )
         effects = ", ".join(f"{e['operation']} ({e['status']})" for e in now.effects[:5])
-        footer = _counts(now) + (f"\neffects in flight: {effects}" if effects else "")
-        header = Text(f"{now.run_id} · {now.workflow} · {now.state}", style="bold")
-        return Group(header, table, Text(footer, style="dim"))
+        return render_tasks(
+            f"{now.run_id} · {now.workflow} · {now.state}",
+            now.tasks,
+            [f"effects in flight: {effects}"] if effects else [],
+        )
 
 
 def watch_command(
@@ -187,7 +130,7 @@ def _summary(now: RunLook, *, orphaned: bool) -> int:
         "runId": now.run_id,
         "workflow": now.workflow,
         "state": now.state,
-        "tasks": {"done": now.count(*_DONE), "total": len(now.tasks)},
+        "tasks": {"done": now.count(*DONE), "total": len(now.tasks)},
         "output": now.output,
         "error": now.error,
         "pendingApprovals": now.pending_approvals,

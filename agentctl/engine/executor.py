@@ -215,6 +215,10 @@ class RunExecutor(RunCommits, RunWatchers):
 
     async def _drive(self) -> RunOutcome:
         order = self.plan.order
+        # For a live view in this process: every task and where it stands (a resumed run
+        # has some done already). In-process progress only; nothing is persisted for it.
+        if self.options.events is not None:
+            self._emit("started", {"tasks": {tid: self.rows[tid].status for tid in order}})
         position = {tid: index for index, tid in enumerate(order)}
         dependents: dict[str, list[str]] = {tid: [] for tid in order}
         unmet: dict[str, int] = {}
@@ -404,6 +408,7 @@ class RunExecutor(RunCommits, RunWatchers):
         while True:
             attempts_used += 1
             attempt = Attempt(self.run_id, task.id, attempt_no)
+            self._emit("task.started", {"taskId": task.id, "attempt": attempt_no})
             try:
                 context = self._context(task_vars, memory)
                 rendered = render(dict(task.input), context)

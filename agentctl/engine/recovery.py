@@ -383,8 +383,10 @@ def create_derived_run(
     clock: Clock,
     ids: IdGenerator,
     reason: str | None = None,
+    actor: str | None = None,
 ) -> str:
-    """Create the new run and copy every reused result into its own rows."""
+    """Create the new run and copy every reused result into its own rows (``actor``: who
+    asked for it, recorded in ``run.created``)."""
     if recovery.blocked:
         first = recovery.blocked[0]
         raise BlockedError(
@@ -404,6 +406,7 @@ def create_derived_run(
         source_run_id=recovery.source.id,
         relation=recovery.mode,
         reason=reason,
+        actor=actor,
     )
     _copy_reused(store, run_id, recovery, clock)
     return run_id

@@ -219,6 +219,7 @@ def create_run(
     guard: Callable[[Any], None] | None = None,
     probe_isolation: bool = True,
     link: Callable[[Any, str], None] | None = None,
+    actor: str | None = None,
 ) -> str:
     """Commit the run, its pending tasks and ``run.created`` in one transaction.
 
@@ -227,7 +228,9 @@ def create_run(
     ``guard`` runs first inside the transaction (under the write lock): an exclusive
     decision such as "no other compensation of this source is live" raises there and
     nothing is created. ``link`` runs last in the same transaction with the new run id
-    (a schedule firing records its run there, so both commit or neither does)."""
+    (a schedule firing records its run there, so both commit or neither does). ``actor``,
+    when given, is recorded in ``run.created`` (who asked for the run: ``ui`` for the
+    dashboard)."""
     from agentctl.engine.actions import unsupported_action_kinds
 
     plan = prepared.plan
@@ -299,20 +302,18 @@ def create_run(
             now,
             ((runtime.get("pricing") or {}).get("version")),
         )
-        append_event(
-            conn,
-            run_id,
-            "run.created",
-            {
-                "workflow": plan.workflow_name,
-                "workflowDigest": plan.workflow_digest,
-                "planDigest": plan.plan_digest,
-                "mode": mode,
-                "tasks": len(plan.order),
-                "sourceRunId": source_run_id,
-            },
-            now=now,
-        )
+        created: dict[str, Any] = {
+            "workflow": plan.workflow_name,
+            "workflowDigest": plan.workflow_digest,
+            "planDigest": plan.plan_digest,
+            "mode": mode,
+            "tasks": len(plan.order),
+            "sourceRunId": source_run_id,
+        }
+        if actor is not None:
+            created["actor"] = actor
+            created["reason"] = reason
+        append_event(conn, run_id, "run.created", created, now=now)
         if link is not None:
             link(conn, run_id)
     return run_id

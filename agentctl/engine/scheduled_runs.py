@@ -97,6 +97,13 @@ class RunLauncher:
         )
         self.children[run_id] = Child(run_id, process, log, log_path)
 
+    def observe_command(self, workflow_file: str, argv: list[str], project: Path) -> dict[str, Any]:
+        """A monitor's command, under the workflow's shell rules (see
+        :mod:`agentctl.engine.monitor_commands`)."""
+        from agentctl.engine.monitor_commands import observe_command, workflow_document
+
+        return observe_command(workflow_document(workflow_file), argv, project)
+
     def busy(self, run_id: str) -> bool:
         child = self.children.get(run_id)
         return child is not None and child.process.poll() is None

@@ -85,6 +85,12 @@ class Launcher(Protocol):
         """Whether this launcher already executes ``run_id``."""
         ...
 
+    def observe_command(self, workflow_file: str, argv: list[str], project: Path) -> dict[str, Any]:
+        """Run a monitor's command once under the workflow's ``builtin.shell.exec`` rules
+        (allow-list, container isolation); its observation value. Raises an
+        :class:`AgentctlError` when the command may not or cannot run."""
+        ...
+
 
 @dataclass
 class TickReport:
@@ -118,18 +124,6 @@ def _request(schedule: ScheduleRow, firing: FiringRow) -> LaunchRequest:
         inputs,
         schedule.workspace,
     )
-
-
-def process_allowlist(workflow_file: str) -> list[str]:
-    """``spec.policy.processAllowlist`` of a workflow file (empty when it does not load)."""
-    from agentctl.spec import load_workflow
-
-    loaded = load_workflow(workflow_file)
-    if loaded.document is None:
-        return []
-    document = loaded.document.model_dump(mode="json", by_alias=True)
-    policy = (document.get("spec") or {}).get("policy") or {}
-    return [str(name) for name in policy.get("processAllowlist") or []]
 
 
 def _request_file(schedule: ScheduleRow) -> str:
@@ -274,11 +268,14 @@ class _Tick:
             return
         slot = slots[-1]
         monitor = json.loads(row.monitor_json or "{}")
+        project = Path(row.project_dir)
         try:
-            workflow = _request_file(row)
-            allowlist = process_allowlist(workflow) if monitor.get("kind") == "command" else []
-            value = observe(monitor, Path(row.project_dir), allowlist)
-        except AgentctlError as exc:  # the command is no longer allowed or found
+            if monitor.get("kind") == "command":
+                argv = [str(part) for part in (monitor.get("target") or {})["argv"]]
+                value = self.launcher.observe_command(_request_file(row), argv, project)
+            else:
+                value = observe(monitor, project)
+        except AgentctlError as exc:  # not allowed or found any more, or no container runtime
             value = {"error": exc.code, "message": exc.message}
         result = record_observation(self.store, row, slot, value, self.now)
         if result is None:

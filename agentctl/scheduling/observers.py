@@ -8,15 +8,14 @@ and command output are represented by digests, never copied.
   contents (``digest``), so adding, removing or editing a file changes the value;
 - http: the response status (``status``, and ``ok`` against ``--expect-status``), or the
   transport error (``error``) when nothing answered;
-- command: its exit code and a digest of its standard output, run with the bounded
-  process rules of ``builtin.shell.exec`` (no shell, cleared environment, own process
-  group, timeout, capped output) and allowed only when the command's name is in the
-  monitored workflow's ``spec.policy.processAllowlist``.
+- command: its exit code and a digest of its standard output. A command runs under the
+  monitored workflow's ``builtin.shell.exec`` rules (allow-list, and a container when the
+  workflow's shell actions use one), which the engine owns: the daemon observes it through
+  its launcher (``agentctl.engine.monitor_commands``), not here.
 """
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 from pathlib import Path
 from typing import Any
@@ -29,7 +28,6 @@ __all__ = ["MAX_LISTED", "digest_of", "observe"]
 #: At most this many paths are listed in a files observation (all count in the digest).
 MAX_LISTED = 200
 _HTTP_TIMEOUT = 10.0
-_COMMAND_TIMEOUT = 60.0
 
 
 def digest_of(value: Any) -> str:
@@ -75,32 +73,14 @@ def _http(url: str, expect_status: int | None) -> dict[str, Any]:
     return value
 
 
-def _command(argv: list[str], project: Path, allowlist: list[str]) -> dict[str, Any]:
-    from agentctl.tools.process import ProcessSpec, resolve_executable, run_process
-
-    executable = resolve_executable(argv[0], allowlist)
-    spec = ProcessSpec(
-        argv=(executable, *argv[1:]),
-        cwd=project,
-        env={},
-        timeout_seconds=_COMMAND_TIMEOUT,
-    )
-    result = asyncio.run(run_process(spec))
-    return {
-        "exitCode": result.exit_code,
-        "timedOut": result.timed_out,
-        "outputDigest": "sha256:" + hashlib.sha256(result.stdout).hexdigest(),
-    }
-
-
-def observe(monitor: dict[str, Any], project: Path, allowlist: list[str]) -> dict[str, Any]:
-    """Observe once; the value (its digest decides whether it changed)."""
+def observe(monitor: dict[str, Any], project: Path) -> dict[str, Any]:
+    """Observe files or an HTTP endpoint once; the value (its digest decides whether it
+    changed). A command is observed through the daemon's launcher (see the module
+    docstring)."""
     kind = monitor.get("kind")
     target = monitor.get("target") or {}
     if kind == "files":
         return _files(list(target["patterns"]), project)
     if kind == "http":
         return _http(str(target["url"]), target.get("expectStatus"))
-    if kind == "command":
-        return _command(list(target["argv"]), project, allowlist)
-    raise UsageError(f"monitor kind {kind!r} is not one of files, http, command")
+    raise UsageError(f"monitor kind {kind!r} is not one of files, http")

@@ -2,9 +2,11 @@
 
 The resume is ``agentctl resume RUN`` in a child process: the very operation a person would
 type, with its own ownership lease, fencing and signal handling, and no executor inside the
-web server's event loop. Only a run that is ``paused``, has no pending approval or question
-left, and whose previous owner is gone is adopted; a live owner is never taken over (the
-store's ownership rules refuse it anyway).
+web server's event loop. A retry or fork created from the dashboard is executed the same
+way (:meth:`Adopter.start`). Only a run that is ``paused`` (or still ``running`` under an
+owner that died), has no pending approval, question or effect in doubt left, and whose
+previous owner is gone is adopted; a live owner is never taken over (the store's ownership
+rules refuse it anyway).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import threading
 from pathlib import Path
 
 from agentctl.engine.approvals import list_approvals
+from agentctl.engine.operations import needs_reconciliation
 from agentctl.engine.records import load_run
 from agentctl.store.engine import Store
 from agentctl.store.ownership import owner_alive
@@ -34,19 +37,34 @@ class Adopter:
         self._lock = threading.Lock()
 
     def ready(self, run_id: str) -> bool:
-        """True when the run is parked, unanswered by nothing, and owned by nobody alive."""
+        """True when nothing the run waits for is left unanswered and no live process owns
+        it: a parked run, or one whose executing process died (killed mid-run, it is still
+        ``running`` under its dead owner) once every effect it left in doubt is concluded."""
         with self.store.read() as conn:
             run = load_run(conn, run_id)
-            if run.status != RunState.PAUSED:
+            if run.status == RunState.PAUSED:
+                if run.owner_id is not None and owner_alive(run.owner_id):
+                    return False
+            elif run.status == RunState.RUNNING:
+                # A run nobody has claimed yet (owner_id None) is about to be started by
+                # whoever created it; only a dead owner's run is adopted.
+                if run.owner_id is None or owner_alive(run.owner_id):
+                    return False
+            else:
                 return False
-            if run.owner_id is not None and owner_alive(run.owner_id):
+            if list_approvals(conn, run_id, status="pending"):
                 return False
-            return not list_approvals(conn, run_id, status="pending")
+        return not needs_reconciliation(self.store, run_id)
 
     def maybe_adopt(self, run_id: str) -> bool:
         """Resume the run in a child process when it is ready; True if one was started."""
         if not self.enabled or not self.ready(run_id):
             return False
+        return self.start(run_id)
+
+    def start(self, run_id: str) -> bool:
+        """Execute ``run_id`` in a child ``agentctl resume`` (a retry or fork the dashboard
+        just created, or an adopted run); False when a child of ours already runs it."""
         with self._lock:
             self._reap()
             if run_id in self._children:

@@ -2,7 +2,9 @@
 
 Pages are rendered on the server from the templates shipped in this package; the one
 stylesheet and one script are served from the package too (no CDN, works offline). Every
-action is the engine operation the CLI calls, with the actor ``ui``.
+action is the engine operation the CLI calls, with the actor ``ui``; retry and fork go
+through the :class:`~agentctl.runtime.Runtime` facade, which creates the new run, and a
+child ``agentctl resume`` executes it.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from starlette.staticfiles import StaticFiles
 from agentctl.engine import operations
 from agentctl.errors import AgentctlError, NotFoundError, UsageError
 from agentctl.ids import SystemClock
+from agentctl.runtime import Runtime
 from agentctl.store import dashboard_repo
 from agentctl.store.engine import Store
 from agentctl.web import views
@@ -126,6 +129,7 @@ def create_app(config: DashboardConfig) -> Starlette:
             workflow=params.get("workflow") or None,
             search=(params.get("q") or "").strip() or None,
             limit=limit,
+            before=params.get("before") or None,
         )
         return render(request, "runs.html", title="Runs", **data)
 
@@ -268,6 +272,44 @@ def create_app(config: DashboardConfig) -> Starlette:
         note = data.get("note")
         return f"{run_id} {data['state']}" + (f" ({note})" if note else ""), None
 
+    def derive(mode: str) -> Callable[[Request], Any]:
+        """Retry or fork a finished run: the facade creates the new run (actor ``ui``),
+        a child ``agentctl resume`` executes it, and the browser goes to its page."""
+
+        def create(source: str, form: FormData) -> str:
+            runtime = Runtime(store.path, clock=clock)
+            reason = _text(form, "reason") or None
+            if mode == "fork":
+                return runtime.create_fork(source, reason=reason, actor=ACTOR)
+            workflow_file, workspace = views.recorded_source(store, source)
+            scope = _text(form, "scope") or "failed"
+            return runtime.create_retry(
+                workflow_file,
+                source,
+                failed=scope == "failed",
+                from_tasks=[scope.removeprefix("from:")] if scope.startswith("from:") else [],
+                reason=reason,
+                actor=ACTOR,
+                workspace=workspace,
+            )
+
+        async def endpoint(request: Request) -> Response:
+            form = await request.form()
+            refusal = guard.csrf_refusal(request, form.get("csrf"))
+            if refusal is not None:
+                return refusal
+            source = request.path_params["run_id"]
+            try:
+                run_id = await run_in_threadpool(create, source, form)
+            except AgentctlError as error:
+                return failure(request, error)
+            notice = f"{run_id} created ({mode} of {source})"
+            if await run_in_threadpool(adopter.start, run_id):
+                notice += "; the dashboard executes it"
+            return RedirectResponse(f"/runs/{run_id}?notice={quote(notice)}", status_code=303)
+
+        return endpoint
+
     # -- live updates --------------------------------------------------------------------
 
     async def events(request: Request) -> Response:
@@ -310,6 +352,8 @@ def create_app(config: DashboardConfig) -> Starlette:
         Route("/approvals/{approval_id}/answer", action(answer), methods=["POST"]),
         Route("/effects/{effect_id}/reconcile", action(reconcile), methods=["POST"]),
         Route("/runs/{run_id}/cancel", action(cancel), methods=["POST"]),
+        Route("/runs/{run_id}/retry", derive("retry"), methods=["POST"]),
+        Route("/runs/{run_id}/fork", derive("fork"), methods=["POST"]),
         Mount("/static", app=StaticFiles(directory=STATIC), name="static"),
     ]
     app = Starlette(

@@ -17,6 +17,7 @@ from typing import Any
 from agentctl.engine.approvals import list_approvals
 from agentctl.engine.operations import inspect_run, needs_reconciliation
 from agentctl.engine.records import TERMINAL_RUN_STATES, load_run
+from agentctl.errors import UsageError
 from agentctl.observability.audit import list_events
 from agentctl.store import dashboard_repo
 from agentctl.store.engine import Store
@@ -27,6 +28,8 @@ __all__ = [
     "RunPage",
     "format_duration",
     "inbox",
+    "page_cursor",
+    "recorded_source",
     "run_page",
     "runs_page",
     "uncertain_effects",
@@ -70,12 +73,23 @@ def runs_page(
     workflow: str | None,
     search: str | None,
     limit: int,
+    before: str | None = None,
 ) -> dict[str, Any]:
+    """One page of runs, newest first; ``before`` is the cursor of the page's "older runs"
+    link (:func:`page_cursor` of the last run shown)."""
     with store.read() as conn:
+        # One more row than shown tells whether an older page exists.
         rows = dashboard_repo.run_summaries(
-            conn, status=state, workflow=workflow, search=search, limit=limit
+            conn,
+            status=state,
+            workflow=workflow,
+            search=search,
+            limit=limit + 1,
+            before=_parse_cursor(before),
         )
         workflows = dashboard_repo.workflow_names(conn)
+    older = rows[limit - 1] if len(rows) > limit else None
+    rows = rows[:limit]
     return {
         "runs": [
             {
@@ -95,7 +109,27 @@ def runs_page(
         "states": RUN_STATES,
         "filters": {"state": state or "", "workflow": workflow or "", "q": search or ""},
         "limit": limit,
+        "older": page_cursor(older.created_at, older.id) if older is not None else None,
+        "paged": before is not None,
     }
+
+
+def page_cursor(created_at: datetime, run_id: str) -> str:
+    """The ``before=`` value that continues the runs list after this run."""
+    return f"{created_at.isoformat()}~{run_id}"
+
+
+def _parse_cursor(cursor: str | None) -> tuple[datetime, str] | None:
+    if not cursor:
+        return None
+    stamp, _, run_id = cursor.partition("~")
+    try:
+        return datetime.fromisoformat(stamp), run_id
+    except ValueError:
+        raise UsageError(
+            f"before={cursor!r} is not a page cursor",
+            hint="follow the runs page's “older runs” link, or start again from /",
+        ) from None
 
 
 @dataclass
@@ -123,6 +157,11 @@ class RunPage:
     events: list[dict[str, Any]]
     pending: list[dict[str, Any]]
     uncertain: list[dict[str, Any]]
+    #: What a retry from the dashboard re-runs: the run's recorded workflow file (empty
+    #: when it has none: retry is then offered only on the command line) and the tasks
+    #: ``--from`` may name (expanded children are chosen through their source task).
+    workflow_file: str = ""
+    retry_roots: list[str] = field(default_factory=list)
 
 
 def _graph(plan: dict[str, Any], states: dict[str, str]) -> list[list[GraphNode]]:
@@ -243,7 +282,22 @@ def run_page(store: Store, run_id: str) -> RunPage:
         ],
         pending=pending,
         uncertain=uncertain,
+        workflow_file=row.workflow_file or "",
+        retry_roots=[t for t in row.plan.get("order") or [] if not plan_tasks[t].get("expansion")],
     )
+
+
+def recorded_source(store: Store, run_id: str) -> tuple[str, str | None]:
+    """The workflow file and workspace run ``run_id`` was created from (a dashboard retry
+    compiles that same file in that same workspace)."""
+    with store.read() as conn:
+        row = load_run(conn, run_id)
+    if not row.workflow_file:
+        raise UsageError(
+            f"run {run_id} has no recorded workflow file to retry",
+            hint=f"retry it from the command line: agentctl retry WORKFLOW {run_id} --failed",
+        )
+    return row.workflow_file, row.workspace
 
 
 def inbox(store: Store) -> list[dict[str, Any]]:

@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
@@ -76,6 +82,29 @@ spec:
 """Its first attempt times out after dispatch: the effect is left uncertain (exit 3)."""
 
 
+LEDGER = """
+apiVersion: agentctl.dev/v1
+kind: Workflow
+metadata: {name: ledger}
+spec:
+  policy: {approval: never, processAllowlist: [sh], writableRoots: [out]}
+  actions:
+    append: {kind: builtin.shell.exec, command: sh, args: ["-c", "echo a >> ledger.txt"]}
+    save: {kind: builtin.write}
+  tasks:
+    - {id: one, uses: "action:append"}
+    - id: two
+      uses: action:save
+      needs: [one]
+      with: {path: out/two.txt, content: "after a"}
+"""
+"""``one`` appends to ``ledger.txt`` (the outside world an operator checks), then ``two``
+writes a file."""
+
+SHELL_RESULT = {"status": "changed", "changed": True, "exitCode": 0, "stdout": "", "stderr": ""}
+"""What ``one``'s command returns; an operator who saw it happen records this result."""
+
+
 class Runs:
     """Rolls workflows into one database through the CLI, in one workspace."""
 
@@ -92,6 +121,28 @@ class Runs:
         assert result.exit_code == expect, result.stderr
         data: dict[str, Any] = result.json()["data"]
         return data
+
+    def roll_killed(self, text: str, name: str, fault: str) -> str:
+        """A real ``agentctl roll`` process SIGKILLed at the fault point ``fault`` (the
+        crash suite's ``AGENTCTL_FAULT``); returns the run it left behind."""
+        path = self.workspace / f"{name}.yaml"
+        path.write_text(textwrap.dedent(text))
+        env = {k: v for k, v in os.environ.items() if k != "AGENTCTL_FAULT"}
+        killed = subprocess.run(
+            [sys.executable, "-m", "agentctl", "--output", "json", "roll", str(path)]
+            + ["--db", str(self.db)],
+            cwd=self.workspace,
+            env={**env, "AGENTCTL_FAULT": fault},
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert killed.returncode == -signal.SIGKILL, killed.stderr
+        with sqlite3.connect(self.db) as conn:
+            (run_id,) = conn.execute("SELECT id FROM runs ORDER BY created_at DESC").fetchone()
+        conn.close()
+        return str(run_id)
 
     def inspect(self, run_id: str) -> dict[str, Any]:
         result = self.cli("--output", "json", "inspect", run_id, "--db", self.db)
@@ -133,3 +184,38 @@ def dashboard(runs: Runs) -> Iterator[Any]:
             thing.__exit__(None, None, None)
         else:
             thing.close()
+
+
+@pytest.fixture
+def ui_server(runs: Runs, tmp_path: Path) -> Iterator[Any]:
+    """Starts ``agentctl ui`` in its own process; returns the URL it printed (with token)."""
+    started: list[subprocess.Popen[str]] = []
+
+    def start() -> str:
+        with (tmp_path / "ui.stderr").open("w") as log:
+            child = subprocess.Popen(
+                [sys.executable, "-m", "agentctl", "--output", "jsonl"]
+                + ["ui", "--db", str(runs.db), "--host", "127.0.0.1", "--port", "0"],
+                stdout=subprocess.PIPE,
+                stderr=log,
+                stdin=subprocess.DEVNULL,
+                text=True,
+            )
+        started.append(child)
+        assert child.stdout is not None
+        line = child.stdout.readline()
+        assert line, (tmp_path / "ui.stderr").read_text()
+        url = str(json.loads(line)["data"]["url"])
+        assert url.startswith("http://127.0.0.1:") and "?token=" in url
+        return url
+
+    yield start
+    for child in started:
+        child.terminate()
+        try:
+            child.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+        assert child.stdout is not None
+        child.stdout.close()

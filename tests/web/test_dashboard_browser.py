@@ -9,90 +9,15 @@ Set ``AGENTCTL_SCREENSHOTS=DIR`` to keep the screenshots (docs/dashboard.md uses
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
-import subprocess
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
-
+from tests.web.browser import CHROMIUM, CHROMIUM_ARGS, keep_screenshot, require_browser
 from tests.web.conftest import ASKING, RELEASE, Runs
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 
-
-def _require_browser() -> Any:
-    problem = None
-    if not CHROMIUM.exists():
-        problem = f"{CHROMIUM} is missing (apt-get install chromium)"
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        problem = "the playwright package is missing (pip install -e '.[dev]')"
-    if problem is not None:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"browser test cannot run under CI: {problem}")
-        pytest.skip(problem)
-    return sync_playwright
-
-
-@pytest.fixture
-def ui_server(runs: Runs, tmp_path: Path) -> Iterator[Any]:
-    """Starts ``agentctl ui`` in its own process; returns the URL it printed (with token)."""
-    started: list[subprocess.Popen[str]] = []
-
-    def start() -> str:
-        with (tmp_path / "ui.stderr").open("w") as log:
-            child = subprocess.Popen(
-                [sys.executable, "-m", "agentctl", "--output", "jsonl"]
-                + ["ui", "--db", str(runs.db), "--host", "127.0.0.1", "--port", "0"],
-                stdout=subprocess.PIPE,
-                stderr=log,
-                stdin=subprocess.DEVNULL,
-                text=True,
-            )
-        started.append(child)
-        assert child.stdout is not None
-        line = child.stdout.readline()
-        assert line, (tmp_path / "ui.stderr").read_text()
-        url = str(json.loads(line)["data"]["url"])
-        assert url.startswith("http://127.0.0.1:") and "?token=" in url
-        return url
-
-    yield start
-    for child in started:
-        child.terminate()
-        try:
-            child.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            child.kill()
-            child.wait()
-        assert child.stdout is not None
-        child.stdout.close()
-
-
-def _keep(shot: Path) -> None:
-    target = os.environ.get("AGENTCTL_SCREENSHOTS")
-    if target:
-        Path(target).mkdir(parents=True, exist_ok=True)
-        shutil.copy(shot, Path(target) / shot.name)
-
-
-def test_approve_and_answer_from_the_browser(runs: Runs, ui_server: str, tmp_path: Path) -> None:
-    sync_playwright = _require_browser()
+def test_approve_and_answer_from_the_browser(runs: Runs, ui_server: Any, tmp_path: Path) -> None:
+    sync_playwright = require_browser()
     parked = runs.roll(RELEASE, "release")
     (approval,) = parked["pendingApprovals"]
     asked = runs.roll(ASKING, "asking")
@@ -126,7 +51,7 @@ def test_approve_and_answer_from_the_browser(runs: Runs, ui_server: str, tmp_pat
             page.locator(f"article#{question}").wait_for()
             inbox_shot = tmp_path / "dashboard-inbox.png"
             page.screenshot(path=str(inbox_shot), full_page=True)
-            _keep(inbox_shot)
+            keep_screenshot(inbox_shot)
 
             card.locator("input[name=reason]").fill("release notes checked")
             card.locator("button", has_text="Approve").click()
@@ -139,7 +64,7 @@ def test_approve_and_answer_from_the_browser(runs: Runs, ui_server: str, tmp_pat
             watcher.locator("#task-publish summary").click()
             run_shot = tmp_path / "dashboard-run.png"
             watcher.screenshot(path=str(run_shot), full_page=True)
-            _keep(run_shot)
+            keep_screenshot(run_shot)
 
             answer = page.locator(f"article#{question}")
             answer.locator("select[name=value]").select_option(label="production")

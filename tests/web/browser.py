@@ -1,0 +1,51 @@
+"""Shared by the browser tests: Debian's Chromium driven by Playwright for Python (never
+its own browser downloads). Locally a test skips when the browser is missing; under CI
+(``CI=true``, where ``.ci/run`` installs it) a missing browser is a failure.
+
+Set ``AGENTCTL_SCREENSHOTS=DIR`` to keep the screenshots (docs/dashboard.md uses them).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+__all__ = ["CHROMIUM", "CHROMIUM_ARGS", "keep_screenshot", "require_browser"]
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+def require_browser() -> Any:
+    """Playwright's ``sync_playwright``, or a skip (a failure under CI) naming what is missing."""
+    problem = None
+    if not CHROMIUM.exists():
+        problem = f"{CHROMIUM} is missing (apt-get install chromium)"
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        problem = "the playwright package is missing (pip install -e '.[dev]')"
+    if problem is not None:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"browser test cannot run under CI: {problem}")
+        pytest.skip(problem)
+    return sync_playwright
+
+
+def keep_screenshot(shot: Path) -> None:
+    target = os.environ.get("AGENTCTL_SCREENSHOTS")
+    if target:
+        Path(target).mkdir(parents=True, exist_ok=True)
+        shutil.copy(shot, Path(target) / shot.name)
