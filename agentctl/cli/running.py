@@ -21,7 +21,6 @@ from agentctl.errors import (
     EXIT_OK,
     EXIT_RUN_FAILED,
     AgentctlError,
-    BlockedError,
     RunFailedError,
     UsageError,
 )
@@ -69,11 +68,14 @@ _EXIT_BY_STATE = {
 
 def _terminal_approver() -> Callable[[dict[str, Any]], Awaitable[bool]]:
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
-        raise BlockedError(
+        # A usage error (exit 2), as with --output json: the command line asks for something
+        # this invocation cannot give, and nothing was created or paused. Exit 3 would send
+        # a script looking for a pending approval that does not exist.
+        raise UsageError(
             "--interactive needs a terminal on stdin and stdout",
             code="cli.no_terminal",
-            hint="drop --interactive: the run will pause and you can approve with "
-            "`agentctl approvals approve`",
+            hint="drop --interactive: the run will pause at an approval and you can approve "
+            "it with `agentctl approvals approve`",
         )
 
     async def approve(request: dict[str, Any]) -> bool:
@@ -276,8 +278,8 @@ def roll_command(
     Example: agentctl roll deploy.yaml --vars-file staging.yaml --var replicas=5
     Example: agentctl roll hello --input changeFile=change.txt
     """
-    from agentctl.engine.runs import merge_inputs
     from agentctl.scheduling.registry import resolve_workflow
+    from agentctl.spec.inputs import merge_inputs
 
     workflow = resolve_workflow(workflow)
 
