@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, settings
 
+from agentctl import hints
 from agentctl.cli import main as cli_main
 from agentctl.cli import output
 from tests.pg.cluster import Cluster, start_cluster
@@ -71,6 +72,9 @@ def cli() -> Any:
             patch.setattr("sys.stderr", stderr)
             code = cli_main.main(argv)
         output.set_current(output.Output())
+        # The --db an invocation named colours its hints; a later test calling the Python
+        # API directly in this process must not inherit it.
+        hints.use_database(None)
         return CliResult(code, stdout.getvalue(), stderr.getvalue())
 
     return invoke
