@@ -97,12 +97,9 @@ def ui_command(
             "(see `agentctl ui --help` for why it is off by default)",
         )
     path = db_from_context(ctx, db)
-    if not Path(path).is_file():
-        raise UsageError(
-            f"no database at {path}",
-            code="ui.no_database",
-            hint="roll a workflow first, or pass the database with --db",
-        )
+    # Refused before a port is bound, with the error every reading command gives (exit 5):
+    # the dashboard of a mistyped --db would be an empty database created on the spot.
+    open_store(path, create=False).close()
     token = new_token()
     stopping = threading.Event()
     sock = _bind(host, port)
@@ -112,7 +109,7 @@ def ui_command(
     allowed = None
     if _is_loopback(host):
         allowed = [f"{shown}:{bound}", f"127.0.0.1:{bound}", f"localhost:{bound}"]
-    with open_store(path) as store:
+    with open_store(path, create=False) as store:
         app = create_app(
             DashboardConfig(
                 store=store,

@@ -60,7 +60,8 @@ def worker_command(
         out.event(kind, dict(data), human=human)
 
     chosen = name or f"{socket.gethostname()}-{os.getpid()}"
-    with open_store(db_from_context(ctx, db)) as store:
+    # A worker serves runs that already exist: a mistyped --db is refused, never created.
+    with open_store(db_from_context(ctx, db), create=False) as store:
         worker = Worker(
             store, name=chosen, concurrency=concurrency, clock=SystemClock(), events=emit
         )
