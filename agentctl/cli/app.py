@@ -1,11 +1,14 @@
 """The typer application: the root command and its command groups.
 
 Command modules import SQLAlchemy, Alembic and httpx only inside their functions, so
-building this app (for ``--help`` or parsing) stays fast.
+building this app (for ``--help`` or parsing) stays fast. :func:`app_for` goes one step
+further for a command line that names a command: only that command's parser is built.
 """
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Sequence
 from typing import Annotated
 
 import typer
@@ -34,7 +37,7 @@ from agentctl.cli import (
     workflows,
 )
 
-__all__ = ["app"]
+__all__ = ["app", "app_for"]
 
 app = typer.Typer(
     name="agentctl",
@@ -135,3 +138,27 @@ app.add_typer(monitors.app, name="monitor")
 app.command("daemon")(daemon.daemon_command)
 app.command("version")(meta.version_command)
 app.command("completion")(meta.completion_command)
+
+
+def app_for(args: Sequence[str]) -> typer.Typer:
+    """The application to parse ``args`` (the command line without the global options).
+
+    Building a parser inspects every parameter of every command, which costs more than the
+    rest of a short command's start-up, so a line that names a known command gets an
+    application holding the root callback and that command (or group) alone: its usage,
+    help and errors read exactly as with the whole tree. Root help, ``--version`` and an
+    unknown name (whose error suggests the near names) get the whole application.
+    """
+    if not args or args[0].startswith("-"):
+        # Bare, or a root option first (--help, -h, --version: the global options were
+        # lifted out already), which answers for the whole application.
+        return app
+    name = args[0]
+    commands = [info for info in app.registered_commands if info.name == name]
+    groups = [info for info in app.registered_groups if info.name == name]
+    if not commands and not groups:
+        return app
+    pruned = copy.copy(app)  # the same settings and root callback
+    pruned.registered_commands = commands
+    pruned.registered_groups = groups
+    return pruned

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import sys
@@ -78,6 +77,8 @@ def _terminal_approver() -> Callable[[dict[str, Any]], Awaitable[bool]]:
             "it with `agentctl approvals approve`",
         )
 
+    import asyncio
+
     async def approve(request: dict[str, Any]) -> bool:
         prompt = (
             f"approve {request['operation']} for task {request['taskId']} "
@@ -121,7 +122,8 @@ def _created(out: output.Output, data: dict[str, Any]) -> None:
     run_id, mode, source = data["runId"], data.get("mode"), data.get("sourceRunId")
     event: dict[str, Any] = {"runId": run_id, "state": "running"}
     if mode == "execute":
-        human = f"{run_id} running {data['workflow']} ({data['tasks']} tasks)"
+        count = data["tasks"]
+        human = f"{run_id} running {data['workflow']} ({count} task{'' if count == 1 else 's'})"
     elif data.get("automatic"):
         human = f"{run_id} compensating {source} (onFailure: automatic)"
     elif mode == "compensate":

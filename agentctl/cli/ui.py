@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-import ipaddress
-import socket
-import threading
 from pathlib import Path
-from types import FrameType
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -15,10 +11,16 @@ from agentctl.cli import output
 from agentctl.cli.options import DbOption, db_from_context
 from agentctl.errors import UsageError
 
+if TYPE_CHECKING:
+    import socket
+    from types import FrameType
+
 __all__ = ["ui_command"]
 
 
 def _is_loopback(host: str) -> bool:
+    import ipaddress
+
     if host == "localhost":
         return True
     try:
@@ -28,6 +30,8 @@ def _is_loopback(host: str) -> bool:
 
 
 def _bind(host: str, port: int) -> socket.socket:
+    import socket
+
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -83,6 +87,8 @@ def ui_command(
 
     Example: agentctl ui --db .agentctl/runtime.db --port 8765
     """
+    import threading
+
     import uvicorn
 
     from agentctl.store.engine import open_store

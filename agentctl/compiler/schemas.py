@@ -10,9 +10,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import jsonschema
-from jsonschema.exceptions import SchemaError
-
 from agentctl.compiler.drafts import Reporter
 
 __all__ = [
@@ -69,6 +66,11 @@ class SchemaChecker:
         elif not isinstance(schema, dict):
             why = "a JSON Schema must be an object or a boolean"
         else:
+            # Imported on first use: most workflows declare no schema, and jsonschema is a
+            # large share of `agentctl check`'s start-up.
+            import jsonschema
+            from jsonschema.exceptions import SchemaError
+
             try:
                 jsonschema.validators.validator_for(schema).check_schema(schema)
             except SchemaError as exc:
