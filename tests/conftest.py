@@ -33,6 +33,7 @@ def _isolate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("AGENTCTL_SQLITE_SYNCHRONOUS", raising=False)
     monkeypatch.delenv("AGENTCTL_ARTIFACT_ROOT", raising=False)
     monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.delenv("AGENTCTL_TEST_NOW", raising=False)  # tests that want it set it
     # Telemetry is opt-in per test: a developer's OTEL_* settings must not export test runs.
     for name in (
         "OTEL_EXPORTER_OTLP_ENDPOINT",
