@@ -10,6 +10,9 @@ less than the wall clock. ``python -c pass`` is the interpreter's own floor::
 
     .venv/bin/python bench/startup_bench.py --runs 30 --dbos /tmp/peers-venv/bin/dbos
 
+``--compare-with DIR`` also times the agentctl package found in DIR (for example
+``git archive OLD agentctl | tar -x -C DIR``), taking the same turns, for an A/B.
+
 Goals (issue 19): ``agentctl --help`` at most 0.15 s and ``check`` at most 0.3 s.
 """
 
@@ -58,28 +61,40 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument(
+        "--compare-with",
+        metavar="DIR",
+        help="a directory holding another agentctl package to time beside this one",
+    )
+    parser.add_argument(
         "--dbos",
         default="/tmp/peers-venv/bin/dbos",
         help="the dbos console script to measure beside agentctl (skipped when absent)",
     )
     args = parser.parse_args()
     agentctl = str(Path(sys.executable).parent / "agentctl")
-    commands: dict[str, list[str]] = {
-        "python -c pass": [sys.executable, "-c", "pass"],
-        "agentctl --help": [agentctl, "--help"],
-        "agentctl check workflows/hello.yaml": [agentctl, "check", "workflows/hello.yaml"],
-    }
-    if shutil.which(args.dbos):
-        commands["dbos --help"] = [args.dbos, "--help"]
     env = _environment()
-    for argv in commands.values():
+    commands: dict[str, tuple[list[str], dict[str, str]]] = {
+        "python -c pass": ([sys.executable, "-c", "pass"], env),
+        "agentctl --help": ([agentctl, "--help"], env),
+        "agentctl check workflows/hello.yaml": ([agentctl, "check", "workflows/hello.yaml"], env),
+    }
+    if args.compare_with:
+        other = {**env, "PYTHONPATH": str(Path(args.compare_with).resolve())}
+        commands["agentctl --help (compared)"] = ([agentctl, "--help"], other)
+        commands["agentctl check workflows/hello.yaml (compared)"] = (
+            [agentctl, "check", "workflows/hello.yaml"],
+            other,
+        )
+    if shutil.which(args.dbos):
+        commands["dbos --help"] = ([args.dbos, "--help"], env)
+    for argv, command_env in commands.values():
         for _ in range(args.warmup):
-            _once(argv, env)
+            _once(argv, command_env)
     walls: dict[str, list[float]] = {name: [] for name in commands}
     cpus: dict[str, list[float]] = {name: [] for name in commands}
     for _ in range(args.runs):
-        for name, argv in commands.items():
-            wall, cpu = _once(argv, env)
+        for name, (argv, command_env) in commands.items():
+            wall, cpu = _once(argv, command_env)
             walls[name].append(wall)
             cpus[name].append(cpu)
     load = os.getloadavg()[0]
