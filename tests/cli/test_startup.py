@@ -97,3 +97,5 @@ def test_root_help_imports_no_heavy_library(args: list[str]) -> None:
 def test_check_reaches_no_store_and_no_network_library() -> None:
     loaded = _imported_after(["check", "workflows/hello.yaml"])
     assert not set(loaded) & set(STORE), loaded
+    # Its schemas are plainly valid (compiler/schemas.py), so jsonschema is not loaded.
+    assert "jsonschema" not in loaded
