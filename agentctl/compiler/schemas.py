@@ -62,8 +62,9 @@ _SCALARS = (str, int, float, bool)
 
 def plainly_valid(schema: Any, depth: int = 0) -> bool:
     """True when ``schema`` is built only from common keywords whose values have the shape
-    every JSON Schema draft's meta-schema requires, so it is valid without asking
-    jsonschema. False means "not known": the caller checks it with jsonschema.
+    the meta-schema of the draft jsonschema picks for a schema without ``$schema`` (the
+    latest) requires, so it is valid without asking jsonschema. False means "not known":
+    the caller checks it with jsonschema.
 
     Never True for an invalid schema (a property test compares it with jsonschema). A
     ``$schema`` (which picks the draft) or any other keyword is left to jsonschema.
@@ -106,7 +107,7 @@ def plainly_valid(schema: Any, depth: int = 0) -> bool:
         elif key == "enum":
             if not isinstance(value, list) or not value:
                 return False
-            if not all(value is None or type(v) in _SCALARS for v in value):
+            if not all(v is None or type(v) in _SCALARS for v in value):
                 return False
             if len({(type(v), v) for v in value}) != len(value):
                 return False
@@ -149,7 +150,7 @@ class SchemaChecker:
             why = "a JSON Schema must be an object or a boolean"
         elif not plainly_valid(schema):
             # Imported only here: loading jsonschema is a large share of `agentctl check`'s
-            # start-up, and most schemas in workflows are plainly valid (see below).
+            # start-up, and most schemas in workflows are plainly valid (see above).
             import jsonschema
             from jsonschema.exceptions import SchemaError
 

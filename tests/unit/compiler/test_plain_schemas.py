@@ -78,6 +78,7 @@ def test_the_common_shapes_take_the_fast_path() -> None:
         "type": "object",
         "properties": {
             "verdict": {"type": "string", "enum": ["approve", "request_changes"]},
+            "note": {"type": ["string", "null"], "enum": ["x", None]},
             "count": {"type": ["integer", "null"], "minimum": 0},
             "tags": {"type": "array", "items": {"type": "string", "minLength": 1}},
         },
