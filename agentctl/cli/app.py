@@ -1,15 +1,17 @@
 """The typer application: the root command and its command groups.
 
 Command modules import SQLAlchemy, Alembic and httpx only inside their functions, so
-building this app (for ``--help`` or parsing) stays fast. :func:`app_for` goes one step
-further for a command line that names a command: only that command's parser is built.
+building this app (for ``--help`` or parsing) stays fast. :func:`command_for` goes
+further: a command line that names a command builds only that command's parser, and the
+root help lists the commands from their help texts without building any parser.
 """
 
 from __future__ import annotations
 
 import copy
+import inspect
 from collections.abc import Sequence
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -37,7 +39,7 @@ from agentctl.cli import (
     workflows,
 )
 
-__all__ = ["app", "app_for"]
+__all__ = ["app", "app_for", "command_for"]
 
 app = typer.Typer(
     name="agentctl",
@@ -162,3 +164,44 @@ def app_for(args: Sequence[str]) -> typer.Typer:
     pruned.registered_commands = commands
     pruned.registered_groups = groups
     return pruned
+
+
+def command_for(args: Sequence[str]) -> Any:
+    """The parser (a click command) for ``args``: :func:`app_for`'s, except that root help
+    (``agentctl``, ``agentctl --help``) is listed from the commands' help texts, because
+    listing needs nothing else and building every command's parser is most of its cost.
+    A test compares that help with the whole tree's."""
+    from typer.main import get_command
+
+    if args and args[0] not in ("-h", "--help"):
+        return get_command(app_for(args))
+    from typer.core import TyperCommand
+    from typer.main import solve_typer_info_defaults
+
+    bare = copy.copy(app)  # the root callback and its options, no commands
+    bare.registered_commands = []
+    bare.registered_groups = []
+    root = get_command(bare)
+    for info in app.registered_commands:
+        text = inspect.cleandoc(info.help) if info.help is not None else None
+        root.add_command(  # type: ignore[attr-defined]
+            TyperCommand(
+                name=info.name,
+                help=text if text is not None else inspect.getdoc(info.callback),
+                short_help=info.short_help,
+                hidden=info.hidden,
+                deprecated=info.deprecated,
+            )
+        )
+    for group in app.registered_groups:
+        solved = solve_typer_info_defaults(group)
+        root.add_command(  # type: ignore[attr-defined]
+            TyperCommand(
+                name=solved.name,
+                help=solved.help,
+                short_help=solved.short_help,
+                hidden=solved.hidden,
+                deprecated=solved.deprecated,
+            )
+        )
+    return root

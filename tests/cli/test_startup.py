@@ -20,7 +20,7 @@ import pytest
 from typer.main import get_command
 
 from agentctl.cli import metavars
-from agentctl.cli.app import app, app_for
+from agentctl.cli.app import app, app_for, command_for
 
 REPO = Path(__file__).resolve().parents[2]
 TOP_LEVEL = sorted(
@@ -32,8 +32,10 @@ STORE = ("sqlalchemy", "alembic", "httpx", "asyncio", "psycopg", "agentctl.store
 
 
 def _parse(application: Any, args: list[str]) -> tuple[str, str]:
-    """What the parser built from ``application`` prints for ``args``: (stdout, error)."""
-    command = metavars.apply(get_command(application))
+    """What the parser built from ``application`` (a typer app, or a click command already
+    built) prints for ``args``: (stdout, error)."""
+    built = application if hasattr(application, "main") else get_command(application)
+    command = metavars.apply(built)
     printed = io.StringIO()
     error = ""
     with contextlib.redirect_stdout(printed):
@@ -56,6 +58,13 @@ def test_a_named_command_reads_the_same_as_in_the_whole_tree(name: str) -> None:
 def test_sub_commands_and_usage_errors_read_the_same() -> None:
     for args in (["runs", "list", "--help"], ["approvals", "approve"], ["check"], ["runs"]):
         assert _parse(app_for(args), args) == _parse(app, args), args
+
+
+@pytest.mark.parametrize("args", [["--help"], ["-h"], ["--help", "roll"], []])
+def test_root_help_listed_from_help_texts_reads_as_the_whole_tree(args: list[str]) -> None:
+    listed = command_for(args)
+    assert all(not c.params for c in listed.commands.values())  # no parser was built
+    assert _parse(listed, args) == _parse(app, args)
 
 
 def test_root_help_and_unknown_names_get_the_whole_tree() -> None:
