@@ -34,6 +34,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/engine_bench.py
 	$(BIN)/python bench/otel_overhead.py
 	$(BIN)/python bench/fanout_bench.py --items 1000 10000
+	$(BIN)/python bench/startup_bench.py --runs 20
 
 docs: $(STAMP)
 	$(BIN)/python -m agentctl.cli.reference > docs/cli-reference.md

@@ -206,7 +206,6 @@ class ErrorCode(StrEnum):
     TOOL_UNKNOWN = "tool.unknown"
     TOOL_UNSUPPORTED = "tool.unsupported"
     UI_BIND_FAILED = "ui.bind_failed"
-    UI_NO_DATABASE = "ui.no_database"
     UI_REMOTE_REFUSED = "ui.remote_refused"
     WORKER_BAD_CONCURRENCY = "worker.bad_concurrency"
     WORKER_NEEDS_POSTGRES = "worker.needs_postgres"

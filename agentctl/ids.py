@@ -4,10 +4,18 @@ The engine never reads the wall clock or ``uuid`` directly: it takes a :class:`C
 :class:`IdGenerator`, so tests drive time and ids deterministically and never sleep.
 Ids are UUIDv7 (RFC 9562: 48-bit millisecond timestamp, then random bits), so they sort by
 creation time, with a kind prefix: ``run-…``, ``retry-…``, ``approval-…``.
+
+Test-only seam: with ``AGENTCTL_TEST_NOW`` set to an ISO 8601 time, every
+:class:`SystemClock` reads that time (it stands still) and :class:`IdGenerator` draws its
+"random" bits from a counter, so one process's ids are the same on every run. The snapshot
+tests of the human views (tests/cli/test_view_snapshots.py) start each ``agentctl`` process
+with its own time. It is not for production: nothing moves while the clock stands still,
+and two processes given the same time make the same ids.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 import time
@@ -21,12 +29,40 @@ __all__ = [
     "Clock",
     "FixedClock",
     "IdGenerator",
+    "TEST_NOW_ENV",
     "SystemClock",
     "approval_id",
     "uuid7",
 ]
 
 RUN_PREFIXES = ("run", "retry", "repair", "fork", "compensate", "replay")
+TEST_NOW_ENV = "AGENTCTL_TEST_NOW"
+"""Test-only: pin the clock and derive ids from a counter (see the module docstring)."""
+
+
+def _pinned_now() -> datetime | None:
+    text = os.environ.get(TEST_NOW_ENV)
+    if not text:
+        return None
+    try:
+        value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        from agentctl.errors import UsageError
+
+        raise UsageError(
+            f"{TEST_NOW_ENV}={text!r} is not an ISO 8601 time",
+            hint=f"unset {TEST_NOW_ENV} (it is for agentctl's own tests), or give a time such "
+            "as 2026-03-01T09:00:00Z",
+        ) from None
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+_test_counter = itertools.count(1)
+
+
+def _counted_bytes(size: int) -> bytes:
+    """Stand-in for ``os.urandom`` under :data:`TEST_NOW_ENV`: 1, 2, 3… in this process."""
+    return next(_test_counter).to_bytes(size, "big")
 
 
 class Clock(Protocol):
@@ -40,7 +76,14 @@ class Clock(Protocol):
 
 
 class SystemClock:
+    """The wall clock (or, for agentctl's own tests, the time in :data:`TEST_NOW_ENV`)."""
+
+    def __init__(self) -> None:
+        self._pinned = _pinned_now()
+
     def now(self) -> datetime:
+        if self._pinned is not None:
+            return self._pinned
         return datetime.now(UTC)
 
     def monotonic(self) -> float:
@@ -85,9 +128,11 @@ class IdGenerator:
     def __init__(
         self,
         clock: Clock | None = None,
-        random_bytes: Callable[[int], bytes] = os.urandom,
+        random_bytes: Callable[[int], bytes] | None = None,
     ) -> None:
         self._clock = clock or SystemClock()
+        if random_bytes is None:
+            random_bytes = _counted_bytes if os.environ.get(TEST_NOW_ENV) else os.urandom
         self._random = random_bytes
         self._lock = threading.Lock()
         self._last_ms = -1

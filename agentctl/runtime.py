@@ -160,7 +160,7 @@ class Runtime:
         if inputs is not None:
             if not isinstance(inputs, Mapping):
                 raise UsageError(f"inputs must be a mapping, got {type(inputs).__name__}")
-            from agentctl.engine.runs import require_declared_inputs
+            from agentctl.spec.inputs import require_declared_inputs
 
             declared = (prepared.workflow.get("spec") or {}).get("inputs") or {}
             require_declared_inputs(declared, inputs)

@@ -1,7 +1,9 @@
-"""Executor benchmarks W1, W2, W3 and W3b of ../shared/bench/peers/WORKLOADS.md.
+"""Executor benchmarks W1 (500 sequential steps), W2 (200-way fan-out and join), W3
+(re-submit and read a finished run) and W3b (resume after SIGKILL at step 501).
 
 Prints one JSON line per measurement in the peers' format, so
-``EXTRA_BENCH="python bench/engine_bench.py" bash ../shared/bench/peers/run_all.sh`` puts
+``EXTRA_BENCH="python bench/engine_bench.py" bash "$PEERS_HARNESS/run_all.sh"`` (the peers'
+harness, kept outside this repository) puts
 agentctl beside DBOS and LangGraph measured in the same run. ``synchronous=FULL`` (the
 default) throughout; every store is a fresh SQLite file in a new temp directory.
 

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, settings
 
+from agentctl import hints
 from agentctl.cli import main as cli_main
 from agentctl.cli import output
 from tests.pg.cluster import Cluster, start_cluster
@@ -32,6 +33,7 @@ def _isolate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("AGENTCTL_SQLITE_SYNCHRONOUS", raising=False)
     monkeypatch.delenv("AGENTCTL_ARTIFACT_ROOT", raising=False)
     monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.delenv("AGENTCTL_TEST_NOW", raising=False)  # tests that want it set it
     # Telemetry is opt-in per test: a developer's OTEL_* settings must not export test runs.
     for name in (
         "OTEL_EXPORTER_OTLP_ENDPOINT",
@@ -71,6 +73,9 @@ def cli() -> Any:
             patch.setattr("sys.stderr", stderr)
             code = cli_main.main(argv)
         output.set_current(output.Output())
+        # The --db an invocation named colours its hints; a later test calling the Python
+        # API directly in this process must not inherit it.
+        hints.use_database(None)
         return CliResult(code, stdout.getvalue(), stderr.getvalue())
 
     return invoke

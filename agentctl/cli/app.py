@@ -1,12 +1,17 @@
 """The typer application: the root command and its command groups.
 
 Command modules import SQLAlchemy, Alembic and httpx only inside their functions, so
-building this app (for ``--help`` or parsing) stays fast.
+building this app (for ``--help`` or parsing) stays fast. :func:`command_for` goes
+further: a command line that names a command builds only that command's parser, and the
+root help lists the commands from their help texts without building any parser.
 """
 
 from __future__ import annotations
 
-from typing import Annotated
+import copy
+import inspect
+from collections.abc import Sequence
+from typing import Annotated, Any
 
 import typer
 
@@ -34,7 +39,7 @@ from agentctl.cli import (
     workflows,
 )
 
-__all__ = ["app"]
+__all__ = ["app", "app_for", "command_for"]
 
 app = typer.Typer(
     name="agentctl",
@@ -135,3 +140,68 @@ app.add_typer(monitors.app, name="monitor")
 app.command("daemon")(daemon.daemon_command)
 app.command("version")(meta.version_command)
 app.command("completion")(meta.completion_command)
+
+
+def app_for(args: Sequence[str]) -> typer.Typer:
+    """The application to parse ``args`` (the command line without the global options).
+
+    Building a parser inspects every parameter of every command, which costs more than the
+    rest of a short command's start-up, so a line that names a known command gets an
+    application holding the root callback and that command (or group) alone: its usage,
+    help and errors read exactly as with the whole tree. Root help, ``--version`` and an
+    unknown name (whose error suggests the near names) get the whole application.
+    """
+    if not args or args[0].startswith("-"):
+        # Bare, or a root option first (--help, -h, --version: the global options were
+        # lifted out already), which answers for the whole application.
+        return app
+    name = args[0]
+    commands = [info for info in app.registered_commands if info.name == name]
+    groups = [info for info in app.registered_groups if info.name == name]
+    if not commands and not groups:
+        return app
+    pruned = copy.copy(app)  # the same settings and root callback
+    pruned.registered_commands = commands
+    pruned.registered_groups = groups
+    return pruned
+
+
+def command_for(args: Sequence[str]) -> Any:
+    """The parser (a click command) for ``args``: :func:`app_for`'s, except that root help
+    (``agentctl``, ``agentctl --help``) is listed from the commands' help texts, because
+    listing needs nothing else and building every command's parser is most of its cost.
+    A test compares that help with the whole tree's."""
+    from typer.main import get_command
+
+    if args and args[0] not in ("-h", "--help"):
+        return get_command(app_for(args))
+    from typer.core import TyperCommand
+    from typer.main import solve_typer_info_defaults
+
+    bare = copy.copy(app)  # the root callback and its options, no commands
+    bare.registered_commands = []
+    bare.registered_groups = []
+    root = get_command(bare)
+    for info in app.registered_commands:
+        text = inspect.cleandoc(info.help) if info.help is not None else None
+        root.add_command(  # type: ignore[attr-defined]
+            TyperCommand(
+                name=info.name,
+                help=text if text is not None else inspect.getdoc(info.callback),
+                short_help=info.short_help,
+                hidden=info.hidden,
+                deprecated=info.deprecated,
+            )
+        )
+    for group in app.registered_groups:
+        solved = solve_typer_info_defaults(group)
+        root.add_command(  # type: ignore[attr-defined]
+            TyperCommand(
+                name=solved.name,
+                help=solved.help,
+                short_help=solved.short_help,
+                hidden=solved.hidden,
+                deprecated=solved.deprecated,
+            )
+        )
+    return root

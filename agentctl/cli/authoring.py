@@ -26,8 +26,22 @@ def _compile(
 ) -> tuple[Plan, list[Diagnostic]]:
     """Load and compile ``workflow`` with its variables; with ``workspace``, also check its
     paths there."""
+    plan, diagnostics, _ = _compile_with_inputs(workflow, workspace, vars_files, var_pairs)
+    return plan, diagnostics
+
+
+def _compile_with_inputs(
+    workflow: str,
+    workspace: str | None = None,
+    vars_files: list[str] | None = None,
+    var_pairs: list[str] | None = None,
+    input_pairs: list[str] | None = None,
+) -> tuple[Plan, list[Diagnostic], dict[str, Any]]:
+    """As :func:`_compile`, also checking ``--input`` pairs against the workflow's declared
+    inputs the way `roll` does (exit 2 naming the declared ones); returns the overrides."""
     from agentctl.compiler import compile_workflow
     from agentctl.spec import load_workflow
+    from agentctl.spec.inputs import parse_input_pairs, require_declared_inputs
     from agentctl.spec.loader import require_workflow_file
     from agentctl.spec.vars_files import load_variables
 
@@ -41,6 +55,8 @@ def _compile(
             diagnostics=diagnostics,
             hint="fix the diagnostics above; `agentctl schema` prints the JSON Schema",
         )
+    overrides = parse_input_pairs(input_pairs or [])
+    require_declared_inputs(loaded.document.spec.inputs, overrides)
     layers, problems = load_variables(
         loaded, vars_files=vars_files or (), var_pairs=var_pairs or ()
     )
@@ -60,7 +76,7 @@ def _compile(
             diagnostics=diagnostics,
             hint="fix the diagnostics above and run `agentctl check` again",
         )
-    return compiled.plan, diagnostics
+    return compiled.plan, diagnostics, overrides
 
 
 WorkspaceOption = Annotated[
@@ -123,10 +139,9 @@ def plan_command(
     Example: agentctl plan deploy.yaml --workspace ./checkout --graph mermaid
     Example: agentctl plan deploy.yaml --vars-file prod.yaml --var 'region="eu-west-1"'
     """
-    from agentctl.engine.runs import parse_input_pairs
-
-    plan, diagnostics = _compile(workflow, workspace, vars_files, var_pairs)
-    overrides = parse_input_pairs(input_pairs or [])
+    plan, diagnostics, overrides = _compile_with_inputs(
+        workflow, workspace, vars_files, var_pairs, input_pairs
+    )
     out = output.current()
     if graph is not None:
         text = plan_graph(plan, graph.value)

@@ -7,6 +7,7 @@ import shlex
 from typing import Any
 
 from agentctl import hints
+from agentctl.cli.table import time_text
 
 __all__ = ["render_effect"]
 
@@ -31,11 +32,13 @@ def render_effect(data: dict[str, Any]) -> str:
     if isinstance(request, dict) and request.get("command"):
         argv = [str(request["command"]), *map(str, request.get("args") or [])]
         lines.append(f"  command    {shlex.join(argv)}")
-    for label, key in (("requested", "requestedAt"), ("started", "startedAt")):
+    for label, key in (
+        ("requested", "requestedAt"),
+        ("started", "startedAt"),
+        ("finished", "finishedAt"),
+    ):
         if data.get(key):
-            lines.append(f"  {label:<10} {data[key]}")
-    if data.get("finishedAt"):
-        lines.append(f"  finished   {data['finishedAt']}")
+            lines.append(f"  {label:<10} {time_text(data[key])}")
     error = data.get("error") or {}
     result = data.get("result") if isinstance(data.get("result"), dict) else {}
     details = error.get("details") if isinstance(error.get("details"), dict) else {}
@@ -51,7 +54,7 @@ def render_effect(data: dict[str, Any]) -> str:
         lines += [f"    {line}" for line in shown]
     for item in data.get("reconciliations") or []:
         lines.append(
-            f"  reconciled {item['status']} by {item['actor']} at {item['createdAt']}: "
+            f"  reconciled {item['status']} by {item['actor']} at {time_text(item['createdAt'])}: "
             f"{item['reason']}"
         )
     if data["status"] == "uncertain" and not data.get("reconciliations"):

@@ -74,7 +74,9 @@ def runs_list_command(
             code="cli.usage",
             hint="e.g. agentctl runs list --state failed",
         )
-    now = datetime.now(UTC)
+    from agentctl.ids import SystemClock
+
+    now = SystemClock().now()  # a running run's duration and --since count from here
     cutoff = None if since is None else parse_since(since, now)
     with open_store(db_from_context(ctx, db), create=False) as store:
         found = list_runs(

@@ -69,15 +69,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
 
     import typer
-    from typer.main import get_command
 
     from agentctl.cli import metavars
-    from agentctl.cli.app import app
+    from agentctl.cli.app import command_for
     from agentctl.observability import telemetry
 
     telemetry.request(options.otel)
 
-    command = metavars.apply(get_command(app))
+    command = metavars.apply(command_for(rest))
     captured = io.StringIO()
     # In machine modes anything the parser prints (help, usage) is captured and wrapped in
     # an envelope, so stdout carries exactly one JSON document.

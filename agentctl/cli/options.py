@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-__all__ = ["DbOption", "VarOption", "VarsFileOption", "db_from_context"]
+__all__ = ["DbOption", "VarOption", "VarsFileOption", "database_named", "db_from_context"]
 
 DbOption = Annotated[
     str | None,
@@ -52,3 +52,15 @@ def db_from_context(ctx: typer.Context, db: str | None) -> str:
     # Commands suggested as next steps name the same database when it was given here.
     hints.use_database(path if chosen else None)
     return path
+
+
+def database_named(ctx: typer.Context, db: str | None) -> bool:
+    """Whether the user named a database (--db here or on the group, or AGENTCTL_DB) rather
+    than leaving the default ``.agentctl/runtime.db``."""
+    import os
+
+    while db is None and ctx is not None:
+        obj = ctx.obj if isinstance(ctx.obj, dict) else {}
+        db = obj.get("db")
+        ctx = ctx.parent  # type: ignore[assignment]
+    return bool(db or os.environ.get("AGENTCTL_DB"))

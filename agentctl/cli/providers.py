@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -86,6 +85,8 @@ def check_command(
         for info in described:
             entry = dict(info)
             if smoke:
+                import asyncio
+
                 entry["smoke"] = asyncio.run(_smoke(info["provider"], document))
             results.append(entry)
     out = output.current()
@@ -109,6 +110,7 @@ def check_command(
 
 
 async def _smoke(name: str, document: dict[str, Any]) -> dict[str, Any]:
+    import asyncio
     import time
 
     from agentctl.providers.base import Message, ModelRequest, ProviderCallError

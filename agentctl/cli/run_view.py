@@ -66,20 +66,37 @@ def _run_lines(run: dict[str, Any], paint: Paint) -> list[str]:
     if run.get("traceId"):
         lines.append(f"  trace {run['traceId']} span {run['spanId']}")
     error = run.get("error") or {}
-    if error.get("message") and run["state"] != "succeeded":
+    if error.get("message") and run["state"] == "paused":
+        # Why it parked (an approval, a question, an uncertain effect): not an error.
+        lines.append("  " + paint(error["message"], STATE_COLORS["paused"]))
+    elif error.get("message") and run["state"] != "succeeded":
         lines.append(f"  {paint('error:', '1;31')} {error['message']}")
     return lines
 
 
 def _tree(tasks: list[dict[str, Any]]) -> list[tuple[int, dict[str, Any]]]:
-    """``(depth, task)`` in plan order; an expanded child (``parent--…``) sits under the
-    task whose id prefixes it."""
+    """``(depth, task)``: an expanded child (``parent--…``) is listed under the task whose
+    id prefixes it (in plan order the children come before the aggregate they feed), and
+    the rest keep plan order."""
     ids = {task["taskId"] for task in tasks}
-    out = []
+
+    def parent(task_id: str) -> str | None:
+        parts = task_id.split("--")
+        found = ["--".join(parts[:i]) for i in range(1, len(parts))]
+        return next((p for p in reversed(found) if p in ids), None)
+
+    children: dict[str | None, list[dict[str, Any]]] = {}
     for task in tasks:
-        parts = task["taskId"].split("--")
-        depth = sum(1 for i in range(1, len(parts)) if "--".join(parts[:i]) in ids)
+        children.setdefault(parent(task["taskId"]), []).append(task)
+    out: list[tuple[int, dict[str, Any]]] = []
+
+    def visit(task: dict[str, Any], depth: int) -> None:
         out.append((depth, task))
+        for child in children.get(task["taskId"], []):
+            visit(child, depth + 1)
+
+    for task in children.get(None, []):
+        visit(task, 0)
     return out
 
 
@@ -172,13 +189,15 @@ def _effect_lines(effects: list[dict[str, Any]], paint: Paint) -> list[str]:
     lines = ["effects:"]
     for effect in effects:
         conclusions = [r["status"] for r in effect.get("reconciliations") or []]
+        # Padded outside the paint: escape codes take no width on the screen.
         status = paint(effect["status"], STATE_COLORS.get(effect["status"]))
+        status += " " * max(0, 9 - len(effect["status"]))
         tail = f"  reconciled: {', '.join(conclusions)}" if conclusions else ""
         span = (
             f"  trace {effect['traceId']} span {effect['spanId']}" if effect.get("traceId") else ""
         )
         lines.append(
-            f"  {status:<9} {effect['effectId'][:16]} {effect['operation']} "
+            f"  {status} {effect['effectId'][:16]} {effect['operation']} "
             f"(task {effect['taskId']}, attempt {effect['attempt']}){tail}{span}"
         )
         if effect["status"] == "uncertain" and not conclusions:

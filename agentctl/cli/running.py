@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import sys
@@ -21,7 +20,6 @@ from agentctl.errors import (
     EXIT_OK,
     EXIT_RUN_FAILED,
     AgentctlError,
-    BlockedError,
     RunFailedError,
     UsageError,
 )
@@ -69,12 +67,17 @@ _EXIT_BY_STATE = {
 
 def _terminal_approver() -> Callable[[dict[str, Any]], Awaitable[bool]]:
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
-        raise BlockedError(
+        # A usage error (exit 2), as with --output json: the command line asks for something
+        # this invocation cannot give, and nothing was created or paused. Exit 3 would send
+        # a script looking for a pending approval that does not exist.
+        raise UsageError(
             "--interactive needs a terminal on stdin and stdout",
             code="cli.no_terminal",
-            hint="drop --interactive: the run will pause and you can approve with "
-            "`agentctl approvals approve`",
+            hint="drop --interactive: the run will pause at an approval and you can approve "
+            "it with `agentctl approvals approve`",
         )
+
+    import asyncio
 
     async def approve(request: dict[str, Any]) -> bool:
         prompt = (
@@ -119,7 +122,8 @@ def _created(out: output.Output, data: dict[str, Any]) -> None:
     run_id, mode, source = data["runId"], data.get("mode"), data.get("sourceRunId")
     event: dict[str, Any] = {"runId": run_id, "state": "running"}
     if mode == "execute":
-        human = f"{run_id} running {data['workflow']} ({data['tasks']} tasks)"
+        count = data["tasks"]
+        human = f"{run_id} running {data['workflow']} ({count} task{'' if count == 1 else 's'})"
     elif data.get("automatic"):
         human = f"{run_id} compensating {source} (onFailure: automatic)"
     elif mode == "compensate":
@@ -276,8 +280,8 @@ def roll_command(
     Example: agentctl roll deploy.yaml --vars-file staging.yaml --var replicas=5
     Example: agentctl roll hello --input changeFile=change.txt
     """
-    from agentctl.engine.runs import merge_inputs
     from agentctl.scheduling.registry import resolve_workflow
+    from agentctl.spec.inputs import merge_inputs
 
     workflow = resolve_workflow(workflow)
 

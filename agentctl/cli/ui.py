@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-import ipaddress
-import socket
-import threading
 from pathlib import Path
-from types import FrameType
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -15,10 +11,16 @@ from agentctl.cli import output
 from agentctl.cli.options import DbOption, db_from_context
 from agentctl.errors import UsageError
 
+if TYPE_CHECKING:
+    import socket
+    from types import FrameType
+
 __all__ = ["ui_command"]
 
 
 def _is_loopback(host: str) -> bool:
+    import ipaddress
+
     if host == "localhost":
         return True
     try:
@@ -28,6 +30,8 @@ def _is_loopback(host: str) -> bool:
 
 
 def _bind(host: str, port: int) -> socket.socket:
+    import socket
+
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -84,6 +88,8 @@ def ui_command(
 
     Example: agentctl ui --db .agentctl/runtime.db --port 8765
     """
+    import threading
+
     import uvicorn
 
     from agentctl.store.engine import open_store
@@ -98,12 +104,9 @@ def ui_command(
             "(see `agentctl ui --help` for why it is off by default)",
         )
     path = db_from_context(ctx, db)
-    if not Path(path).is_file():
-        raise UsageError(
-            f"no database at {path}",
-            code="ui.no_database",
-            hint="roll a workflow first, or pass the database with --db",
-        )
+    # Refused before a port is bound, with the error every reading command gives (exit 5):
+    # the dashboard of a mistyped --db would be an empty database created on the spot.
+    open_store(path, create=False).close()
     token = new_token()
     stopping = threading.Event()
     sock = _bind(host, port)
@@ -113,7 +116,7 @@ def ui_command(
     allowed = None
     if _is_loopback(host):
         allowed = [f"{shown}:{bound}", f"127.0.0.1:{bound}", f"localhost:{bound}"]
-    with open_store(path) as store:
+    with open_store(path, create=False) as store:
         app = create_app(
             DashboardConfig(
                 store=store,

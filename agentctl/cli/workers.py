@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
-import signal
-import socket
 from typing import Annotated
 
 import typer
@@ -46,6 +43,10 @@ def worker_command(
 
     Example: agentctl worker --concurrency 8 --name w1 --db postgresql://agentctl@db/agentctl
     """
+    import asyncio
+    import signal
+    import socket
+
     from agentctl.engine.worker import Worker
     from agentctl.ids import SystemClock
     from agentctl.store.engine import open_store
@@ -60,7 +61,8 @@ def worker_command(
         out.event(kind, dict(data), human=human)
 
     chosen = name or f"{socket.gethostname()}-{os.getpid()}"
-    with open_store(db_from_context(ctx, db)) as store:
+    # A worker serves runs that already exist: a mistyped --db is refused, never created.
+    with open_store(db_from_context(ctx, db), create=False) as store:
         worker = Worker(
             store, name=chosen, concurrency=concurrency, clock=SystemClock(), events=emit
         )
@@ -98,6 +100,8 @@ def runs_wait_command(
 
     Example: agentctl runs wait run-01a2… --db postgresql://agentctl@db/agentctl
     """
+    import asyncio
+
     from agentctl.engine.worker import wait_for_run
     from agentctl.store.engine import open_store
 

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 import typer
 
 from agentctl.cli import output
-from agentctl.cli.options import DbOption, db_from_context
+from agentctl.cli.options import DbOption, database_named, db_from_context
 
 app = typer.Typer(
     name="workflows",
@@ -28,11 +28,22 @@ def _workflows_group(ctx: typer.Context, db: DbOption = None) -> None:
 
 
 def _with_last_runs(ctx: typer.Context, db: str | None, items: list[Any]) -> list[dict[str, Any]]:
+    """The entries with their last run. A database that was named (--db, AGENTCTL_DB) but is
+    missing is an error (exit 5, nothing created): it is a typo. A project that has not run
+    anything yet has no default database either; its workflows are listed as never run, so
+    the list is there to find a name before the first `agentctl roll NAME`."""
+    from agentctl.errors import PersistenceError
     from agentctl.scheduling.catalog import last_runs
     from agentctl.store.engine import open_store
 
-    with open_store(db_from_context(ctx, db)) as store:
-        latest = last_runs(store, [item.name for item in items])
+    names = [item.name for item in items]
+    try:
+        with open_store(db_from_context(ctx, db), create=False) as store:
+            latest = last_runs(store, names)
+    except PersistenceError as error:
+        if error.code != "store.missing" or database_named(ctx, db):
+            raise
+        latest = {}
     return [{**item.to_json(), "lastRun": latest.get(item.name)} for item in items]
 
 

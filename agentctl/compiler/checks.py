@@ -219,7 +219,7 @@ class GraphChecker:
                         "fix the destination id",
                     )
                 continue
-            # Quirk 4 fixed: an expanded task or sub-workflow is judged by the needs its
+            # Unlike upstream: an expanded task or sub-workflow is judged by the needs its
             # source declared (its aggregate's own needs are its children).
             declared = (
                 target.draft.source_needs

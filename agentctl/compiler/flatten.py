@@ -6,7 +6,7 @@ the definition's tasks as ``I--<local id>`` and an output aggregate that keeps t
 Strings inside the children are rewritten so ``inputs.``, ``memory.`` and ``tasks.<local>.``
 mean the invocation's input, its private memory prefix and its own tasks.
 
-Deliberate difference from upstream (quirk 3): upstream rewrites those substrings anywhere
+Deliberate difference from upstream (docs/compiler.md): upstream rewrites those substrings anywhere
 in the text, so ``"see inputs.txt"`` changes; we rewrite template expressions only. A bare
 ``when``/``while`` (no ``${{ }}``) is a condition too, so it is rewritten as one.
 """

@@ -277,7 +277,7 @@ class PlanTask:
 
     @property
     def is_aggregate(self) -> bool:
-        """Aggregates are exempt from dependency-skip propagation (docs/running.md, quirk 5)."""
+        """Aggregates are exempt from dependency-skip propagation (docs/compiler.md)."""
         return self.uses.kind in ("aggregate", "loop_aggregate", "subworkflow_aggregate")
 
     @classmethod

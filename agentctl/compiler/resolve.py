@@ -245,7 +245,8 @@ class Resolver:
             memory_writes=writes,
             compensate=compensate,
             retry=self._retry(draft.retry),
-            # Quirk 11 fixed: every task, expanded or not, carries its own timeout.
+            # Unlike upstream (docs/compiler.md): every task, expanded or not, carries its
+            # own timeout.
             timeout_seconds=draft.timeout_seconds
             if draft.timeout_seconds is not None and draft.synthetic is None
             else self.default_timeout,

@@ -10,9 +10,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import jsonschema
-from jsonschema.exceptions import SchemaError
-
 from agentctl.compiler.drafts import Reporter
 
 __all__ = [
@@ -21,6 +18,7 @@ __all__ = [
     "LOOP_AGGREGATE_CONTRACT",
     "ROUTER_CONTRACT",
     "SchemaChecker",
+    "plainly_valid",
 ]
 
 ACTION_CONTRACT: Mapping[str, Any] = {"type": "object"}
@@ -51,6 +49,88 @@ LOOP_AGGREGATE_CONTRACT: Mapping[str, Any] = {
 }
 
 
+_TYPES = frozenset(("array", "boolean", "integer", "null", "number", "object", "string"))
+_TEXT = frozenset(("title", "description", "$comment", "format", "pattern"))
+_SUBSCHEMA = frozenset(("additionalProperties", "items", "not", "contains", "propertyNames"))
+_SUBSCHEMA_LISTS = frozenset(("allOf", "anyOf", "oneOf"))
+_COUNTS = frozenset(
+    ("minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties")
+)
+_NUMBERS = frozenset(("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"))
+_SCALARS = (str, int, float, bool)
+
+
+def plainly_valid(schema: Any, depth: int = 0) -> bool:
+    """True when ``schema`` is built only from common keywords whose values have the shape
+    the meta-schema of the draft jsonschema picks for a schema without ``$schema`` (the
+    latest) requires, so it is valid without asking jsonschema. False means "not known":
+    the caller checks it with jsonschema.
+
+    Never True for an invalid schema (a property test compares it with jsonschema). A
+    ``$schema`` (which picks the draft) or any other keyword is left to jsonschema.
+    ``pattern`` is left to jsonschema too unless it compiles as a Python regex."""
+    if isinstance(schema, bool):
+        return True
+    if not isinstance(schema, dict) or depth > 32:
+        return False
+    for key, value in schema.items():
+        if key == "type":
+            names = value if isinstance(value, list) else [value]
+            if not names or len(set(map(str, names))) != len(names):
+                return False
+            if not all(isinstance(n, str) and n in _TYPES for n in names):
+                return False
+        elif key == "properties":
+            if not isinstance(value, dict):
+                return False
+            if not all(plainly_valid(sub, depth + 1) for sub in value.values()):
+                return False
+        elif key == "required":
+            if not isinstance(value, list) or not all(isinstance(n, str) for n in value):
+                return False
+            if len(set(value)) != len(value):
+                return False
+        elif key in _SUBSCHEMA:
+            if not plainly_valid(value, depth + 1):
+                return False
+        elif key in _SUBSCHEMA_LISTS:
+            if not isinstance(value, list) or not value:
+                return False
+            if not all(plainly_valid(sub, depth + 1) for sub in value):
+                return False
+        elif key in _COUNTS:
+            if type(value) is not int or value < 0:
+                return False
+        elif key in _NUMBERS:
+            if type(value) not in (int, float) or value != value:  # NaN is not JSON
+                return False
+        elif key == "enum":
+            if not isinstance(value, list) or not value:
+                return False
+            if not all(v is None or type(v) in _SCALARS for v in value):
+                return False
+            if len({(type(v), v) for v in value}) != len(value):
+                return False
+        elif key in _TEXT:
+            if not isinstance(value, str):
+                return False
+            if key == "pattern" and not _compiles(value):
+                return False
+        else:
+            return False
+    return True
+
+
+def _compiles(pattern: str) -> bool:
+    import re
+
+    try:
+        re.compile(pattern)
+    except re.error:
+        return False
+    return True
+
+
 class SchemaChecker:
     """Reports ``schema_violation`` for invalid JSON Schemas, remembering what it checked."""
 
@@ -68,7 +148,12 @@ class SchemaChecker:
             why = None
         elif not isinstance(schema, dict):
             why = "a JSON Schema must be an object or a boolean"
-        else:
+        elif not plainly_valid(schema):
+            # Imported only here: loading jsonschema is a large share of `agentctl check`'s
+            # start-up, and most schemas in workflows are plainly valid (see above).
+            import jsonschema
+            from jsonschema.exceptions import SchemaError
+
             try:
                 jsonschema.validators.validator_for(schema).check_schema(schema)
             except SchemaError as exc:

@@ -120,7 +120,8 @@ def rewrite_subworkflow(
     task_ids: Mapping[str, str],
     condition: bool = False,
 ) -> Any:
-    """Namespace a definition's templates for one invocation (templates only; quirk 3)."""
+    """Namespace a definition's templates for one invocation (template paths only; see
+    docs/compiler.md)."""
     return rewrite_template_roots(
         value,
         inputs_to=inputs_to,

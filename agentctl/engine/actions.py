@@ -207,8 +207,8 @@ def _process_timeout(env: TaskEnv, action: Mapping[str, Any]) -> int:
     explicit = action.get("timeoutSeconds")
     if isinstance(explicit, int):
         return explicit
-    # Our fix of quirk 11: expanded and sub-workflow children keep their source task's
-    # timeout, which the compiler copied onto every child.
+    # Unlike upstream (docs/compiler.md): expanded and sub-workflow children keep their
+    # source task's timeout, which the compiler copied onto every child.
     return int(env.task.timeout_seconds or env.default_timeout_seconds)
 
 

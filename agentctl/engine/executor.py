@@ -359,8 +359,9 @@ class RunExecutor(RunCommits, RunWatchers):
             predicted = self._unpredictable(task, exc)
             if predicted is not None:
                 return predicted
-            # Our fix of quirk 10: a template error in vars/when fails the task, not the run
-            # driver, so the run ends in a truthful state instead of stranding `running`.
+            # Unlike upstream (docs/running.md): a template error in vars/when fails the
+            # task, not the run driver, so the run ends in a truthful state instead of
+            # stranding `running`.
             return TaskOutcome(
                 "failed",
                 row.attempt + 1,

@@ -48,8 +48,13 @@ def require_postgres(store: Store, what: str) -> None:
             f"{what} needs a PostgreSQL database (--db postgresql://…): workers share runs "
             "through it; a SQLite file is used by one process at a time",
             code="worker.needs_postgres",
-            hint="drop --detach to run the workflow in this process, or point --db at "
-            "PostgreSQL (see docs/postgresql.md)",
+            hint=(
+                "drop --detach to run the workflow in this process, or point --db at "
+                "PostgreSQL (see docs/postgresql.md)"
+                if "--detach" in what
+                else "point --db at PostgreSQL (see docs/postgresql.md); without workers, "
+                "`agentctl roll` runs a workflow in its own process"
+            ),
         )
 
 

@@ -12,9 +12,10 @@ Everything it does is driven by the agent's ``providerOptions``, which reach it 
   yet, answer with one tool call ``fake-call-1`` to the first offered tool.
 - ``finalText``: the answer; without it ``fake: `` + the most recent user text.
 
-Quirk 9, kept: the counter belongs to the provider *instance*, and there is one instance
-per ``spec.providers`` entry for the whole CLI process, so every agent and task using the
-entry shares it (a retried task sees the counter where the previous attempt left it).
+As upstream (docs/fake-provider.md): the counter belongs to the provider *instance*, and
+there is one instance per ``spec.providers`` entry for the whole CLI process, so every
+agent and task using the entry shares it (a retried task sees the counter where the
+previous attempt left it).
 """
 
 from __future__ import annotations

@@ -2,9 +2,8 @@
 
 The executor builds one instance per entry and keeps it for the whole CLI process; that is
 what makes the fake's ``failFirst`` counter shared by every agent using the entry
-(docs/workflow-language.md
-quirk 9). Building resolves the entry's credential and headers from ``environ`` (default:
-the process environment), so a missing credential fails here with
+(docs/fake-provider.md). Building resolves the entry's credential and headers from
+``environ`` (default: the process environment), so a missing credential fails here with
 ``provider.credential_missing`` (exit 6) before any request is made.
 
 Kinds: ``fake``; ``openai`` (Responses API, or Chat Completions when the endpoint ends in

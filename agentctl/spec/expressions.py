@@ -7,7 +7,7 @@ descends through objects only: no indexing, arithmetic, functions, path-to-path 
 or nesting.
 
 The reference finds the operator by searching the whole text for ``==`` first, then ``!=``,
-``<=``, ``>=``, ``<``, ``>``, splitting at the first occurrence (quirk 6), so a right-hand
+``<=``, ``>=``, ``<``, ``>``, splitting at the first occurrence (docs/templates.md), so a right-hand
 literal holding an operator confuses it. Here the text is scanned left to right instead:
 the path, then the operator right after it, then everything else is the literal. For every
 expression the reference evaluates without error the result is the same; expressions it

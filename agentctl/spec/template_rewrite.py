@@ -2,8 +2,8 @@
 ``loop.output``.
 
 The reference rewrites sub-workflow strings as plain text, so ``"see inputs.txt"`` or a key
-named ``inputs`` in ``tasks.x.output.inputs.y`` changes too (quirk 3). Here only the path of
-each template expression is rewritten; literal text, right-hand literals of conditions and
+named ``inputs`` in ``tasks.x.output.inputs.y`` changes too (docs/templates.md). Here only the
+path of each template expression is rewritten; literal text, right-hand literals of conditions and
 object keys stay as written. Everything else about the expression (spacing, operator,
 literal) is kept byte for byte.
 """

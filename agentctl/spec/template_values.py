@@ -2,7 +2,7 @@
 
 Python's own ``==``, ``bool()`` and ``str()`` differ from the reference in ways a workflow
 can observe: ``True == 1`` and ``1 == 1.0`` are true in Python but not in the format
-(quirk 2), ``str(1e20)`` is ``1e+20`` where the format writes ``1e20``, and ``json.loads``
+(docs/templates.md), ``str(1e20)`` is ``1e+20`` where the format writes ``1e20``, and ``json.loads``
 accepts ``NaN`` where the format does not. Everything here follows the reference instead.
 """
 

@@ -32,7 +32,7 @@ def validate_document(
     ``scalar_text`` maps paths of plain YAML scalars that were read as booleans or numbers to
     their original text. Where the model expects a string there, the text is used instead, so
     ``processAllowlist: [true]`` means the executable ``true`` and ``version: 1.10`` keeps
-    its trailing zero, while free-form JSON slots keep the typed value (quirk 1).
+    its trailing zero, while free-form JSON slots keep the typed value (docs/workflow-language.md).
     """
     texts = scalar_text or {}
     current = data

@@ -1,4 +1,4 @@
-"""YAML text -> plain JSON-like values plus a source map (docs/workflow-language.md, quirk 1).
+"""YAML text -> plain JSON-like values plus a source map (docs/workflow-language.md).
 
 Typing follows the YAML 1.2 core schema, as upstream's loader does: only ``true``/``false``
 (also ``True``/``TRUE``/``False``/``FALSE``) are booleans, ``null``/``Null``/``NULL``/``~``

@@ -44,43 +44,150 @@ def _made_db(cli: Any, tmp_path: Path) -> Path:
     return db
 
 
-@pytest.mark.parametrize(
-    "args",
-    [
-        ["runs", "list"],
-        ["inspect", "run-x"],
-        ["audit", "run-x"],
-        ["approvals", "list"],
-        ["effects", "list", "run-x"],
-        ["reconcile", "--list"],
-        ["db", "stats"],
-        ["db", "check"],
-        ["resume", "run-x"],
-        ["cancel", "run-x"],
-        ["memory", "get", "n", "k"],
-        ["artifacts", "list"],
-        ["schedule", "list"],
-        ["schedule", "show", "nightly"],
-        ["schedule", "pause", "nightly"],
-        ["schedule", "trigger", "nightly"],
-        ["monitor", "list"],
-        ["monitor", "remove", "docs"],
-        ["sessions", "list"],
-        ["sessions", "show", "run-x", "review"],
-        ["runs", "wait", "run-x"],
-        ["watch", "run-x"],
-    ],
-)
+EFFECT = "e" * 64
+
+# Every command with --db that reads or acts on records that must already exist, with
+# arguments that would get it past parsing. A command with --db appears either here or in
+# CREATING (a test below keeps the two lists complete), so a new reading command cannot
+# forget to refuse a missing database.
+READING: dict[tuple[str, ...], list[str]] = {
+    ("approvals", "answer"): ["approval-0123456789abcdef", '"yes"'],
+    ("approvals", "approve"): ["approval-0123456789abcdef", "--reason", "ok"],
+    ("approvals", "list"): [],
+    ("approvals", "reject"): ["approval-0123456789abcdef", "--reason", "no"],
+    ("artifacts", "export"): ["sha256:" + "0" * 64, "out.txt"],
+    ("artifacts", "gc"): ["--dry-run"],
+    ("artifacts", "inspect"): ["sha256:" + "0" * 64],
+    ("artifacts", "list"): [],
+    ("artifacts", "verify"): ["--all"],
+    ("artifacts", "versions"): ["report"],
+    ("audit",): ["run-x"],
+    ("cancel",): ["run-x"],
+    ("compensate",): ["run-x", "--plan"],
+    ("db", "check"): [],
+    ("db", "stats"): [],
+    ("effects", "inspect"): [EFFECT],
+    ("effects", "list"): ["run-x"],
+    ("effects", "reconcile"): [EFFECT, "--status", "applied", "--reason", "r", "--approved"],
+    ("fork",): ["run-x"],
+    ("gc",): ["--dry-run"],
+    ("inspect",): ["run-x"],
+    ("memory", "get"): ["n", "k"],
+    ("memory", "reindex"): ["n"],
+    ("memory", "search"): ["n", "query"],
+    ("monitor", "list"): [],
+    ("monitor", "pause"): ["docs"],
+    ("monitor", "remove"): ["docs"],
+    ("monitor", "resume"): ["docs"],
+    ("monitor", "show"): ["docs"],
+    ("reconcile",): ["--list"],
+    ("repair",): ["WF", "run-x", "--from", "env", "--plan"],
+    ("replay",): ["run-x"],
+    ("resume",): ["run-x"],
+    ("retry",): ["WF", "run-x", "--failed", "--plan"],
+    ("runs", "list"): [],
+    ("runs", "wait"): ["run-x"],
+    ("schedule", "list"): [],
+    ("schedule", "pause"): ["nightly"],
+    ("schedule", "remove"): ["nightly"],
+    ("schedule", "resume"): ["nightly"],
+    ("schedule", "show"): ["nightly"],
+    ("schedule", "trigger"): ["nightly"],
+    ("sessions", "list"): [],
+    ("sessions", "show"): ["run-x", "review"],
+    ("ui",): ["--port", "0"],
+    ("watch",): ["run-x"],
+    ("worker",): [],
+    ("workflows", "list"): [],
+    ("workflows", "show"): ["asking"],
+}
+
+# Commands that make records where none need exist yet: the database is created for them.
+CREATING = {
+    ("daemon",),
+    ("db", "migrate"),
+    ("memory", "put"),
+    ("monitor", "add"),
+    ("roll",),
+    ("run",),
+    ("schedule", "add"),
+}
+
+
+def _commands_with_db() -> set[tuple[str, ...]]:
+    from typer.main import get_command
+
+    from agentctl.cli.app import app
+
+    found: set[tuple[str, ...]] = set()
+
+    def walk(command: Any, path: tuple[str, ...]) -> None:
+        if hasattr(command, "commands"):  # a group
+            for name, sub in command.commands.items():
+                walk(sub, (*path, name))
+        elif any("--db" in getattr(p, "opts", ()) for p in command.params):
+            found.add(path)
+
+    walk(get_command(app), ())
+    return found
+
+
+def test_every_command_with_a_database_is_classified() -> None:
+    assert not set(READING) & CREATING
+    assert _commands_with_db() == set(READING) | CREATING
+
+
+@pytest.mark.parametrize("path", sorted(READING), ids=" ".join)
 def test_reading_commands_never_create_a_database(
-    cli: Any, tmp_path: Path, args: list[str]
+    cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, path: tuple[str, ...]
 ) -> None:
+    workflow = tmp_path / "work" / "workflows" / "asking.yaml"
+    workflow.parent.mkdir()
+    workflow.write_text(ASK)
+    args = [str(workflow) if a == "WF" else a for a in READING[path]]
     typo = tmp_path / "typo.db"
-    result = cli("--output", "json", *args, "--db", typo)
+    result = cli("--output", "json", *path, *args, "--db", typo)
     assert result.exit_code == 5, result.stderr
     error = _error(result)
     assert error["code"] == "store.missing"
     assert error["message"] == f"no agentctl database at {typo}"
+    assert "`agentctl roll` creates the database" in error["hint"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["home", "work"]
+    assert sorted(p.name for p in (tmp_path / "work").iterdir()) == ["workflows"]
+    # The default database (.agentctl/runtime.db in the current directory) is not made
+    # either, and the human form names it.
+    human = cli(*path, *args)
+    default = tmp_path / "work" / ".agentctl" / "runtime.db"
+    if path in LISTS_WITHOUT_RUNS:
+        assert human.exit_code == 0, human.stderr
+        assert "never run" in human.stdout
+    else:
+        assert human.exit_code == 5
+        assert human.stderr.splitlines()[0] == f"error: no agentctl database at {default}"
+    assert sorted(p.name for p in (tmp_path / "work").iterdir()) == ["workflows"]
+
+
+# Listing the project's workflow files needs no database: before the first run (no default
+# database yet) they are listed as never run; a database named with --db must exist.
+LISTS_WITHOUT_RUNS = {("workflows", "list"), ("workflows", "show")}
+
+
+def test_the_workflows_list_an_unknown_name_suggests_works_before_any_run(
+    cli: Any, tmp_path: Path
+) -> None:
+    workflow = tmp_path / "work" / "workflows" / "asking.yaml"
+    workflow.parent.mkdir()
+    workflow.write_text(ASK)
+    unknown = cli("roll", "askng")
+    assert unknown.exit_code == 2 and "`agentctl workflows list` shows all" in unknown.stderr
+    listed = cli("--output", "json", "workflows", "list")  # the hinted command
+    assert listed.exit_code == 0, listed.stderr
+    (entry,) = listed.json()["data"]["workflows"]
+    assert entry["name"] == "asking" and entry["lastRun"] is None
+    assert not (tmp_path / "work" / ".agentctl").exists()
+    assert cli("roll", "asking").exit_code == 3
+    again = cli("--output", "json", "workflows", "list").json()["data"]["workflows"]
+    assert again[0]["lastRun"]["state"] == "paused"
 
 
 def test_writing_commands_still_create_the_database(cli: Any, tmp_path: Path) -> None:

@@ -92,10 +92,11 @@ def test_env_var_and_config_file_choose_the_directories(
     db = tmp_path / "r.db"
     Path(".agentctl").mkdir(exist_ok=True)
     Path(".agentctl/config.yaml").write_text("workflows:\n  paths: [ops/flows]\n")
-    listed = cli("--output", "json", "workflows", "list", "--db", db).json()["data"]
+    # No run yet, so no database: the default one is not created just to list files.
+    listed = cli("--output", "json", "workflows", "list").json()["data"]
     assert [w["name"] for w in listed["workflows"]] == ["from-config"]
     monkeypatch.setenv("AGENTCTL_WORKFLOWS_PATH", str(tmp_path / "elsewhere"))
-    listed = cli("--output", "json", "workflows", "list", "--db", db).json()["data"]
+    listed = cli("--output", "json", "workflows", "list").json()["data"]
     assert [w["name"] for w in listed["workflows"]] == ["from-env"]
     assert cli("roll", "from-env", "--db", db).exit_code == 0
     assert cli("roll", "from-config", "--db", db).exit_code == 2
@@ -114,7 +115,7 @@ def test_workflows_list_and_show_with_last_run(cli: Any, tmp_path: Path) -> None
     path = _write(Path("workflows"), "nightly.yaml", "nightly", "the nightly check")
     Path("workflows/broken.yaml").write_text("apiVersion: agentctl.dev/v1\nkind: Workflow\n")
     db = tmp_path / "r.db"
-    before = cli("--output", "json", "workflows", "show", "nightly", "--db", db).json()["data"]
+    before = cli("--output", "json", "workflows", "show", "nightly").json()["data"]
     assert before["lastRun"] is None and before["digest"].startswith("sha256:")
     rolled = cli("--output", "json", "roll", "nightly", "--db", db).json()["data"]
     listed = cli("--output", "json", "workflows", "list", "--db", db).json()["data"]["workflows"]

@@ -68,14 +68,28 @@ def test_interactive_approval_at_a_terminal(
     assert [(a["status"], a["resolver"]) for a in approvals] == [("approved", "terminal")]
 
 
-def test_interactive_without_a_terminal_exits_3(
+def test_interactive_without_a_terminal_exits_2_and_creates_nothing(
     cli: Any, write_workflow: Any, tmp_path: Path
 ) -> None:
     path = write_workflow(APPROVAL_WORKFLOW)
-    result = cli("--output", "json", "roll", path, "--db", tmp_path / "r.db", "--interactive")
+    db = tmp_path / "r.db"
+    result = cli("--output", "json", "roll", path, "--db", db, "--interactive")
     assert result.exit_code == 2  # machine output cannot prompt: refused as usage
-    human = cli("roll", path, "--db", tmp_path / "r.db", "--interactive")
-    assert human.exit_code == 3 and "terminal" in human.stderr
+    human = cli("roll", path, "--db", db, "--interactive")
+    # The same answer in human mode: a usage error, not "paused" (no run exists to approve).
+    assert human.exit_code == 2, human.stderr
+    assert human.stderr.startswith("error: --interactive needs a terminal on stdin and stdout")
+    assert "agentctl approvals approve" in human.stderr
+    assert not db.exists()
+    paused = cli("--output", "json", "roll", path, "--db", db)
+    assert paused.exit_code == 3
+    run_id = paused.json()["data"]["runId"]
+    resumed = cli("--output", "json", "resume", run_id, "--db", db)
+    assert resumed.exit_code == 3  # still waiting; now the same resume asks for a terminal
+    refused = cli("resume", run_id, "--db", db, "--interactive")
+    assert refused.exit_code == 2 and "needs a terminal" in refused.stderr
+    state = cli("--output", "json", "inspect", run_id, "--db", db).json()["data"]["run"]
+    assert state["state"] == "paused"
 
 
 def test_wall_time_deadline_fails_the_run_and_leaves_effect_uncertain(

@@ -152,6 +152,7 @@ def test_detach_needs_postgres_and_creates_nothing_on_sqlite(cli: Any, tmp_path:
     assert rows(str(db), "SELECT COUNT(*) FROM runs") == [(0,)]
     worker = cli("--output", "json", "worker", "--db", db)
     assert worker.exit_code == 2 and "PostgreSQL" in worker.stderr
+    assert "--detach" not in worker.error_json()["error"]["hint"]  # worker has no --detach
 
 
 def test_runs_wait_reports_the_state_as_its_exit_code_on_sqlite_too(

@@ -24,9 +24,10 @@ def test_a_remote_host_needs_allow_remote(cli: Any, tmp_path: Path) -> None:
 
 def test_a_missing_database_is_named(cli: Any, tmp_path: Path) -> None:
     result = cli("--output", "json", "ui", "--db", tmp_path / "none.db")
-    assert result.exit_code == 2
+    assert result.exit_code == 5  # as every command that reads the database
     error = result.error_json()["error"]
-    assert error["code"] == "ui.no_database" and "none.db" in error["message"]
+    assert error["code"] == "store.missing"
+    assert error["message"] == f"no agentctl database at {tmp_path / 'none.db'}"
     assert not (tmp_path / "none.db").exists()
 
 

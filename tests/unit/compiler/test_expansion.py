@@ -53,7 +53,7 @@ tasks:
         "bindings": {"foreachIndex": 0, "name": "a"},
     }
     assert child["when"] == "${{ inputs.go == true }}"
-    # Quirk 11 fixed: children keep the source task's timeout.
+    # Unlike upstream: children keep the source task's timeout.
     assert child["timeoutSeconds"] == 7
     assert child["retry"] == {"maxAttempts": 3, "backoffMs": 10}
     assert child["failure"] == "continue"
@@ -190,7 +190,7 @@ tasks:
     assert write["memoryWrites"] == ["left__result"]
     assert write["input"]["key"] == "left__result"
     assert write["input"]["value"] == "${{ tasks." + boundary + ".output.value }}"
-    # Quirk 3 fixed: text outside templates is not rewritten.
+    # Unlike upstream: text outside templates is not rewritten.
     assert write["input"]["note"] == "see inputs.txt and memory.notes"
     read = plan["tasks"]["left--read"]
     assert read["needs"] == ["left--write", boundary]
@@ -234,7 +234,7 @@ tasks:
     )
     assert plan["tasks"]["pick"]["uses"]["name"]["default"] == ["hold"]
     assert plan["tasks"]["hold"]["routeGuards"] == [{"router": "pick"}]
-    # Quirk 4 fixed: an expanded destination is guarded on its children and its aggregate.
+    # Unlike upstream: an expanded destination is guarded on its children and its aggregate.
     for child in plan["tasks"]["fan"]["uses"]["name"]:
         assert plan["tasks"][child]["routeGuards"] == [{"router": "pick"}]
     assert plan["tasks"]["fan"]["routeGuards"] == [{"router": "pick"}]

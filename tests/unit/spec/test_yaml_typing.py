@@ -1,4 +1,4 @@
-"""YAML 1.2 core typing (docs/workflow-language.md, quirk 1) and the source map."""
+"""YAML 1.2 core typing (docs/workflow-language.md) and the source map."""
 
 from __future__ import annotations
 

@@ -162,7 +162,7 @@ def test_right_side_that_looks_like_a_path_is_a_string() -> None:
     assert evaluate_condition("inputs.a == inputs.b", context) is True
 
 
-# Quirk 2: compare the JSON type first.
+# Number equality: compare the JSON type first (docs/templates.md).
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
@@ -182,7 +182,7 @@ def test_right_side_that_looks_like_a_path_is_a_string() -> None:
         ("inputs.zero == -0", False),  # `-0` is a float literal in the reference
     ],
 )
-def test_quirk2_type_sensitive_equality(text: str, expected: bool) -> None:
+def test_type_sensitive_equality(text: str, expected: bool) -> None:
     assert cond(text) is expected
 
 
@@ -267,8 +267,8 @@ def test_condition_offsets_point_into_the_original_text() -> None:
     assert caught.value.offset == 6
 
 
-# Quirk 6: the reference picks the operator by priority and splits at its first
-# occurrence; here the operator right after the path is used.
+# Operator parsing (docs/templates.md): the reference picks the operator by priority and
+# splits at its first occurrence; here the operator right after the path is used.
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
@@ -283,7 +283,7 @@ def test_condition_offsets_point_into_the_original_text() -> None:
         ("inputs.one !== 1", True),  # literal `= 1` (a string) is not 1
     ],
 )
-def test_quirk6_operator_after_the_path_wins(text: str, expected: bool | None) -> None:
+def test_operator_after_the_path_wins(text: str, expected: bool | None) -> None:
     if expected is None:
         with pytest.raises(TemplateSyntaxError):
             cond(text)

@@ -123,7 +123,7 @@ def test_float_text_round_trips(number: float) -> None:
     assert "+" not in text and ("." in text or "e" in text)
 
 
-# --- Quirk 6: agreement with the reference's split-at-first-occurrence rule -------------
+# --- Operator parsing: agreement with the reference's split-at-first-occurrence rule -------------
 
 _OPS = ("==", "!=", "<=", ">=", "<", ">")
 _SEGMENT = set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")

@@ -1,4 +1,4 @@
-"""Rendering templates into values (docs/templates.md, docs/workflow-language.md, quirk 12)."""
+"""Rendering templates into values (docs/templates.md, docs/workflow-language.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Rewriting template paths for sub-workflows (docs/compiler.md, quirk 3) and the loop alias
+"""Rewriting template paths for sub-workflows (docs/compiler.md) and the loop alias
 (docs/workflow-language.md)."""
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def test_non_local_tasks_and_bare_roots_are_kept() -> None:
     assert rewrite("${{ inputs }}") == "${{ inputs }}"
 
 
-def test_quirk3_plain_text_and_literals_are_not_rewritten() -> None:
+def test_plain_text_and_literals_are_not_rewritten() -> None:
     text = "see inputs.txt and memory.md: ${{ inputs.a == 'memory.x' }} tasks.write.output"
     assert rewrite(text) == (
         f"see inputs.txt and memory.md: ${{{{ tasks.{BOUNDARY}.output.a == 'memory.x' }}}}"
