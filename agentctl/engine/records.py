@@ -14,10 +14,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from agentctl.compiler.plan import Plan
 from agentctl.digest import canonical_json, digest_json
 from agentctl.errors import PersistenceError
 from agentctl.observability import audit
-from agentctl.store import checkpoints_repo, runs_repo, tasks_repo
+from agentctl.store import checkpoints_repo, plan_repo, runs_repo, tasks_repo
 from agentctl.store.engine import SqlRunner
 from agentctl.store.formats import FORMAT_VERSION
 from agentctl.store.records import check_format_version
@@ -34,6 +35,7 @@ __all__ = [
     "load_run_state",
     "load_tasks",
     "replay_memory",
+    "whole_plan",
 ]
 
 TERMINAL_TASK_STATES = frozenset({"succeeded", "failed", "skipped", "cancelled"})
@@ -111,16 +113,28 @@ class TaskRow:
         }
 
 
-def load_run(conn: SqlRunner, run_id: str) -> RunRow:
+def load_run(conn: SqlRunner, run_id: str, *, whole: bool = False) -> RunRow:
+    """The run row. ``plan`` is the plan's header (``taskCount`` in place of ``tasks`` and
+    ``order``: the task records are rows of their own) and ``workflow`` the document
+    without ``spec.tasks``; with ``whole`` they are the complete plan (the shape of
+    ``Plan.to_json``) and the complete document, which cost time in proportion to the
+    run's length: only plan views, retry, fork and compensation ask for them."""
     row = runs_repo.run(conn, run_id)
     try:
+        plan = json.loads(row["plan_json"])
+        workflow = json.loads(row["workflow_json"])
+        if whole:
+            plan = whole_plan(conn, run_id, plan)
+            document = plan_repo.workflow_document(conn, run_id)
+            if document is not None:
+                workflow = json.loads(document)
         return RunRow(
             id=row["id"],
             workflow_name=row["workflow_name"],
             workflow_digest=row["workflow_digest"],
             plan_digest=row["plan_digest"],
-            plan=json.loads(row["plan_json"]),
-            workflow=json.loads(row["workflow_json"]),
+            plan=plan,
+            workflow=workflow,
             workflow_file=row["workflow_file"],
             inputs=json.loads(row["inputs_json"]),
             mode=row["mode"],
@@ -145,6 +159,14 @@ def load_run(conn: SqlRunner, run_id: str) -> RunRow:
             hint="inspect the database; the run cannot be read",
             run_id=run_id,
         ) from exc
+
+
+def whole_plan(conn: SqlRunner, run_id: str, header: dict[str, Any]) -> dict[str, Any]:
+    """The complete stored plan (``Plan.to_json`` shape) of a header and its task rows."""
+    if "taskCount" not in header:
+        return header  # not a stored header: read as it is (and refused if malformed)
+    records = plan_repo.records(conn, run_id)
+    return Plan.from_parts(header, [(t, json.loads(r)) for t, r in records]).to_json()
 
 
 def load_run_state(conn: SqlRunner, run_id: str) -> tuple[str, Any, Any]:

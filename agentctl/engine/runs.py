@@ -24,7 +24,7 @@ from agentctl.observability.audit import append_event
 from agentctl.spec import LoadResult, load_workflow
 from agentctl.spec.loader import require_workflow_file
 from agentctl.spec.vars_files import load_variables
-from agentctl.store import runs_repo, tasks_repo
+from agentctl.store import plan_repo, runs_repo, tasks_repo
 from agentctl.store.engine import Store
 
 __all__ = [
@@ -35,6 +35,7 @@ __all__ = [
     "parse_input_pairs",
     "prepare_run",
     "recorded_variables",
+    "runtime_document",
 ]
 
 
@@ -206,6 +207,16 @@ def prepare_run(
     )
 
 
+def runtime_document(workflow: Mapping[str, Any]) -> dict[str, Any]:
+    """The workflow document without ``spec.tasks``: what a run row keeps for its executor
+    (definitions, policy, runtime settings), the same size however many tasks there are.
+    The compiled tasks are the plan's rows; the whole document is stored apart."""
+    spec = workflow.get("spec")
+    if not isinstance(spec, Mapping) or "tasks" not in spec:
+        return dict(workflow)
+    return {**workflow, "spec": {k: v for k, v in spec.items() if k != "tasks"}}
+
+
 def create_run(
     store: Store,
     prepared: PreparedRun,
@@ -266,8 +277,8 @@ def create_run(
                 workflow_name=plan.workflow_name,
                 workflow_digest=plan.workflow_digest,
                 plan_digest=plan.plan_digest,
-                plan_json=canonical_json(plan.to_json()),
-                workflow_json=canonical_json(prepared.workflow),
+                plan_json=canonical_json(plan.header_json()),
+                workflow_json=canonical_json(runtime_document(prepared.workflow)),
                 workflow_file=prepared.workflow_file,
                 inputs_json=canonical_json(prepared.inputs),
                 mode=mode,
@@ -291,6 +302,12 @@ def create_run(
                 for task_id in plan.order
             ),
         )
+        plan_repo.insert_records(
+            conn,
+            run_id,
+            ((task_id, canonical_json(plan.tasks[task_id].to_row())) for task_id in plan.order),
+        )
+        plan_repo.insert_workflow(conn, run_id, canonical_json(prepared.workflow))
         runtime = (prepared.workflow.get("spec") or {}).get("runtime") or {}
         open_ledger(
             conn,

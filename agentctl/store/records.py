@@ -12,7 +12,7 @@ from sqlalchemy import select
 from sqlalchemy.engine import Connection, RowMapping
 
 from agentctl.errors import NewerFormatError, NotFoundError
-from agentctl.store.tables import FORMAT_VERSION, runs
+from agentctl.store.tables import FORMAT_VERSION, NEWER_FORMAT_CONDITION, runs
 
 __all__ = ["check_format_version", "check_run_records", "get_run", "unknown_run"]
 
@@ -64,10 +64,12 @@ def check_run_records(conn: Any, run_id: str) -> None:
     anything of the run is read for execution or changed: a resume that met such a record
     halfway would otherwise leave the run half-updated."""
     for kind, table, key in _RUN_RECORDS:
+        # The condition is written out, not bound: that is what lets the database answer
+        # from the table's partial index of newer-format rows (tables.NEWER_FORMAT_TABLES).
         row = conn.exec_driver_sql(
             f"SELECT {key}, format_version FROM {table} "  # noqa: S608 - fixed identifiers
-            "WHERE run_id = ? AND format_version > ? LIMIT 1",
-            (run_id, FORMAT_VERSION),
+            f"WHERE run_id = ? AND {NEWER_FORMAT_CONDITION} LIMIT 1",
+            (run_id,),
         ).first()
         if row is not None:
             check_format_version(kind, f"{run_id}/{row[0]}", int(row[1]))
