@@ -562,4 +562,3 @@ for _table in NEWER_FORMAT_TABLES:
         sqlite_where=text(NEWER_FORMAT_CONDITION),
         postgresql_where=text(NEWER_FORMAT_CONDITION),
     )
-
