@@ -43,11 +43,7 @@ def _median_ms(call: object, repeat: int = REPEAT) -> float:
 
 
 def w3(n: int) -> dict[str, object]:
-    text = chain_workflow(n).replace(
-        "  tasks:\n",
-        f'  outputs: {{last: "${{{{ tasks.s{n - 1}.output.output.i }}}}"}}\n  tasks:\n',
-    )
-    result = roll(text)
+    result = roll(_with_output(chain_workflow(n), n))
     store = result["store"]
     run_id = result["run_id"]
 
@@ -67,9 +63,20 @@ def w3(n: int) -> dict[str, object]:
     return out
 
 
-def w3b(n: int) -> dict[str, object]:
-    """A chain of ``n + 1`` steps killed right after step ``n`` committed."""
-    wf, db = _workspace(chain_workflow(n + 1))
+def _with_output(text: str, n: int) -> str:
+    """The chain declaring one small result (the last step's value) instead of returning
+    every step's output."""
+    return text.replace(
+        "  tasks:\n",
+        f'  outputs: {{last: "${{{{ tasks.s{n - 1}.output.output.i }}}}"}}\n  tasks:\n',
+    )
+
+
+def w3b(n: int, *, declared: bool = False) -> dict[str, object]:
+    """A chain of ``n + 1`` steps killed right after step ``n`` committed. Without
+    ``declared`` the run's output is every step's output (W3b of the peers' harness)."""
+    text = chain_workflow(n + 1)
+    wf, db = _workspace(_with_output(text, n + 1) if declared else text)
     child = subprocess.run(
         [
             sys.executable,
@@ -92,11 +99,12 @@ def w3b(n: int) -> dict[str, object]:
     outcome = _execute(store, run_id)
     wall = time.perf_counter() - started
     cpu = time.process_time() - cpu
-    assert outcome.state == "succeeded" and len(outcome.output) == n + 1
+    assert outcome.state == "succeeded"
+    assert outcome.output == {"last": n} if declared else len(outcome.output) == n + 1
     store.close()
     return {
         "bench": "agentctl",
-        "workload": "W3b_scale",
+        "workload": "W3b_scale_declared_output" if declared else "W3b_scale",
         "resume_at_step": n + 1,
         "wall_ms": round(wall * 1000, 2),
         "cpu_ms": round(cpu * 1000, 2),
@@ -130,15 +138,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", type=int, nargs="*", default=[500, 5000])
     parser.add_argument("--chain", type=int, nargs="*", default=[])
-    parser.add_argument("--only", choices=["w3", "w3b", "chain"], nargs="*")
+    parser.add_argument("--only", choices=["w3", "w3b", "w3b_declared", "chain"], nargs="*")
     args = parser.parse_args()
-    only = set(args.only or ["w3", "w3b", "chain"])
+    only = set(args.only or ["w3", "w3b", "w3b_declared", "chain"])
     roll(chain_workflow(5))  # warm-up: lazily imported modules
     for n in args.sizes:
         if "w3" in only:
             print(json.dumps(w3(n)), flush=True)
         if "w3b" in only:
             print(json.dumps(w3b(n)), flush=True)
+        if "w3b_declared" in only:
+            print(json.dumps(w3b(n, declared=True)), flush=True)
     for n in args.chain if "chain" in only else []:
         print(json.dumps(chain(n)), flush=True)
 

@@ -10,8 +10,11 @@ the rest in one query.
 
 from __future__ import annotations
 
+import gc
 import json
+import json.encoder
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from agentctl.compiler.plan import Plan, PlanTask, check_plan_format
@@ -24,6 +27,24 @@ from agentctl.store.records import check_format_version
 __all__ = ["StoredPlan", "TaskOutputs", "TaskRows", "load_frontier", "task_row"]
 
 Reader = Callable[[], SqlRunner]
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while parsing many JSON values at once.
+
+    Parsing allocates thousands of containers, which triggers collections of the oldest
+    generation: in a long-lived process those traverse every object it holds and cost far
+    more than the parse (measured: 150 ms around a 6 ms parse of 5,000 outputs). Parsed
+    JSON holds no reference cycles, so nothing is left uncollected."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 def _malformed(run_id: str, exc: Exception) -> PersistenceError:
@@ -202,11 +223,10 @@ class TaskOutputs(Mapping[str, Any]):
         each stored output is canonical JSON already, so the object's canonical text is
         those texts under their sorted keys, with nothing encoded again."""
         found = tasks_repo.outputs_in_order(self._rows.reader(), self._rows.run_id)
-        values = json.loads("[" + ",".join(text for _, text in found) + "]")
-        text = ",".join(
-            json.dumps(task_id, ensure_ascii=False) + ":" + output
-            for task_id, output in sorted(found)
-        )
+        with _collector_paused():
+            values = json.loads("[" + ",".join(text for _, text in found) + "]")
+        key = json.encoder.encode_basestring  # what canonical JSON writes keys with
+        text = ",".join(key(task_id) + ":" + output for task_id, output in sorted(found))
         return dict(zip((task_id for task_id, _ in found), values, strict=True)), "{" + text + "}"
 
     def __len__(self) -> int:
