@@ -28,7 +28,7 @@ from agentctl.compiler.plan import PlanTask
 from agentctl.digest import digest_json
 from agentctl.engine import deadlines, retrying, tracing
 from agentctl.engine.context import TaskEnv, TaskResult
-from agentctl.engine.frontier import TaskOutputs, load_frontier
+from agentctl.engine.frontier import TaskOutputs, load_frontier, take_handed
 from agentctl.engine.gate import Attempt, EffectGate
 from agentctl.engine.outcome import ExecutionOptions, RunOutcome, finished_outcome
 from agentctl.engine.prediction import Prediction
@@ -108,7 +108,11 @@ class RunExecutor(RunCommits, RunWatchers):
             claimed = ownership.claim(conn, self.run_id, opts.owner_id, self.clock.now())
             check_run_transition(run.id, run.status, "running")
             plan, rows, self.frontier = load_frontier(
-                conn, self.run_id, run.plan, lambda: self._session
+                conn,
+                self.run_id,
+                run.plan,
+                lambda: self._session,
+                take_handed(self.store.path, self.run_id),
             )
             self.prediction = None
             if opts.check:

@@ -24,7 +24,15 @@ from agentctl.store.engine import SqlRunner
 from agentctl.store.formats import FORMAT_VERSION
 from agentctl.store.records import check_format_version
 
-__all__ = ["StoredPlan", "TaskOutputs", "TaskRows", "load_frontier", "task_row"]
+__all__ = [
+    "StoredPlan",
+    "TaskOutputs",
+    "TaskRows",
+    "hand_over",
+    "load_frontier",
+    "take_handed",
+    "task_row",
+]
 
 Reader = Callable[[], SqlRunner]
 
@@ -78,6 +86,12 @@ class StoredPlan:
         self._tasks: dict[str, PlanTask] = {}
         self._order: tuple[str, ...] | None = None
         self.tasks: Mapping[str, PlanTask] = _PlanTasks(self)
+
+    def adopt(self, plan: Plan) -> None:
+        """Use the tasks of ``plan``, the compiled plan these rows were written from in
+        this process (:func:`hand_over`), instead of parsing the rows again."""
+        self._tasks.update(plan.tasks)
+        self._order = plan.order
 
     def load(self, task_ids: Sequence[str], conn: SqlRunner | None = None) -> None:
         """Read the records of the given tasks not read yet (one query)."""
@@ -233,17 +247,42 @@ class TaskOutputs(Mapping[str, Any]):
         return sum(1 for _ in self)
 
 
+#: The plan a run was just created with in this process, by (database, run id): the
+#: execution that follows (``roll``) takes it instead of parsing the rows just written.
+_handed: dict[tuple[str, str], Plan] = {}
+
+
+def hand_over(database: str, run_id: str, plan: Plan) -> None:
+    """Keep the plan of the run just committed for its first execution (one at a time)."""
+    _handed.clear()
+    _handed[(database, run_id)] = plan
+
+
+def take_handed(database: str, run_id: str) -> Plan | None:
+    """The plan :func:`hand_over` kept for this run, once."""
+    return _handed.pop((database, run_id), None)
+
+
 def load_frontier(
-    conn: SqlRunner, run_id: str, header: Mapping[str, Any], reader: Reader
+    conn: SqlRunner,
+    run_id: str,
+    header: Mapping[str, Any],
+    reader: Reader,
+    handed: Plan | None = None,
 ) -> tuple[StoredPlan, TaskRows, list[str]]:
     """What a (re)started execution reads: the tasks not finished, in plan order, their
     compiled records, and the rows of the finished tasks they depend on or are routed by.
-    Nothing here grows with the number of finished tasks beyond those."""
+    Nothing here grows with the number of finished tasks beyond those.
+
+    ``handed`` is the compiled plan the rows were written from in this process; it is
+    used only when its digest is the stored one."""
     states = tasks_repo.unfinished_task_states(conn, run_id)
     frontier = [state[0] for state in states]
     rows = TaskRows(run_id, {state[0]: task_row(run_id, state) for state in states}, reader)
     plan = StoredPlan(run_id, header, reader)
-    if len(frontier) * 2 >= plan.task_count:
+    if handed is not None and handed.plan_digest == header.get("planDigest"):
+        plan.adopt(handed)
+    elif len(frontier) * 2 >= plan.task_count:
         plan.load_all(conn)  # most of the plan: one ordered read beats many keyed ones
     else:
         plan.load(frontier, conn)

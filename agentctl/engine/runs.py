@@ -17,6 +17,7 @@ from typing import Any
 from agentctl.compiler import CompileSettings, Plan, compile_workflow
 from agentctl.digest import canonical_json
 from agentctl.engine.budget import open_ledger
+from agentctl.engine.frontier import hand_over
 from agentctl.engine.preflight import check_providers
 from agentctl.errors import UsageError, ValidationError
 from agentctl.ids import Clock, IdGenerator
@@ -332,6 +333,7 @@ def create_run(
         )
         if link is not None:
             link(conn, run_id)
+    hand_over(store.path, run_id, plan)
     return run_id
 
 
