@@ -5,7 +5,8 @@ second-to-last step) at several chain lengths, and a long chain's per-step cost 
 database bytes per task. Each size uses a fresh SQLite file (``synchronous=FULL``).
 Prints one JSON line per measurement::
 
-    .venv/bin/python bench/scale_bench.py --sizes 500 5000 --chain 50000
+    .venv/bin/python bench/scale_bench.py --sizes 500 5000 --chain 500 5000 \
+        --sequential 500 5000 50000
 
 The resume clock covers opening the store and executing the run to its end (one step
 left); a finished run's re-submit and read are medians of 20 calls.
@@ -24,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from engine_bench import _execute, _workspace, chain_workflow, roll  # noqa: E402
+from engine_bench import _execute, _workspace, chain_workflow, fanout_workflow, roll  # noqa: E402
 
 from agentctl.engine.outcome import finished_outcome  # noqa: E402
 from agentctl.engine.records import load_run_state  # noqa: E402
@@ -134,10 +135,39 @@ def chain(n: int) -> dict[str, object]:
     }
 
 
+def sequential_foreach(n: int) -> str:
+    """``n`` durable steps one at a time, as one foreach at concurrency 1: a 50,000-step
+    chain written out task by task would exceed the 1 MiB workflow file limit."""
+    return fanout_workflow(n).replace(
+        "  runtime: {maxConcurrency: 64}",
+        f"  runtime: {{maxConcurrency: 1, limits: {{maxItemsPerExpansion: {max(n, 256)}}}}}",
+    )
+
+
+def long_run(n: int) -> dict[str, object]:
+    """Per-step cost and database bytes per task of ``n`` sequential steps (plus the
+    join reading every output)."""
+    result = roll(sequential_foreach(n))
+    result["store"].close()
+    db: Path = result["db"]
+    return {
+        "bench": "agentctl",
+        "workload": "sequential_foreach_scale",
+        "steps": n,
+        "wall_s": round(result["wall_s"], 3),
+        "per_step_us": round(result["wall_s"] / n * 1e6, 1),
+        "cpu_per_step_us": round(result["cpu_s"] / n * 1e6, 1),
+        "compile_s": round(result["compile_s"], 3),
+        "db_bytes_per_task": round(db.stat().st_size / n),
+        "commits_per_step": round(result["commits"] / n, 3),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", type=int, nargs="*", default=[500, 5000])
     parser.add_argument("--chain", type=int, nargs="*", default=[])
+    parser.add_argument("--sequential", type=int, nargs="*", default=[])
     parser.add_argument("--only", choices=["w3", "w3b", "w3b_declared", "chain"], nargs="*")
     args = parser.parse_args()
     only = set(args.only or ["w3", "w3b", "w3b_declared", "chain"])
@@ -151,6 +181,8 @@ def main() -> None:
             print(json.dumps(w3b(n, declared=True)), flush=True)
     for n in args.chain if "chain" in only else []:
         print(json.dumps(chain(n)), flush=True)
+    for n in args.sequential:
+        print(json.dumps(long_run(n)), flush=True)
 
 
 if __name__ == "__main__":

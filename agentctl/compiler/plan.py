@@ -486,8 +486,18 @@ class Plan:
     def header_json(self) -> dict[str, Any]:
         """The plan without its task table and order: what a run row stores (each task is
         a row of its own, in plan order; see :meth:`from_parts`)."""
-        out = self.to_json()
-        del out["tasks"], out["order"]
+        out: dict[str, Any] = {
+            "formatVersion": self.format_version,
+            "workflowName": self.workflow_name,
+            "workflowDigest": self.workflow_digest,
+            "planDigest": self.plan_digest,
+            "maxConcurrency": self.max_concurrency,
+            "predictability": self.predictability,
+            "requirements": self.requirements.to_json(),
+            "budget": self.budget.to_json(),
+        }
+        if self.variables is not None:
+            out["variables"] = dict(self.variables)
         out["taskCount"] = len(self.order)
         # Named artifacts are read by later tasks' templates: the few tasks declaring them
         # are listed so a reader need not load every task to find them.

@@ -9,13 +9,14 @@ transaction, because operators append to a live run's chain from other processes
 from __future__ import annotations
 
 import json
+import json.encoder
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from agentctl.compiler.plan import Plan
-from agentctl.digest import canonical_json, digest_json
+from agentctl.digest import canonical_json, digest_bytes
 from agentctl.errors import PersistenceError
 from agentctl.observability import audit
 from agentctl.store import checkpoints_repo, plan_repo, runs_repo, tasks_repo
@@ -31,6 +32,7 @@ __all__ = [
     "RunLog",
     "RunRow",
     "TaskRow",
+    "checkpoint_checksum",
     "load_run",
     "load_run_state",
     "load_tasks",
@@ -41,6 +43,8 @@ __all__ = [
 TERMINAL_TASK_STATES = frozenset({"succeeded", "failed", "skipped", "cancelled"})
 TERMINAL_RUN_STATES = frozenset({RunState.SUCCEEDED, RunState.FAILED, RunState.CANCELLED})
 SNAPSHOT_EVERY = 64
+#: How canonical JSON writes a string (keys and values alike).
+_json_string = json.encoder.encode_basestring
 
 
 def _loads(text: str | None) -> Any:
@@ -217,12 +221,19 @@ def replay_memory(conn: SqlRunner, run_id: str, initial: Mapping[str, Any]) -> d
     return memory
 
 
-def _checksum(transition: str, delta_json: str) -> str:
-    return digest_json({"transition": transition, "delta": delta_json})
+def checkpoint_checksum(transition: str, delta_json: str) -> str:
+    """``digest_json({"transition": transition, "delta": delta_json})``, with the canonical
+    text of that two-key object written out (it is taken once per task transition)."""
+    text = '{"delta":' + _json_string(delta_json) + ',"transition":' + _json_string(transition)
+    return digest_bytes((text + "}").encode("utf-8"))
+
+
+def _delta_json(delta: Mapping[str, Any]) -> str:
+    return canonical_json(dict(delta)) if delta else "{}"
 
 
 def _checksum_ok(transition: str, delta_json: str, checksum: str) -> bool:
-    return _checksum(transition, delta_json) == checksum
+    return checkpoint_checksum(transition, delta_json) == checksum
 
 
 class RunLog:
@@ -274,7 +285,7 @@ class RunLog:
     ) -> int:
         seq = self._checkpoint_seq + 1
         snapshot = seq % SNAPSHOT_EVERY == 0
-        delta_json = canonical_json(dict(memory) if snapshot else dict(delta))
+        delta_json = canonical_json(dict(memory)) if snapshot else _delta_json(delta)
         transition = transition[:600]
         checkpoints_repo.insert(
             conn,
@@ -283,7 +294,7 @@ class RunLog:
             transition=transition,
             delta_json=delta_json,
             is_snapshot=snapshot,
-            checksum=_checksum(transition, delta_json),
+            checksum=checkpoint_checksum(transition, delta_json),
             now=now,
         )
         self._checkpoint_seq = seq

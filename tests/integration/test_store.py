@@ -275,13 +275,13 @@ def test_upgrade_from_0008_splits_stored_plans_into_rows(tmp_path: Path) -> None
 def test_newer_format_check_probes_partial_indexes(tmp_path: Path) -> None:
     """Resume's check for records in a newer format reads an index of such rows only, so
     it does not grow with the run; the indexes' condition names the current version."""
-    from agentctl.store.records import _RUN_RECORDS
+    from agentctl.store.records import RUN_RECORDS
     from agentctl.store.tables import FORMAT_VERSION, NEWER_FORMAT_CONDITION, NEWER_FORMAT_TABLES
 
     assert NEWER_FORMAT_CONDITION == f"format_version > {FORMAT_VERSION}"
-    assert {t.name for t in NEWER_FORMAT_TABLES} == {table for _, table, _ in _RUN_RECORDS}
+    assert {t.name for t in NEWER_FORMAT_TABLES} == {table for _, table, _ in RUN_RECORDS}
     with open_store(str(tmp_path / "a.db")) as store, store.read() as conn:
-        for _, table, key in _RUN_RECORDS:
+        for _, table, key in RUN_RECORDS:
             plan = conn.exec_driver_sql(
                 f"EXPLAIN QUERY PLAN SELECT {key}, format_version FROM {table} "
                 f"WHERE run_id = ? AND {NEWER_FORMAT_CONDITION} LIMIT 1",
