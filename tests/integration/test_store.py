@@ -231,9 +231,24 @@ def test_upgrade_from_0008_splits_stored_plans_into_rows(tmp_path: Path) -> None
     from agentctl.compiler.plan import Plan
     from agentctl.engine.records import load_run
 
+    import asyncio
+
+    from agentctl.engine.executor import RunExecutor
+    from agentctl.engine.frontier import take_handed
+    from agentctl.engine.runs import create_run, prepare_run
+    from agentctl.ids import IdGenerator, SystemClock
+
     path = tmp_path / "old.db"
     run_id = _roll_chain(path, 3)
+    clock = SystemClock()
     with open_store(str(path)) as store:
+        # A second run, created and not started: it must run after the upgrade.
+        pending = create_run(
+            store, prepare_run(str(tmp_path / "chain.yaml")), clock=clock, ids=IdGenerator(clock)
+        )
+        # Drop the plan kept for its first execution in this process: it must be read
+        # from the converted rows.
+        assert take_handed(store.path, pending) is not None
         with store.read() as conn:
             expected = load_run(conn, run_id, whole=True)
         with store.write() as conn:
@@ -268,8 +283,11 @@ def test_upgrade_from_0008_splits_stored_plans_into_rows(tmp_path: Path) -> None
 
     with open_store(str(path)) as store:
         outcome = finished_outcome(store, run_id)
-    assert outcome is not None and outcome.state == "succeeded"
-    assert outcome.output == expected.output
+        assert outcome is not None and outcome.state == "succeeded"
+        assert outcome.output == expected.output
+        # The run created before the downgrade runs from its converted rows.
+        ran = asyncio.run(RunExecutor(store, pending, clock=clock).execute())
+    assert ran.state == "succeeded" and ran.output == expected.output
 
 
 def test_newer_format_check_probes_partial_indexes(tmp_path: Path) -> None:
