@@ -226,15 +226,13 @@ def _roll_chain(path: Path, steps: int) -> str:
 def test_upgrade_from_0008_splits_stored_plans_into_rows(tmp_path: Path) -> None:
     """A run written before 0009 (whole plan and document in the run row) reads the same
     after the upgrade, and a downgrade puts the whole plan back."""
+    import asyncio
     import json
 
     from agentctl.compiler.plan import Plan
-    from agentctl.engine.records import load_run
-
-    import asyncio
-
     from agentctl.engine.executor import RunExecutor
     from agentctl.engine.frontier import take_handed
+    from agentctl.engine.records import load_run
     from agentctl.engine.runs import create_run, prepare_run
     from agentctl.ids import IdGenerator, SystemClock
 
