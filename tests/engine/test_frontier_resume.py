@@ -116,3 +116,32 @@ def test_whole_plan_is_read_back_in_plan_order(workspace: Path) -> None:
     assert run.plan["order"] == [f"s{i}" for i in range(6)]
     assert run.plan["tasks"]["s3"]["needs"] == ["s2", "s0"]
     assert [t["id"] for t in run.workflow["spec"]["tasks"]] == [f"s{i}" for i in range(6)]
+
+
+def test_a_handed_plan_is_used_only_when_it_is_the_stored_one(workspace: Path) -> None:
+    """``roll`` hands the plan it just stored to the execution that follows; a plan whose
+    digest is not the stored one (another workflow) is never taken in its place."""
+    from agentctl.engine.frontier import load_frontier, take_handed
+    from agentctl.engine.runs import create_run, prepare_run
+    from agentctl.ids import IdGenerator
+
+    (workspace / "wf.yaml").write_text(WORKFLOW)
+    (workspace / "other.yaml").write_text(
+        WORKFLOW.replace("name: frontier", "name: other").replace("s5", "t5")
+    )
+    clock = SystemClock()
+    other = prepare_run(str(workspace / "other.yaml")).plan
+    with open_store(str(workspace / "runs.db")) as store:
+        run_id = create_run(
+            store, prepare_run(str(workspace / "wf.yaml")), clock=clock, ids=IdGenerator(clock)
+        )
+        mine = take_handed(store.path, run_id)
+        assert mine is not None and take_handed(store.path, run_id) is None  # once
+        with store.read() as conn:
+            header = load_run(conn, run_id).plan
+            taken, _, _ = load_frontier(conn, run_id, header, lambda: conn, mine)
+            refused, _, frontier = load_frontier(conn, run_id, header, lambda: conn, other)
+            assert taken.tasks["s5"] is mine.tasks["s5"]  # the same object: not parsed
+            assert frontier[-1] == "s5" and "t5" not in refused.order
+            assert refused.tasks["s5"] == mine.tasks["s5"]
+            assert refused.tasks["s5"] is not mine.tasks["s5"]  # read from its row
