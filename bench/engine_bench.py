@@ -104,13 +104,15 @@ def roll(text: str) -> dict[str, Any]:
     store = open_store(str(db))
     counter = CommitCounter(store)
     clock = SystemClock()
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     run_id = create_run(store, prepared, clock=clock, ids=IdGenerator(clock))
     outcome = _execute(store, run_id)
     wall = time.perf_counter() - started
+    cpu = time.process_time() - cpu
     assert outcome.state == "succeeded", outcome.error
     return {
         "wall_s": wall,
+        "cpu_s": cpu,
         "compile_s": compile_s,
         "commits": counter.count,
         "outcome": outcome,
@@ -130,6 +132,7 @@ def w1(n: int) -> dict[str, Any]:
         "bench": "agentctl",
         "workload": "W1_sequential",
         "wall_s": result["wall_s"],
+        "cpu_s": result["cpu_s"],
         "steps_per_s": n / result["wall_s"],
         "commits_per_step": result["commits"] / n,
         "compile_s": result["compile_s"],
@@ -145,6 +148,7 @@ def w2(n: int) -> dict[str, Any]:
         "bench": "agentctl",
         "workload": "W2_foreach_join",
         "wall_s": result["wall_s"],
+        "cpu_s": result["cpu_s"],
         "steps_per_s": n / result["wall_s"],
         "commits_per_step": result["commits"] / n,
         "compile_s": result["compile_s"],

@@ -188,7 +188,7 @@ def _print_run_graph(ctx: typer.Context, db: str | None, run_id: str, fmt: Graph
     from agentctl.store.engine import open_store
 
     with open_store(db_from_context(ctx, db), create=False) as store, store.read() as conn:
-        run = load_run(conn, run_id)
+        run = load_run(conn, run_id, whole=True)
         states = {task_id: row.status for task_id, row in load_tasks(conn, run_id).items()}
     text = plan_graph(Plan.from_json(run.plan), fmt.value, states)
     out = output.current()

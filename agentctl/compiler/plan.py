@@ -41,6 +41,7 @@ __all__ = [
     "ProviderRequirement",
     "Requirements",
     "RetryPolicy",
+    "check_plan_format",
     "RouteGuard",
     "TaskUses",
     "ToolRequirement",
@@ -69,6 +70,42 @@ _PREDICTABILITY_RANK: dict[str, int] = {
 _USES_KINDS = frozenset(get_args(UsesKind))
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
+_HEADER_ONLY = frozenset({"taskCount", "artifactTasks"})
+
+#: Task record fields left out of a stored row when they hold these values (their
+#: defaults): most tasks declare none of them, and every run stores one row per task.
+_ROW_DEFAULTS: Mapping[str, Any] = MappingProxyType(
+    {
+        "needs": [],
+        "expansion": None,
+        "routeGuards": [],
+        "memoryWrites": [],
+        "when": None,
+        "vars": {},
+        "input": {},
+        "retry": {"maxAttempts": 1, "backoffMs": 0},
+        "failure": "stop",
+        "compensate": None,
+        "outputSchema": None,
+    }
+)
+
+
+def check_plan_format(data: Mapping[str, Any]) -> int:
+    """The ``formatVersion`` of a stored plan (or its header); a newer one is refused."""
+    version = data.get("formatVersion")
+    if not isinstance(version, int):
+        raise PersistenceError(
+            "stored plan has no integer formatVersion",
+            hint="the run record is corrupt; recompile the workflow and start a new run",
+        )
+    if version > PLAN_FORMAT_VERSION:
+        raise NewerFormatError(
+            f"stored plan has formatVersion {version}, newer than this agentctl "
+            f"understands ({PLAN_FORMAT_VERSION})",
+            hint="upgrade agentctl to read this run",
+        )
+    return version
 
 
 def worst_predictability(values: list[Predictability]) -> Predictability:
@@ -275,6 +312,22 @@ class PlanTask:
         out["outputContractFingerprint"] = self.output_contract_fingerprint
         return out
 
+    def to_row(self) -> dict[str, Any]:
+        """The compact stored record of the task (one row per task in a run's plan): the
+        id lives in the row's key, and fields at their defaults are left out.
+        :meth:`from_row` gives back the identical task."""
+        out = self.to_json()
+        del out["id"]
+        for key, default in _ROW_DEFAULTS.items():
+            if key in out and out[key] == default:
+                del out[key]
+        return out
+
+    @classmethod
+    def from_row(cls, task_id: str, data: Mapping[str, Any]) -> PlanTask:
+        """The task of a compact stored record (:meth:`to_row`)."""
+        return cls.from_json({**_ROW_DEFAULTS, **data, "id": task_id})
+
     @property
     def is_aggregate(self) -> bool:
         """Aggregates are exempt from dependency-skip propagation (docs/compiler.md)."""
@@ -430,21 +483,44 @@ class Plan:
             out["variables"] = dict(self.variables)
         return out
 
+    def header_json(self) -> dict[str, Any]:
+        """The plan without its task table and order: what a run row stores (each task is
+        a row of its own, in plan order; see :meth:`from_parts`)."""
+        out: dict[str, Any] = {
+            "formatVersion": self.format_version,
+            "workflowName": self.workflow_name,
+            "workflowDigest": self.workflow_digest,
+            "planDigest": self.plan_digest,
+            "maxConcurrency": self.max_concurrency,
+            "predictability": self.predictability,
+            "requirements": self.requirements.to_json(),
+            "budget": self.budget.to_json(),
+        }
+        if self.variables is not None:
+            out["variables"] = dict(self.variables)
+        out["taskCount"] = len(self.order)
+        # Named artifacts are read by later tasks' templates: the few tasks declaring them
+        # are listed so a reader need not load every task to find them.
+        out["artifactTasks"] = [t for t in self.order if self.tasks[t].artifacts]
+        return out
+
+    @classmethod
+    def from_parts(
+        cls, header: Mapping[str, Any], records: list[tuple[str, Mapping[str, Any]]]
+    ) -> Plan:
+        """The plan of a stored header (:meth:`header_json`) and every task's stored row
+        (:meth:`PlanTask.to_row`) as ``(task id, record)`` in plan order."""
+        data = {k: v for k, v in header.items() if k not in _HEADER_ONLY}
+        data["order"] = [task_id for task_id, _ in records]
+        data["tasks"] = {
+            task_id: {**_ROW_DEFAULTS, **row, "id": task_id} for task_id, row in records
+        }
+        return cls.from_json(data)
+
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Plan:
         """Read a stored plan; a newer ``formatVersion`` or a malformed record is refused."""
-        version = data.get("formatVersion")
-        if not isinstance(version, int):
-            raise PersistenceError(
-                "stored plan has no integer formatVersion",
-                hint="the run record is corrupt; recompile the workflow and start a new run",
-            )
-        if version > PLAN_FORMAT_VERSION:
-            raise NewerFormatError(
-                f"stored plan has formatVersion {version}, newer than this agentctl "
-                f"understands ({PLAN_FORMAT_VERSION})",
-                hint="upgrade agentctl to read this run",
-            )
+        version = check_plan_format(data)
         try:
             tasks = {str(k): PlanTask.from_json(v) for k, v in dict(data["tasks"]).items()}
             order = tuple(str(task_id) for task_id in data["order"])

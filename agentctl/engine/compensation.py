@@ -119,7 +119,7 @@ def plan_compensation(
     store: Store, source_run_id: str, *, only: list[str] | None = None
 ) -> CompensationPlan:
     with store.read() as conn:
-        source = load_run(conn, source_run_id)
+        source = load_run(conn, source_run_id, whole=True)
         if source.status not in TERMINAL_RUN_STATES:
             raise BlockedError(
                 f"run {source_run_id} is {source.status}; compensation is planned only for a "

@@ -24,10 +24,11 @@ from datetime import UTC
 from pathlib import Path
 from typing import Any
 
-from agentctl.compiler.plan import Plan, PlanTask
+from agentctl.compiler.plan import PlanTask
 from agentctl.digest import digest_json
 from agentctl.engine import deadlines, retrying, tracing
 from agentctl.engine.context import TaskEnv, TaskResult
+from agentctl.engine.frontier import TaskOutputs, load_frontier, take_handed
 from agentctl.engine.gate import Attempt, EffectGate
 from agentctl.engine.outcome import ExecutionOptions, RunOutcome, finished_outcome
 from agentctl.engine.prediction import Prediction
@@ -35,7 +36,6 @@ from agentctl.engine.records import (
     TERMINAL_RUN_STATES,
     RunLog,
     load_run,
-    load_tasks,
     replay_memory,
 )
 from agentctl.engine.run_artifacts import RunArtifacts
@@ -107,7 +107,19 @@ class RunExecutor(RunCommits, RunWatchers):
             check_run_records(conn, self.run_id)
             claimed = ownership.claim(conn, self.run_id, opts.owner_id, self.clock.now())
             check_run_transition(run.id, run.status, "running")
-            rows = load_tasks(conn, self.run_id)
+            plan, rows, self.frontier = load_frontier(
+                conn,
+                self.run_id,
+                run.plan,
+                lambda: self._session,
+                take_handed(self.store.path, self.run_id),
+            )
+            self.prediction = None
+            if opts.check:
+                self.prediction = Prediction(plan.whole(conn))
+                for task_id, row in rows.every(conn).items():
+                    if row.has_output:
+                        self.prediction.observe(task_id, row.output)
             spec = run.workflow.get("spec") or {}
             memory = replay_memory(
                 conn, self.run_id, (spec.get("memory") or {}).get("working") or {}
@@ -128,18 +140,11 @@ class RunExecutor(RunCommits, RunWatchers):
         self.owned = ownership.OwnedRun(self.store, claimed)
         self.artifacts.writer = self.owned
         self.run = run
-        self.plan = Plan.from_json(run.plan)
-        self.prediction = Prediction(self.plan) if opts.check else None
-        if self.prediction is not None:
-            for task_id, row in rows.items():
-                if row.has_output:
-                    self.prediction.observe(task_id, row.output)
+        self.plan = plan
         self.rows = rows
         self.memory = memory
         self.spec = spec
-        self.outputs: dict[str, Any] = {
-            task_id: row.output for task_id, row in rows.items() if row.has_output
-        }
+        self.outputs = TaskOutputs(rows)
         policy = dict(spec.get("policy") or {})
         base_dir = Path(opts.workspace or run.workspace or ".")
         self.workspace = WorkspacePolicy(
@@ -214,28 +219,34 @@ class RunExecutor(RunCommits, RunWatchers):
     # -- the loop ----------------------------------------------------------------------
 
     async def _drive(self) -> RunOutcome:
-        order = self.plan.order
         # For a live view in this process: every task and where it stands (a resumed run
-        # has some done already). In-process progress only; nothing is persisted for it.
+        # has some done already). It reads every task's row, so only when someone watches;
+        # in-process progress only, nothing is persisted for it.
         if self.options.events is not None:
-            self._emit("started", {"tasks": {tid: self.rows[tid].status for tid in order}})
-        position = {tid: index for index, tid in enumerate(order)}
-        dependents: dict[str, list[str]] = {tid: [] for tid in order}
+            self._emit(
+                "started", {"tasks": {tid: self.rows[tid].status for tid in self.plan.order}}
+            )
+        # Only the tasks not finished yet take part: a need outside them is terminal.
+        frontier = self.frontier
+        position = {tid: self.rows[tid].ordinal for tid in frontier}
+        at = {index: tid for tid, index in position.items()}
+        dependents: dict[str, list[str]] = {tid: [] for tid in frontier}
         unmet: dict[str, int] = {}
-        for tid in order:
-            needs = self.plan.tasks[tid].needs
-            for need in needs:
-                dependents[need].append(tid)
-            unmet[tid] = sum(1 for need in needs if not self.rows[need].terminal)
+        for tid in frontier:
+            unmet[tid] = 0
+            for need in self.plan.tasks[tid].needs:
+                if need in dependents:
+                    dependents[need].append(tid)
+                    unmet[tid] += 1
         # Ready tasks in plan order: a heap of plan positions (stable batches, docs/compiler.md).
-        ready = [position[t] for t in order if not self.rows[t].terminal and unmet[t] == 0]
+        ready = [position[t] for t in frontier if unmet[t] == 0]
         heapq.heapify(ready)
         concurrency = max(1, self.plan.max_concurrency)
         while True:
             self._check_cancel_and_deadline(force=False)
             if not ready:
                 break
-            batch = [order[heapq.heappop(ready)] for _ in range(min(concurrency, len(ready)))]
+            batch = [at[heapq.heappop(ready)] for _ in range(min(concurrency, len(ready)))]
             outcomes = await self._run_batch(batch)
             stop = False
             waiting: list[str] = []
@@ -244,7 +255,7 @@ class RunExecutor(RunCommits, RunWatchers):
             for tid in batch:
                 outcome = outcomes[tid]
                 if self.rows[tid].terminal:
-                    for child in dependents[tid]:
+                    for child in dependents.get(tid, ()):
                         unmet[child] -= 1
                         if unmet[child] == 0 and not self.rows[child].terminal:
                             heapq.heappush(ready, position[child])

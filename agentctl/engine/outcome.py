@@ -41,7 +41,9 @@ class ExecutionOptions:
 class RunOutcome:
     run_id: str
     state: str
-    output: Any = None
+    # Out of the repr: asyncio formats a finished task's result when it restores signal
+    # handlers, and a long run's output is every task's.
+    output: Any = field(default=None, repr=False)
     error: dict[str, Any] | None = None
     approvals: list[str] = field(default_factory=list)
     uncertain_effects: list[dict[str, Any]] = field(default_factory=list)

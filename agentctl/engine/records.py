@@ -9,15 +9,17 @@ transaction, because operators append to a live run's chain from other processes
 from __future__ import annotations
 
 import json
+import json.encoder
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from agentctl.digest import canonical_json, digest_json
+from agentctl.compiler.plan import Plan
+from agentctl.digest import canonical_json, digest_bytes
 from agentctl.errors import PersistenceError
 from agentctl.observability import audit
-from agentctl.store import checkpoints_repo, runs_repo, tasks_repo
+from agentctl.store import checkpoints_repo, plan_repo, runs_repo, tasks_repo
 from agentctl.store.engine import SqlRunner
 from agentctl.store.formats import FORMAT_VERSION
 from agentctl.store.records import check_format_version
@@ -30,15 +32,19 @@ __all__ = [
     "RunLog",
     "RunRow",
     "TaskRow",
+    "checkpoint_checksum",
     "load_run",
     "load_run_state",
     "load_tasks",
     "replay_memory",
+    "whole_plan",
 ]
 
 TERMINAL_TASK_STATES = frozenset({"succeeded", "failed", "skipped", "cancelled"})
 TERMINAL_RUN_STATES = frozenset({RunState.SUCCEEDED, RunState.FAILED, RunState.CANCELLED})
 SNAPSHOT_EVERY = 64
+#: How canonical JSON writes a string (keys and values alike).
+_json_string = json.encoder.encode_basestring
 
 
 def _loads(text: str | None) -> Any:
@@ -111,16 +117,28 @@ class TaskRow:
         }
 
 
-def load_run(conn: SqlRunner, run_id: str) -> RunRow:
+def load_run(conn: SqlRunner, run_id: str, *, whole: bool = False) -> RunRow:
+    """The run row. ``plan`` is the plan's header (``taskCount`` in place of ``tasks`` and
+    ``order``: the task records are rows of their own) and ``workflow`` the document
+    without ``spec.tasks``; with ``whole`` they are the complete plan (the shape of
+    ``Plan.to_json``) and the complete document, which cost time in proportion to the
+    run's length: only plan views, retry, fork and compensation ask for them."""
     row = runs_repo.run(conn, run_id)
     try:
+        plan = json.loads(row["plan_json"])
+        workflow = json.loads(row["workflow_json"])
+        if whole:
+            plan = whole_plan(conn, run_id, plan)
+            document = plan_repo.workflow_document(conn, run_id)
+            if document is not None:
+                workflow = json.loads(document)
         return RunRow(
             id=row["id"],
             workflow_name=row["workflow_name"],
             workflow_digest=row["workflow_digest"],
             plan_digest=row["plan_digest"],
-            plan=json.loads(row["plan_json"]),
-            workflow=json.loads(row["workflow_json"]),
+            plan=plan,
+            workflow=workflow,
             workflow_file=row["workflow_file"],
             inputs=json.loads(row["inputs_json"]),
             mode=row["mode"],
@@ -145,6 +163,14 @@ def load_run(conn: SqlRunner, run_id: str) -> RunRow:
             hint="inspect the database; the run cannot be read",
             run_id=run_id,
         ) from exc
+
+
+def whole_plan(conn: SqlRunner, run_id: str, header: dict[str, Any]) -> dict[str, Any]:
+    """The complete stored plan (``Plan.to_json`` shape) of a header and its task rows."""
+    if "taskCount" not in header:
+        return header  # not a stored header: read as it is (and refused if malformed)
+    records = plan_repo.records(conn, run_id)
+    return Plan.from_parts(header, [(t, json.loads(r)) for t, r in records]).to_json()
 
 
 def load_run_state(conn: SqlRunner, run_id: str) -> tuple[str, Any, Any]:
@@ -195,12 +221,19 @@ def replay_memory(conn: SqlRunner, run_id: str, initial: Mapping[str, Any]) -> d
     return memory
 
 
-def _checksum(transition: str, delta_json: str) -> str:
-    return digest_json({"transition": transition, "delta": delta_json})
+def checkpoint_checksum(transition: str, delta_json: str) -> str:
+    """``digest_json({"transition": transition, "delta": delta_json})``, with the canonical
+    text of that two-key object written out (it is taken once per task transition)."""
+    text = '{"delta":' + _json_string(delta_json) + ',"transition":' + _json_string(transition)
+    return digest_bytes((text + "}").encode("utf-8"))
+
+
+def _delta_json(delta: Mapping[str, Any]) -> str:
+    return canonical_json(dict(delta)) if delta else "{}"
 
 
 def _checksum_ok(transition: str, delta_json: str, checksum: str) -> bool:
-    return _checksum(transition, delta_json) == checksum
+    return checkpoint_checksum(transition, delta_json) == checksum
 
 
 class RunLog:
@@ -252,7 +285,7 @@ class RunLog:
     ) -> int:
         seq = self._checkpoint_seq + 1
         snapshot = seq % SNAPSHOT_EVERY == 0
-        delta_json = canonical_json(dict(memory) if snapshot else dict(delta))
+        delta_json = canonical_json(dict(memory)) if snapshot else _delta_json(delta)
         transition = transition[:600]
         checkpoints_repo.insert(
             conn,
@@ -261,7 +294,7 @@ class RunLog:
             transition=transition,
             delta_json=delta_json,
             is_snapshot=snapshot,
-            checksum=_checksum(transition, delta_json),
+            checksum=checkpoint_checksum(transition, delta_json),
             now=now,
         )
         self._checkpoint_seq = seq

@@ -86,7 +86,7 @@ class RecoveryPlan:
 
 def _source(store: Store, run_id: str) -> tuple[RunRow, dict[str, dict[str, Any]]]:
     with store.read() as conn:
-        run = load_run(conn, run_id)
+        run = load_run(conn, run_id, whole=True)
         rows = {row["task_id"]: row for row in tasks_repo.task_records(conn, run_id)}
     if run.status not in TERMINAL_RUN_STATES:
         raise BlockedError(

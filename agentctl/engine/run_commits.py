@@ -12,12 +12,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentctl.compiler.plan import Plan, PlanTask
+from agentctl.compiler.plan import PlanTask
 from agentctl.digest import canonical_json, digest_json, sha256_hex
 from agentctl.engine.compensation import mark_compensated
+from agentctl.engine.frontier import StoredPlan, TaskOutputs, TaskRows
 from agentctl.engine.outcome import ExecutionOptions, RunOutcome
 from agentctl.engine.prediction import Prediction
-from agentctl.engine.records import TERMINAL_RUN_STATES, RunLog, RunRow, TaskRow
+from agentctl.engine.records import TERMINAL_RUN_STATES, RunLog, RunRow
 from agentctl.engine.run_artifacts import RunArtifacts
 from agentctl.engine.signals import EffectBlocked
 from agentctl.engine.tracing import RunTrace
@@ -25,6 +26,7 @@ from agentctl.ids import Clock
 from agentctl.spec.expressions import TemplateContext
 from agentctl.spec.template_exceptions import TemplateError
 from agentctl.spec.templates import render
+from agentctl.store import tasks_repo
 from agentctl.store.transitions import close_live_parts
 
 __all__ = ["RunCommits", "TaskOutcome"]
@@ -57,11 +59,11 @@ class RunCommits:
     clock: Clock
     options: ExecutionOptions
     run: RunRow
-    plan: Plan
+    plan: StoredPlan
     spec: Mapping[str, Any]
-    rows: dict[str, TaskRow]
+    rows: TaskRows
     memory: dict[str, Any]
-    outputs: dict[str, Any]
+    outputs: TaskOutputs
     prediction: Prediction | None
     artifacts: RunArtifacts
     log: RunLog
@@ -75,7 +77,9 @@ class RunCommits:
             vars=task_vars,
             memory=memory,
             tasks=self.outputs,
-            artifacts=self.artifacts.template_values(self.plan.tasks),
+            artifacts=self.artifacts.template_values(
+                {tid: self.plan.tasks[tid] for tid in self.plan.artifact_tasks}
+            ),
         )
 
     def _commit_batch(self, items: list[tuple[PlanTask, TaskOutcome]]) -> None:
@@ -96,9 +100,8 @@ class RunCommits:
             row = self.rows[task.id]
             row.status, row.attempt = outcome.status, outcome.attempt
             row.error = outcome.error
-            if outcome.has_output:
+            if outcome.has_output:  # templates read it through self.outputs
                 row.output, row.has_output = outcome.output, True
-                self.outputs[task.id] = outcome.output
                 if self.prediction is not None:
                     self.prediction.observe(task.id, outcome.output)
             self._emit(
@@ -171,8 +174,15 @@ class RunCommits:
             self.options.events(kind, {"runId": self.run_id, **ids, **data})
 
     def _finish_run(
-        self, status: str, *, output: Any = None, error: dict[str, Any] | None = None
+        self,
+        status: str,
+        *,
+        output: Any = None,
+        error: dict[str, Any] | None = None,
+        output_json: str | None = None,
     ) -> None:
+        """End this execution: the run's state, output (``output_json`` when it is already
+        encoded) and error, and the owner lease released, in one commit."""
         now = self.clock.now()
         with self._session.write() as conn:
             # The owner lease is released in the same commit: this execution ends here.
@@ -180,7 +190,9 @@ class RunCommits:
                 conn,
                 status=status,
                 updated_at=now,
-                output_json=None if output is None else canonical_json(output),
+                output_json=output_json
+                if output_json is not None
+                else (None if output is None else canonical_json(output)),
                 error_json=None if error is None else canonical_json(error),
                 owner_id=None,
                 owner_lease_expires_at=None,
@@ -208,10 +220,13 @@ class RunCommits:
         return RunOutcome(self.run_id, "paused", None, error, uncertain_effects=effects)
 
     def _complete(self) -> RunOutcome:
-        failed: list[str] = [tid for tid in self.plan.order if self.rows[tid].status == "failed"]
-        cancelled = [tid for tid in self.plan.order if self.rows[tid].status == "cancelled"]
+        # Every transition has committed: the stored rows are the rows (an indexed read of
+        # the failed and cancelled ones, however long the run).
+        ended = tasks_repo.tasks_in_states(self._session, self.run_id, ("failed", "cancelled"))
+        failed = [tid for tid, status in ended if status == "failed"]
+        cancelled = [tid for tid, status in ended if status == "cancelled"]
         try:
-            output = self._render_outputs()
+            output, output_json = self._render_outputs()
         except TemplateError as exc:
             render_error = {"code": "template.error", "message": f"spec.outputs: {exc}"}
             self._finish_run("failed", error=render_error)
@@ -222,17 +237,19 @@ class RunCommits:
                 "message": "tasks failed: " + ", ".join(failed),
                 "tasks": failed,
             }
-            self._finish_run("failed", output=output, error=error)
+            self._finish_run("failed", output=output, error=error, output_json=output_json)
             return RunOutcome(self.run_id, "failed", output, error)
         state = "cancelled" if cancelled else "succeeded"
-        self._finish_run(state, output=output)
+        self._finish_run(state, output=output, output_json=output_json)
         return RunOutcome(self.run_id, state, output)
 
-    def _render_outputs(self) -> Any:
+    def _render_outputs(self) -> tuple[Any, str | None]:
+        """The run's output, and its canonical JSON when that is known without encoding."""
         declared = self.spec.get("outputs")
         if not declared:
-            return {tid: self.outputs[tid] for tid in self.plan.order if tid in self.outputs}
+            return self.outputs.every()  # every output, in plan order
         context = self._context({}, self.memory)
         if self.prediction is not None:
-            return self.prediction.render_outputs(dict(declared), lambda t: render(t, context))
-        return render(dict(declared), context)
+            rendered = self.prediction.render_outputs(dict(declared), lambda t: render(t, context))
+            return rendered, None
+        return render(dict(declared), context), None

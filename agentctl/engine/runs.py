@@ -16,6 +16,7 @@ from typing import Any
 from agentctl.compiler import CompileSettings, Plan, compile_workflow
 from agentctl.digest import canonical_json
 from agentctl.engine.budget import open_ledger
+from agentctl.engine.frontier import hand_over
 from agentctl.engine.preflight import check_providers
 from agentctl.errors import UsageError, ValidationError
 from agentctl.ids import Clock, IdGenerator
@@ -24,7 +25,7 @@ from agentctl.spec import LoadResult, load_workflow
 from agentctl.spec.inputs import merge_inputs, parse_input_pairs, require_declared_inputs
 from agentctl.spec.loader import require_workflow_file
 from agentctl.spec.vars_files import load_variables
-from agentctl.store import runs_repo, tasks_repo
+from agentctl.store import plan_repo, runs_repo, tasks_repo
 from agentctl.store.engine import Store
 
 __all__ = [
@@ -35,6 +36,7 @@ __all__ = [
     "parse_input_pairs",
     "prepare_run",
     "recorded_variables",
+    "runtime_document",
 ]
 
 
@@ -127,6 +129,16 @@ def prepare_run(
     )
 
 
+def runtime_document(workflow: Mapping[str, Any]) -> dict[str, Any]:
+    """The workflow document without ``spec.tasks``: what a run row keeps for its executor
+    (definitions, policy, runtime settings), the same size however many tasks there are.
+    The compiled tasks are the plan's rows; the whole document is stored apart."""
+    spec = workflow.get("spec")
+    if not isinstance(spec, Mapping) or "tasks" not in spec:
+        return dict(workflow)
+    return {**workflow, "spec": {k: v for k, v in spec.items() if k != "tasks"}}
+
+
 def create_run(
     store: Store,
     prepared: PreparedRun,
@@ -190,8 +202,8 @@ def create_run(
                 workflow_name=plan.workflow_name,
                 workflow_digest=plan.workflow_digest,
                 plan_digest=plan.plan_digest,
-                plan_json=canonical_json(plan.to_json()),
-                workflow_json=canonical_json(prepared.workflow),
+                plan_json=canonical_json(plan.header_json()),
+                workflow_json=canonical_json(runtime_document(prepared.workflow)),
                 workflow_file=prepared.workflow_file,
                 inputs_json=canonical_json(prepared.inputs),
                 mode=mode,
@@ -215,6 +227,12 @@ def create_run(
                 for task_id in plan.order
             ),
         )
+        plan_repo.insert_records(
+            conn,
+            run_id,
+            ((task_id, canonical_json(plan.tasks[task_id].to_row())) for task_id in plan.order),
+        )
+        plan_repo.insert_workflow(conn, run_id, canonical_json(prepared.workflow))
         runtime = (prepared.workflow.get("spec") or {}).get("runtime") or {}
         open_ledger(
             conn,
@@ -237,6 +255,7 @@ def create_run(
         append_event(conn, run_id, "run.created", created, now=now)
         if link is not None:
             link(conn, run_id)
+    hand_over(store.path, run_id, plan)
     return run_id
 
 

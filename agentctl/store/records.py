@@ -12,9 +12,15 @@ from sqlalchemy import select
 from sqlalchemy.engine import Connection, RowMapping
 
 from agentctl.errors import NewerFormatError, NotFoundError
-from agentctl.store.tables import FORMAT_VERSION, runs
+from agentctl.store.tables import FORMAT_VERSION, NEWER_FORMAT_CONDITION, runs
 
-__all__ = ["check_format_version", "check_run_records", "get_run", "unknown_run"]
+__all__ = [
+    "RUN_RECORDS",
+    "check_format_version",
+    "check_run_records",
+    "get_run",
+    "unknown_run",
+]
 
 
 def check_format_version(kind: str, record_id: Any, version: int) -> None:
@@ -47,7 +53,7 @@ def unknown_run(run_id: str) -> NotFoundError:
 
 
 #: Every per-run record family and the column that names one of its records.
-_RUN_RECORDS = (
+RUN_RECORDS = (
     ("task", "tasks", "task_id"),
     ("effect", "effects", "id"),
     ("approval", "approvals", "id"),
@@ -63,11 +69,13 @@ def check_run_records(conn: Any, run_id: str) -> None:
     """Refuse (exit 5) a run any of whose records was written in a newer format, before
     anything of the run is read for execution or changed: a resume that met such a record
     halfway would otherwise leave the run half-updated."""
-    for kind, table, key in _RUN_RECORDS:
+    for kind, table, key in RUN_RECORDS:
+        # The condition is written out, not bound: that is what lets the database answer
+        # from the table's partial index of newer-format rows (tables.NEWER_FORMAT_TABLES).
         row = conn.exec_driver_sql(
             f"SELECT {key}, format_version FROM {table} "  # noqa: S608 - fixed identifiers
-            "WHERE run_id = ? AND format_version > ? LIMIT 1",
-            (run_id, FORMAT_VERSION),
+            f"WHERE run_id = ? AND {NEWER_FORMAT_CONDITION} LIMIT 1",
+            (run_id,),
         ).first()
         if row is not None:
             check_format_version(kind, f"{run_id}/{row[0]}", int(row[1]))

@@ -44,6 +44,8 @@ FLAG = Boolean().with_variant(SmallInteger(), "postgresql")
 __all__ = [
     "FORMAT_VERSION",
     "NAMING_CONVENTION",
+    "NEWER_FORMAT_CONDITION",
+    "NEWER_FORMAT_TABLES",
     "VERSIONED_TABLES",
     "approvals",
     "artifact_blobs",
@@ -57,8 +59,10 @@ __all__ = [
     "memory_entries",
     "metadata",
     "monitor_observations",
+    "plan_tasks",
     "provider_sessions",
     "reconciliations",
+    "run_workflows",
     "runs",
     "schedule_firings",
     "schedules",
@@ -94,9 +98,11 @@ runs = Table(
     Column("workflow_name", String(255), nullable=False),
     Column("workflow_digest", String(80), nullable=False),
     Column("plan_digest", String(80), nullable=False),
+    # The plan's header; its tasks are rows of ``plan_tasks``.
     Column("plan_json", Text, nullable=False),
-    # The validated document the plan was compiled from (defaults filled in): the executor
-    # reads action, agent, tool, provider and policy definitions from it, never the file.
+    # The validated document the plan was compiled from (defaults filled in) without its
+    # ``spec.tasks`` (the whole document is in ``run_workflows``): the executor reads action,
+    # agent, tool, provider and policy definitions from it, never the file.
     Column("workflow_json", Text, nullable=False, server_default="{}"),
     Column("workflow_file", Text, nullable=True),
     Column("inputs_json", Text, nullable=False, server_default="{}"),
@@ -171,6 +177,28 @@ tasks = Table(
     ),
     Index(None, "run_id", "status"),
     Index(None, "run_id", "ordinal"),
+)
+
+#: The compiled plan of a run, one compact row per task (the run row keeps the plan's
+#: header): resume reads only the rows of the tasks it still has to run.
+plan_tasks = Table(
+    "plan_tasks",
+    metadata,
+    Column("run_id", String(80), ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True),
+    Column("task_id", String(512), primary_key=True),
+    # The task's place in plan order (the same as its ``tasks.ordinal``).
+    Column("ordinal", Integer, nullable=False),
+    Column("record_json", Text, nullable=False),
+)
+
+#: The whole validated document a run was compiled from. The run row keeps it without its
+#: task list (what the executor reads); retry, fork, compensation and the plan views read
+#: the whole of it from here.
+run_workflows = Table(
+    "run_workflows",
+    metadata,
+    Column("run_id", String(80), ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True),
+    Column("workflow_json", Text, nullable=False),
 )
 
 effects = Table(
@@ -509,3 +537,28 @@ monitor_observations = Table(
 
 #: Tables whose rows carry a record format version (checked on read).
 VERSIONED_TABLES = tuple(t.name for t in metadata.sorted_tables if "format_version" in t.c)
+
+
+#: Records of a run written in a newer format are looked for before the run is resumed
+#: (``records.check_run_records``). These partial indexes hold only such rows — none, in
+#: a database this version wrote — so the check costs the same however long the run is.
+#: Their condition names the current ``FORMAT_VERSION``; a release that raises it
+#: re-creates them in its migration (a test keeps the two in step).
+NEWER_FORMAT_CONDITION = f"format_version > {FORMAT_VERSION}"
+NEWER_FORMAT_TABLES = (
+    tasks,
+    effects,
+    approvals,
+    checkpoints,
+    audit_events,
+    provider_sessions,
+    tool_calls,
+    artifact_refs,
+)
+for _table in NEWER_FORMAT_TABLES:
+    Index(
+        f"ix_{_table.name}_newer_format",
+        _table.c.run_id,
+        sqlite_where=text(NEWER_FORMAT_CONDITION),
+        postgresql_where=text(NEWER_FORMAT_CONDITION),
+    )

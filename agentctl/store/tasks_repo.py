@@ -7,7 +7,7 @@ reused task record is copied by :mod:`agentctl.store.copying`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from agentctl.store.formats import FORMAT_VERSION
@@ -20,9 +20,13 @@ __all__ = [
     "TASK_COLUMNS",
     "insert_pending",
     "outputs",
+    "outputs_in_order",
     "state_counts",
     "task_records",
     "task_states",
+    "task_states_of",
+    "tasks_in_states",
+    "unfinished_task_states",
 ]
 
 TASK_COLUMNS = (
@@ -90,6 +94,55 @@ def task_states(conn: SqlRunner, run_id: str) -> list[TaskState]:
     return [tuple(row) for row in rows]
 
 
+_STATE_COLUMNS = (
+    "task_id, ordinal, status, attempt, disposition, output_json, error_json, format_version"
+)
+_UNFINISHED = "('pending', 'running', 'waiting_for_approval', 'waiting_for_effect')"
+_ID_CHUNK = 1_000
+
+
+def unfinished_task_states(conn: SqlRunner, run_id: str) -> list[TaskState]:
+    """The tasks of a run that are not in a terminal state, in plan order: what a resume
+    still has to run (an indexed read of those rows only, however long the run is)."""
+    # Sorted here: with ORDER BY, SQLite's planner walks the (run_id, ordinal) index over
+    # every task of the run instead of the (run_id, status) index over the unfinished ones.
+    rows = conn.exec_driver_sql(
+        f"SELECT {_STATE_COLUMNS} FROM tasks WHERE run_id = ? "  # noqa: S608 - fixed text
+        f"AND status IN {_UNFINISHED}",
+        (run_id,),
+    )
+    return sorted((tuple(row) for row in rows), key=lambda row: row[1])
+
+
+def task_states_of(conn: SqlRunner, run_id: str, task_ids: Sequence[str]) -> list[TaskState]:
+    """The given tasks of a run (those that exist), in plan order."""
+    out: list[TaskState] = []
+    for start in range(0, len(task_ids), _ID_CHUNK):
+        chunk = tuple(task_ids[start : start + _ID_CHUNK])
+        marks = ", ".join("?" * len(chunk))
+        out.extend(
+            tuple(row)
+            for row in conn.exec_driver_sql(
+                f"SELECT {_STATE_COLUMNS} FROM tasks "  # noqa: S608 - fixed text
+                f"WHERE run_id = ? AND task_id IN ({marks})",
+                (run_id, *chunk),
+            )
+        )
+    out.sort(key=lambda row: row[1])
+    return out
+
+
+def tasks_in_states(conn: SqlRunner, run_id: str, statuses: Sequence[str]) -> list[tuple[str, str]]:
+    """``(task_id, status)`` of a run's tasks in one of ``statuses``, in plan order."""
+    marks = ", ".join("?" * len(statuses))
+    rows = conn.exec_driver_sql(
+        "SELECT task_id, status, ordinal FROM tasks "  # noqa: S608 - fixed text
+        f"WHERE run_id = ? AND status IN ({marks})",  # sorted here, as above
+        (run_id, *statuses),
+    )
+    return [(row[0], row[1]) for row in sorted(rows, key=lambda row: row[2])]
+
+
 def task_records(conn: SqlRunner, run_id: str) -> list[dict[str, Any]]:
     """Every column of every task of a run in plan order (timestamps naive UTC)."""
     rows = conn.exec_driver_sql(
@@ -111,6 +164,16 @@ def outputs(conn: SqlRunner, run_id: str) -> list[tuple[str, str]]:
     """``(task_id, output_json)`` of every task of a run that has an output."""
     rows = conn.exec_driver_sql(
         "SELECT task_id, output_json FROM tasks WHERE run_id = ? AND output_json IS NOT NULL",
+        (run_id,),
+    )
+    return [(row[0], row[1]) for row in rows]
+
+
+def outputs_in_order(conn: SqlRunner, run_id: str) -> list[tuple[str, str]]:
+    """``(task_id, output_json)`` of every task of a run that has an output, in plan order."""
+    rows = conn.exec_driver_sql(
+        "SELECT task_id, output_json FROM tasks WHERE run_id = ? AND output_json IS NOT NULL "
+        "ORDER BY ordinal",
         (run_id,),
     )
     return [(row[0], row[1]) for row in rows]

@@ -216,7 +216,7 @@ def _group_state(counts: dict[str, int]) -> str:
 def run_page(store: Store, run_id: str) -> RunPage:
     data = inspect_run(store, run_id)
     with store.read() as conn:
-        row = load_run(conn, run_id)
+        row = load_run(conn, run_id, whole=True)
         events = list_events(conn, run_id)
     plan_tasks: dict[str, Any] = row.plan.get("tasks") or {}
     states = {task["taskId"]: task["state"] for task in data["tasks"]}

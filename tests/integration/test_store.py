@@ -38,7 +38,7 @@ def _insert_run(conn: object, run_id: str = "run-1", format_version: int = 1) ->
 
 
 def test_single_head() -> None:
-    assert migrate.head_revision() == migrate.SCHEMA_HEAD == "0008_session_names"
+    assert migrate.head_revision() == migrate.SCHEMA_HEAD == "0009_plan_rows"
     assert len(migrate.known_revisions()) >= 1
 
 
@@ -197,3 +197,110 @@ def test_upgrade_from_first_revision_keeps_rows(tmp_path: Path) -> None:
 
 def test_schema_head_constant_matches_the_revision_files() -> None:
     assert migrate.SCHEMA_HEAD == migrate.head_revision()
+
+
+def _roll_chain(path: Path, steps: int) -> str:
+    """A finished run of a ``steps``-task chain in the database at ``path``."""
+    import asyncio
+
+    from agentctl.engine.executor import RunExecutor
+    from agentctl.engine.runs import create_run, prepare_run
+    from agentctl.ids import IdGenerator, SystemClock
+
+    lines = [
+        "apiVersion: agentctl.dev/v1\nkind: Workflow\nmetadata: {name: chain}\nspec:\n"
+        "  actions:\n    step: {kind: builtin.assign}\n  tasks:\n"
+    ]
+    for i in range(steps):
+        needs = f", needs: [s{i - 1}]" if i else ""
+        lines.append(f"    - {{id: s{i}, uses: 'action:step', with: {{i: {i}}}{needs}}}\n")
+    workflow = path.parent / "chain.yaml"
+    workflow.write_text("".join(lines))
+    clock = SystemClock()
+    with open_store(str(path)) as store:
+        run_id = create_run(store, prepare_run(str(workflow)), clock=clock, ids=IdGenerator(clock))
+        asyncio.run(RunExecutor(store, run_id, clock=clock).execute())
+    return run_id
+
+
+def test_upgrade_from_0008_splits_stored_plans_into_rows(tmp_path: Path) -> None:
+    """A run written before 0009 (whole plan and document in the run row) reads the same
+    after the upgrade, and a downgrade puts the whole plan back."""
+    import asyncio
+    import json
+
+    from agentctl.compiler.plan import Plan
+    from agentctl.engine.executor import RunExecutor
+    from agentctl.engine.frontier import take_handed
+    from agentctl.engine.records import load_run
+    from agentctl.engine.runs import create_run, prepare_run
+    from agentctl.ids import IdGenerator, SystemClock
+
+    path = tmp_path / "old.db"
+    run_id = _roll_chain(path, 3)
+    clock = SystemClock()
+    with open_store(str(path)) as store:
+        # A second run, created and not started: it must run after the upgrade.
+        pending = create_run(
+            store, prepare_run(str(tmp_path / "chain.yaml")), clock=clock, ids=IdGenerator(clock)
+        )
+        # Drop the plan kept for its first execution in this process: it must be read
+        # from the converted rows.
+        assert take_handed(store.path, pending) is not None
+        with store.read() as conn:
+            expected = load_run(conn, run_id, whole=True)
+        with store.write() as conn:
+            migrate.downgrade(conn, "0008_session_names")
+        with store.read() as conn:
+            old_plan, old_doc = conn.exec_driver_sql(
+                "SELECT plan_json, workflow_json FROM runs WHERE id = ?", (run_id,)
+            ).one()
+    # At 0008 the run row holds the whole plan and document, as that release wrote them.
+    assert json.loads(old_plan) == expected.plan
+    assert json.loads(old_doc) == expected.workflow
+    assert Plan.from_json(json.loads(old_plan)).order == ("s0", "s1", "s2")
+    with open_store(str(path)) as store:  # upgrades on open
+        assert store.revision() == migrate.head_revision()
+        with store.read() as conn:
+            header, document = conn.exec_driver_sql(
+                "SELECT plan_json, workflow_json FROM runs WHERE id = ?", (run_id,)
+            ).one()
+            rows = conn.exec_driver_sql(
+                "SELECT task_id, ordinal FROM plan_tasks WHERE run_id = ? ORDER BY ordinal",
+                (run_id,),
+            ).all()
+            again = load_run(conn, run_id, whole=True)
+            lean = load_run(conn, run_id)
+    assert "tasks" not in json.loads(header) and json.loads(header)["taskCount"] == 3
+    assert "tasks" not in json.loads(document)["spec"]
+    assert [tuple(r) for r in rows] == [("s0", 0), ("s1", 1), ("s2", 2)]
+    assert again.plan == expected.plan and again.workflow == expected.workflow
+    assert lean.plan == json.loads(header) and lean.workflow == json.loads(document)
+    # Re-submitting the upgraded run answers from its row; its state reads the same.
+    from agentctl.engine.outcome import finished_outcome
+
+    with open_store(str(path)) as store:
+        outcome = finished_outcome(store, run_id)
+        assert outcome is not None and outcome.state == "succeeded"
+        assert outcome.output == expected.output
+        # The run created before the downgrade runs from its converted rows.
+        ran = asyncio.run(RunExecutor(store, pending, clock=clock).execute())
+    assert ran.state == "succeeded" and ran.output == expected.output
+
+
+def test_newer_format_check_probes_partial_indexes(tmp_path: Path) -> None:
+    """Resume's check for records in a newer format reads an index of such rows only, so
+    it does not grow with the run; the indexes' condition names the current version."""
+    from agentctl.store.records import RUN_RECORDS
+    from agentctl.store.tables import FORMAT_VERSION, NEWER_FORMAT_CONDITION, NEWER_FORMAT_TABLES
+
+    assert NEWER_FORMAT_CONDITION == f"format_version > {FORMAT_VERSION}"
+    assert {t.name for t in NEWER_FORMAT_TABLES} == {table for _, table, _ in RUN_RECORDS}
+    with open_store(str(tmp_path / "a.db")) as store, store.read() as conn:
+        for _, table, key in RUN_RECORDS:
+            plan = conn.exec_driver_sql(
+                f"EXPLAIN QUERY PLAN SELECT {key}, format_version FROM {table} "
+                f"WHERE run_id = ? AND {NEWER_FORMAT_CONDITION} LIMIT 1",
+                ("run-1",),
+            ).all()
+            assert any(f"ix_{table}_newer_format" in str(row[-1]) for row in plan), plan

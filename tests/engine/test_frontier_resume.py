@@ -1,0 +1,147 @@
+"""Resume reads the frontier, not the whole run (the performance issue's first goal).
+
+A real ``agentctl roll`` is SIGKILLed after some tasks committed; the stored plan records
+of the tasks that had finished are then overwritten with garbage. A resume that read
+them (as one that parsed the whole stored plan did) would fail as corrupt; one that reads
+only the unfinished tasks and the finished rows they depend on completes with the same
+result as an uninterrupted run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from agentctl.engine.executor import RunExecutor
+from agentctl.engine.outcome import finished_outcome
+from agentctl.engine.records import load_run
+from agentctl.errors import PersistenceError
+from agentctl.ids import SystemClock
+from agentctl.store.engine import open_store
+
+WORKFLOW = """\
+apiVersion: agentctl.dev/v1
+kind: Workflow
+metadata: {name: frontier}
+spec:
+  memory: {working: {total: 0}}
+  actions:
+    step: {kind: builtin.assign}
+  outputs:
+    last: "${{ tasks.s5.output.output.i }}"
+    first: "${{ tasks.s0.output.output.i }}"
+  tasks:
+    - {id: s0, uses: 'action:step', with: {i: 0}}
+    - {id: s1, uses: 'action:step', with: {i: 1}, needs: [s0]}
+    - {id: s2, uses: 'action:step', with: {i: 2}, needs: [s1]}
+    - {id: s3, uses: 'action:step', with: {i: "${{ tasks.s0.output.output.i }}"}, needs: [s2, s0]}
+    - {id: s4, uses: 'action:step', with: {i: 4}, needs: [s3]}
+    - {id: s5, uses: 'action:step', with: {i: 5}, needs: [s4]}
+"""
+
+
+def _killed_roll(workspace: Path, db: Path, after: int) -> str:
+    (workspace / "wf.yaml").write_text(WORKFLOW)
+    killed = subprocess.run(
+        [sys.executable, "-m", "agentctl", "roll", "wf.yaml", "--db", str(db)],
+        cwd=workspace,
+        env={**os.environ, "AGENTCTL_FAULT": f"task.committed:{after}"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert killed.returncode == -9, killed.stderr
+    with sqlite3.connect(db) as conn:
+        (run_id,) = conn.execute("SELECT id FROM runs").fetchone()
+    conn.close()
+    return str(run_id)
+
+
+def _corrupt_plan_rows(db: Path, run_id: str, task_ids: list[str]) -> None:
+    with sqlite3.connect(db) as conn:
+        conn.executemany(
+            "UPDATE plan_tasks SET record_json = 'not json' WHERE run_id = ? AND task_id = ?",
+            [(run_id, t) for t in task_ids],
+        )
+    conn.close()
+
+
+def _resume(db: Path, run_id: str) -> Any:
+    with open_store(str(db)) as store:
+        return asyncio.run(RunExecutor(store, run_id, clock=SystemClock()).execute())
+
+
+def test_resume_reads_no_plan_record_of_a_finished_task(workspace: Path) -> None:
+    db = workspace / "runs.db"
+    run_id = _killed_roll(workspace, db, after=4)  # s0..s3 committed
+    _corrupt_plan_rows(db, run_id, ["s0", "s1", "s2"])
+    outcome = _resume(db, run_id)
+    assert outcome.state == "succeeded", outcome.error
+    # s0's output is read by s3's input and by spec.outputs: its task row, not its plan.
+    assert outcome.output == {"last": 5, "first": 0}
+    with open_store(str(db)) as store:
+        again = finished_outcome(store, run_id)  # one read of the run row
+    assert again is not None and again.output == outcome.output
+
+
+def test_a_corrupt_record_of_an_unfinished_task_stops_the_resume(workspace: Path) -> None:
+    """The check is real: the frontier's own records are read, and garbage is refused
+    (exit 5, the run stays resumable) rather than run."""
+    db = workspace / "runs.db"
+    run_id = _killed_roll(workspace, db, after=4)
+    _corrupt_plan_rows(db, run_id, ["s5"])
+    try:
+        _resume(db, run_id)
+    except PersistenceError as exc:
+        assert "malformed" in exc.message and exc.exit_code == 5
+    else:
+        raise AssertionError("a corrupt plan record of an unfinished task was not noticed")
+    with open_store(str(db)) as store, store.read() as conn:
+        assert load_run(conn, run_id).status == "running"
+
+
+def test_whole_plan_is_read_back_in_plan_order(workspace: Path) -> None:
+    db = workspace / "runs.db"
+    run_id = _killed_roll(workspace, db, after=2)
+    outcome = _resume(db, run_id)
+    assert outcome.state == "succeeded"
+    with open_store(str(db)) as store, store.read() as conn:
+        run = load_run(conn, run_id, whole=True)
+    assert run.plan["order"] == [f"s{i}" for i in range(6)]
+    assert run.plan["tasks"]["s3"]["needs"] == ["s2", "s0"]
+    assert [t["id"] for t in run.workflow["spec"]["tasks"]] == [f"s{i}" for i in range(6)]
+
+
+def test_a_handed_plan_is_used_only_when_it_is_the_stored_one(workspace: Path) -> None:
+    """``roll`` hands the plan it just stored to the execution that follows; a plan whose
+    digest is not the stored one (another workflow) is never taken in its place."""
+    from agentctl.engine.frontier import load_frontier, take_handed
+    from agentctl.engine.runs import create_run, prepare_run
+    from agentctl.ids import IdGenerator
+
+    (workspace / "wf.yaml").write_text(WORKFLOW)
+    (workspace / "other.yaml").write_text(
+        WORKFLOW.replace("name: frontier", "name: other").replace("s5", "t5")
+    )
+    clock = SystemClock()
+    other = prepare_run(str(workspace / "other.yaml")).plan
+    with open_store(str(workspace / "runs.db")) as store:
+        run_id = create_run(
+            store, prepare_run(str(workspace / "wf.yaml")), clock=clock, ids=IdGenerator(clock)
+        )
+        mine = take_handed(store.path, run_id)
+        assert mine is not None and take_handed(store.path, run_id) is None  # once
+        with store.read() as conn:
+            header = load_run(conn, run_id).plan
+            taken, _, _ = load_frontier(conn, run_id, header, lambda: conn, mine)
+            refused, _, frontier = load_frontier(conn, run_id, header, lambda: conn, other)
+            assert taken.tasks["s5"] is mine.tasks["s5"]  # the same object: not parsed
+            assert frontier[-1] == "s5" and "t5" not in refused.order
+            assert refused.tasks["s5"] == mine.tasks["s5"]
+            assert refused.tasks["s5"] is not mine.tasks["s5"]  # read from its row
