@@ -28,6 +28,7 @@ from agentctl.engine.records import RunLog, load_run
 from agentctl.errors import AgentctlError, BlockedError, PersistenceError, UsageError
 from agentctl.ids import Clock, IdGenerator
 from agentctl.store import ownership, run_queue
+from agentctl.store.adoption import adoptable_parked_runs
 from agentctl.store.engine import Store
 from agentctl.store.errors import TRANSIENT_CODES
 
@@ -141,15 +142,24 @@ class Worker:
         """Claim up to ``limit`` runs in one write transaction; ``(run id, owner id)``."""
         now = self.clock.now()
         claimed: list[tuple[str, str]] = []
+        adopted: set[str] = set()
         with self.store.write() as conn:
-            for run_id in run_queue.claimable_runs(conn, now, limit):
+            candidates = run_queue.claimable_runs(conn, now, limit)
+            if len(candidates) < limit:
+                # Parked runs whose answer arrived and whose owner is gone: the same rule
+                # as the daemon's (store/adoption.py), claimed like any other run.
+                parked = adoptable_parked_runs(conn, now, limit=limit - len(candidates), lock=True)
+                adopted = {p.run_id for p in parked}
+                candidates += [p.run_id for p in parked]
+            for run_id in candidates:
                 owner_id = f"{ownership.new_owner_id()}:{self.name}"
                 try:
                     claim = ownership.claim(conn, run_id, owner_id, now)
                 except BlockedError:
                     continue  # a live process on this host still executes it
+                log = RunLog.open(conn, run_id)
                 if claim.previous_owner:
-                    RunLog.open(conn, run_id).event(
+                    log.event(
                         conn,
                         "run.taken_over",
                         {
@@ -159,9 +169,12 @@ class Worker:
                         },
                         now=now,
                     )
+                if run_id in adopted:
+                    log.event(conn, "run.adopted", {"worker": self.name}, now=now)
                 claimed.append((run_id, owner_id))
         for run_id, _ in claimed:
-            self._events("WorkerEvent", {"worker": self.name, "runId": run_id, "state": "claimed"})
+            state = "adopted" if run_id in adopted else "claimed"
+            self._events("WorkerEvent", {"worker": self.name, "runId": run_id, "state": state})
         return claimed
 
     async def _execute(self, run_id: str, owner_id: str) -> None:
