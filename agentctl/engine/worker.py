@@ -27,7 +27,7 @@ from agentctl.engine.outcome import ExecutionOptions, RunOutcome
 from agentctl.engine.records import RunLog, load_run
 from agentctl.errors import AgentctlError, BlockedError, PersistenceError, UsageError
 from agentctl.ids import Clock, IdGenerator
-from agentctl.store import ownership, run_queue
+from agentctl.store import ownership, run_queue, task_claims_repo
 from agentctl.store.adoption import adoptable_parked_runs
 from agentctl.store.engine import Store
 from agentctl.store.errors import TRANSIENT_CODES
@@ -92,6 +92,8 @@ class Worker:
         self.report = WorkerReport(name)
         self._events = events or (lambda _kind, _data: None)
         self._stopping: asyncio.Event | None = None
+        self._task_claims: Any = None
+        self._snapshots: Any = None
 
     def stop(self) -> None:
         """Stop claiming; :meth:`serve` returns once the runs in hand finish or park."""
@@ -99,30 +101,124 @@ class Worker:
             self._stopping.set()
 
     async def serve(self) -> WorkerReport:
+        from agentctl.engine.claimed_tasks import RunSnapshots
+        from agentctl.engine.task_claims import TaskClaims
+
         self._stopping = asyncio.Event()
         listener = await run_queue.RunsListener.open(self.store)
-        active: set[asyncio.Task[None]] = set()
+        self._task_claims = TaskClaims(listener.subscribe, listener.unsubscribe)
+        self._snapshots = RunSnapshots(self.store)
+        driving: dict[asyncio.Task[None], str] = {}
+        executing: set[asyncio.Task[None]] = set()
         self._events("WorkerEvent", {"worker": self.name, "state": "ready"})
+        draining = False
         try:
-            while not self._stopping.is_set():
-                free = self.concurrency - len(active)
-                for run_id, owner_id in self._claim_or_wait(free) if free > 0 else []:
-                    active.add(asyncio.create_task(self._execute(run_id, owner_id)))
+            while True:
+                if self._stopping.is_set() and not draining:
+                    draining = True
+                    self._events("WorkerEvent", {"worker": self.name, "state": "draining"})
+                if draining and not driving and not executing:
+                    break
+                free = self.concurrency - len(driving)
+                if free > 0 and not draining:
+                    for run_id, owner_id in self._claim_or_wait(free):
+                        driving[asyncio.create_task(self._execute(run_id, owner_id))] = run_id
+                free = self.concurrency - len(executing)
+                if free > 0:
+                    # Draining, this worker still executes the tasks of the runs it drives
+                    # (they may wait for nobody else), and claims nothing more.
+                    only = set(driving.values()) if draining else None
+                    for claimed in self._claim_tasks_or_wait(free, only):
+                        executing.add(asyncio.create_task(self._execute_task(claimed)))
                 waiters: set[asyncio.Future[Any]] = {
                     asyncio.ensure_future(listener.wait(IDLE_SECONDS)),
                     asyncio.ensure_future(self._stopping.wait()),
                 }
-                await asyncio.wait(waiters | active, return_when=asyncio.FIRST_COMPLETED)
+                await asyncio.wait(
+                    waiters | set(driving) | executing, return_when=asyncio.FIRST_COMPLETED
+                )
                 for waiter in waiters:
                     waiter.cancel()
-                active = {task for task in active if not task.done()}
-            self._events("WorkerEvent", {"worker": self.name, "state": "draining"})
-            if active:
-                await asyncio.wait(active)
+                driving = {task: run for task, run in driving.items() if not task.done()}
+                executing = {task for task in executing if not task.done()}
         finally:
             await listener.close()
         self._events("WorkerEvent", {"worker": self.name, "state": "stopped"})
         return self.report
+
+    def _claim_tasks_or_wait(
+        self, limit: int, only_runs: set[str] | None
+    ) -> list[task_claims_repo.ClaimedTask]:
+        """Claim ready tasks of any running run (task-level claims); a held lock or a
+        restarting server is reported and retried on the next round."""
+        try:
+            return self._claim_tasks(limit, only_runs)
+        except PersistenceError as exc:
+            if exc.code not in TRANSIENT_CODES:
+                raise
+            self._events(
+                "WorkerEvent",
+                {"worker": self.name, "state": "waiting", "code": exc.code, "message": exc.message},
+            )
+            return []
+
+    def _claim_tasks(
+        self, limit: int, only_runs: set[str] | None
+    ) -> list[task_claims_repo.ClaimedTask]:
+        now = self.clock.now()
+        with self.store.write() as conn:
+            claimed = task_claims_repo.claim_ready(
+                conn, self.name, now, limit, ownership.lease_seconds(), only_runs=only_runs
+            )
+            for item in claimed:
+                if item.previous_worker is not None:
+                    # The previous holder's lease ran out: it died or is cut off; its late
+                    # writes are refused by the token this claim just took.
+                    RunLog.open(conn, item.run_id).event(
+                        conn,
+                        "task.reclaimed",
+                        {
+                            "previousWorker": item.previous_worker,
+                            "worker": self.name,
+                            "fencingToken": item.token,
+                        },
+                        now=now,
+                        task_id=item.task_id,
+                    )
+        for item in claimed:
+            waited = (item.started_at.replace(tzinfo=None) - item.ready_at).total_seconds()
+            self._events(
+                "WorkerEvent",
+                {
+                    "worker": self.name,
+                    "runId": item.run_id,
+                    "taskId": item.task_id,
+                    "state": "task.claimed",
+                    "waitedMs": round(waited * 1000, 1),
+                    **({"reclaimedFrom": item.previous_worker} if item.previous_worker else {}),
+                },
+            )
+        return claimed
+
+    async def _execute_task(self, claimed: task_claims_repo.ClaimedTask) -> None:
+        from agentctl.engine.claimed_tasks import execute_claimed
+
+        options = ExecutionOptions(owner_id=f"{ownership.new_owner_id()}:{self.name}")
+        data: dict[str, Any] = {
+            "worker": self.name,
+            "runId": claimed.run_id,
+            "taskId": claimed.task_id,
+        }
+        try:
+            state = await execute_claimed(
+                self.store, claimed, self._snapshots, clock=self.clock, options=options
+            )
+        except AgentctlError as exc:
+            # Nothing was concluded about the task; its claim lapses and another worker
+            # (or this one) executes it again, reusing whatever effects it confirmed.
+            state = "error"
+            data.update(code=exc.code, message=exc.message)
+        self._events("WorkerEvent", {**data, "state": f"task.{state}"})
 
     def _claim_or_wait(self, limit: int) -> list[tuple[str, str]]:
         """Claim; a lock held too long or a server restarting is reported and retried on
@@ -180,7 +276,7 @@ class Worker:
     async def _execute(self, run_id: str, owner_id: str) -> None:
         from agentctl.engine.executor import RunExecutor
 
-        options = ExecutionOptions(owner_id=owner_id)
+        options = ExecutionOptions(owner_id=owner_id, task_claims=self._task_claims)
         try:
             outcome = await RunExecutor(
                 self.store, run_id, clock=self.clock, options=options

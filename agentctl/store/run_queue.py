@@ -79,6 +79,7 @@ class RunsListener:
     def __init__(self, conn: Any) -> None:
         self._conn = conn
         self._woken = asyncio.Event()
+        self._subscribers: set[asyncio.Event] = set()
         self._task = asyncio.create_task(self._listen())
 
     @classmethod
@@ -95,6 +96,18 @@ class RunsListener:
     async def _listen(self) -> None:
         async for _ in self._conn.notifies():
             self._woken.set()
+            for event in self._subscribers:
+                event.set()
+
+    def subscribe(self) -> asyncio.Event:
+        """An event set on every notification (besides :meth:`wait`): a run owner waiting
+        for its claimed tasks listens on the worker's one connection."""
+        event = asyncio.Event()
+        self._subscribers.add(event)
+        return event
+
+    def unsubscribe(self, event: asyncio.Event) -> None:
+        self._subscribers.discard(event)
 
     async def wait(self, timeout: float) -> bool:
         with contextlib.suppress(TimeoutError):
