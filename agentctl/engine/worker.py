@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentctl.engine.faults import Faults
 from agentctl.engine.outcome import ExecutionOptions, RunOutcome
 from agentctl.engine.records import RunLog, load_run
 from agentctl.errors import AgentctlError, BlockedError, PersistenceError, UsageError
@@ -93,6 +94,9 @@ class Worker:
         self._events = events or (lambda _kind, _data: None)
         self._stopping: asyncio.Event | None = None
         self._task_claims: Any = None
+        # One set of fault points for the process (test-only): ``point:n`` counts hits
+        # across every run and task this worker executes.
+        self._faults = Faults()
         self._snapshots: Any = None
 
     def stop(self) -> None:
@@ -203,7 +207,9 @@ class Worker:
     async def _execute_task(self, claimed: task_claims_repo.ClaimedTask) -> None:
         from agentctl.engine.claimed_tasks import execute_claimed
 
-        options = ExecutionOptions(owner_id=f"{ownership.new_owner_id()}:{self.name}")
+        options = ExecutionOptions(
+            owner_id=f"{ownership.new_owner_id()}:{self.name}", faults=self._faults
+        )
         data: dict[str, Any] = {
             "worker": self.name,
             "runId": claimed.run_id,
@@ -276,7 +282,9 @@ class Worker:
     async def _execute(self, run_id: str, owner_id: str) -> None:
         from agentctl.engine.executor import RunExecutor
 
-        options = ExecutionOptions(owner_id=owner_id, task_claims=self._task_claims)
+        options = ExecutionOptions(
+            owner_id=owner_id, task_claims=self._task_claims, faults=self._faults
+        )
         try:
             outcome = await RunExecutor(
                 self.store, run_id, clock=self.clock, options=options

@@ -3,6 +3,11 @@ a real PostgreSQL server, with the recovery rules of a single process."""
 
 from __future__ import annotations
 
+import json
+import os
+import signal
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -79,3 +84,152 @@ def test_a_200_task_fan_out_over_three_workers_runs_every_task_once(
     assert len(shown["effects"]) == 200
     assert rows(postgres_url, "SELECT COUNT(*) FROM task_claims") == [(0,)]
     assert cli("audit", run_id, "--verify", "--db", postgres_url).exit_code == 0
+
+
+def _spawn(database: str, ws: Path, name: str, concurrency: int, **env: str) -> Any:
+    return subprocess.Popen(
+        [sys.executable, "-m", "agentctl", "--output", "jsonl", "worker", "--name", name]
+        + ["--concurrency", str(concurrency), "--db", database],
+        cwd=ws,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**{k: v for k, v in os.environ.items() if k != "AGENTCTL_FAULT"}, **env},
+    )
+
+
+def _crash_and_recover(
+    cli: Any, database: str, tmp_path: Path, fault: str
+) -> tuple[str, Path, list[list[dict[str, Any]]], Any]:
+    """A worker that executes one task at a time takes a 12-task run alone and SIGKILLs
+    itself at ``fault`` on its second task; then two workers continue. Returns the run, the
+    ledger, the survivors' events and how `runs wait` ended."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    ledger = tmp_path / "ledger.txt"
+    (ws / "wf.yaml").write_text(fan_out(ledger, 12, concurrency=12))
+    run_id = _detach(cli, database, ws)
+    lease = {"AGENTCTL_LEASE_SECONDS": "1"}
+    doomed = _spawn(database, ws, "doomed", 1, AGENTCTL_FAULT=fault, **lease)
+    try:
+        out, err = doomed.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        doomed.kill()
+        out, err = doomed.communicate()
+        raise AssertionError(out[-3000:] + err[-3000:]) from None
+    assert doomed.returncode == -signal.SIGKILL, out + err
+    claimed = [json.loads(line)["data"] for line in out.splitlines() if line.strip()]
+    assert sum(1 for e in claimed if e.get("state") == "task.claimed") == 2
+    assert len(_ledger(ledger)) == 2  # both tasks' processes ran before the kill
+    survivors = [_spawn(database, ws, name, 4, **lease) for name in ("w1", "w2")]
+    try:
+        for survivor in survivors:
+            _ready(survivor)
+        waited = cli("--output", "json", "runs", "wait", run_id, "--db", database)
+    finally:
+        reports = [_stop(survivor) for survivor in survivors]
+    return run_id, ledger, reports, waited
+
+
+def _audit(cli: Any, database: str, run_id: str, kind: str) -> list[dict[str, Any]]:
+    events = cli("--output", "json", "audit", run_id, "--db", database).json()["data"]["events"]
+    return [e for e in events if e["kind"] == kind]
+
+
+def test_a_worker_killed_between_effects_has_its_task_reclaimed_and_nothing_redone(
+    cli: Any, postgres_url: str, tmp_path: Path
+) -> None:
+    """Killed after its second task's effect was confirmed, before the outcome reached the
+    claim: after the lease another worker claims the task again and reuses the confirmed
+    effect; the run (taken over from the dead owner) completes with every task run once."""
+    run_id, ledger, reports, waited = _crash_and_recover(
+        cli, postgres_url, tmp_path, "effect.finished:2"
+    )
+    assert waited.exit_code == 0, waited.stdout + waited.stderr
+    lines = _ledger(ledger)
+    assert len(lines) == 12 and len(set(lines)) == 12  # no confirmed effect ran twice
+    reclaimed = _audit(cli, postgres_url, run_id, "task.reclaimed")
+    assert [e["payload"]["previousWorker"] for e in reclaimed] == ["doomed"]
+    assert _audit(cli, postgres_url, run_id, "run.taken_over")
+    claims = sum((_claimed_by(r) for r in reports), Counter())
+    assert claims[reclaimed[0]["taskId"]] == 1 and len(claims) == 11  # the done one was kept
+    assert cli("audit", run_id, "--verify", "--db", postgres_url).exit_code == 0
+
+
+def test_a_worker_killed_mid_effect_leaves_it_uncertain_and_nobody_guesses(
+    cli: Any, postgres_url: str, tmp_path: Path
+) -> None:
+    """Killed after its second task's process ran, before the outcome was recorded: the
+    worker that claims the task after the lease finds the effect started and unconfirmed,
+    records it uncertain and does not run it again; the run parks for a person. After the
+    operator's reconciliation the run completes with every task run exactly once."""
+    run_id, ledger, _, waited = _crash_and_recover(
+        cli, postgres_url, tmp_path, "effect.dispatched:2"
+    )
+    assert waited.exit_code == 3, waited.stdout + waited.stderr
+    shown = cli("--output", "json", "inspect", run_id, "--db", postgres_url).json()["data"]
+    uncertain = [e for e in shown["effects"] if e["status"] == "uncertain"]
+    succeeded = [e for e in shown["effects"] if e["status"] == "succeeded"]
+    assert len(uncertain) == 1 and len(succeeded) == 11
+    lines = _ledger(ledger)
+    assert len(lines) == 12 and len(set(lines)) == 12  # the uncertain one was not rerun
+    assert uncertain[0]["effectId"] in lines  # it did run: the operator can tell
+    assert _audit(cli, postgres_url, run_id, "task.reclaimed")
+    # The operator checks the world (the ledger line is there) and concludes it applied,
+    # with the result the process gave (the same as its siblings').
+    result = tmp_path / "result.json"
+    result.write_text(json.dumps(succeeded[0]["result"]))
+    concluded = cli(
+        "reconcile", uncertain[0]["effectId"], "--status", "applied", "--result-file", result,
+        "--reason", "the ledger line is there", "--approved", "--db", postgres_url,
+    )  # fmt: skip
+    assert concluded.exit_code == 0, concluded.stdout + concluded.stderr
+    resumed = cli("--output", "json", "resume", run_id, "--db", postgres_url)
+    assert resumed.exit_code == 0, resumed.stdout + resumed.stderr
+    assert sorted(_ledger(ledger)) == sorted(lines)  # nothing ran again
+    assert cli("audit", run_id, "--verify", "--db", postgres_url).exit_code == 0
+
+
+def test_a_late_write_of_a_reclaimed_task_is_refused_by_its_fencing_token(
+    cli: Any, postgres_url: str, tmp_path: Path
+) -> None:
+    """Worker A's claim lapses and B claims the task: A's writes (an effect journal write
+    through its fence, its outcome) are refused and change nothing; B's land."""
+    from datetime import UTC, datetime, timedelta
+
+    from agentctl.engine.claimed_tasks import ClaimFence
+    from agentctl.errors import OwnershipLostError
+    from agentctl.store import task_claims_repo as repo
+    from agentctl.store.engine import open_store
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "wf.yaml").write_text(fan_out(tmp_path / "ledger.txt", 2, concurrency=2))
+    run_id = _detach(cli, postgres_url, ws)
+    now = datetime(2030, 1, 1, tzinfo=UTC)
+    with open_store(postgres_url) as store:
+        with store.write() as conn:
+            repo.publish(conn, run_id, [repo.Published("unit[0]", "b1", "{}")], now)
+            (first,) = repo.claim_ready(conn, "A", now, 5, lease_seconds=1)
+        with store.write() as conn:
+            (second,) = repo.claim_ready(conn, "B", now + timedelta(seconds=2), 5, lease_seconds=60)
+        assert (second.token, second.previous_worker) == (first.token + 1, "A")
+        stale = ClaimFence(store, first)
+        try:
+            with stale.write() as conn:
+                conn.exec_driver_sql("UPDATE runs SET cancel_reason = 'A was here'")
+            raise AssertionError("a stale claim wrote")
+        except OwnershipLostError as lost:
+            assert "fencing token" in lost.message
+        try:
+            with store.write() as conn:
+                repo.finish_claim(conn, run_id, "unit[0]", first.token, '{"by": "A"}', now)
+            raise AssertionError("a stale outcome was recorded")
+        except OwnershipLostError:
+            pass
+        with ClaimFence(store, second).write() as conn:
+            repo.finish_claim(conn, run_id, "unit[0]", second.token, '{"by": "B"}', now)
+    assert rows(postgres_url, "SELECT cancel_reason FROM runs") == [(None,)]
+    assert rows(postgres_url, "SELECT state, outcome_json, worker FROM task_claims") == [
+        ("done", '{"by": "B"}', "B")
+    ]

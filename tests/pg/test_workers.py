@@ -53,12 +53,21 @@ def _executions(ws: Path) -> int:
 
 
 def _ready(worker: subprocess.Popen[str]) -> None:
-    """Read the worker's events until it says it listens (so no run is missed)."""
+    """Read the worker's events until it says it listens (so no run is missed).
+
+    Byte by byte from the pipe itself: a buffered read would take later events with it,
+    and `communicate` (which reads the file descriptors directly) would never see them."""
     assert worker.stdout is not None
-    for line in worker.stdout:
+    fd = worker.stdout.fileno()
+    while True:
+        line = b""
+        while not line.endswith(b"\n"):
+            byte = os.read(fd, 1)
+            if not byte:
+                raise AssertionError(worker.communicate())
+            line += byte
         if json.loads(line)["data"].get("state") == "ready":
             return
-    raise AssertionError(worker.communicate())
 
 
 def _stop(worker: subprocess.Popen[str]) -> list[dict[str, Any]]:
