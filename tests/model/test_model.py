@@ -7,8 +7,8 @@ of two workers; each worker forks its agentctl commands, see launcher.py). A lon
     AGENTCTL_MODEL_SCHEDULES=2000 AGENTCTL_MODEL_SEED=7 .venv/bin/python -m pytest tests/model
 
 The same schedules run on PostgreSQL too (the ``postgresql`` parameter, one fresh database
-per schedule from the tests/pg cluster; AGENTCTL_MODEL_PG_SCHEDULES of them, 6 by default: about half a
-minute, each command there costs a connection and server round trips).
+per schedule from the tests/pg cluster): AGENTCTL_MODEL_PG_SCHEDULES of them, 6 by default,
+about half a minute (each command there costs a connection and server round trips).
 
 ``AGENTCTL_MODEL_LAUNCH=exec`` starts every command as ``python -m agentctl`` instead of a
 fork (about seven times slower). ``AGENTCTL_MODEL_KEEP=DIR`` keeps every schedule's world
