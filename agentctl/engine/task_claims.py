@@ -110,13 +110,13 @@ def outcome_from_json(data: dict[str, Any]) -> TaskOutcome:
 class TaskClaims:
     """The owner's side, shared by every run one worker drives.
 
-    ``subscribe`` returns an event set on every notification the worker's listener hears
-    (a claim finished, a run changed), ``unsubscribe`` forgets it.
+    ``subscribe(payloads)`` returns an event set on the notifications the worker's
+    listener hears with one of those payloads, ``unsubscribe`` forgets it.
     """
 
     def __init__(
         self,
-        subscribe: Callable[[], asyncio.Event],
+        subscribe: Callable[[frozenset[str] | None], asyncio.Event],
         unsubscribe: Callable[[asyncio.Event], None],
     ) -> None:
         self._subscribe = subscribe
@@ -136,7 +136,8 @@ class TaskClaims:
             basis = digest_json({"payload": payload, "status": row.status, "attempt": row.attempt})
             items.append(task_claims_repo.Published(task.id, basis, canonical_json(payload)))
         task_ids = [item.task_id for item in items]
-        wake = self._subscribe()
+        # Woken by an outcome of this run's tasks, or its status changing.
+        wake = self._subscribe(frozenset({f"done:{run_id}", run_id}))
         try:
             with executor.owned.write() as conn:
                 task_claims_repo.publish(conn, run_id, items, executor.clock.now())

@@ -116,6 +116,12 @@ class Worker:
         executing: set[asyncio.Task[None]] = set()
         self._events("WorkerEvent", {"worker": self.name, "state": "ready"})
         draining = False
+        # What to look for on this round: a notification says what changed (a task
+        # outcome wakes only the run's owner); about once a second everything is looked
+        # at anyway (expired leases send no notification).
+        look_runs = look_tasks = True
+        more_tasks = False
+        last_look = asyncio.get_running_loop().time()
         try:
             while True:
                 if self._stopping.is_set() and not draining:
@@ -124,15 +130,17 @@ class Worker:
                 if draining and not driving and not executing:
                     break
                 free = self.concurrency - len(driving)
-                if free > 0 and not draining:
+                if free > 0 and not draining and look_runs:
                     for run_id, owner_id in self._claim_or_wait(free):
                         driving[asyncio.create_task(self._execute(run_id, owner_id))] = run_id
                 free = self.concurrency - len(executing)
-                if free > 0:
+                if free > 0 and look_tasks:
                     # Draining, this worker still executes the tasks of the runs it drives
                     # (they may wait for nobody else), and claims nothing more.
                     only = set(driving.values()) if draining else None
-                    for claimed in self._claim_tasks_or_wait(free, only):
+                    claimed_now = self._claim_tasks_or_wait(free, only)
+                    more_tasks = len(claimed_now) == free  # there may be more waiting
+                    for claimed in claimed_now:
                         executing.add(asyncio.create_task(self._execute_task(claimed)))
                 waiters: set[asyncio.Future[Any]] = {
                     asyncio.ensure_future(listener.wait(IDLE_SECONDS)),
@@ -143,8 +151,21 @@ class Worker:
                 )
                 for waiter in waiters:
                     waiter.cancel()
+                freed = any(task.done() for task in executing)
                 driving = {task: run for task, run in driving.items() if not task.done()}
                 executing = {task for task in executing if not task.done()}
+                payloads = listener.drain()
+                now = asyncio.get_running_loop().time()
+                periodic = now - last_look >= IDLE_SECONDS
+                if periodic:
+                    last_look = now
+                look_runs = periodic or any(not p.startswith(("tasks:", "done:")) for p in payloads)
+                look_tasks = (
+                    periodic
+                    or (freed and more_tasks)
+                    or any(p.startswith("tasks:") for p in payloads)
+                    or (draining and freed)
+                )
         finally:
             await listener.close()
         self._events("WorkerEvent", {"worker": self.name, "state": "stopped"})
@@ -170,6 +191,9 @@ class Worker:
         self, limit: int, only_runs: set[str] | None
     ) -> list[task_claims_repo.ClaimedTask]:
         now = self.clock.now()
+        with self.store.read() as conn:
+            if not task_claims_repo.claimable(conn, now, only_runs):
+                return []
         with self.store.write() as conn:
             claimed = task_claims_repo.claim_ready(
                 conn, self.name, now, limit, ownership.lease_seconds(), only_runs=only_runs
@@ -245,6 +269,12 @@ class Worker:
         now = self.clock.now()
         claimed: list[tuple[str, str]] = []
         adopted: set[str] = set()
+        with self.store.read() as conn:
+            # Every notification wakes every idle worker: look before taking the write lock.
+            if not run_queue.any_claimable_run(conn, now) and not adoptable_parked_runs(
+                conn, now, limit=1
+            ):
+                return claimed
         with self.store.write() as conn:
             candidates = run_queue.claimable_runs(conn, now, limit)
             if len(candidates) < limit:

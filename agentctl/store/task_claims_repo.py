@@ -36,6 +36,7 @@ __all__ = [
     "check_claim",
     "claim_ready",
     "claim_states",
+    "claimable",
     "finish_claim",
     "publish",
     "remove_claims",
@@ -93,6 +94,23 @@ def publish(conn: Any, run_id: str, items: Sequence[Published], now: datetime) -
                 (run_id, item.task_id, item.basis, item.payload_json, stamp),
             )
     notify_run(conn, f"tasks:{run_id}")
+
+
+def claimable(conn: Any, now: datetime, only_runs: Iterable[str] | None = None) -> bool:
+    """Whether :func:`claim_ready` would find anything (a read: an idle worker woken by
+    every notification looks before it takes the write lock)."""
+    statement = (
+        "SELECT 1 FROM task_claims c JOIN runs r ON r.id = c.run_id WHERE r.status = 'running' "
+        "AND (c.state = 'ready' OR (c.state = 'claimed' AND c.lease_expires_at < ?))"
+    )
+    parameters: list[Any] = [to_db(now)]
+    if only_runs is not None:
+        runs = list(only_runs)
+        if not runs:
+            return False
+        statement += f" AND c.run_id IN ({', '.join('?' for _ in runs)})"
+        parameters.extend(runs)
+    return conn.exec_driver_sql(statement + " LIMIT 1", tuple(parameters)).first() is not None
 
 
 def claim_ready(
@@ -197,7 +215,7 @@ def finish_claim(
     if updated.rowcount != 1:
         check_claim(conn, run_id, task_id, token)
         raise _lost(run_id, task_id, token, None)  # pragma: no cover - check_claim raised
-    notify_run(conn, f"tasks:{run_id}")
+    notify_run(conn, f"done:{run_id}")  # wakes the run's owner, not idle workers
 
 
 def claim_states(

@@ -195,6 +195,13 @@ def test_a_worker_waits_out_a_held_write_lock_instead_of_dying(
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "wf.yaml").write_text(TAGGED)
+    # A run waits for a worker (a worker only takes the write lock when it has seen
+    # something to claim), then another program holds the lock.
+    queued = cli(
+        "--output", "json", "roll", ws / "wf.yaml", "--detach", "--input", "tag=late",
+        "--workspace", ws, "--db", postgres_url,
+    )  # fmt: skip
+    run_id = queued.json()["data"]["runId"]
     holder = psycopg.connect(postgres_url)
     holder.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK_KEY,))
     worker = _worker(postgres_url, ws, "patient", AGENTCTL_SQLITE_BUSY_TIMEOUT_MS="100")
@@ -204,11 +211,6 @@ def test_a_worker_waits_out_a_held_write_lock_instead_of_dying(
         event = json.loads(worker.stdout.readline())["data"]
         assert event["state"] == "waiting" and event["code"] == "store.locked"
         holder.commit()  # the other writer is done
-        queued = cli(
-            "--output", "json", "roll", ws / "wf.yaml", "--detach", "--input", "tag=late",
-            "--workspace", ws, "--db", postgres_url,
-        )  # fmt: skip
-        run_id = queued.json()["data"]["runId"]
         assert cli("runs", "wait", run_id, "--db", postgres_url).exit_code == 0
     finally:
         holder.close()
