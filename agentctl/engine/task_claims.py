@@ -125,6 +125,27 @@ class TaskClaims:
     async def run_batch(
         self, executor: RunExecutor, runnable: list[Runnable]
     ) -> dict[str, TaskOutcome]:
+        """The batch's outcomes: tasks that reach outside the process are published for
+        the workers; those that do not (``builtin.assign``, routers, aggregates, …) are
+        computed here meanwhile, as a claim would cost more than they do."""
+        spread = [item for item in runnable if _reaches_out(executor, item[0])]
+        local = [item for item in runnable if not _reaches_out(executor, item[0])]
+        snapshot = dict(executor.memory)
+        remote = asyncio.ensure_future(self._spread(executor, spread) if spread else _nothing())
+        try:
+            computed = await asyncio.gather(
+                *(executor._run_task(task, tv, snapshot, cond) for task, tv, cond in local)
+            )
+            outcomes = await remote
+        finally:
+            remote.cancel()  # no-op once done; withdraws the claims when stopped
+        for (task, _, _), outcome in zip(local, computed, strict=True):
+            outcomes[task.id] = outcome
+        return outcomes
+
+    async def _spread(
+        self, executor: RunExecutor, runnable: list[Runnable]
+    ) -> dict[str, TaskOutcome]:
         """Publish ``runnable``, wait until every one is done, and return the outcomes."""
         run_id = executor.run_id
         items: list[task_claims_repo.Published] = []
@@ -198,3 +219,21 @@ class TaskClaims:
             },
             effect_ids=outcome.effect_ids,
         )
+
+
+async def _nothing() -> dict[str, TaskOutcome]:
+    return {}
+
+
+def _reaches_out(executor: RunExecutor, task: PlanTask) -> bool:
+    """Whether the task may have an effect (an agent, or an action whose kind has one in
+    the effect classification; an extension's kind is assumed to)."""
+    from agentctl.compiler.effects import ACTION_KINDS
+
+    if task.uses.kind == "agent":
+        return True
+    if task.uses.kind != "action":
+        return False
+    action = (executor.spec.get("actions") or {}).get(str(task.uses.name)) or {}
+    info = ACTION_KINDS.get(str(action.get("kind")))
+    return info is None or info.effect is not None
