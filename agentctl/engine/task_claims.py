@@ -138,7 +138,12 @@ class TaskClaims:
             )
             outcomes = await remote
         finally:
-            remote.cancel()  # no-op once done; withdraws the claims when stopped
+            if not remote.done():
+                # Stopped (cancel, deadline, lost run): the claims are withdrawn before the
+                # driver records how the run ended.
+                remote.cancel()
+                with contextlib.suppress(BaseException):
+                    await asyncio.wait({remote})
         for (task, _, _), outcome in zip(local, computed, strict=True):
             outcomes[task.id] = outcome
         return outcomes

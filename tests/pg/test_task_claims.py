@@ -233,3 +233,47 @@ def test_a_late_write_of_a_reclaimed_task_is_refused_by_its_fencing_token(
     assert rows(postgres_url, "SELECT state, outcome_json, worker FROM task_claims") == [
         ("done", '{"by": "B"}', "B")
     ]
+
+
+def test_a_cancel_withdraws_the_claims_and_stops_the_tasks_on_every_worker(
+    cli: Any, postgres_url: str, tmp_path: Path
+) -> None:
+    """The run-level rule holds across workers: a cancel request stops the batch's tasks
+    wherever they run, the run ends cancelled, and no claim is left behind."""
+    import queue
+
+    from tests.pg.test_worker_adoption import Watched, _until
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "wf.yaml").write_text(
+        "apiVersion: agentctl.dev/v1\nkind: Workflow\nmetadata: {name: long}\nspec:\n"
+        "  runtime: {maxConcurrency: 4}\n"
+        "  policy: {approval: never, processAllowlist: [sleep]}\n"
+        "  actions:\n    wait: {kind: builtin.shell.exec, command: sleep, args: ['600']}\n"
+        "  tasks:\n    - id: unit\n      uses: action:wait\n"
+        "      foreach: {items: [1, 2, 3, 4], maxItems: 4}\n"
+    )
+    processes = [_spawn(postgres_url, ws, name, 2) for name in ("w1", "w2")]
+    for process in processes:
+        _ready(process)
+    events: queue.Queue[dict[str, Any]] = queue.Queue()
+    workers = [Watched(process, events) for process in processes]
+    try:
+        run_id = _detach(cli, postgres_url, ws)
+        for _ in range(4):
+            _until(events, run_id, {"task.claimed"})
+        cancelled = cli("cancel", run_id, "--reason", "enough", "--db", postgres_url)
+        assert cancelled.exit_code == 0, cancelled.stdout + cancelled.stderr
+        waited = cli("--output", "json", "runs", "wait", run_id, "--db", postgres_url)
+        assert waited.exit_code == 130, waited.stdout + waited.stderr
+        ended = [_until(events, run_id, {"task.stopped", "task.lost"}) for _ in range(4)]
+    finally:
+        reports = [worker.stop() for worker in workers]
+    assert {e["taskId"] for e in ended} == {
+        e["data"]["taskId"] for r in reports for e in r if e["data"].get("state") == "task.claimed"
+    }
+    assert rows(postgres_url, "SELECT COUNT(*) FROM task_claims") == [(0,)]
+    shown = cli("--output", "json", "inspect", run_id, "--db", postgres_url).json()["data"]
+    assert shown["run"]["state"] == "cancelled"
+    assert not [e for e in shown["effects"] if e["status"] == "succeeded"]
