@@ -129,15 +129,19 @@ class Worker:
                     self._events("WorkerEvent", {"worker": self.name, "state": "draining"})
                 if draining and not driving and not executing:
                     break
-                free = self.concurrency - len(driving)
-                if free > 0 and not draining and look_runs:
-                    for run_id, owner_id in self._claim_or_wait(free):
-                        driving[asyncio.create_task(self._execute(run_id, owner_id))] = run_id
+                free_runs = self.concurrency - len(driving)
                 free = self.concurrency - len(executing)
-                if free > 0 and look_tasks:
-                    # Draining, this worker still executes the tasks of the runs it drives
-                    # (they may wait for nobody else), and claims nothing more.
-                    only = set(driving.values()) if draining else None
+                # Draining, this worker still executes the tasks of the runs it drives
+                # (they may wait for nobody else), and claims nothing more.
+                only = set(driving.values()) if draining else None
+                # One read says whether a claim (a write under the lock) would find anything.
+                look_runs, look_tasks = self._look(
+                    look_runs and free_runs > 0 and not draining, look_tasks and free > 0, only
+                )
+                if look_runs:
+                    for run_id, owner_id in self._claim_or_wait(free_runs):
+                        driving[asyncio.create_task(self._execute(run_id, owner_id))] = run_id
+                if look_tasks:
                     claimed_now = self._claim_tasks_or_wait(free, only)
                     more_tasks = len(claimed_now) == free  # there may be more waiting
                     for claimed in claimed_now:
@@ -171,6 +175,29 @@ class Worker:
         self._events("WorkerEvent", {"worker": self.name, "state": "stopped"})
         return self.report
 
+    def _look(self, runs: bool, tasks: bool, only_runs: set[str] | None) -> tuple[bool, bool]:
+        """Whether there are runs, and tasks, to claim (one read transaction; nothing when
+        neither is asked). An idle worker makes this read about once a second."""
+        if not runs and not tasks:
+            return False, False
+        now = self.clock.now()
+        try:
+            with self.store.read() as conn:
+                found_runs = runs and (
+                    run_queue.any_claimable_run(conn, now)
+                    or bool(adoptable_parked_runs(conn, now, limit=1))
+                )
+                found_tasks = tasks and task_claims_repo.claimable(conn, now, only_runs)
+        except PersistenceError as exc:
+            if exc.code not in TRANSIENT_CODES:
+                raise
+            self._events(
+                "WorkerEvent",
+                {"worker": self.name, "state": "waiting", "code": exc.code, "message": exc.message},
+            )
+            return False, False
+        return found_runs, found_tasks
+
     def _claim_tasks_or_wait(
         self, limit: int, only_runs: set[str] | None
     ) -> list[task_claims_repo.ClaimedTask]:
@@ -191,9 +218,6 @@ class Worker:
         self, limit: int, only_runs: set[str] | None
     ) -> list[task_claims_repo.ClaimedTask]:
         now = self.clock.now()
-        with self.store.read() as conn:
-            if not task_claims_repo.claimable(conn, now, only_runs):
-                return []
         with self.store.write() as conn:
             claimed = task_claims_repo.claim_ready(
                 conn, self.name, now, limit, ownership.lease_seconds(), only_runs=only_runs
@@ -269,12 +293,6 @@ class Worker:
         now = self.clock.now()
         claimed: list[tuple[str, str]] = []
         adopted: set[str] = set()
-        with self.store.read() as conn:
-            # Every notification wakes every idle worker: look before taking the write lock.
-            if not run_queue.any_claimable_run(conn, now) and not adoptable_parked_runs(
-                conn, now, limit=1
-            ):
-                return claimed
         with self.store.write() as conn:
             candidates = run_queue.claimable_runs(conn, now, limit)
             if len(candidates) < limit:
