@@ -277,3 +277,45 @@ def test_a_cancel_withdraws_the_claims_and_stops_the_tasks_on_every_worker(
     shown = cli("--output", "json", "inspect", run_id, "--db", postgres_url).json()["data"]
     assert shown["run"]["state"] == "cancelled"
     assert not [e for e in shown["effects"] if e["status"] == "succeeded"]
+
+
+def test_approvals_asked_by_tasks_on_other_workers_park_the_run_and_a_worker_resumes_it(
+    cli: Any, postgres_url: str, tmp_path: Path
+) -> None:
+    """Tasks of one batch ask for approval on whichever worker claimed them; the driver
+    parks the run with every request; once all are decided a worker adopts the run and the
+    approved effects run exactly once."""
+    import queue
+
+    from tests.pg.test_worker_adoption import Watched, _until
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    ledger = tmp_path / "ledger.txt"
+    (ws / "wf.yaml").write_text(
+        fan_out(ledger, 3, concurrency=3).replace("approval: never", "approval: always")
+    )
+    processes = [_spawn(postgres_url, ws, name, 2) for name in ("w1", "w2")]
+    for process in processes:
+        _ready(process)
+    events: queue.Queue[dict[str, Any]] = queue.Queue()
+    workers = [Watched(process, events) for process in processes]
+    try:
+        run_id = _detach(cli, postgres_url, ws)
+        _until(events, run_id, {"paused"})
+        listed = cli("--output", "json", "approvals", "list", run_id, "--db", postgres_url)
+        pending = [a["approvalId"] for a in listed.json()["data"]["approvals"]]
+        assert len(pending) == 3 and _ledger(ledger) == []  # nothing ran before approval
+        for approval in pending:
+            approved = cli("approvals", "approve", approval, "--reason", "ok", "--db", postgres_url)
+            assert approved.exit_code == 0, approved.stdout + approved.stderr
+        _until(events, run_id, {"adopted"})
+        _until(events, run_id, {"succeeded", "failed", "paused", "error"})
+        waited = cli("--output", "json", "runs", "wait", run_id, "--db", postgres_url)
+        assert waited.exit_code == 0, waited.stdout + waited.stderr
+    finally:
+        for worker in workers:
+            worker.stop()
+    lines = _ledger(ledger)
+    assert len(lines) == 3 and len(set(lines)) == 3
+    assert rows(postgres_url, "SELECT COUNT(*) FROM task_claims") == [(0,)]
