@@ -319,3 +319,45 @@ def test_approvals_asked_by_tasks_on_other_workers_park_the_run_and_a_worker_res
     lines = _ledger(ledger)
     assert len(lines) == 3 and len(set(lines)) == 3
     assert rows(postgres_url, "SELECT COUNT(*) FROM task_claims") == [(0,)]
+
+
+def test_the_run_deadline_stops_tasks_running_on_other_workers(
+    cli: Any, postgres_url: str, tmp_path: Path
+) -> None:
+    """`maxWallTimeSeconds` counts from the run's creation on every worker: when it passes,
+    the driver fails the run and the tasks other workers execute are stopped."""
+    import queue
+
+    from tests.pg.test_worker_adoption import Watched, _until
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "wf.yaml").write_text(
+        "apiVersion: agentctl.dev/v1\nkind: Workflow\nmetadata: {name: late}\nspec:\n"
+        "  runtime: {maxConcurrency: 4, budgets: {maxWallTimeSeconds: 2}}\n"
+        "  policy: {approval: never, processAllowlist: [sleep]}\n"
+        "  actions:\n    wait: {kind: builtin.shell.exec, command: sleep, args: ['600']}\n"
+        "  tasks:\n    - id: unit\n      uses: action:wait\n"
+        "      foreach: {items: [1, 2, 3, 4], maxItems: 4}\n"
+    )
+    processes = [_spawn(postgres_url, ws, name, 2) for name in ("w1", "w2")]
+    for process in processes:
+        _ready(process)
+    events: queue.Queue[dict[str, Any]] = queue.Queue()
+    workers = [Watched(process, events) for process in processes]
+    try:
+        run_id = _detach(cli, postgres_url, ws)
+        _until(events, run_id, {"task.claimed"})
+        waited = cli("--output", "json", "runs", "wait", run_id, "--db", postgres_url)
+        assert waited.exit_code == 4, waited.stdout + waited.stderr
+    finally:
+        # Draining, each worker finishes the tasks in hand: they stop once they see the
+        # run ended, so every claimed task has said how it ended by then.
+        lines = [e["data"] for worker in workers for e in worker.stop()]
+    claimed = {e["taskId"] for e in lines if e.get("state") == "task.claimed"}
+    stopped = {e["taskId"] for e in lines if e.get("state") in ("task.stopped", "task.lost")}
+    assert claimed and stopped == claimed
+    assert not [e for e in lines if e.get("state") == "task.done"]
+    shown = cli("--output", "json", "inspect", run_id, "--db", postgres_url).json()["data"]
+    assert shown["run"]["error"]["code"] == "budget.wall_time_exceeded"
+    assert rows(postgres_url, "SELECT COUNT(*) FROM task_claims") == [(0,)]
