@@ -19,9 +19,9 @@ as if it had run the tasks itself. So the run-level rules stay with the one owne
 
 A batch of one task, every batch on SQLite, and the tasks of a batch that have no effect
 (``builtin.assign``, routers, aggregates: a claim would cost more than they do) are
-executed by the owner itself, as before. A claim outcome that names artifact bytes this host cannot read (an artifact
-root that is not shared) fails the task with ``artifact.not_shared`` rather than recording
-a ref to bytes nobody can read.
+executed by the owner itself, as before. A claim outcome that names artifact bytes this
+host cannot read (an artifact root that is not shared) fails the task with
+``artifact.not_shared`` rather than recording a ref to bytes nobody can read.
 """
 
 from __future__ import annotations
