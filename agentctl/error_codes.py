@@ -46,6 +46,7 @@ class ErrorCode(StrEnum):
     ARTIFACT_LEASE_EXPIRED = "artifact.lease_expired"
     ARTIFACT_MISSING = "artifact.missing"
     ARTIFACT_NOT_WRITTEN = "artifact.not_written"
+    ARTIFACT_NOT_SHARED = "artifact.not_shared"
     ARTIFACT_NO_STORE = "artifact.no_store"
     ARTIFACT_NOT_FOUND = "artifact.not_found"
     ARTIFACT_NOT_REGULAR = "artifact.not_regular"

@@ -24,7 +24,10 @@ _EXIT_BY_STATE = {
 def worker_command(
     ctx: typer.Context,
     concurrency: Annotated[
-        int, typer.Option("--concurrency", help="Runs executed at the same time.", min=1)
+        int,
+        typer.Option(
+            "--concurrency", help="Runs driven, and tasks executed, at the same time.", min=1
+        ),
     ] = 4,
     name: Annotated[
         str | None,
@@ -32,14 +35,17 @@ def worker_command(
     ] = None,
     db: DbOption = None,
 ) -> int:
-    """Execute runs released to workers: `roll --detach`, and runs whose owner died.
+    """Execute runs released to workers: `roll --detach`, runs whose owner died, and
+    parked runs whose approval or answer arrived.
 
     Needs a PostgreSQL database (--db or AGENTCTL_DB). Start as many workers as you like, on
     as many hosts as share the database and the artifact root; each claims runs with
-    SELECT … FOR UPDATE SKIP LOCKED and a fencing token, and executes them exactly as
-    `agentctl resume` would. Idle, it waits for a notification (LISTEN/NOTIFY) and looks
-    for work about once a second. SIGTERM or Ctrl-C drains: no new claims; the runs in
-    hand finish or park; exit 0. Events are printed one per line (`--output jsonl`).
+    SELECT … FOR UPDATE SKIP LOCKED and a fencing token, and drives them exactly as
+    `agentctl resume` would; the tasks of a parallel batch are claimed the same way by any
+    worker with a free slot (--concurrency counts runs and tasks separately). Idle, it
+    waits for a notification (LISTEN/NOTIFY) and looks for work about once a second.
+    SIGTERM or Ctrl-C drains: no new claims; the runs and tasks in hand finish or park;
+    exit 0. Events are printed one per line (`--output jsonl`).
 
     Example: agentctl worker --concurrency 8 --name w1 --db postgresql://agentctl@db/agentctl
     """

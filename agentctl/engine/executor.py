@@ -298,6 +298,9 @@ class RunExecutor(RunCommits, RunWatchers):
         if len(runnable) == 1:
             task, task_vars, condition = runnable[0]
             outcomes[task.id] = await self._run_task(task, task_vars, snapshot, condition)
+        elif runnable and self.options.task_claims is not None:
+            # PostgreSQL workers: the batch spreads over workers (engine/task_claims.py).
+            outcomes.update(await self.options.task_claims.run_batch(self, runnable))
         elif runnable:
             results = await asyncio.gather(
                 *(

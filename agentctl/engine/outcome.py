@@ -35,6 +35,8 @@ class ExecutionOptions:
     cancel_poll_seconds: float = 0.2
     workspace: str | None = None
     pool: ProviderPool = field(default_factory=ProviderPool)
+    # A worker's engine.task_claims.TaskClaims: parallel batches spread over workers.
+    task_claims: Any = None
 
 
 @dataclass

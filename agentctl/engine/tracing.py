@@ -73,6 +73,11 @@ class RunTrace:
         self._ended = False
 
     @classmethod
+    def off(cls, run_id: str) -> RunTrace:
+        """No spans: a task a worker executes for another process's run."""
+        return cls(_OFF_SPAN, run_id)
+
+    @classmethod
     def begin(
         cls, conn: SqlRunner, log: RunLog, run: RunRow, environ: Mapping[str, str]
     ) -> RunTrace:

@@ -23,11 +23,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentctl.engine.faults import Faults
 from agentctl.engine.outcome import ExecutionOptions, RunOutcome
 from agentctl.engine.records import RunLog, load_run
 from agentctl.errors import AgentctlError, BlockedError, PersistenceError, UsageError
 from agentctl.ids import Clock, IdGenerator
-from agentctl.store import ownership, run_queue
+from agentctl.store import ownership, run_queue, task_claims_repo
+from agentctl.store.adoption import adoptable_parked_runs
 from agentctl.store.engine import Store
 from agentctl.store.errors import TRANSIENT_CODES
 
@@ -96,6 +98,11 @@ class Worker:
         self.report = WorkerReport(name)
         self._events = events or (lambda _kind, _data: None)
         self._stopping: asyncio.Event | None = None
+        self._task_claims: Any = None
+        # One set of fault points for the process (test-only): ``point:n`` counts hits
+        # across every run and task this worker executes.
+        self._faults = Faults()
+        self._snapshots: Any = None
 
     def stop(self) -> None:
         """Stop claiming; :meth:`serve` returns once the runs in hand finish or park."""
@@ -103,30 +110,174 @@ class Worker:
             self._stopping.set()
 
     async def serve(self) -> WorkerReport:
+        from agentctl.engine.claimed_tasks import RunSnapshots
+        from agentctl.engine.task_claims import TaskClaims
+
         self._stopping = asyncio.Event()
         listener = await run_queue.RunsListener.open(self.store)
-        active: set[asyncio.Task[None]] = set()
+        self._task_claims = TaskClaims(listener.subscribe, listener.unsubscribe)
+        self._snapshots = RunSnapshots(self.store)
+        driving: dict[asyncio.Task[None], str] = {}
+        executing: set[asyncio.Task[None]] = set()
         self._events("WorkerEvent", {"worker": self.name, "state": "ready"})
+        draining = False
+        # What to look for on this round: a notification says what changed (a task
+        # outcome wakes only the run's owner); about once a second everything is looked
+        # at anyway (expired leases send no notification).
+        look_runs = look_tasks = True
+        more_tasks = False
+        last_look = asyncio.get_running_loop().time()
         try:
-            while not self._stopping.is_set():
-                free = self.concurrency - len(active)
-                for run_id, owner_id in self._claim_or_wait(free) if free > 0 else []:
-                    active.add(asyncio.create_task(self._execute(run_id, owner_id)))
+            while True:
+                if self._stopping.is_set() and not draining:
+                    draining = True
+                    self._events("WorkerEvent", {"worker": self.name, "state": "draining"})
+                if draining and not driving and not executing:
+                    break
+                free_runs = self.concurrency - len(driving)
+                free = self.concurrency - len(executing)
+                # Draining, this worker still executes the tasks of the runs it drives
+                # (they may wait for nobody else), and claims nothing more.
+                only = set(driving.values()) if draining else None
+                # One read says whether a claim (a write under the lock) would find anything.
+                look_runs, look_tasks = self._look(
+                    look_runs and free_runs > 0 and not draining, look_tasks and free > 0, only
+                )
+                if look_runs:
+                    for run_id, owner_id in self._claim_or_wait(free_runs):
+                        driving[asyncio.create_task(self._execute(run_id, owner_id))] = run_id
+                if look_tasks:
+                    claimed_now = self._claim_tasks_or_wait(free, only)
+                    more_tasks = len(claimed_now) == free  # there may be more waiting
+                    for claimed in claimed_now:
+                        executing.add(asyncio.create_task(self._execute_task(claimed)))
                 waiters: set[asyncio.Future[Any]] = {
                     asyncio.ensure_future(listener.wait(IDLE_SECONDS)),
                     asyncio.ensure_future(self._stopping.wait()),
                 }
-                await asyncio.wait(waiters | active, return_when=asyncio.FIRST_COMPLETED)
+                await asyncio.wait(
+                    waiters | set(driving) | executing, return_when=asyncio.FIRST_COMPLETED
+                )
                 for waiter in waiters:
                     waiter.cancel()
-                active = {task for task in active if not task.done()}
-            self._events("WorkerEvent", {"worker": self.name, "state": "draining"})
-            if active:
-                await asyncio.wait(active)
+                freed = any(task.done() for task in executing)
+                driving = {task: run for task, run in driving.items() if not task.done()}
+                executing = {task for task in executing if not task.done()}
+                payloads = listener.drain()
+                now = asyncio.get_running_loop().time()
+                periodic = now - last_look >= IDLE_SECONDS
+                if periodic:
+                    last_look = now
+                look_runs = periodic or any(not p.startswith(("tasks:", "done:")) for p in payloads)
+                look_tasks = (
+                    periodic
+                    or (freed and more_tasks)
+                    or any(p.startswith("tasks:") for p in payloads)
+                    or (draining and freed)
+                )
         finally:
             await listener.close()
         self._events("WorkerEvent", {"worker": self.name, "state": "stopped"})
         return self.report
+
+    def _look(self, runs: bool, tasks: bool, only_runs: set[str] | None) -> tuple[bool, bool]:
+        """Whether there are runs, and tasks, to claim (one read transaction; nothing when
+        neither is asked). An idle worker makes this read about once a second."""
+        if not runs and not tasks:
+            return False, False
+        now = self.clock.now()
+        try:
+            with self.store.read() as conn:
+                found_runs = runs and (
+                    run_queue.any_claimable_run(conn, now)
+                    or bool(adoptable_parked_runs(conn, now, limit=1))
+                )
+                found_tasks = tasks and task_claims_repo.claimable(conn, now, only_runs)
+        except PersistenceError as exc:
+            if exc.code not in TRANSIENT_CODES:
+                raise
+            self._events(
+                "WorkerEvent",
+                {"worker": self.name, "state": "waiting", "code": exc.code, "message": exc.message},
+            )
+            return False, False
+        return found_runs, found_tasks
+
+    def _claim_tasks_or_wait(
+        self, limit: int, only_runs: set[str] | None
+    ) -> list[task_claims_repo.ClaimedTask]:
+        """Claim ready tasks of any running run (task-level claims); a held lock or a
+        restarting server is reported and retried on the next round."""
+        try:
+            return self._claim_tasks(limit, only_runs)
+        except PersistenceError as exc:
+            if exc.code not in TRANSIENT_CODES:
+                raise
+            self._events(
+                "WorkerEvent",
+                {"worker": self.name, "state": "waiting", "code": exc.code, "message": exc.message},
+            )
+            return []
+
+    def _claim_tasks(
+        self, limit: int, only_runs: set[str] | None
+    ) -> list[task_claims_repo.ClaimedTask]:
+        now = self.clock.now()
+        with self.store.write() as conn:
+            claimed = task_claims_repo.claim_ready(
+                conn, self.name, now, limit, ownership.lease_seconds(), only_runs=only_runs
+            )
+            for item in claimed:
+                if item.previous_worker is not None:
+                    # The previous holder's lease ran out: it died or is cut off; its late
+                    # writes are refused by the token this claim just took.
+                    RunLog.open(conn, item.run_id).event(
+                        conn,
+                        "task.reclaimed",
+                        {
+                            "previousWorker": item.previous_worker,
+                            "worker": self.name,
+                            "fencingToken": item.token,
+                        },
+                        now=now,
+                        task_id=item.task_id,
+                    )
+        for item in claimed:
+            waited = (item.started_at.replace(tzinfo=None) - item.ready_at).total_seconds()
+            self._events(
+                "WorkerEvent",
+                {
+                    "worker": self.name,
+                    "runId": item.run_id,
+                    "taskId": item.task_id,
+                    "state": "task.claimed",
+                    "waitedMs": round(waited * 1000, 1),
+                    **({"reclaimedFrom": item.previous_worker} if item.previous_worker else {}),
+                },
+            )
+        return claimed
+
+    async def _execute_task(self, claimed: task_claims_repo.ClaimedTask) -> None:
+        from agentctl.engine.claimed_tasks import execute_claimed
+
+        options = ExecutionOptions(
+            owner_id=f"{ownership.new_owner_id()}:{self.name}", faults=self._faults
+        )
+        data: dict[str, Any] = {
+            "worker": self.name,
+            "runId": claimed.run_id,
+            "taskId": claimed.task_id,
+        }
+        try:
+            state = await execute_claimed(
+                self.store, claimed, self._snapshots, clock=self.clock, options=options
+            )
+        except AgentctlError as exc:
+            # Nothing was concluded about the task; its claim lapses and another worker
+            # (or this one) executes it again, reusing whatever effects it confirmed.
+            state = "error"
+            data.update(code=exc.code, message=exc.message)
+        self._events("WorkerEvent", {**data, "state": f"task.{state}"})
 
     def _claim_or_wait(self, limit: int) -> list[tuple[str, str]]:
         """Claim; a lock held too long or a server restarting is reported and retried on
@@ -146,15 +297,24 @@ class Worker:
         """Claim up to ``limit`` runs in one write transaction; ``(run id, owner id)``."""
         now = self.clock.now()
         claimed: list[tuple[str, str]] = []
+        adopted: set[str] = set()
         with self.store.write() as conn:
-            for run_id in run_queue.claimable_runs(conn, now, limit):
+            candidates = run_queue.claimable_runs(conn, now, limit)
+            if len(candidates) < limit:
+                # Parked runs whose answer arrived and whose owner is gone: the same rule
+                # as the daemon's (store/adoption.py), claimed like any other run.
+                parked = adoptable_parked_runs(conn, now, limit=limit - len(candidates), lock=True)
+                adopted = {p.run_id for p in parked}
+                candidates += [p.run_id for p in parked]
+            for run_id in candidates:
                 owner_id = f"{ownership.new_owner_id()}:{self.name}"
                 try:
                     claim = ownership.claim(conn, run_id, owner_id, now)
                 except BlockedError:
                     continue  # a live process on this host still executes it
+                log = RunLog.open(conn, run_id)
                 if claim.previous_owner:
-                    RunLog.open(conn, run_id).event(
+                    log.event(
                         conn,
                         "run.taken_over",
                         {
@@ -164,15 +324,20 @@ class Worker:
                         },
                         now=now,
                     )
+                if run_id in adopted:
+                    log.event(conn, "run.adopted", {"worker": self.name}, now=now)
                 claimed.append((run_id, owner_id))
         for run_id, _ in claimed:
-            self._events("WorkerEvent", {"worker": self.name, "runId": run_id, "state": "claimed"})
+            state = "adopted" if run_id in adopted else "claimed"
+            self._events("WorkerEvent", {"worker": self.name, "runId": run_id, "state": state})
         return claimed
 
     async def _execute(self, run_id: str, owner_id: str) -> None:
         from agentctl.engine.executor import RunExecutor
 
-        options = ExecutionOptions(owner_id=owner_id)
+        options = ExecutionOptions(
+            owner_id=owner_id, task_claims=self._task_claims, faults=self._faults
+        )
         try:
             outcome = await RunExecutor(
                 self.store, run_id, clock=self.clock, options=options

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from agentctl.engine.signals import TaskFailure
 from agentctl.policy.paths import WorkspacePolicy
+from agentctl.tools.files import is_atomic_temp
 
 __all__ = [
     "ARTIFACT_SCAN_LIMIT",
@@ -70,6 +71,10 @@ def snapshot(workspace: WorkspacePolicy) -> Snapshot:
         for path in root.rglob("*"):
             if len(seen) >= ARTIFACT_SCAN_LIMIT:
                 return Snapshot(seen, complete=False)
+            if is_atomic_temp(path.name):
+                # Another task's builtin.write in flight (a concurrent run in this
+                # workspace): renamed away in a moment, never this process's work.
+                continue
             try:
                 info = path.lstat()
             except OSError:
@@ -135,7 +140,10 @@ def signatures(files: list[tuple[str, Path]]) -> list[list[object]]:
     """``[name, mtime_ns, size]`` of each file, as journaled with a process effect."""
     out: list[list[object]] = []
     for name, path in files:
-        info = path.lstat()
+        try:
+            info = path.lstat()
+        except FileNotFoundError:
+            continue  # removed since the scan (by another process): nothing to ingest
         out.append([name, info.st_mtime_ns, info.st_size])
     return out
 

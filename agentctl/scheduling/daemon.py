@@ -32,6 +32,7 @@ from agentctl.scheduling.registry import resolve_workflow
 from agentctl.scheduling.schedules import require_kind, timing_of
 from agentctl.scheduling.slots import jitter_offset
 from agentctl.store import daemon_repo, schedules_repo
+from agentctl.store.adoption import adoptable_parked_runs
 from agentctl.store.errors import TRANSIENT_CODES
 from agentctl.store.ownership import owner_alive
 from agentctl.store.schedules_repo import FiringRow, ScheduleRow
@@ -296,15 +297,16 @@ class _Tick:
     def start_orphans(self) -> None:
         with self.store.read() as conn:
             unstarted = daemon_repo.unstarted_scheduled_runs(conn)
-            parked = daemon_repo.answered_parked_runs(conn)
+            parked = adoptable_parked_runs(conn, self.now)
         for run_id, owner in unstarted:
             if self.launcher.busy(run_id) or (owner and owner_alive(owner)):
                 continue
             self.launcher.start(run_id)
             self.report.started.append(run_id)
             self.events("RunStarted", {"runId": run_id}, f"{run_id}: started (left unstarted)")
-        for run_id, owner, workflow_file in parked:
-            if self.launcher.busy(run_id) or (owner and owner_alive(owner)):
+        for candidate in parked:
+            run_id, workflow_file = candidate.run_id, candidate.workflow_file
+            if self.launcher.busy(run_id):
                 continue
             if not workflow_file or not Path(workflow_file).is_file():
                 continue  # its definition is gone: an operator decides

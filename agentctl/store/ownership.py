@@ -36,7 +36,9 @@ __all__ = [
     "check_fence",
     "claim",
     "clear_owner",
+    "holder_gone",
     "lease_seconds",
+    "naive",
     "new_owner_id",
     "owner_alive",
     "release",
@@ -106,6 +108,18 @@ def owner_alive(owner_id: str) -> bool:
     return current is None or current == start
 
 
+def holder_gone(holder: str | None, expires: datetime | None, now: datetime) -> bool:
+    """Whether a recorded owner can no longer be executing the run: none is recorded, its
+    process on this host no longer exists, or it is on another host and its lease ran out.
+    A live owner on this host keeps its run whatever its lease says (a long task)."""
+    if not holder:
+        return True
+    if _parse(holder)[0] == _hostname():
+        return not owner_alive(holder)
+    current = naive(now)
+    return expires is None or current is None or expires <= current
+
+
 @dataclass(frozen=True, slots=True)
 class Claim:
     run_id: str
@@ -114,7 +128,8 @@ class Claim:
     previous_owner: str | None
 
 
-def _naive(value: Any) -> datetime | None:
+def naive(value: Any) -> datetime | None:
+    """A stored timestamp (text on SQLite, ``timestamptz`` on PostgreSQL) as naive UTC."""
     if value is None:
         return None
     if isinstance(value, str):
@@ -132,7 +147,7 @@ def _read_owner(conn: Any, run_id: str) -> tuple[str | None, int, datetime | Non
             hint="list runs with `agentctl runs list`, or pass the right --db",
             run_id=run_id,
         )
-    return row[0], int(row[1] or 0), _naive(row[2])
+    return row[0], int(row[1] or 0), naive(row[2])
 
 
 def claim(conn: Any, run_id: str, owner_id: str, now: datetime) -> Claim:
@@ -144,9 +159,7 @@ def claim(conn: Any, run_id: str, owner_id: str, now: datetime) -> Claim:
     """
     holder, token, expires = _read_owner(conn, run_id)
     if holder and holder != owner_id:
-        same_host = _parse(holder)[0] == _hostname()
-        lease_live = expires is not None and expires > _naive(now)  # type: ignore[operator]
-        if (same_host and owner_alive(holder)) or (not same_host and lease_live):
+        if not holder_gone(holder, expires, now):
             raise BlockedError(
                 f"run {run_id} is being executed by another agentctl process ({holder})",
                 code="run.owned",

@@ -27,6 +27,7 @@ from agentctl.store.timestamps import to_db
 __all__ = [
     "CHANNEL",
     "RunsListener",
+    "any_claimable_run",
     "claimable_runs",
     "notify_run",
     "release_to_workers",
@@ -67,6 +68,16 @@ def claimable_runs(conn: Any, now: datetime, limit: int) -> list[str]:
     return [str(row[0]) for row in rows]
 
 
+def any_claimable_run(conn: Any, now: datetime) -> bool:
+    """Whether :func:`claimable_runs` would find a run (a read, without locking)."""
+    row = conn.exec_driver_sql(
+        "SELECT 1 FROM runs WHERE status = 'running' AND owner_lease_expires_at IS NOT NULL "
+        "AND owner_lease_expires_at < ? LIMIT 1",
+        (to_db(now),),
+    ).first()
+    return row is not None
+
+
 def run_status(conn: Any, run_id: str) -> str | None:
     row = conn.exec_driver_sql("SELECT status FROM runs WHERE id = ?", (run_id,)).first()
     return None if row is None else str(row[0])
@@ -79,6 +90,8 @@ class RunsListener:
     def __init__(self, conn: Any) -> None:
         self._conn = conn
         self._woken = asyncio.Event()
+        self._subscribers: dict[asyncio.Event, frozenset[str] | None] = {}
+        self._payloads: list[str] = []
         self._task = asyncio.create_task(self._listen())
 
     @classmethod
@@ -93,8 +106,31 @@ class RunsListener:
         return cls(conn)
 
     async def _listen(self) -> None:
-        async for _ in self._conn.notifies():
+        async for notice in self._conn.notifies():
+            payload = str(notice.payload)
+            if len(self._payloads) < 10_000:
+                self._payloads.append(payload)
             self._woken.set()
+            for event, wanted in self._subscribers.items():
+                if wanted is None or payload in wanted:
+                    event.set()
+
+    def drain(self) -> list[str]:
+        """The notifications' payloads since the last call (a run id, ``approval:…``,
+        ``tasks:RUN`` for published tasks, ``done:RUN`` for a task outcome)."""
+        payloads, self._payloads = self._payloads, []
+        return payloads
+
+    def subscribe(self, payloads: frozenset[str] | None = None) -> asyncio.Event:
+        """An event set on every notification whose payload is in ``payloads`` (any when
+        None), besides :meth:`wait`: a run owner waiting for its claimed tasks listens on
+        the worker's one connection for ``done:RUN``."""
+        event = asyncio.Event()
+        self._subscribers[event] = payloads
+        return event
+
+    def unsubscribe(self, event: asyncio.Event) -> None:
+        self._subscribers.pop(event, None)
 
     async def wait(self, timeout: float) -> bool:
         with contextlib.suppress(TimeoutError):

@@ -66,6 +66,7 @@ __all__ = [
     "runs",
     "schedule_firings",
     "schedules",
+    "task_claims",
     "tasks",
     "tool_calls",
 ]
@@ -533,6 +534,27 @@ monitor_observations = Table(
     _ts("created_at", nullable=False),
     CheckConstraint("outcome IN ('baseline', 'unchanged', 'pending', 'changed')", name="outcome"),
     UniqueConstraint("monitor_name", "slot_at"),
+)
+
+# A ready task of a run's parallel batch that any worker may execute (PostgreSQL workers;
+# see store/task_claims_repo.py). Rows live only while their batch is in flight.
+task_claims = Table(
+    "task_claims",
+    metadata,
+    Column("run_id", String(80), ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True),
+    Column("task_id", String(512), primary_key=True),
+    Column("state", String(20), nullable=False),
+    Column("basis", String(80), nullable=False),
+    Column("payload_json", Text, nullable=False),
+    Column("token", Integer, nullable=False, server_default="0"),
+    Column("worker", String(255)),
+    _ts("lease_expires_at"),
+    _ts("ready_at", nullable=False),
+    _ts("started_at"),
+    _ts("finished_at"),
+    Column("outcome_json", Text),
+    CheckConstraint("state IN ('ready', 'claimed', 'done')", name="state"),
+    Index("ix_task_claims_state_ready_at", "state", "ready_at"),
 )
 
 #: Tables whose rows carry a record format version (checked on read).

@@ -69,6 +69,9 @@ def guarded_update(conn: Any, kind: str, key: tuple[Any, ...], values: Mapping[s
     if result.rowcount == 1:
         if kind == "run" and status is not None:
             notify_run(conn, str(key[0]))  # wakes `runs wait` and idle workers on commit
+        elif kind == "approval" and status is not None:
+            # A decision may let a worker adopt the parked run (store/adoption.py).
+            notify_run(conn, f"approval:{key[0]}")
         return
     table, key_columns = _RECORDS[kind]
     found = conn.exec_driver_sql(

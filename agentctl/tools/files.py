@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import tempfile
 from pathlib import Path
 
 from agentctl.errors import TaskError
 
 __all__ = [
+    "is_atomic_temp",
     "MAX_FILE_BYTES",
     "NEW_FILE_MODE",
     "naive_diff",
@@ -51,6 +53,17 @@ def read_existing_for_write(path: Path, limit: int = MAX_FILE_BYTES) -> str | No
             return None
         raise
     return _decode(path, data)
+
+
+#: The temporary file :func:`write_atomic` renames over its target (``mkstemp``'s 8
+#: random characters between the target's name and ``.tmp``).
+_ATOMIC_TEMP = re.compile(r"^\..+\.[a-z0-9_]{8}\.tmp$")
+
+
+def is_atomic_temp(name: str) -> bool:
+    """Whether ``name`` is a temporary file of an atomic write in progress: it exists
+    only until its rename, so it is never anyone's artifact."""
+    return _ATOMIC_TEMP.match(name) is not None
 
 
 def write_atomic(path: Path, content: str) -> None:

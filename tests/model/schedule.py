@@ -140,6 +140,33 @@ def roll(ctx: Ctx, killed: bool) -> MoveResult:
     return desc, expect(result, OK_RUN_CODES | ({-9} if killed else set()), desc)
 
 
+def _hold_write_lock(world: World) -> Any:
+    """A connection holding the store's write lock (SQLite's database lock, PostgreSQL's
+    advisory lock) until its ``rollback``."""
+    if world.url is not None:
+        import psycopg
+
+        from agentctl.store.dialect import WRITE_LOCK_KEY
+
+        conn = psycopg.connect(world.url)
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK_KEY,))
+        return conn
+    holder = sqlite3.connect(world.db, isolation_level=None, timeout=30)
+    holder.execute("BEGIN IMMEDIATE")
+    return _SqliteHolder(holder)
+
+
+class _SqliteHolder:
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def rollback(self) -> None:
+        self.conn.execute("ROLLBACK")
+
+    def close(self) -> None:
+        self.conn.close()
+
+
 def roll_under_held_lock(ctx: Ctx) -> MoveResult:
     """Another program holds the database's write lock past the busy timeout while a run
     executes: a dispatched effect must never become a failure (at worst the process exits 5
@@ -153,13 +180,12 @@ def roll_under_held_lock(ctx: Ctx) -> MoveResult:
         "AGENTCTL_STORE_RETRY_SECONDS": ctx.rng.choice(["0.3", "3"]),
     }
     tag = ctx.world.next_tag()
-    holder = sqlite3.connect(ctx.world.db, isolation_level=None, timeout=30)
+    holder = _hold_write_lock(ctx.world)
     try:
-        holder.execute("BEGIN IMMEDIATE")
         before = set(ctx.world.run_rows())
         proc = ctx.world.start(["roll", "ledger.yaml", "--input", f"tag={tag}"], env=env)
         time.sleep(hold)  # the lock is held for this long while the roll tries to write
-        holder.execute("ROLLBACK")
+        holder.rollback()
     finally:
         holder.close()
     result = proc.wait()
@@ -469,8 +495,10 @@ def run_schedule(
     known_defects: frozenset[str] = frozenset(),
     launcher: Launcher | None = None,
     keep: Path | None = None,
+    url: str | None = None,
 ) -> Outcome:
-    """Run one schedule; ``keep`` leaves its world there for a post-mortem."""
+    """Run one schedule; ``keep`` leaves its world there for a post-mortem; ``url`` runs
+    it on that (fresh, migrated) PostgreSQL database instead of a SQLite file."""
     started = time.monotonic()
     rng = random.Random(seed)
     outcome = Outcome(seed)
@@ -480,7 +508,7 @@ def run_schedule(
     launcher = launcher or Launcher(logs)
     launcher.logs = logs
     first_command = launcher._n
-    world = World(root, launcher)
+    world = World(root, launcher, url)
     checker = Checker(world)
     ctx = Ctx(world, checker, rng)
     failed = False
@@ -527,10 +555,15 @@ _LAUNCHER: Launcher | None = None
 
 
 def schedule_for_seed(
-    seed: int, known_defects: frozenset[str], keep: Path | None = None
+    seed: int,
+    known_defects: frozenset[str],
+    keep: Path | None = None,
+    urls: dict[int, str] | None = None,
 ) -> Outcome:
-    """One schedule of 3-6 steps (a process-pool job; the worker keeps one launcher)."""
+    """One schedule of 3-6 steps (a process-pool job; the worker keeps one launcher);
+    ``urls`` gives each seed its PostgreSQL database."""
     global _LAUNCHER
     if _LAUNCHER is None:
         _LAUNCHER = Launcher(Path(tempfile.gettempdir()))
-    return run_schedule(seed, 3 + seed % 4, known_defects, _LAUNCHER, keep)
+    url = None if urls is None else urls[seed]
+    return run_schedule(seed, 3 + seed % 4, known_defects, _LAUNCHER, keep, url)

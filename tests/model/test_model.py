@@ -6,6 +6,10 @@ of two workers; each worker forks its agentctl commands, see launcher.py). A lon
 
     AGENTCTL_MODEL_SCHEDULES=2000 AGENTCTL_MODEL_SEED=7 .venv/bin/python -m pytest tests/model
 
+The same schedules run on PostgreSQL too (the ``postgresql`` parameter, one fresh database
+per schedule from the tests/pg cluster): AGENTCTL_MODEL_PG_SCHEDULES of them, 6 by default,
+about half a minute (each command there costs a connection and server round trips).
+
 ``AGENTCTL_MODEL_LAUNCH=exec`` starts every command as ``python -m agentctl`` instead of a
 fork (about seven times slower). ``AGENTCTL_MODEL_KEEP=DIR`` keeps every schedule's world
 (workspace, database, command logs) under DIR. A failure prints each failing seed, its
@@ -21,6 +25,8 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+import pytest
+
 from tests.model.schedule import MOVES, Outcome, schedule_for_seed
 
 #: Moves that hit a defect still open on main; the generator never picks them. Empty this
@@ -32,6 +38,9 @@ from tests.model.schedule import MOVES, Outcome, schedule_for_seed
 KNOWN_DEFECT_MOVES: frozenset[str] = frozenset()
 
 DEFAULT_SCHEDULES = 200
+#: PostgreSQL commands cost more (a connection per process, a server round trip per
+#: statement): a modest count keeps the suite fast; AGENTCTL_MODEL_PG_SCHEDULES raises it.
+DEFAULT_PG_SCHEDULES = 6
 
 
 def _settings() -> tuple[int, int, Path | None]:
@@ -58,18 +67,36 @@ def test_known_defect_moves_name_real_moves() -> None:
     assert KNOWN_DEFECT_MOVES <= set(MOVES)
 
 
-def test_random_schedules_keep_every_invariant(tmp_path: Path) -> None:
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_random_schedules_keep_every_invariant(
+    backend: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
     count, first, keep = _settings()
+    if backend == "postgresql":
+        count = int(os.environ.get("AGENTCTL_MODEL_PG_SCHEDULES", DEFAULT_PG_SCHEDULES))
     if keep is not None:
         keep.mkdir(parents=True, exist_ok=True)
     seeds = list(range(first, first + count))
+    urls: dict[int, str] | None = None
+    cluster = None
+    if backend == "postgresql":
+        # One fresh migrated database per schedule, like a new SQLite file.
+        cluster = request.getfixturevalue("postgres_cluster")
+        urls = {seed: cluster.take_migrated() for seed in seeds}
     started = time.monotonic()
     # spawn: the workers start clean (no pytest state, no threads), then fork their own
     # agentctl commands.
     context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=2, mp_context=context) as pool:
-        job = functools.partial(schedule_for_seed, known_defects=KNOWN_DEFECT_MOVES, keep=keep)
-        outcomes = list(pool.map(job, seeds))
+    try:
+        with ProcessPoolExecutor(max_workers=2, mp_context=context) as pool:
+            job = functools.partial(
+                schedule_for_seed, known_defects=KNOWN_DEFECT_MOVES, keep=keep, urls=urls
+            )
+            outcomes = list(pool.map(job, seeds))
+    finally:
+        if cluster is not None and urls is not None:
+            for url in urls.values():
+                cluster.give_back(url)
     elapsed = time.monotonic() - started
     failed = [o for o in outcomes if o.violations]
     commands = sum(o.commands for o in outcomes)

@@ -59,6 +59,9 @@ class Background:
 class World:
     root: Path
     launcher: Launcher
+    #: A PostgreSQL database for this schedule (its artifacts live where SQLite's would);
+    #: None: a SQLite file in the workspace.
+    url: str | None = None
     ws: Path = field(init=False)
     db: Path = field(init=False)
     #: agentctl pid -> the run it executed (roll/resume/retry/compensate).
@@ -84,8 +87,14 @@ class World:
 
     # -- commands -------------------------------------------------------------------------
 
+    @property
+    def database(self) -> str:
+        return self.url or str(self.db)
+
     def start(self, args: list[str], *, env: dict[str, str] | None = None, skew: float = 0) -> Proc:
-        return self.launcher.start([*args, "--db", str(self.db)], self.ws, env, skew)
+        if self.url is not None:
+            env = {"AGENTCTL_ARTIFACT_ROOT": str(self.db.parent / "artifacts"), **(env or {})}
+        return self.launcher.start([*args, "--db", self.database], self.ws, env, skew)
 
     def run(self, args: list[str], *, env: dict[str, str] | None = None, skew: float = 0) -> Result:
         return self.start(args, env=env, skew=skew).wait()
@@ -146,23 +155,25 @@ class World:
 
     # -- the database, read-only ----------------------------------------------------------
 
-    def connect(self) -> sqlite3.Connection:
+    def connect(self) -> Any:
+        """A read-only connection with sqlite3's ``execute(sql, params)`` (``?`` marks)."""
+        if self.url is not None:
+            return _Postgres(self.url)
         return sqlite3.connect(f"file:{self.db}?mode=ro", uri=True, timeout=30)
 
     def db_exists(self) -> bool:
-        return self.db.exists()
+        # A PostgreSQL database exists (migrated, empty) before the first command.
+        return self.url is not None or self.db.exists()
 
     def run_rows(self) -> dict[str, dict[str, Any]]:
         if not self.db_exists():
             return {}
+        columns = ("id", "workflow_name", "mode", "status", "source_run_id", "owner_id")
         conn = self.connect()
         try:
-            conn.row_factory = sqlite3.Row
             return {
-                row["id"]: dict(row)
-                for row in conn.execute(
-                    "SELECT id, workflow_name, mode, status, source_run_id, owner_id FROM runs"
-                )
+                row[0]: dict(zip(columns, row, strict=True))
+                for row in conn.execute(f"SELECT {', '.join(columns)} FROM runs").fetchall()
             }
         finally:
             conn.close()
@@ -224,6 +235,8 @@ class World:
         return found
 
     def integrity(self) -> str:
+        if self.url is not None:
+            return "ok"  # page-level integrity is the server's own business
         conn = self.connect()
         try:
             return str(conn.execute("PRAGMA integrity_check").fetchone()[0])
@@ -264,3 +277,20 @@ class World:
             if owned is not None:
                 self.pid_run[pid] = owned
         return new
+
+
+class _Postgres:
+    """The few calls the model test makes on a sqlite3 connection, on PostgreSQL."""
+
+    def __init__(self, url: str) -> None:
+        import psycopg
+
+        self._conn = psycopg.connect(url, autocommit=True)
+
+    def execute(self, statement: str, parameters: tuple[Any, ...] = ()) -> Any:
+        from agentctl.store.dialect import to_postgres
+
+        return self._conn.execute(to_postgres(statement, bool(parameters)), parameters or None)
+
+    def close(self) -> None:
+        self._conn.close()

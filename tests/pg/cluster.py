@@ -131,8 +131,10 @@ class Cluster:
             shutil.rmtree(self.directory, ignore_errors=True)
 
 
-def start_cluster() -> Cluster:
-    """Start a server (or use ``AGENTCTL_TEST_POSTGRES_URL``); skips or fails when none."""
+def start_cluster(*, durable: bool = False) -> Cluster:
+    """Start a server (or use ``AGENTCTL_TEST_POSTGRES_URL``); skips or fails when none.
+
+    ``durable`` keeps the server's durability settings (benchmarks); tests turn them off."""
     try:
         import psycopg  # noqa: F401
     except ImportError:
@@ -168,11 +170,9 @@ def start_cluster() -> Cluster:
     if initdb.returncode != 0:
         shutil.rmtree(directory, ignore_errors=True)
         pytest.fail(f"initdb failed: {initdb.stderr or initdb.stdout}")
-    options = (
-        f"-c listen_addresses=127.0.0.1 -c port={port} -k {directory} "
-        "-c fsync=off -c synchronous_commit=off -c full_page_writes=off "
-        "-c max_connections=200"
-    )
+    options = f"-c listen_addresses=127.0.0.1 -c port={port} -k {directory} -c max_connections=200"
+    if not durable:
+        options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
     started = subprocess.run(
         [*as_user, str(bin_dir / "pg_ctl"), "-D", str(data), "-l", str(log), "-o", options]
         + ["-w", "-t", "60", "start"],

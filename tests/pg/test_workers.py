@@ -53,12 +53,21 @@ def _executions(ws: Path) -> int:
 
 
 def _ready(worker: subprocess.Popen[str]) -> None:
-    """Read the worker's events until it says it listens (so no run is missed)."""
+    """Read the worker's events until it says it listens (so no run is missed).
+
+    Byte by byte from the pipe itself: a buffered read would take later events with it,
+    and `communicate` (which reads the file descriptors directly) would never see them."""
     assert worker.stdout is not None
-    for line in worker.stdout:
+    fd = worker.stdout.fileno()
+    while True:
+        line = b""
+        while not line.endswith(b"\n"):
+            byte = os.read(fd, 1)
+            if not byte:
+                raise AssertionError(worker.communicate())
+            line += byte
         if json.loads(line)["data"].get("state") == "ready":
             return
-    raise AssertionError(worker.communicate())
 
 
 def _stop(worker: subprocess.Popen[str]) -> list[dict[str, Any]]:
@@ -187,6 +196,13 @@ def test_a_worker_waits_out_a_held_write_lock_instead_of_dying(
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "wf.yaml").write_text(TAGGED)
+    # A run waits for a worker (a worker only takes the write lock when it has seen
+    # something to claim), then another program holds the lock.
+    queued = cli(
+        "--output", "json", "roll", ws / "wf.yaml", "--detach", "--input", "tag=late",
+        "--workspace", ws, "--db", postgres_url,
+    )  # fmt: skip
+    run_id = queued.json()["data"]["runId"]
     holder = psycopg.connect(postgres_url)
     holder.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK_KEY,))
     worker = _worker(postgres_url, ws, "patient", AGENTCTL_SQLITE_BUSY_TIMEOUT_MS="100")
@@ -196,11 +212,6 @@ def test_a_worker_waits_out_a_held_write_lock_instead_of_dying(
         event = json.loads(worker.stdout.readline())["data"]
         assert event["state"] == "waiting" and event["code"] == "store.locked"
         holder.commit()  # the other writer is done
-        queued = cli(
-            "--output", "json", "roll", ws / "wf.yaml", "--detach", "--input", "tag=late",
-            "--workspace", ws, "--db", postgres_url,
-        )  # fmt: skip
-        run_id = queued.json()["data"]["runId"]
         assert cli("runs", "wait", run_id, "--db", postgres_url).exit_code == 0
     finally:
         holder.close()

@@ -1,0 +1,245 @@
+"""Task-level claims, the worker's side: executing one task of another process's run.
+
+A worker claims a task row (:mod:`agentctl.store.task_claims_repo`) and executes the task
+with the executor's own attempt loop (retries, timeouts, the effect gate, artifact
+ingestion), over a snapshot of the run as its owner last committed it: plan, task rows,
+working memory. What differs from the owner's execution is only who may write:
+
+- every write goes through :class:`ClaimFence`, which checks the claim's fencing token
+  inside the write transaction (under the store's write lock): after the lease ran out and
+  another worker claimed the task, or after the owner withdrew the claim (cancel, deadline,
+  takeover), this worker's writes fail and nothing of it lands;
+- the outcome is written on the claim row, fenced the same way, in one transaction; the
+  task row, checkpoint and audit transition are the owner's commit, in plan order;
+- a heartbeat renews the claim's lease and watches the run: a cancel request, a passed
+  deadline or a run no longer ``running`` cancels the task, whose in-flight effects record
+  what is known of them (or, when the fence already refuses, stay ``started`` and become
+  ``uncertain`` for whoever executes the task next: nobody guesses).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from agentctl.compiler.plan import Plan
+from agentctl.engine import tracing
+from agentctl.engine.executor import RunExecutor
+from agentctl.engine.gate import EffectGate
+from agentctl.engine.outcome import ExecutionOptions
+from agentctl.engine.records import RunLog, RunRow, TaskRow, load_run, load_tasks, replay_memory
+from agentctl.engine.run_commits import TaskOutcome
+from agentctl.engine.task_claims import outcome_to_json
+from agentctl.errors import Cancelled, OwnershipLostError
+from agentctl.ids import Clock
+from agentctl.policy.paths import WorkspacePolicy
+from agentctl.policy.secrets import secret_sources
+from agentctl.store import ownership, task_claims_repo
+from agentctl.store.engine import Store
+from agentctl.store.task_claims_repo import ClaimedTask
+
+__all__ = ["ClaimFence", "RunSnapshots", "execute_claimed"]
+
+
+class ClaimFence(ownership.OwnedRun):
+    """The store as the holder of one task claim sees it: every write is fenced by the
+    claim's token (the run owner's token is not this worker's to use)."""
+
+    def __init__(self, store: Store, claimed: ClaimedTask) -> None:
+        super().__init__(store, ownership.Claim(claimed.run_id, "task-claim", claimed.token, None))
+        self.task_id = claimed.task_id
+
+    def _check(self, conn: Any) -> None:
+        task_claims_repo.check_claim(conn, self.run_id, self.task_id, self.token)
+
+    @contextmanager
+    def write(self) -> Iterator[Any]:
+        with self.store.write() as conn:
+            self._check(conn)
+            yield conn
+
+    def driver_session(self) -> Any:
+        return self.store.driver_session(on_begin=self._check)
+
+
+@dataclass
+class _Snapshot:
+    run: RunRow
+    plan: Plan
+    rows: dict[str, TaskRow]
+    memory: dict[str, Any]
+    checkpoint_seq: int
+
+
+class RunSnapshots:
+    """The committed state of the runs whose tasks this worker executes, read once per
+    (run, owner token, last checkpoint): the tasks of one batch share it, and nothing the
+    owner commits can change it without adding a checkpoint."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._cache: dict[str, tuple[tuple[int, int], _Snapshot]] = {}
+
+    def get(self, run_id: str) -> _Snapshot:
+        with self.store.read() as conn:
+            key = task_claims_repo.snapshot_key(conn, run_id)
+            cached = self._cache.get(run_id)
+            if cached is not None and cached[0] == key:
+                return cached[1]
+            run = load_run(conn, run_id)
+            spec = run.workflow.get("spec") or {}
+            snapshot = _Snapshot(
+                run,
+                Plan.from_json(run.plan),
+                load_tasks(conn, run_id),
+                replay_memory(conn, run_id, (spec.get("memory") or {}).get("working") or {}),
+                key[1],
+            )
+        if len(self._cache) > 64:
+            self._cache.clear()
+        self._cache[run_id] = (key, snapshot)
+        return snapshot
+
+
+class _ClaimedTaskRunner(RunExecutor):
+    """The executor's attempt loop for one claimed task, writing through the claim."""
+
+    def __init__(
+        self,
+        store: Store,
+        claimed: ClaimedTask,
+        snapshot: _Snapshot,
+        *,
+        clock: Clock,
+        options: ExecutionOptions,
+    ) -> None:
+        super().__init__(store, claimed.run_id, clock=clock, options=options)
+        run = snapshot.run
+        self.run = run
+        self.plan = snapshot.plan
+        self.rows = snapshot.rows
+        self.memory = snapshot.memory
+        self.spec = run.workflow.get("spec") or {}
+        self.outputs = {tid: row.output for tid, row in self.rows.items() if row.has_output}
+        self.prediction = None
+        self.owned = ClaimFence(store, claimed)
+        self.artifacts.writer = self.owned
+        self._session = self.owned
+        self.log = RunLog(run.id, checkpoint_seq=snapshot.checkpoint_seq)
+        self.trace = tracing.RunTrace.off(run.id)
+        policy = dict(self.spec.get("policy") or {})
+        self.base_dir = Path(options.workspace or run.workspace or ".")
+        self.workspace = WorkspacePolicy(
+            self.base_dir,
+            str(policy.get("workspaceRoot") or "."),
+            list(policy.get("writableRoots") or []),
+        )
+        self.policy = policy
+        self.gate = EffectGate(
+            self.owned,
+            self.log,
+            clock,
+            policy=policy,
+            faults=options.faults,
+            approver=None,
+            # The task row is the owner's to write (in its ordered batch commit).
+            on_task_running=lambda _conn, _attempt: None,
+            approval_mode=self._compensation_approval(),
+        )
+        runtime = self.spec.get("runtime") or {}
+        self.default_timeout = int(runtime.get("defaultTimeoutSeconds") or 120)
+        self.claimed = claimed
+
+    async def run_claimed(self) -> TaskOutcome:
+        payload = json.loads(self.claimed.payload_json)
+        task = self.plan.tasks[self.claimed.task_id]
+        with secret_sources(self.workspace.workspace_root, self.policy):
+            try:
+                return await self._run_task(
+                    task, dict(payload.get("vars") or {}), self.memory, payload.get("condition")
+                )
+            finally:
+                self.artifacts.close()
+
+
+async def execute_claimed(
+    store: Store,
+    claimed: ClaimedTask,
+    snapshots: RunSnapshots,
+    *,
+    clock: Clock,
+    options: ExecutionOptions,
+) -> str:
+    """Execute one claimed task and record its outcome on the claim; how it ended:
+    ``done``, ``lost`` (the claim was taken or withdrawn: nothing more was written) or
+    ``stopped`` (the run was cancelled, passed its deadline or ended)."""
+    snapshot = await asyncio.to_thread(snapshots.get, claimed.run_id)
+    runner = _ClaimedTaskRunner(store, claimed, snapshot, clock=clock, options=options)
+    work = asyncio.create_task(runner.run_claimed())
+    watch = asyncio.create_task(_heartbeat(store, claimed, snapshot.run, clock, work))
+    try:
+        outcome = await work
+    except OwnershipLostError:
+        return "lost"
+    except (asyncio.CancelledError, Cancelled):
+        if watch.done() and not watch.cancelled():
+            return watch.result()
+        raise
+    finally:
+        watch.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await watch
+    encoded = json.dumps(outcome_to_json(outcome), sort_keys=True, separators=(",", ":"))
+    try:
+        with store.write() as conn:
+            task_claims_repo.finish_claim(
+                conn, claimed.run_id, claimed.task_id, claimed.token, encoded, clock.now()
+            )
+    except OwnershipLostError:
+        return "lost"
+    return "done"
+
+
+async def _heartbeat(
+    store: Store, claimed: ClaimedTask, run: RunRow, clock: Clock, work: asyncio.Task[Any]
+) -> str:
+    """Renew the claim's lease while the task runs; cancel the task when the claim is lost
+    or the run is cancelled, past its deadline, or no longer running. Returns why."""
+    lease = ownership.lease_seconds()
+    while not work.done():
+        await asyncio.sleep(min(lease / 4, 1.0))
+        try:
+            reason = await asyncio.to_thread(_beat, store, claimed, run, clock, lease)
+        except OwnershipLostError:
+            reason = "lost"
+        except Exception:  # noqa: BLE001 - a busy database: the next beat tries again
+            continue
+        if reason is not None:
+            work.cancel()
+            return reason
+    return "done"
+
+
+def _beat(
+    store: Store, claimed: ClaimedTask, run: RunRow, clock: Clock, lease: float
+) -> str | None:
+    now: datetime = clock.now()
+    deadline = run.deadline_at
+    if deadline is not None and now.replace(tzinfo=None) > deadline.replace(tzinfo=None):
+        return "stopped"
+    with store.read() as conn:
+        status, cancel_requested = task_claims_repo.run_watch(conn, claimed.run_id)
+    if status != "running" or cancel_requested:
+        return "stopped"
+    with store.write() as conn:
+        task_claims_repo.renew_claim(
+            conn, claimed.run_id, claimed.task_id, claimed.token, now, lease
+        )
+    return None

@@ -1,0 +1,73 @@
+"""Adoption: which parked runs may be continued by a process other than the one that parked
+them, once a person gave what they waited for.
+
+One rule, used by the daemon (which resumes answered runs on its host) and by
+``agentctl worker`` (which resumes them on whichever host sees the answer first):
+
+- the run is ``paused``;
+- none of its approvals or questions is still pending, and at least one was decided after
+  the run parked (a run parked by a ``pause`` step or an uncertain effect waits for an
+  operator's ``resume``, not for an answer);
+- its previous owner is gone (:func:`agentctl.store.ownership.holder_gone`): no owner
+  recorded, an owner process on this host that no longer exists, or an owner on another
+  host whose lease has run out.
+
+The rule only selects candidates. Taking the run is the ordinary ownership claim, inside
+the caller's write transaction, so two processes that both see a candidate never both
+execute it; with ``lock=True`` (PostgreSQL) the rows are also locked ``FOR UPDATE SKIP
+LOCKED``, so a second worker skips a run the first is claiming instead of waiting for it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from agentctl.store.dialect import is_postgres
+from agentctl.store.ownership import holder_gone, naive
+
+if TYPE_CHECKING:
+    from agentctl.store.engine import SqlRunner
+
+__all__ = ["ParkedRun", "adoptable_parked_runs"]
+
+
+@dataclass(frozen=True, slots=True)
+class ParkedRun:
+    run_id: str
+    previous_owner: str | None
+    workflow_file: str | None
+
+
+_ANSWERED = (
+    "SELECT r.id, r.owner_id, r.owner_lease_expires_at, r.workflow_file FROM runs r "
+    "WHERE r.status = 'paused' "
+    "AND NOT EXISTS (SELECT 1 FROM approvals p WHERE p.run_id = r.id "
+    "AND p.status = 'pending') "
+    "AND EXISTS (SELECT 1 FROM approvals a WHERE a.run_id = r.id "
+    "AND a.status IN ('approved', 'rejected', 'answered') "
+    "AND a.resolved_at >= r.updated_at) ORDER BY r.updated_at, r.id"
+)
+
+
+def adoptable_parked_runs(
+    conn: SqlRunner, now: datetime, *, limit: int | None = None, lock: bool = False
+) -> list[ParkedRun]:
+    """Parked runs that the rule above lets this process continue, oldest parked first.
+
+    ``lock`` (inside a write transaction on PostgreSQL) locks the candidate rows and skips
+    rows another transaction holds; on SQLite the write transaction already excludes every
+    other writer, and ``lock`` changes nothing.
+    """
+    statement = _ANSWERED
+    if lock and is_postgres(conn):
+        statement += " FOR UPDATE OF r SKIP LOCKED"
+    found: list[ParkedRun] = []
+    for row in conn.exec_driver_sql(statement):
+        if not holder_gone(row[1], naive(row[2]), now):
+            continue
+        found.append(ParkedRun(str(row[0]), row[1], row[3]))
+        if limit is not None and len(found) >= limit:
+            break
+    return found
