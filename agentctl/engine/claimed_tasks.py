@@ -22,27 +22,27 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from agentctl.compiler.plan import Plan
 from agentctl.engine import tracing
 from agentctl.engine.executor import RunExecutor
+from agentctl.engine.frontier import StoredPlan, TaskOutputs, TaskRows
 from agentctl.engine.gate import EffectGate
 from agentctl.engine.outcome import ExecutionOptions
-from agentctl.engine.records import RunLog, RunRow, TaskRow, load_run, load_tasks, replay_memory
+from agentctl.engine.records import RunLog, RunRow, load_run, replay_memory
 from agentctl.engine.run_commits import TaskOutcome
 from agentctl.engine.task_claims import outcome_to_json
-from agentctl.errors import Cancelled, OwnershipLostError
+from agentctl.errors import Cancelled, OwnershipLostError, PersistenceError
 from agentctl.ids import Clock
 from agentctl.policy.paths import WorkspacePolicy
 from agentctl.policy.secrets import secret_sources
 from agentctl.store import ownership, task_claims_repo
-from agentctl.store.engine import Store
+from agentctl.store.engine import SqlRunner, Store
 from agentctl.store.task_claims_repo import ClaimedTask
 
 __all__ = ["ClaimFence", "RunSnapshots", "execute_claimed"]
@@ -72,10 +72,22 @@ class ClaimFence(ownership.OwnedRun):
 @dataclass
 class _Snapshot:
     run: RunRow
-    plan: Plan
-    rows: dict[str, TaskRow]
+    plan: StoredPlan
+    rows: TaskRows
     memory: dict[str, Any]
     checkpoint_seq: int
+
+
+def _no_lazy_reads(run_id: str) -> Callable[[], SqlRunner]:
+    def refuse() -> SqlRunner:
+        raise PersistenceError(
+            f"run {run_id}: a claimed task asked for a record its snapshot does not hold",
+            code="store.corrupt",
+            hint="the run's plan and task rows disagree; run `agentctl db check`",
+            run_id=run_id,
+        )
+
+    return refuse
 
 
 class RunSnapshots:
@@ -95,10 +107,16 @@ class RunSnapshots:
                 return cached[1]
             run = load_run(conn, run_id)
             spec = run.workflow.get("spec") or {}
+            # Every record is read here, in this transaction, so the runner never reads
+            # lazily afterwards (its reader would have no connection to read on).
+            plan = StoredPlan(run_id, run.plan, _no_lazy_reads(run_id))
+            plan.load_all(conn)
+            rows = TaskRows(run_id, {}, _no_lazy_reads(run_id))
+            rows.every(conn)
             snapshot = _Snapshot(
                 run,
-                Plan.from_json(run.plan),
-                load_tasks(conn, run_id),
+                plan,
+                rows,
                 replay_memory(conn, run_id, (spec.get("memory") or {}).get("working") or {}),
                 key[1],
             )
@@ -127,7 +145,7 @@ class _ClaimedTaskRunner(RunExecutor):
         self.rows = snapshot.rows
         self.memory = snapshot.memory
         self.spec = run.workflow.get("spec") or {}
-        self.outputs = {tid: row.output for tid, row in self.rows.items() if row.has_output}
+        self.outputs = TaskOutputs(self.rows)
         self.prediction = None
         self.owned = ClaimFence(store, claimed)
         self.artifacts.writer = self.owned
