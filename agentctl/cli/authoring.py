@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from agentctl.diagnostics import Diagnostic
 
 
-def _compile(
+def compile_workflow_file(
     workflow: str,
     workspace: str | None = None,
     vars_files: list[str] | None = None,
@@ -83,7 +83,7 @@ def check_command(
 
     Example: agentctl check deploy.yaml --workspace ./checkout --var replicas=3
     """
-    plan, diagnostics = _compile(workflow, workspace, vars_files, var_pairs)
+    plan, diagnostics = compile_workflow_file(workflow, workspace, vars_files, var_pairs)
     data: dict[str, Any] = {
         "valid": True,
         "workflow": plan.workflow_name,
@@ -125,7 +125,7 @@ def plan_command(
     """
     from agentctl.engine.runs import parse_input_pairs
 
-    plan, diagnostics = _compile(workflow, workspace, vars_files, var_pairs)
+    plan, diagnostics = compile_workflow_file(workflow, workspace, vars_files, var_pairs)
     overrides = parse_input_pairs(input_pairs or [])
     out = output.current()
     if graph is not None:

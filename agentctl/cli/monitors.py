@@ -137,7 +137,7 @@ def add_command(
     pairs = input_pairs or []
     prepared = prepare_run(resolve_workflow(workflow), input_pairs=pairs, workspace=workspace)
     if kind == "command":
-        from agentctl.tools.process import resolve_executable
+        from agentctl.process import resolve_executable
 
         policy = (prepared.workflow.get("spec") or {}).get("policy") or {}
         resolve_executable(target["argv"][0], list(policy.get("processAllowlist") or []))

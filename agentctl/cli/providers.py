@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from agentctl.cli import output
-from agentctl.cli.authoring import _compile
+from agentctl.cli.authoring import compile_workflow_file
 from agentctl.errors import ProviderError
 
 providers_app = typer.Typer(
@@ -33,7 +33,7 @@ def inspect_command(workflow: FileArgument) -> None:
 
     Example: agentctl providers inspect review.yaml
     """
-    plan, _ = _compile(workflow)
+    plan, _ = compile_workflow_file(workflow)
     data = {
         "workflow": plan.workflow_name,
         "providers": [p.to_json() for p in plan.requirements.providers],
@@ -72,7 +72,7 @@ def check_command(
     from agentctl.engine.preflight import check_providers
     from agentctl.policy.secrets import secret_sources
 
-    plan, _ = _compile(workflow)
+    plan, _ = compile_workflow_file(workflow)
     from agentctl.spec import load_workflow
 
     loaded = load_workflow(workflow)

@@ -27,7 +27,6 @@ from agentctl.digest import canonical_json, compact_json
 from agentctl.engine import budget, sessions
 from agentctl.engine.context import TaskEnv, TaskResult
 from agentctl.engine.journal import EffectSpec
-from agentctl.engine.signals import OutcomeUnknown, TaskFailure
 from agentctl.errors import ProviderError
 from agentctl.providers.base import (
     Message,
@@ -40,6 +39,7 @@ from agentctl.providers.base import (
     Usage,
 )
 from agentctl.providers.registry import build_provider
+from agentctl.signals import OutcomeUnknown, TaskFailure
 from agentctl.store import sessions_repo
 from agentctl.tools import files
 
@@ -133,7 +133,7 @@ def _mcp_server(env: TaskEnv, server: str) -> Mapping[str, Any]:
 async def _offer_mcp_tool(env: TaskEnv, entry: str) -> McpTool:
     """List the server's tools once per attempt (an observation effect, so a resume offers
     the model exactly what it was offered before) and pick the named one."""
-    from agentctl.engine.protocol_actions import _allowed_environ
+    from agentctl.engine.action_environment import allowed_environ
     from agentctl.tools.mcp import list_mcp_tools
 
     server, _, remote = entry[4:].partition("/")
@@ -143,7 +143,7 @@ async def _offer_mcp_tool(env: TaskEnv, entry: str) -> McpTool:
     async def dispatch(_effect_id: str) -> Any:
         return await list_mcp_tools(
             definition,
-            environ=_allowed_environ(env),
+            environ=allowed_environ(env),
             timeout_seconds=float(definition.get("timeoutSeconds") or 120),
             process_allowlist=list(env.policy.get("processAllowlist") or []),
         )
@@ -168,7 +168,7 @@ async def _offer_mcp_tool(env: TaskEnv, entry: str) -> McpTool:
 async def _run_mcp_tool(env: TaskEnv, tool: McpTool, call: ToolCall) -> Any:
     """A model's call of an MCP tool: one network effect; the server's own schema checks the
     input (server-supplied schemas describe, they never grant authority)."""
-    from agentctl.engine.protocol_actions import _allowed_environ
+    from agentctl.engine.action_environment import allowed_environ
     from agentctl.tools.mcp import call_mcp_tool
 
     arguments = dict(call.input)
@@ -186,7 +186,7 @@ async def _run_mcp_tool(env: TaskEnv, tool: McpTool, call: ToolCall) -> Any:
             tool.remote,
             arguments,
             idempotency="unknown",
-            environ=_allowed_environ(env),
+            environ=allowed_environ(env),
             timeout_seconds=float(definition.get("timeoutSeconds") or 120),
             process_allowlist=list(env.policy.get("processAllowlist") or []),
         )

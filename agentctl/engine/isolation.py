@@ -17,12 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agentctl import process
 from agentctl.compiler.plan import Plan
-from agentctl.engine.signals import TaskFailure
 from agentctl.errors import BlockedError
 from agentctl.policy.paths import WorkspacePolicy
+from agentctl.signals import TaskFailure
 from agentctl.tools import container as containers
-from agentctl.tools import process
 
 __all__ = ["Launch", "check_isolation", "launch_for", "remove_container"]
 

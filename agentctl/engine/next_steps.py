@@ -53,7 +53,7 @@ def after_conclusion(store: Store, run_id: str) -> list[NextStep]:
 
 def _parked(store: Store, run: RunRow) -> list[NextStep]:
     from agentctl.engine.approvals import list_approvals
-    from agentctl.engine.operations import needs_reconciliation
+    from agentctl.engine.unsettled import needs_reconciliation
 
     steps: list[NextStep] = []
     with store.read() as conn:
@@ -84,7 +84,7 @@ def _parked(store: Store, run: RunRow) -> list[NextStep]:
 
 
 def _finished(store: Store, run: RunRow) -> list[NextStep]:
-    from agentctl.engine.operations import needs_reconciliation
+    from agentctl.engine.unsettled import needs_reconciliation
 
     if run.status == "succeeded":
         return []

@@ -23,10 +23,10 @@ from agentctl.digest import canonical_json, digest_json
 from agentctl.engine import journal
 from agentctl.engine.records import TERMINAL_RUN_STATES, RunLog, RunRow, load_run
 from agentctl.engine.runs import PreparedRun, create_run
-from agentctl.engine.signals import TaskFailure
 from agentctl.engine.tasks import check_contract
 from agentctl.errors import BlockedError, UsageError
 from agentctl.ids import Clock, IdGenerator
+from agentctl.signals import TaskFailure
 from agentctl.spec.expressions import TemplateContext
 from agentctl.spec.template_exceptions import TemplateError
 from agentctl.spec.templates import render

@@ -9,7 +9,6 @@ from agentctl.memory.embedders import (
     Embedder,
     LocalHashEmbedder,
     OpenAICompatibleEmbedder,
-    build_embedder,
     tokenize,
 )
 from agentctl.memory.entries import (
@@ -39,7 +38,6 @@ __all__ = [
     "SearchQuery",
     "SearchResult",
     "WriteResult",
-    "build_embedder",
     "collect_garbage",
     "entry_from_write_arguments",
     "reciprocal_rank_fusion",

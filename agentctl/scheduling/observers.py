@@ -76,7 +76,7 @@ def _http(url: str, expect_status: int | None) -> dict[str, Any]:
 
 
 def _command(argv: list[str], project: Path, allowlist: list[str]) -> dict[str, Any]:
-    from agentctl.tools.process import ProcessSpec, resolve_executable, run_process
+    from agentctl.process import ProcessSpec, resolve_executable, run_process
 
     executable = resolve_executable(argv[0], allowlist)
     spec = ProcessSpec(

@@ -19,7 +19,7 @@ __all__ = ["check_format_version", "check_run_records", "get_run", "unknown_run"
 
 def check_format_version(kind: str, record_id: Any, version: int) -> None:
     if version > FORMAT_VERSION:
-        from agentctl import __version__
+        from agentctl.version import __version__
 
         raise NewerFormatError(
             f"{kind} {record_id} has record format version {version}; this agentctl "

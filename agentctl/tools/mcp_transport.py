@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from agentctl import tracecontext
-from agentctl.engine.signals import TaskFailure, as_task_failure
 from agentctl.errors import AgentctlError
-from agentctl.tools.process import resolve_executable
+from agentctl.process import resolve_executable
+from agentctl.signals import TaskFailure, as_task_failure
 
 if TYPE_CHECKING:
     from mcp import Client
