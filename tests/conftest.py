@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, settings
 
+from agentctl import hints
 from agentctl.cli import main as cli_main
 from agentctl.cli import output
 from tests.pg.cluster import Cluster, start_cluster
@@ -44,6 +45,9 @@ def _isolate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     work = tmp_path / "work"
     work.mkdir()
     monkeypatch.chdir(work)
+    # An in-process CLI call leaves its --db in the hints' context; a later test in the same
+    # worker (the Python API) must not see it in the commands it suggests.
+    hints.use_database(None)
 
 
 @dataclass
