@@ -30,6 +30,10 @@ from agentctl.engine.longterm_actions import LONG_TERM_BODIES
 from agentctl.engine.protocol_actions import PROTOCOL_BODIES
 from agentctl.redaction import redact
 from agentctl.signals import PAUSE_PREFIX, ApprovalPending, OutcomeUnknown, TaskFailure
+from agentctl.spec.models_definitions import (
+    DEFAULT_COMBINED_OUTPUT_LIMIT_BYTES,
+    DEFAULT_OUTPUT_LIMIT_BYTES,
+)
 from agentctl.tools import files
 
 __all__ = ["RUNNABLE_ACTION_KINDS", "run_action", "unsupported_action_kinds"]
@@ -179,9 +183,11 @@ async def _shell(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
     command = str(action.get("command") or "")
     args = [str(a) for a in action.get("args") or []]
     cwd_raw = action.get("cwd")
-    stdout_limit = int(action.get("stdoutLimitBytes") or 1 << 20)
-    stderr_limit = int(action.get("stderrLimitBytes") or 1 << 20)
-    combined_limit = int(action.get("combinedOutputLimitBytes") or 2 << 20)
+    stdout_limit = int(action.get("stdoutLimitBytes") or DEFAULT_OUTPUT_LIMIT_BYTES)
+    stderr_limit = int(action.get("stderrLimitBytes") or DEFAULT_OUTPUT_LIMIT_BYTES)
+    combined_limit = int(
+        action.get("combinedOutputLimitBytes") or DEFAULT_COMBINED_OUTPUT_LIMIT_BYTES
+    )
     environment = resolve_environment(env, action)
     effect_input = {
         "command": command,

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError as PydanticValidationError
+
 from agentctl.compiler.effects import (
     INSTRUCTIONS_READ,
     MCP_LIST_TOOLS,
@@ -40,6 +42,7 @@ from agentctl.providers.base import (
 )
 from agentctl.providers.registry import build_provider
 from agentctl.signals import OutcomeUnknown, TaskFailure
+from agentctl.spec.models_definitions import Agent
 from agentctl.store import sessions_repo
 from agentctl.tools import files
 
@@ -379,6 +382,18 @@ def _save_session(
         )
 
 
+def _agent_model(name: str, definition: Mapping[str, Any]) -> Agent:
+    """The run's agent definition as the typed spec model, so its defaults (turns, tool
+    calls, output tokens, timeout) come from the one place that declares them."""
+    try:
+        return Agent.model_validate(definition)
+    except PydanticValidationError as exc:
+        raise TaskFailure(
+            f"agent `{name}` of this run does not fit the workflow language: {exc}",
+            code="input.invalid",
+        ) from exc
+
+
 async def run_agent(env: TaskEnv, agent_name: str, pool: ProviderPool) -> TaskResult:
     spec = env.spec
     agent = (spec.get("agents") or {}).get(agent_name) or {}
@@ -437,8 +452,9 @@ async def run_agent(env: TaskEnv, agent_name: str, pool: ProviderPool) -> TaskRe
             )
         )
     tool_specs = tuple(specs)
-    max_turns = int(agent.get("maxTurns") or 8)
-    max_tool_calls = int(agent.get("maxToolCalls", 16))
+    limits = _agent_model(agent_name, agent)
+    max_turns = limits.max_turns
+    max_tool_calls = limits.max_tool_calls
     structured = agent.get("structuredOutput")
     started = sessions.continuation(env, provider_name)
     messages: list[Message] = [*started.messages, Message(role="user", text=prompt)]
@@ -453,12 +469,14 @@ async def run_agent(env: TaskEnv, agent_name: str, pool: ProviderPool) -> TaskRe
             instructions=instructions,
             messages=tuple(messages),
             tools=tool_specs,
-            max_output_tokens=int(agent.get("maxOutputTokens") or 2048),
+            max_output_tokens=limits.max_output_tokens,
             structured_output=structured,
             options=dict(agent.get("providerOptions") or {}),
-            timeout_seconds=float(agent.get("timeoutSeconds") or 120),
+            # A float, as journaled since the first format (the request's digest is in the
+            # effect id).
+            timeout_seconds=float(limits.timeout_seconds),
             reasoning=agent.get("reasoning"),
-            stream=bool(agent.get("stream")),
+            stream=limits.stream,
         )
         response = await _request(env, provider, request)
         usage = usage + response.usage

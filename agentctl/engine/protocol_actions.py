@@ -29,6 +29,10 @@ from agentctl.engine.context import (
 from agentctl.engine.journal import EffectSpec
 from agentctl.engine.preflight import host_allowed
 from agentctl.signals import TaskFailure
+from agentctl.spec.models_definitions import (
+    DEFAULT_COMBINED_OUTPUT_LIMIT_BYTES,
+    DEFAULT_OUTPUT_LIMIT_BYTES,
+)
 
 __all__ = ["PROTOCOL_BODIES"]
 
@@ -156,9 +160,11 @@ async def _extension(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
         "outputSchemaDigest": _schema_digest(action.get("outputSchema")),
         "capabilities": list(action.get("capabilities") or []),
         "input": env.input,
-        "stdoutLimitBytes": int(action.get("stdoutLimitBytes") or 1 << 20),
-        "stderrLimitBytes": int(action.get("stderrLimitBytes") or 1 << 20),
-        "combinedOutputLimitBytes": int(action.get("combinedOutputLimitBytes") or 2 << 20),
+        "stdoutLimitBytes": int(action.get("stdoutLimitBytes") or DEFAULT_OUTPUT_LIMIT_BYTES),
+        "stderrLimitBytes": int(action.get("stderrLimitBytes") or DEFAULT_OUTPUT_LIMIT_BYTES),
+        "combinedOutputLimitBytes": int(
+            action.get("combinedOutputLimitBytes") or DEFAULT_COMBINED_OUTPUT_LIMIT_BYTES
+        ),
         "isolation": "process",
         "container": None,
         "containerBackend": None,

@@ -17,6 +17,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import Field
+from pydantic.dataclasses import dataclass as record
+
 from agentctl import hints
 from agentctl.compiler.plan import Plan
 from agentctl.digest import canonical_json, digest_json
@@ -33,6 +36,7 @@ from agentctl.spec.templates import render
 from agentctl.store import tasks_repo
 from agentctl.store.copying import copy_task_record
 from agentctl.store.engine import Store
+from agentctl.typed_records import CAMEL, CamelRecord
 
 __all__ = [
     "RecoveryPlan",
@@ -45,16 +49,14 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class TaskDecision:
+@record(frozen=True, config=CAMEL)
+class TaskDecision(CamelRecord):
     task_id: str
     action: str  # reuse | execute | blocked
     reason: str
-    # What unblocks a blocked decision (the command-line hint when the plan is refused).
-    hint: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {"taskId": self.task_id, "action": self.action, "reason": self.reason}
+    # What unblocks a blocked decision (the command-line hint when the plan is refused);
+    # not part of the plan's JSON form.
+    hint: str | None = Field(default=None, exclude=True)
 
 
 @dataclass

@@ -28,6 +28,8 @@ from agentctl.spec.models_common import (
 from agentctl.spec.models_tasks import Task
 
 __all__ = [
+    "DEFAULT_COMBINED_OUTPUT_LIMIT_BYTES",
+    "DEFAULT_OUTPUT_LIMIT_BYTES",
     "PROCESS_ACTION_KINDS",
     "SEMVER_PATTERN",
     "A2APeer",
@@ -99,6 +101,10 @@ _SEMVER_RE = re.compile(SEMVER_PATTERN)
 _IMAGE_RE = re.compile(r"^(?:[^@\s]+@)?sha256:[0-9a-f]{64}$")
 _MIB = 1024 * 1024
 OutputLimit = Annotated[int, Field(ge=1, le=16 * _MIB)]
+# What a process action keeps of its output when it sets no limit (docs/actions.md):
+# stdout and stderr each, and both together.
+DEFAULT_OUTPUT_LIMIT_BYTES = _MIB
+DEFAULT_COMBINED_OUTPUT_LIMIT_BYTES = 2 * _MIB
 
 
 class Provider(SpecModel):

@@ -28,10 +28,14 @@ from agentctl.artifacts.models import (
     VerifyReport,
 )
 from agentctl.digest import canonical_json
+from agentctl.engine.agent import _agent_model
+from agentctl.engine.isolation import _container_spec
 from agentctl.engine.journal import EffectRecord, Reconciliation
 from agentctl.errors import ProviderError, UsageError
 from agentctl.memory.query import SearchResult
 from agentctl.providers.base import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec, Usage
+from agentctl.signals import TaskFailure
+from agentctl.spec.variables import VarSource
 
 BEFORE = json.loads(
     (Path(__file__).parents[1] / "fixtures" / "records" / "before_typed_records.json").read_text()
@@ -43,6 +47,7 @@ STORED: dict[str, Any] = {
     "SearchResult": SearchResult,
     "ArtifactRef": ArtifactRef,
     "Usage": Usage,
+    "VarSource": VarSource,
 }
 T1 = datetime(2026, 11, 30, 16, 5, 7, 123456, tzinfo=UTC)
 T2 = datetime(2026, 11, 30, 17, 0, 0, tzinfo=timezone(timedelta(hours=1)))
@@ -160,6 +165,28 @@ def test_a_record_that_does_not_fit_names_the_stored_key(
         record.from_json(data)
     assert caught.value.code == "provider.invalid_response"
     assert str(caught.value).startswith(f"invalid {message}")
+
+
+def test_an_agent_or_container_of_a_run_that_does_not_fit_fails_its_task() -> None:
+    with pytest.raises(TaskFailure) as caught:
+        _agent_model("reviewer", {"provider": "scripted", "model": "m", "maxTurns": "many"})
+    assert caught.value.code == "input.invalid" and "agent `reviewer`" in caught.value.message
+    with pytest.raises(TaskFailure) as caught:
+        _container_spec({"isolation": "container", "container": {"image": "alpine"}})
+    assert caught.value.code == "input.invalid"
+
+
+def test_the_engine_takes_agent_and_container_defaults_from_the_spec_models() -> None:
+    agent = _agent_model("a", {"provider": "p", "model": "m", "instructions": "x"})
+    assert (agent.max_turns, agent.max_tool_calls, agent.max_output_tokens) == (8, 16, 2048)
+    image = "alpine@sha256:" + "a" * 64
+    assert _container_spec({"isolation": "container", "container": {"image": image}}) == {
+        "image": image,
+        "runtime": "auto",
+        "memoryLimitBytes": 268435456,
+        "cpuLimitMillis": 1000,
+        "pidsLimit": 64,
+    }
 
 
 def test_a_malformed_recorded_retrieval_is_a_memory_record_error() -> None:
