@@ -11,56 +11,11 @@ import typer
 from agentctl.cli import output
 from agentctl.cli.graphs import GraphFormat, plan_graph, uses_text
 from agentctl.cli.options import VarOption, VarsFileOption
-from agentctl.errors import UsageError, ValidationError
+from agentctl.engine.workflow_files import compile_workflow_file
+from agentctl.errors import UsageError
 
 if TYPE_CHECKING:
-    from agentctl.compiler import Plan
-    from agentctl.diagnostics import Diagnostic
-
-
-def compile_workflow_file(
-    workflow: str,
-    workspace: str | None = None,
-    vars_files: list[str] | None = None,
-    var_pairs: list[str] | None = None,
-) -> tuple[Plan, list[Diagnostic]]:
-    """Load and compile ``workflow`` with its variables; with ``workspace``, also check its
-    paths there."""
-    from agentctl.compiler import compile_workflow
-    from agentctl.spec import load_workflow
-    from agentctl.spec.loader import require_workflow_file
-    from agentctl.spec.vars_files import load_variables
-
-    require_workflow_file(workflow)
-    loaded = load_workflow(workflow)
-    diagnostics = list(loaded.diagnostics)
-    if not loaded.ok or loaded.document is None:
-        raise ValidationError(
-            f"{workflow} is not a valid workflow ({sum(d.is_error for d in diagnostics)} error(s))",
-            code="workflow.invalid",
-            diagnostics=diagnostics,
-            hint="fix the diagnostics above; `agentctl schema` prints the JSON Schema",
-        )
-    layers, problems = load_variables(
-        loaded, vars_files=vars_files or (), var_pairs=var_pairs or ()
-    )
-    diagnostics.extend(problems)
-    compiled = compile_workflow(loaded.document, source=loaded.source, variables=layers)
-    diagnostics.extend(compiled.diagnostics)
-    if workspace is not None:
-        from agentctl.engine.workspace_check import check_workspace
-
-        spec = loaded.document.model_dump(mode="json", by_alias=True)["spec"]
-        _, found = check_workspace(spec, Path(workspace), loaded.source)
-        diagnostics.extend(found)
-    if not compiled.ok or compiled.plan is None or any(d.is_error for d in diagnostics):
-        raise ValidationError(
-            f"{workflow} does not compile ({sum(d.is_error for d in diagnostics)} error(s))",
-            code="workflow.invalid",
-            diagnostics=diagnostics,
-            hint="fix the diagnostics above and run `agentctl check` again",
-        )
-    return compiled.plan, diagnostics
+    pass
 
 
 WorkspaceOption = Annotated[

@@ -125,7 +125,7 @@ def add_command(
 
     from agentctl.engine.runs import parse_input_pairs, prepare_run
     from agentctl.errors import UsageError
-    from agentctl.scheduling.monitors import MonitorTarget, add_monitor
+    from agentctl.scheduling.monitors import MonitorTarget, add_monitor, check_target
     from agentctl.scheduling.registry import resolve_workflow
     from agentctl.scheduling.schedules import NewSchedule
     from agentctl.scheduling.slots import parse_duration, parse_instant
@@ -136,11 +136,8 @@ def add_command(
         raise UsageError(f"--overlap {overlap!r} is not one of skip, allow")
     pairs = input_pairs or []
     prepared = prepare_run(resolve_workflow(workflow), input_pairs=pairs, workspace=workspace)
-    if kind == "command":
-        from agentctl.process import resolve_executable
-
-        policy = (prepared.workflow.get("spec") or {}).get("policy") or {}
-        resolve_executable(target["argv"][0], list(policy.get("processAllowlist") or []))
+    monitor = MonitorTarget(kind, target, parse_duration(debounce, "--debounce"))
+    check_target(monitor, prepared.workflow)
     now = _now()
     base = NewSchedule(
         name=name,
@@ -159,7 +156,6 @@ def add_command(
         grace_seconds=0,
         start=parse_instant(start, "--start") if start else now,
     )
-    monitor = MonitorTarget(kind, target, parse_duration(debounce, "--debounce"))
     with open_store(db_from_context(ctx, db)) as store:
         data = add_monitor(store, base, monitor, now=now)
     output.current().success("Monitor", data, human=_human(data))

@@ -12,6 +12,7 @@ for the debounce; the change fires a run with the inputs ``previous``, ``current
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
 __all__ = [
     "MonitorTarget",
     "add_monitor",
+    "check_target",
     "describe_monitor",
     "get_monitor",
     "list_monitors",
@@ -43,6 +45,18 @@ class MonitorTarget(CamelRecord):
     kind: str
     target: dict[str, Any]
     debounce_seconds: int
+
+
+def check_target(target: MonitorTarget, workflow: Mapping[str, Any]) -> None:
+    """Refuse a monitor its workflow's policy would never let observe: a command monitor's
+    executable must be on ``spec.policy.processAllowlist`` and exist on this host (the
+    observer checks again at every observation)."""
+    if target.kind != "command":
+        return
+    from agentctl.process import resolve_executable
+
+    policy = (workflow.get("spec") or {}).get("policy") or {}
+    resolve_executable(target.target["argv"][0], list(policy.get("processAllowlist") or []))
 
 
 def add_monitor(
