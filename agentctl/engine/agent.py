@@ -42,7 +42,7 @@ from agentctl.providers.base import (
 )
 from agentctl.providers.registry import build_provider
 from agentctl.signals import OutcomeUnknown, TaskFailure
-from agentctl.spec.models_definitions import Agent
+from agentctl.spec.models_definitions import MCP_DEFAULT_TIMEOUT_SECONDS, Agent
 from agentctl.store import sessions_repo
 from agentctl.tools import files
 
@@ -147,7 +147,7 @@ async def _offer_mcp_tool(env: TaskEnv, entry: str) -> McpTool:
         return await list_mcp_tools(
             definition,
             environ=allowed_environ(env),
-            timeout_seconds=float(definition.get("timeoutSeconds") or 120),
+            timeout_seconds=float(definition.get("timeoutSeconds") or MCP_DEFAULT_TIMEOUT_SECONDS),
             process_allowlist=list(env.policy.get("processAllowlist") or []),
         )
 
@@ -190,7 +190,7 @@ async def _run_mcp_tool(env: TaskEnv, tool: McpTool, call: ToolCall) -> Any:
             arguments,
             idempotency="unknown",
             environ=allowed_environ(env),
-            timeout_seconds=float(definition.get("timeoutSeconds") or 120),
+            timeout_seconds=float(definition.get("timeoutSeconds") or MCP_DEFAULT_TIMEOUT_SECONDS),
             process_allowlist=list(env.policy.get("processAllowlist") or []),
         )
 

@@ -113,13 +113,9 @@ async def _search(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
     namespace = _namespace(env)
     arguments = env.input if isinstance(env.input, Mapping) else {}
     try:
-        query = SearchQuery.build(
-            namespace,
-            arguments.get("query"),
-            mode=arguments.get("mode", "text"),
-            limit=arguments.get("limit", 10),
-            filters=arguments.get("filters"),
-        )
+        # Only what the task gave: the query's own defaults fill the rest.
+        given = {key: arguments[key] for key in ("mode", "limit", "filters") if key in arguments}
+        query = SearchQuery.build(namespace, arguments.get("query"), **given)
     except AgentctlError as exc:
         raise TaskFailure(f"task {env.task.id}: {exc.message}", code=exc.code) from exc
     if env.check:

@@ -32,6 +32,7 @@ from agentctl.signals import TaskFailure
 from agentctl.spec.models_definitions import (
     DEFAULT_COMBINED_OUTPUT_LIMIT_BYTES,
     DEFAULT_OUTPUT_LIMIT_BYTES,
+    MCP_DEFAULT_TIMEOUT_SECONDS,
 )
 
 __all__ = ["PROTOCOL_BODIES"]
@@ -94,7 +95,7 @@ async def _mcp_call(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
             arguments,
             idempotency=idempotency,
             environ=allowed_environ(env),
-            timeout_seconds=float(server.get("timeoutSeconds") or 120),
+            timeout_seconds=float(server.get("timeoutSeconds") or MCP_DEFAULT_TIMEOUT_SECONDS),
             process_allowlist=list(env.policy.get("processAllowlist") or []),
         )
 
