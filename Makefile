@@ -4,12 +4,15 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install test lint format demo bench docs clean
+.PHONY: install test lint format demo bench docs lock clean
 
-$(STAMP): pyproject.toml
+# The development environment is the exact set of requirements-dev.lock (every extra, the
+# test and lint tools), then agentctl itself in editable mode.
+$(STAMP): pyproject.toml requirements-dev.lock
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -r requirements-dev.lock
+	$(BIN)/python -m pip install --quiet --no-deps -e .
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -35,6 +38,11 @@ bench: $(STAMP)
 	$(BIN)/python bench/otel_overhead.py
 	$(BIN)/python bench/fanout_bench.py --items 1000 10000
 	$(BIN)/python bench/startup_bench.py --runs 20
+
+# Refresh requirements-dev.lock after changing a dependency in pyproject.toml; commit both.
+lock: $(STAMP)
+	$(BIN)/uv pip compile pyproject.toml --extra dev --universal --python-version 3.11 \
+		--quiet --output-file requirements-dev.lock
 
 docs: $(STAMP)
 	$(BIN)/python -m agentctl.cli.reference > docs/cli-reference.md

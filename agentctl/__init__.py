@@ -15,7 +15,7 @@ and may change between releases. Names load on first use, so ``import agentctl``
 import importlib as _importlib
 import typing as _typing
 
-__version__ = "0.1.0"
+from agentctl.version import __version__
 
 if _typing.TYPE_CHECKING:
     from agentctl.error_codes import ErrorCode

@@ -81,6 +81,7 @@ class ErrorCode(StrEnum):
     EXTENSION_INPUT_INVALID = "extension.input_invalid"
     EXTENSION_OUTPUT_INVALID = "extension.output_invalid"
     EXTENSION_PROTOCOL_ERROR = "extension.protocol_error"
+    EXTRA_MISSING = "extra.missing"
     FILE_IS_DIRECTORY = "file.is_directory"
     FILE_NOT_FOUND = "file.not_found"
     FILE_NOT_UTF8 = "file.not_utf8"

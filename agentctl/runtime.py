@@ -492,7 +492,7 @@ class Runtime:
 
     def needs_reconciliation(self, run_id: str | None = None) -> list[dict[str, Any]]:
         """Effects whose outcome is unknown and that no conclusion settles yet."""
-        from agentctl.engine.operations import needs_reconciliation
+        from agentctl.engine.unsettled import needs_reconciliation
         from agentctl.store.engine import open_store
 
         with open_store(self.db, create=False) as store:

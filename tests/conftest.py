@@ -46,6 +46,9 @@ def _isolate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     work = tmp_path / "work"
     work.mkdir()
     monkeypatch.chdir(work)
+    # An in-process CLI call leaves its --db in the hints' context; a later test in the same
+    # worker (the Python API) must not see it in the commands it suggests.
+    hints.use_database(None)
 
 
 @dataclass

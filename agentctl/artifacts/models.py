@@ -1,15 +1,19 @@
 """The values the artifact store hands out: ingested blobs, refs, reports.
 
-Each has ``to_json`` with the CLI's camelCase keys, so the CLI and ``inspect`` render the
-same shapes.
+Each is a typed record (:mod:`agentctl.typed_records`): ``to_json`` gives the CLI's
+camelCase keys, so the CLI and ``inspect`` render the same shapes, and an ``ArtifactRef``
+reads back from a task's stored artifact manifest with ``from_json``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from datetime import datetime
-from typing import Any, Literal
+from dataclasses import field
+from typing import Annotated, Literal
+
+from pydantic import Field
+from pydantic.dataclasses import dataclass
+
+from agentctl.typed_records import CAMEL, CamelRecord, IsoDateTime
 
 __all__ = [
     "ArtifactProblem",
@@ -26,8 +30,8 @@ __all__ = [
 ProblemKind = Literal["missing", "corrupt"]
 
 
-@dataclass(frozen=True, slots=True)
-class IngestedBlob:
+@dataclass(frozen=True, slots=True, config=CAMEL)
+class IngestedBlob(CamelRecord):
     """Bytes published in the store and still protected by the lease ``lease_id``.
 
     Hand it to :meth:`ArtifactStore.record_ref` in the task's completion transaction; the
@@ -38,12 +42,9 @@ class IngestedBlob:
     size: int
     lease_id: str
 
-    def to_json(self) -> dict[str, Any]:
-        return {"digest": self.digest, "size": self.size, "leaseId": self.lease_id}
 
-
-@dataclass(frozen=True, slots=True)
-class ArtifactRef:
+@dataclass(frozen=True, slots=True, config=CAMEL)
+class ArtifactRef(CamelRecord):
     """One version of a named artifact: which run and task wrote which blob."""
 
     id: int
@@ -57,93 +58,36 @@ class ArtifactRef:
     definition_fingerprint: str | None
     input_digest: str | None
     output_digest: str | None
-    created_at: datetime
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "digest": self.digest,
-            "runId": self.run_id,
-            "taskId": self.task_id,
-            "name": self.name,
-            "version": self.version,
-            "path": self.path,
-            "size": self.size,
-            "definitionFingerprint": self.definition_fingerprint,
-            "inputDigest": self.input_digest,
-            "outputDigest": self.output_digest,
-            "createdAt": self.created_at.isoformat(),
-        }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> ArtifactRef:
-        """Read back :meth:`to_json` (a task's artifact manifest holds these)."""
-        return cls(
-            id=int(data["id"]),
-            digest=str(data["digest"]),
-            run_id=str(data["runId"]),
-            task_id=str(data["taskId"]),
-            name=str(data["name"]),
-            version=int(data["version"]),
-            path=data.get("path"),
-            size=int(data["size"]),
-            definition_fingerprint=data.get("definitionFingerprint"),
-            input_digest=data.get("inputDigest"),
-            output_digest=data.get("outputDigest"),
-            created_at=datetime.fromisoformat(str(data["createdAt"])),
-        )
+    created_at: IsoDateTime
 
 
-@dataclass(frozen=True, slots=True)
-class LeaseInfo:
-    id: str
+@dataclass(frozen=True, slots=True, config=CAMEL)
+class LeaseInfo(CamelRecord):
+    id: Annotated[str, Field(alias="leaseId")]
     digest: str | None
     holder: str
-    created_at: datetime
-    expires_at: datetime
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "leaseId": self.id,
-            "digest": self.digest,
-            "holder": self.holder,
-            "createdAt": self.created_at.isoformat(),
-            "expiresAt": self.expires_at.isoformat(),
-        }
+    created_at: IsoDateTime
+    expires_at: IsoDateTime
 
 
-@dataclass(frozen=True, slots=True)
-class BlobInfo:
+@dataclass(frozen=True, slots=True, config=CAMEL)
+class BlobInfo(CamelRecord):
     """What ``artifacts inspect`` shows: the blob row, its file and who points at it."""
 
     digest: str
     size: int | None
     media_type: str | None
-    created_at: datetime | None
-    verified_at: datetime | None
+    created_at: IsoDateTime | None
+    verified_at: IsoDateTime | None
     tracked: bool
     present: bool
     path: str
     refs: list[ArtifactRef] = field(default_factory=list)
     leases: list[LeaseInfo] = field(default_factory=list)
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "digest": self.digest,
-            "size": self.size,
-            "mediaType": self.media_type,
-            "createdAt": self.created_at.isoformat() if self.created_at else None,
-            "verifiedAt": self.verified_at.isoformat() if self.verified_at else None,
-            "tracked": self.tracked,
-            "present": self.present,
-            "path": self.path,
-            "refs": [ref.to_json() for ref in self.refs],
-            "leases": [lease.to_json() for lease in self.leases],
-        }
 
-
-@dataclass(frozen=True, slots=True)
-class ArtifactProblem:
+@dataclass(frozen=True, slots=True, config=CAMEL)
+class ArtifactProblem(CamelRecord):
     """Bytes that are gone or no longer hash to their name; names the ref when known."""
 
     digest: str
@@ -155,49 +99,27 @@ class ArtifactProblem:
     name: str | None = None
     version: int | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "digest": self.digest,
-            "kind": self.kind,
-            "message": self.message,
-            "path": self.path,
-            "runId": self.run_id,
-            "taskId": self.task_id,
-            "name": self.name,
-            "version": self.version,
-        }
 
-
-@dataclass(frozen=True, slots=True)
-class VerifyReport:
+@dataclass(frozen=True, slots=True, config=CAMEL)
+class VerifyReport(CamelRecord):
     checked: int
     ok: int
     problems: list[ArtifactProblem]
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "checked": self.checked,
-            "ok": self.ok,
-            "problems": [problem.to_json() for problem in self.problems],
-        }
 
-
-@dataclass(frozen=True, slots=True)
-class ExportResult:
+@dataclass(frozen=True, slots=True, config=CAMEL)
+class ExportResult(CamelRecord):
     digest: str
     path: str
     size: int
 
-    def to_json(self) -> dict[str, Any]:
-        return {"digest": self.digest, "path": self.path, "size": self.size}
 
-
-@dataclass(slots=True)
-class GcReport:
+@dataclass(slots=True, config=CAMEL)
+class GcReport(CamelRecord):
     """What gc removed (or, with ``dry_run``, would remove) and why the rest stayed."""
 
     dry_run: bool
-    older_than_days: float
+    older_than_days: int | float
     removed_blobs: list[str] = field(default_factory=list)
     removed_bytes: int = 0
     removed_temp_files: list[str] = field(default_factory=list)
@@ -207,18 +129,3 @@ class GcReport:
     kept_recent: int = 0
     restored_from_quarantine: list[str] = field(default_factory=list)
     purged_from_quarantine: list[str] = field(default_factory=list)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "dryRun": self.dry_run,
-            "olderThanDays": self.older_than_days,
-            "removedBlobs": self.removed_blobs,
-            "removedBytes": self.removed_bytes,
-            "removedTempFiles": self.removed_temp_files,
-            "expiredLeases": self.expired_leases,
-            "keptReferenced": self.kept_referenced,
-            "keptLeased": self.kept_leased,
-            "keptRecent": self.kept_recent,
-            "restoredFromQuarantine": self.restored_from_quarantine,
-            "purgedFromQuarantine": self.purged_from_quarantine,
-        }

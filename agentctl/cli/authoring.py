@@ -4,80 +4,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 
 from agentctl.cli import output
 from agentctl.cli.graphs import GraphFormat, plan_graph, uses_text
 from agentctl.cli.options import VarOption, VarsFileOption
-from agentctl.errors import UsageError, ValidationError
-
-if TYPE_CHECKING:
-    from agentctl.compiler import Plan
-    from agentctl.diagnostics import Diagnostic
-
-
-def _compile(
-    workflow: str,
-    workspace: str | None = None,
-    vars_files: list[str] | None = None,
-    var_pairs: list[str] | None = None,
-) -> tuple[Plan, list[Diagnostic]]:
-    """Load and compile ``workflow`` with its variables; with ``workspace``, also check its
-    paths there."""
-    plan, diagnostics, _ = _compile_with_inputs(workflow, workspace, vars_files, var_pairs)
-    return plan, diagnostics
-
-
-def _compile_with_inputs(
-    workflow: str,
-    workspace: str | None = None,
-    vars_files: list[str] | None = None,
-    var_pairs: list[str] | None = None,
-    input_pairs: list[str] | None = None,
-) -> tuple[Plan, list[Diagnostic], dict[str, Any]]:
-    """As :func:`_compile`, also checking ``--input`` pairs against the workflow's declared
-    inputs the way `roll` does (exit 2 naming the declared ones); returns the overrides."""
-    from agentctl.compiler import compile_workflow
-    from agentctl.spec import load_workflow
-    from agentctl.spec.inputs import parse_input_pairs, require_declared_inputs
-    from agentctl.spec.loader import require_workflow_file
-    from agentctl.spec.vars_files import load_variables
-
-    require_workflow_file(workflow)
-    loaded = load_workflow(workflow)
-    diagnostics = list(loaded.diagnostics)
-    if not loaded.ok or loaded.document is None:
-        raise ValidationError(
-            f"{workflow} is not a valid workflow ({sum(d.is_error for d in diagnostics)} error(s))",
-            code="workflow.invalid",
-            diagnostics=diagnostics,
-            hint="fix the diagnostics above; `agentctl schema` prints the JSON Schema",
-        )
-    overrides = parse_input_pairs(input_pairs or [])
-    require_declared_inputs(loaded.document.spec.inputs, overrides)
-    layers, problems = load_variables(
-        loaded, vars_files=vars_files or (), var_pairs=var_pairs or ()
-    )
-    diagnostics.extend(problems)
-    compiled = compile_workflow(loaded.document, source=loaded.source, variables=layers)
-    diagnostics.extend(compiled.diagnostics)
-    if workspace is not None:
-        from agentctl.engine.workspace_check import check_workspace
-
-        spec = loaded.document.model_dump(mode="json", by_alias=True)["spec"]
-        _, found = check_workspace(spec, Path(workspace), loaded.source)
-        diagnostics.extend(found)
-    if not compiled.ok or compiled.plan is None or any(d.is_error for d in diagnostics):
-        raise ValidationError(
-            f"{workflow} does not compile ({sum(d.is_error for d in diagnostics)} error(s))",
-            code="workflow.invalid",
-            diagnostics=diagnostics,
-            hint="fix the diagnostics above and run `agentctl check` again",
-        )
-    return compiled.plan, diagnostics, overrides
-
+from agentctl.engine.workflow_files import compile_workflow_file, compile_workflow_with_inputs
+from agentctl.errors import UsageError
 
 WorkspaceOption = Annotated[
     str | None,
@@ -99,7 +34,7 @@ def check_command(
 
     Example: agentctl check deploy.yaml --workspace ./checkout --var replicas=3
     """
-    plan, diagnostics = _compile(workflow, workspace, vars_files, var_pairs)
+    plan, diagnostics = compile_workflow_file(workflow, workspace, vars_files, var_pairs)
     data: dict[str, Any] = {
         "valid": True,
         "workflow": plan.workflow_name,
@@ -139,7 +74,7 @@ def plan_command(
     Example: agentctl plan deploy.yaml --workspace ./checkout --graph mermaid
     Example: agentctl plan deploy.yaml --vars-file prod.yaml --var 'region="eu-west-1"'
     """
-    plan, diagnostics, overrides = _compile_with_inputs(
+    plan, diagnostics, overrides = compile_workflow_with_inputs(
         workflow, workspace, vars_files, var_pairs, input_pairs
     )
     out = output.current()

@@ -71,21 +71,21 @@ def script(shell: str) -> str:
     return _SCRIPTS[shell]
 
 
-def complete(words: list[str]) -> list[str]:
-    """Candidates for the last of ``words`` (the words after ``agentctl``)."""
+def complete(words: list[str], root: Any) -> list[str]:
+    """Candidates for the last of ``words`` (the words after ``agentctl``).
+
+    ``root`` is the click command of the whole CLI; the caller builds it, so this module
+    never imports the app that registers it.
+    """
     try:
-        return list(_complete(words))
+        return list(_complete(words, root))
     except Exception:  # completion must never print a traceback into a shell prompt
         return []
 
 
-def _complete(words: list[str]) -> Iterator[str]:
-    from typer.main import get_command
-
-    from agentctl.cli.app import app
-
+def _complete(words: list[str], root: Any) -> Iterator[str]:
     typed, current = words[:-1], (words[-1] if words else "")
-    command: Any = get_command(app)
+    command: Any = root
     positionals: list[str] = []
     previous: Any = None
     i = 0
@@ -175,7 +175,8 @@ def _from_store(typed: list[str], kind: str) -> Iterator[str]:
     if path is None or not os.path.isfile(os.path.expanduser(path)):
         return
     from agentctl.engine.approvals import list_approvals
-    from agentctl.engine.operations import list_runs, needs_reconciliation
+    from agentctl.engine.operations import list_runs
+    from agentctl.engine.unsettled import needs_reconciliation
     from agentctl.store.engine import open_store
     from agentctl.store.location import resolve_db_path
 

@@ -39,9 +39,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if args[:1] == ["__complete"]:
         # The shell completion scripts ask here; the words are not parsed as a command.
+        from typer.main import get_command
+
+        from agentctl.cli.app import app
         from agentctl.cli.completion import complete
 
-        print("\n".join(complete(args[1:])))
+        print("\n".join(complete(args[1:], get_command(app))))
         return 0
     options, rest = split_global_options(args)
     out = output.Output(mode=options.output, color=options.color, verbose=options.verbose)

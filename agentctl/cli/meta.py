@@ -8,8 +8,8 @@ from typing import Annotated
 
 import typer
 
-from agentctl import __version__
 from agentctl.cli import output
+from agentctl.version import __version__
 
 
 class Shell(StrEnum):

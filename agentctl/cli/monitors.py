@@ -146,6 +146,7 @@ def add_command(
         from agentctl.engine.monitor_commands import check_command
 
         check_command(prepared.workflow, target["argv"])
+    monitor = MonitorTarget(kind, target, parse_duration(debounce, "--debounce"))
     now = _now()
     base = NewSchedule(
         name=name,
@@ -164,7 +165,6 @@ def add_command(
         grace_seconds=0,
         start=parse_instant(start, "--start") if start else now,
     )
-    monitor = MonitorTarget(kind, target, parse_duration(debounce, "--debounce"))
     with open_store(db_from_context(ctx, db)) as store:
         data = add_monitor(store, base, monitor, now=now)
     output.current().success("Monitor", data, human=_human(data))

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
 from agentctl.cli import output
-from agentctl.cli.authoring import _compile
-from agentctl.errors import ProviderError
+from agentctl.engine.workflow_files import compile_workflow_file
 
 providers_app = typer.Typer(
     name="providers",
@@ -32,7 +30,7 @@ def inspect_command(workflow: FileArgument) -> None:
 
     Example: agentctl providers inspect review.yaml
     """
-    plan, _ = _compile(workflow)
+    plan, _ = compile_workflow_file(workflow)
     data = {
         "workflow": plan.workflow_name,
         "providers": [p.to_json() for p in plan.requirements.providers],
@@ -68,27 +66,9 @@ def check_command(
 
     Example: agentctl auth check review.yaml
     """
-    from agentctl.engine.preflight import check_providers
-    from agentctl.policy.secrets import secret_sources
+    from agentctl.engine.preflight import check_credentials
 
-    plan, _ = _compile(workflow)
-    from agentctl.spec import load_workflow
-
-    loaded = load_workflow(workflow)
-    assert loaded.document is not None
-    document = loaded.document.model_dump(mode="json", by_alias=True)
-    described = check_providers(plan, document, workspace=Path(workflow).resolve().parent)
-    results: list[dict[str, Any]] = []
-    policy = (document.get("spec") or {}).get("policy") or {}
-    base = Path(workflow).resolve().parent / str(policy.get("workspaceRoot") or ".")
-    with secret_sources(base.resolve(), policy):
-        for info in described:
-            entry = dict(info)
-            if smoke:
-                import asyncio
-
-                entry["smoke"] = asyncio.run(_smoke(info["provider"], document))
-            results.append(entry)
+    results = check_credentials(workflow, smoke=smoke)
     out = output.current()
 
     def human() -> None:
@@ -107,42 +87,3 @@ def check_command(
             print(line, file=out.stdout)
 
     out.success("AuthCheck", {"providers": results}, human=human)
-
-
-async def _smoke(name: str, document: dict[str, Any]) -> dict[str, Any]:
-    import asyncio
-    import time
-
-    from agentctl.providers.base import Message, ModelRequest, ProviderCallError
-    from agentctl.providers.registry import build_provider
-
-    spec = document.get("spec") or {}
-    definition = (spec.get("providers") or {}).get(name) or {}
-    agents: dict[str, Any] = spec.get("agents") or {}
-    agent: dict[str, Any] = next((a for a in agents.values() if a.get("provider") == name), {})
-    provider = build_provider(
-        name,
-        definition,
-        process_allowlist=list((spec.get("policy") or {}).get("processAllowlist") or []),
-    )
-    request = ModelRequest(
-        provider=name,
-        model=str(agent.get("model") or ""),
-        instructions="Reply with OK.",
-        messages=(Message(role="user", text="ping"),),
-        tools=(),
-        max_output_tokens=16,
-        structured_output=None,
-        options={},
-        timeout_seconds=30.0,
-    )
-    started = time.monotonic()
-    try:
-        response = await asyncio.wait_for(provider.complete(request), 30)
-    except (ProviderCallError, TimeoutError) as exc:
-        raise ProviderError(
-            f"smoke request to provider `{name}` failed: {exc}",
-            code="provider.smoke_failed",
-            hint="check the endpoint, model name and credential",
-        ) from exc
-    return {"seconds": time.monotonic() - started, "finishReason": response.finish_reason}

@@ -26,6 +26,7 @@ from agentctl.compiler.definitions import (
 from agentctl.compiler.drafts import Draft, Reporter, sub_path
 from agentctl.compiler.effects import action_effects, agent_effects
 from agentctl.compiler.expand import ExpansionCounts, ExpansionSettings, expand_tasks
+from agentctl.compiler.extras import check_extras
 from agentctl.compiler.fingerprint import Fingerprinter
 from agentctl.compiler.flatten import flatten_tasks
 from agentctl.compiler.graph import CycleError, stable_order
@@ -164,6 +165,9 @@ def compile_document(
     if reporter.errors or order is None:
         return CompileResult(None, reporter.diagnostics)
     plan = _assemble(data, spec, flat, nodes, order, max_concurrency, counts, layers)
+    check_extras(plan, nodes, reporter)
+    if reporter.errors:
+        return CompileResult(None, reporter.diagnostics)
     return CompileResult(plan, reporter.diagnostics)
 
 

@@ -25,10 +25,12 @@ from agentctl.compiler.naming import (
 )
 from agentctl.compiler.plan import TaskUses
 from agentctl.compiler.schemas import SchemaChecker
+from agentctl.spec.models_common import Retry
 
 __all__ = ["flatten_tasks"]
 
 _INVOCATION_FIELDS = frozenset({"id", "uses", "needs", "with", "failure", "retry"})
+_NO_RETRY = Retry().model_dump()
 _KEY_KINDS = frozenset(
     {"builtin.memory.read", "builtin.memory.write", "builtin.long_term_memory.promote"}
 )
@@ -97,12 +99,8 @@ class _Flattener:
             for field, value in draft.definition_json().items()
             if field not in _INVOCATION_FIELDS and value is not None
         ]
-        if draft.retry and (
-            draft.retry.get("maxAttempts", 1) != 1
-            or draft.retry.get("backoffMs", 0) != 0
-            or draft.retry.get("backoff") is not None
-            or draft.retry.get("retryOn") is not None
-        ):
+        # A retry that only restates the defaults of the spec's Retry model is no retry.
+        if draft.retry and Retry.model_validate(draft.retry).model_dump() != _NO_RETRY:
             extra.append("retry")
         if extra:
             self.reporter.error(

@@ -15,8 +15,10 @@ from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from agentctl import process
 from agentctl.digest import digest_json
 from agentctl.engine import isolation, written_files
+from agentctl.engine.action_environment import process_timeout, resolve_environment
 from agentctl.engine.context import (
     IDEMPOTENCY_KEY_VARIABLE,
     TaskEnv,
@@ -26,14 +28,17 @@ from agentctl.engine.context import (
 from agentctl.engine.journal import EffectSpec
 from agentctl.engine.longterm_actions import LONG_TERM_BODIES
 from agentctl.engine.protocol_actions import PROTOCOL_BODIES
-from agentctl.engine.signals import PAUSE_PREFIX, ApprovalPending, OutcomeUnknown, TaskFailure
-from agentctl.errors import AgentctlError
-from agentctl.tools import files, process
+from agentctl.redaction import redact
+from agentctl.signals import PAUSE_PREFIX, ApprovalPending, OutcomeUnknown, TaskFailure
+from agentctl.spec.models_definitions import (
+    DEFAULT_COMBINED_OUTPUT_LIMIT_BYTES,
+    DEFAULT_OUTPUT_LIMIT_BYTES,
+)
+from agentctl.tools import files
 
 __all__ = ["RUNNABLE_ACTION_KINDS", "run_action", "unsupported_action_kinds"]
 
 READ_LIMIT = 1 << 20
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 ActionBody = Callable[[TaskEnv, Mapping[str, Any]], Awaitable[TaskResult]]
 
@@ -174,52 +179,16 @@ async def _write(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
     return TaskResult(result)
 
 
-def _resolve_environment(env: TaskEnv, action: Mapping[str, Any]) -> dict[str, tuple[str, str]]:
-    """Child name -> (source description, value), through the one secret resolver.
-
-    The child-side name, and for ``{env:}`` references the source variable, must be in
-    ``policy.environmentAllowlist``.
-    """
-    from agentctl.policy.secrets import resolve_secret
-
-    allow = set(env.policy.get("environmentAllowlist") or [])
-    resolved: dict[str, tuple[str, str]] = {}
-    for name, ref in sorted((action.get("env") or {}).items()):
-        checked = [name]
-        if isinstance(ref, Mapping) and "env" in ref:
-            checked.append(str(ref["env"]))
-        for variable in checked:
-            if variable not in allow or not _ENV_NAME.match(variable):
-                raise TaskFailure(
-                    f"policy denied effect: environment variable `{variable}` is not in "
-                    "policy.environmentAllowlist",
-                    code="policy.denied",
-                )
-        try:
-            secret = resolve_secret(ref, environ=env.environ, what=f"action env `{name}`")
-        except AgentctlError as exc:
-            raise TaskFailure(exc.message, code=exc.code) from exc
-        resolved[name] = (secret.source, secret.value)
-    return resolved
-
-
-def _process_timeout(env: TaskEnv, action: Mapping[str, Any]) -> int:
-    explicit = action.get("timeoutSeconds")
-    if isinstance(explicit, int):
-        return explicit
-    # Unlike upstream (docs/compiler.md): expanded and sub-workflow children keep their
-    # source task's timeout, which the compiler copied onto every child.
-    return int(env.task.timeout_seconds or env.default_timeout_seconds)
-
-
 async def _shell(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
     command = str(action.get("command") or "")
     args = [str(a) for a in action.get("args") or []]
     cwd_raw = action.get("cwd")
-    stdout_limit = int(action.get("stdoutLimitBytes") or 1 << 20)
-    stderr_limit = int(action.get("stderrLimitBytes") or 1 << 20)
-    combined_limit = int(action.get("combinedOutputLimitBytes") or 2 << 20)
-    environment = _resolve_environment(env, action)
+    stdout_limit = int(action.get("stdoutLimitBytes") or DEFAULT_OUTPUT_LIMIT_BYTES)
+    stderr_limit = int(action.get("stderrLimitBytes") or DEFAULT_OUTPUT_LIMIT_BYTES)
+    combined_limit = int(
+        action.get("combinedOutputLimitBytes") or DEFAULT_COMBINED_OUTPUT_LIMIT_BYTES
+    )
+    environment = resolve_environment(env, action)
     effect_input = {
         "command": command,
         "args": args,
@@ -248,7 +217,7 @@ async def _shell(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
     cwd = env.workspace.resolve_read(str(cwd_raw)) if cwd_raw else env.workspace.workspace_root
     secrets = [value for _, value in environment.values()]
     env.secrets.extend(secrets)
-    timeout = _process_timeout(env, action)
+    timeout = process_timeout(env, action)
     spec = EffectSpec.classified("builtin.shell.exec", effect_input)
 
     before = written_files.snapshot(env.workspace)
@@ -281,8 +250,8 @@ async def _shell(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
         finally:
             if not ended:
                 isolation.remove_container(launch, effect_id)
-        stdout = process.redact(process.decode_lossy(result.stdout), secrets)
-        stderr = process.redact(process.decode_lossy(result.stderr), secrets)
+        stdout = redact(process.decode_lossy(result.stdout), secrets)
+        stderr = redact(process.decode_lossy(result.stderr), secrets)
         if result.timed_out:
             raise OutcomeUnknown(
                 f"`{command}` timed out after {timeout}s and was killed",

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError as PydanticValidationError
+
 from agentctl.compiler.effects import (
     INSTRUCTIONS_READ,
     MCP_LIST_TOOLS,
@@ -27,7 +29,6 @@ from agentctl.digest import canonical_json, compact_json
 from agentctl.engine import budget, sessions
 from agentctl.engine.context import TaskEnv, TaskResult
 from agentctl.engine.journal import EffectSpec
-from agentctl.engine.signals import OutcomeUnknown, TaskFailure
 from agentctl.errors import ProviderError
 from agentctl.providers.base import (
     Message,
@@ -40,6 +41,8 @@ from agentctl.providers.base import (
     Usage,
 )
 from agentctl.providers.registry import build_provider
+from agentctl.signals import OutcomeUnknown, TaskFailure
+from agentctl.spec.models_definitions import MCP_DEFAULT_TIMEOUT_SECONDS, Agent
 from agentctl.store import sessions_repo
 from agentctl.tools import files
 
@@ -133,7 +136,7 @@ def _mcp_server(env: TaskEnv, server: str) -> Mapping[str, Any]:
 async def _offer_mcp_tool(env: TaskEnv, entry: str) -> McpTool:
     """List the server's tools once per attempt (an observation effect, so a resume offers
     the model exactly what it was offered before) and pick the named one."""
-    from agentctl.engine.protocol_actions import _allowed_environ
+    from agentctl.engine.action_environment import allowed_environ
     from agentctl.tools.mcp import list_mcp_tools
 
     server, _, remote = entry[4:].partition("/")
@@ -143,8 +146,8 @@ async def _offer_mcp_tool(env: TaskEnv, entry: str) -> McpTool:
     async def dispatch(_effect_id: str) -> Any:
         return await list_mcp_tools(
             definition,
-            environ=_allowed_environ(env),
-            timeout_seconds=float(definition.get("timeoutSeconds") or 120),
+            environ=allowed_environ(env),
+            timeout_seconds=float(definition.get("timeoutSeconds") or MCP_DEFAULT_TIMEOUT_SECONDS),
             process_allowlist=list(env.policy.get("processAllowlist") or []),
         )
 
@@ -168,7 +171,7 @@ async def _offer_mcp_tool(env: TaskEnv, entry: str) -> McpTool:
 async def _run_mcp_tool(env: TaskEnv, tool: McpTool, call: ToolCall) -> Any:
     """A model's call of an MCP tool: one network effect; the server's own schema checks the
     input (server-supplied schemas describe, they never grant authority)."""
-    from agentctl.engine.protocol_actions import _allowed_environ
+    from agentctl.engine.action_environment import allowed_environ
     from agentctl.tools.mcp import call_mcp_tool
 
     arguments = dict(call.input)
@@ -186,8 +189,8 @@ async def _run_mcp_tool(env: TaskEnv, tool: McpTool, call: ToolCall) -> Any:
             tool.remote,
             arguments,
             idempotency="unknown",
-            environ=_allowed_environ(env),
-            timeout_seconds=float(definition.get("timeoutSeconds") or 120),
+            environ=allowed_environ(env),
+            timeout_seconds=float(definition.get("timeoutSeconds") or MCP_DEFAULT_TIMEOUT_SECONDS),
             process_allowlist=list(env.policy.get("processAllowlist") or []),
         )
 
@@ -379,6 +382,18 @@ def _save_session(
         )
 
 
+def _agent_model(name: str, definition: Mapping[str, Any]) -> Agent:
+    """The run's agent definition as the typed spec model, so its defaults (turns, tool
+    calls, output tokens, timeout) come from the one place that declares them."""
+    try:
+        return Agent.model_validate(definition)
+    except PydanticValidationError as exc:
+        raise TaskFailure(
+            f"agent `{name}` of this run does not fit the workflow language: {exc}",
+            code="input.invalid",
+        ) from exc
+
+
 async def run_agent(env: TaskEnv, agent_name: str, pool: ProviderPool) -> TaskResult:
     spec = env.spec
     agent = (spec.get("agents") or {}).get(agent_name) or {}
@@ -437,8 +452,9 @@ async def run_agent(env: TaskEnv, agent_name: str, pool: ProviderPool) -> TaskRe
             )
         )
     tool_specs = tuple(specs)
-    max_turns = int(agent.get("maxTurns") or 8)
-    max_tool_calls = int(agent.get("maxToolCalls", 16))
+    limits = _agent_model(agent_name, agent)
+    max_turns = limits.max_turns
+    max_tool_calls = limits.max_tool_calls
     structured = agent.get("structuredOutput")
     started = sessions.continuation(env, provider_name)
     messages: list[Message] = [*started.messages, Message(role="user", text=prompt)]
@@ -453,12 +469,14 @@ async def run_agent(env: TaskEnv, agent_name: str, pool: ProviderPool) -> TaskRe
             instructions=instructions,
             messages=tuple(messages),
             tools=tool_specs,
-            max_output_tokens=int(agent.get("maxOutputTokens") or 2048),
+            max_output_tokens=limits.max_output_tokens,
             structured_output=structured,
             options=dict(agent.get("providerOptions") or {}),
-            timeout_seconds=float(agent.get("timeoutSeconds") or 120),
+            # A float, as journaled since the first format (the request's digest is in the
+            # effect id).
+            timeout_seconds=float(limits.timeout_seconds),
             reasoning=agent.get("reasoning"),
-            stream=bool(agent.get("stream")),
+            stream=limits.stream,
         )
         response = await _request(env, provider, request)
         usage = usage + response.usage

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import Field
+from pydantic.dataclasses import dataclass as record
 
 from agentctl.digest import canonical_json
 from agentctl.errors import NotFoundError, UsageError
@@ -19,6 +21,7 @@ from agentctl.store import approvals_repo
 from agentctl.store.engine import SqlRunner
 from agentctl.store.records import check_format_version
 from agentctl.store.transitions import guarded_update
+from agentctl.typed_records import CAMEL, CamelRecord, IsoDateTime
 
 __all__ = [
     "Approval",
@@ -30,9 +33,9 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
-class Approval:
-    id: str
+@record(frozen=True, slots=True, config=CAMEL)
+class Approval(CamelRecord):
+    id: Annotated[str, Field(alias="approvalId")]
     run_id: str
     task_id: str
     effect_id: str | None
@@ -46,28 +49,8 @@ class Approval:
     resolver: str | None
     answer: Any
     reason: str | None
-    created_at: datetime
-    resolved_at: datetime | None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "approvalId": self.id,
-            "runId": self.run_id,
-            "taskId": self.task_id,
-            "effectId": self.effect_id,
-            "kind": self.kind,
-            "prompt": self.prompt,
-            "choices": self.choices,
-            "answerSchema": self.answer_schema,
-            "input": self.input,
-            "risk": self.risk,
-            "status": self.status,
-            "resolver": self.resolver,
-            "answer": self.answer,
-            "reason": self.reason,
-            "createdAt": self.created_at.isoformat(),
-            "resolvedAt": self.resolved_at.isoformat() if self.resolved_at else None,
-        }
+    created_at: IsoDateTime
+    resolved_at: IsoDateTime | None
 
 
 def _loads(text: str | None) -> Any:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from agentctl.providers.base import Usage
 from agentctl.store import budget_repo
 from agentctl.store.engine import SqlRunner
 
@@ -188,9 +189,9 @@ def model_usage(
     request_json: Mapping[str, Any], response: Mapping[str, Any], pricing: Mapping[str, Any] | None
 ) -> tuple[dict[str, float], int | None]:
     """Actual usage of one answered request, and its cost in micro-USD when priced."""
-    usage = response.get("usage") or {}
-    input_tokens = int(usage.get("inputTokens") or 0)
-    output_tokens = int(usage.get("outputTokens") or 0)
+    usage = Usage.from_json(response.get("usage") or {})
+    input_tokens = usage.input_tokens
+    output_tokens = usage.output_tokens
     actual: dict[str, float] = {
         "providerRequests": 1,
         "turns": 1,
@@ -202,9 +203,9 @@ def model_usage(
     if entry is None:
         actual["unpricedProviderRequests"] = 1
         return actual, None
-    cache_read = int(usage.get("cacheReadTokens") or 0)
-    cache_write = int(usage.get("cacheWriteTokens") or 0)
-    reasoning = int(usage.get("reasoningTokens") or 0)
+    cache_read = usage.cache_read_tokens
+    cache_write = usage.cache_write_tokens
+    reasoning = usage.reasoning_tokens
     plain_input = max(0, input_tokens - cache_read - cache_write)
     plain_output = max(0, output_tokens - reasoning)
 

@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 from agentctl import hints
 from agentctl.engine import journal
 from agentctl.engine.gate import Attempt
-from agentctl.engine.signals import TaskFailure
+from agentctl.signals import TaskFailure
 from agentctl.store.engine import Store
 
 __all__ = ["SAFE_IDEMPOTENCY", "bounded", "excluding_person_waits"]

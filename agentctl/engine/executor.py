@@ -41,13 +41,6 @@ from agentctl.engine.records import (
 from agentctl.engine.run_artifacts import RunArtifacts
 from agentctl.engine.run_commits import RunCommits, TaskOutcome
 from agentctl.engine.run_watchers import RunWatchers
-from agentctl.engine.signals import (
-    ApprovalPending,
-    EffectBlocked,
-    FreshAttempt,
-    TaskFailure,
-    as_task_failure,
-)
 from agentctl.engine.tasks import (
     check_contract,
     loop_exit_guard,
@@ -59,6 +52,13 @@ from agentctl.errors import AgentctlError, Cancelled, OwnershipLostError, Persis
 from agentctl.ids import Clock
 from agentctl.policy.paths import WorkspacePolicy
 from agentctl.policy.secrets import secret_sources
+from agentctl.signals import (
+    ApprovalPending,
+    EffectBlocked,
+    FreshAttempt,
+    TaskFailure,
+    as_task_failure,
+)
 from agentctl.spec.template_exceptions import TemplateError
 from agentctl.spec.templates import render
 from agentctl.store import ownership

@@ -26,7 +26,10 @@ from agentctl.engine.approval_policy import deny_reason, needs_approval
 from agentctl.engine.approvals import create_approval, get_approval
 from agentctl.engine.faults import Faults
 from agentctl.engine.records import RunLog
-from agentctl.engine.signals import (
+from agentctl.engine.tracing import approval_wait, approval_waited, traced_dispatch, traced_effect
+from agentctl.errors import AgentctlError, Cancelled, OwnershipLostError, PersistenceError
+from agentctl.ids import Clock, approval_id
+from agentctl.signals import (
     ApprovalPending,
     EffectBlocked,
     FreshAttempt,
@@ -34,9 +37,6 @@ from agentctl.engine.signals import (
     TaskFailure,
     as_task_failure,
 )
-from agentctl.engine.tracing import approval_wait, approval_waited, traced_dispatch, traced_effect
-from agentctl.errors import AgentctlError, Cancelled, OwnershipLostError, PersistenceError
-from agentctl.ids import Clock, approval_id
 from agentctl.store import effects_repo
 from agentctl.store.errors import retry_transient
 from agentctl.store.ownership import OwnedRun

@@ -17,12 +17,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError as PydanticValidationError
+
+from agentctl import process
 from agentctl.compiler.plan import Plan
-from agentctl.engine.signals import TaskFailure
 from agentctl.errors import BlockedError
 from agentctl.policy.paths import WorkspacePolicy
+from agentctl.signals import TaskFailure
+from agentctl.spec.models_definitions import ContainerSpec
 from agentctl.tools import container as containers
-from agentctl.tools import process
 
 __all__ = ["Launch", "check_isolation", "launch_for", "remove_container"]
 
@@ -91,16 +94,17 @@ class Launch:
 
 
 def _container_spec(action: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The action's ``container`` with the spec model's defaults (its one home)."""
     if action.get("isolation") != "container":
         return None
-    given = dict(action.get("container") or {})
-    return {
-        "image": given.get("image"),
-        "runtime": given.get("runtime") or "auto",
-        "memoryLimitBytes": int(given.get("memoryLimitBytes") or 268435456),
-        "cpuLimitMillis": int(given.get("cpuLimitMillis") or 1000),
-        "pidsLimit": int(given.get("pidsLimit") or 64),
-    }
+    try:
+        container = ContainerSpec.model_validate(action.get("container") or {})
+    except PydanticValidationError as exc:
+        raise TaskFailure(
+            f"the action's `container` does not fit the workflow language: {exc}",
+            code="input.invalid",
+        ) from exc
+    return container.model_dump(by_alias=True)
 
 
 async def launch_for(action: Mapping[str, Any], allowlist: list[str]) -> Launch:

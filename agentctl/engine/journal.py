@@ -16,7 +16,10 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+from pydantic.dataclasses import dataclass as record
 
 from agentctl.compiler.effects import EffectSpec as Classification
 from agentctl.compiler.effects import kind_effect
@@ -27,6 +30,7 @@ from agentctl.store import effects_repo
 from agentctl.store.engine import SqlRunner
 from agentctl.store.records import check_format_version
 from agentctl.store.transitions import guarded_update
+from agentctl.typed_records import CAMEL, CamelRecord, IsoDateTime
 
 __all__ = [
     "EffectRecord",
@@ -91,8 +95,11 @@ class EffectSpec:
         return effect_id(run_id, task_id, attempt, ordinal, self.operation, self.input_digest())
 
 
-@dataclass(frozen=True, slots=True)
-class Reconciliation:
+@record(frozen=True, slots=True, config=CAMEL)
+class Reconciliation(CamelRecord):
+    """An operator's conclusion on an effect (append-only); its JSON form is what
+    ``effects inspect`` and ``inspect`` show."""
+
     id: int
     effect_id: str
     status: ReconciliationStatus
@@ -102,26 +109,15 @@ class Reconciliation:
     result: Any
     result_validated: bool
     compensation_effect_id: str | None
-    created_at: datetime
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "effectId": self.effect_id,
-            "status": self.status,
-            "reason": self.reason,
-            "actor": self.actor,
-            "evidence": self.evidence,
-            "result": self.result,
-            "resultValidated": self.result_validated,
-            "compensationEffectId": self.compensation_effect_id,
-            "createdAt": self.created_at.isoformat(),
-        }
+    created_at: IsoDateTime
 
 
-@dataclass(frozen=True, slots=True)
-class EffectRecord:
-    id: str
+@record(frozen=True, slots=True, config=CAMEL)
+class EffectRecord(CamelRecord):
+    """One journaled effect as stored; its JSON form is what ``effects list``, ``inspect``
+    and the dashboard show (the id is ``effectId`` there)."""
+
+    id: Annotated[str, Field(alias="effectId")]
     run_id: str
     task_id: str
     attempt: int
@@ -133,36 +129,13 @@ class EffectRecord:
     risk: str
     idempotency_key: str | None
     status: str
+    confirmed: bool
     request: Any
     result: Any
     error: Any
-    confirmed: bool
-    requested_at: datetime
-    started_at: datetime | None
-    finished_at: datetime | None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "effectId": self.id,
-            "runId": self.run_id,
-            "taskId": self.task_id,
-            "attempt": self.attempt,
-            "ordinal": self.ordinal,
-            "operation": self.operation,
-            "inputDigest": self.input_digest,
-            "effectClass": self.effect_class,
-            "idempotency": self.idempotency,
-            "risk": self.risk,
-            "idempotencyKey": self.idempotency_key,
-            "status": self.status,
-            "confirmed": self.confirmed,
-            "request": self.request,
-            "result": self.result,
-            "error": self.error,
-            "requestedAt": self.requested_at.isoformat(),
-            "startedAt": self.started_at.isoformat() if self.started_at else None,
-            "finishedAt": self.finished_at.isoformat() if self.finished_at else None,
-        }
+    requested_at: IsoDateTime
+    started_at: IsoDateTime | None
+    finished_at: IsoDateTime | None
 
 
 def _loads(text: str | None) -> Any:
@@ -313,6 +286,17 @@ def finish_effect(
 
 def _reconciliation(row: Mapping[str, Any]) -> Reconciliation:
     check_format_version("reconciliation", row["id"], int(row["format_version"]))
+    try:
+        return _parse_reconciliation(row)
+    except ValueError as exc:
+        raise PersistenceError(
+            f"reconciliation {row['id']} of effect {row['effect_id']} has a corrupt record: {exc}",
+            code="store.corrupt",
+            hint="the database was modified outside agentctl; restore it from a backup",
+        ) from exc
+
+
+def _parse_reconciliation(row: Mapping[str, Any]) -> Reconciliation:
     return Reconciliation(
         id=int(row["id"]),
         effect_id=row["effect_id"],

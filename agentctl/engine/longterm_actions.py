@@ -16,9 +16,9 @@ from typing import Any, cast
 
 from agentctl.engine.context import TaskEnv, TaskResult
 from agentctl.engine.journal import EffectSpec
-from agentctl.engine.signals import TaskFailure
 from agentctl.errors import AgentctlError
 from agentctl.ids import FixedClock
+from agentctl.signals import TaskFailure
 
 __all__ = ["LONG_TERM_BODIES"]
 
@@ -46,7 +46,8 @@ def _key(env: TaskEnv) -> str:
 
 
 def _memory(env: TaskEnv, *, at_creation: bool = False) -> Any:
-    from agentctl.memory import LongTermMemory, build_embedder
+    from agentctl.engine.embedding import build_embedder
+    from agentctl.memory import LongTermMemory
 
     embedder = build_embedder(
         _settings(env).get("embedding"), env.spec.get("providers") or {}, environ=env.environ
@@ -112,13 +113,9 @@ async def _search(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
     namespace = _namespace(env)
     arguments = env.input if isinstance(env.input, Mapping) else {}
     try:
-        query = SearchQuery.build(
-            namespace,
-            arguments.get("query"),
-            mode=arguments.get("mode", "text"),
-            limit=arguments.get("limit", 10),
-            filters=arguments.get("filters"),
-        )
+        # Only what the task gave: the query's own defaults fill the rest.
+        given = {key: arguments[key] for key in ("mode", "limit", "filters") if key in arguments}
+        query = SearchQuery.build(namespace, arguments.get("query"), **given)
     except AgentctlError as exc:
         raise TaskFailure(f"task {env.task.id}: {exc.message}", code=exc.code) from exc
     if env.check:

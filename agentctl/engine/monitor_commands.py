@@ -27,11 +27,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from agentctl import process
 from agentctl.engine import isolation
-from agentctl.engine.signals import TaskFailure
 from agentctl.errors import BlockedError
 from agentctl.policy.paths import WorkspacePolicy
-from agentctl.tools import process
+from agentctl.signals import TaskFailure
 
 __all__ = ["COMMAND_TIMEOUT_SECONDS", "check_command", "observe_command", "workflow_document"]
 

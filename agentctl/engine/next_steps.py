@@ -10,25 +10,24 @@ made only when the command would do that for this run.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
+
+from pydantic.dataclasses import dataclass as record
 
 from agentctl import hints
 from agentctl.engine.records import TERMINAL_RUN_STATES, RunRow, load_run
 from agentctl.errors import AgentctlError
 from agentctl.store import tasks_repo
 from agentctl.store.engine import Store
+from agentctl.typed_records import CAMEL, CamelRecord
 
 __all__ = ["NextStep", "after_conclusion", "for_run", "render"]
 
 
-@dataclass(frozen=True, slots=True)
-class NextStep:
+@record(frozen=True, slots=True, config=CAMEL)
+class NextStep(CamelRecord):
     command: str
     why: str
-
-    def to_json(self) -> dict[str, str]:
-        return {"command": self.command, "why": self.why}
 
 
 def render(steps: list[NextStep]) -> str:
@@ -53,7 +52,7 @@ def after_conclusion(store: Store, run_id: str) -> list[NextStep]:
 
 def _parked(store: Store, run: RunRow) -> list[NextStep]:
     from agentctl.engine.approvals import list_approvals
-    from agentctl.engine.operations import needs_reconciliation
+    from agentctl.engine.unsettled import needs_reconciliation
 
     steps: list[NextStep] = []
     with store.read() as conn:
@@ -84,7 +83,7 @@ def _parked(store: Store, run: RunRow) -> list[NextStep]:
 
 
 def _finished(store: Store, run: RunRow) -> list[NextStep]:
-    from agentctl.engine.operations import needs_reconciliation
+    from agentctl.engine.unsettled import needs_reconciliation
 
     if run.status == "succeeded":
         return []

@@ -46,7 +46,6 @@ __all__ = [
     "decide_approval",
     "inspect_run",
     "list_runs",
-    "needs_reconciliation",
     "reconcile_effect",
 ]
 
@@ -255,28 +254,6 @@ def _refuse_contradiction(effect: journal.EffectRecord, status: str) -> None:
         hint="only started or uncertain effects need a conclusion; list them with "
         + hints.quoted(hints.reconcile_list(effect.run_id)),
     )
-
-
-def needs_reconciliation(store: Store, run_id: str | None = None) -> list[dict[str, Any]]:
-    """Effects whose outcome is unknown and that have no conclusion yet."""
-    with store.read() as conn:
-        if run_id is not None:
-            load_run(conn, run_id)
-        found = []
-        live: dict[str, bool] = {}
-        for effect_id in effects_repo.unsettled_effect_ids(conn, run_id):
-            record = journal.require_effect(conn, effect_id)
-            if record.run_id not in live:
-                run = load_run(conn, record.run_id)
-                live[record.run_id] = (
-                    run.status not in TERMINAL_RUN_STATES
-                    and run.owner_id is not None
-                    and owner_alive(run.owner_id)
-                )
-            # An effect of a run a live process executes is in flight, not in doubt.
-            if not live[record.run_id] and journal.latest_reconciliation(conn, effect_id) is None:
-                found.append(record.to_json())
-    return found
 
 
 def decide_approval(

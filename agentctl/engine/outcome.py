@@ -12,7 +12,7 @@ from agentctl.engine.agent import ProviderPool
 from agentctl.engine.faults import Faults
 from agentctl.engine.gate import InteractiveApprover
 from agentctl.engine.records import TERMINAL_RUN_STATES, load_run_state
-from agentctl.engine.signals import PAUSE_PREFIX
+from agentctl.signals import PAUSE_PREFIX
 from agentctl.store import ownership
 from agentctl.store.engine import Store
 

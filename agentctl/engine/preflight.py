@@ -10,6 +10,7 @@ credentials are ever returned.
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -17,9 +18,15 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from agentctl.compiler.plan import Plan
-from agentctl.errors import BlockedError, PolicyDeniedError
+from agentctl.errors import BlockedError, PolicyDeniedError, ProviderError
 
-__all__ = ["check_providers", "host_allowed", "reached_providers"]
+__all__ = [
+    "check_credentials",
+    "check_providers",
+    "host_allowed",
+    "reached_providers",
+    "smoke_request",
+]
 
 
 def host_allowed(host: str, allowlist: Sequence[str]) -> bool:
@@ -94,3 +101,70 @@ def _check_providers(
                 )
         described.append(info)
     return described
+
+
+def check_credentials(workflow_path: str, *, smoke: bool = False) -> list[dict[str, Any]]:
+    """What ``agentctl auth check`` reports: each reached provider with its credential's
+    source and SHA-256 (never the value); with ``smoke``, the answer to one tiny request.
+
+    The credential sources are the workflow's own (``policy.workspaceRoot`` beside the
+    file), exactly as a run of it would resolve them.
+    """
+    from agentctl.engine.workflow_files import compile_workflow_file
+    from agentctl.policy.secrets import secret_sources
+    from agentctl.spec import load_workflow
+
+    plan, _ = compile_workflow_file(workflow_path)
+    loaded = load_workflow(workflow_path)
+    assert loaded.document is not None  # it just compiled
+    document = loaded.document.model_dump(mode="json", by_alias=True)
+    described = check_providers(plan, document, workspace=Path(workflow_path).resolve().parent)
+    results: list[dict[str, Any]] = []
+    policy = (document.get("spec") or {}).get("policy") or {}
+    base = Path(workflow_path).resolve().parent / str(policy.get("workspaceRoot") or ".")
+    with secret_sources(base.resolve(), policy):
+        for info in described:
+            entry = dict(info)
+            if smoke:
+                entry["smoke"] = asyncio.run(smoke_request(info["provider"], document))
+            results.append(entry)
+    return results
+
+
+async def smoke_request(name: str, document: Mapping[str, Any]) -> dict[str, Any]:
+    """One tiny live request to provider ``name`` (``auth check --smoke``); exit 6 on failure."""
+    import time
+
+    from agentctl.providers.base import Message, ModelRequest, ProviderCallError
+    from agentctl.providers.registry import build_provider
+
+    spec = document.get("spec") or {}
+    definition = (spec.get("providers") or {}).get(name) or {}
+    agents: dict[str, Any] = spec.get("agents") or {}
+    agent: dict[str, Any] = next((a for a in agents.values() if a.get("provider") == name), {})
+    provider = build_provider(
+        name,
+        definition,
+        process_allowlist=list((spec.get("policy") or {}).get("processAllowlist") or []),
+    )
+    request = ModelRequest(
+        provider=name,
+        model=str(agent.get("model") or ""),
+        instructions="Reply with OK.",
+        messages=(Message(role="user", text="ping"),),
+        tools=(),
+        max_output_tokens=16,
+        structured_output=None,
+        options={},
+        timeout_seconds=30.0,
+    )
+    started = time.monotonic()
+    try:
+        response = await asyncio.wait_for(provider.complete(request), 30)
+    except (ProviderCallError, TimeoutError) as exc:
+        raise ProviderError(
+            f"smoke request to provider `{name}` failed: {exc}",
+            code="provider.smoke_failed",
+            hint="check the endpoint, model name and credential",
+        ) from exc
+    return {"seconds": time.monotonic() - started, "finishReason": response.finish_reason}

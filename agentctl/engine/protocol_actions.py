@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 
 from agentctl.digest import canonical_json
 from agentctl.engine import isolation
+from agentctl.engine.action_environment import allowed_environ, process_timeout, resolve_environment
 from agentctl.engine.context import (
     IDEMPOTENCY_KEY_VARIABLE,
     TaskEnv,
@@ -27,7 +28,12 @@ from agentctl.engine.context import (
 )
 from agentctl.engine.journal import EffectSpec
 from agentctl.engine.preflight import host_allowed
-from agentctl.engine.signals import TaskFailure
+from agentctl.signals import TaskFailure
+from agentctl.spec.models_definitions import (
+    DEFAULT_COMBINED_OUTPUT_LIMIT_BYTES,
+    DEFAULT_OUTPUT_LIMIT_BYTES,
+    MCP_DEFAULT_TIMEOUT_SECONDS,
+)
 
 __all__ = ["PROTOCOL_BODIES"]
 
@@ -64,11 +70,6 @@ def prepare_mcp_server(env: TaskEnv, name: str, server: Mapping[str, Any]) -> di
     return prepared
 
 
-def _allowed_environ(env: TaskEnv) -> dict[str, str]:
-    allow = set(env.policy.get("environmentAllowlist") or [])
-    return {k: v for k, v in env.environ.items() if k in allow}
-
-
 async def _mcp_call(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
     from agentctl.tools.mcp import call_mcp_tool
 
@@ -93,8 +94,8 @@ async def _mcp_call(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
             tool,
             arguments,
             idempotency=idempotency,
-            environ=_allowed_environ(env),
-            timeout_seconds=float(server.get("timeoutSeconds") or 120),
+            environ=allowed_environ(env),
+            timeout_seconds=float(server.get("timeoutSeconds") or MCP_DEFAULT_TIMEOUT_SECONDS),
             process_allowlist=list(env.policy.get("processAllowlist") or []),
         )
 
@@ -121,7 +122,7 @@ async def _a2a_delegate(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
     spec = EffectSpec.classified("a2a.delegate", dict(env.input))
 
     async def dispatch(_effect_id: str) -> Any:
-        return await a2a_delegate(peer, message_id, message, environ=_allowed_environ(env))
+        return await a2a_delegate(peer, message_id, message, environ=allowed_environ(env))
 
     return TaskResult(
         await env.gate.perform(
@@ -135,7 +136,6 @@ def _schema_digest(schema: Any) -> str:
 
 
 async def _extension(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
-    from agentctl.engine.actions import _process_timeout, _resolve_environment
     from agentctl.tools.extension import run_extension
 
     if env.check:
@@ -147,7 +147,7 @@ async def _extension(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
             }
         )
     command = str(action.get("command") or "")
-    environment = _resolve_environment(env, action)
+    environment = resolve_environment(env, action)
     effect_input = {
         "command": command,
         "args": [str(a) for a in action.get("args") or []],
@@ -161,9 +161,11 @@ async def _extension(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
         "outputSchemaDigest": _schema_digest(action.get("outputSchema")),
         "capabilities": list(action.get("capabilities") or []),
         "input": env.input,
-        "stdoutLimitBytes": int(action.get("stdoutLimitBytes") or 1 << 20),
-        "stderrLimitBytes": int(action.get("stderrLimitBytes") or 1 << 20),
-        "combinedOutputLimitBytes": int(action.get("combinedOutputLimitBytes") or 2 << 20),
+        "stdoutLimitBytes": int(action.get("stdoutLimitBytes") or DEFAULT_OUTPUT_LIMIT_BYTES),
+        "stderrLimitBytes": int(action.get("stderrLimitBytes") or DEFAULT_OUTPUT_LIMIT_BYTES),
+        "combinedOutputLimitBytes": int(
+            action.get("combinedOutputLimitBytes") or DEFAULT_COMBINED_OUTPUT_LIMIT_BYTES
+        ),
         "isolation": "process",
         "container": None,
         "containerBackend": None,
@@ -220,7 +222,7 @@ async def _extension(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
                 executable=launch.executable,
                 cwd=Path(cwd),
                 env=child,
-                timeout_seconds=float(_process_timeout(env, action)),
+                timeout_seconds=float(process_timeout(env, action)),
                 on_handshake=record_handshake,
                 argv_for=argv_for if launch.runtime is not None else None,
                 launch_env=launch.child_env(child) if launch.runtime is not None else None,

@@ -15,8 +15,8 @@ from typing import Any
 from agentctl.digest import sha256_hex
 from agentctl.engine.approvals import create_approval, get_approval
 from agentctl.engine.context import TaskEnv, TaskResult
-from agentctl.engine.signals import ApprovalPending, TaskFailure
 from agentctl.errors import UsageError
+from agentctl.signals import ApprovalPending, TaskFailure
 
 __all__ = ["ask", "question_id", "validate_answer"]
 

@@ -17,22 +17,26 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import Field
+from pydantic.dataclasses import dataclass as record
+
 from agentctl import hints
 from agentctl.compiler.plan import Plan
 from agentctl.digest import canonical_json, digest_json
 from agentctl.engine import journal
 from agentctl.engine.records import TERMINAL_RUN_STATES, RunLog, RunRow, load_run
 from agentctl.engine.runs import PreparedRun, create_run
-from agentctl.engine.signals import TaskFailure
 from agentctl.engine.tasks import check_contract
 from agentctl.errors import BlockedError, UsageError
 from agentctl.ids import Clock, IdGenerator
+from agentctl.signals import TaskFailure
 from agentctl.spec.expressions import TemplateContext
 from agentctl.spec.template_exceptions import TemplateError
 from agentctl.spec.templates import render
 from agentctl.store import tasks_repo
 from agentctl.store.copying import copy_task_record
 from agentctl.store.engine import Store
+from agentctl.typed_records import CAMEL, CamelRecord
 
 __all__ = [
     "RecoveryPlan",
@@ -45,16 +49,14 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class TaskDecision:
+@record(frozen=True, config=CAMEL)
+class TaskDecision(CamelRecord):
     task_id: str
     action: str  # reuse | execute | blocked
     reason: str
-    # What unblocks a blocked decision (the command-line hint when the plan is refused).
-    hint: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {"taskId": self.task_id, "action": self.action, "reason": self.reason}
+    # What unblocks a blocked decision (the command-line hint when the plan is refused);
+    # not part of the plan's JSON form.
+    hint: str | None = Field(default=None, exclude=True)
 
 
 @dataclass

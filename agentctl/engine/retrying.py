@@ -24,7 +24,7 @@ from fnmatch import fnmatchcase
 from typing import Any
 
 from agentctl.compiler.plan import RetryPolicy
-from agentctl.engine.signals import TaskFailure
+from agentctl.signals import TaskFailure
 
 __all__ = [
     "NEVER_RETRIED",

@@ -14,9 +14,9 @@ from typing import Any
 
 from agentctl.compiler.plan import PlanArtifact, PlanTask
 from agentctl.engine import budget
-from agentctl.engine.signals import TaskFailure
 from agentctl.ids import Clock
 from agentctl.policy.paths import WorkspacePolicy
+from agentctl.signals import TaskFailure
 from agentctl.store.engine import Store
 
 __all__ = ["IngestedFile", "RunArtifacts", "declared_files", "template_value"]

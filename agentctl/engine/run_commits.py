@@ -20,9 +20,9 @@ from agentctl.engine.outcome import ExecutionOptions, RunOutcome
 from agentctl.engine.prediction import Prediction
 from agentctl.engine.records import TERMINAL_RUN_STATES, RunLog, RunRow
 from agentctl.engine.run_artifacts import RunArtifacts
-from agentctl.engine.signals import EffectBlocked
 from agentctl.engine.tracing import RunTrace
 from agentctl.ids import Clock
+from agentctl.signals import EffectBlocked
 from agentctl.spec.expressions import TemplateContext
 from agentctl.spec.template_exceptions import TemplateError
 from agentctl.spec.templates import render

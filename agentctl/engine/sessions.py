@@ -21,9 +21,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from agentctl.engine.context import TaskEnv
-from agentctl.engine.signals import TaskFailure
 from agentctl.errors import NotFoundError
 from agentctl.providers.base import Message
+from agentctl.signals import TaskFailure
 from agentctl.store import sessions_repo
 from agentctl.store.records import get_run
 

@@ -35,8 +35,8 @@ from typing import TYPE_CHECKING, Any
 from agentctl.digest import canonical_json, digest_json
 from agentctl.engine.run_artifacts import IngestedFile
 from agentctl.engine.run_commits import TaskOutcome
-from agentctl.engine.signals import EffectBlocked
 from agentctl.errors import AgentctlError, OwnershipLostError
+from agentctl.signals import EffectBlocked
 from agentctl.store import task_claims_repo
 
 if TYPE_CHECKING:

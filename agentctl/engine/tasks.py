@@ -16,7 +16,7 @@ from agentctl.engine.actions import run_action
 from agentctl.engine.agent import ProviderPool, run_agent
 from agentctl.engine.context import TaskEnv, TaskResult
 from agentctl.engine.records import TaskRow
-from agentctl.engine.signals import TaskFailure
+from agentctl.signals import TaskFailure
 from agentctl.spec.expressions import TemplateContext, evaluate_condition
 from agentctl.spec.templates import json_equal, parse_template
 

@@ -29,9 +29,9 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from agentctl import tracecontext
 from agentctl.digest import canonical_json
-from agentctl.engine.signals import ApprovalPending, EffectBlocked, FreshAttempt, TaskFailure
 from agentctl.errors import AgentctlError, Cancelled
 from agentctl.observability.telemetry import AttributeValue, Span, TraceIds, active
+from agentctl.signals import ApprovalPending, EffectBlocked, FreshAttempt, TaskFailure
 from agentctl.store import runs_repo
 from agentctl.store.engine import SqlRunner
 

@@ -20,8 +20,8 @@ import stat as stat_module
 from dataclasses import dataclass
 from pathlib import Path
 
-from agentctl.engine.signals import TaskFailure
 from agentctl.policy.paths import WorkspacePolicy
+from agentctl.signals import TaskFailure
 from agentctl.tools.files import is_atomic_temp
 
 __all__ = [

@@ -2,14 +2,21 @@
 
 Working memory (per-run deltas and snapshots) lives with the executor; this package is the
 cross-run store of docs/memory.md. See docs/memory.md for the algorithms.
+
+Every entry is embedded (numpy vectors), so the whole package needs the ``vector`` extra:
+importing it without numpy raises the named ``extra.missing`` error (exit 2), whichever
+command or task got here, instead of an ``ImportError``.
 """
+
+from agentctl.extras import require
+
+require("vector")
 
 from agentctl.memory.embedders import (
     DEFAULT_DIMENSIONS,
     Embedder,
     LocalHashEmbedder,
     OpenAICompatibleEmbedder,
-    build_embedder,
     tokenize,
 )
 from agentctl.memory.entries import (
@@ -39,7 +46,6 @@ __all__ = [
     "SearchQuery",
     "SearchResult",
     "WriteResult",
-    "build_embedder",
     "collect_garbage",
     "entry_from_write_arguments",
     "reciprocal_rank_fusion",

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from pydantic.dataclasses import dataclass as record
+
 from agentctl.digest import canonical_json
 from agentctl.errors import NotFoundError
 from agentctl.ids import Clock
@@ -40,6 +42,7 @@ from agentctl.memory.text_index import RankedId, text_search
 from agentctl.memory.vector_index import VectorIndex
 from agentctl.store import memory_repo
 from agentctl.store.timestamps import to_iso, utc
+from agentctl.typed_records import CAMEL, CamelRecord
 
 if TYPE_CHECKING:
     from agentctl.store.engine import SqlRunner, Store
@@ -91,18 +94,11 @@ class WriteResult:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class ReindexReport:
+@record(frozen=True, slots=True, config=CAMEL)
+class ReindexReport(CamelRecord):
     namespace: str
     entries: int
     embedding_model: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "namespace": self.namespace,
-            "entries": self.entries,
-            "embeddingModel": self.embedding_model,
-        }
 
 
 class LongTermMemory:

@@ -9,12 +9,15 @@ no store, no embedder, no clock. ``to_json()`` is exactly the task output of
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Literal
 
+from pydantic.dataclasses import dataclass
+
 from agentctl.digest import canonical_json
-from agentctl.errors import UsageError
+from agentctl.errors import AgentctlError, UsageError
 from agentctl.memory.entries import validate_namespace
+from agentctl.typed_records import CAMEL, CamelRecord
 
 __all__ = [
     "DEFAULT_LIMIT",
@@ -38,8 +41,8 @@ def _invalid(message: str) -> UsageError:
     return UsageError(message, code="memory.invalid_query")
 
 
-@dataclass(frozen=True, slots=True)
-class SearchQuery:
+@dataclass(frozen=True, slots=True, config=CAMEL)
+class SearchQuery(CamelRecord):
     """What to search: validated, with defaults filled (the effect input of a search)."""
 
     namespace: str
@@ -80,17 +83,11 @@ class SearchQuery:
             raise _invalid(f"search filters are not plain JSON: {exc}") from exc
         return cls(namespace, text, mode, limit, dict(filters))
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "namespace": self.namespace,
-            "text": self.text,
-            "mode": self.mode,
-            "limit": self.limit,
-            "filters": dict(self.filters),
-        }
-
     @classmethod
-    def from_json(cls, document: Mapping[str, Any]) -> SearchQuery:
+    def from_json(cls, document: Any) -> SearchQuery:
+        """Read a query back through :meth:`build`: the same rules as a new one."""
+        if not isinstance(document, Mapping):
+            raise _invalid("search query must be an object")
         return cls.build(
             document.get("namespace"),
             document.get("text"),
@@ -100,8 +97,8 @@ class SearchQuery:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class SearchHit:
+@dataclass(frozen=True, slots=True, config=CAMEL)
+class SearchHit(CamelRecord):
     """One result: the entry as stored and why it ranked (``score``, higher is better)."""
 
     namespace: str
@@ -111,31 +108,19 @@ class SearchHit:
     updated_at: str | None
     expires_at: str | None
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "namespace": self.namespace,
-            "key": self.key,
-            "score": self.score,
-            "entry": dict(self.entry),
-            "updatedAt": self.updated_at,
-            "expiresAt": self.expires_at,
-        }
-
     @classmethod
-    def from_json(cls, document: Mapping[str, Any]) -> SearchHit:
-        return cls(
-            namespace=str(document["namespace"]),
-            key=str(document["key"]),
-            score=float(document["score"]),
-            entry=dict(document["entry"]),
-            updated_at=document.get("updatedAt"),
-            expires_at=document.get("expiresAt"),
+    def invalid(cls, detail: str) -> AgentctlError:
+        return UsageError(
+            f"recorded memory retrieval is malformed: {detail}", code="memory.invalid_record"
         )
 
 
 @dataclass(frozen=True, slots=True)
 class SearchResult:
-    """A retrieval: the query, its hits (score desc, then key) and the embedder used."""
+    """A retrieval: the query, its hits (score desc, then key) and the embedder used.
+
+    Its JSON form is the task output, so it leads with the output's status fields and the
+    count; the query and the hits inside are typed records."""
 
     query: SearchQuery
     hits: tuple[SearchHit, ...]
@@ -157,7 +142,7 @@ class SearchResult:
         try:
             hits = tuple(SearchHit.from_json(item) for item in document["results"])
             query = SearchQuery.from_json(document["query"])
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError) as exc:
             raise UsageError(
                 f"recorded memory retrieval is malformed: {exc}", code="memory.invalid_record"
             ) from exc

@@ -15,7 +15,10 @@ import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
+
+from pydantic import Field
+from pydantic.dataclasses import dataclass as record
 
 from agentctl.digest import canonical_json, digest_json
 from agentctl.observability import telemetry
@@ -23,6 +26,7 @@ from agentctl.store import audit_repo
 from agentctl.store.formats import FORMAT_VERSION
 from agentctl.store.records import check_format_version
 from agentctl.store.timestamps import utc
+from agentctl.typed_records import CAMEL, CamelRecord
 
 if TYPE_CHECKING:
     from agentctl.store.engine import SqlRunner
@@ -224,22 +228,15 @@ def list_events(conn: SqlRunner, run_id: str) -> list[AuditEvent]:
     return events
 
 
-@dataclass(frozen=True, slots=True)
-class ChainReport:
+@record(frozen=True, slots=True, config=CAMEL)
+class ChainReport(CamelRecord):
+    """Whether a run's audit chain verifies; the first break when it does not."""
+
     run_id: str
     events: int
-    ok: bool
+    ok: Annotated[bool, Field(alias="verified")]
     broken_at: int | None = None
     problem: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "runId": self.run_id,
-            "events": self.events,
-            "verified": self.ok,
-            "brokenAt": self.broken_at,
-            "problem": self.problem,
-        }
 
 
 def verify_chain(conn: SqlRunner, run_id: str) -> ChainReport:

@@ -26,7 +26,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
-from agentctl.observability.telemetry import AttributeValue, Span, Telemetry, TraceIds
+from agentctl.observability.spans import AttributeValue, Span, Telemetry, TraceIds
 
 __all__ = ["OtelTelemetry"]
 

@@ -13,13 +13,11 @@ Span and trace ids are lower-case hex strings: ``(trace_id, span_id)``, 32 and 1
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import importlib.util
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from datetime import datetime
+from collections.abc import Callable, Mapping
 
 from agentctl.errors import UsageError
+from agentctl.observability.spans import AttributeValue, Span, Telemetry, TraceIds
 
 __all__ = [
     "AttributeValue",
@@ -33,93 +31,8 @@ __all__ = [
     "shutdown",
 ]
 
-TraceIds = tuple[str, str]
-AttributeValue = str | bool | int | float | Sequence[str]
-
 #: Exporter names this build can use for OTEL_TRACES_EXPORTER / OTEL_METRICS_EXPORTER.
 _EXPORTERS = ("otlp", "none")
-
-
-class Span:
-    """A span handle. The no-op handle has no ids and ignores everything."""
-
-    ids: TraceIds | None = None
-
-    def set(self, attributes: Mapping[str, AttributeValue | None]) -> None:
-        """Add attributes (None values are left out)."""
-
-    def event(self, name: str, attributes: Mapping[str, AttributeValue | None]) -> None:
-        """Add a span event."""
-
-    def fail(self, code: str, message: str) -> None:
-        """Mark the span's status as an error with an ``exception``-style event."""
-
-    def end(self) -> None:
-        """End the span (only for spans from :meth:`Telemetry.start_span`)."""
-
-    def context(self) -> contextvars.Context | None:
-        """A copy of the current context with this span current, for ``create_task``."""
-        return None
-
-
-_NOOP_SPAN = Span()
-
-
-class Telemetry:
-    """The no-op bridge; :class:`agentctl.observability.otel.OtelTelemetry` is the real one."""
-
-    enabled = False
-    #: Whether prompts and completions may be put on spans (``AGENTCTL_OTEL_CAPTURE_CONTENT``).
-    capture_content = False
-
-    @contextlib.contextmanager
-    def span(
-        self,
-        name: str,
-        *,
-        kind: str = "internal",
-        attributes: Mapping[str, AttributeValue | None] | None = None,
-    ) -> Iterator[Span]:
-        """A span current for the block; an exception escaping it marks it failed."""
-        yield _NOOP_SPAN
-
-    def start_span(
-        self,
-        name: str,
-        *,
-        attributes: Mapping[str, AttributeValue | None] | None = None,
-        links: Sequence[tuple[TraceIds, Mapping[str, AttributeValue]]] = (),
-        traceparent: str | None = None,
-    ) -> Span:
-        """A span that is not made current; ``traceparent`` (W3C) is its remote parent."""
-        return _NOOP_SPAN
-
-    def past_span(
-        self,
-        name: str,
-        *,
-        start: datetime,
-        end: datetime,
-        attributes: Mapping[str, AttributeValue | None] | None = None,
-    ) -> None:
-        """Record a span that already happened (an approval wait across processes)."""
-
-    def current_ids(self) -> TraceIds | None:
-        """The ids of the current span, or None."""
-        return None
-
-    def traceparent(self) -> str | None:
-        """The W3C ``traceparent`` of the current span, or None."""
-        return None
-
-    def add(self, metric: str, value: float, attributes: Mapping[str, AttributeValue]) -> None:
-        """Add to a counter."""
-
-    def record(self, metric: str, value: float, attributes: Mapping[str, AttributeValue]) -> None:
-        """Record a value in a histogram."""
-
-    def shutdown(self) -> None:
-        """Flush and stop the exporters."""
 
 
 _active: Telemetry = Telemetry()

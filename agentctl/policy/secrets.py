@@ -41,7 +41,10 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import Any
 
+from pydantic.dataclasses import dataclass as record
+
 from agentctl.errors import AgentctlError, PolicyDeniedError
+from agentctl.typed_records import CAMEL, CamelRecord
 
 __all__ = [
     "MAX_SECRET_FILE_BYTES",
@@ -100,15 +103,12 @@ def secret_sources(base: Path, policy: Mapping[str, Any]) -> Iterator[None]:
         _SOURCES.reset(token)
 
 
-@dataclass(frozen=True)
-class SecretDescription:
+@record(frozen=True, config=CAMEL)
+class SecretDescription(CamelRecord):
     """What may be shown or stored about a secret: its source and a digest of its value."""
 
     source: str
     sha256: str
-
-    def to_json(self) -> dict[str, str]:
-        return {"source": self.source, "sha256": self.sha256}
 
 
 @dataclass(frozen=True)

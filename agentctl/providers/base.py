@@ -6,20 +6,26 @@ the effect id, docs/durable-execution.md) and ``ModelResponse.to_json()`` is the
 a resume
 reuses instead of calling the provider again. Nothing here touches the database.
 
-JSON forms use camelCase keys in a fixed order and always carry every key, so the same
-request always serializes to the same bytes. The exception is keys added after the first
-journal format (``reasoning``, ``stream``, ``responseId``, ``providerItems``): they are
-written only when they differ from their default, so requests that do not use them keep
-the bytes, digests and effect ids they always had.
+They are typed records (:mod:`agentctl.typed_records`): JSON forms use camelCase keys in
+field order and always carry every key, so the same request always serializes to the same
+bytes. The exception is keys added after the first journal format (``reasoning``,
+``stream``, ``responseId`` of a message, ``providerItems``): they are written only when
+they differ from their default, so requests that do not use them keep the bytes, digests
+and effect ids they always had. A stored record that does not fit raises ``ProviderError``
+(``provider.invalid_response``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, cast
+from dataclasses import field
+from typing import Any, Literal, Protocol
 
-from agentctl.errors import ProviderError
+from pydantic import StrictBool, StrictFloat, StrictInt, StrictStr
+from pydantic.dataclasses import dataclass
+
+from agentctl.errors import AgentctlError, ProviderError
+from agentctl.typed_records import CAMEL, CamelRecord, omitted_when
 
 __all__ = [
     "Applied",
@@ -39,181 +45,88 @@ Role = Literal["user", "assistant", "tool"]
 FinishReason = Literal["complete", "tool_calls", "max_tokens", "refusal"]
 Applied = Literal["not_applied", "uncertain", "applied"]
 
-_ROLES: tuple[Role, ...] = ("user", "assistant", "tool")
-_FINISH_REASONS: tuple[FinishReason, ...] = ("complete", "tool_calls", "max_tokens", "refusal")
+
+class _ProviderRecord(CamelRecord):
+    @classmethod
+    def invalid(cls, detail: str) -> AgentctlError:
+        return ProviderError(
+            f"invalid {cls.record_name}: {detail}", code="provider.invalid_response"
+        )
 
 
-@dataclass(frozen=True)
-class ToolSpec:
+@dataclass(frozen=True, config=CAMEL)
+class ToolSpec(_ProviderRecord):
     """A tool the model may call, as the provider sees it."""
 
-    name: str
-    description: str
+    record_name = "tool"
+
+    name: StrictStr
+    description: StrictStr
     input_schema: Mapping[str, Any]
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "description": self.description,
-            "inputSchema": dict(self.input_schema),
-        }
 
-    @classmethod
-    def from_json(cls, data: Any) -> ToolSpec:
-        obj = _object(data, "tool")
-        return cls(
-            name=_string(obj, "name", "tool"),
-            description=_string(obj, "description", "tool"),
-            input_schema=_mapping(obj, "inputSchema", "tool"),
-        )
-
-
-@dataclass(frozen=True)
-class ToolCall:
+@dataclass(frozen=True, config=CAMEL)
+class ToolCall(_ProviderRecord):
     """One function call the model asked for; ``id`` pairs it with its result message."""
 
-    id: str
-    name: str
+    record_name = "tool call"
+
+    id: StrictStr
+    name: StrictStr
     input: Mapping[str, Any]
 
-    def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "name": self.name, "input": dict(self.input)}
 
-    @classmethod
-    def from_json(cls, data: Any) -> ToolCall:
-        obj = _object(data, "tool call")
-        return cls(
-            id=_string(obj, "id", "tool call"),
-            name=_string(obj, "name", "tool call"),
-            input=_mapping(obj, "input", "tool call"),
-        )
-
-
-@dataclass(frozen=True)
-class Message:
+@dataclass(frozen=True, config=CAMEL)
+class Message(_ProviderRecord):
     """One conversation turn: user text, assistant text/tool calls, or one tool result."""
 
+    record_name = "message"
+
     role: Role
-    text: str | None = None
+    text: StrictStr | None = None
     tool_calls: tuple[ToolCall, ...] = ()
-    tool_call_id: str | None = None
+    tool_call_id: StrictStr | None = None
     tool_result: Any = None
-    response_id: str | None = None
+    response_id: StrictStr | None = omitted_when(None)
     """For an assistant turn: the provider's id of the response it came from (continuation)."""
-    provider_items: tuple[Mapping[str, Any], ...] = ()
+    provider_items: tuple[Mapping[str, Any], ...] = omitted_when(())
     """For an assistant turn: opaque provider items (reasoning) that must be sent back."""
 
-    def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
-            "role": self.role,
-            "text": self.text,
-            "toolCalls": [call.to_json() for call in self.tool_calls],
-            "toolCallId": self.tool_call_id,
-            "toolResult": self.tool_result,
-        }
-        if self.response_id is not None:
-            data["responseId"] = self.response_id
-        if self.provider_items:
-            data["providerItems"] = [dict(item) for item in self.provider_items]
-        return data
 
-    @classmethod
-    def from_json(cls, data: Any) -> Message:
-        obj = _object(data, "message")
-        role = obj.get("role")
-        if role not in _ROLES:
-            raise _invalid("message", f"role {role!r} is not one of {list(_ROLES)}")
-        return cls(
-            role=cast(Role, role),
-            text=_optional_string(obj, "text", "message"),
-            tool_calls=tuple(ToolCall.from_json(c) for c in _list(obj, "toolCalls", "message")),
-            tool_call_id=_optional_string(obj, "toolCallId", "message"),
-            tool_result=obj.get("toolResult"),
-            response_id=_optional_string(obj, "responseId", "message"),
-            provider_items=_objects(obj, "providerItems", "message"),
-        )
+@dataclass(frozen=True, config=CAMEL)
+class ModelRequest(_ProviderRecord):
+    """Everything one provider call depends on; also the model effect's input.
 
+    Its JSON form is the full provider request (docs/durable-execution.md)."""
 
-@dataclass(frozen=True)
-class ModelRequest:
-    """Everything one provider call depends on; also the model effect's input."""
+    record_name = "model request"
 
-    provider: str
-    model: str
-    instructions: str
+    provider: StrictStr
+    model: StrictStr
+    instructions: StrictStr
     messages: tuple[Message, ...]
     tools: tuple[ToolSpec, ...]
-    max_output_tokens: int
+    max_output_tokens: StrictInt
     structured_output: Mapping[str, Any] | None
     options: Mapping[str, Any]
-    timeout_seconds: float
-    reasoning: Mapping[str, Any] | None = None
+    timeout_seconds: StrictInt | StrictFloat
+    reasoning: Mapping[str, Any] | None = omitted_when(None)
     """The agent's ``reasoning`` object (``{effort, mode?}``), or None."""
-    stream: bool = False
+    stream: StrictBool = omitted_when(False)
     """The agent's ``stream`` flag: ask the provider for a server-sent event stream."""
 
-    def to_json(self) -> dict[str, Any]:
-        """The full provider request (docs/durable-execution.md), stable key order, every key
-        present."""
-        data: dict[str, Any] = {
-            "provider": self.provider,
-            "model": self.model,
-            "instructions": self.instructions,
-            "messages": [message.to_json() for message in self.messages],
-            "tools": [tool.to_json() for tool in self.tools],
-            "maxOutputTokens": self.max_output_tokens,
-            "structuredOutput": (
-                None if self.structured_output is None else dict(self.structured_output)
-            ),
-            "options": dict(self.options),
-            "timeoutSeconds": self.timeout_seconds,
-        }
-        if self.reasoning is not None:
-            data["reasoning"] = dict(self.reasoning)
-        if self.stream:
-            data["stream"] = True
-        return data
 
-    @classmethod
-    def from_json(cls, data: Any) -> ModelRequest:
-        obj = _object(data, "model request")
-        where = "model request"
-        structured = obj.get("structuredOutput")
-        if structured is not None and not isinstance(structured, Mapping):
-            raise _invalid(where, "`structuredOutput` must be an object or null")
-        timeout = obj.get("timeoutSeconds")
-        if isinstance(timeout, bool) or not isinstance(timeout, int | float):
-            raise _invalid(where, "`timeoutSeconds` must be a number")
-        reasoning = obj.get("reasoning")
-        if reasoning is not None and not isinstance(reasoning, Mapping):
-            raise _invalid(where, "`reasoning` must be an object or null")
-        stream = obj.get("stream", False)
-        if not isinstance(stream, bool):
-            raise _invalid(where, "`stream` must be a boolean")
-        return cls(
-            provider=_string(obj, "provider", where),
-            model=_string(obj, "model", where),
-            instructions=_string(obj, "instructions", where),
-            messages=tuple(Message.from_json(m) for m in _list(obj, "messages", where)),
-            tools=tuple(ToolSpec.from_json(t) for t in _list(obj, "tools", where)),
-            max_output_tokens=_int(obj, "maxOutputTokens", where),
-            structured_output=structured,
-            options=_mapping(obj, "options", where),
-            timeout_seconds=timeout,
-            reasoning=reasoning,
-            stream=stream,
-        )
-
-
-@dataclass(frozen=True)
-class Usage:
+@dataclass(frozen=True, config=CAMEL)
+class Usage(_ProviderRecord):
     """Token counts of one response, or summed over turns with ``+``."""
 
-    input_tokens: int = 0
-    output_tokens: int = 0
-    reasoning_tokens: int = 0
-    cache_read_tokens: int = 0
-    cache_write_tokens: int = 0
+    record_name = "usage"
+
+    input_tokens: StrictInt = 0
+    output_tokens: StrictInt = 0
+    reasoning_tokens: StrictInt = 0
+    cache_read_tokens: StrictInt = 0
+    cache_write_tokens: StrictInt = 0
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
@@ -224,73 +137,21 @@ class Usage:
             cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
         )
 
-    def to_json(self) -> dict[str, int]:
-        return {
-            "inputTokens": self.input_tokens,
-            "outputTokens": self.output_tokens,
-            "reasoningTokens": self.reasoning_tokens,
-            "cacheReadTokens": self.cache_read_tokens,
-            "cacheWriteTokens": self.cache_write_tokens,
-        }
 
-    @classmethod
-    def from_json(cls, data: Any) -> Usage:
-        obj = _object(data, "usage")
-        return cls(
-            input_tokens=_int(obj, "inputTokens", "usage", default=0),
-            output_tokens=_int(obj, "outputTokens", "usage", default=0),
-            reasoning_tokens=_int(obj, "reasoningTokens", "usage", default=0),
-            cache_read_tokens=_int(obj, "cacheReadTokens", "usage", default=0),
-            cache_write_tokens=_int(obj, "cacheWriteTokens", "usage", default=0),
-        )
+@dataclass(frozen=True, config=CAMEL)
+class ModelResponse(_ProviderRecord):
+    """One provider answer; its JSON form is stored as the model effect's result."""
 
+    record_name = "model response"
 
-@dataclass(frozen=True)
-class ModelResponse:
-    """One provider answer; ``to_json`` is stored as the model effect's result."""
-
-    text: str | None
+    text: StrictStr | None
     tool_calls: tuple[ToolCall, ...]
     finish_reason: FinishReason
     usage: Usage
-    response_id: str | None = None
+    response_id: StrictStr | None = None
     raw: Mapping[str, Any] = field(default_factory=dict)
-    provider_items: tuple[Mapping[str, Any], ...] = ()
+    provider_items: tuple[Mapping[str, Any], ...] = omitted_when(())
     """Opaque items (reasoning) to copy into the assistant ``Message`` of the next turn."""
-
-    def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
-            "text": self.text,
-            "toolCalls": [call.to_json() for call in self.tool_calls],
-            "finishReason": self.finish_reason,
-            "usage": self.usage.to_json(),
-            "responseId": self.response_id,
-            "raw": dict(self.raw),
-        }
-        if self.provider_items:
-            data["providerItems"] = [dict(item) for item in self.provider_items]
-        return data
-
-    @classmethod
-    def from_json(cls, data: Any) -> ModelResponse:
-        """Rebuild a stored response; ``ProviderError`` (``provider.invalid_response``)."""
-        where = "model response"
-        obj = _object(data, where)
-        finish = obj.get("finishReason")
-        if finish not in _FINISH_REASONS:
-            raise _invalid(where, f"finishReason {finish!r} is not one of {list(_FINISH_REASONS)}")
-        raw = obj.get("raw", {})
-        if not isinstance(raw, Mapping):
-            raise _invalid(where, "`raw` must be an object")
-        return cls(
-            text=_optional_string(obj, "text", where),
-            tool_calls=tuple(ToolCall.from_json(c) for c in _list(obj, "toolCalls", where)),
-            finish_reason=cast(FinishReason, finish),
-            usage=Usage.from_json(obj.get("usage", {})),
-            response_id=_optional_string(obj, "responseId", where),
-            raw=raw,
-            provider_items=_objects(obj, "providerItems", where),
-        )
 
 
 class Provider(Protocol):
@@ -339,55 +200,3 @@ class ProviderCallError(ProviderError):
         self.status = status
         self.request_id = request_id
         self.retry_after_seconds = retry_after_seconds
-
-
-def _invalid(where: str, detail: str) -> ProviderError:
-    return ProviderError(f"invalid {where}: {detail}", code="provider.invalid_response")
-
-
-def _object(data: Any, where: str) -> Mapping[str, Any]:
-    if not isinstance(data, Mapping):
-        raise _invalid(where, f"expected an object, got {type(data).__name__}")
-    return data
-
-
-def _string(obj: Mapping[str, Any], key: str, where: str) -> str:
-    value = obj.get(key)
-    if not isinstance(value, str):
-        raise _invalid(where, f"`{key}` must be a string")
-    return value
-
-
-def _optional_string(obj: Mapping[str, Any], key: str, where: str) -> str | None:
-    value = obj.get(key)
-    if value is not None and not isinstance(value, str):
-        raise _invalid(where, f"`{key}` must be a string or null")
-    return value
-
-
-def _int(obj: Mapping[str, Any], key: str, where: str, *, default: int | None = None) -> int:
-    value = obj.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise _invalid(where, f"`{key}` must be an integer")
-    return value
-
-
-def _list(obj: Mapping[str, Any], key: str, where: str) -> list[Any]:
-    value = obj.get(key, [])
-    if not isinstance(value, list):
-        raise _invalid(where, f"`{key}` must be a list")
-    return value
-
-
-def _objects(obj: Mapping[str, Any], key: str, where: str) -> tuple[Mapping[str, Any], ...]:
-    items = _list(obj, key, where)
-    if not all(isinstance(item, Mapping) for item in items):
-        raise _invalid(where, f"`{key}` must be a list of objects")
-    return tuple(items)
-
-
-def _mapping(obj: Mapping[str, Any], key: str, where: str) -> Mapping[str, Any]:
-    value = obj.get(key)
-    if not isinstance(value, Mapping):
-        raise _invalid(where, f"`{key}` must be an object")
-    return value

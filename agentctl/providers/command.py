@@ -11,7 +11,7 @@ Entry shape (a plain mapping, camelCase keys as in the workflow file)::
     outputLimitBytes: 1048576  # stdout cap, default 1 MiB (stderr gets the same cap)
     env: {ANTHROPIC_API_KEY: {env: ANTHROPIC_API_KEY}}   # secret refs for the child
 
-The program runs through ``agentctl.tools.process`` exactly like ``builtin.shell.exec``:
+The program runs through ``agentctl.process`` exactly like ``builtin.shell.exec``:
 no shell, its basename must be in ``policy.processAllowlist``, its own process group,
 capped output, a timeout, and a cleared environment holding only ``PATH``, ``HOME``,
 ``LANG``, ``LC_ALL``, ``TMPDIR`` and ``USER`` (when set) plus the declared ``env``.
@@ -31,18 +31,18 @@ from pathlib import Path
 from typing import Any
 
 from agentctl.errors import AgentctlError, ProviderError
-from agentctl.providers.base import ModelRequest, ModelResponse, ProviderCallError, Usage
-from agentctl.providers.credentials import SecretDescription, resolve_secret
-from agentctl.providers.wire import invalid_response
-from agentctl.spec.capabilities import COMMAND_CAPABILITIES
-from agentctl.tools.process import (
+from agentctl.process import (
     ProcessResult,
     ProcessSpec,
     decode_lossy,
-    redact,
     resolve_executable,
     run_process,
 )
+from agentctl.providers.base import ModelRequest, ModelResponse, ProviderCallError, Usage
+from agentctl.providers.credentials import SecretDescription, resolve_secret
+from agentctl.providers.wire import invalid_response
+from agentctl.redaction import redact
+from agentctl.spec.capabilities import COMMAND_CAPABILITIES
 
 __all__ = [
     "COMMAND_CAPABILITIES",

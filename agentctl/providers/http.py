@@ -33,7 +33,7 @@ import httpx
 
 from agentctl.providers.base import ProviderCallError
 from agentctl.providers.wire import invalid_response
-from agentctl.tools.process import redact
+from agentctl.redaction import redact
 
 __all__ = [
     "USER_AGENT",

@@ -25,6 +25,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from pydantic.dataclasses import dataclass as record
+
 from agentctl.errors import AgentctlError, StateConflictError
 from agentctl.scheduling.monitors import record_observation
 from agentctl.scheduling.observers import observe
@@ -37,6 +39,7 @@ from agentctl.store.errors import TRANSIENT_CODES
 from agentctl.store.ownership import owner_alive
 from agentctl.store.schedules_repo import FiringRow, ScheduleRow
 from agentctl.store.timestamps import to_iso
+from agentctl.typed_records import CAMEL, CamelRecord
 
 if TYPE_CHECKING:
     from agentctl.store.engine import Store
@@ -93,22 +96,13 @@ class Launcher(Protocol):
         ...
 
 
-@dataclass
-class TickReport:
+@record(config=CAMEL)
+class TickReport(CamelRecord):
     fired: list[dict[str, Any]] = field(default_factory=list)
     skipped: list[dict[str, Any]] = field(default_factory=list)
     failed: list[dict[str, Any]] = field(default_factory=list)
     started: list[str] = field(default_factory=list)
     resumed: list[str] = field(default_factory=list)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "fired": self.fired,
-            "skipped": self.skipped,
-            "failed": self.failed,
-            "started": self.started,
-            "resumed": self.resumed,
-        }
 
 
 def _request(schedule: ScheduleRow, firing: FiringRow) -> LaunchRequest:

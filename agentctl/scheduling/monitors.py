@@ -12,9 +12,10 @@ for the debounce; the change fires a run with the inputs ``previous``, ``current
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
+
+from pydantic.dataclasses import dataclass as record
 
 from agentctl.digest import canonical_json
 from agentctl.scheduling.observers import digest_of
@@ -22,6 +23,7 @@ from agentctl.scheduling.schedules import NewSchedule, add_schedule, require_kin
 from agentctl.store import schedules_repo
 from agentctl.store.schedules_repo import FiringRow, ScheduleRow
 from agentctl.store.timestamps import to_iso
+from agentctl.typed_records import CAMEL, CamelRecord
 
 if TYPE_CHECKING:
     from agentctl.store.engine import Store
@@ -36,14 +38,11 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
-class MonitorTarget:
+@record(frozen=True, slots=True, config=CAMEL)
+class MonitorTarget(CamelRecord):
     kind: str
     target: dict[str, Any]
     debounce_seconds: int
-
-    def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "target": self.target, "debounceSeconds": self.debounce_seconds}
 
 
 def add_monitor(

@@ -28,6 +28,9 @@ from agentctl.spec.models_common import (
 from agentctl.spec.models_tasks import Task
 
 __all__ = [
+    "DEFAULT_COMBINED_OUTPUT_LIMIT_BYTES",
+    "DEFAULT_OUTPUT_LIMIT_BYTES",
+    "MCP_DEFAULT_TIMEOUT_SECONDS",
     "PROCESS_ACTION_KINDS",
     "SEMVER_PATTERN",
     "A2APeer",
@@ -99,6 +102,10 @@ _SEMVER_RE = re.compile(SEMVER_PATTERN)
 _IMAGE_RE = re.compile(r"^(?:[^@\s]+@)?sha256:[0-9a-f]{64}$")
 _MIB = 1024 * 1024
 OutputLimit = Annotated[int, Field(ge=1, le=16 * _MIB)]
+# What a process action keeps of its output when it sets no limit (docs/actions.md):
+# stdout and stderr each, and both together.
+DEFAULT_OUTPUT_LIMIT_BYTES = _MIB
+DEFAULT_COMBINED_OUTPUT_LIMIT_BYTES = 2 * _MIB
 
 
 class Provider(SpecModel):
@@ -345,6 +352,10 @@ class Subworkflow(SpecModel):
         return value
 
 
+# How long an MCP request may take when the server sets no timeoutSeconds.
+MCP_DEFAULT_TIMEOUT_SECONDS = 120
+
+
 class McpServer(SpecModel):
     """An MCP server reached over Streamable HTTP (``url``, docs/protocols.md) or, beyond upstream,
     a
@@ -353,7 +364,7 @@ class McpServer(SpecModel):
 
     url: str | None = None
     headers: dict[str, SecretRef] = Field(default_factory=dict)
-    timeout_seconds: TimeoutSeconds = 120
+    timeout_seconds: TimeoutSeconds = MCP_DEFAULT_TIMEOUT_SECONDS
     protocol_version: str = "2025-11-25"
     command: str | None = Field(default=None, min_length=1)
     args: list[str] | None = None

@@ -364,7 +364,7 @@ class _Packs:
                 "declare the name and version the manifest states",
             )
             return None
-        from agentctl import __version__
+        from agentctl.version import __version__
 
         if not satisfies(__version__, manifest.agentctl):
             self.problems.append(

@@ -22,6 +22,10 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from pydantic.dataclasses import dataclass as record
+
+from agentctl.typed_records import CAMEL, CamelRecord, omitted_when
+
 __all__ = [
     "INCLUDE_KEYS",
     "LAYERS",
@@ -65,17 +69,17 @@ LAYERS: tuple[Layer, ...] = (
 """The layers from lowest to highest precedence (``recorded`` stands in for the last two)."""
 
 
-@dataclass(frozen=True, slots=True)
-class VarSource:
+@record(frozen=True, slots=True, config=CAMEL)
+class VarSource(CamelRecord):
     """Where one value was written: a file position, or a command-line flag."""
 
     layer: Layer
-    file: str | None = None
-    line: int | None = None
-    column: int | None = None
-    path: str | None = None
+    file: str | None = omitted_when(None)
+    line: int | None = omitted_when(None)
+    column: int | None = omitted_when(None)
+    path: str | None = omitted_when(None)
     """The dotted path inside ``file`` (``spec.vars.replicas``, or ``replicas`` in a vars file)."""
-    flag: str | None = None
+    flag: str | None = omitted_when(None)
     """The flag as given (``--var replicas=5``) for the ``--var`` layer."""
 
     def describe(self) -> str:
@@ -88,25 +92,6 @@ class VarSource:
             if self.column is not None:
                 where += f":{self.column}"
         return where
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"layer": self.layer}
-        for key in ("file", "line", "column", "path", "flag"):
-            value = getattr(self, key)
-            if value is not None:
-                out[key] = value
-        return out
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> VarSource:
-        return cls(
-            layer=data["layer"],
-            file=data.get("file"),
-            line=data.get("line"),
-            column=data.get("column"),
-            path=data.get("path"),
-            flag=data.get("flag"),
-        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -318,7 +318,9 @@ def open_store(
     if is_postgres_url(db_path):
         from agentctl.store.postgres import open_postgres_store
 
-        return open_postgres_store(db_path, migrate_schema=migrate_schema, settings=settings)
+        return open_postgres_store(
+            db_path, migrate_schema=migrate_schema, settings=settings, store_class=Store
+        )
     at_head = False
     created = False
     read_only = False

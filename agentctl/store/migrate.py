@@ -118,7 +118,7 @@ def require_known_revision(revision: str | None, where: str) -> None:
     """Refuse a database written by a newer agentctl (exit 5)."""
     if revision is None or revision == SCHEMA_HEAD or revision in known_revisions():
         return
-    from agentctl import __version__
+    from agentctl.version import __version__
 
     raise NewerSchemaError(
         f"database {where} is at schema revision {revision!r}, which this agentctl "

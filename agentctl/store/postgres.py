@@ -89,17 +89,19 @@ def make_engine(url: str, settings: StoreSettings) -> Engine:
     return engine
 
 
-def open_postgres_store(url: str, *, migrate_schema: bool, settings: StoreSettings) -> Store:
+def open_postgres_store(
+    url: str, *, migrate_schema: bool, settings: StoreSettings, store_class: type[Store]
+) -> Store:
     """Connect to (never create) the database at ``url`` and upgrade its schema.
 
     A database at a revision this code does not know is refused before anything is
     written; the upgrade runs in one write transaction under the write lock, so two
-    processes opening a new database at once migrate it exactly once.
+    processes opening a new database at once migrate it exactly once. ``store_class`` is
+    :class:`agentctl.store.engine.Store`, passed in by ``open_store`` (which dispatches
+    here) so that this module does not import it back.
     """
-    from agentctl.store.engine import Store
-
     _require_driver()
-    store = Store(make_engine(url, settings), redact(url))
+    store = store_class(make_engine(url, settings), redact(url))
     try:
         with store.read() as conn:
             found = migrate.current_revision(conn)

@@ -25,7 +25,7 @@ __all__ = [
 
 def check_format_version(kind: str, record_id: Any, version: int) -> None:
     if version > FORMAT_VERSION:
-        from agentctl import __version__
+        from agentctl.version import __version__
 
         raise NewerFormatError(
             f"{kind} {record_id} has record format version {version}; this agentctl "

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from urllib.parse import urlsplit
 
 from agentctl import tracecontext
-from agentctl.engine.signals import OutcomeUnknown, TaskFailure
+from agentctl.signals import OutcomeUnknown, TaskFailure
 from agentctl.tools.mcp_transport import MAX_RESPONSE_BYTES, resolve_headers
 
 if TYPE_CHECKING:

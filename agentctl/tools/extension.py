@@ -1,7 +1,7 @@
 """``extension.process``: a local executable speaking the process-extension protocol
 (docs/actions.md).
 
-Two bounded runs of the same argv (through :mod:`agentctl.tools.process`: cleared
+Two bounded runs of the same argv (through :mod:`agentctl.process`: cleared
 environment, own process group, output caps, timeout):
 
 1. ``command args… --agentctl-handshake`` prints ``{protocolVersion, name, inputSchema,
@@ -26,9 +26,10 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from agentctl.engine.signals import OutcomeUnknown, TaskFailure, as_task_failure
+from agentctl import process
 from agentctl.errors import AgentctlError
-from agentctl.tools import process
+from agentctl.redaction import redact
+from agentctl.signals import OutcomeUnknown, TaskFailure, as_task_failure
 
 __all__ = ["EXTENSION_PROTOCOL_VERSION", "HANDSHAKE_FLAG", "INVOKE_FLAG", "run_extension"]
 
@@ -55,7 +56,7 @@ async def run_extension(
     """Handshake, then invoke; return the extension's validated ``output``.
 
     ``action`` is the ``spec.actions`` entry (camelCase keys); ``executable`` is its command
-    already resolved by :func:`agentctl.tools.process.resolve_executable`; ``env`` is the
+    already resolved by :func:`agentctl.process.resolve_executable`; ``env`` is the
     resolved child environment (its values are redacted from every message).
     ``on_handshake`` receives the announced name once the handshake matched, before the
     invoke runs, so the caller can record which helper answered.
@@ -232,4 +233,4 @@ def _validate(value: Any, schema: Any, what: str, *, code: str) -> None:
 
 
 def _tail(data: bytes, secrets: list[str]) -> str:
-    return process.redact(process.decode_lossy(data), secrets)[-2000:]
+    return redact(process.decode_lossy(data), secrets)[-2000:]

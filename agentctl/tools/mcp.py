@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, NoReturn, TypeVar, cast
 
-from agentctl.engine.signals import OutcomeUnknown, TaskFailure
+from agentctl.signals import OutcomeUnknown, TaskFailure
 from agentctl.tools.mcp_transport import leaf_exceptions, open_client, server_label
 
 if TYPE_CHECKING:

@@ -17,9 +17,10 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from agentctl import tracecontext
-from agentctl.engine.signals import TaskFailure, as_task_failure
 from agentctl.errors import AgentctlError
-from agentctl.tools.process import resolve_executable
+from agentctl.extras import installed, missing_extra_error
+from agentctl.process import resolve_executable
+from agentctl.signals import TaskFailure, as_task_failure
 
 if TYPE_CHECKING:
     from mcp import Client
@@ -102,8 +103,10 @@ def open_client(
     """Build (not enter) an SDK ``Client`` for ``server``; entering it connects and handshakes.
 
     Configuration errors (bad secret, executable not allowed) raise ``TaskFailure`` here,
-    before anything is contacted.
+    before anything is contacted; so does a missing MCP SDK (the ``mcp`` extra).
     """
+    if not installed("mcp"):
+        raise as_task_failure(missing_extra_error("mcp", f"MCP server {server_label(server)}"))
     from mcp import Client, StdioServerParameters
 
     version = str(server.get("protocolVersion") or "2025-11-25")

@@ -17,8 +17,8 @@ import threading
 from pathlib import Path
 
 from agentctl.engine.approvals import list_approvals
-from agentctl.engine.operations import needs_reconciliation
 from agentctl.engine.records import load_run
+from agentctl.engine.unsettled import needs_reconciliation
 from agentctl.store.engine import Store
 from agentctl.store.ownership import owner_alive
 from agentctl.store.states import RunState

@@ -15,8 +15,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from agentctl.engine.approvals import list_approvals
-from agentctl.engine.operations import inspect_run, needs_reconciliation
+from agentctl.engine.operations import inspect_run
 from agentctl.engine.records import TERMINAL_RUN_STATES, load_run
+from agentctl.engine.unsettled import needs_reconciliation
 from agentctl.errors import UsageError
 from agentctl.observability.audit import list_events
 from agentctl.store import dashboard_repo

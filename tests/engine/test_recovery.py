@@ -158,7 +158,7 @@ def test_replay_calls_no_executor_and_survives_source_deletion(
 
     monkeypatch.setattr("agentctl.engine.tasks.run_action", forbidden)
     monkeypatch.setattr("agentctl.engine.tasks.run_agent", forbidden)
-    monkeypatch.setattr("agentctl.tools.process.run_process", forbidden)
+    monkeypatch.setattr("agentctl.process.run_process", forbidden)
     replayed = cli("--output", "json", "replay", first["runId"], "--db", db)
     assert replayed.exit_code == 0, replayed.stderr
     data = replayed.json()["data"]

@@ -11,9 +11,9 @@ from types import SimpleNamespace
 from agentctl.artifacts.models import IngestedBlob
 from agentctl.engine.run_artifacts import IngestedFile, RunArtifacts
 from agentctl.engine.run_commits import TaskOutcome
-from agentctl.engine.signals import EffectBlocked
 from agentctl.engine.task_claims import TaskClaims, outcome_from_json, outcome_to_json
 from agentctl.ids import SystemClock
+from agentctl.signals import EffectBlocked
 from agentctl.store.engine import open_store
 
 

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from agentctl.compiler.plan import PlanTask
-from agentctl.engine.signals import TaskFailure
 from agentctl.engine.tasks import check_contract
+from agentctl.signals import TaskFailure
 
 
 def _task(schema: dict[str, Any] | None) -> PlanTask:

@@ -739,3 +739,30 @@ tasks:
     found = only(compile_spec(spec), "schema_violation")
     assert found.path == "spec.tools.echo.inputSchema"
     assert "not a valid JSON Schema" in found.message
+
+
+def _invocation(retry: dict[str, object]) -> list[str]:
+    from agentctl.compiler import compile_document
+
+    data = {
+        "apiVersion": "agentctl.dev/v1",
+        "kind": "Workflow",
+        "metadata": {"name": "calls"},
+        "spec": {
+            "subworkflows": {
+                "s": {"version": "1.0.0", "inputSchema": {}, "outputSchema": {}, "tasks": []}
+            },
+            "tasks": [{"id": "a", "uses": "workflow:s", "retry": retry}],
+        },
+    }
+    return [d.message for d in compile_document(data).diagnostics if d.is_error]
+
+
+def test_an_invocation_retry_is_judged_against_the_retry_models_defaults() -> None:
+    # The compiler reads the invocation's retry through the spec's Retry model: restating
+    # its defaults is allowed, anything else is a setting the invocation cannot take.
+    assert _invocation({"maxAttempts": 1, "backoffMs": 0}) == []
+    (message,) = _invocation({"maxAttempts": 2})
+    assert message.endswith("it also sets retry")
+    (message,) = _invocation({"retryOn": ["transient"]})
+    assert message.endswith("it also sets retry")

@@ -9,13 +9,13 @@ from typing import Any
 import numpy as np
 import pytest
 
+from agentctl.engine.embedding import build_embedder
 from agentctl.errors import ProviderError, UsageError
 from agentctl.ids import FixedClock
 from agentctl.memory import (
     LocalHashEmbedder,
     LongTermMemory,
     OpenAICompatibleEmbedder,
-    build_embedder,
     tokenize,
 )
 from agentctl.store.engine import Store

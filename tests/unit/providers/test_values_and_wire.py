@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from agentctl.digest import canonical_json
+from agentctl.errors import ProviderError
 from agentctl.providers.base import (
     Message,
     ModelRequest,
@@ -51,12 +52,13 @@ def test_new_message_and_response_fields_round_trip() -> None:
 
 def test_bad_new_fields_are_invalid() -> None:
     data = model_request().to_json()
-    with pytest.raises(Exception) as caught:
+    with pytest.raises(ProviderError) as caught:
         ModelRequest.from_json({**data, "stream": "yes"})
-    assert "`stream` must be a boolean" in str(caught.value)
-    with pytest.raises(Exception) as caught:
+    assert str(caught.value) == "invalid model request: `stream`: input should be a valid boolean"
+    assert caught.value.code == "provider.invalid_response"
+    with pytest.raises(ProviderError) as caught:
         Message.from_json({**Message("user", "x").to_json(), "providerItems": [1]})
-    assert "`providerItems` must be a list of objects" in str(caught.value)
+    assert str(caught.value).startswith("invalid message: `providerItems.0`: input should be")
 
 
 def test_provider_call_error_keeps_retry_after() -> None:

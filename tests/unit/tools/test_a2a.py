@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from agentctl.engine.signals import OutcomeUnknown, TaskFailure
+from agentctl.signals import OutcomeUnknown, TaskFailure
 from agentctl.tools.a2a import a2a_delegate, normalize_state
 from tests.fixtures.protocol_servers.a2a_peer import A2APeer
 

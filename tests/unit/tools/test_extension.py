@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from agentctl.engine.signals import OutcomeUnknown, TaskFailure
+from agentctl.signals import OutcomeUnknown, TaskFailure
 from agentctl.tools.extension import run_extension
 
 FIXTURE = Path(__file__).parents[2] / "fixtures" / "protocol_servers" / "extension.py"

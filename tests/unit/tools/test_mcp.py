@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from agentctl.engine.signals import OutcomeUnknown, TaskFailure
+from agentctl.signals import OutcomeUnknown, TaskFailure
 from agentctl.tools.mcp import call_mcp_tool, list_mcp_tools
 
 SERVER = Path(__file__).parents[2] / "fixtures" / "protocol_servers" / "mcp_server.py"

@@ -1,6 +1,8 @@
-"""How a task body tells the scheduler why it stopped (internal to the engine).
+"""How a task body tells the scheduler why it stopped.
 
-These never reach the CLI: the scheduler turns each into a task transition, a paused or
+The engine's action bodies and the tools below it (MCP, A2A, extensions) raise these, so
+they live on the bottom floor (docs/architecture.md): a tool never imports the engine.
+They never reach the CLI: the scheduler turns each into a task transition, a paused or
 blocked run, or a fresh attempt.
 """
 

@@ -21,11 +21,10 @@ import asyncio
 import contextlib
 import math
 import os
-import re
 import shutil
 import signal
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -40,7 +39,6 @@ __all__ = [
     "ProcessSpec",
     "check_allowed",
     "decode_lossy",
-    "redact",
     "resolve_executable",
     "run_process",
 ]
@@ -58,7 +56,6 @@ group with ``setsid`` may hold them open forever, and the call must still return
 _KILL_WAIT_SECONDS = 5.0
 _POLL_SECONDS = 0.02
 _READ_CHUNK = 64 * 1024
-_REDACTED = "[REDACTED]"
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,19 +113,6 @@ class ProcessResult:
 def decode_lossy(data: bytes) -> str:
     """Decode process output as UTF-8, replacing invalid bytes (output is never trusted)."""
     return data.decode("utf-8", errors="replace")
-
-
-def redact(text: str, secrets: Iterable[str]) -> str:
-    """Replace every occurrence of each non-empty secret value with ``[REDACTED]``.
-
-    One regex pass with the longest secrets first: a secret that contains another is
-    redacted whole, and a short secret never matches inside an earlier ``[REDACTED]``.
-    """
-    values = sorted({secret for secret in secrets if secret}, key=lambda s: (-len(s), s))
-    if not values:
-        return text
-    pattern = re.compile("|".join(re.escape(value) for value in values))
-    return pattern.sub(_REDACTED, text)
 
 
 def check_allowed(command: str, allowlist: Sequence[str]) -> None:

@@ -13,14 +13,14 @@ from pathlib import Path
 import pytest
 
 from agentctl.errors import PolicyDeniedError, TaskError
-from agentctl.tools.process import (
+from agentctl.process import (
     ProcessResult,
     ProcessSpec,
     decode_lossy,
-    redact,
     resolve_executable,
     run_process,
 )
+from agentctl.redaction import redact
 
 SH = shutil.which("sh") or "/bin/sh"
 PYTHON = sys.executable
