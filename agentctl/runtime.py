@@ -29,11 +29,10 @@ from typing import TYPE_CHECKING, Any
 
 from agentctl.errors import UsageError
 from agentctl.results import Approver, EventSink, RunResult
+from agentctl.runtime_recovery import RecoveryOperations, optional_path
 
 if TYPE_CHECKING:
-    from agentctl.engine.driving import RecoveryRequest
     from agentctl.engine.outcome import ExecutionOptions
-    from agentctl.engine.recovery import RecoveryPlan
     from agentctl.engine.runs import PreparedRun
     from agentctl.ids import Clock
     from agentctl.store.engine import Store
@@ -51,7 +50,7 @@ class QueuedRun:
     tasks: int
 
 
-class Runtime:
+class Runtime(RecoveryOperations):
     """Runs workflows against one SQLite database file.
 
     ``environ`` is the environment credentials and process secrets resolve from (default:
@@ -247,203 +246,6 @@ class Runtime:
         with open_store(self.db, create=False) as store:
             return cancel_run(store, run_id, reason, clock=self.clock)
 
-    # -- recovery ------------------------------------------------------------------------
-
-    def plan_retry(
-        self,
-        workflow: str | os.PathLike[str],
-        source_run_id: str,
-        *,
-        failed: bool = False,
-        from_tasks: Sequence[str] = (),
-        restart_successful: bool = False,
-        workspace: str | os.PathLike[str] | None = None,
-    ) -> dict[str, Any]:
-        """What :meth:`retry` would reuse, execute or find blocked, per task; creates nothing."""
-        request = _request("retry", source_run_id, workflow, workspace, failed, from_tasks)
-        return self._plan(dataclasses.replace(request, restart_successful=restart_successful))
-
-    def retry(
-        self,
-        workflow: str | os.PathLike[str],
-        source_run_id: str,
-        *,
-        failed: bool = False,
-        from_tasks: Sequence[str] = (),
-        restart_successful: bool = False,
-        reason: str | None = None,
-        workspace: str | os.PathLike[str] | None = None,
-        timeout: float | None = None,
-    ) -> RunResult:
-        """``agentctl retry``: rerun a finished run of the identical workflow, reusing every
-        successful boundary; the failed tasks (``failed``) or ``from_tasks`` and their
-        descendants run with fresh attempts."""
-        request = _request("retry", source_run_id, workflow, workspace, failed, from_tasks)
-        request = dataclasses.replace(request, restart_successful=restart_successful)
-        return self._recover(request, reason=reason, timeout=timeout)
-
-    def plan_repair(
-        self,
-        workflow: str | os.PathLike[str],
-        source_run_id: str,
-        *,
-        from_tasks: Sequence[str] = (),
-        restart_successful: bool = False,
-        workspace: str | os.PathLike[str] | None = None,
-        vars_files: Sequence[str] = (),
-        var_pairs: Sequence[str] = (),
-    ) -> dict[str, Any]:
-        """What :meth:`repair` would reuse, execute or find blocked; creates nothing."""
-        request = _request("repair", source_run_id, workflow, workspace, False, from_tasks)
-        return self._plan(
-            dataclasses.replace(
-                request,
-                restart_successful=restart_successful,
-                vars_files=tuple(vars_files),
-                var_pairs=tuple(var_pairs),
-            )
-        )
-
-    def repair(
-        self,
-        workflow: str | os.PathLike[str],
-        source_run_id: str,
-        *,
-        from_tasks: Sequence[str] = (),
-        restart_successful: bool = False,
-        reason: str | None = None,
-        workspace: str | os.PathLike[str] | None = None,
-        timeout: float | None = None,
-        vars_files: Sequence[str] = (),
-        var_pairs: Sequence[str] = (),
-    ) -> RunResult:
-        """``agentctl repair``: run a changed workflow, reusing the source's results that
-        are still compatible. Variables given here replace the ones the source recorded."""
-        request = _request("repair", source_run_id, workflow, workspace, False, from_tasks)
-        request = dataclasses.replace(
-            request,
-            restart_successful=restart_successful,
-            vars_files=tuple(vars_files),
-            var_pairs=tuple(var_pairs),
-        )
-        return self._recover(request, reason=reason, timeout=timeout)
-
-    def plan_fork(self, source_run_id: str) -> dict[str, Any]:
-        """The plan of :meth:`fork`: every task executes."""
-        return self._plan(_request("fork", source_run_id))
-
-    def fork(
-        self,
-        source_run_id: str,
-        *,
-        reason: str | None = None,
-        workspace: str | os.PathLike[str] | None = None,
-        timeout: float | None = None,
-    ) -> RunResult:
-        """``agentctl fork``: a new linked run of the stored workflow that runs every effect."""
-        request = _request("fork", source_run_id, workspace=workspace)
-        return self._recover(request, reason=reason, timeout=timeout)
-
-    def create_retry(
-        self,
-        workflow: str | os.PathLike[str],
-        source_run_id: str,
-        *,
-        failed: bool = False,
-        from_tasks: Sequence[str] = (),
-        restart_successful: bool = False,
-        reason: str | None = None,
-        actor: str = "python",
-        workspace: str | os.PathLike[str] | None = None,
-    ) -> str:
-        """The first half of :meth:`retry`: plan and create the retry run (reused results
-        copied in, ``actor`` and ``reason`` recorded in its ``run.created`` event) without
-        executing it; returns its id. :meth:`resume` (or ``agentctl resume RUN`` in
-        another process, as the dashboard does) executes it."""
-        request = _request("retry", source_run_id, workflow, workspace, failed, from_tasks)
-        request = dataclasses.replace(request, restart_successful=restart_successful)
-        return self._derive(request, reason=reason, actor=actor)[0]
-
-    def create_fork(
-        self,
-        source_run_id: str,
-        *,
-        reason: str | None = None,
-        actor: str = "python",
-        workspace: str | os.PathLike[str] | None = None,
-    ) -> str:
-        """The first half of :meth:`fork`: create the fork run without executing it."""
-        request = _request("fork", source_run_id, workspace=workspace)
-        return self._derive(request, reason=reason, actor=actor)[0]
-
-    def plan_compensation(
-        self, source_run_id: str, *, tasks: Sequence[str] | None = None
-    ) -> dict[str, Any]:
-        """Which confirmed mutations :meth:`compensate` would undo (``steps``), and whether
-        anything blocks it (``complete``); creates nothing."""
-        from agentctl.engine.compensation import plan_compensation
-        from agentctl.store.engine import open_store
-
-        with open_store(self.db, create=False) as store:
-            return plan_compensation(store, source_run_id, only=list(tasks or []) or None).to_json()
-
-    def compensate(
-        self,
-        source_run_id: str,
-        *,
-        tasks: Sequence[str] | None = None,
-        workspace: str | os.PathLike[str] | None = None,
-        timeout: float | None = None,
-    ) -> RunResult | None:
-        """``agentctl compensate``: undo a finished run's confirmed mutations with their
-        declared inverses, in a new linked run; None when there is nothing to undo."""
-        from agentctl.engine.compensation import create_compensation_run, plan_compensation
-        from agentctl.engine.driving import drive_run
-        from agentctl.ids import IdGenerator
-        from agentctl.store.engine import open_store
-
-        options = self._options(check=False, diff=False, workspace=_optional_path(workspace))
-        with open_store(self.db, create=False) as store:
-            plan = plan_compensation(store, source_run_id, only=list(tasks or []) or None)
-            ids = IdGenerator(self.clock)
-            run_id = create_compensation_run(store, plan, clock=self.clock, ids=ids)
-            if run_id is None:
-                return None
-            self._notify(
-                "created",
-                {
-                    "runId": run_id,
-                    "state": "running",
-                    "mode": "compensate",
-                    "sourceRunId": source_run_id,
-                    "tasks": len(plan.runnable),
-                },
-            )
-            outcome = drive_run(
-                store,
-                run_id,
-                options,
-                clock=self.clock,
-                timeout=timeout,
-                handle_signals=self.handle_signals,
-            )
-        return RunResult.from_outcome(outcome)
-
-    def replay(self, source_run_id: str) -> RunResult:
-        """``agentctl replay``: rebuild a finished run from its records into a new run; no
-        provider, tool or process is called."""
-        from agentctl.engine.outcome import finished_outcome
-        from agentctl.engine.recovery import replay_run
-        from agentctl.ids import IdGenerator
-        from agentctl.store.engine import open_store
-
-        with open_store(self.db, create=False) as store:
-            ids = IdGenerator(self.clock)
-            run_id = replay_run(store, source_run_id, clock=self.clock, ids=ids)
-            outcome = finished_outcome(store, run_id)
-        assert outcome is not None, "a replay is finished when it is created"
-        return RunResult.from_outcome(outcome)
-
     # -- reading -------------------------------------------------------------------------
 
     def inspect(self, run_id: str) -> dict[str, Any]:
@@ -550,69 +352,14 @@ class Runtime:
             result=result,
             result_schema=dict(result_schema) if result_schema is not None else None,
             compensation_effect_id=compensation_effect_id,
-            evidence_file=_optional_path(evidence_file),
-            result_file=_optional_path(result_file),
-            result_schema_file=_optional_path(result_schema_file),
+            evidence_file=optional_path(evidence_file),
+            result_file=optional_path(result_file),
+            result_schema_file=optional_path(result_schema_file),
         )
         with open_store(self.db, create=False) as store:
             return reconcile_effect(store, request, clock=self.clock)
 
     # -- internals -----------------------------------------------------------------------
-
-    def _plan(self, request: RecoveryRequest) -> dict[str, Any]:
-        from agentctl.engine.driving import recovery_plan
-        from agentctl.store.engine import open_store
-
-        with open_store(self.db, create=False) as store:
-            return recovery_plan(store, request).to_json()
-
-    def _derive(
-        self, request: RecoveryRequest, *, reason: str | None, actor: str | None
-    ) -> tuple[str, RecoveryPlan]:
-        """Plan a retry, repair or fork and create its run (nothing executes here)."""
-        from agentctl.engine.driving import recovery_plan
-        from agentctl.engine.recovery import create_derived_run
-        from agentctl.ids import IdGenerator
-        from agentctl.store.engine import open_store
-
-        with open_store(self.db, create=False) as store:
-            plan = recovery_plan(store, request)
-            ids = IdGenerator(self.clock)
-            run_id = create_derived_run(
-                store, plan, clock=self.clock, ids=ids, reason=reason, actor=actor
-            )
-        return run_id, plan
-
-    def _recover(
-        self, request: RecoveryRequest, *, reason: str | None, timeout: float | None
-    ) -> RunResult:
-        from agentctl.engine.driving import drive_run
-        from agentctl.store.engine import open_store
-
-        options = self._options(check=False, diff=False, workspace=request.workspace)
-        run_id, plan = self._derive(request, reason=reason, actor=None)
-        self._notify(
-            "created",
-            {
-                "runId": run_id,
-                "state": "running",
-                "mode": plan.mode,
-                "sourceRunId": request.source_run_id,
-                "workflow": plan.prepared.plan.workflow_name,
-                "tasks": len(plan.decisions),
-                "reused": sum(1 for d in plan.decisions if d.action == "reuse"),
-            },
-        )
-        with open_store(self.db, create=False) as store:
-            outcome = drive_run(
-                store,
-                run_id,
-                options,
-                clock=self.clock,
-                timeout=timeout,
-                handle_signals=self.handle_signals,
-            )
-        return RunResult.from_outcome(outcome)
 
     @property
     def clock(self) -> Clock:
@@ -675,27 +422,3 @@ class Runtime:
         )
         compensation = RunResult.from_outcome(compensated) if compensated is not None else None
         return RunResult.from_outcome(outcome, compensation=compensation)
-
-
-def _request(
-    mode: str,
-    source_run_id: str,
-    workflow: str | os.PathLike[str] | None = None,
-    workspace: str | os.PathLike[str] | None = None,
-    failed: bool = False,
-    from_tasks: Sequence[str] = (),
-) -> RecoveryRequest:
-    from agentctl.engine.driving import RecoveryRequest
-
-    return RecoveryRequest(
-        mode=mode,
-        source_run_id=source_run_id,
-        workflow=_optional_path(workflow),
-        workspace=_optional_path(workspace),
-        failed=failed,
-        from_tasks=tuple(from_tasks),
-    )
-
-
-def _optional_path(path: str | os.PathLike[str] | None) -> str | None:
-    return None if path is None else os.fspath(path)

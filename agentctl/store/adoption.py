@@ -12,6 +12,11 @@ One rule, used by the daemon (which resumes answered runs on its host) and by
   recorded, an owner process on this host that no longer exists, or an owner on another
   host whose lease has run out.
 
+The dashboard asks the same question about one run when it records an answer or a
+reconciliation (:func:`may_adopt`): there the answer has just been given, and a run still
+``running`` under an owner that is gone (a killed ``roll``) is a candidate too, once the
+caller has checked that no effect it left is still in doubt.
+
 The rule only selects candidates. Taking the run is the ordinary ownership claim, inside
 the caller's write transaction, so two processes that both see a candidate never both
 execute it; with ``lock=True`` (PostgreSQL) the rows are also locked ``FOR UPDATE SKIP
@@ -30,7 +35,7 @@ from agentctl.store.ownership import holder_gone, naive
 if TYPE_CHECKING:
     from agentctl.store.engine import SqlRunner
 
-__all__ = ["ParkedRun", "adoptable_parked_runs"]
+__all__ = ["ParkedRun", "adoptable_parked_runs", "may_adopt"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,3 +76,21 @@ def adoptable_parked_runs(
         if limit is not None and len(found) >= limit:
             break
     return found
+
+
+def may_adopt(
+    status: str,
+    owner_id: str | None,
+    lease_expires_at: datetime | None,
+    pending_approvals: int,
+    now: datetime,
+) -> bool:
+    """Whether one run may be continued by this process once a person answered: it is
+    ``paused``, or ``running`` under a recorded owner (a run nobody claimed yet is about to
+    be started by whoever created it), nothing is still pending, and the owner is gone by
+    :func:`agentctl.store.ownership.holder_gone` (the same test as the scan above)."""
+    if status == "running" and not owner_id:
+        return False
+    if status not in ("paused", "running") or pending_approvals:
+        return False
+    return holder_gone(owner_id, naive(lease_expires_at), now)

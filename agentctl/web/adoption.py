@@ -5,7 +5,8 @@ type, with its own ownership lease, fencing and signal handling, and no executor
 web server's event loop. A retry or fork created from the dashboard is executed the same
 way (:meth:`Adopter.start`). Only a run that is ``paused`` (or still ``running`` under an
 owner that died), has no pending approval, question or effect in doubt left, and whose
-previous owner is gone is adopted; a live owner is never taken over (the store's ownership
+previous owner is gone is adopted (the rule is agentctl/store/adoption.py's, shared with
+the daemon and the workers); a live owner is never taken over (the store's ownership
 rules refuse it anyway).
 """
 
@@ -19,9 +20,9 @@ from pathlib import Path
 from agentctl.engine.approvals import list_approvals
 from agentctl.engine.records import load_run
 from agentctl.engine.unsettled import needs_reconciliation
+from agentctl.ids import Clock
+from agentctl.store.adoption import may_adopt
 from agentctl.store.engine import Store
-from agentctl.store.ownership import owner_alive
-from agentctl.store.states import RunState
 
 __all__ = ["Adopter"]
 
@@ -29,8 +30,11 @@ __all__ = ["Adopter"]
 class Adopter:
     """Starts and reaps the resume processes of adopted runs."""
 
-    def __init__(self, store: Store, *, enabled: bool, log_dir: Path | None = None) -> None:
+    def __init__(
+        self, store: Store, clock: Clock, *, enabled: bool, log_dir: Path | None = None
+    ) -> None:
         self.store = store
+        self.clock = clock
         self.enabled = enabled
         self.log_dir = log_dir
         self._children: dict[str, subprocess.Popen[bytes]] = {}
@@ -42,18 +46,10 @@ class Adopter:
         ``running`` under its dead owner) once every effect it left in doubt is concluded."""
         with self.store.read() as conn:
             run = load_run(conn, run_id)
-            if run.status == RunState.PAUSED:
-                if run.owner_id is not None and owner_alive(run.owner_id):
-                    return False
-            elif run.status == RunState.RUNNING:
-                # A run nobody has claimed yet (owner_id None) is about to be started by
-                # whoever created it; only a dead owner's run is adopted.
-                if run.owner_id is None or owner_alive(run.owner_id):
-                    return False
-            else:
-                return False
-            if list_approvals(conn, run_id, status="pending"):
-                return False
+            pending = len(list_approvals(conn, run_id, status="pending"))
+        now = self.clock.now()
+        if not may_adopt(run.status, run.owner_id, run.owner_lease_expires_at, pending, now):
+            return False
         return not needs_reconciliation(self.store, run_id)
 
     def maybe_adopt(self, run_id: str) -> bool:

@@ -76,7 +76,8 @@ def _status_for(error: AgentctlError) -> int:
 def create_app(config: DashboardConfig) -> Starlette:
     store = config.store
     guard = Guard(config.token, config.allowed_hosts)
-    adopter = Adopter(store, enabled=config.adopt, log_dir=config.log_dir)
+    clock = SystemClock()
+    adopter = Adopter(store, clock, enabled=config.adopt, log_dir=config.log_dir)
     env = Environment(
         loader=PackageLoader("agentctl.web", "templates"),
         autoescape=select_autoescape(["html"]),
@@ -84,7 +85,6 @@ def create_app(config: DashboardConfig) -> Starlette:
         lstrip_blocks=True,
     )
     env.filters["pretty"] = views.pretty
-    clock = SystemClock()
 
     def render(request: Request, name: str, status_code: int = 200, **context: Any) -> Response:
         template = env.get_template(name)

@@ -26,34 +26,8 @@ from typing import Any
 
 import pytest
 
+from tests.cli.sample_workflows import FANNED
 from tests.cli.snapshot_files import assert_snapshot
-
-FANNED = """\
-apiVersion: agentctl.dev/v1
-kind: Workflow
-metadata: {name: fanned}
-spec:
-  runtime: {budgets: {maxProviderRequests: 5}}
-  policy: {approval: never}
-  providers: {scripted: {kind: fake}}
-  agents:
-    talker:
-      provider: scripted
-      model: scripted
-      instructions: answer
-      maxOutputTokens: 32
-      providerOptions: {finalText: done}
-  actions:
-    set: {kind: builtin.assign}
-  tasks:
-    - id: unit
-      uses: action:set
-      foreach: {items: [a, b]}
-      with: {value: "${{ vars.item }}"}
-    - {id: talk, uses: 'agent:talker', needs: [unit], with: {prompt: one}}
-  outputs:
-    said: "${{ tasks.talk.output.text }}"
-"""
 
 RELEASE = """\
 apiVersion: agentctl.dev/v1

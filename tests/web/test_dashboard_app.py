@@ -289,3 +289,33 @@ def test_live_update_stream_announces_the_store_state(runs: Runs, dashboard: Any
         assert next(lines) == "retry: 2000"
         assert next(lines) == ""
         assert next(lines).startswith("data: ")
+
+
+def _set_owner(runs: Runs, run_id: str, owner: str, lease_expires_at: str) -> None:
+    import sqlite3
+
+    with sqlite3.connect(runs.db) as conn:
+        conn.execute(
+            "UPDATE runs SET owner_id = ?, owner_lease_expires_at = ? WHERE id = ?",
+            (owner, lease_expires_at, run_id),
+        )
+
+
+def test_adoption_follows_the_workers_rule_for_an_owner_on_another_host(
+    runs: Runs, dashboard: Any
+) -> None:
+    # An owner on another host cannot be probed: like the daemon and the workers, the
+    # dashboard waits for its lease to run out, then adopts (it used to wait forever).
+    data = runs.roll(RELEASE, "release")
+    run_id = data["runId"]
+    (approval,) = data["pendingApprovals"]
+    _set_owner(runs, run_id, "elsewhere.invalid:4242:0:abcd", "2999-01-01T00:00:00")
+    client = dashboard(adopt=True)
+    token = _csrf(client.get(f"/runs/{run_id}").text)
+    client.post(f"/approvals/{approval}/approve", data={"reason": "ok", "csrf": token})
+    client.app.state.adopter.wait()
+    assert runs.inspect(run_id)["run"]["state"] == "paused"
+    _set_owner(runs, run_id, "elsewhere.invalid:4242:0:abcd", "2000-01-01T00:00:00")
+    assert client.app.state.adopter.maybe_adopt(run_id) is True
+    client.app.state.adopter.wait()
+    assert runs.inspect(run_id)["run"]["state"] == "succeeded"
