@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from agentctl.store.states import RunState
 
 if TYPE_CHECKING:
-    from agentctl.engine.outcome import RunOutcome
+    from agentctl.engine.run.outcome import RunOutcome
 
 __all__ = ["Approver", "EventSink", "RunResult"]
 

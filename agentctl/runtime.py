@@ -32,8 +32,8 @@ from agentctl.results import Approver, EventSink, RunResult
 from agentctl.runtime_recovery import RecoveryOperations, optional_path
 
 if TYPE_CHECKING:
-    from agentctl.engine.outcome import ExecutionOptions
-    from agentctl.engine.runs import PreparedRun
+    from agentctl.engine.run.creation import PreparedRun
+    from agentctl.engine.run.outcome import ExecutionOptions
     from agentctl.ids import Clock
     from agentctl.store.engine import Store
 
@@ -125,7 +125,7 @@ class Runtime(RecoveryOperations):
     ) -> QueuedRun:
         """Create a run and leave it to ``agentctl worker`` processes (PostgreSQL only);
         follow it with ``agentctl runs wait RUN``. Nothing is executed here."""
-        from agentctl.engine.runs import create_run
+        from agentctl.engine.run.creation import create_run
         from agentctl.engine.worker import detach_run, require_postgres
         from agentctl.ids import IdGenerator
         from agentctl.store.engine import open_store
@@ -147,7 +147,7 @@ class Runtime(RecoveryOperations):
         vars_files: Sequence[str | os.PathLike[str]],
         var_pairs: Sequence[str],
     ) -> PreparedRun:
-        from agentctl.engine.runs import prepare_run
+        from agentctl.engine.run.creation import prepare_run
 
         base = os.fspath(workspace) if workspace is not None else None
         prepared = prepare_run(
@@ -176,7 +176,7 @@ class Runtime(RecoveryOperations):
         dry_run: bool = False,
         diff: bool = False,
     ) -> RunResult:
-        from agentctl.engine.runs import create_run
+        from agentctl.engine.run.creation import create_run
         from agentctl.ids import IdGenerator
         from agentctl.store.engine import open_store
         from agentctl.store.health import require_undamaged
@@ -187,7 +187,7 @@ class Runtime(RecoveryOperations):
         with ExitStack() as scope:
             throwaway = None
             if dry_run and not check:
-                from agentctl.engine.dry_run import ThrowawayWorkspace
+                from agentctl.engine.run.dry_run import ThrowawayWorkspace
 
                 policy = (prepared.workflow.get("spec") or {}).get("policy") or {}
                 throwaway = scope.enter_context(
@@ -271,8 +271,8 @@ class Runtime(RecoveryOperations):
         self, run_id: str | None = None, *, include_resolved: bool = False
     ) -> list[dict[str, Any]]:
         """Pending approvals and questions (of one run, or of all), oldest first."""
-        from agentctl.engine.approvals import list_approvals
-        from agentctl.engine.records import load_run
+        from agentctl.engine.effects.approvals import list_approvals
+        from agentctl.engine.run.records import load_run
         from agentctl.store.engine import open_store
 
         with open_store(self.db, create=False) as store, store.read() as conn:
@@ -283,7 +283,7 @@ class Runtime(RecoveryOperations):
 
     def effect(self, effect_id: str) -> dict[str, Any]:
         """One journaled effect (id or a unique prefix) with its reconciliations."""
-        from agentctl.engine.journal import list_reconciliations, require_effect
+        from agentctl.engine.effects.journal import list_reconciliations, require_effect
         from agentctl.store.engine import open_store
 
         with open_store(self.db, create=False) as store, store.read() as conn:
@@ -294,7 +294,7 @@ class Runtime(RecoveryOperations):
 
     def needs_reconciliation(self, run_id: str | None = None) -> list[dict[str, Any]]:
         """Effects whose outcome is unknown and that no conclusion settles yet."""
-        from agentctl.engine.unsettled import needs_reconciliation
+        from agentctl.engine.effects.unsettled import needs_reconciliation
         from agentctl.store.engine import open_store
 
         with open_store(self.db, create=False) as store:
@@ -381,7 +381,7 @@ class Runtime(RecoveryOperations):
             )
 
     def _options(self, *, check: bool, diff: bool, workspace: str | None) -> ExecutionOptions:
-        from agentctl.engine.outcome import ExecutionOptions
+        from agentctl.engine.run.outcome import ExecutionOptions
 
         options = ExecutionOptions(
             check=check,
@@ -401,7 +401,7 @@ class Runtime(RecoveryOperations):
     def _drive(
         self, store: Store, run_id: str, options: ExecutionOptions, timeout: float | None
     ) -> RunResult:
-        from agentctl.engine.driving import auto_compensate, drive_run
+        from agentctl.engine.run.driving import auto_compensate, drive_run
 
         outcome = drive_run(
             store,

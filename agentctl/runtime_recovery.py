@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any
 from agentctl.results import EventSink, RunResult
 
 if TYPE_CHECKING:
-    from agentctl.engine.driving import RecoveryRequest
-    from agentctl.engine.outcome import ExecutionOptions
-    from agentctl.engine.recovery import RecoveryPlan
+    from agentctl.engine.recovery.planner import RecoveryPlan
+    from agentctl.engine.run.driving import RecoveryRequest
+    from agentctl.engine.run.outcome import ExecutionOptions
     from agentctl.ids import Clock
 
 __all__ = ["RecoveryOperations", "optional_path", "recovery_request"]
@@ -174,7 +174,7 @@ class RecoveryOperations:
     ) -> dict[str, Any]:
         """Which confirmed mutations :meth:`compensate` would undo (``steps``), and whether
         anything blocks it (``complete``); creates nothing."""
-        from agentctl.engine.compensation import plan_compensation
+        from agentctl.engine.recovery.compensation import plan_compensation
         from agentctl.store.engine import open_store
 
         with open_store(self.db, create=False) as store:
@@ -190,8 +190,8 @@ class RecoveryOperations:
     ) -> RunResult | None:
         """``agentctl compensate``: undo a finished run's confirmed mutations with their
         declared inverses, in a new linked run; None when there is nothing to undo."""
-        from agentctl.engine.compensation import create_compensation_run, plan_compensation
-        from agentctl.engine.driving import drive_run
+        from agentctl.engine.recovery.compensation import create_compensation_run, plan_compensation
+        from agentctl.engine.run.driving import drive_run
         from agentctl.ids import IdGenerator
         from agentctl.store.engine import open_store
 
@@ -225,8 +225,8 @@ class RecoveryOperations:
     def replay(self, source_run_id: str) -> RunResult:
         """``agentctl replay``: rebuild a finished run from its records into a new run; no
         provider, tool or process is called."""
-        from agentctl.engine.outcome import finished_outcome
-        from agentctl.engine.recovery import replay_run
+        from agentctl.engine.recovery.planner import replay_run
+        from agentctl.engine.run.outcome import finished_outcome
         from agentctl.ids import IdGenerator
         from agentctl.store.engine import open_store
 
@@ -238,7 +238,7 @@ class RecoveryOperations:
         return RunResult.from_outcome(outcome)
 
     def _plan(self, request: RecoveryRequest) -> dict[str, Any]:
-        from agentctl.engine.driving import recovery_plan
+        from agentctl.engine.run.driving import recovery_plan
         from agentctl.store.engine import open_store
 
         with open_store(self.db, create=False) as store:
@@ -248,8 +248,8 @@ class RecoveryOperations:
         self, request: RecoveryRequest, *, reason: str | None, actor: str | None
     ) -> tuple[str, RecoveryPlan]:
         """Plan a retry, repair or fork and create its run (nothing executes here)."""
-        from agentctl.engine.driving import recovery_plan
-        from agentctl.engine.recovery import create_derived_run
+        from agentctl.engine.recovery.planner import create_derived_run
+        from agentctl.engine.run.driving import recovery_plan
         from agentctl.ids import IdGenerator
         from agentctl.store.engine import open_store
 
@@ -264,7 +264,7 @@ class RecoveryOperations:
     def _recover(
         self, request: RecoveryRequest, *, reason: str | None, timeout: float | None
     ) -> RunResult:
-        from agentctl.engine.driving import drive_run
+        from agentctl.engine.run.driving import drive_run
         from agentctl.store.engine import open_store
 
         options = self._options(check=False, diff=False, workspace=request.workspace)
@@ -301,7 +301,7 @@ def recovery_request(
     failed: bool = False,
     from_tasks: Sequence[str] = (),
 ) -> RecoveryRequest:
-    from agentctl.engine.driving import RecoveryRequest
+    from agentctl.engine.run.driving import RecoveryRequest
 
     return RecoveryRequest(
         mode=mode,

@@ -60,8 +60,8 @@ spec:
 
 
 def build(root: Path, runs: int, executed_every: int) -> Path:
-    from agentctl.engine.executor import ExecutionOptions, RunExecutor
-    from agentctl.engine.runs import create_run, prepare_run
+    from agentctl.engine.run.creation import create_run, prepare_run
+    from agentctl.engine.run.executor import ExecutionOptions, RunExecutor
     from agentctl.ids import IdGenerator, SystemClock
     from agentctl.store.engine import open_store
 

@@ -26,9 +26,9 @@ from typing import Any
 
 from sqlalchemy import event
 
-from agentctl.engine.executor import ExecutionOptions, RunExecutor, finished_outcome
 from agentctl.engine.faults import Faults
-from agentctl.engine.runs import create_run, prepare_run
+from agentctl.engine.run.creation import create_run, prepare_run
+from agentctl.engine.run.executor import ExecutionOptions, RunExecutor, finished_outcome
 from agentctl.ids import IdGenerator, SystemClock
 from agentctl.store.engine import Store, open_store
 
@@ -168,7 +168,7 @@ def w3(n: int) -> list[dict[str, Any]]:
     again = finished_outcome(store, result["run_id"])
     rerun = time.perf_counter() - started
     assert again is not None and again.output == result["outcome"].output
-    from agentctl.engine.records import load_run_state
+    from agentctl.engine.run.records import load_run_state
 
     started = time.perf_counter()
     with store.read() as conn:

@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from engine_bench import _execute, _workspace, fanout_workflow  # noqa: E402
 
-from agentctl.engine.runs import create_run, prepare_run  # noqa: E402
+from agentctl.engine.run.creation import create_run, prepare_run  # noqa: E402
 from agentctl.ids import IdGenerator, SystemClock  # noqa: E402
 from agentctl.store.engine import open_store  # noqa: E402
 

@@ -40,9 +40,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from engine_bench import chain_workflow, fanout_workflow  # noqa: E402
 
-from agentctl.engine.executor import ExecutionOptions, RunExecutor  # noqa: E402
 from agentctl.engine.faults import Faults  # noqa: E402
-from agentctl.engine.runs import create_run, prepare_run  # noqa: E402
+from agentctl.engine.run.creation import create_run, prepare_run  # noqa: E402
+from agentctl.engine.run.executor import ExecutionOptions, RunExecutor  # noqa: E402
 from agentctl.engine.worker import detach_run, wait_for_run  # noqa: E402
 from agentctl.ids import IdGenerator, SystemClock  # noqa: E402
 from agentctl.store.engine import Store, open_store  # noqa: E402

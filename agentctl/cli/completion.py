@@ -174,9 +174,9 @@ def _from_store(typed: list[str], kind: str) -> Iterator[str]:
     path = _database(typed)
     if path is None or not os.path.isfile(os.path.expanduser(path)):
         return
-    from agentctl.engine.approvals import list_approvals
+    from agentctl.engine.effects.approvals import list_approvals
+    from agentctl.engine.effects.unsettled import needs_reconciliation
     from agentctl.engine.operations import list_runs
-    from agentctl.engine.unsettled import needs_reconciliation
     from agentctl.store.engine import open_store
     from agentctl.store.location import resolve_db_path
 

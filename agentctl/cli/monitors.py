@@ -129,7 +129,7 @@ def add_command(
     """
     from pathlib import Path
 
-    from agentctl.engine.runs import parse_input_pairs, prepare_run
+    from agentctl.engine.run.creation import parse_input_pairs, prepare_run
     from agentctl.errors import UsageError
     from agentctl.scheduling.monitors import MonitorTarget, add_monitor
     from agentctl.scheduling.registry import resolve_workflow

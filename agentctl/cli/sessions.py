@@ -46,7 +46,7 @@ def list_command(
 
     Example: agentctl sessions list --name reviewer-main
     """
-    from agentctl.engine.sessions import list_sessions
+    from agentctl.engine.actions.sessions import list_sessions
     from agentctl.store.engine import open_store
 
     with open_store(db_from_context(ctx, db), create=False) as store:
@@ -79,7 +79,7 @@ def show_command(
 
     Example: agentctl sessions show RUN review
     """
-    from agentctl.engine.sessions import show_session
+    from agentctl.engine.actions.sessions import show_session
     from agentctl.store.engine import open_store
 
     with open_store(db_from_context(ctx, db), create=False) as store:

@@ -3,7 +3,7 @@
 One table drives the compiler's decisions — the declared effects in the plan's
 requirements, a task's predictability, whether a task is "potentially mutating" (so it may
 declare ``compensate``) — and the engine's: every effect the engine journals takes its
-class, risk, idempotency and policy label from here (``engine.journal.classified``), and
+class, risk, idempotency and policy label from here (``engine.effects.journal.classified``), and
 the approval rule below is the one both sides apply. Keeping them in one place means a new
 action kind cannot be half-known, and ``check`` cannot promise what ``roll`` does not do.
 The effect classes are explained in docs/durable-execution.md.

@@ -8,7 +8,7 @@ shell commands would:
 - when the workflow's ``builtin.shell.exec`` actions run in containers (``isolation:
   container``), the command runs in a container too — with the container settings of the
   first such action in ``spec.actions`` (image, runtime, limits) and the same hardened
-  command line (:mod:`agentctl.engine.isolation`), the monitor's directory mounted
+  command line (:mod:`agentctl.engine.actions.isolation`), the monitor's directory mounted
   read-only as the workspace — never on the host. A workflow whose shell actions mix host
   and container isolation gets the container: never weaker than the strictest declared;
 - otherwise it runs on the host with the bounded process rules: no shell, a cleared
@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from agentctl import process
-from agentctl.engine import isolation
+from agentctl.engine.actions import isolation
 from agentctl.errors import BlockedError
 from agentctl.policy.paths import WorkspacePolicy
 from agentctl.signals import TaskFailure

@@ -15,7 +15,7 @@ from pathlib import Path
 from pydantic.dataclasses import dataclass as record
 
 from agentctl import hints
-from agentctl.engine.records import TERMINAL_RUN_STATES, RunRow, load_run
+from agentctl.engine.run.records import TERMINAL_RUN_STATES, RunRow, load_run
 from agentctl.errors import AgentctlError
 from agentctl.store import tasks_repo
 from agentctl.store.engine import Store
@@ -51,8 +51,8 @@ def after_conclusion(store: Store, run_id: str) -> list[NextStep]:
 
 
 def _parked(store: Store, run: RunRow) -> list[NextStep]:
-    from agentctl.engine.approvals import list_approvals
-    from agentctl.engine.unsettled import needs_reconciliation
+    from agentctl.engine.effects.approvals import list_approvals
+    from agentctl.engine.effects.unsettled import needs_reconciliation
 
     steps: list[NextStep] = []
     with store.read() as conn:
@@ -83,7 +83,7 @@ def _parked(store: Store, run: RunRow) -> list[NextStep]:
 
 
 def _finished(store: Store, run: RunRow) -> list[NextStep]:
-    from agentctl.engine.unsettled import needs_reconciliation
+    from agentctl.engine.effects.unsettled import needs_reconciliation
 
     if run.status == "succeeded":
         return []
@@ -119,7 +119,7 @@ def _finished(store: Store, run: RunRow) -> list[NextStep]:
 
 
 def _can_compensate(store: Store, run_id: str) -> bool:
-    from agentctl.engine.compensation import plan_compensation
+    from agentctl.engine.recovery.compensation import plan_compensation
 
     try:
         plan = plan_compensation(store, run_id)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from agentctl.digest import canonical_json
-from agentctl.engine.runs import create_run, prepare_run
+from agentctl.engine.run.creation import create_run, prepare_run
 from agentctl.ids import Clock, IdGenerator
 from agentctl.store import schedules_repo
 from agentctl.store.engine import Store

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentctl.engine.faults import Faults
-from agentctl.engine.outcome import ExecutionOptions, RunOutcome
-from agentctl.engine.records import RunLog, load_run
+from agentctl.engine.run.outcome import ExecutionOptions, RunOutcome
+from agentctl.engine.run.records import RunLog, load_run
 from agentctl.errors import AgentctlError, BlockedError, PersistenceError, UsageError
 from agentctl.ids import Clock, IdGenerator
 from agentctl.store import ownership, run_queue, task_claims_repo
@@ -110,8 +110,8 @@ class Worker:
             self._stopping.set()
 
     async def serve(self) -> WorkerReport:
-        from agentctl.engine.claimed_tasks import RunSnapshots
-        from agentctl.engine.task_claims import TaskClaims
+        from agentctl.engine.run.claimed_tasks import RunSnapshots
+        from agentctl.engine.run.task_claims import TaskClaims
 
         self._stopping = asyncio.Event()
         listener = await run_queue.RunsListener.open(self.store)
@@ -258,7 +258,7 @@ class Worker:
         return claimed
 
     async def _execute_task(self, claimed: task_claims_repo.ClaimedTask) -> None:
-        from agentctl.engine.claimed_tasks import execute_claimed
+        from agentctl.engine.run.claimed_tasks import execute_claimed
 
         options = ExecutionOptions(
             owner_id=f"{ownership.new_owner_id()}:{self.name}", faults=self._faults
@@ -333,7 +333,7 @@ class Worker:
         return claimed
 
     async def _execute(self, run_id: str, owner_id: str) -> None:
-        from agentctl.engine.executor import RunExecutor
+        from agentctl.engine.run.executor import RunExecutor
 
         options = ExecutionOptions(
             owner_id=owner_id, task_claims=self._task_claims, faults=self._faults
@@ -366,7 +366,7 @@ class Worker:
         to the workers like a detached run (this worker or another one executes it)."""
         if outcome.state != "failed":
             return
-        from agentctl.engine.compensation import create_compensation_run, plan_compensation
+        from agentctl.engine.recovery.compensation import create_compensation_run, plan_compensation
 
         with self.store.read() as conn:
             run = load_run(conn, outcome.run_id)

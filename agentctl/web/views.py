@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from agentctl.engine.approvals import list_approvals
+from agentctl.engine.effects.approvals import list_approvals
+from agentctl.engine.effects.unsettled import needs_reconciliation
 from agentctl.engine.operations import inspect_run
-from agentctl.engine.records import TERMINAL_RUN_STATES, load_run
-from agentctl.engine.unsettled import needs_reconciliation
+from agentctl.engine.run.records import TERMINAL_RUN_STATES, load_run
 from agentctl.errors import UsageError
 from agentctl.observability.audit import list_events
 from agentctl.store import dashboard_repo

@@ -7,9 +7,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from agentctl.engine.executor import ExecutionOptions, RunExecutor
 from agentctl.engine.faults import Faults
-from agentctl.engine.runs import create_run, prepare_run
+from agentctl.engine.run.creation import create_run, prepare_run
+from agentctl.engine.run.executor import ExecutionOptions, RunExecutor
 from agentctl.ids import FixedClock, IdGenerator
 from agentctl.store.engine import open_store
 

@@ -17,9 +17,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from agentctl.engine.executor import RunExecutor
-from agentctl.engine.outcome import finished_outcome
-from agentctl.engine.records import load_run
+from agentctl.engine.run.executor import RunExecutor
+from agentctl.engine.run.outcome import finished_outcome
+from agentctl.engine.run.records import load_run
 from agentctl.errors import PersistenceError
 from agentctl.ids import SystemClock
 from agentctl.store.engine import open_store
@@ -121,8 +121,8 @@ def test_whole_plan_is_read_back_in_plan_order(workspace: Path) -> None:
 def test_a_handed_plan_is_used_only_when_it_is_the_stored_one(workspace: Path) -> None:
     """``roll`` hands the plan it just stored to the execution that follows; a plan whose
     digest is not the stored one (another workflow) is never taken in its place."""
-    from agentctl.engine.frontier import load_frontier, take_handed
-    from agentctl.engine.runs import create_run, prepare_run
+    from agentctl.engine.run.creation import create_run, prepare_run
+    from agentctl.engine.run.frontier import load_frontier, take_handed
     from agentctl.ids import IdGenerator
 
     (workspace / "wf.yaml").write_text(WORKFLOW)

@@ -156,8 +156,8 @@ def test_replay_calls_no_executor_and_survives_source_deletion(
     def forbidden(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("replay must not call any executor")
 
-    monkeypatch.setattr("agentctl.engine.tasks.run_action", forbidden)
-    monkeypatch.setattr("agentctl.engine.tasks.run_agent", forbidden)
+    monkeypatch.setattr("agentctl.engine.run.tasks.run_action", forbidden)
+    monkeypatch.setattr("agentctl.engine.run.tasks.run_agent", forbidden)
     monkeypatch.setattr("agentctl.process.run_process", forbidden)
     replayed = cli("--output", "json", "replay", first["runId"], "--db", db)
     assert replayed.exit_code == 0, replayed.stderr

@@ -1,4 +1,4 @@
-"""What a claim row carries back to the run's driver (engine/task_claims.py): the outcome
+"""What a claim row carries back to the run's driver (engine/run/task_claims.py): the outcome
 survives the round trip through JSON, and artifact bytes the driver cannot read fail the
 task instead of being recorded."""
 
@@ -9,9 +9,9 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from agentctl.artifacts.models import IngestedBlob
-from agentctl.engine.run_artifacts import IngestedFile, RunArtifacts
-from agentctl.engine.run_commits import TaskOutcome
-from agentctl.engine.task_claims import TaskClaims, outcome_from_json, outcome_to_json
+from agentctl.engine.run.artifacts import IngestedFile, RunArtifacts
+from agentctl.engine.run.commits import TaskOutcome
+from agentctl.engine.run.task_claims import TaskClaims, outcome_from_json, outcome_to_json
 from agentctl.ids import SystemClock
 from agentctl.signals import EffectBlocked
 from agentctl.store.engine import open_store

@@ -144,8 +144,8 @@ def test_time_a_person_takes_to_approve_is_not_the_tasks_time(
 ) -> None:
     import asyncio
 
-    from agentctl.engine.executor import ExecutionOptions, RunExecutor
-    from agentctl.engine.runs import create_run, prepare_run
+    from agentctl.engine.run.creation import create_run, prepare_run
+    from agentctl.engine.run.executor import ExecutionOptions, RunExecutor
     from agentctl.ids import IdGenerator, SystemClock
     from agentctl.store.engine import open_store
 

@@ -564,7 +564,7 @@ def test_without_telemetry_no_opentelemetry_module_is_imported(
         check=False,
     )
     assert result.returncode == 0, result.stderr
-    assert "agentctl.engine.executor" in result.stderr  # importtime did report the imports
+    assert "agentctl.engine.run.executor" in result.stderr  # importtime did report the imports
     assert "opentelemetry" not in result.stderr
     assert json.loads(result.stdout)["data"]["output"]["hello"]["stdout"] == "none"
     shown = _agentctl(

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agentctl.engine import written_files
+from agentctl.engine.actions import written_files
 from agentctl.policy.paths import WorkspacePolicy
 from agentctl.tools.files import write_atomic
 

@@ -203,8 +203,8 @@ def _roll_chain(path: Path, steps: int) -> str:
     """A finished run of a ``steps``-task chain in the database at ``path``."""
     import asyncio
 
-    from agentctl.engine.executor import RunExecutor
-    from agentctl.engine.runs import create_run, prepare_run
+    from agentctl.engine.run.creation import create_run, prepare_run
+    from agentctl.engine.run.executor import RunExecutor
     from agentctl.ids import IdGenerator, SystemClock
 
     lines = [
@@ -230,10 +230,10 @@ def test_upgrade_from_0008_splits_stored_plans_into_rows(tmp_path: Path) -> None
     import json
 
     from agentctl.compiler.plan import Plan
-    from agentctl.engine.executor import RunExecutor
-    from agentctl.engine.frontier import take_handed
-    from agentctl.engine.records import load_run
-    from agentctl.engine.runs import create_run, prepare_run
+    from agentctl.engine.run.creation import create_run, prepare_run
+    from agentctl.engine.run.executor import RunExecutor
+    from agentctl.engine.run.frontier import take_handed
+    from agentctl.engine.run.records import load_run
     from agentctl.ids import IdGenerator, SystemClock
 
     path = tmp_path / "old.db"
@@ -277,7 +277,7 @@ def test_upgrade_from_0008_splits_stored_plans_into_rows(tmp_path: Path) -> None
     assert again.plan == expected.plan and again.workflow == expected.workflow
     assert lean.plan == json.loads(header) and lean.workflow == json.loads(document)
     # Re-submitting the upgraded run answers from its row; its state reads the same.
-    from agentctl.engine.outcome import finished_outcome
+    from agentctl.engine.run.outcome import finished_outcome
 
     with open_store(str(path)) as store:
         outcome = finished_outcome(store, run_id)

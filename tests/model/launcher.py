@@ -107,10 +107,10 @@ def preimport() -> None:
     import typer.main
 
     import agentctl.artifacts.gc  # noqa: F401
-    import agentctl.engine.compensation  # noqa: F401
-    import agentctl.engine.executor  # noqa: F401
     import agentctl.engine.operations  # noqa: F401
-    import agentctl.engine.recovery  # noqa: F401
+    import agentctl.engine.recovery.compensation  # noqa: F401
+    import agentctl.engine.recovery.planner  # noqa: F401
+    import agentctl.engine.run.executor  # noqa: F401
     import agentctl.store.engine  # noqa: F401
     import agentctl.store.migrate  # noqa: F401
     from agentctl.cli import main  # noqa: F401

@@ -197,7 +197,7 @@ def test_a_late_write_of_a_reclaimed_task_is_refused_by_its_fencing_token(
     through its fence, its outcome) are refused and change nothing; B's land."""
     from datetime import UTC, datetime, timedelta
 
-    from agentctl.engine.claimed_tasks import ClaimFence
+    from agentctl.engine.run.claimed_tasks import ClaimFence
     from agentctl.errors import OwnershipLostError
     from agentctl.store import task_claims_repo as repo
     from agentctl.store.engine import open_store

@@ -20,9 +20,9 @@ from agentctl.compiler.effects import (
     approval_possible,
     kind_effect,
 )
-from agentctl.engine import journal
-from agentctl.engine.approval_policy import needs_approval
-from agentctl.engine.compensation import NON_MUTATING
+from agentctl.engine.effects import journal
+from agentctl.engine.effects.approval_policy import needs_approval
+from agentctl.engine.recovery.compensation import NON_MUTATING
 from agentctl.spec.models_common import EffectClass, Risk
 
 ENGINE = Path(__file__).resolve().parents[2] / "agentctl" / "engine"

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from agentctl.compiler.plan import PlanTask
-from agentctl.engine.tasks import check_contract
+from agentctl.engine.run.tasks import check_contract
 from agentctl.signals import TaskFailure
 
 

@@ -28,9 +28,9 @@ from agentctl.artifacts.models import (
     VerifyReport,
 )
 from agentctl.digest import canonical_json
-from agentctl.engine.agent import _agent_model
-from agentctl.engine.isolation import _container_spec
-from agentctl.engine.journal import EffectRecord, Reconciliation
+from agentctl.engine.actions.agent import _agent_model
+from agentctl.engine.actions.isolation import _container_spec
+from agentctl.engine.effects.journal import EffectRecord, Reconciliation
 from agentctl.errors import ProviderError, UsageError
 from agentctl.memory.query import SearchResult
 from agentctl.providers.base import Message, ModelRequest, ModelResponse, ToolCall, ToolSpec, Usage

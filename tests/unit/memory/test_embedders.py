@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from agentctl.engine.embedding import build_embedder
+from agentctl.engine.actions.embedding import build_embedder
 from agentctl.errors import ProviderError, UsageError
 from agentctl.ids import FixedClock
 from agentctl.memory import (

@@ -9,8 +9,8 @@ exit 3); an effect whose outcome is unknown blocks it until reconciled (exit 3);
 SIGINT/SIGTERM, deadline) stops owned work and leaves every effect in a truthful state.
 
 The executor's writes (task transitions, finishing and parking the run) are in
-``engine.run_commits``; the cancel/deadline watcher and the lease heartbeat in
-``engine.run_watchers``.
+``engine.run.commits``; the cancel/deadline watcher and the lease heartbeat in
+``engine.run.watchers``.
 """
 
 from __future__ import annotations
@@ -26,28 +26,28 @@ from typing import Any
 
 from agentctl.compiler.plan import PlanTask
 from agentctl.digest import digest_json
-from agentctl.engine import deadlines, retrying, tracing
-from agentctl.engine.context import TaskEnv, TaskResult
-from agentctl.engine.frontier import TaskOutputs, load_frontier, take_handed
-from agentctl.engine.gate import Attempt, EffectGate
-from agentctl.engine.outcome import ExecutionOptions, RunOutcome, finished_outcome
-from agentctl.engine.prediction import Prediction
-from agentctl.engine.records import (
+from agentctl.engine.effects.gate import Attempt, EffectGate
+from agentctl.engine.run import deadlines, retrying, tracing
+from agentctl.engine.run.artifacts import RunArtifacts
+from agentctl.engine.run.commits import RunCommits, TaskOutcome
+from agentctl.engine.run.context import TaskEnv, TaskResult
+from agentctl.engine.run.frontier import TaskOutputs, load_frontier, take_handed
+from agentctl.engine.run.outcome import ExecutionOptions, RunOutcome, finished_outcome
+from agentctl.engine.run.prediction import Prediction
+from agentctl.engine.run.records import (
     TERMINAL_RUN_STATES,
     RunLog,
     load_run,
     replay_memory,
 )
-from agentctl.engine.run_artifacts import RunArtifacts
-from agentctl.engine.run_commits import RunCommits, TaskOutcome
-from agentctl.engine.run_watchers import RunWatchers
-from agentctl.engine.tasks import (
+from agentctl.engine.run.tasks import (
     check_contract,
     loop_exit_guard,
     run_body,
     when_condition,
     when_skip_output,
 )
+from agentctl.engine.run.watchers import RunWatchers
 from agentctl.errors import AgentctlError, Cancelled, OwnershipLostError, PersistenceError
 from agentctl.ids import Clock
 from agentctl.policy.paths import WorkspacePolicy
@@ -299,7 +299,7 @@ class RunExecutor(RunCommits, RunWatchers):
             task, task_vars, condition = runnable[0]
             outcomes[task.id] = await self._run_task(task, task_vars, snapshot, condition)
         elif runnable and self.options.task_claims is not None:
-            # PostgreSQL workers: the batch spreads over workers (engine/task_claims.py).
+            # PostgreSQL workers: the batch spreads over workers (engine/run/task_claims.py).
             outcomes.update(await self.options.task_claims.run_batch(self, runnable))
         elif runnable:
             results = await asyncio.gather(

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from agentctl.compiler.plan import PlanArtifact, PlanTask
-from agentctl.engine import budget
+from agentctl.engine.effects import budget
 from agentctl.ids import Clock
 from agentctl.policy.paths import WorkspacePolicy
 from agentctl.signals import TaskFailure

@@ -12,10 +12,10 @@ from typing import Any
 
 from agentctl.compiler.plan import PlanTask
 from agentctl.digest import canonical_json, sha256_hex
-from agentctl.engine.actions import run_action
-from agentctl.engine.agent import ProviderPool, run_agent
-from agentctl.engine.context import TaskEnv, TaskResult
-from agentctl.engine.records import TaskRow
+from agentctl.engine.actions.agent import ProviderPool, run_agent
+from agentctl.engine.actions.builtin import run_action
+from agentctl.engine.run.context import TaskEnv, TaskResult
+from agentctl.engine.run.records import TaskRow
 from agentctl.signals import TaskFailure
 from agentctl.spec.expressions import TemplateContext, evaluate_condition
 from agentctl.spec.templates import json_equal, parse_template

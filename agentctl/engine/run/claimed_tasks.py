@@ -29,14 +29,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from agentctl.engine import tracing
-from agentctl.engine.executor import RunExecutor
-from agentctl.engine.frontier import StoredPlan, TaskOutputs, TaskRows
-from agentctl.engine.gate import EffectGate
-from agentctl.engine.outcome import ExecutionOptions
-from agentctl.engine.records import RunLog, RunRow, load_run, replay_memory
-from agentctl.engine.run_commits import TaskOutcome
-from agentctl.engine.task_claims import outcome_to_json
+from agentctl.engine.effects.gate import EffectGate
+from agentctl.engine.run import tracing
+from agentctl.engine.run.commits import TaskOutcome
+from agentctl.engine.run.executor import RunExecutor
+from agentctl.engine.run.frontier import StoredPlan, TaskOutputs, TaskRows
+from agentctl.engine.run.outcome import ExecutionOptions
+from agentctl.engine.run.records import RunLog, RunRow, load_run, replay_memory
+from agentctl.engine.run.task_claims import outcome_to_json
 from agentctl.errors import Cancelled, OwnershipLostError, PersistenceError
 from agentctl.ids import Clock
 from agentctl.policy.paths import WorkspacePolicy

@@ -8,10 +8,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentctl.engine.agent import ProviderPool
+from agentctl.engine.actions.agent import ProviderPool
+from agentctl.engine.effects.gate import InteractiveApprover
 from agentctl.engine.faults import Faults
-from agentctl.engine.gate import InteractiveApprover
-from agentctl.engine.records import TERMINAL_RUN_STATES, load_run_state
+from agentctl.engine.run.records import TERMINAL_RUN_STATES, load_run_state
 from agentctl.signals import PAUSE_PREFIX
 from agentctl.store import ownership
 from agentctl.store.engine import Store

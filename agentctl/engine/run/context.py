@@ -10,7 +10,7 @@ from typing import Any
 
 from agentctl import tracecontext
 from agentctl.compiler.plan import PlanTask
-from agentctl.engine.gate import Attempt, EffectGate
+from agentctl.engine.effects.gate import Attempt, EffectGate
 from agentctl.policy.paths import WorkspacePolicy
 
 __all__ = ["IDEMPOTENCY_KEY_VARIABLE", "TaskEnv", "TaskResult", "effect_process_env"]

@@ -20,13 +20,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from agentctl.engine.outcome import ExecutionOptions, RunOutcome, finished_outcome
+from agentctl.engine.run.outcome import ExecutionOptions, RunOutcome, finished_outcome
 from agentctl.errors import AgentctlError, Cancelled, UsageError
 from agentctl.ids import Clock, IdGenerator
 from agentctl.store.engine import Store
 
 if TYPE_CHECKING:
-    from agentctl.engine.recovery import RecoveryPlan
+    from agentctl.engine.recovery.planner import RecoveryPlan
 
 __all__ = ["RecoveryRequest", "auto_compensate", "drive_run", "recovery_plan"]
 
@@ -48,8 +48,8 @@ def drive_run(
     install handlers: the CLI sets it). ``timeout`` cancels after that many seconds; the
     run then ends ``cancelled`` and :class:`~agentctl.errors.Cancelled` is raised.
     """
-    from agentctl.engine.executor import RunExecutor
     from agentctl.engine.next_steps import for_run, render
+    from agentctl.engine.run.executor import RunExecutor
     from agentctl.store.health import checkpoint_wal, require_undamaged
 
     finished = finished_outcome(store, run_id)
@@ -116,8 +116,8 @@ def auto_compensate(
     """
     if outcome.state != "failed":
         return None
-    from agentctl.engine.compensation import create_compensation_run, plan_compensation
-    from agentctl.engine.records import load_run
+    from agentctl.engine.recovery.compensation import create_compensation_run, plan_compensation
+    from agentctl.engine.run.records import load_run
 
     with store.read() as conn:
         run = load_run(conn, outcome.run_id)
@@ -167,8 +167,8 @@ def recovery_plan(store: Store, request: RecoveryRequest) -> RecoveryPlan:
     Variables given on the command line (``vars_files``, ``var_pairs``) replace the ones
     the source run recorded, which is allowed for ``repair`` only: a retry must compile
     the identical workflow, so it always uses the recorded values."""
-    from agentctl.engine import recovery
-    from agentctl.engine.runs import prepare_run, recorded_variables
+    from agentctl.engine.recovery import planner as recovery
+    from agentctl.engine.run.creation import prepare_run, recorded_variables
 
     mode, source_run_id = request.mode, request.source_run_id
     if mode == "fork":

@@ -17,17 +17,17 @@ from typing import Any
 
 from agentctl import process
 from agentctl.digest import digest_json
-from agentctl.engine import isolation, written_files
-from agentctl.engine.action_environment import process_timeout, resolve_environment
-from agentctl.engine.context import (
+from agentctl.engine.actions import isolation, written_files
+from agentctl.engine.actions.environment import process_timeout, resolve_environment
+from agentctl.engine.actions.long_term import LONG_TERM_BODIES
+from agentctl.engine.actions.protocol import PROTOCOL_BODIES
+from agentctl.engine.effects.journal import EffectSpec
+from agentctl.engine.run.context import (
     IDEMPOTENCY_KEY_VARIABLE,
     TaskEnv,
     TaskResult,
     effect_process_env,
 )
-from agentctl.engine.journal import EffectSpec
-from agentctl.engine.longterm_actions import LONG_TERM_BODIES
-from agentctl.engine.protocol_actions import PROTOCOL_BODIES
 from agentctl.redaction import redact
 from agentctl.signals import PAUSE_PREFIX, ApprovalPending, OutcomeUnknown, TaskFailure
 from agentctl.spec.models_definitions import (
@@ -371,7 +371,7 @@ async def run_action(env: TaskEnv, action_name: str) -> TaskResult:
     action = ((env.spec.get("actions") or {}).get(action_name)) or {}
     kind = str(action.get("kind"))
     if kind == "builtin.ask":
-        from agentctl.engine.questions import ask
+        from agentctl.engine.effects.questions import ask
 
         return await ask(env, action)
     body = _BODIES.get(kind)

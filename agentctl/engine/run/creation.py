@@ -15,9 +15,9 @@ from typing import Any
 
 from agentctl.compiler import CompileSettings, Plan, compile_workflow
 from agentctl.digest import canonical_json
-from agentctl.engine.budget import open_ledger
-from agentctl.engine.frontier import hand_over
+from agentctl.engine.effects.budget import open_ledger
 from agentctl.engine.preflight import check_providers
+from agentctl.engine.run.frontier import hand_over
 from agentctl.errors import UsageError, ValidationError
 from agentctl.ids import Clock, IdGenerator
 from agentctl.observability.audit import append_event
@@ -164,7 +164,7 @@ def create_run(
     (a schedule firing records its run there, so both commit or neither does). ``actor``,
     when given, is recorded in ``run.created`` (who asked for the run: ``ui`` for the
     dashboard)."""
-    from agentctl.engine.actions import unsupported_action_kinds
+    from agentctl.engine.actions.builtin import unsupported_action_kinds
 
     plan = prepared.plan
     used_actions = {
@@ -184,7 +184,7 @@ def create_run(
     if mode != "replay":
         check_providers(plan, prepared.workflow, workspace=prepared.workspace)
     if probe_isolation:
-        from agentctl.engine.isolation import check_isolation
+        from agentctl.engine.actions.isolation import check_isolation
 
         check_isolation(plan, prepared.workflow)
     run_id = ids.run_id(mode if mode != "execute" else "run")
@@ -264,7 +264,7 @@ def recorded_variables(store: Store, run_id: str) -> dict[str, Any] | None:
 
     A retry or repair compiles its workflow again with exactly these values: an identical
     workflow then has the identical digest, and a derived run never silently drops them."""
-    from agentctl.engine.records import load_run
+    from agentctl.engine.run.records import load_run
 
     with store.read() as conn:
         run = load_run(conn, run_id)

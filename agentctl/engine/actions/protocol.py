@@ -18,16 +18,20 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from agentctl.digest import canonical_json
-from agentctl.engine import isolation
-from agentctl.engine.action_environment import allowed_environ, process_timeout, resolve_environment
-from agentctl.engine.context import (
+from agentctl.engine.actions import isolation
+from agentctl.engine.actions.environment import (
+    allowed_environ,
+    process_timeout,
+    resolve_environment,
+)
+from agentctl.engine.effects.journal import EffectSpec
+from agentctl.engine.preflight import host_allowed
+from agentctl.engine.run.context import (
     IDEMPOTENCY_KEY_VARIABLE,
     TaskEnv,
     TaskResult,
     effect_process_env,
 )
-from agentctl.engine.journal import EffectSpec
-from agentctl.engine.preflight import host_allowed
 from agentctl.signals import TaskFailure
 from agentctl.spec.models_definitions import (
     DEFAULT_COMBINED_OUTPUT_LIMIT_BYTES,

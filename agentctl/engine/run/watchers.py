@@ -1,6 +1,6 @@
 """What runs beside a run's tasks: the cancel/deadline watcher and the lease heartbeat.
 
-:class:`RunWatchers` is a part of :class:`~agentctl.engine.executor.RunExecutor` (a mixin:
+:class:`RunWatchers` is a part of :class:`~agentctl.engine.run.executor.RunExecutor` (a mixin:
 the executor's state is its own). The watcher polls the durable cancel flag and the wall
 deadline and cancels the driver on either; the heartbeat renews the ownership lease and
 stops the execution when another process has taken the run over (docs/durable-execution.md).
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import asyncio
 
-from agentctl.engine.outcome import ExecutionOptions, RunOutcome
-from agentctl.engine.records import RunRow
+from agentctl.engine.run.outcome import ExecutionOptions, RunOutcome
+from agentctl.engine.run.records import RunRow
 from agentctl.errors import AgentctlError, Cancelled, OwnershipLostError
 from agentctl.ids import Clock
 from agentctl.store import ownership, runs_repo

@@ -26,9 +26,10 @@ from agentctl.compiler.effects import (
     model_effect,
 )
 from agentctl.digest import canonical_json, compact_json
-from agentctl.engine import budget, sessions
-from agentctl.engine.context import TaskEnv, TaskResult
-from agentctl.engine.journal import EffectSpec
+from agentctl.engine.actions import sessions
+from agentctl.engine.effects import budget
+from agentctl.engine.effects.journal import EffectSpec
+from agentctl.engine.run.context import TaskEnv, TaskResult
 from agentctl.errors import ProviderError
 from agentctl.providers.base import (
     Message,
@@ -125,7 +126,7 @@ class McpTool:
 
 
 def _mcp_server(env: TaskEnv, server: str) -> Mapping[str, Any]:
-    from agentctl.engine.protocol_actions import prepare_mcp_server
+    from agentctl.engine.actions.protocol import prepare_mcp_server
 
     definition: Mapping[str, Any] | None = (env.spec.get("mcpServers") or {}).get(server)
     if definition is None:
@@ -136,7 +137,7 @@ def _mcp_server(env: TaskEnv, server: str) -> Mapping[str, Any]:
 async def _offer_mcp_tool(env: TaskEnv, entry: str) -> McpTool:
     """List the server's tools once per attempt (an observation effect, so a resume offers
     the model exactly what it was offered before) and pick the named one."""
-    from agentctl.engine.action_environment import allowed_environ
+    from agentctl.engine.actions.environment import allowed_environ
     from agentctl.tools.mcp import list_mcp_tools
 
     server, _, remote = entry[4:].partition("/")
@@ -171,7 +172,7 @@ async def _offer_mcp_tool(env: TaskEnv, entry: str) -> McpTool:
 async def _run_mcp_tool(env: TaskEnv, tool: McpTool, call: ToolCall) -> Any:
     """A model's call of an MCP tool: one network effect; the server's own schema checks the
     input (server-supplied schemas describe, they never grant authority)."""
-    from agentctl.engine.action_environment import allowed_environ
+    from agentctl.engine.actions.environment import allowed_environ
     from agentctl.tools.mcp import call_mcp_tool
 
     arguments = dict(call.input)
@@ -209,7 +210,7 @@ async def _run_mcp_tool(env: TaskEnv, tool: McpTool, call: ToolCall) -> Any:
 async def _run_action_tool(env: TaskEnv, action_name: str, call: ToolCall) -> Any:
     """A model's call of a named action: the action runs with the call's arguments as its
     `with`, its effects journaled, gated and numbered within this agent attempt."""
-    from agentctl.engine.actions import run_action
+    from agentctl.engine.actions.builtin import run_action
 
     nested = dataclasses.replace(env, input=dict(call.input))
     return (await run_action(nested, action_name)).output

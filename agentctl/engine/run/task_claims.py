@@ -4,7 +4,7 @@ With PostgreSQL and ``agentctl worker``, the owner of a run does not execute a b
 several ready tasks itself. It publishes them as claimable rows
 (:mod:`agentctl.store.task_claims_repo`) in a write fenced by its own ownership token, and
 waits; any worker with free capacity claims a row under a lease with its own fencing token,
-executes the task through the ordinary effect protocol (:mod:`agentctl.engine.claimed_tasks`)
+executes the task through the ordinary effect protocol (:mod:`agentctl.engine.run.claimed_tasks`)
 and records the outcome on the row in one fenced transaction. The owner then reads the
 outcomes and returns them to the executor, which commits the batch in plan order exactly
 as if it had run the tasks itself. So the run-level rules stay with the one owner:
@@ -33,15 +33,15 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from agentctl.digest import canonical_json, digest_json
-from agentctl.engine.run_artifacts import IngestedFile
-from agentctl.engine.run_commits import TaskOutcome
+from agentctl.engine.run.artifacts import IngestedFile
+from agentctl.engine.run.commits import TaskOutcome
 from agentctl.errors import AgentctlError, OwnershipLostError
 from agentctl.signals import EffectBlocked
 from agentctl.store import task_claims_repo
 
 if TYPE_CHECKING:
     from agentctl.compiler.plan import PlanTask
-    from agentctl.engine.executor import RunExecutor
+    from agentctl.engine.run.executor import RunExecutor
 
 __all__ = ["IDLE_SECONDS", "TaskClaims", "outcome_from_json", "outcome_to_json"]
 

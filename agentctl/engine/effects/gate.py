@@ -21,12 +21,17 @@ from typing import Any
 
 from agentctl import hints
 from agentctl.digest import canonical_json
-from agentctl.engine import budget, journal
-from agentctl.engine.approval_policy import deny_reason, needs_approval
-from agentctl.engine.approvals import create_approval, get_approval
+from agentctl.engine.effects import budget, journal
+from agentctl.engine.effects.approval_policy import deny_reason, needs_approval
+from agentctl.engine.effects.approvals import create_approval, get_approval
 from agentctl.engine.faults import Faults
-from agentctl.engine.records import RunLog
-from agentctl.engine.tracing import approval_wait, approval_waited, traced_dispatch, traced_effect
+from agentctl.engine.run.records import RunLog
+from agentctl.engine.run.tracing import (
+    approval_wait,
+    approval_waited,
+    traced_dispatch,
+    traced_effect,
+)
 from agentctl.errors import AgentctlError, Cancelled, OwnershipLostError, PersistenceError
 from agentctl.ids import Clock, approval_id
 from agentctl.signals import (
@@ -328,7 +333,7 @@ class EffectGate:
             now = self.clock.now()
             with self.store.write() as conn:
                 store_approval(conn, now)
-                from agentctl.engine.approvals import resolve_approval
+                from agentctl.engine.effects.approvals import resolve_approval
 
                 resolve_approval(
                     conn,

@@ -1,6 +1,6 @@
 """The executor's writes: a batch's task transitions, and how a run finishes or parks.
 
-:class:`RunCommits` is a part of :class:`~agentctl.engine.executor.RunExecutor` (a mixin:
+:class:`RunCommits` is a part of :class:`~agentctl.engine.run.executor.RunExecutor` (a mixin:
 the executor's state is its own). Each batch commits in one transaction, in plan order; a
 run that finishes, parks for a person or is blocked by an uncertain effect releases its
 owner lease in the same commit that records it (docs/durable-execution.md).
@@ -14,13 +14,13 @@ from typing import Any
 
 from agentctl.compiler.plan import PlanTask
 from agentctl.digest import canonical_json, digest_json, sha256_hex
-from agentctl.engine.compensation import mark_compensated
-from agentctl.engine.frontier import StoredPlan, TaskOutputs, TaskRows
-from agentctl.engine.outcome import ExecutionOptions, RunOutcome
-from agentctl.engine.prediction import Prediction
-from agentctl.engine.records import TERMINAL_RUN_STATES, RunLog, RunRow
-from agentctl.engine.run_artifacts import RunArtifacts
-from agentctl.engine.tracing import RunTrace
+from agentctl.engine.recovery.compensation import mark_compensated
+from agentctl.engine.run.artifacts import RunArtifacts
+from agentctl.engine.run.frontier import StoredPlan, TaskOutputs, TaskRows
+from agentctl.engine.run.outcome import ExecutionOptions, RunOutcome
+from agentctl.engine.run.prediction import Prediction
+from agentctl.engine.run.records import TERMINAL_RUN_STATES, RunLog, RunRow
+from agentctl.engine.run.tracing import RunTrace
 from agentctl.ids import Clock
 from agentctl.signals import EffectBlocked
 from agentctl.spec.expressions import TemplateContext

@@ -14,8 +14,8 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any, cast
 
-from agentctl.engine.context import TaskEnv, TaskResult
-from agentctl.engine.journal import EffectSpec
+from agentctl.engine.effects.journal import EffectSpec
+from agentctl.engine.run.context import TaskEnv, TaskResult
 from agentctl.errors import AgentctlError
 from agentctl.ids import FixedClock
 from agentctl.signals import TaskFailure
@@ -46,7 +46,7 @@ def _key(env: TaskEnv) -> str:
 
 
 def _memory(env: TaskEnv, *, at_creation: bool = False) -> Any:
-    from agentctl.engine.embedding import build_embedder
+    from agentctl.engine.actions.embedding import build_embedder
     from agentctl.memory import LongTermMemory
 
     embedder = build_embedder(

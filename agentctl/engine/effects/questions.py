@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from agentctl.digest import sha256_hex
-from agentctl.engine.approvals import create_approval, get_approval
-from agentctl.engine.context import TaskEnv, TaskResult
+from agentctl.engine.effects.approvals import create_approval, get_approval
+from agentctl.engine.run.context import TaskEnv, TaskResult
 from agentctl.errors import UsageError
 from agentctl.signals import ApprovalPending, TaskFailure
 

@@ -23,10 +23,10 @@ from pydantic.dataclasses import dataclass as record
 from agentctl import hints
 from agentctl.compiler.plan import Plan
 from agentctl.digest import canonical_json, digest_json
-from agentctl.engine import journal
-from agentctl.engine.records import TERMINAL_RUN_STATES, RunLog, RunRow, load_run
-from agentctl.engine.runs import PreparedRun, create_run
-from agentctl.engine.tasks import check_contract
+from agentctl.engine.effects import journal
+from agentctl.engine.run.creation import PreparedRun, create_run
+from agentctl.engine.run.records import TERMINAL_RUN_STATES, RunLog, RunRow, load_run
+from agentctl.engine.run.tasks import check_contract
 from agentctl.errors import BlockedError, UsageError
 from agentctl.ids import Clock, IdGenerator
 from agentctl.signals import TaskFailure
