@@ -69,6 +69,8 @@ def _object_ok(schema: Mapping[str, Any], value: Mapping[str, Any]) -> bool:
     properties = schema.get("properties", {})
     required = schema.get("required", ())
     extra = schema.get("additionalProperties", True)
+    if not properties and not required and extra is True:
+        return True  # any object (the plain ``{type: object}`` of most actions)
     if not isinstance(properties, Mapping) or not isinstance(required, list | tuple):
         return False
     if not all(type(key) is str and key in value for key in required):
