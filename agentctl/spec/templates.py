@@ -329,7 +329,7 @@ def _render(value: Any, context: TemplateContext) -> Any:
             return parse_template(value).render(context)
         except TemplateError as error:
             raise error.at("") from None
-    if isinstance(value, Mapping):
+    if type(value) is dict or isinstance(value, Mapping):
         rendered = {}
         for key, item in value.items():
             try:

@@ -53,7 +53,7 @@ def plainly_valid(schema: Any, value: Any) -> bool:
     """``True`` when ``value`` certainly satisfies ``schema``; ``False`` when unsure."""
     if schema is True:
         return True
-    if not isinstance(schema, Mapping) or not _KNOWN.issuperset(schema):
+    if not (type(schema) is dict or isinstance(schema, Mapping)) or not _KNOWN.issuperset(schema):
         return False
     if "type" in schema and not _type_ok(value, schema["type"]):
         return False
