@@ -38,6 +38,7 @@ __all__ = [
     "append_event",
     "append_event_after",
     "count_events",
+    "event_digest",
     "list_events",
     "verify_chain",
 ]
@@ -79,7 +80,7 @@ class AuditEvent:
         return data
 
 
-def _event_digest(
+def event_digest(
     run_id: str,
     seq: int,
     kind: str,
@@ -176,7 +177,7 @@ def append_event_after(
     stored_payload = redact(payload) if redact is not None else payload
     payload_json = canonical_json(stored_payload)
     prev = prev_digest
-    digest = _event_digest(
+    digest = event_digest(
         run_id, seq, kind, task_id, effect_id, payload_json, prev, now, FORMAT_VERSION
     )
     ids = telemetry.active().current_ids()
@@ -277,7 +278,7 @@ def _verify_rows(run_id: str, rows: Iterable[audit_repo.AuditRow]) -> ChainRepor
             return ChainReport(run_id, count, False, seq, f"expected event {expected_seq}")
         if row.prev_digest != prev:
             return ChainReport(run_id, count, False, seq, "link to the previous event broken")
-        digest = _event_digest(
+        digest = event_digest(
             run_id,
             seq,
             row.kind,

@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 
 from agentctl.digest import canonical_json, digest_json
-from agentctl.observability.audit import _event_digest
+from agentctl.observability.audit import event_digest
 
 AT = datetime(2026, 11, 30, 21, 0, 0, 123456, tzinfo=UTC)
 EAST = AT.astimezone(timezone(timedelta(hours=5)))
@@ -44,4 +44,4 @@ def test_written_out_event_digest_matches_digest_json(fields: tuple[object, ...]
             "formatVersion": version,
         }
     )
-    assert _event_digest(*fields) == expected  # type: ignore[arg-type]
+    assert event_digest(*fields) == expected  # type: ignore[arg-type]
