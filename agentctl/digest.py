@@ -22,15 +22,20 @@ __all__ = [
 ]
 
 
+#: ``json.dumps`` with these options builds a new encoder on every call; canonical JSON is
+#: written several times per task transition, so one encoder is kept (it holds no state
+#: between calls).
+_CANONICAL = json.JSONEncoder(
+    sort_keys=True,
+    separators=(",", ":"),
+    ensure_ascii=False,
+    allow_nan=False,
+)
+
+
 def canonical_json(value: Any) -> str:
     """Serialize ``value`` canonically; raises ``ValueError`` for non-JSON values or NaN."""
-    return json.dumps(
-        value,
-        sort_keys=True,
-        separators=(",", ":"),
-        ensure_ascii=False,
-        allow_nan=False,
-    )
+    return _CANONICAL.encode(value)
 
 
 def sha256_hex(data: bytes) -> str:

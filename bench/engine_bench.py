@@ -234,7 +234,7 @@ def main() -> None:
         _child(*args.child)
         return
     # The clock excludes imports and one-time set-up (WORKLOADS.md): a tiny warm-up roll
-    # loads the lazily imported modules (jsonschema, templates, the driver) first.
+    # loads the lazily imported modules (templates, the driver) first.
     w1(5)
     rows = [w1(args.n1), w2(args.n2), *w3(args.n1), w3b(args.n1)]
     for row in rows:

@@ -12,6 +12,7 @@ transition it describes, never on its own.
 from __future__ import annotations
 
 import json
+import json.encoder
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 from pydantic import Field
 from pydantic.dataclasses import dataclass as record
 
-from agentctl.digest import canonical_json, digest_json
+from agentctl.digest import canonical_json, digest_bytes
 from agentctl.observability import telemetry
 from agentctl.store import audit_repo
 from agentctl.store.formats import FORMAT_VERSION
@@ -37,6 +38,7 @@ __all__ = [
     "append_event",
     "append_event_after",
     "count_events",
+    "event_digest",
     "list_events",
     "verify_chain",
 ]
@@ -78,7 +80,7 @@ class AuditEvent:
         return data
 
 
-def _event_digest(
+def event_digest(
     run_id: str,
     seq: int,
     kind: str,
@@ -89,19 +91,40 @@ def _event_digest(
     created_at: datetime,
     format_version: int,
 ) -> str:
-    return digest_json(
-        {
-            "runId": run_id,
-            "seq": seq,
-            "kind": kind,
-            "taskId": task_id,
-            "effectId": effect_id,
-            "payload": payload_json,
-            "prevDigest": prev_digest,
-            "createdAt": _stamp(created_at),
-            "formatVersion": format_version,
-        }
+    """``digest_json`` of the event's nine fields (``runId``, ``seq``, ``kind``, ``taskId``,
+    ``effectId``, ``payload``, ``prevDigest``, ``createdAt``, ``formatVersion``), with the
+    canonical text of that object written out in sorted key order: it is taken for every
+    event appended and every event verified."""
+    text = (
+        '{"createdAt":'
+        + _string(_stamp(created_at))
+        + ',"effectId":'
+        + _nullable(effect_id)
+        + ',"formatVersion":'
+        + str(int(format_version))
+        + ',"kind":'
+        + _string(kind)
+        + ',"payload":'
+        + _string(payload_json)
+        + ',"prevDigest":'
+        + _nullable(prev_digest)
+        + ',"runId":'
+        + _string(run_id)
+        + ',"seq":'
+        + str(int(seq))
+        + ',"taskId":'
+        + _nullable(task_id)
+        + "}"
     )
+    return digest_bytes(text.encode("utf-8"))
+
+
+#: How canonical JSON writes a string.
+_string = json.encoder.encode_basestring
+
+
+def _nullable(value: str | None) -> str:
+    return "null" if value is None else _string(value)
 
 
 def _stamp(value: datetime) -> str:
@@ -154,7 +177,7 @@ def append_event_after(
     stored_payload = redact(payload) if redact is not None else payload
     payload_json = canonical_json(stored_payload)
     prev = prev_digest
-    digest = _event_digest(
+    digest = event_digest(
         run_id, seq, kind, task_id, effect_id, payload_json, prev, now, FORMAT_VERSION
     )
     ids = telemetry.active().current_ids()
@@ -255,7 +278,7 @@ def _verify_rows(run_id: str, rows: Iterable[audit_repo.AuditRow]) -> ChainRepor
             return ChainReport(run_id, count, False, seq, f"expected event {expected_seq}")
         if row.prev_digest != prev:
             return ChainReport(run_id, count, False, seq, "link to the previous event broken")
-        digest = _event_digest(
+        digest = event_digest(
             run_id,
             seq,
             row.kind,

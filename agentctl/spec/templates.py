@@ -319,21 +319,32 @@ def template_errors(value: Any) -> list[tuple[str, TemplateError]]:
     return found
 
 
-def _render(value: Any, context: TemplateContext, location: str) -> Any:
+def _render(value: Any, context: TemplateContext) -> Any:
+    # An error's location is built on its way out (each level adds its key), so rendering
+    # that succeeds never formats a location; it runs twice per task attempt.
     if isinstance(value, str):
         if OPEN not in value:
             return value
         try:
             return parse_template(value).render(context)
         except TemplateError as error:
-            raise error.at(location) from None
-    if isinstance(value, Mapping):
-        return {
-            key: _render(item, context, location + _key_location(key))
-            for key, item in value.items()
-        }
+            raise error.at("") from None
+    if type(value) is dict or isinstance(value, Mapping):
+        rendered = {}
+        for key, item in value.items():
+            try:
+                rendered[key] = _render(item, context)
+            except TemplateError as error:
+                raise error.at(_key_location(key) + error.location) from None
+        return rendered
     if isinstance(value, list):
-        return [_render(item, context, f"{location}[{index}]") for index, item in enumerate(value)]
+        items = []
+        for index, item in enumerate(value):
+            try:
+                items.append(_render(item, context))
+            except TemplateError as error:
+                raise error.at(f"[{index}]{error.location}") from None
+        return items
     return value
 
 
@@ -343,4 +354,4 @@ def render(value: Any, context: TemplateContext) -> Any:
     Keys are kept as they are and non-string scalars are copied. Errors are located with
     ``.location``. A value without templates comes back equal to itself.
     """
-    return _render(value, context, "")
+    return _render(value, context)

@@ -42,10 +42,12 @@ def to_db(value: datetime | None) -> str | None:
     """The stored text of ``value`` (None stays None)."""
     if value is None:
         return None
-    if value.tzinfo is not None:
-        value = value.astimezone(UTC).replace(tzinfo=None)
     # isoformat with a space and microseconds is exactly _DB_FORMAT, at a fraction of
     # strftime's cost (this runs several times per task transition).
+    if value.tzinfo is UTC:
+        return value.isoformat(" ", "microseconds")[:-6]  # without its "+00:00"
+    if value.tzinfo is not None:
+        value = value.astimezone(UTC).replace(tzinfo=None)
     return value.isoformat(" ", "microseconds")
 
 

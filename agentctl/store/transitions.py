@@ -32,6 +32,9 @@ _RECORDS: Mapping[str, tuple[str, tuple[str, ...]]] = {
 
 
 def driver_value(value: Any) -> Any:
+    kind = type(value)
+    if kind is str or kind is int or value is None:
+        return value  # most columns of a transition: nothing to convert
     if isinstance(value, datetime):
         return to_db(value)
     if isinstance(value, bool):

@@ -29,6 +29,7 @@ from agentctl.digest import digest_json
 from agentctl.engine.effects.gate import Attempt, EffectGate
 from agentctl.engine.run import deadlines, retrying, tracing
 from agentctl.engine.run.artifacts import RunArtifacts
+from agentctl.engine.run.collector import settle_long_lived
 from agentctl.engine.run.commits import RunCommits, TaskOutcome
 from agentctl.engine.run.context import TaskEnv, TaskResult
 from agentctl.engine.run.frontier import TaskOutputs, load_frontier, take_handed
@@ -96,6 +97,7 @@ class RunExecutor(RunCommits, RunWatchers):
     # -- entry -------------------------------------------------------------------------
 
     async def execute(self) -> RunOutcome:
+        settle_long_lived()  # the first run of the process: later collections skip imports
         opts = self.options
         finished = finished_outcome(self.store, self.run_id)
         if finished is not None:
