@@ -33,6 +33,7 @@ from agentctl.engine.recovery.compensation import CompensationPlan, Compensation
 from agentctl.engine.recovery.planner import RecoveryPlan, TaskDecision
 from agentctl.engine.run.outcome import RunOutcome
 from agentctl.engine.run.records import RunRow, TaskRow
+from agentctl.errors import PersistenceError
 from agentctl.memory.entries import MemoryEntry, MemoryRecord
 from agentctl.memory.housekeeping import GcReport
 from agentctl.memory.longterm import MemoryWrite, WriteResult
@@ -341,3 +342,24 @@ def test_a_stored_record_reads_back_to_the_same_bytes(kind: str, index: int) -> 
     written = READ_BACK[kind](stored).to_json()
     assert json.dumps(written) == json.dumps(stored)
     assert canonical_json(written) == canonical_json(stored)  # the same digest
+
+
+def test_requirements_stored_before_every_key_was_written_read_with_defaults() -> None:
+    older = {"providers": [{"name": "main", "kind": "openai"}]}
+    read = Requirements.from_json(older)
+    assert read.providers == (ProviderRequirement("main", "openai", (), (), ()),)
+    assert (read.tools, read.effects) == ((), ())
+    assert Requirements.from_json({}) == Requirements()
+
+
+def test_malformed_requirements_are_a_corrupt_record_naming_the_key() -> None:
+    with pytest.raises(PersistenceError) as caught:
+        Requirements.from_json({"tools": [{"name": "read", "kind": "mcp"}]})
+    assert caught.value.code == "store.corrupt"
+    assert str(caught.value).startswith("invalid plan requirements: `tools.0.capability`")
+
+
+def test_a_diagnostic_built_by_position_keeps_its_severity_keyword_only() -> None:
+    finding = Diagnostic("yaml_syntax", "bad", file="w.yaml", line=2)
+    assert (finding.severity, finding.file, finding.location()) == ("error", "w.yaml", "w.yaml:2")
+    assert finding == Diagnostic("yaml_syntax", "bad", file="w.yaml", line=2, extra={"x": 1})
