@@ -42,7 +42,15 @@ from agentctl.observability.audit import AuditEvent
 from agentctl.results import RunResult
 from agentctl.scheduling.registry import WorkflowEntry
 from agentctl.signals import TaskFailure
-from agentctl.spec.pack_lock import LockedPack
+from agentctl.spec.pack_lock import (
+    LOCK_API_VERSION,
+    LOCK_FILE,
+    LockedPack,
+    LockProblem,
+    PackSource,
+    read_lock,
+    write_lock,
+)
 from agentctl.spec.packs import ResolvedPack
 from agentctl.spec.variables import ResolvedVariable, VarEntry, VarSource
 from agentctl.store.states import RunState
@@ -95,8 +103,9 @@ def _requirements() -> Requirements:
 
 def _locked() -> LockedPack:
     return LockedPack(
-        name="tools", version="1.2.0", path="packs/tools", manifest="agentctl.pack.yaml",
-        integrity="sha256:m", content="sha256:c", signed=False, trust="local",
+        name="tools", version="1.2.0", source=PackSource("packs/tools"),
+        manifest="agentctl.pack.yaml", integrity="sha256:m", content="sha256:c",
+        signed=False, trust="local",
         items={"actions": ["tools.fmt", "tools.lint"], "agents": ["tools.bot"]},
     )  # fmt: skip
 
@@ -363,3 +372,36 @@ def test_a_diagnostic_built_by_position_keeps_its_severity_keyword_only() -> Non
     finding = Diagnostic("yaml_syntax", "bad", file="w.yaml", line=2)
     assert (finding.severity, finding.file, finding.location()) == ("error", "w.yaml", "w.yaml:2")
     assert finding == Diagnostic("yaml_syntax", "bad", file="w.yaml", line=2, extra={"x": 1})
+
+
+def test_a_pack_lock_written_before_every_key_reads_with_defaults(tmp_path: Path) -> None:
+    older = {"name": "tools", "version": "1", "integrity": "sha256:m", "content": "sha256:c"}
+    (tmp_path / LOCK_FILE).write_text(
+        json.dumps({"apiVersion": LOCK_API_VERSION, "packs": [older]})
+    )
+    entry = read_lock(tmp_path)["tools"]  # type: ignore[index]
+    assert (entry.path, entry.manifest, entry.signed, entry.trust, entry.items) == (
+        "",
+        "",
+        False,
+        "",
+        {},
+    )
+    write_lock(tmp_path, [_locked()])
+    assert read_lock(tmp_path) == {"tools": _locked()}
+
+
+def test_a_malformed_pack_lock_names_the_file_and_the_key(tmp_path: Path) -> None:
+    broken = {"name": "tools", "version": "1", "integrity": "sha256:m", "content": "sha256:c"}
+    broken["signed"] = "maybe"
+    (tmp_path / LOCK_FILE).write_text(
+        json.dumps({"apiVersion": LOCK_API_VERSION, "packs": [broken]})
+    )
+    with pytest.raises(LockProblem) as caught:
+        read_lock(tmp_path)
+    assert str(caught.value).startswith(
+        f"{tmp_path / LOCK_FILE} is not a valid pack lock: invalid pack lock entry: `"
+    )
+    assert str(caught.value).endswith(
+        "`signed`: input should be a valid boolean, unable to interpret input"
+    )
