@@ -28,7 +28,7 @@ from agentctl.compiler.requirements import (
 )
 from agentctl.diagnostics import Diagnostic
 from agentctl.digest import canonical_json
-from agentctl.engine.dbcheck import DatabaseCheck
+from agentctl.engine.dbcheck import AuditChainsChecked, BlobsChecked, DatabaseCheck
 from agentctl.engine.recovery.compensation import CompensationPlan, CompensationStep
 from agentctl.engine.recovery.planner import RecoveryPlan, TaskDecision
 from agentctl.engine.run.outcome import RunOutcome
@@ -124,8 +124,8 @@ def samples() -> dict[str, list[Any]]:
     check.integrity = ["ok"]
     broken = DatabaseCheck(
         path="/d/x.sqlite", integrity=["row 3 missing"], foreign_keys=["tasks 1"],
-        audit_runs=2, audit_breaks=["run r: event 2: digest"], blobs_checked=4,
-        blob_problems=["gone"],
+        audit_chains=AuditChainsChecked(2, ["run r: event 2: digest"]),
+        artifact_blobs=BlobsChecked(4, ["gone"]),
     )  # fmt: skip
     steps = [
         CompensationStep("t1", "compensate", "confirmed mutation", ["eff-1"], {"id": 3}),
