@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
-from pydantic import Field, PlainSerializer
+from pydantic import ConfigDict, Field, PlainSerializer
 from pydantic.dataclasses import dataclass as record
 
 from agentctl.digest import canonical_json, digest_json
@@ -53,11 +54,16 @@ StampedTime = Annotated[datetime, PlainSerializer(_stamp, return_type=str)]
 """A time written as the UTC wall time the event digest covers."""
 
 
-@record(frozen=True, slots=True, config=CAMEL)
+@dataclass(frozen=True, slots=True)
 class AuditEvent(CamelRecord):
     """One event of a run's chain. Its JSON form (``audit RUN --output json``) leaves out
     the run id; ``traceId`` and ``spanId`` (correlation with a trace, not chained) appear
-    only for events written while telemetry was on, which always records both."""
+    only for events written while telemetry was on, which always records both.
+
+    A record on the per-step path (every transition appends one): a plain dataclass whose
+    JSON form pydantic derives (docs/architecture.md)."""
+
+    __pydantic_config__: ClassVar[ConfigDict] = CAMEL
 
     run_id: Annotated[str, Field(exclude=True)]
     seq: int
@@ -69,8 +75,8 @@ class AuditEvent(CamelRecord):
     digest: str
     created_at: StampedTime
     format_version: int = FORMAT_VERSION
-    trace_id: str | None = omitted_when(None)
-    span_id: str | None = omitted_when(None)
+    trace_id: Annotated[str | None, omitted_when(None)] = None
+    span_id: Annotated[str | None, omitted_when(None)] = None
 
 
 def _event_digest(
