@@ -8,43 +8,44 @@ that says what to do next.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from dataclasses import field
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+from pydantic.dataclasses import dataclass
+
+from agentctl.typed_records import CAMEL, CamelRecord, omitted_when
 
 __all__ = ["Diagnostic", "Severity"]
 
 Severity = Literal["error", "warning", "info"]
 
 
-@dataclass(frozen=True, slots=True)
-class Diagnostic:
+@dataclass(frozen=True, slots=True, config=CAMEL)
+class Diagnostic(CamelRecord):
+    """A finding; built as ``Diagnostic(code, message, severity=…, file=…, …)``.
+
+    Its JSON form (what ``--output json`` prints) is ``{code, severity, message, file}``
+    and ``line``, ``column``, ``path`` and ``help`` when known; ``extra`` is for the
+    program only.
+    """
+
     code: str
+    # Keyword-only so it can sit between code and message, where the JSON form has it.
+    severity: Severity = Field(default="error", kw_only=True)
     message: str
-    severity: Severity = "error"
     file: str | None = None
-    line: int | None = None
-    column: int | None = None
-    path: str | None = None
-    help: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict, compare=False)
+    line: int | None = omitted_when(None)
+    column: int | None = omitted_when(None)
+    path: str | None = omitted_when(None)
+    help: str | None = omitted_when(None)
+    extra: Annotated[dict[str, Any], Field(exclude=True)] = field(
+        default_factory=dict, compare=False
+    )
 
     @property
     def is_error(self) -> bool:
         return self.severity == "error"
-
-    def to_json(self) -> dict[str, Any]:
-        """The CLI's shape: ``{code, severity, message, file, line?, column?, path?, help?}``."""
-        out: dict[str, Any] = {
-            "code": self.code,
-            "severity": self.severity,
-            "message": self.message,
-            "file": self.file,
-        }
-        for key in ("line", "column", "path", "help"):
-            value = getattr(self, key)
-            if value is not None:
-                out[key] = value
-        return out
 
     def location(self) -> str:
         """``FILE:LINE:COL`` as far as it is known (human rendering)."""

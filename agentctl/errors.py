@@ -26,9 +26,11 @@ to exit codes at one boundary.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
-from agentctl.diagnostics import Diagnostic
+if TYPE_CHECKING:
+    # Only named in annotations: diagnostics are typed records, whose base needs errors.
+    from agentctl.diagnostics import Diagnostic
 
 __all__ = [
     "EXIT_BLOCKED",

@@ -71,20 +71,18 @@ class RunResult:
         )
 
     def to_json(self) -> dict[str, Any]:
-        """The ``RunOutcome`` document that ``agentctl roll --output json`` prints."""
-        out: dict[str, Any] = {
-            "runId": self.run_id,
-            "state": self.state.value,
-            "output": self.output,
-        }
-        if self.error is not None:
-            out["error"] = self.error
-        if self.pending_approvals:
-            out["pendingApprovals"] = self.pending_approvals
-        if self.paused_tasks:
-            out["pausedTasks"] = self.paused_tasks
-        if self.uncertain_effects:
-            out["uncertainEffects"] = self.uncertain_effects
-        if self.changed_files is not None:
-            out["changedFiles"] = self.changed_files
-        return out
+        """The run document that ``agentctl roll --output json`` prints (the engine's
+        ``RunDocument``; the compensation run is not part of it)."""
+        from agentctl.engine.run.outcome import RunDocument
+
+        document = RunDocument(
+            self.run_id,
+            self.state.value,
+            self.output,
+            self.error,
+            self.pending_approvals,
+            self.paused_tasks,
+            self.uncertain_effects,
+            self.changed_files,
+        )
+        return document.to_json()

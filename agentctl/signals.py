@@ -10,11 +10,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic.dataclasses import dataclass
+
 from agentctl.errors import AgentctlError, PolicyDeniedError, TaskError
+from agentctl.typed_records import CAMEL, CamelRecord, omitted_when
 
 __all__ = [
     "ApprovalPending",
     "EffectBlocked",
+    "FailureRecord",
     "FreshAttempt",
     "OutcomeUnknown",
     "PAUSE_PREFIX",
@@ -33,6 +37,17 @@ RETRYABLE_TOOL_CODES = frozenset(
         "process.spawn_failed",
     }
 )
+
+
+@dataclass(frozen=True, slots=True, config=CAMEL)
+class FailureRecord(CamelRecord):
+    """A failed attempt as its task row stores it: the flags and details only when set."""
+
+    code: str
+    message: str
+    retryable: bool = omitted_when(False)
+    permanent: bool = omitted_when(False)
+    details: Any = omitted_when(None)
 
 
 class TaskFailure(Exception):
@@ -62,14 +77,11 @@ class TaskFailure(Exception):
         self.permanent = permanent
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"code": self.code, "message": self.message}
-        if self.retryable:
-            out["retryable"] = True
-        if self.permanent:
-            out["permanent"] = True
-        if self.details is not None:
-            out["details"] = self.details
-        return out
+        """The task row's ``error`` (:class:`FailureRecord`)."""
+        record = FailureRecord(
+            self.code, self.message, self.retryable, self.permanent, self.details
+        )
+        return record.to_json()
 
 
 class FreshAttempt(Exception):

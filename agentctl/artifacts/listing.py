@@ -10,11 +10,14 @@ row). Files on disk without a row are listed too; they are exactly what gc clean
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated
+
+from pydantic import Field, PlainSerializer
+from pydantic.dataclasses import dataclass
 
 from agentctl.store.timestamps import from_db
+from agentctl.typed_records import CAMEL, CamelRecord, IsoDateTime
 
 if TYPE_CHECKING:
     from agentctl.artifacts.store import ArtifactStore
@@ -22,32 +25,20 @@ if TYPE_CHECKING:
 __all__ = ["BlobListing", "list_blobs"]
 
 
-@dataclass(frozen=True, slots=True)
-class BlobListing:
+@dataclass(frozen=True, slots=True, config=CAMEL)
+class BlobListing(CamelRecord):
+    """One row of ``artifacts list --blobs`` (``recorded``: the blob has a row)."""
+
     digest: str
     size: int
     media_type: str | None
-    created_at: datetime
-    age_seconds: float
+    created_at: IsoDateTime
+    age_seconds: Annotated[float, PlainSerializer(lambda age: round(age, 3), return_type=float)]
     refs: int
     leases: int
     present: bool
-    has_row: bool
+    has_row: Annotated[bool, Field(alias="recorded")]
     collectable: bool
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "digest": self.digest,
-            "size": self.size,
-            "mediaType": self.media_type,
-            "createdAt": self.created_at.isoformat(),
-            "ageSeconds": round(self.age_seconds, 3),
-            "refs": self.refs,
-            "leases": self.leases,
-            "present": self.present,
-            "recorded": self.has_row,
-            "collectable": self.collectable,
-        }
 
 
 def list_blobs(artifacts: ArtifactStore, *, older_than_days: float) -> list[BlobListing]:

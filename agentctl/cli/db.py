@@ -125,6 +125,6 @@ def check_command(ctx: typer.Context, db: DbOption = None) -> None:
     out.success(
         "DatabaseCheck",
         report.to_json(),
-        human=f"{path}: integrity ok, foreign keys ok, {report.audit_runs} audit chain(s) "
-        f"verify, {report.blobs_checked} artifact blob(s) intact",
+        human=f"{path}: integrity ok, foreign keys ok, {report.audit_chains.checked} audit "
+        f"chain(s) verify, {report.artifact_blobs.checked} artifact blob(s) intact",
     )

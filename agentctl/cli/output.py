@@ -13,10 +13,13 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal, TextIO
+from typing import TYPE_CHECKING, Any, Literal, TextIO
 
-from agentctl.diagnostics import Diagnostic
 from agentctl.errors import AgentctlError
+
+if TYPE_CHECKING:
+    # A typed record (pydantic), which `agentctl --help` must not import.
+    from agentctl.diagnostics import Diagnostic
 
 __all__ = [
     "API_VERSION",

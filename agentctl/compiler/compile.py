@@ -49,6 +49,9 @@ from agentctl.compiler.secret_checks import check_secret_references
 from agentctl.diagnostics import Diagnostic
 from agentctl.digest import digest_json
 from agentctl.spec.document import Workflow
+from agentctl.spec.models_definitions import Tool
+from agentctl.spec.models_policy import Compensation, Policy
+from agentctl.spec.models_runtime import Runtime
 from agentctl.spec.source_map import SourceMap
 from agentctl.spec.variables import VariableLayers
 from agentctl.spec.vars_files import inline_layers
@@ -115,7 +118,7 @@ def compile_document(
     schemas = SchemaChecker(reporter)
     spec: Mapping[str, Any] = data.get("spec") or {}
     runtime: Mapping[str, Any] = spec.get("runtime") or {}
-    max_concurrency = int(runtime.get("maxConcurrency", 1))
+    max_concurrency = int(runtime.get("maxConcurrency", Runtime.default_of("max_concurrency")))
     if not 1 <= max_concurrency <= settings.max_concurrency:
         reporter.error(
             "schema_violation",
@@ -298,11 +301,12 @@ def _requirements(spec: Mapping[str, Any], tasks: Mapping[str, PlanTask]) -> Req
     agents: Mapping[str, Any] = spec.get("agents") or {}
     tools: Mapping[str, Any] = spec.get("tools") or {}
     actions: Mapping[str, Any] = spec.get("actions") or {}
-    mode = str((spec.get("policy") or {}).get("approval", "mutations"))
+    mode = str((spec.get("policy") or {}).get("approval", Policy.default_of("approval")))
     # spec.compensation.approval (docs/durable-execution.md): keep the policy, remove the gate, or
     # always ask.
     compensation_mode = {"never": "never", "always": "always"}.get(
-        str((spec.get("compensation") or {}).get("approval", "policy")), mode
+        str((spec.get("compensation") or {}).get("approval", Compensation.default_of("approval"))),
+        mode,
     )
     needed = negotiated_capabilities(spec)
     providers: list[ProviderRequirement] = []
@@ -330,7 +334,7 @@ def _requirements(spec: Mapping[str, Any], tasks: Mapping[str, PlanTask]) -> Req
             effect_class=str(tool.get("effectClass")),
             risk=str(tool.get("risk")),
             idempotency=str(tool.get("idempotency")),
-            approval=str(tool.get("approval", "policy")),
+            approval=str(tool.get("approval", Tool.default_of("approval"))),
         )
         for name, tool in sorted(tools.items())
     )

@@ -18,6 +18,7 @@ from typing import Any
 
 from agentctl.compiler.plan import Expansion, TaskUses
 from agentctl.diagnostics import Diagnostic, Severity
+from agentctl.spec.models_tasks import Task
 from agentctl.spec.source_map import SourceMap, diagnostic_at, join_path
 
 __all__ = ["Draft", "Reporter", "draft_from_json", "join_path", "sub_path"]
@@ -110,7 +111,7 @@ def draft_from_json(task: Mapping[str, Any], path: str) -> Draft:
         memory_writes=None if task.get("memoryWrites") is None else list(task["memoryWrites"]),
         retry=task.get("retry") or {},
         timeout_seconds=task.get("timeoutSeconds"),
-        failure=str(task.get("failure") or "stop"),
+        failure=str(task.get("failure") or Task.default_of("failure")),
         compensate=task.get("compensate"),
         output_schema=task.get("outputSchema"),
         artifacts=None if task.get("artifacts") is None else list(task["artifacts"]),

@@ -18,6 +18,7 @@ from typing import Any, get_args
 from agentctl.compiler.plan import Predictability
 from agentctl.compiler.requirements import EffectRequirement
 from agentctl.spec.models_common import EffectClass
+from agentctl.spec.models_definitions import Tool
 
 __all__ = [
     "ACTION_KINDS",
@@ -296,6 +297,11 @@ def agent_effects(
             str(tool.get("capability")),
         )
         out.append(
-            _requirement(task, spec, mode, tool_approval=str(tool.get("approval", "policy")))
+            _requirement(
+                task,
+                spec,
+                mode,
+                tool_approval=str(tool.get("approval", Tool.default_of("approval"))),
+            )
         )
     return out

@@ -29,6 +29,7 @@ from agentctl.compiler.naming import (
     matrix_bindings,
 )
 from agentctl.compiler.plan import Expansion, TaskUses
+from agentctl.spec.models_tasks import Foreach
 from agentctl.spec.variables import RESERVED_VARIABLES
 
 __all__ = ["ExpansionCounts", "ExpansionSettings", "expand_tasks"]
@@ -208,7 +209,7 @@ class _Expander:
     ) -> list[dict[str, Any]] | None:
         items = foreach.get("items")
         path = sub_path(task.path, "foreach")
-        binding = str(foreach.get("as", "item"))
+        binding = str(foreach.get("as", Foreach.default_of("as_")))
         if not isinstance(items, list):
             self._error(f"task `{task.id}` foreach.items must be a list", sub_path(path, "items"))
             return None

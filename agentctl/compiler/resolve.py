@@ -26,6 +26,7 @@ from agentctl.compiler.schemas import (
     LOOP_AGGREGATE_CONTRACT,
     ROUTER_CONTRACT,
 )
+from agentctl.spec.models_runtime import Runtime
 from agentctl.spec.variables import VariableLayers
 
 __all__ = ["Node", "Resolver"]
@@ -66,7 +67,9 @@ class Resolver:
         self.agents: Mapping[str, Any] = spec.get("agents") or {}
         self.tools: Mapping[str, Any] = spec.get("tools") or {}
         runtime = spec.get("runtime") or {}
-        self.default_timeout = int(runtime.get("defaultTimeoutSeconds", 120))
+        self.default_timeout = int(
+            runtime.get("defaultTimeoutSeconds", Runtime.default_of("default_timeout_seconds"))
+        )
         self.reporter = reporter
         self._memo: dict[tuple[str, int, int], Any] = {}
         self._keep: list[Any] = []

@@ -8,52 +8,65 @@ later check finds it sound again (agentctl/store/health.py).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import field
+from typing import Annotated
+
+from pydantic import Field, computed_field
+from pydantic.dataclasses import dataclass
 
 from agentctl.ids import Clock
 from agentctl.observability.audit import verify_chain
 from agentctl.store import audit_repo, health
 from agentctl.store.engine import Store
+from agentctl.typed_records import CAMEL, CamelRecord, keys_in_order
 
-__all__ = ["DatabaseCheck", "check_database"]
+__all__ = ["AuditChainsChecked", "BlobsChecked", "DatabaseCheck", "check_database"]
 
 
-@dataclass
-class DatabaseCheck:
+@dataclass(slots=True, config=CAMEL)
+class AuditChainsChecked(CamelRecord):
+    checked: int = 0
+    broken: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True, config=CAMEL)
+class BlobsChecked(CamelRecord):
+    checked: int = 0
+    problems: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True, config=CAMEL)
+class DatabaseCheck(CamelRecord):
+    """What ``db check`` found, filled in check by check."""
+
     path: str
     integrity: list[str] = field(default_factory=list)
-    foreign_keys: list[str] = field(default_factory=list)
-    audit_runs: int = 0
-    audit_breaks: list[str] = field(default_factory=list)
-    blobs_checked: int = 0
-    blob_problems: list[str] = field(default_factory=list)
+    foreign_keys: Annotated[list[str], Field(alias="foreignKeyViolations")] = field(
+        default_factory=list
+    )
+    audit_chains: AuditChainsChecked = field(default_factory=AuditChainsChecked)
+    artifact_blobs: BlobsChecked = field(default_factory=BlobsChecked)
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def damaged(self) -> bool:
         return self.integrity != ["ok"] or bool(self.foreign_keys)
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def ok(self) -> bool:
-        return not self.damaged and not self.audit_breaks and not self.blob_problems
+        return (
+            not self.damaged and not self.audit_chains.broken and not self.artifact_blobs.problems
+        )
+
+    _order = keys_in_order("path", "ok", "damaged")
 
     def findings(self) -> list[str]:
         found = [f"integrity: {line}" for line in self.integrity if line != "ok"]
         found += [f"foreign key: {line}" for line in self.foreign_keys]
-        found += [f"audit: {line}" for line in self.audit_breaks]
-        found += [f"artifact: {line}" for line in self.blob_problems]
+        found += [f"audit: {line}" for line in self.audit_chains.broken]
+        found += [f"artifact: {line}" for line in self.artifact_blobs.problems]
         return found
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "path": self.path,
-            "ok": self.ok,
-            "damaged": self.damaged,
-            "integrity": self.integrity,
-            "foreignKeyViolations": self.foreign_keys,
-            "auditChains": {"checked": self.audit_runs, "broken": self.audit_breaks},
-            "artifactBlobs": {"checked": self.blobs_checked, "problems": self.blob_problems},
-        }
 
 
 def check_database(store: Store, clock: Clock) -> DatabaseCheck:
@@ -68,13 +81,14 @@ def check_database(store: Store, clock: Clock) -> DatabaseCheck:
             for run_id in run_ids:
                 chain = verify_chain(conn, run_id)
                 if not chain.ok:
-                    report.audit_breaks.append(
+                    report.audit_chains.broken.append(
                         f"run {run_id}: event {chain.broken_at}: {chain.problem}"
                     )
-        report.audit_runs = len(run_ids)
+        report.audit_chains.checked = len(run_ids)
         verified = ArtifactStore.beside(store, clock).verify(None)
-        report.blobs_checked = verified.checked
-        report.blob_problems = [problem.message for problem in verified.problems]
+        report.artifact_blobs = BlobsChecked(
+            verified.checked, [problem.message for problem in verified.problems]
+        )
     if report.damaged:
         health.mark_damaged(store.path, report.findings())
     else:

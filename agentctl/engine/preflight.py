@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 
 from agentctl.compiler.plan import Plan
 from agentctl.errors import BlockedError, PolicyDeniedError, ProviderError
+from agentctl.spec.models_policy import Policy
 
 __all__ = [
     "check_credentials",
@@ -65,7 +66,8 @@ def check_providers(
     from agentctl.policy.secrets import secret_sources
 
     policy = (workflow.get("spec") or {}).get("policy") or {}
-    base = (workspace or Path.cwd()) / str(policy.get("workspaceRoot") or ".")
+    root = policy.get("workspaceRoot") or Policy.default_of("workspace_root")
+    base = (workspace or Path.cwd()) / str(root)
     with secret_sources(base.resolve(), policy):
         return _check_providers(plan, workflow, environ)
 
@@ -121,7 +123,8 @@ def check_credentials(workflow_path: str, *, smoke: bool = False) -> list[dict[s
     described = check_providers(plan, document, workspace=Path(workflow_path).resolve().parent)
     results: list[dict[str, Any]] = []
     policy = (document.get("spec") or {}).get("policy") or {}
-    base = Path(workflow_path).resolve().parent / str(policy.get("workspaceRoot") or ".")
+    root = policy.get("workspaceRoot") or Policy.default_of("workspace_root")
+    base = Path(workflow_path).resolve().parent / str(root)
     with secret_sources(base.resolve(), policy):
         for info in described:
             entry = dict(info)

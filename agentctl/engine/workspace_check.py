@@ -16,6 +16,7 @@ from typing import Any
 from agentctl.diagnostics import Diagnostic
 from agentctl.errors import AgentctlError, UsageError
 from agentctl.policy.paths import WorkspacePolicy
+from agentctl.spec.models_policy import Policy
 from agentctl.spec.source_map import SourceMap, diagnostic_at, join_path
 
 __all__ = ["check_workspace"]
@@ -35,7 +36,7 @@ def check_workspace(
     policy = spec.get("policy") or {}
     paths = WorkspacePolicy(
         workspace.resolve(),
-        str(policy.get("workspaceRoot") or "."),
+        str(policy.get("workspaceRoot") or Policy.default_of("workspace_root")),
         [str(root) for root in policy.get("writableRoots") or []],
     )
     if not paths.workspace_root.is_dir():

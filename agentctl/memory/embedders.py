@@ -31,6 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from agentctl.errors import ProviderError, UsageError
+from agentctl.spec.models_runtime import Embedding
 
 __all__ = [
     "DEFAULT_DIMENSIONS",
@@ -43,7 +44,7 @@ __all__ = [
     "tokenize",
 ]
 
-DEFAULT_DIMENSIONS = 64
+DEFAULT_DIMENSIONS: int = Embedding.default_of("dimensions")
 MIN_DIMENSIONS = 8
 MAX_DIMENSIONS = 4096
 _TOKEN = re.compile(r"\w+")

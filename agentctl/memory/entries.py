@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+from pydantic import Field, PlainSerializer, computed_field
+from pydantic.dataclasses import dataclass
 
 from agentctl.digest import canonical_json
 from agentctl.errors import UsageError
 from agentctl.store.timestamps import to_iso
+from agentctl.typed_records import CAMEL, CamelRecord, keys_in_order
 
 if TYPE_CHECKING:
     from agentctl.store.memory_repo import EntryRow
@@ -31,6 +34,7 @@ __all__ = [
     "MAX_RETENTION_DAYS",
     "MemoryEntry",
     "MemoryRecord",
+    "ZuluTime",
     "entry_from_write_arguments",
     "expiry_for",
     "validate_key",
@@ -47,6 +51,9 @@ MAX_NAMESPACE_CHARS = 255
 MAX_KEY_CHARS = 512
 
 ValueType = Literal["text", "json"]
+
+ZuluTime = Annotated[datetime, PlainSerializer(to_iso, return_type=str)]
+"""A time written as ISO 8601 in UTC with a ``Z`` (:func:`agentctl.store.timestamps.to_iso`)."""
 
 
 def _invalid(message: str, hint: str | None = None) -> UsageError:
@@ -85,13 +92,23 @@ def expiry_for(now: datetime, retention_days: int | None) -> datetime | None:
     return None if days is None else now + timedelta(days=days)
 
 
-@dataclass(frozen=True, slots=True)
-class MemoryEntry:
-    """A validated typed entry; ``content`` keeps exactly the fields the writer gave."""
+@dataclass(frozen=True, slots=True, config=CAMEL)
+class MemoryEntry(CamelRecord):
+    """A validated typed entry; ``content`` keeps exactly the fields the writer gave.
 
-    value_type: ValueType
+    Its JSON form is ``{formatVersion, content, metadata}``; :meth:`from_json` is the
+    validation of a new entry (exit 2 with what is wrong), not only a read."""
+
+    value_type: Annotated[ValueType, Field(exclude=True)]
     content: Mapping[str, Any]
     metadata: Mapping[str, Any]
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def format_version(self) -> int:
+        return ENTRY_FORMAT_VERSION
+
+    _order = keys_in_order("formatVersion")
 
     @classmethod
     def text(cls, text: str, metadata: Mapping[str, Any] | None = None) -> MemoryEntry:
@@ -161,13 +178,6 @@ class MemoryEntry:
             return text
         return canonical_json(self.content.get("value"))
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "formatVersion": ENTRY_FORMAT_VERSION,
-            "content": dict(self.content),
-            "metadata": dict(self.metadata),
-        }
-
 
 def _content(content: object) -> dict[str, Any]:
     if not isinstance(content, Mapping):
@@ -227,30 +237,18 @@ def entry_from_write_arguments(arguments: Mapping[str, Any]) -> MemoryEntry:
     return MemoryEntry.from_json({"content": content, "metadata": metadata})
 
 
-@dataclass(frozen=True, slots=True)
-class MemoryRecord:
+@dataclass(frozen=True, slots=True, config=CAMEL)
+class MemoryRecord(CamelRecord):
     """One stored entry with its identity, embedding identity, times and provenance."""
 
     namespace: str
     key: str
     entry: MemoryEntry
     embedding_model: str | None
-    created_at: datetime
-    updated_at: datetime
-    expires_at: datetime | None
+    created_at: ZuluTime
+    updated_at: ZuluTime
+    expires_at: ZuluTime | None
     provenance: Mapping[str, Any] | None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "namespace": self.namespace,
-            "key": self.key,
-            "entry": self.entry.to_json(),
-            "embeddingModel": self.embedding_model,
-            "createdAt": to_iso(self.created_at),
-            "updatedAt": to_iso(self.updated_at),
-            "expiresAt": to_iso(self.expires_at),
-            "provenance": None if self.provenance is None else dict(self.provenance),
-        }
 
     @classmethod
     def from_row(cls, row: EntryRow) -> MemoryRecord:

@@ -14,14 +14,17 @@ the rest for the next ``gc``; every batch is whole, so no run is ever half-delet
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated
+
+from pydantic import Field
+from pydantic.dataclasses import dataclass
 
 from agentctl.errors import UsageError
+from agentctl.memory.entries import ZuluTime
 from agentctl.memory.longterm import GC_BATCH, delete_expired_entries
 from agentctl.store import memory_repo, retention_repo
-from agentctl.store.timestamps import to_iso
+from agentctl.typed_records import CAMEL, CamelRecord, keys_in_order
 
 if TYPE_CHECKING:
     from agentctl.store.engine import Store
@@ -32,24 +35,18 @@ __all__ = ["GC_BATCH", "TERMINAL_RUN_STATUSES", "GcReport", "collect_garbage"]
 TERMINAL_RUN_STATUSES = ("cancelled", "failed", "succeeded")
 
 
-@dataclass(frozen=True, slots=True)
-class GcReport:
+@dataclass(frozen=True, slots=True, config=CAMEL)
+class GcReport(CamelRecord):
+    """What ``agentctl gc`` removed (or, with ``dry_run``, would remove)."""
+
     dry_run: bool
-    cutoff: datetime
-    now: datetime
-    memory_entries: int
-    runs: int
+    cutoff: Annotated[ZuluTime, Field(alias="runsUpdatedBefore")]
+    now: ZuluTime
+    memory_entries: Annotated[int, Field(alias="expiredMemoryEntries")]
+    runs: Annotated[int, Field(alias="terminalRuns")]
     run_ids: tuple[str, ...]
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "dryRun": self.dry_run,
-            "now": to_iso(self.now),
-            "runsUpdatedBefore": to_iso(self.cutoff),
-            "expiredMemoryEntries": self.memory_entries,
-            "terminalRuns": self.runs,
-            "runIds": list(self.run_ids),
-        }
+    _order = keys_in_order("dryRun", "now")
 
 
 def collect_garbage(

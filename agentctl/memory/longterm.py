@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic.dataclasses import dataclass as record
 
@@ -32,6 +32,7 @@ from agentctl.memory.embedders import Embedder, Vectors
 from agentctl.memory.entries import (
     MemoryEntry,
     MemoryRecord,
+    ZuluTime,
     expiry_for,
     validate_key,
     validate_namespace,
@@ -42,12 +43,12 @@ from agentctl.memory.text_index import RankedId, text_search
 from agentctl.memory.vector_index import VectorIndex
 from agentctl.store import memory_repo
 from agentctl.store.timestamps import to_iso, utc
-from agentctl.typed_records import CAMEL, CamelRecord
+from agentctl.typed_records import CAMEL, CamelRecord, keys_in_order
 
 if TYPE_CHECKING:
     from agentctl.store.engine import SqlRunner, Store
 
-__all__ = ["LongTermMemory", "MemoryWrite", "ReindexReport", "WriteResult"]
+__all__ = ["LongTermMemory", "MemoryWrite", "ReindexReport", "WriteOutput", "WriteResult"]
 
 _REINDEX_BATCH = 512
 #: Expired entries deleted per transaction by ``gc``: each delete also updates the FTS
@@ -55,22 +56,34 @@ _REINDEX_BATCH = 512
 GC_BATCH = 500
 
 
-@dataclass(frozen=True, slots=True)
-class MemoryWrite:
+@record(frozen=True, slots=True, config=CAMEL)
+class MemoryWrite(CamelRecord):
     """A validated write with its expiry fixed: the effect input is known before dispatch."""
 
     namespace: str
     key: str
     entry: MemoryEntry
-    expires_at: datetime | None
+    expires_at: ZuluTime | None
 
     def effect_input(self) -> dict[str, Any]:
-        return {
-            "namespace": self.namespace,
-            "key": self.key,
-            "entry": self.entry.to_json(),
-            "expiresAt": to_iso(self.expires_at),
-        }
+        """``{namespace, key, entry, expiresAt}``: the write's effect input."""
+        return self.to_json()
+
+
+@record(frozen=True, slots=True, config=CAMEL)
+class WriteOutput(CamelRecord):
+    """The output of ``builtin.long_term_memory.write`` (docs/actions.md)."""
+
+    namespace: str
+    key: str
+    entry: MemoryEntry
+    embedding_provider: str
+    embedding_dimensions: int
+    expires_at: ZuluTime | None
+    status: Literal["changed"] = "changed"
+    changed: Literal[True] = True
+
+    _order = keys_in_order("status", "changed")
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,17 +94,17 @@ class WriteResult:
     created: bool
 
     def to_json(self) -> dict[str, Any]:
-        """The output of ``builtin.long_term_memory.write`` (docs/actions.md)."""
-        return {
-            "status": "changed",
-            "changed": True,
-            "namespace": self.write.namespace,
-            "key": self.write.key,
-            "entry": self.write.entry.to_json(),
-            "embeddingProvider": self.embedding_provider,
-            "embeddingDimensions": self.embedding_dimensions,
-            "expiresAt": to_iso(self.write.expires_at),
-        }
+        """The task output: the write, its embedding and its expiry (:class:`WriteOutput`)."""
+        write = self.write
+        output = WriteOutput(
+            write.namespace,
+            write.key,
+            write.entry,
+            self.embedding_provider,
+            self.embedding_dimensions,
+            write.expires_at,
+        )
+        return output.to_json()
 
 
 @record(frozen=True, slots=True, config=CAMEL)

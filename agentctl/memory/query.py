@@ -10,14 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import field
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
+from pydantic import Field, computed_field
 from pydantic.dataclasses import dataclass
 
 from agentctl.digest import canonical_json
 from agentctl.errors import AgentctlError, UsageError
 from agentctl.memory.entries import validate_namespace
-from agentctl.typed_records import CAMEL, CamelRecord
+from agentctl.typed_records import CAMEL, CamelRecord, keys_in_order
 
 __all__ = [
     "DEFAULT_LIMIT",
@@ -115,26 +116,34 @@ class SearchHit(CamelRecord):
         )
 
 
-@dataclass(frozen=True, slots=True)
-class SearchResult:
+@dataclass(frozen=True, slots=True, config=CAMEL)
+class SearchResult(CamelRecord):
     """A retrieval: the query, its hits (score desc, then key) and the embedder used.
 
     Its JSON form is the task output, so it leads with the output's status fields and the
-    count; the query and the hits inside are typed records."""
+    count; the hits are its ``results``. It is read back through :meth:`from_json`, which
+    checks the query by the rules of a new one and the count against the hits."""
 
     query: SearchQuery
-    hits: tuple[SearchHit, ...]
+    hits: Annotated[tuple[SearchHit, ...], Field(alias="results")]
     embedding_model: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "status": "unchanged",
-            "changed": False,
-            "count": len(self.hits),
-            "query": self.query.to_json(),
-            "results": [hit.to_json() for hit in self.hits],
-            "embeddingModel": self.embedding_model,
-        }
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def status(self) -> Literal["unchanged"]:
+        return "unchanged"
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def changed(self) -> bool:
+        return False
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def count(self) -> int:
+        return len(self.hits)
+
+    _order = keys_in_order("status", "changed", "count")
 
     @classmethod
     def from_json(cls, document: Mapping[str, Any]) -> SearchResult:

@@ -16,9 +16,9 @@ import json.encoder
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
-from pydantic import Field
+from pydantic import ConfigDict, Field, PlainSerializer
 from pydantic.dataclasses import dataclass as record
 
 from agentctl.digest import canonical_json, digest_bytes
@@ -27,7 +27,7 @@ from agentctl.store import audit_repo
 from agentctl.store.formats import FORMAT_VERSION
 from agentctl.store.records import check_format_version
 from agentctl.store.timestamps import utc
-from agentctl.typed_records import CAMEL, CamelRecord
+from agentctl.typed_records import CAMEL, CamelRecord, omitted_when
 
 if TYPE_CHECKING:
     from agentctl.store.engine import SqlRunner
@@ -46,9 +46,28 @@ __all__ = [
 Redactor = Callable[[Any], Any]
 
 
+def _stamp(value: datetime) -> str:
+    # The digest covers the UTC wall time without a zone: the stored form (see
+    # agentctl.store.timestamps) carries no zone, so a reread event digests the same.
+    return utc(value).replace(tzinfo=None).isoformat()
+
+
+StampedTime = Annotated[datetime, PlainSerializer(_stamp, return_type=str)]
+"""A time written as the UTC wall time the event digest covers."""
+
+
 @dataclass(frozen=True, slots=True)
-class AuditEvent:
-    run_id: str
+class AuditEvent(CamelRecord):
+    """One event of a run's chain. Its JSON form (``audit RUN --output json``) leaves out
+    the run id; ``traceId`` and ``spanId`` (correlation with a trace, not chained) appear
+    only for events written while telemetry was on, which always records both.
+
+    A record on the per-step path (every transition appends one): a plain dataclass whose
+    JSON form pydantic derives (docs/architecture.md)."""
+
+    __pydantic_config__: ClassVar[ConfigDict] = CAMEL
+
+    run_id: Annotated[str, Field(exclude=True)]
     seq: int
     kind: str
     task_id: str | None
@@ -56,28 +75,10 @@ class AuditEvent:
     payload: Any
     prev_digest: str | None
     digest: str
-    created_at: datetime
+    created_at: StampedTime
     format_version: int = FORMAT_VERSION
-    trace_id: str | None = None
-    span_id: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
-            "seq": self.seq,
-            "kind": self.kind,
-            "taskId": self.task_id,
-            "effectId": self.effect_id,
-            "payload": self.payload,
-            "prevDigest": self.prev_digest,
-            "digest": self.digest,
-            # The UTC wall time exactly as the digest covers it.
-            "createdAt": _stamp(self.created_at),
-            "formatVersion": self.format_version,
-        }
-        if self.trace_id is not None:
-            # Correlation with a trace, written when telemetry was on (not chained).
-            data["traceId"], data["spanId"] = self.trace_id, self.span_id
-        return data
+    trace_id: Annotated[str | None, omitted_when(None)] = None
+    span_id: Annotated[str | None, omitted_when(None)] = None
 
 
 def event_digest(
@@ -125,12 +126,6 @@ _string = json.encoder.encode_basestring
 
 def _nullable(value: str | None) -> str:
     return "null" if value is None else _string(value)
-
-
-def _stamp(value: datetime) -> str:
-    # The digest covers the UTC wall time without a zone: the stored form (see
-    # agentctl.store.timestamps) carries no zone, so a reread event digests the same.
-    return utc(value).replace(tzinfo=None).isoformat()
 
 
 def append_event(

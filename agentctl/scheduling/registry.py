@@ -19,11 +19,14 @@ from __future__ import annotations
 import difflib
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated
+
+from pydantic import Field
+from pydantic.dataclasses import dataclass
 
 from agentctl.errors import UsageError
+from agentctl.typed_records import CAMEL, CamelRecord, keys_in_order
 
 __all__ = [
     "CONFIG_FILE",
@@ -45,12 +48,13 @@ WORKFLOW_SUFFIXES = (".yaml", ".yml", ".json", ".py")
 _MAX_CONFIG_BYTES = 1 << 20
 
 
-@dataclass(frozen=True, slots=True)
-class WorkflowEntry:
-    """One workflow file of the registry, loaded and compiled."""
+@dataclass(frozen=True, slots=True, config=CAMEL)
+class WorkflowEntry(CamelRecord):
+    """One workflow file of the registry, loaded and compiled (``workflows list`` shows
+    it without the stems)."""
 
     name: str
-    stems: tuple[str, ...]
+    stems: Annotated[tuple[str, ...], Field(exclude=True)]
     file: Path
     description: str | None
     digest: str | None
@@ -59,14 +63,7 @@ class WorkflowEntry:
     def answers_to(self, name: str) -> bool:
         return name == self.name or name in self.stems
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "description": self.description,
-            "file": str(self.file),
-            "digest": self.digest,
-            "problem": self.problem,
-        }
+    _order = keys_in_order("name", "description")
 
 
 def _stems(file: Path) -> tuple[str, ...]:

@@ -98,6 +98,14 @@ class SpecModel(BaseModel):
         defer_build=True,
     )
 
+    @classmethod
+    def default_of(cls, name: str) -> Any:
+        """The default this model declares for field ``name``: what an omitted key means.
+
+        The compiler reads a dump without defaults (``exclude_unset``) and the engine a
+        stored document; both take an omitted key's meaning from here, never a literal."""
+        return cls.model_fields[name].get_default(call_default_factory=True)
+
 
 def is_identifier(value: str) -> bool:
     """Whether ``value`` obeys the identifier rule (docs/workflow-language.md)."""

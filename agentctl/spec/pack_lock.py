@@ -11,57 +11,59 @@ The file is canonical JSON (sorted keys, two-space indent), so a diff shows what
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import field
 from pathlib import Path
-from typing import Any
+from typing import ClassVar
 
-__all__ = ["LOCK_API_VERSION", "LOCK_FILE", "LockProblem", "LockedPack", "read_lock", "write_lock"]
+from pydantic.dataclasses import dataclass
+
+from agentctl.errors import PersistenceError
+from agentctl.typed_records import CAMEL, CamelRecord
+
+__all__ = [
+    "LOCK_API_VERSION",
+    "LOCK_FILE",
+    "LockProblem",
+    "LockedPack",
+    "PackSource",
+    "read_lock",
+    "write_lock",
+]
 
 LOCK_API_VERSION = "agentctl.dev/pack-lock/v1"
 LOCK_FILE = "agentctl.pack.lock"
 
 
-@dataclass(frozen=True, slots=True)
-class LockedPack:
-    """One pinned pack."""
+@dataclass(frozen=True, slots=True, config=CAMEL)
+class PackSource(CamelRecord):
+    """Where the pack was found: its directory or manifest, relative to the workflow."""
+
+    path: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True, config=CAMEL)
+class LockedPack(CamelRecord):
+    """One pinned pack (built by keyword).
+
+    The defaults are for locks written before every key was: they read as unsigned, with
+    no trust decision and no items."""
+
+    record_name: ClassVar[str] = "pack lock entry"
 
     name: str
     version: str
-    path: str
-    manifest: str
+    source: PackSource = PackSource()
+    manifest: str = ""
     integrity: str
     content: str
-    signed: bool
-    trust: str
-    items: Mapping[str, Sequence[str]]
+    signed: bool = False
+    trust: str = ""
+    items: dict[str, list[str]] = field(default_factory=dict)
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "version": self.version,
-            "source": {"path": self.path},
-            "manifest": self.manifest,
-            "integrity": self.integrity,
-            "content": self.content,
-            "signed": self.signed,
-            "trust": self.trust,
-            "items": {kind: list(names) for kind, names in self.items.items()},
-        }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> LockedPack:
-        return cls(
-            name=str(data["name"]),
-            version=str(data["version"]),
-            path=str((data.get("source") or {}).get("path", "")),
-            manifest=str(data.get("manifest", "")),
-            integrity=str(data["integrity"]),
-            content=str(data["content"]),
-            signed=bool(data.get("signed", False)),
-            trust=str(data.get("trust", "")),
-            items={str(k): [str(n) for n in v] for k, v in (data.get("items") or {}).items()},
-        )
+    @property
+    def path(self) -> str:
+        return self.source.path
 
 
 class LockProblem(ValueError):
@@ -84,6 +86,8 @@ def read_lock(directory: Path) -> dict[str, LockedPack] | None:
                 f"{path} has apiVersion {data.get('apiVersion')!r}, expected {LOCK_API_VERSION}"
             )
         return {entry["name"]: LockedPack.from_json(entry) for entry in data.get("packs") or ()}
+    except PersistenceError as exc:
+        raise LockProblem(f"{path} is not a valid pack lock: {exc.message}") from None
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         if isinstance(exc, LockProblem):
             raise

@@ -35,7 +35,7 @@ from pydantic import ValidationError
 
 from agentctl.diagnostics import Diagnostic
 from agentctl.spec.pack_items import ITEM_SECTIONS, pack_items
-from agentctl.spec.pack_lock import LOCK_FILE, LockedPack, LockProblem, read_lock
+from agentctl.spec.pack_lock import LOCK_FILE, LockedPack, LockProblem, PackSource, read_lock
 from agentctl.spec.pack_manifest import MANIFEST_FILE, PackManifest, satisfies
 from agentctl.spec.result import MAX_DOCUMENT_BYTES, LoadResult
 from agentctl.spec.source_map import SourceMap, diagnostic_at, join_path
@@ -71,7 +71,7 @@ class ResolvedPack:
         return LockedPack(
             name=self.name,
             version=self.version,
-            path=self.path,
+            source=PackSource(self.path),
             manifest=self.manifest,
             integrity=self.integrity,
             content=self.content,

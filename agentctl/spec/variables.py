@@ -94,8 +94,8 @@ class VarSource(CamelRecord):
         return where
 
 
-@dataclass(frozen=True, slots=True)
-class VarEntry:
+@record(frozen=True, slots=True, config=CAMEL)
+class VarEntry(CamelRecord):
     """One value of one variable in one layer."""
 
     value: Any
@@ -114,14 +114,10 @@ class ResolvedVariable:
     replaced: tuple[VarEntry, ...]
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "value": self.winner.value,
-            "source": self.winner.source.to_json(),
-            "replaced": [
-                {"value": e.value, "source": e.source.to_json()} for e in reversed(self.replaced)
-            ],
-        }
+        """``{name, value, source, replaced}``: the winner's entry inline, then the values
+        it replaced, nearest first (what ``explain`` shows)."""
+        replaced = [entry.to_json() for entry in reversed(self.replaced)]
+        return {"name": self.name, **self.winner.to_json(), "replaced": replaced}
 
 
 @dataclass

@@ -3,24 +3,28 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated
 
+from pydantic import Field, computed_field
+from pydantic.dataclasses import dataclass
 from sqlalchemy import func, select
 
 from agentctl.store import migrate
 from agentctl.store.dialect import is_postgres
 from agentctl.store.engine import Store
 from agentctl.store.tables import metadata
+from agentctl.typed_records import CAMEL, CamelRecord, keys_in_order
 
 __all__ = ["DatabaseStats", "database_stats"]
 
 
-@dataclass(frozen=True, slots=True)
-class DatabaseStats:
+@dataclass(frozen=True, slots=True, config=CAMEL)
+class DatabaseStats(CamelRecord):
+    """What ``db stats`` shows."""
+
     path: str
-    revision: str | None
+    revision: Annotated[str | None, Field(alias="schemaRevision")]
     head_revision: str
     counts: dict[str, int]
     database_bytes: int
@@ -28,18 +32,12 @@ class DatabaseStats:
     journal_mode: str
     synchronous: str
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "path": self.path,
-            "schemaRevision": self.revision,
-            "headRevision": self.head_revision,
-            "upToDate": self.revision == self.head_revision,
-            "counts": self.counts,
-            "databaseBytes": self.database_bytes,
-            "walBytes": self.wal_bytes,
-            "journalMode": self.journal_mode,
-            "synchronous": self.synchronous,
-        }
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def up_to_date(self) -> bool:
+        return self.revision == self.head_revision
+
+    _order = keys_in_order("path", "schemaRevision", "headRevision", "upToDate")
 
 
 _SYNCHRONOUS_NAMES = {0: "OFF", 1: "NORMAL", 2: "FULL", 3: "EXTRA"}

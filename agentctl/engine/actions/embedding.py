@@ -12,11 +12,11 @@ from typing import Any
 
 from agentctl.errors import UsageError
 from agentctl.memory.embedders import (
-    DEFAULT_DIMENSIONS,
     Embedder,
     LocalHashEmbedder,
     OpenAICompatibleEmbedder,
 )
+from agentctl.spec.models_runtime import Embedding
 
 __all__ = ["build_embedder"]
 
@@ -36,8 +36,8 @@ def build_embedder(
     CI runs need no network.
     """
     config = config or {}
-    provider = str(config.get("provider") or "local_hash")
-    dimensions = int(config.get("dimensions") or DEFAULT_DIMENSIONS)
+    provider = str(config.get("provider") or Embedding.default_of("provider"))
+    dimensions = int(config.get("dimensions") or Embedding.default_of("dimensions"))
     if provider == "local_hash":
         return LocalHashEmbedder(dimensions)
     definition = providers.get(provider)

@@ -19,6 +19,7 @@ from agentctl.engine.run.context import TaskEnv, TaskResult
 from agentctl.errors import AgentctlError
 from agentctl.ids import FixedClock
 from agentctl.signals import TaskFailure
+from agentctl.spec.models_runtime import LongTermMemory as LongTermSettings
 
 __all__ = ["LONG_TERM_BODIES"]
 
@@ -30,7 +31,7 @@ def _settings(env: TaskEnv) -> Mapping[str, Any]:
 def _namespace(env: TaskEnv) -> str:
     value = env.input.get("namespace") if isinstance(env.input, Mapping) else None
     if value is None:
-        value = _settings(env).get("namespace") or "default"
+        value = _settings(env).get("namespace") or LongTermSettings.default_of("namespace")
     if not isinstance(value, str):
         raise TaskFailure(
             f"task {env.task.id}: input requires string `namespace`", code="input.invalid"

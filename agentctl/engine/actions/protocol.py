@@ -51,6 +51,12 @@ def _require(env: TaskEnv, name: str) -> str:
     return value
 
 
+def _declared(action: Mapping[str, Any]) -> str | None:
+    """The idempotency an action declared, if any."""
+    declared = action.get("idempotency")
+    return None if declared is None else str(declared)
+
+
 def _check_host(env: TaskEnv, url: str, what: str) -> None:
     host = urlsplit(url).hostname or ""
     if not host_allowed(host, list(env.policy.get("networkAllowlist") or [])):
@@ -89,15 +95,15 @@ async def _mcp_call(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
     if env.check:
         return TaskResult({"status": "requires_execution", "changed": False})
     server = prepare_mcp_server(env, server_name, server)
-    idempotency = str(action.get("idempotency") or "unknown")
-    spec = EffectSpec.classified("mcp.call", dict(env.input), idempotency=idempotency)
+    # An undeclared idempotency is the effect table's (compiler/effects.py).
+    spec = EffectSpec.classified("mcp.call", dict(env.input), idempotency=_declared(action))
 
     async def dispatch(_effect_id: str) -> Any:
         return await call_mcp_tool(
             server,
             tool,
             arguments,
-            idempotency=idempotency,
+            idempotency=spec.idempotency,
             environ=allowed_environ(env),
             timeout_seconds=float(server.get("timeoutSeconds") or MCP_DEFAULT_TIMEOUT_SECONDS),
             process_allowlist=list(env.policy.get("processAllowlist") or []),
@@ -179,9 +185,7 @@ async def _extension(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
     cwd_raw = action.get("cwd")
     cwd = env.workspace.resolve_read(str(cwd_raw)) if cwd_raw else env.workspace.workspace_root
     env.secrets.extend(value for _, value in environment.values())
-    spec = EffectSpec.classified(
-        "extension.process", effect_input, idempotency=str(action.get("idempotency") or "")
-    )
+    spec = EffectSpec.classified("extension.process", effect_input, idempotency=_declared(action))
     name = str(env.task.uses.name)
 
     values = {k: v for k, (_, v) in environment.items()}

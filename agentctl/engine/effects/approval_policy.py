@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from agentctl.compiler.effects import APPROVAL_EFFECT_CLASSES, approval_required
+from agentctl.spec.models_policy import Policy
 
 __all__ = ["MUTATING_CLASSES", "deny_reason", "needs_approval"]
 
@@ -40,5 +41,5 @@ def needs_approval(
     mode_override: str | None = None,
 ) -> bool:
     """Whether the approval mode (or a tool's ``approval: always``) gates this effect."""
-    mode = mode_override or str(policy.get("approval") or "mutations")
+    mode = mode_override or str(policy.get("approval") or Policy.default_of("approval"))
     return approval_required(mode, effect_class, risk, tool_approval)

@@ -16,7 +16,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import computed_field
+from pydantic.dataclasses import dataclass as record
 
 from agentctl import hints
 from agentctl.compiler import compile_workflow
@@ -34,6 +37,7 @@ from agentctl.spec.validate import validate_document
 from agentctl.store import effects_repo, tasks_repo
 from agentctl.store.claims import claim_compensation
 from agentctl.store.engine import Store
+from agentctl.typed_records import CAMEL, CamelRecord, keys_in_order
 
 __all__ = [
     "COMPENSATION_INPUT",
@@ -48,27 +52,22 @@ COMPENSATION_INPUT = "__agentctlCompensation"
 NON_MUTATING = NON_MUTATING_EFFECT_CLASSES
 
 
-@dataclass
-class CompensationStep:
+@record(config=CAMEL)
+class CompensationStep(CamelRecord):
+    """What compensation does for one task of the source run (``compensate --plan``)."""
+
     task_id: str
-    action: str  # compensate | skip | blocked
+    action: Literal["compensate", "skip", "blocked"]
     reason: str
     effects: list[str] = field(default_factory=list)
     input: Any = None
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def compensation_task_id(self) -> str:
         return f"compensate--{self.task_id}"
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "taskId": self.task_id,
-            "compensationTaskId": self.compensation_task_id,
-            "action": self.action,
-            "reason": self.reason,
-            "effects": self.effects,
-            "input": self.input,
-        }
+    _order = keys_in_order("taskId", "compensationTaskId")
 
 
 @dataclass
@@ -85,11 +84,9 @@ class CompensationPlan:
         return [s for s in self.steps if s.action == "compensate"]
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "sourceRunId": self.source.id,
-            "complete": not self.blocked,
-            "steps": [s.to_json() for s in self.steps],
-        }
+        # A view over the source run's row (not a record) and the typed steps.
+        steps = [step.to_json() for step in self.steps]
+        return {"sourceRunId": self.source.id, "complete": not self.blocked, "steps": steps}
 
 
 def _classify(conn: Any, run_id: str, task_id: str) -> tuple[list[str], str | None]:

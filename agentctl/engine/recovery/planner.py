@@ -72,6 +72,8 @@ class RecoveryPlan:
         return [d for d in self.decisions if d.action == "blocked"]
 
     def to_json(self) -> dict[str, Any]:
+        # A view over the source run's row and the prepared run (not records) with the
+        # typed decisions, as `--plan` prints it.
         counts = {"reuse": 0, "execute": 0, "blocked": 0}
         for decision in self.decisions:
             counts[decision.action] += 1

@@ -8,6 +8,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic.dataclasses import dataclass as record
+
 from agentctl.engine.actions.agent import ProviderPool
 from agentctl.engine.effects.gate import InteractiveApprover
 from agentctl.engine.faults import Faults
@@ -15,8 +17,9 @@ from agentctl.engine.run.records import TERMINAL_RUN_STATES, load_run_state
 from agentctl.signals import PAUSE_PREFIX
 from agentctl.store import ownership
 from agentctl.store.engine import Store
+from agentctl.typed_records import CAMEL, CamelRecord, omitted_when, omitted_when_empty
 
-__all__ = ["EventSink", "ExecutionOptions", "RunOutcome", "finished_outcome"]
+__all__ = ["EventSink", "ExecutionOptions", "RunDocument", "RunOutcome", "finished_outcome"]
 
 EventSink = Callable[[str, dict[str, Any]], None]
 Sleep = Callable[[float], Any]
@@ -37,6 +40,22 @@ class ExecutionOptions:
     pool: ProviderPool = field(default_factory=ProviderPool)
     # A worker's engine.task_claims.TaskClaims: parallel batches spread over workers.
     task_claims: Any = None
+
+
+@record(frozen=True, slots=True, config=CAMEL)
+class RunDocument(CamelRecord):
+    """Where a run stopped, as ``roll --output json`` prints it (and
+    :meth:`agentctl.RunResult.to_json` returns): what is empty or unset is left out."""
+
+    run_id: str
+    state: str
+    output: Any
+    error: dict[str, Any] | None = omitted_when(None)
+    pending_approvals: list[str] = omitted_when_empty()
+    paused_tasks: list[str] = omitted_when_empty()
+    uncertain_effects: list[dict[str, Any]] = omitted_when_empty()
+    changed_files: list[dict[str, Any]] | None = omitted_when(None)
+    """For a dry run: the files the run changed in its throwaway copy."""
 
 
 @dataclass
@@ -61,16 +80,17 @@ class RunOutcome:
         return [a[len(PAUSE_PREFIX) :] for a in self.approvals if a.startswith(PAUSE_PREFIX)]
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"runId": self.run_id, "state": self.state, "output": self.output}
-        if self.error is not None:
-            out["error"] = self.error
-        if self.pending_approvals:
-            out["pendingApprovals"] = self.pending_approvals
-        if self.paused_tasks:
-            out["pausedTasks"] = self.paused_tasks
-        if self.uncertain_effects:
-            out["uncertainEffects"] = self.uncertain_effects
-        return out
+        """The :class:`RunDocument` of this outcome."""
+        document = RunDocument(
+            self.run_id,
+            self.state,
+            self.output,
+            self.error,
+            self.pending_approvals,
+            self.paused_tasks,
+            self.uncertain_effects,
+        )
+        return document.to_json()
 
 
 def finished_outcome(store: Store, run_id: str) -> RunOutcome | None:

@@ -13,7 +13,9 @@ import json.encoder
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any, ClassVar
+
+from pydantic import ConfigDict, Field, field_serializer
 
 from agentctl.compiler.plan import Plan
 from agentctl.digest import canonical_json, digest_bytes
@@ -25,6 +27,7 @@ from agentctl.store.formats import FORMAT_VERSION
 from agentctl.store.records import check_format_version
 from agentctl.store.states import RunState
 from agentctl.store.transitions import guarded_update
+from agentctl.typed_records import CAMEL, CamelRecord
 
 __all__ = [
     "TERMINAL_RUN_STATES",
@@ -89,32 +92,34 @@ class RunRow:
 
 
 @dataclass
-class TaskRow:
+class TaskRow(CamelRecord):
+    """A task's row as the executor keeps it; its JSON form (what ``inspect`` shows per
+    task) is ``{taskId, state, attempt, disposition, output, error}``.
+
+    A record on the per-step path: a plain dataclass (built without validation, as fast
+    as before) whose JSON form pydantic derives (docs/architecture.md)."""
+
+    __pydantic_config__: ClassVar[ConfigDict] = CAMEL
+
     task_id: str
-    ordinal: int
-    status: str
+    ordinal: Annotated[int, Field(exclude=True)]
+    status: Annotated[str, Field(alias="state")]
     attempt: int
     disposition: str | None
     output: Any
-    has_output: bool
+    has_output: Annotated[bool, Field(exclude=True)]
     error: Any
-    started_at: datetime | None = None
-    finished_at: datetime | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    started_at: Annotated[datetime | None, Field(exclude=True)] = None
+    finished_at: Annotated[datetime | None, Field(exclude=True)] = None
+    extra: Annotated[dict[str, Any], Field(exclude=True)] = field(default_factory=dict)
 
     @property
     def terminal(self) -> bool:
         return self.status in TERMINAL_TASK_STATES
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "taskId": self.task_id,
-            "state": self.status,
-            "attempt": self.attempt,
-            "disposition": self.disposition,
-            "output": self.output if self.has_output else None,
-            "error": self.error,
-        }
+    @field_serializer("output")
+    def _shown_output(self, output: Any) -> Any:
+        return output if self.has_output else None
 
 
 def load_run(conn: SqlRunner, run_id: str, *, whole: bool = False) -> RunRow:
