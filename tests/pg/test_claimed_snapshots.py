@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from agentctl.engine.effects import journal
 from agentctl.engine.run.claimed_tasks import RunSnapshots
 from agentctl.engine.run.creation import create_run, prepare_run
 from agentctl.engine.run.records import checkpoint_checksum
@@ -107,5 +108,33 @@ def test_a_claimed_task_reads_its_batch_once_and_not_the_whole_run(
         assert updated.plan is snapshot.plan
         assert updated.memory == {**snapshot.memory, "seen": 1}
         assert updated.rows is not snapshot.rows and updated.rows.holds([units[8], "first"])
+    finally:
+        store.close()
+
+
+def test_a_journaled_effect_is_returned_as_it_reads_back_on_both_backends(
+    database: str, tmp_path: Path
+) -> None:
+    """The record ``insert_requested`` returns is built from what it inserted (a worker
+    saves the read-back round trip): it must be exactly the stored row."""
+    (tmp_path / "wf.yaml").write_text(_workflow(2))
+    prepared = prepare_run(str(tmp_path / "wf.yaml"), workspace=str(tmp_path))
+    store = open_store(database)
+    clock = SystemClock()
+    try:
+        run_id = create_run(store, prepared, clock=clock, ids=IdGenerator(clock))
+        spec = journal.EffectSpec.classified(
+            "builtin.shell.exec", {"command": "echo", "args": ["hi", 1.5, None]}
+        )
+        with store.write() as conn:
+            returned = journal.insert_requested(
+                conn, run_id=run_id, task_id="first", attempt=1, ordinal=1, spec=spec,
+                now=clock.now(),
+            )  # fmt: skip
+        with store.read() as conn:
+            stored = journal.get_effect(conn, returned.id)
+        assert stored is not None
+        assert returned == stored and returned.to_json() == stored.to_json()
+        assert returned.status == "requested" and returned.confirmed is False
     finally:
         store.close()

@@ -125,7 +125,13 @@ class RunSnapshots:
     def cached(self, claimed: ClaimedTask) -> _Snapshot | None:
         """The snapshot for ``claimed`` when this worker holds it already (no read)."""
         found = self._cache.get(claimed.run_id)
-        if found is None or found[0] != claimed.snapshot_key:
+        # The same owner, and at least the state the claim was taken in (what a task of
+        # the batch reads does not change until the owner commits the batch).
+        if (
+            found is None
+            or found[0][0] != claimed.snapshot_key[0]
+            or found[0][1] < claimed.snapshot_key[1]
+        ):
             return None
         snapshot = found[1]
         if not snapshot.plan.holds(claimed.task_id):
@@ -138,7 +144,16 @@ class RunSnapshots:
     def get(self, claimed: ClaimedTask) -> _Snapshot:
         """The snapshot for ``claimed``, read or brought up to date (one read transaction)."""
         run_id = claimed.run_id
-        with self._lock, self.store.read() as conn:
+        with self._lock:
+            # The tasks of one claim start together: the first one's read serves the rest.
+            ready = self.cached(claimed)
+            if ready is not None:
+                return ready
+            return self._read(claimed)
+
+    def _read(self, claimed: ClaimedTask) -> _Snapshot:
+        run_id = claimed.run_id
+        with self.store.read() as conn:
             key = task_claims_repo.snapshot_key(conn, run_id)
             found = self._cache.get(run_id)
             if found is None or found[0][0] != key[0] or found[0][1] > key[1]:
