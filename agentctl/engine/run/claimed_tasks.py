@@ -143,7 +143,6 @@ class RunSnapshots:
 
     def get(self, claimed: ClaimedTask) -> _Snapshot:
         """The snapshot for ``claimed``, read or brought up to date (one read transaction)."""
-        run_id = claimed.run_id
         with self._lock:
             # The tasks of one claim start together: the first one's read serves the rest.
             ready = self.cached(claimed)
