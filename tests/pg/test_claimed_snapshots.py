@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agentctl.engine.effects import journal
+from agentctl.engine.effects import budget, journal
 from agentctl.engine.run.claimed_tasks import RunSnapshots
 from agentctl.engine.run.creation import create_run, prepare_run
 from agentctl.engine.run.records import checkpoint_checksum
@@ -136,5 +136,40 @@ def test_a_journaled_effect_is_returned_as_it_reads_back_on_both_backends(
         assert stored is not None
         assert returned == stored and returned.to_json() == stored.to_json()
         assert returned.status == "requested" and returned.confirmed is False
+    finally:
+        store.close()
+
+
+def test_an_effect_reserving_several_resources_leaves_the_ledger_exact_on_both_backends(
+    database: str, tmp_path: Path
+) -> None:
+    """A model call reserves and uses several resources; the ledger rows of all of them
+    change in one statement each (fewer round trips for a worker), with the same result
+    as one statement per resource."""
+    (tmp_path / "wf.yaml").write_text(_workflow(2))
+    prepared = prepare_run(str(tmp_path / "wf.yaml"), workspace=str(tmp_path))
+    store = open_store(database)
+    clock = SystemClock()
+    try:
+        run_id = create_run(store, prepared, clock=clock, ids=IdGenerator(clock))
+        worst = {"providerRequests": 1, "inputTokens": 1200.5, "outputTokens": 512, "turns": 0}
+        with store.write() as conn:
+            assert budget.reserve(conn, run_id, "effect-1", worst, clock.now()) is None
+            # Journaled twice (a resume of a requested effect): held once, not twice.
+            assert budget.reserve(conn, run_id, "effect-1", worst, clock.now()) is None
+        with store.read() as conn:
+            held = {r["resource"]: r["reserved"] for r in budget.snapshot(conn, run_id)}
+        assert held["providerRequests"] == 1 and held["inputTokens"] == 1200.5
+        assert held["outputTokens"] == 512 and held["turns"] == 0 and held["toolCalls"] == 0
+        actual = {"providerRequests": 1, "inputTokens": 300.25, "outputTokens": 40, "turns": 1}
+        with store.write() as conn:
+            assert budget.settle(conn, run_id, "effect-1", actual, clock.now()) == []
+        with store.read() as conn:
+            rows = {
+                r["resource"]: (r["reserved"], r["used"]) for r in budget.snapshot(conn, run_id)
+            }
+        assert rows["providerRequests"] == (0, 1) and rows["inputTokens"] == (0, 300.25)
+        assert rows["outputTokens"] == (0, 40) and rows["turns"] == (0, 1)
+        assert rows["toolCalls"] == (0, 0)
     finally:
         store.close()
