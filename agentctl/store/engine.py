@@ -106,7 +106,12 @@ class Store:
         # On PostgreSQL the pool's connections are in autocommit at the driver (see
         # store/postgres.py): statements outside write() see committed data and hold no
         # transaction open, as on SQLite; write() issues its own BEGIN.
-        raw = self.engine.raw_connection()
+        try:
+            raw = self.engine.raw_connection()
+        except _driver_errors() as exc:  # a server that cannot be reached: store.unreachable
+            raise driver_error(self.path, exc) from exc
+        except DBAPIError as exc:
+            raise driver_error(self.path, exc.orig) from exc
         try:
             yield DriverSession(raw, self.path, on_begin, dialect=self.engine.dialect)
         finally:

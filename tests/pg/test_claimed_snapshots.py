@@ -173,3 +173,27 @@ def test_an_effect_reserving_several_resources_leaves_the_ledger_exact_on_both_b
         assert rows["toolCalls"] == (0, 0)
     finally:
         store.close()
+
+
+def test_a_claimed_tasks_write_to_an_unreachable_server_is_a_store_error() -> None:
+    """A claimed task writes through driver-level sessions: a server that cannot be reached
+    is the store's transient `store.unreachable` (retried for an effect's outcome), not a
+    driver exception escaping the worker."""
+    import socket
+
+    import pytest
+
+    from agentctl.errors import PersistenceError
+    from agentctl.store.engine import Store, StoreSettings
+    from agentctl.store.postgres import make_engine
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # nothing listens there once the probe is closed
+    store = Store(make_engine(f"postgresql://agentctl@127.0.0.1:{port}/none", StoreSettings()), "x")
+    try:
+        with pytest.raises(PersistenceError) as raised, store.driver_session():
+            pass
+        assert raised.value.code == "store.unreachable"
+    finally:
+        store.close()
