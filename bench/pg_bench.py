@@ -15,28 +15,55 @@ same server (``--dbos`` here runs it with the peers' interpreter and prints its 
   independent ones and a join (``maxConcurrency: 64``). ``variant=worker``: the run is
   released to one ``agentctl worker`` process (the clock runs from creating the run to
   ``runs wait``'s answer); ``variant=in_process``: executed by this process, as ``roll``.
-- ``scale_400x50ms``: 400 ``sleep 0.05`` process steps and a join, ``maxConcurrency: 64``,
-  with N workers of ``--concurrency 8``; throughput = 400 / wall, and the claim latency
-  (a task published ready → claimed by a worker) median and p99 from the workers' events.
+- ``scale_400x50ms``: 400 tasks that each wait 50 ms on I/O and a join,
+  ``maxConcurrency: 64``, with N workers of ``--concurrency C`` (8 by default);
+  throughput = 400 / wall, and the claim latency (a task published ready → claimed by a
+  worker) median and p99 from the workers' events. Two variants (``--variant``):
+  ``sleep``, a ``builtin.shell.exec`` of ``sleep 0.05`` (a process spawn per task), and
+  ``http``, an agent step whose model is an OpenAI Chat Completions endpoint on
+  127.0.0.1, served by this script, that answers after 50 ms (one loopback HTTP call per
+  task; agentctl has no plain HTTP action kind, and a model call is the HTTP step its
+  workflows make). Each line also gives the CPU time per task of the workers (with their
+  child processes), of the database server (when this script started it) and of this
+  process (which serves the HTTP variant's endpoint).
+
+``--checkout DIR`` runs the agentctl of another checkout (its workers too), for an A/B in
+one sitting against the same ``--url``::
+
+    git worktree add --detach /tmp/pgold main
+    for c in /tmp/pgold . /tmp/pgold .; do
+      .venv/bin/python bench/pg_bench.py --checkout $c --url URL --skip-standard; done
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+
+def _checkout() -> Path:
+    """``--checkout DIR`` (read before anything imports agentctl), else this checkout."""
+    if "--checkout" in sys.argv:
+        return Path(sys.argv[sys.argv.index("--checkout") + 1]).resolve()
+    return Path(__file__).resolve().parent.parent
+
+
+CHECKOUT = _checkout()
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(CHECKOUT))
 
 from engine_bench import chain_workflow, fanout_workflow  # noqa: E402
 
@@ -50,7 +77,32 @@ from agentctl.store.engine import Store, open_store  # noqa: E402
 PEERS_PYTHON = "/tmp/peers-venv/bin/python"
 
 
-def scale_workflow(n: int) -> str:
+def scale_workflow(n: int, endpoint: str | None = None) -> str:
+    """``n`` 50 ms waits and a join: ``sleep 0.05`` processes, or (``endpoint``) model
+    calls to a loopback Chat Completions server that answers after 50 ms."""
+    if endpoint is not None:
+        return f"""apiVersion: agentctl.dev/v1
+kind: Workflow
+metadata: {{name: scale-http}}
+spec:
+  runtime: {{maxConcurrency: 64, limits: {{maxItemsPerExpansion: {max(n, 256)}}}}}
+  policy: {{approval: never, networkAllowlist: [127.0.0.1]}}
+  providers:
+    local: {{kind: openai, endpoint: "{endpoint}"}}
+  agents:
+    waiter: {{provider: local, model: bench, instructions: Answer., timeoutSeconds: 30}}
+  actions:
+    step: {{kind: builtin.assign}}
+  tasks:
+    - id: unit
+      uses: agent:waiter
+      foreach: {{items: {list(range(n))}, maxItems: {n}}}
+      with: {{prompt: wait}}
+    - id: join
+      uses: action:step
+      needs: [unit]
+      with: {{items: "${{{{ tasks.unit.output.items }}}}"}}
+"""
     return f"""apiVersion: agentctl.dev/v1
 kind: Workflow
 metadata: {{name: scale}}
@@ -69,6 +121,77 @@ spec:
       needs: [unit]
       with: {{items: "${{{{ tasks.unit.output.items }}}}"}}
 """
+
+
+_CHAT_REPLY = json.dumps(
+    {
+        "id": "chatcmpl-bench",
+        "object": "chat.completion",
+        "created": 1,
+        "model": "bench",
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}
+        ],
+        "usage": {"prompt_tokens": 5, "completion_tokens": 1, "total_tokens": 6},
+    }
+).encode()
+
+
+class SlowEndpoint:
+    """A Chat Completions endpoint on 127.0.0.1 that answers every POST after ``delay``
+    seconds (an asyncio server in a thread of this process: waiting costs no CPU)."""
+
+    def __init__(self, delay: float = 0.05) -> None:
+        self.delay = delay
+        self.requests = 0
+        self._loop = asyncio.new_event_loop()
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+        self._ready.wait(10)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1/chat/completions"
+
+    def _serve(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        server = self._loop.run_until_complete(
+            asyncio.start_server(self._answer, "127.0.0.1", 0, backlog=512)
+        )
+        self.port = int(server.sockets[0].getsockname()[1])
+        self._ready.set()
+        self._loop.run_forever()
+
+    async def _answer(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        with contextlib.suppress(ConnectionError, asyncio.IncompleteReadError):
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = 0
+                for line in head.split(b"\r\n"):
+                    name, _, value = line.partition(b":")
+                    if name.strip().lower() == b"content-length":
+                        length = int(value)
+                await reader.readexactly(length)
+                await asyncio.sleep(self.delay)
+                self.requests += 1
+                writer.write(
+                    b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+                    + f"content-length: {len(_CHAT_REPLY)}\r\n\r\n".encode()
+                    + _CHAT_REPLY
+                )
+                await writer.drain()
+        writer.close()
+
+    def close(self) -> None:
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=10)
+
+
+def _cpu_seconds(pid: int) -> float:
+    """CPU time of a live process and of its children it has waited for."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
 
 
 class Server:
@@ -101,6 +224,21 @@ class Server:
         self._n += 1
         return self.url(self._create(f"bench_{os.getpid()}_{self._n}", self.template))
 
+    def cpu_seconds(self) -> float | None:
+        """CPU time of the server this script started (its processes, live and ended)."""
+        if self.cluster is None or self.cluster.directory is None:
+            return None
+        pid = int((self.cluster.directory / "data" / "postmaster.pid").read_text().split()[0])
+        total = _cpu_seconds(pid)
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+                if int(fields[1]) == pid:
+                    total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return total
+
     def close(self) -> None:
         if self.cluster is not None:
             self.cluster.shutdown()
@@ -116,7 +254,10 @@ class Worker:
             cwd=ws,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
-            env={k: v for k, v in os.environ.items() if k != "AGENTCTL_FAULT"},
+            env={
+                **{k: v for k, v in os.environ.items() if k != "AGENTCTL_FAULT"},
+                "PYTHONPATH": str(CHECKOUT),
+            },
         )
         self.events: list[dict[str, Any]] = []
         self.ready = threading.Event()
@@ -144,10 +285,19 @@ def _workspace(text: str) -> Path:
     return ws
 
 
-def with_workers(
-    server: Server, text: str, workers: int, concurrency: int
-) -> tuple[float, list[Worker]]:
-    """Run the workflow by ``workers`` worker processes; (wall seconds, the workers)."""
+@dataclass
+class Measured:
+    wall: float
+    pool: list[Worker]
+    #: CPU seconds while the run executed: the workers (and their children), the
+    #: database server (None when not started here), this process.
+    workers_cpu: float = 0.0
+    server_cpu: float | None = None
+    driver_cpu: float = 0.0
+
+
+def with_workers(server: Server, text: str, workers: int, concurrency: int) -> Measured:
+    """Run the workflow by ``workers`` worker processes."""
     ws = _workspace(text)
     url = server.fresh()
     prepared = prepare_run(str(ws / "wf.yaml"), workspace=str(ws))
@@ -157,17 +307,34 @@ def with_workers(
     store = open_store(url)
     clock = SystemClock()
     try:
+        server_before = server.cpu_seconds()
+        workers_before = sum(_cpu_seconds(w.process.pid) for w in pool)
+        driver_before = _own_cpu()
         started = time.perf_counter()
         run_id = create_run(store, prepared, clock=clock, ids=IdGenerator(clock))
         detach_run(store, run_id)
         state = asyncio.run(wait_for_run(store, run_id))
         wall = time.perf_counter() - started
+        driver_cpu = _own_cpu() - driver_before
+        workers_cpu = sum(_cpu_seconds(w.process.pid) for w in pool) - workers_before
+        server_after = server.cpu_seconds()
         assert state == "succeeded", state
     finally:
         for worker in pool:
             worker.stop()
         store.close()
-    return wall, pool
+    return Measured(
+        wall,
+        pool,
+        workers_cpu,
+        None if server_before is None or server_after is None else server_after - server_before,
+        driver_cpu,
+    )
+
+
+def _own_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def in_process(server: Server, text: str) -> float:
@@ -198,7 +365,7 @@ def standard(server: Server) -> list[dict[str, Any]]:
         ("W1_sequential", chain_workflow(500), 500),
         ("W2_foreach_join", fanout_workflow(200), 200),
     ):
-        wall, _ = with_workers(server, text, 1, 8)
+        wall = with_workers(server, text, 1, 8).wall
         out.append(_line(workload, "worker", wall, n))
         out.append(_line(workload, "in_process", in_process(server, text), n))
     return out
@@ -215,31 +382,50 @@ def _line(workload: str, variant: str, wall: float, n: int) -> dict[str, Any]:
     }
 
 
-def scaling(server: Server, counts: list[int], n: int = 400) -> list[dict[str, Any]]:
+def scaling(
+    server: Server, counts: list[int], variant: str, concurrency: int = 8, n: int = 400
+) -> list[dict[str, Any]]:
     out = []
-    for workers in counts:
-        wall, pool = with_workers(server, scale_workflow(n), workers, 8)
-        waited = sorted(
-            float(e["waitedMs"]) for w in pool for e in w.events if e.get("state") == "task.claimed"
-        )
-        by_worker = [sum(1 for e in w.events if e.get("state") == "task.claimed") for w in pool]
-        out.append(
-            {
-                "bench": "agentctl-postgresql",
-                "workload": f"scale_{n}x50ms",
-                "durability": f"workers={workers}",
-                "workers": workers,
-                "wall_s": round(wall, 4),
-                "steps_per_s": round(n / wall, 1),
-                "claim_ms_median": round(statistics.median(waited), 1) if waited else None,
-                "claim_ms_p99": round(waited[min(len(waited) - 1, int(len(waited) * 0.99))], 1)
-                if waited
-                else None,
-                "claims": len(waited),
-                "claims_by_worker": by_worker,
-                "load_avg_1m": _load(),
-            }
-        )
+    endpoint = SlowEndpoint() if variant == "http" else None
+    try:
+        text = scale_workflow(n, None if endpoint is None else endpoint.url)
+        for workers in counts:
+            measured = with_workers(server, text, workers, concurrency)
+            pool = measured.pool
+            waited = sorted(
+                float(e["waitedMs"])
+                for w in pool
+                for e in w.events
+                if e.get("state") == "task.claimed"
+            )
+            by_worker = [sum(1 for e in w.events if e.get("state") == "task.claimed") for w in pool]
+            out.append(
+                {
+                    "bench": "agentctl-postgresql",
+                    "workload": f"scale_{n}x50ms_{variant}",
+                    "durability": f"workers={workers}",
+                    "checkout": str(CHECKOUT),
+                    "workers": workers,
+                    "concurrency_per_worker": concurrency,
+                    "wall_s": round(measured.wall, 4),
+                    "steps_per_s": round(n / measured.wall, 1),
+                    "claim_ms_median": round(statistics.median(waited), 1) if waited else None,
+                    "claim_ms_p99": round(waited[min(len(waited) - 1, int(len(waited) * 0.99))], 1)
+                    if waited
+                    else None,
+                    "claims": len(waited),
+                    "claims_by_worker": by_worker,
+                    "cpu_ms_per_task_workers": round(measured.workers_cpu * 1000 / n, 2),
+                    "cpu_ms_per_task_server": None
+                    if measured.server_cpu is None
+                    else round(measured.server_cpu * 1000 / n, 2),
+                    "cpu_ms_per_task_bench": round(measured.driver_cpu * 1000 / n, 2),
+                    "load_avg_1m": _load(),
+                }
+            )
+    finally:
+        if endpoint is not None:
+            endpoint.close()
     return out
 
 
@@ -249,6 +435,11 @@ def main() -> None:
     parser.add_argument("--workers", type=int, nargs="*", default=[1, 2, 4, 8])
     parser.add_argument("--skip-standard", action="store_true")
     parser.add_argument("--dbos", action="store_true", help="also run DBOS on the same server")
+    parser.add_argument(
+        "--variant", choices=["sleep", "http", "both"], default="both", help="the 50 ms wait"
+    )
+    parser.add_argument("--concurrency", type=int, default=8, help="per worker")
+    parser.add_argument("--checkout", help="run the agentctl of this checkout (A/B)")
     args = parser.parse_args()
     server = Server(args.url)
     try:
@@ -259,8 +450,9 @@ def main() -> None:
             dbos_url = server.url(server._create(f"bench_dbos_{os.getpid()}"))
             script = Path(__file__).with_name("pg_dbos_bench.py")
             subprocess.run([PEERS_PYTHON, str(script), dbos_url], check=True, timeout=600)
-        for line in scaling(server, args.workers):
-            print(json.dumps(line), flush=True)
+        for variant in ("sleep", "http") if args.variant == "both" else (args.variant,):
+            for line in scaling(server, args.workers, variant, args.concurrency):
+                print(json.dumps(line), flush=True)
     finally:
         server.close()
 

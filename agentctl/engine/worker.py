@@ -393,6 +393,9 @@ async def wait_for_run(store: Store, run_id: str) -> str:
     """Block until ``run_id`` is finished or parked; its state. On PostgreSQL a
     notification wakes the wait; on SQLite the run is looked at twice a second."""
     listener = await run_queue.RunsListener.open(store) if store.dialect == "postgresql" else None
+    # Woken only by this run's status changes, not by the task traffic of every run (a
+    # fan-out sends a notification per task); the periodic look stays as a safety net.
+    wake = listener.subscribe(frozenset({run_id})) if listener is not None else None
     try:
         while True:
             with store.read() as conn:
@@ -401,8 +404,10 @@ async def wait_for_run(store: Store, run_id: str) -> str:
                 load_run_or_raise(store, run_id)
             if state in SETTLED_STATES:
                 return str(state)
-            if listener is not None:
-                await listener.wait(IDLE_SECONDS)
+            if wake is not None:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(wake.wait(), IDLE_SECONDS)
+                wake.clear()
             else:
                 await asyncio.sleep(IDLE_SECONDS / 2)
     finally:

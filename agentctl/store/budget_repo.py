@@ -5,7 +5,7 @@ its outcome."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -24,7 +24,7 @@ __all__ = [
     "insert_ledger",
     "ledger",
     "reserve_units",
-    "settle_reservation",
+    "settle_reservations",
 ]
 
 
@@ -92,42 +92,86 @@ def held_reservations(conn: SqlRunner, effect_id: str) -> list[ReservationRow]:
     return [ReservationRow(int(row[0]), row[1], float(row[2])) for row in rows]
 
 
+def _by_resource(amounts: Sequence[tuple[str, float]]) -> tuple[str, list[Any]]:
+    """``CASE resource WHEN ? THEN ? … END`` and its parameters: one statement changes the
+    ledger rows of several resources (a model call reserves and uses five)."""
+    text = "CASE resource " + " ".join("WHEN ? THEN ?" for _ in amounts) + " END"
+    return text, [value for pair in amounts for value in pair]
+
+
+def _marks(count: int) -> str:
+    return ", ".join("?" for _ in range(count))
+
+
 def reserve_units(
-    conn: SqlRunner, run_id: str, effect_id: str, resource: str, amount: float, now: datetime
+    conn: SqlRunner,
+    run_id: str,
+    effect_id: str,
+    amounts: Sequence[tuple[str, float]],
+    now: datetime,
 ) -> None:
-    """Hold ``amount`` of ``resource`` for one effect."""
+    """Hold each ``(resource, amount)`` for one effect (distinct resources)."""
+    if not amounts:
+        return
     stamp = to_db(now)
+    case, values = _by_resource(amounts)
+    resources = [resource for resource, _ in amounts]
     conn.exec_driver_sql(
-        "UPDATE budgets SET reserved_units = reserved_units + ?, updated_at = ? "
-        "WHERE run_id = ? AND resource = ?",
-        (amount, stamp, run_id, resource),
+        f"UPDATE budgets SET reserved_units = reserved_units + {case}, updated_at = ? "  # noqa: S608
+        f"WHERE run_id = ? AND resource IN ({_marks(len(resources))})",
+        (*values, stamp, run_id, *resources),
     )
     conn.exec_driver_sql(
-        "INSERT INTO budget_reservations (run_id, resource, effect_id, units, status, "
-        "created_at) VALUES (?, ?, ?, ?, 'held', ?)",
-        (run_id, resource, effect_id, amount, stamp),
+        "INSERT INTO budget_reservations (run_id, resource, effect_id, units, status, "  # noqa: S608
+        "created_at) VALUES " + ", ".join("(?, ?, ?, ?, 'held', ?)" for _ in amounts),
+        tuple(
+            value
+            for resource, amount in amounts
+            for value in (run_id, resource, effect_id, amount, stamp)
+        ),
     )
 
 
-def settle_reservation(
-    conn: SqlRunner, run_id: str, reservation: ReservationRow, now: datetime
+def settle_reservations(
+    conn: SqlRunner, run_id: str, reservations: Sequence[ReservationRow], now: datetime
 ) -> None:
-    """Give a held reservation back to the ledger and mark it settled."""
+    """Give held reservations back to the ledger and mark them settled."""
+    if not reservations:
+        return
     stamp = to_db(now)
+    resources = [r.resource for r in reservations]
+    if len(set(resources)) == len(resources):
+        case, values = _by_resource([(r.resource, r.units) for r in reservations])
+        conn.exec_driver_sql(
+            f"UPDATE budgets SET reserved_units = reserved_units - {case}, updated_at = ? "  # noqa: S608
+            f"WHERE run_id = ? AND resource IN ({_marks(len(resources))})",
+            (*values, stamp, run_id, *resources),
+        )
+    else:  # two reservations of one resource: given back one by one, as they were held
+        for reservation in reservations:
+            conn.exec_driver_sql(
+                "UPDATE budgets SET reserved_units = reserved_units - ?, updated_at = ? "
+                "WHERE run_id = ? AND resource = ?",
+                (reservation.units, stamp, run_id, reservation.resource),
+            )
+    ids = [r.id for r in reservations]
     conn.exec_driver_sql(
-        "UPDATE budgets SET reserved_units = reserved_units - ?, updated_at = ? "
-        "WHERE run_id = ? AND resource = ?",
-        (reservation.units, stamp, run_id, reservation.resource),
-    )
-    conn.exec_driver_sql(
-        "UPDATE budget_reservations SET status = 'settled', settled_at = ? WHERE id = ?",
-        (stamp, reservation.id),
+        "UPDATE budget_reservations SET status = 'settled', settled_at = ? "  # noqa: S608
+        f"WHERE id IN ({_marks(len(ids))})",
+        (stamp, *ids),
     )
 
 
-def add_used(conn: SqlRunner, run_id: str, resource: str, amount: float, now: datetime) -> None:
+def add_used(
+    conn: SqlRunner, run_id: str, amounts: Sequence[tuple[str, float]], now: datetime
+) -> None:
+    """Count each ``(resource, amount)`` as used (distinct resources)."""
+    if not amounts:
+        return
+    case, values = _by_resource(amounts)
+    resources = [resource for resource, _ in amounts]
     conn.exec_driver_sql(
-        "UPDATE budgets SET used_units = used_units + ?, updated_at = ? "
-        "WHERE run_id = ? AND resource = ?",
-        (amount, to_db(now), run_id, resource),
+        f"UPDATE budgets SET used_units = used_units + {case}, updated_at = ? "  # noqa: S608
+        f"WHERE run_id = ? AND resource IN ({_marks(len(resources))})",
+        (*values, to_db(now), run_id, *resources),
     )

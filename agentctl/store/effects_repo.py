@@ -154,9 +154,12 @@ def insert_effect(
     request_json: str | None,
     now: datetime,
     trace_ids: tuple[str, str] | None = None,
-) -> None:
+) -> dict[str, Any]:
     """Journal an effect as ``requested`` (its idempotency key is its id); ``trace_ids``
-    are those of its span when telemetry is on."""
+    are those of its span when telemetry is on. Returns the row as :func:`effect` would
+    read it back (without the round trip of reading it)."""
+    stamp = to_db(now)
+    trace_id = None if trace_ids is None else trace_ids[0]
     conn.exec_driver_sql(
         "INSERT INTO effects (id, format_version, run_id, task_id, attempt, ordinal, "
         "operation, input_digest, effect_class, idempotency, risk, idempotency_key, status, "
@@ -176,11 +179,37 @@ def insert_effect(
             risk,
             effect_id,
             request_json,
-            to_db(now),
-            None if trace_ids is None else trace_ids[0],
+            stamp,
+            trace_id,
             None if trace_ids is None else trace_ids[1],
         ),
     )
+    inserted = {
+        "id": effect_id,
+        "format_version": FORMAT_VERSION,
+        "run_id": run_id,
+        "task_id": task_id,
+        "attempt": attempt,
+        "ordinal": ordinal,
+        "operation": operation,
+        "input_digest": input_digest,
+        "effect_class": effect_class,
+        "idempotency": idempotency,
+        "risk": risk,
+        "idempotency_key": effect_id,
+        "status": "requested",
+        "request_json": request_json,
+        "result_json": None,
+        "error_json": None,
+        "confirmed": 0,
+        "trace_id": trace_id,
+        "requested_at": stamp,
+        "started_at": None,
+        "finished_at": None,
+    }
+    found = row_dict(tuple(inserted[c] for c in EFFECT_COLUMNS), EFFECT_COLUMNS, _EFFECT_TIMES)
+    assert found is not None
+    return found
 
 
 # -- reconciliations --------------------------------------------------------------------

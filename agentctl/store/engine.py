@@ -103,22 +103,24 @@ class Store:
         driver keeps its cost near the fsync of its commit. Transactions still begin
         IMMEDIATE and either commit whole or roll back.
         """
-        raw = self.engine.raw_connection()
-        driver: Any = raw.driver_connection
-        postgres = self.dialect == POSTGRESQL
+        # On PostgreSQL the pool's connections are in autocommit at the driver (see
+        # store/postgres.py): statements outside write() see committed data and hold no
+        # transaction open, as on SQLite; write() issues its own BEGIN.
         try:
-            if postgres:
-                # Statements outside write() see committed data and hold no transaction open,
-                # as on SQLite; write() issues its own BEGIN.
-                driver.autocommit = True
+            raw = self.engine.raw_connection()
+        except _driver_errors() as exc:  # a server that cannot be reached: store.unreachable
+            raise driver_error(self.path, exc) from exc
+        except DBAPIError as exc:
+            raise driver_error(self.path, exc.orig) from exc
+        try:
             yield DriverSession(raw, self.path, on_begin, dialect=self.engine.dialect)
         finally:
-            if postgres:
-                try:
-                    driver.autocommit = False
-                except Exception:  # noqa: BLE001 - a broken connection is discarded below
-                    raw.invalidate()
             raw.close()
+
+    def reads_one_by_one(self) -> SqlRunner:
+        """A runner of read statements, each in a read transaction of its own, its rows
+        fetched at once: for a reader that holds no connection (a cached snapshot)."""
+        return _ReadEach(self)
 
     def revision(self) -> str | None:
         with self.read() as conn:
@@ -155,6 +157,30 @@ class _DriverResult:
         return iter(self._cursor.fetchall())
 
 
+class _Fetched(_DriverResult):
+    def __init__(self, rows: list[Any]) -> None:
+        self._rows = rows
+
+    @property
+    def rowcount(self) -> int:
+        return len(self._rows)
+
+    def first(self) -> Any:
+        return self._rows[0] if self._rows else None
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._rows)
+
+
+class _ReadEach:
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    def exec_driver_sql(self, statement: str, parameters: Any = ()) -> _Fetched:
+        with self._store.read() as conn:
+            return _Fetched(list(conn.exec_driver_sql(statement, parameters)))
+
+
 class DriverSession:
     """``exec_driver_sql`` over a raw driver connection, with write transactions that take
     the database's write lock first (``BEGIN IMMEDIATE`` on SQLite, the advisory write lock
@@ -187,8 +213,8 @@ class DriverSession:
         try:
             cursor = self._raw.cursor()
             if self._postgres:
-                cursor.execute("BEGIN")
-                cursor.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK_KEY,))
+                # One simple query, one round trip (the key is a constant integer).
+                cursor.execute(f"BEGIN; SELECT pg_advisory_xact_lock({int(WRITE_LOCK_KEY)})")
             else:
                 cursor.execute("BEGIN IMMEDIATE")
             try:

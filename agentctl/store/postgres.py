@@ -11,7 +11,16 @@ The same Alembic history and the same repositories as SQLite (see
 - write transactions take one advisory lock (:data:`~agentctl.store.dialect.WRITE_LOCK_KEY`)
   first: writers are serialised as on SQLite, so the fencing check, guarded transitions
   and claims decide on rows no other writer can change before the commit;
-- read transactions are ``REPEATABLE READ``: one consistent snapshot, like SQLite's.
+- read transactions are ``REPEATABLE READ``: one consistent snapshot, like SQLite's;
+- every transaction begins in one round trip: connections are in autocommit at the
+  driver and the ``begin`` hook sends ``BEGIN ISOLATION LEVEL REPEATABLE READ``, or
+  ``BEGIN`` and the advisory lock in one simple query (where psycopg's own implicit
+  ``BEGIN`` and then the lock would take two). A worker executes several transactions per
+  task, each a round trip to the server at least, so these are what a task costs;
+- a pooled connection is checked with a ping only when it has been idle for
+  :data:`PING_AFTER_IDLE_SECONDS` (a server restarted while it sat in the pool); pinging on
+  every checkout cost a round trip per transaction. The pool hands out the most recently
+  used connection first, so busy connections stay busy and idle ones are the checked ones.
 
 psycopg is imported only when a PostgreSQL URL is opened; without it the error says which
 package to install.
@@ -20,6 +29,7 @@ package to install.
 from __future__ import annotations
 
 import importlib.util
+import time
 from typing import TYPE_CHECKING, Any
 
 from agentctl.errors import PersistenceError
@@ -30,7 +40,13 @@ if TYPE_CHECKING:
 
     from agentctl.store.engine import Store, StoreSettings
 
-__all__ = ["make_engine", "open_postgres_store", "redact"]
+__all__ = ["PING_AFTER_IDLE_SECONDS", "make_engine", "open_postgres_store", "redact"]
+
+#: A pooled connection idle for longer than this is pinged before it is handed out.
+PING_AFTER_IDLE_SECONDS = 2.0
+
+_BEGIN_READ = "BEGIN ISOLATION LEVEL REPEATABLE READ"
+_BEGIN_WRITE = f"BEGIN; SELECT pg_advisory_xact_lock({int(dialect.WRITE_LOCK_KEY)})"
 
 
 def redact(url: str) -> str:
@@ -55,6 +71,7 @@ def _require_driver() -> None:
 def make_engine(url: str, settings: StoreSettings) -> Engine:
     from sqlalchemy import create_engine, event
     from sqlalchemy.engine import Connection, make_url
+    from sqlalchemy.exc import DisconnectionError
 
     target = make_url(url).set(drivername="postgresql+psycopg")
     options = f"-c timezone=UTC -c lock_timeout={int(settings.busy_timeout_ms)}"
@@ -63,10 +80,29 @@ def make_engine(url: str, settings: StoreSettings) -> Engine:
     engine = create_engine(
         target,
         connect_args={"options": options},
-        pool_pre_ping=True,
         pool_size=5,
         max_overflow=64,
+        pool_use_lifo=True,
     )
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+        # Transactions are begun by the "begin" hook below, in one round trip.
+        dbapi_conn.autocommit = True
+
+    @event.listens_for(engine, "checkin")
+    def _on_checkin(_dbapi_conn: Any, record: Any) -> None:
+        record.info["agentctl_idle_since"] = time.monotonic()
+
+    @event.listens_for(engine, "checkout")
+    def _on_checkout(dbapi_conn: Any, record: Any, _proxy: Any) -> None:
+        since = record.info.get("agentctl_idle_since")
+        if since is None or time.monotonic() - since < PING_AFTER_IDLE_SECONDS:
+            return
+        try:
+            dbapi_conn.execute(";")
+        except Exception as exc:  # noqa: BLE001 - any failure: the pool opens a new one
+            raise DisconnectionError(f"pooled connection is gone: {exc}") from exc
 
     @event.listens_for(engine, "before_cursor_execute", retval=True)
     def _rewrite(
@@ -81,10 +117,7 @@ def make_engine(url: str, settings: StoreSettings) -> Engine:
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Connection) -> None:
         begin = conn.get_execution_options().get("agentctl_begin", "BEGIN IMMEDIATE")
-        if begin == "BEGIN IMMEDIATE":
-            conn.exec_driver_sql("SELECT pg_advisory_xact_lock(?)", (dialect.WRITE_LOCK_KEY,))
-        else:
-            conn.exec_driver_sql("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        conn.exec_driver_sql(_BEGIN_WRITE if begin == "BEGIN IMMEDIATE" else _BEGIN_READ)
 
     return engine
 

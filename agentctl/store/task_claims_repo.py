@@ -39,6 +39,7 @@ __all__ = [
     "claimable",
     "finish_claim",
     "publish",
+    "published_task_ids",
     "remove_claims",
     "renew_claim",
     "run_watch",
@@ -64,6 +65,9 @@ class ClaimedTask:
     ready_at: datetime
     started_at: datetime
     previous_worker: str | None
+    #: :func:`snapshot_key` of the run when the task was claimed: a worker that holds a
+    #: snapshot of the run with this key needs no read to execute the task.
+    snapshot_key: tuple[int, int] = (0, 0)
 
 
 def publish(conn: Any, run_id: str, items: Sequence[Published], now: datetime) -> None:
@@ -126,7 +130,8 @@ def claim_ready(
     ``claimed`` rows whose lease ran out. Rows another worker is claiming are skipped."""
     stamp = to_db(now)
     statement = (
-        "SELECT c.run_id, c.task_id, c.token, c.payload_json, c.ready_at, c.worker "
+        "SELECT c.run_id, c.task_id, c.token, c.payload_json, c.ready_at, c.worker, "
+        "r.owner_token, (SELECT MAX(k.seq) FROM checkpoints k WHERE k.run_id = c.run_id) "
         "FROM task_claims c JOIN runs r ON r.id = c.run_id WHERE r.status = 'running' "
         "AND (c.state = 'ready' OR (c.state = 'claimed' AND c.lease_expires_at < ?))"
     )
@@ -142,7 +147,7 @@ def claim_ready(
     picked = list(conn.exec_driver_sql(statement, tuple(parameters)))
     expires = to_db(now + timedelta(seconds=lease_seconds))
     claimed: list[ClaimedTask] = []
-    for run_id, task_id, token, payload, ready_at, previous in picked:
+    for run_id, task_id, token, payload, ready_at, previous, owner_token, seq in picked:
         conn.exec_driver_sql(
             "UPDATE task_claims SET state = 'claimed', worker = ?, token = ?, "
             "lease_expires_at = ?, started_at = ? WHERE run_id = ? AND task_id = ?",
@@ -157,6 +162,7 @@ def claim_ready(
                 _naive(ready_at),
                 now,
                 None if previous is None else str(previous),
+                (int(owner_token or 0), int(seq or 0)),
             )
         )
     return claimed
@@ -246,6 +252,12 @@ def remove_claims(conn: Any, run_id: str, task_ids: Sequence[str] | None = None)
             f"DELETE FROM task_claims WHERE run_id = ? AND task_id IN ({marks})",  # noqa: S608
             (run_id, *chunk),
         )
+
+
+def published_task_ids(conn: Any, run_id: str) -> list[str]:
+    """The tasks of ``run_id`` published for workers now (the owner's current batch)."""
+    rows = conn.exec_driver_sql("SELECT task_id FROM task_claims WHERE run_id = ?", (run_id,))
+    return [str(row[0]) for row in rows]
 
 
 def snapshot_key(conn: Any, run_id: str) -> tuple[int, int]:

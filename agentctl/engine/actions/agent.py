@@ -26,7 +26,7 @@ from agentctl.compiler.effects import (
     model_effect,
 )
 from agentctl.digest import canonical_json, compact_json
-from agentctl.engine.actions import sessions
+from agentctl.engine.actions import sessions, workspace_writers
 from agentctl.engine.effects import budget
 from agentctl.engine.effects.journal import EffectSpec
 from agentctl.engine.run.context import TaskEnv, TaskResult
@@ -243,7 +243,10 @@ async def _run_tool(env: TaskEnv, call: ToolCall) -> Any:
         if kind == "builtin.workspace.write":
             path_text = str(arguments.get("path"))
             content = str(arguments.get("content"))
-            files.write_atomic(env.workspace.resolve_write(path_text), content)
+            # A writer window: a process scanning the workspace meanwhile must not take
+            # the file for its own (see workspace_writers).
+            with workspace_writers.writing(env.workspace.workspace_root, expected_seconds=60):
+                files.write_atomic(env.workspace.resolve_write(path_text), content)
             data = content.encode()
             return {
                 "path": path_text,

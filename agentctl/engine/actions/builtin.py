@@ -17,7 +17,7 @@ from typing import Any
 
 from agentctl import process
 from agentctl.digest import digest_json
-from agentctl.engine.actions import isolation, written_files
+from agentctl.engine.actions import isolation, workspace_writers, written_files
 from agentctl.engine.actions.environment import process_timeout, resolve_environment
 from agentctl.engine.actions.long_term import LONG_TERM_BODIES
 from agentctl.engine.actions.protocol import PROTOCOL_BODIES
@@ -169,7 +169,10 @@ async def _write(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
         return TaskResult(output)
 
     async def dispatch(_effect_id: str) -> Any:
-        files.write_atomic(target, content)
+        # A writer window: a process scanning this workspace meanwhile must not take the
+        # file for its own (see workspace_writers).
+        with workspace_writers.writing(env.workspace.workspace_root, expected_seconds=60):
+            files.write_atomic(target, content)
         return output
 
     result = await env.gate.perform(
@@ -220,7 +223,22 @@ async def _shell(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
     timeout = process_timeout(env, action)
     spec = EffectSpec.classified("builtin.shell.exec", effect_input)
 
+    # The process's scans are attributed to it only if no other task wrote in the workspace
+    # from the first scan to the last (workspace_writers); without writable roots nothing is
+    # scanned and there is nothing to attribute.
+    window = (
+        workspace_writers.open_window(env.workspace.workspace_root, expected_seconds=timeout)
+        if env.workspace.writable_roots
+        else None
+    )
     before = written_files.snapshot(env.workspace)
+
+    def attributed() -> tuple[list[tuple[str, Path]], list[str]]:
+        """(files to ingest, files that appeared but may be another writer's)."""
+        after = written_files.snapshot(env.workspace)
+        if window is not None and window.close():
+            return [], written_files.appeared(before, after, env.workspace)
+        return written_files.changed_files(env.workspace, before, after), []
 
     async def dispatch(effect_id: str) -> Any:
         spec = process.ProcessSpec(
@@ -281,9 +299,10 @@ async def _shell(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
             )
         # Which files it wrote is part of what the effect did: journaled with its outcome,
         # so a resume after a crash ingests them exactly as this attempt would have.
-        output[written_files.WRITTEN_FILES] = written_files.signatures(
-            written_files.changed_files(env.workspace, before)
-        )
+        mine, unattributed = attributed()
+        output[written_files.WRITTEN_FILES] = written_files.signatures(mine)
+        if unattributed:
+            output["unattributedFiles"] = unattributed
         return output
 
     def output_bytes(result: Any) -> dict[str, float]:
@@ -292,20 +311,26 @@ async def _shell(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
         )
         return {"processOutputBytes": produced}
 
-    result = await env.gate.perform(
-        env.attempt,
-        spec,
-        dispatch,
-        prompt=f"run {command} {' '.join(args)}".strip(),
-        reservation={"processOutputBytes": combined_limit},
-        usage=output_bytes,
-    )
-    # Files the process created or changed under the writable roots become artifacts.
-    recorded = result.pop(written_files.WRITTEN_FILES, None) if isinstance(result, dict) else None
-    if recorded is None:  # an outcome an operator reconciled: look at the workspace
-        env.written.extend(written_files.changed_files(env.workspace, before))
-    else:
-        env.written.extend(written_files.recorded_files(env.workspace, recorded))
+    try:
+        result = await env.gate.perform(
+            env.attempt,
+            spec,
+            dispatch,
+            prompt=f"run {command} {' '.join(args)}".strip(),
+            reservation={"processOutputBytes": combined_limit},
+            usage=output_bytes,
+        )
+        # Files the process created or changed under the writable roots become artifacts.
+        recorded = (
+            result.pop(written_files.WRITTEN_FILES, None) if isinstance(result, dict) else None
+        )
+        if recorded is None:  # an outcome an operator reconciled: look at the workspace
+            env.written.extend(attributed()[0])
+        else:
+            env.written.extend(written_files.recorded_files(env.workspace, recorded))
+    finally:
+        if window is not None:
+            window.close()
     return TaskResult(result)
 
 

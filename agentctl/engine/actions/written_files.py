@@ -2,7 +2,10 @@
 
 A process may write anything; agentctl ingests only what is safely the task's own work.
 Before and after the process runs, the writable roots are scanned (bounded, symlinked
-directories not followed). Afterwards:
+directories not followed). What changed between the scans is the process's own work only
+when no other task wrote in the workspace meanwhile (:mod:`workspace_writers` decides);
+otherwise nothing is attributed and the names are reported as ``unattributedFiles``
+(:func:`appeared`). When the scans are the process's own:
 
 - a regular file that is new or changed (modification time or size) and at most 16 MiB
   becomes an artifact candidate; larger ones stay in the workspace untracked;
@@ -20,6 +23,7 @@ import stat as stat_module
 from dataclasses import dataclass
 from pathlib import Path
 
+from agentctl.engine.actions.workspace_writers import REGISTRY
 from agentctl.policy.paths import WorkspacePolicy
 from agentctl.signals import TaskFailure
 from agentctl.tools.files import is_atomic_temp
@@ -29,6 +33,7 @@ __all__ = [
     "AUTO_INGEST_MAX_BYTES",
     "WRITTEN_FILES",
     "Snapshot",
+    "appeared",
     "changed_files",
     "recorded_files",
     "signatures",
@@ -65,12 +70,15 @@ class Snapshot:
 def snapshot(workspace: WorkspacePolicy) -> Snapshot:
     """Every regular file and symlink under the writable roots (at most 10,000)."""
     seen: dict[Path, _Entry] = {}
+    registry = workspace.workspace_root / REGISTRY
     for root in workspace.writable_roots:
         if not root.is_dir():
             continue
         for path in root.rglob("*"):
             if len(seen) >= ARTIFACT_SCAN_LIMIT:
                 return Snapshot(seen, complete=False)
+            if path.is_relative_to(registry):
+                continue  # agentctl's own bookkeeping of who writes here
             if is_atomic_temp(path.name):
                 # Another task's builtin.write in flight (a concurrent run in this
                 # workspace): renamed away in a moment, never this process's work.
@@ -98,10 +106,22 @@ def _name(workspace: WorkspacePolicy, path: Path) -> str:
         return str(path)
 
 
-def changed_files(workspace: WorkspacePolicy, before: Snapshot) -> list[tuple[str, Path]]:
-    """``(artifact name, path)`` of each file to ingest; ``TaskFailure`` for a symlink or
-    an outside hard link the process left behind."""
-    after = snapshot(workspace)
+def appeared(before: Snapshot, after: Snapshot, workspace: WorkspacePolicy) -> list[str]:
+    """The names of the files and links new or changed between two scans."""
+    return [
+        _name(workspace, path)
+        for path, entry in sorted(after.entries.items())
+        if (previous := before.entries.get(path)) is None or previous.signature != entry.signature
+    ]
+
+
+def changed_files(
+    workspace: WorkspacePolicy, before: Snapshot, after: Snapshot | None = None
+) -> list[tuple[str, Path]]:
+    """``(artifact name, path)`` of each file to ingest (``after`` scanned now when not
+    given); ``TaskFailure`` for a symlink or an outside hard link the process left behind."""
+    if after is None:
+        after = snapshot(workspace)
     links_seen: dict[tuple[int, int], int] = {}
     for entry in after.entries.values():
         if not entry.symlink:

@@ -99,10 +99,17 @@ def reserve(
             return BudgetDenied(
                 resource, row.limit_units, row.used_units, row.reserved_units, amount
             )
-    for resource, amount in units.items():
-        if resource not in rows or amount <= 0:
-            continue
-        budget_repo.reserve_units(conn, run_id, effect_id, resource, amount, now)
+    budget_repo.reserve_units(
+        conn,
+        run_id,
+        effect_id,
+        [
+            (resource, amount)
+            for resource, amount in units.items()
+            if resource in rows and amount > 0
+        ],
+        now,
+    )
     return None
 
 
@@ -110,11 +117,12 @@ def settle(
     conn: SqlRunner, run_id: str, effect_id: str, actual: Mapping[str, float], now: datetime
 ) -> list[BudgetDenied]:
     """Replace the effect's reservations with actual usage; return any overruns."""
-    for reservation in budget_repo.held_reservations(conn, effect_id):
-        budget_repo.settle_reservation(conn, run_id, reservation, now)
-    for resource, amount in actual.items():
-        if amount:
-            budget_repo.add_used(conn, run_id, resource, amount, now)
+    budget_repo.settle_reservations(
+        conn, run_id, budget_repo.held_reservations(conn, effect_id), now
+    )
+    budget_repo.add_used(
+        conn, run_id, [(resource, amount) for resource, amount in actual.items() if amount], now
+    )
     overruns = []
     for resource, row in _rows(conn, run_id).items():
         if (

@@ -230,7 +230,7 @@ def insert_requested(
     existing = get_effect(conn, eid)
     if existing is not None:
         return existing
-    effects_repo.insert_effect(
+    inserted = effects_repo.insert_effect(
         conn,
         effect_id=eid,
         run_id=run_id,
@@ -246,9 +246,7 @@ def insert_requested(
         now=now,
         trace_ids=telemetry.active().current_ids(),
     )
-    found = get_effect(conn, eid)
-    assert found is not None
-    return found
+    return _record(inserted)
 
 
 def set_status(conn: Any, effect_id_: str, status: str, now: datetime) -> None:

@@ -22,12 +22,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import Callable, Iterator
+import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentctl.engine.effects.gate import EffectGate
 from agentctl.engine.run import tracing
@@ -35,15 +36,24 @@ from agentctl.engine.run.commits import TaskOutcome
 from agentctl.engine.run.executor import RunExecutor
 from agentctl.engine.run.frontier import StoredPlan, TaskOutputs, TaskRows
 from agentctl.engine.run.outcome import ExecutionOptions
-from agentctl.engine.run.records import RunLog, RunRow, load_run, replay_memory
+from agentctl.engine.run.records import (
+    RunLog,
+    RunRow,
+    advance_memory,
+    load_run,
+    replay_memory,
+)
 from agentctl.engine.run.task_claims import outcome_to_json
-from agentctl.errors import Cancelled, OwnershipLostError, PersistenceError
+from agentctl.errors import Cancelled, OwnershipLostError
 from agentctl.ids import Clock
 from agentctl.policy.paths import WorkspacePolicy
 from agentctl.policy.secrets import secret_sources
 from agentctl.store import ownership, task_claims_repo
 from agentctl.store.engine import SqlRunner, Store
 from agentctl.store.task_claims_repo import ClaimedTask
+
+if TYPE_CHECKING:
+    from agentctl.compiler.plan import PlanTask
 
 __all__ = ["ClaimFence", "RunSnapshots", "execute_claimed"]
 
@@ -61,8 +71,11 @@ class ClaimFence(ownership.OwnedRun):
 
     @contextmanager
     def write(self) -> Iterator[Any]:
-        with self.store.write() as conn:
-            self._check(conn)
+        # At the driver level, as the owner's batch commits: a claimed task's effect makes
+        # three of these transactions, and SQLAlchemy's per-statement work would cost
+        # more CPU than the statements. Each still begins with the write lock and the
+        # fencing check, and commits whole or rolls back.
+        with self.store.driver_session(on_begin=self._check) as session, session.write() as conn:
             yield conn
 
     def driver_session(self) -> Any:
@@ -78,52 +91,114 @@ class _Snapshot:
     checkpoint_seq: int
 
 
-def _no_lazy_reads(run_id: str) -> Callable[[], SqlRunner]:
-    def refuse() -> SqlRunner:
-        raise PersistenceError(
-            f"run {run_id}: a claimed task asked for a record its snapshot does not hold",
-            code="store.corrupt",
-            hint="the run's plan and task rows disagree; run `agentctl db check`",
-            run_id=run_id,
-        )
-
-    return refuse
+def _needed(task: PlanTask) -> list[str]:
+    """The task rows executing ``task`` reads: its own and those of the tasks it depends
+    on, is routed by or collects (the compiler allows templates to read only ``needs``)."""
+    return [
+        task.id,
+        *task.needs,
+        *(guard.router for guard in task.route_guards),
+        *task.uses.children,
+    ]
 
 
 class RunSnapshots:
-    """The committed state of the runs whose tasks this worker executes, read once per
-    (run, owner token, last checkpoint): the tasks of one batch share it, and nothing the
-    owner commits can change it without adding a checkpoint."""
+    """The committed state of the runs whose tasks this worker executes.
+
+    A snapshot is keyed by the run's owner token and last checkpoint
+    (:func:`task_claims_repo.snapshot_key`): nothing the owner commits can change a task row
+    or the working memory without adding a checkpoint. A claim carries the key the run had
+    when it was taken, so a task whose run's snapshot is at that key is executed with no
+    read at all. Otherwise one read transaction brings the snapshot to the current key,
+    reading only what the tasks of the owner's current batch need: their plan records
+    (kept for the run: a plan never changes), the rows of the tasks they read, and the
+    checkpoints added since the memory was last read (all of them, from the last full
+    snapshot, for a new owner). The whole plan and every row are never read: their cost
+    grows with the run, where a batch's does not.
+    """
 
     def __init__(self, store: Store) -> None:
         self.store = store
         self._cache: dict[str, tuple[tuple[int, int], _Snapshot]] = {}
+        self._lock = threading.Lock()
 
-    def get(self, run_id: str) -> _Snapshot:
+    def cached(self, claimed: ClaimedTask) -> _Snapshot | None:
+        """The snapshot for ``claimed`` when this worker holds it already (no read)."""
+        found = self._cache.get(claimed.run_id)
+        # The same owner, and at least the state the claim was taken in (what a task of
+        # the batch reads does not change until the owner commits the batch).
+        if (
+            found is None
+            or found[0][0] != claimed.snapshot_key[0]
+            or found[0][1] < claimed.snapshot_key[1]
+        ):
+            return None
+        snapshot = found[1]
+        if not snapshot.plan.holds(claimed.task_id):
+            return None
+        task = snapshot.plan.tasks[claimed.task_id]
+        if not snapshot.rows.holds(_needed(task)):
+            return None
+        return snapshot
+
+    def get(self, claimed: ClaimedTask) -> _Snapshot:
+        """The snapshot for ``claimed``, read or brought up to date (one read transaction)."""
+        with self._lock:
+            # The tasks of one claim start together: the first one's read serves the rest.
+            ready = self.cached(claimed)
+            if ready is not None:
+                return ready
+            return self._read(claimed)
+
+    def _read(self, claimed: ClaimedTask) -> _Snapshot:
+        run_id = claimed.run_id
         with self.store.read() as conn:
             key = task_claims_repo.snapshot_key(conn, run_id)
-            cached = self._cache.get(run_id)
-            if cached is not None and cached[0] == key:
-                return cached[1]
-            run = load_run(conn, run_id)
-            spec = run.workflow.get("spec") or {}
-            # Every record is read here, in this transaction, so the runner never reads
-            # lazily afterwards (its reader would have no connection to read on).
-            plan = StoredPlan(run_id, run.plan, _no_lazy_reads(run_id))
-            plan.load_all(conn)
-            rows = TaskRows(run_id, {}, _no_lazy_reads(run_id))
-            rows.every(conn)
-            snapshot = _Snapshot(
-                run,
-                plan,
-                rows,
-                replay_memory(conn, run_id, (spec.get("memory") or {}).get("working") or {}),
-                key[1],
-            )
+            found = self._cache.get(run_id)
+            if found is None or found[0][0] != key[0] or found[0][1] > key[1]:
+                # First task of the run here, or a new owner: read the run from scratch.
+                run = load_run(conn, run_id)
+                spec = run.workflow.get("spec") or {}
+                initial = (spec.get("memory") or {}).get("working") or {}
+                snapshot = _Snapshot(
+                    run,
+                    StoredPlan(run_id, run.plan, self._reader),
+                    TaskRows(run_id, {}, self._reader),
+                    replay_memory(conn, run_id, initial),
+                    key[1],
+                )
+            elif found[0] != key:
+                # The owner committed since: the same run and plan, rows read afresh, the
+                # memory advanced by the checkpoints added since.
+                old = found[1]
+                snapshot = _Snapshot(
+                    old.run,
+                    old.plan,
+                    TaskRows(run_id, {}, self._reader),
+                    advance_memory(conn, run_id, old.memory, old.checkpoint_seq),
+                    key[1],
+                )
+            else:
+                snapshot = found[1]
+            # What the other tasks of the owner's batch need too: this worker is likely to
+            # claim some of them, and then needs no read for them.
+            batch = [claimed.task_id, *task_claims_repo.published_task_ids(conn, run_id)]
+            plan = snapshot.plan
+            plan.load([*batch, *plan.artifact_tasks], conn)
+            needed: dict[str, None] = {}
+            for task_id in batch:
+                if plan.holds(task_id):
+                    needed.update(dict.fromkeys(_needed(plan.tasks[task_id])))
+            snapshot.rows.load(list(needed), conn)
         if len(self._cache) > 64:
             self._cache.clear()
         self._cache[run_id] = (key, snapshot)
         return snapshot
+
+    def _reader(self) -> SqlRunner:
+        # A record the snapshot was not given is read on its own (a plan record never
+        # changes; a finished task's row does not either).
+        return self.store.reads_one_by_one()
 
 
 class _ClaimedTaskRunner(RunExecutor):
@@ -198,7 +273,9 @@ async def execute_claimed(
     """Execute one claimed task and record its outcome on the claim; how it ended:
     ``done``, ``lost`` (the claim was taken or withdrawn: nothing more was written) or
     ``stopped`` (the run was cancelled, passed its deadline or ended)."""
-    snapshot = await asyncio.to_thread(snapshots.get, claimed.run_id)
+    snapshot = snapshots.cached(claimed)
+    if snapshot is None:
+        snapshot = await asyncio.to_thread(snapshots.get, claimed)
     runner = _ClaimedTaskRunner(store, claimed, snapshot, clock=clock, options=options)
     work = asyncio.create_task(runner.run_claimed())
     watch = asyncio.create_task(_heartbeat(store, claimed, snapshot.run, clock, work))

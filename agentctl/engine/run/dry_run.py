@@ -20,6 +20,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from agentctl.engine.actions.workspace_writers import REGISTRY
 from agentctl.errors import UsageError
 
 __all__ = ["DIFF_LIMIT_BYTES", "ThrowawayWorkspace"]
@@ -33,10 +34,14 @@ def _inside(path: Path, root: Path) -> bool:
 
 
 def _files(root: Path) -> dict[str, Path]:
-    """Relative name -> path of every file and symlink under ``root``."""
+    """Relative name -> path of every file and symlink under ``root`` (but agentctl's own
+    record of which tasks write in the workspace, which no task changed)."""
     found: dict[str, Path] = {}
+    registry = root / REGISTRY
     for directory, dirs, names in os.walk(root):
         here = Path(directory)
+        if here == registry or here.is_relative_to(registry):
+            continue
         for name in names + [d for d in dirs if (here / d).is_symlink()]:
             path = here / name
             found[path.relative_to(root).as_posix()] = path

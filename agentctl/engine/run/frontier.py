@@ -99,6 +99,10 @@ class StoredPlan:
         if missing:
             self._add(plan_repo.records(conn or self.reader(), self.run_id, missing))
 
+    def holds(self, task_id: str) -> bool:
+        """Whether the record of ``task_id`` has been read (no read needed for it)."""
+        return task_id in self._tasks
+
     def _add(self, records: list[tuple[str, str]]) -> None:
         for task_id, record in records:
             if task_id not in self._tasks:
@@ -192,6 +196,10 @@ class TaskRows(Mapping[str, Any]):
         if missing and not self._complete:
             for state in tasks_repo.task_states_of(conn or self.reader(), self.run_id, missing):
                 self._rows[state[0]] = task_row(self.run_id, state)
+
+    def holds(self, task_ids: Sequence[str]) -> bool:
+        """Whether every row of ``task_ids`` has been read (no read needed for them)."""
+        return self._complete or all(t in self._rows for t in task_ids)
 
     def every(self, conn: SqlRunner | None = None) -> dict[str, Any]:
         """Every row of the run, in plan order (one query the first time)."""

@@ -209,8 +209,23 @@ def load_tasks(conn: SqlRunner, run_id: str) -> dict[str, TaskRow]:
 def replay_memory(conn: SqlRunner, run_id: str, initial: Mapping[str, Any]) -> dict[str, Any]:
     """Working memory after the last checkpoint: the latest snapshot plus later deltas."""
     snapshot_seq = checkpoints_repo.last_snapshot_seq(conn, run_id)
-    memory: dict[str, Any] = dict(initial)
-    for row in checkpoints_repo.since(conn, run_id, snapshot_seq):
+    return _apply_checkpoints(
+        run_id, dict(initial), checkpoints_repo.since(conn, run_id, snapshot_seq)
+    )
+
+
+def advance_memory(
+    conn: SqlRunner, run_id: str, memory: Mapping[str, Any], after_seq: int
+) -> dict[str, Any]:
+    """Working memory after the last checkpoint, from ``memory`` as it was after checkpoint
+    ``after_seq`` (reads only the checkpoints added since)."""
+    return _apply_checkpoints(
+        run_id, dict(memory), checkpoints_repo.since(conn, run_id, after_seq + 1)
+    )
+
+
+def _apply_checkpoints(run_id: str, memory: dict[str, Any], rows: Any) -> dict[str, Any]:
+    for row in rows:
         check_format_version("checkpoint", f"{run_id}#{row.seq}", int(row.format_version))
         delta = json.loads(row.memory_delta_json)
         if not _checksum_ok(row.transition, row.memory_delta_json, row.checksum):
