@@ -43,3 +43,9 @@ def needs_approval(
     """Whether the approval mode (or a tool's ``approval: always``) gates this effect."""
     mode = mode_override or str(policy.get("approval") or Policy.default_of("approval"))
     return approval_required(mode, effect_class, risk, tool_approval)
+
+
+def non_interactive_mode(policy: Mapping[str, Any]) -> str:
+    """What an effect needing approval does when nobody can answer now
+    (``policy.nonInteractive``; an omitted key means the spec model's default)."""
+    return str(policy.get("nonInteractive") or Policy.default_of("non_interactive"))

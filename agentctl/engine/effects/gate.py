@@ -22,7 +22,11 @@ from typing import Any
 from agentctl import hints
 from agentctl.digest import canonical_json
 from agentctl.engine.effects import budget, journal
-from agentctl.engine.effects.approval_policy import deny_reason, needs_approval
+from agentctl.engine.effects.approval_policy import (
+    deny_reason,
+    needs_approval,
+    non_interactive_mode,
+)
 from agentctl.engine.effects.approvals import create_approval, get_approval
 from agentctl.engine.faults import Faults
 from agentctl.engine.run.records import RunLog
@@ -355,7 +359,7 @@ class EffectGate:
                 return self._reject(attempt, record, aid)
             return await self._start_and_dispatch(attempt, record, spec, dispatch)
 
-        mode = str(self.policy.get("nonInteractive") or "pause")
+        mode = non_interactive_mode(self.policy)
         now = self.clock.now()
         if mode in ("deny_approval", "fail"):
             message = (

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from agentctl.engine.actions.embedding import build_embedder
-from agentctl.engine.effects.approval_policy import needs_approval
+from agentctl.engine.effects.approval_policy import needs_approval, non_interactive_mode
 from agentctl.engine.workspace_check import check_workspace
 from agentctl.spec.models_common import SpecModel
 from agentctl.spec.models_definitions import Tool
@@ -95,6 +95,10 @@ def test_the_engine_takes_omitted_keys_from_the_spec_models(
     assert needs_approval({}, effect_class="external_mutate", risk="medium")
     _declare(monkeypatch, Policy, "approval", "never")
     assert not needs_approval({}, effect_class="external_mutate", risk="medium")
+    assert non_interactive_mode({}) == "pause"
+    _declare(monkeypatch, Policy, "non_interactive", "fail")
+    assert non_interactive_mode({}) == "fail"
+    assert non_interactive_mode({"nonInteractive": "deny_approval"}) == "deny_approval"
     _declare(monkeypatch, Embedding, "dimensions", 16)
     assert build_embedder({}, {}, environ={}).dimensions == 16
     (tmp_path / "root").mkdir()
