@@ -8,10 +8,13 @@ the default in the compiler or the engine would not.
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import BaseModel
 
 from agentctl.engine.actions.embedding import build_embedder
 from agentctl.engine.effects.approval_policy import needs_approval, non_interactive_mode
@@ -54,9 +57,31 @@ tasks:
 """
 
 
+def _built_schemas() -> None:
+    """Import every spec module and complete every model's schema before a default changes.
+
+    pydantic copies a field's default into the schema of each model that embeds it when
+    that schema is built. A schema first built while a test had changed a default would
+    keep the changed default for the rest of the process (other tests in this worker would
+    see it), so all of them are built first, with the declared defaults.
+    """
+    import agentctl.spec
+
+    for module in pkgutil.walk_packages(agentctl.spec.__path__, "agentctl.spec."):
+        importlib.import_module(module.name)
+    models: list[type[BaseModel]] = [SpecModel]
+    while models:
+        model = models.pop()
+        if not model.__pydantic_complete__:
+            model.model_rebuild()
+        models.extend(model.__subclasses__())
+    compile_spec(SPEC)
+
+
 def _declare(
     monkeypatch: pytest.MonkeyPatch, model: type[SpecModel], name: str, value: Any
 ) -> None:
+    _built_schemas()
     monkeypatch.setattr(model.model_fields[name], "default", value)
 
 
