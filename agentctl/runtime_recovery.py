@@ -30,15 +30,17 @@ class RecoveryOperations:
     handle_signals: bool
     on_event: EventSink | None
 
-    @property
-    def clock(self) -> Clock:
-        raise NotImplementedError
+    if TYPE_CHECKING:
+        # Declared for the type checker only: Runtime defines these, so the mixin has no
+        # placeholder body that a call could ever reach.
+        @property
+        def clock(self) -> Clock: ...
 
-    def _options(self, *, check: bool, diff: bool, workspace: str | None) -> ExecutionOptions:
-        raise NotImplementedError
+        def _options(
+            self, *, check: bool, diff: bool, workspace: str | None
+        ) -> ExecutionOptions: ...
 
-    def _notify(self, kind: str, data: dict[str, Any]) -> None:
-        raise NotImplementedError
+        def _notify(self, kind: str, data: dict[str, Any]) -> None: ...
 
     # -- recovery ------------------------------------------------------------------------
 
