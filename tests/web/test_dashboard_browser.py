@@ -9,6 +9,10 @@ Set ``AGENTCTL_SCREENSHOTS=DIR`` to keep the screenshots (docs/dashboard.md uses
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -83,3 +87,73 @@ def test_approve_and_answer_from_the_browser(runs: Runs, ui_server: Any, tmp_pat
     assert answered["approvals"][0]["answer"] == "production"
     assert answered["run"]["state"] == "succeeded"
     assert answered["run"]["output"]["use"]["output"] == {"target": "production"}
+
+
+def test_a_live_refresh_keeps_what_a_person_entered_and_has_not_sent(
+    runs: Runs, ui_server: Any
+) -> None:
+    """A chosen answer and a typed reason survive the page swapping its content when the
+    store changes; before, the refresh put the form back as the server drew it, and the
+    answer sent was the first choice instead of the one picked (regression)."""
+    sync_playwright = require_browser()
+    parked = runs.roll(RELEASE, "release")
+    (approval,) = parked["pendingApprovals"]
+    asked = runs.roll(ASKING, "asking")
+    (question,) = asked["pendingApprovals"]
+    url = ui_server()
+    base = url.split("?")[0].rstrip("/")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, timeout=60_000
+        )
+        try:
+            page = browser.new_page()
+            page.set_default_timeout(60_000)
+            page.goto(url)
+            page.goto(f"{base}/inbox")
+            page.locator("#live.on").wait_for()
+            card = page.locator(f"article#{approval}")
+            card.locator("input[name=reason]").fill("release notes checked")
+            answer = page.locator(f"article#{question}")
+            answer.locator("select[name=value]").select_option(label="production")
+            # The person looks elsewhere: no field of theirs has the focus any more.
+            page.locator("h1").click()
+            refreshed = page.evaluate("document.body.dataset.refreshed || '0'")
+
+            # Meanwhile another run parks on a question: the inbox redraws itself live.
+            # (A real process: Playwright's own event loop runs in this thread.)
+            (runs.workspace / "later.yaml").write_text(textwrap.dedent(ASKING))
+            later = subprocess.run(
+                [sys.executable, "-m", "agentctl", "--output", "json", "roll", "later.yaml"]
+                + ["--db", str(runs.db)],
+                cwd=runs.workspace,
+                capture_output=True,
+                text=True,
+                timeout=120,
+                check=False,
+            )
+            assert later.returncode == 3, later.stderr
+            (other,) = json.loads(later.stdout)["data"]["pendingApprovals"]
+            page.locator(f"article#{other}").wait_for()
+            assert page.evaluate("document.body.dataset.refreshed") != refreshed
+
+            assert card.locator("input[name=reason]").input_value() == "release notes checked"
+            assert answer.locator("select[name=value]").input_value() == '"production"'
+            # A card the person did not touch is drawn as the server sends it.
+            untouched = page.locator(f"article#{other} select[name=value]")
+            assert untouched.input_value() == '"staging"'
+
+            answer.locator("button", has_text="Answer").click()
+            page.wait_for_url("**/inbox?notice=*")
+            card = page.locator(f"article#{approval}")
+            assert card.locator("input[name=reason]").input_value() == ""
+            card.locator("input[name=reason]").fill("release notes checked")
+            card.locator("button", has_text="Approve").click()
+            page.wait_for_url("**/inbox?notice=*")
+        finally:
+            browser.close()
+    answered = runs.inspect(asked["runId"])
+    assert answered["approvals"][0]["answer"] == "production"
+    (decided,) = runs.inspect(parked["runId"])["approvals"]
+    assert decided["status"] == "approved"
+    assert "release notes checked" in str(decided)

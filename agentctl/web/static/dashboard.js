@@ -1,12 +1,17 @@
 // agentctl dashboard: live updates without page reloads, shipped in the package (no CDN).
 // The server sends an event when the store changed; the page fetches itself again and
-// swaps its <main>, unless the person is typing in one of its forms.
+// swaps its <main>. What a person has entered in a form and not sent yet survives the
+// swap: a form they changed is marked dirty, its fields are read just before the swap and
+// written into the same form of the fresh page (docs/dashboard.md, "Live updates keep what
+// you entered").
 (function () {
   "use strict";
   var live = document.getElementById("live");
-  if (!window.EventSource) { return; }
+  var main = document.getElementById("main");
+  if (!window.EventSource || !main) { return; }
   var first = true;
   var busy = false;
+  var pending = false;
   function typing() {
     var el = document.activeElement;
     return el && el.form && (el.value || "").length > 0;
@@ -16,8 +21,62 @@
     document.querySelectorAll("main details[open][id]").forEach(function (d) { ids.push(d.id); });
     return ids;
   }
+  // A form is known across two renderings by the card that holds it and where it posts.
+  function formKey(form) {
+    var holder = form.parentElement && form.parentElement.closest("[id]");
+    var owner = holder && holder !== main ? holder.id : "";
+    return owner + "|" + (form.getAttribute("action") || "");
+  }
+  function kept(el) {
+    return el.name && el.type !== "hidden" && el.type !== "submit" && el.type !== "button";
+  }
+  function markDirty(event) {
+    var el = event.target;
+    if (el && el.form && main.contains(el.form) && kept(el)) { el.form.dataset.dirty = "1"; }
+  }
+  function unsent() {
+    var forms = {};
+    main.querySelectorAll("form[data-dirty]").forEach(function (form) {
+      var fields = [];
+      Array.prototype.forEach.call(form.elements, function (el) {
+        if (!kept(el)) { return; }
+        fields.push({ name: el.name, value: el.value, checked: el.checked,
+                      focused: el === document.activeElement });
+      });
+      forms[formKey(form)] = fields;
+    });
+    return forms;
+  }
+  function restore(forms) {
+    main.querySelectorAll("form").forEach(function (form) {
+      var fields = forms[formKey(form)];
+      if (!fields) { return; }
+      form.dataset.dirty = "1";
+      var seen = {};
+      fields.forEach(function (saved) {
+        var matches = Array.prototype.filter.call(form.elements, function (el) {
+          return el.name === saved.name && kept(el);
+        });
+        var index = seen[saved.name] || 0;
+        seen[saved.name] = index + 1;
+        var el = matches[index];
+        if (!el) { return; }
+        if (el.type === "checkbox" || el.type === "radio") {
+          el.checked = saved.checked;
+        } else if (el.tagName === "SELECT") {
+          var known = Array.prototype.some.call(el.options, function (o) { return o.value === saved.value; });
+          if (known) { el.value = saved.value; }
+        } else {
+          el.value = saved.value;
+        }
+        if (saved.focused) { el.focus(); }
+      });
+    });
+  }
   function refresh() {
-    if (busy || typing()) { return; }
+    if (busy) { pending = true; return; }
+    if (typing()) { pending = true; return; }
+    pending = false;
     busy = true;
     var keep = openDetails();
     var url = window.location.pathname + window.location.search.replace(/([?&])notice=[^&]*/, "$1");
@@ -30,15 +89,27 @@
         if (!fresh) { return; }
         var notice = fresh.querySelector(".notice[role=status]");
         if (notice) { notice.remove(); }
-        document.getElementById("main").innerHTML = fresh.innerHTML;
+        var forms = unsent();
+        main.innerHTML = fresh.innerHTML;
+        restore(forms);
         keep.forEach(function (id) {
           var d = document.getElementById(id);
           if (d) { d.open = true; }
         });
         document.title = doc.title;
+        document.body.dataset.refreshed = String(Number(document.body.dataset.refreshed || 0) + 1);
       })
-      .finally(function () { busy = false; });
+      .finally(function () {
+        busy = false;
+        if (pending) { refresh(); }
+      });
   }
+  document.addEventListener("input", markDirty, true);
+  document.addEventListener("change", markDirty, true);
+  // A refresh put off while someone typed happens once they leave the field.
+  document.addEventListener("focusout", function () {
+    if (pending) { window.setTimeout(refresh, 0); }
+  }, true);
   var source = new EventSource("/events");
   source.onopen = function () { if (live) { live.classList.add("on"); } };
   source.onerror = function () { if (live) { live.classList.remove("on"); } };
