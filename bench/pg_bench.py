@@ -256,7 +256,9 @@ class Worker:
             stderr=subprocess.DEVNULL,
             env={
                 **{k: v for k, v in os.environ.items() if k != "AGENTCTL_FAULT"},
-                "PYTHONPATH": str(CHECKOUT),
+                "PYTHONPATH": os.pathsep.join(
+                    [*filter(None, [os.environ.get("BENCH_PYTHONPATH")]), str(CHECKOUT)]
+                ),
             },
         )
         self.events: list[dict[str, Any]] = []
@@ -279,6 +281,72 @@ class Worker:
         self._thread.join(timeout=60)
 
 
+class ActivitySampler:
+    """Samples the server's backends while a run executes (``--probe``): how often a
+    backend of the benchmark's database was waiting, and on what (``pg_stat_activity``'s
+    ``wait_event_type:wait_event``; ``Lock:advisory`` is the store's write lock), and how
+    many were executing a statement. One sample every ``every`` seconds, from a thread
+    with its own connection (its queries are left out of the figures)."""
+
+    def __init__(self, url: str, every: float = 0.005) -> None:
+        self.url = url
+        self.every = every
+        self.samples = 0
+        self.waits: dict[str, int] = {}
+        self.active = 0
+        self.lock_waiters = 0
+        self.idle_in_transaction = 0
+        self.write_lock_held = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def __enter__(self) -> ActivitySampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)
+
+    def _sample(self) -> None:
+        import psycopg
+
+        database = self.url.rpartition("/")[2]
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            while not self._stop.wait(self.every):
+                rows = conn.execute(
+                    "SELECT state, wait_event_type, wait_event, EXISTS (SELECT 1 FROM pg_locks l "
+                    "WHERE l.pid = a.pid AND l.locktype = 'advisory' AND l.granted) "
+                    "FROM pg_stat_activity a WHERE datname = %s AND pid <> pg_backend_pid()",
+                    (database,),
+                ).fetchall()
+                self.samples += 1
+                self.write_lock_held += any(row[3] for row in rows)
+                self.idle_in_transaction += sum(row[0] == "idle in transaction" for row in rows)
+                for state, kind, event, _ in rows:
+                    if state == "active":
+                        self.active += 1
+                        if kind is not None:
+                            key = f"{kind}:{event}"
+                            self.waits[key] = self.waits.get(key, 0) + 1
+                            if kind == "Lock":
+                                self.lock_waiters += 1
+
+    def summary(self) -> dict[str, Any]:
+        n = max(self.samples, 1)
+        top = sorted(self.waits.items(), key=lambda kv: -kv[1])[:6]
+        return {
+            "samples": self.samples,
+            "active_backends_avg": round(self.active / n, 2),
+            "lock_waiting_backends_avg": round(self.lock_waiters / n, 2),
+            # How often some backend held an advisory lock (the store's write lock), and
+            # how many sat in a transaction waiting for their client.
+            "write_lock_held_fraction": round(self.write_lock_held / n, 3),
+            "idle_in_transaction_avg": round(self.idle_in_transaction / n, 2),
+            "waits_per_sample": {k: round(v / n, 3) for k, v in top},
+        }
+
+
 def _workspace(text: str) -> Path:
     ws = Path(tempfile.mkdtemp(prefix="agentctl-pgbench-", dir=os.environ.get("BENCH_TMP")))
     (ws / "wf.yaml").write_text(text)
@@ -294,10 +362,21 @@ class Measured:
     workers_cpu: float = 0.0
     server_cpu: float | None = None
     driver_cpu: float = 0.0
+    #: Of ``workers_cpu``, what the workers' child processes (``sleep``) took.
+    children_cpu: float = 0.0
+    activity: dict[str, Any] | None = None
 
 
-def with_workers(server: Server, text: str, workers: int, concurrency: int) -> Measured:
-    """Run the workflow by ``workers`` worker processes."""
+def _children_cpu(pid: int) -> float:
+    """CPU time of the children a live process has waited for (``sleep`` processes)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return sum(int(x) for x in fields[13:15]) / os.sysconf("SC_CLK_TCK")
+
+
+def with_workers(
+    server: Server, text: str, workers: int, concurrency: int, probe: bool = False
+) -> Measured:
+    """Run the workflow by ``workers`` worker processes (``probe``: sample the backends)."""
     ws = _workspace(text)
     url = server.fresh()
     prepared = prepare_run(str(ws / "wf.yaml"), workspace=str(ws))
@@ -309,14 +388,18 @@ def with_workers(server: Server, text: str, workers: int, concurrency: int) -> M
     try:
         server_before = server.cpu_seconds()
         workers_before = sum(_cpu_seconds(w.process.pid) for w in pool)
+        children_before = sum(_children_cpu(w.process.pid) for w in pool)
         driver_before = _own_cpu()
-        started = time.perf_counter()
-        run_id = create_run(store, prepared, clock=clock, ids=IdGenerator(clock))
-        detach_run(store, run_id)
-        state = asyncio.run(wait_for_run(store, run_id))
-        wall = time.perf_counter() - started
+        sampler = ActivitySampler(url) if probe else contextlib.nullcontext()
+        with sampler:
+            started = time.perf_counter()
+            run_id = create_run(store, prepared, clock=clock, ids=IdGenerator(clock))
+            detach_run(store, run_id)
+            state = asyncio.run(wait_for_run(store, run_id))
+            wall = time.perf_counter() - started
         driver_cpu = _own_cpu() - driver_before
         workers_cpu = sum(_cpu_seconds(w.process.pid) for w in pool) - workers_before
+        children_cpu = sum(_children_cpu(w.process.pid) for w in pool) - children_before
         server_after = server.cpu_seconds()
         assert state == "succeeded", state
     finally:
@@ -329,6 +412,8 @@ def with_workers(server: Server, text: str, workers: int, concurrency: int) -> M
         workers_cpu,
         None if server_before is None or server_after is None else server_after - server_before,
         driver_cpu,
+        children_cpu,
+        sampler.summary() if isinstance(sampler, ActivitySampler) else None,
     )
 
 
@@ -382,16 +467,32 @@ def _line(workload: str, variant: str, wall: float, n: int) -> dict[str, Any]:
     }
 
 
+def _quantiles(values: list[float]) -> dict[str, float | None]:
+    values = sorted(values)
+    if not values:
+        return {"median": None, "p99": None}
+    return {
+        "median": round(statistics.median(values), 1),
+        "p99": round(values[min(len(values) - 1, int(len(values) * 0.99))], 1),
+    }
+
+
 def scaling(
-    server: Server, counts: list[int], variant: str, concurrency: int = 8, n: int = 400
+    server: Server,
+    counts: list[int],
+    variant: str,
+    concurrency: int = 8,
+    n: int = 400,
+    probe: bool = False,
 ) -> list[dict[str, Any]]:
     out = []
     endpoint = SlowEndpoint() if variant == "http" else None
     try:
         text = scale_workflow(n, None if endpoint is None else endpoint.url)
         for workers in counts:
-            measured = with_workers(server, text, workers, concurrency)
+            measured = with_workers(server, text, workers, concurrency, probe)
             pool = measured.pool
+            done = [e for w in pool for e in w.events if e.get("state") == "task.done"]
             waited = sorted(
                 float(e["waitedMs"])
                 for w in pool
@@ -420,6 +521,14 @@ def scaling(
                     if measured.server_cpu is None
                     else round(measured.server_cpu * 1000 / n, 2),
                     "cpu_ms_per_task_bench": round(measured.driver_cpu * 1000 / n, 2),
+                    "cpu_ms_per_task_children": round(measured.children_cpu * 1000 / n, 2),
+                    # A claimed task's time in the worker (claim to outcome recorded), and
+                    # of it, recording the outcome (the I/O is done by then).
+                    "task_ms": _quantiles([float(e["taskMs"]) for e in done if "taskMs" in e]),
+                    "finish_ms": _quantiles(
+                        [float(e["finishMs"]) for e in done if "finishMs" in e]
+                    ),
+                    **({"activity": measured.activity} if measured.activity else {}),
                     "load_avg_1m": _load(),
                 }
             )
@@ -440,6 +549,9 @@ def main() -> None:
     )
     parser.add_argument("--concurrency", type=int, default=8, help="per worker")
     parser.add_argument("--checkout", help="run the agentctl of this checkout (A/B)")
+    parser.add_argument(
+        "--probe", action="store_true", help="sample the server's backends (waits, locks)"
+    )
     args = parser.parse_args()
     server = Server(args.url)
     try:
@@ -451,7 +563,7 @@ def main() -> None:
             script = Path(__file__).with_name("pg_dbos_bench.py")
             subprocess.run([PEERS_PYTHON, str(script), dbos_url], check=True, timeout=600)
         for variant in ("sleep", "http") if args.variant == "both" else (args.variant,):
-            for line in scaling(server, args.workers, variant, args.concurrency):
+            for line in scaling(server, args.workers, variant, args.concurrency, probe=args.probe):
                 print(json.dumps(line), flush=True)
     finally:
         server.close()

@@ -125,17 +125,27 @@ def claim_ready(
     lease_seconds: float,
     *,
     only_runs: Iterable[str] | None = None,
+    reclaim: bool = True,
 ) -> list[ClaimedTask]:
     """Claim up to ``limit`` tasks of running runs, oldest ready first: ``ready`` rows and
-    ``claimed`` rows whose lease ran out. Rows another worker is claiming are skipped."""
+    (``reclaim``) ``claimed`` rows whose lease ran out. Rows another worker is claiming
+    are skipped.
+
+    Each row is decided under its own row lock (``FOR UPDATE SKIP LOCKED``, then an
+    update of the locked row), so without ``reclaim`` this is exact in a transaction
+    that does not hold the store's write lock (``Store.row_write``): two workers never
+    take one row, and a row claimed, finished or withdrawn meanwhile is re-checked by
+    the server before it is locked. A reclaim is recorded with an audit event of the run,
+    which needs the write lock (``Store.write``)."""
     stamp = to_db(now)
+    expired = " OR (c.state = 'claimed' AND c.lease_expires_at < ?)" if reclaim else ""
     statement = (
         "SELECT c.run_id, c.task_id, c.token, c.payload_json, c.ready_at, c.worker, "
         "r.owner_token, (SELECT MAX(k.seq) FROM checkpoints k WHERE k.run_id = c.run_id) "
         "FROM task_claims c JOIN runs r ON r.id = c.run_id WHERE r.status = 'running' "
-        "AND (c.state = 'ready' OR (c.state = 'claimed' AND c.lease_expires_at < ?))"
+        f"AND (c.state = 'ready'{expired})"
     )
-    parameters: list[Any] = [stamp]
+    parameters: list[Any] = [stamp] if reclaim else []
     if only_runs is not None:
         runs = list(only_runs)
         if not runs:
@@ -211,7 +221,8 @@ def finish_claim(
     conn: Any, run_id: str, task_id: str, token: int, outcome_json: str, now: datetime
 ) -> None:
     """Record the task's outcome, fenced by the claim's token; a stale claim writes nothing
-    and gets :class:`OwnershipLostError`."""
+    and gets :class:`OwnershipLostError`. One conditional update of the claim's row: exact
+    without the store's write lock (``Store.row_write``)."""
     updated = conn.exec_driver_sql(
         "UPDATE task_claims SET state = 'done', outcome_json = ?, finished_at = ?, "
         "lease_expires_at = NULL WHERE run_id = ? AND task_id = ? AND token = ? "
