@@ -194,10 +194,17 @@ def _lost(run_id: str, task_id: str, token: int, found: Any) -> OwnershipLostErr
     )
 
 
-def check_claim(conn: Any, run_id: str, task_id: str, token: int) -> None:
-    """Fail unless this claim still holds the task (inside a write transaction)."""
+def check_claim(
+    conn: Any, run_id: str, task_id: str, token: int, *, lock_row: bool = False
+) -> None:
+    """Fail unless this claim still holds the task (inside a write transaction).
+
+    ``lock_row`` (PostgreSQL, in a transaction without the write lock): the claim's row is
+    read ``FOR SHARE`` and stays locked until the transaction ends, so the claim cannot be
+    taken (a reclaim skips locked rows) or withdrawn (a delete waits) before it commits."""
     found = conn.exec_driver_sql(
-        "SELECT token, state, worker FROM task_claims WHERE run_id = ? AND task_id = ?",
+        "SELECT token, state, worker FROM task_claims WHERE run_id = ? AND task_id = ?"
+        + (" FOR SHARE" if lock_row else ""),
         (run_id, task_id),
     ).first()
     if found is None or int(found[0]) != token or found[1] != "claimed":

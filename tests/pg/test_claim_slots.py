@@ -107,3 +107,44 @@ def test_workers_hold_no_more_claims_than_their_slots_and_share_a_fan_out(
     assert len(lines) == 40 and len(set(lines)) == 40
     peaks = [_in_flight_peak(report) for report in reports]
     assert all(1 <= peak <= 2 for peak in peaks), peaks
+
+
+def test_a_claimed_effect_starts_without_the_write_lock_and_holds_its_claim_meanwhile(
+    postgres_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Moving a claimed task's effect to ``started`` goes on while another writer holds
+    the write lock; while that transaction is open the claim cannot be taken over (a
+    reclaim passes the row by), a stale claim's move is refused, and once it commits
+    the lapsed claim is reclaimed as usual."""
+    from datetime import timedelta
+
+    from agentctl.engine.effects import journal
+    from agentctl.engine.run.claimed_tasks import ClaimFence
+
+    monkeypatch.setenv("AGENTCTL_SQLITE_BUSY_TIMEOUT_MS", "500")
+    store, run_id, tasks = _running_run(postgres_url, tmp_path, 1)
+    clock = SystemClock()
+    now = clock.now()
+    try:
+        with store.write() as conn:
+            repo.publish(conn, run_id, [repo.Published(tasks[0], "b", "{}")], now)
+            (claim,) = repo.claim_ready(conn, "A", now, 1, lease_seconds=1)
+            spec = journal.EffectSpec.classified("builtin.shell.exec", {"command": "sh"})
+            effect = journal.insert_requested(
+                conn, run_id=run_id, task_id=tasks[0], attempt=1, ordinal=1, spec=spec,
+                now=now,
+            )  # fmt: skip
+        later = now + timedelta(seconds=5)  # the claim's lease has run out by then
+        with store.write(), ClaimFence(store, claim).row_write() as conn:
+            journal.set_status(conn, effect.id, "started", now)
+            with store.row_write() as other:  # another worker, reclaiming meanwhile
+                assert repo.claim_ready(other, "B", later, 1, 60, reclaim=True) == []
+        assert rows(postgres_url, "SELECT status FROM effects") == [("started",)]
+        with store.write() as conn:
+            (taken,) = repo.claim_ready(conn, "B", later, 1, 60, reclaim=True)
+        assert (taken.previous_worker, taken.token) == ("A", claim.token + 1)
+        with pytest.raises(OwnershipLostError), ClaimFence(store, claim).row_write() as conn:
+            journal.set_status(conn, effect.id, "uncertain", now)
+        assert rows(postgres_url, "SELECT status FROM effects") == [("started",)]
+    finally:
+        store.close()

@@ -82,6 +82,16 @@ class ClaimFence(ownership.OwnedRun):
     def driver_session(self) -> Any:
         return self.store.driver_session(on_begin=self._check)
 
+    @contextmanager
+    def row_write(self) -> Iterator[Any]:
+        # The move to ``started`` (a conditional update of the effect's row) without the
+        # write lock: the claim's row is read ``FOR SHARE``, so a reclaim (``SKIP
+        # LOCKED``) passes it by and a withdrawal waits until this commits; either way
+        # nothing lands once the claim is lost.
+        with self.store.row_write() as conn:
+            task_claims_repo.check_claim(conn, self.run_id, self.task_id, self.token, lock_row=True)
+            yield conn
+
 
 @dataclass
 class _Snapshot:
@@ -346,7 +356,7 @@ def _beat(
         status, cancel_requested = task_claims_repo.run_watch(conn, claimed.run_id)
     if status != "running" or cancel_requested:
         return "stopped"
-    with store.write() as conn:
+    with store.row_write() as conn:  # one conditional update of the claim's row
         task_claims_repo.renew_claim(
             conn, claimed.run_id, claimed.task_id, claimed.token, now, lease
         )
