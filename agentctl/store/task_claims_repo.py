@@ -37,6 +37,7 @@ __all__ = [
     "claim_ready",
     "claim_states",
     "claimable",
+    "claims_done",
     "finish_claim",
     "publish",
     "published_task_ids",
@@ -255,6 +256,20 @@ def claim_states(
         (run_id, *task_ids),
     )
     return {str(row[0]): (str(row[1]), row[2]) for row in rows}
+
+
+def claims_done(conn: Any, run_id: str, task_ids: Sequence[str]) -> tuple[int, int]:
+    """``(rows of task_ids that exist, of them done)``: what an owner waiting for its batch
+    reads on each wake-up (one row, where :func:`claim_states` returns every outcome)."""
+    if not task_ids:
+        return 0, 0
+    marks = ", ".join("?" for _ in task_ids)
+    row = conn.exec_driver_sql(
+        f"SELECT COUNT(*), COUNT(CASE WHEN state = 'done' THEN 1 END) FROM task_claims "  # noqa: S608
+        f"WHERE run_id = ? AND task_id IN ({marks})",
+        (run_id, *task_ids),
+    ).first()
+    return int(row[0] or 0), int(row[1] or 0)
 
 
 def remove_claims(conn: Any, run_id: str, task_ids: Sequence[str] | None = None) -> None:

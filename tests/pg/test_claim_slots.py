@@ -148,3 +148,40 @@ def test_a_claimed_effect_starts_without_the_write_lock_and_holds_its_claim_mean
         assert rows(postgres_url, "SELECT status FROM effects") == [("started",)]
     finally:
         store.close()
+
+
+def test_an_owner_waiting_for_its_batch_counts_outcomes_and_reads_them_once_all_are_done(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    """The owner's wake-up reads one count row until the batch is done, then every
+    outcome; a batch whose claims were withdrawn (some or all) ends the wait."""
+    import asyncio
+    from types import SimpleNamespace
+
+    from agentctl.engine.run.task_claims import TaskClaims
+
+    store, run_id, tasks = _running_run(postgres_url, tmp_path, 3)
+    clock = SystemClock()
+    owner = SimpleNamespace(store=store, run_id=run_id)
+    claims = TaskClaims(lambda _payloads: asyncio.Event(), lambda _event: None)
+    try:
+        with store.write() as conn:
+            repo.publish(conn, run_id, [repo.Published(t, "b", "{}") for t in tasks], clock.now())
+            claimed = repo.claim_ready(conn, "w1", clock.now(), 3, 60)
+        for item in claimed[:2]:
+            with store.row_write() as conn:
+                repo.finish_claim(conn, run_id, item.task_id, item.token, '{"n": 1}', clock.now())
+        with store.read() as conn:
+            assert repo.claims_done(conn, run_id, tasks) == (3, 2)
+        last = claimed[2]
+        with store.row_write() as conn:
+            repo.finish_claim(conn, run_id, last.task_id, last.token, '{"n": 3}', clock.now())
+        states = asyncio.run(claims._wait_done(owner, tasks, asyncio.Event()))  # type: ignore[arg-type]
+        assert states == {t: ("done", '{"n": 3}' if t == tasks[2] else '{"n": 1}') for t in tasks}
+        for withdrawn in ([tasks[0]], None):  # one claim, then all of them
+            with store.write() as conn:
+                repo.remove_claims(conn, run_id, withdrawn)
+            with pytest.raises(OwnershipLostError, match="withdrawn"):
+                asyncio.run(claims._wait_done(owner, tasks, asyncio.Event()))  # type: ignore[arg-type]
+    finally:
+        store.close()
