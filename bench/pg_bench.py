@@ -27,6 +27,16 @@ same server (``--dbos`` here runs it with the peers' interpreter and prints its 
   child processes), of the database server (when this script started it) and of this
   process (which serves the HTTP variant's endpoint).
 
+``--probe`` also samples the server's backends every 5 ms during each scaling run
+(``pg_stat_activity`` and ``pg_locks``): how many waited for a lock, on which event, and
+how often some backend held the store's write lock (an advisory lock). Each scaling line
+gives the CPU of the workers' ``sleep`` children apart, and, from the workers' events, a
+claimed task's time from claim to outcome recorded (``task_ms``) and of recording the
+outcome (``finish_ms``). ``--max-concurrency`` changes the workflow's
+``runtime.maxConcurrency`` (the driver's batch size, 64 by default). ``BENCH_PYTHONPATH``
+is put in front of the workers' ``PYTHONPATH`` (a ``sitecustomize`` that traces
+statements, say).
+
 ``--checkout DIR`` runs the agentctl of another checkout (its workers too), for an A/B in
 one sitting against the same ``--url``::
 
@@ -77,7 +87,7 @@ from agentctl.store.engine import Store, open_store  # noqa: E402
 PEERS_PYTHON = "/tmp/peers-venv/bin/python"
 
 
-def scale_workflow(n: int, endpoint: str | None = None) -> str:
+def scale_workflow(n: int, endpoint: str | None = None, batch: int = 64) -> str:
     """``n`` 50 ms waits and a join: ``sleep 0.05`` processes, or (``endpoint``) model
     calls to a loopback Chat Completions server that answers after 50 ms."""
     if endpoint is not None:
@@ -85,7 +95,7 @@ def scale_workflow(n: int, endpoint: str | None = None) -> str:
 kind: Workflow
 metadata: {{name: scale-http}}
 spec:
-  runtime: {{maxConcurrency: 64, limits: {{maxItemsPerExpansion: {max(n, 256)}}}}}
+  runtime: {{maxConcurrency: {batch}, limits: {{maxItemsPerExpansion: {max(n, 256)}}}}}
   policy: {{approval: never, networkAllowlist: [127.0.0.1]}}
   providers:
     local: {{kind: openai, endpoint: "{endpoint}"}}
@@ -107,7 +117,7 @@ spec:
 kind: Workflow
 metadata: {{name: scale}}
 spec:
-  runtime: {{maxConcurrency: 64, limits: {{maxItemsPerExpansion: {max(n, 256)}}}}}
+  runtime: {{maxConcurrency: {batch}, limits: {{maxItemsPerExpansion: {max(n, 256)}}}}}
   policy: {{approval: never, processAllowlist: [sleep]}}
   actions:
     wait: {{kind: builtin.shell.exec, command: sleep, args: ["0.05"]}}
@@ -484,11 +494,12 @@ def scaling(
     concurrency: int = 8,
     n: int = 400,
     probe: bool = False,
+    batch: int = 64,
 ) -> list[dict[str, Any]]:
     out = []
     endpoint = SlowEndpoint() if variant == "http" else None
     try:
-        text = scale_workflow(n, None if endpoint is None else endpoint.url)
+        text = scale_workflow(n, None if endpoint is None else endpoint.url, batch)
         for workers in counts:
             measured = with_workers(server, text, workers, concurrency, probe)
             pool = measured.pool
@@ -508,6 +519,7 @@ def scaling(
                     "checkout": str(CHECKOUT),
                     "workers": workers,
                     "concurrency_per_worker": concurrency,
+                    "max_concurrency": batch,
                     "wall_s": round(measured.wall, 4),
                     "steps_per_s": round(n / measured.wall, 1),
                     "claim_ms_median": round(statistics.median(waited), 1) if waited else None,
@@ -549,6 +561,12 @@ def main() -> None:
     )
     parser.add_argument("--concurrency", type=int, default=8, help="per worker")
     parser.add_argument("--checkout", help="run the agentctl of this checkout (A/B)")
+    parser.add_argument(
+        "--max-concurrency",
+        type=int,
+        default=64,
+        help="the workflow's runtime.maxConcurrency (the driver's batch size)",
+    )
     parser.add_argument(
         "--probe", action="store_true", help="sample the server's backends (waits, locks)"
     )
