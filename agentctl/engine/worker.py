@@ -44,6 +44,17 @@ SETTLED_STATES = frozenset({"succeeded", "failed", "cancelled", "paused"})
 Events = Callable[[str, dict[str, Any]], None]
 
 
+def _warm_up() -> None:
+    """Load what executing a claimed task loads on first use (the artifact store, the
+    model providers' HTTP stack and TLS context) before the worker says it is ready: a
+    worker's first tasks otherwise paid for it while holding their claims (350-450 ms for
+    the first model calls of four workers starting together on two cores, against 80 ms)."""
+    import agentctl.artifacts.store  # noqa: F401 - imported for its side effect
+    from agentctl.providers.http import warm_up
+
+    warm_up()
+
+
 def require_postgres(store: Store, what: str) -> None:
     if store.dialect != "postgresql":
         raise UsageError(
@@ -114,6 +125,7 @@ class Worker:
         from agentctl.engine.run.task_claims import TaskClaims
 
         self._stopping = asyncio.Event()
+        _warm_up()
         listener = await run_queue.RunsListener.open(self.store)
         self._task_claims = TaskClaims(listener.subscribe, listener.unsubscribe)
         self._snapshots = RunSnapshots(self.store)

@@ -185,3 +185,37 @@ def test_an_owner_waiting_for_its_batch_counts_outcomes_and_reads_them_once_all_
                 asyncio.run(claims._wait_done(owner, tasks, asyncio.Event()))  # type: ignore[arg-type]
     finally:
         store.close()
+
+
+def test_a_worker_loads_what_its_first_claimed_task_needs_before_it_is_ready(
+    postgres_url: str,
+) -> None:
+    """In a fresh process, by the time a worker reports ``ready`` the artifact store and
+    the providers' HTTP stack are loaded and the TLS context built: its first claimed
+    tasks no longer pay for them while holding their claims and their batch."""
+    import subprocess
+    import sys
+
+    script = f"""
+import asyncio, sys
+from agentctl.engine.worker import Worker
+from agentctl.ids import SystemClock
+from agentctl.store.engine import open_store
+
+store = open_store({postgres_url!r})
+def events(kind, data):
+    if data.get("state") == "ready":
+        from agentctl.providers import http
+        wanted = ["agentctl.artifacts.store", "httpcore"]
+        built = http._tls_context.cache_info().currsize
+        print(sorted(m for m in wanted if m in sys.modules), built)
+        worker.stop()
+worker = Worker(store, name="w1", concurrency=1, clock=SystemClock(), events=events)
+asyncio.run(worker.serve())
+store.close()
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "['agentctl.artifacts.store', 'httpcore'] 1"
