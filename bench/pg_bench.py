@@ -27,6 +27,16 @@ same server (``--dbos`` here runs it with the peers' interpreter and prints its 
   child processes), of the database server (when this script started it) and of this
   process (which serves the HTTP variant's endpoint).
 
+``--probe`` also samples the server's backends every 5 ms during each scaling run
+(``pg_stat_activity`` and ``pg_locks``): how many waited for a lock, on which event, and
+how often some backend held the store's write lock (an advisory lock). Each scaling line
+gives the CPU of the workers' ``sleep`` children apart, and, from the workers' events, a
+claimed task's time from claim to outcome recorded (``task_ms``) and of recording the
+outcome (``finish_ms``). ``--max-concurrency`` changes the workflow's
+``runtime.maxConcurrency`` (the driver's batch size, 64 by default). ``BENCH_PYTHONPATH``
+is put in front of the workers' ``PYTHONPATH`` (a ``sitecustomize`` that traces
+statements, say).
+
 ``--checkout DIR`` runs the agentctl of another checkout (its workers too), for an A/B in
 one sitting against the same ``--url``::
 
@@ -77,7 +87,7 @@ from agentctl.store.engine import Store, open_store  # noqa: E402
 PEERS_PYTHON = "/tmp/peers-venv/bin/python"
 
 
-def scale_workflow(n: int, endpoint: str | None = None) -> str:
+def scale_workflow(n: int, endpoint: str | None = None, batch: int = 64) -> str:
     """``n`` 50 ms waits and a join: ``sleep 0.05`` processes, or (``endpoint``) model
     calls to a loopback Chat Completions server that answers after 50 ms."""
     if endpoint is not None:
@@ -85,7 +95,7 @@ def scale_workflow(n: int, endpoint: str | None = None) -> str:
 kind: Workflow
 metadata: {{name: scale-http}}
 spec:
-  runtime: {{maxConcurrency: 64, limits: {{maxItemsPerExpansion: {max(n, 256)}}}}}
+  runtime: {{maxConcurrency: {batch}, limits: {{maxItemsPerExpansion: {max(n, 256)}}}}}
   policy: {{approval: never, networkAllowlist: [127.0.0.1]}}
   providers:
     local: {{kind: openai, endpoint: "{endpoint}"}}
@@ -107,7 +117,7 @@ spec:
 kind: Workflow
 metadata: {{name: scale}}
 spec:
-  runtime: {{maxConcurrency: 64, limits: {{maxItemsPerExpansion: {max(n, 256)}}}}}
+  runtime: {{maxConcurrency: {batch}, limits: {{maxItemsPerExpansion: {max(n, 256)}}}}}
   policy: {{approval: never, processAllowlist: [sleep]}}
   actions:
     wait: {{kind: builtin.shell.exec, command: sleep, args: ["0.05"]}}
@@ -256,7 +266,9 @@ class Worker:
             stderr=subprocess.DEVNULL,
             env={
                 **{k: v for k, v in os.environ.items() if k != "AGENTCTL_FAULT"},
-                "PYTHONPATH": str(CHECKOUT),
+                "PYTHONPATH": os.pathsep.join(
+                    [*filter(None, [os.environ.get("BENCH_PYTHONPATH")]), str(CHECKOUT)]
+                ),
             },
         )
         self.events: list[dict[str, Any]] = []
@@ -279,6 +291,72 @@ class Worker:
         self._thread.join(timeout=60)
 
 
+class ActivitySampler:
+    """Samples the server's backends while a run executes (``--probe``): how often a
+    backend of the benchmark's database was waiting, and on what (``pg_stat_activity``'s
+    ``wait_event_type:wait_event``; ``Lock:advisory`` is the store's write lock), and how
+    many were executing a statement. One sample every ``every`` seconds, from a thread
+    with its own connection (its queries are left out of the figures)."""
+
+    def __init__(self, url: str, every: float = 0.005) -> None:
+        self.url = url
+        self.every = every
+        self.samples = 0
+        self.waits: dict[str, int] = {}
+        self.active = 0
+        self.lock_waiters = 0
+        self.idle_in_transaction = 0
+        self.write_lock_held = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def __enter__(self) -> ActivitySampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)
+
+    def _sample(self) -> None:
+        import psycopg
+
+        database = self.url.rpartition("/")[2]
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            while not self._stop.wait(self.every):
+                rows = conn.execute(
+                    "SELECT state, wait_event_type, wait_event, EXISTS (SELECT 1 FROM pg_locks l "
+                    "WHERE l.pid = a.pid AND l.locktype = 'advisory' AND l.granted) "
+                    "FROM pg_stat_activity a WHERE datname = %s AND pid <> pg_backend_pid()",
+                    (database,),
+                ).fetchall()
+                self.samples += 1
+                self.write_lock_held += any(row[3] for row in rows)
+                self.idle_in_transaction += sum(row[0] == "idle in transaction" for row in rows)
+                for state, kind, event, _ in rows:
+                    if state == "active":
+                        self.active += 1
+                        if kind is not None:
+                            key = f"{kind}:{event}"
+                            self.waits[key] = self.waits.get(key, 0) + 1
+                            if kind == "Lock":
+                                self.lock_waiters += 1
+
+    def summary(self) -> dict[str, Any]:
+        n = max(self.samples, 1)
+        top = sorted(self.waits.items(), key=lambda kv: -kv[1])[:6]
+        return {
+            "samples": self.samples,
+            "active_backends_avg": round(self.active / n, 2),
+            "lock_waiting_backends_avg": round(self.lock_waiters / n, 2),
+            # How often some backend held an advisory lock (the store's write lock), and
+            # how many sat in a transaction waiting for their client.
+            "write_lock_held_fraction": round(self.write_lock_held / n, 3),
+            "idle_in_transaction_avg": round(self.idle_in_transaction / n, 2),
+            "waits_per_sample": {k: round(v / n, 3) for k, v in top},
+        }
+
+
 def _workspace(text: str) -> Path:
     ws = Path(tempfile.mkdtemp(prefix="agentctl-pgbench-", dir=os.environ.get("BENCH_TMP")))
     (ws / "wf.yaml").write_text(text)
@@ -294,10 +372,21 @@ class Measured:
     workers_cpu: float = 0.0
     server_cpu: float | None = None
     driver_cpu: float = 0.0
+    #: Of ``workers_cpu``, what the workers' child processes (``sleep``) took.
+    children_cpu: float = 0.0
+    activity: dict[str, Any] | None = None
 
 
-def with_workers(server: Server, text: str, workers: int, concurrency: int) -> Measured:
-    """Run the workflow by ``workers`` worker processes."""
+def _children_cpu(pid: int) -> float:
+    """CPU time of the children a live process has waited for (``sleep`` processes)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return sum(int(x) for x in fields[13:15]) / os.sysconf("SC_CLK_TCK")
+
+
+def with_workers(
+    server: Server, text: str, workers: int, concurrency: int, probe: bool = False
+) -> Measured:
+    """Run the workflow by ``workers`` worker processes (``probe``: sample the backends)."""
     ws = _workspace(text)
     url = server.fresh()
     prepared = prepare_run(str(ws / "wf.yaml"), workspace=str(ws))
@@ -309,14 +398,18 @@ def with_workers(server: Server, text: str, workers: int, concurrency: int) -> M
     try:
         server_before = server.cpu_seconds()
         workers_before = sum(_cpu_seconds(w.process.pid) for w in pool)
+        children_before = sum(_children_cpu(w.process.pid) for w in pool)
         driver_before = _own_cpu()
-        started = time.perf_counter()
-        run_id = create_run(store, prepared, clock=clock, ids=IdGenerator(clock))
-        detach_run(store, run_id)
-        state = asyncio.run(wait_for_run(store, run_id))
-        wall = time.perf_counter() - started
+        sampler = ActivitySampler(url) if probe else contextlib.nullcontext()
+        with sampler:
+            started = time.perf_counter()
+            run_id = create_run(store, prepared, clock=clock, ids=IdGenerator(clock))
+            detach_run(store, run_id)
+            state = asyncio.run(wait_for_run(store, run_id))
+            wall = time.perf_counter() - started
         driver_cpu = _own_cpu() - driver_before
         workers_cpu = sum(_cpu_seconds(w.process.pid) for w in pool) - workers_before
+        children_cpu = sum(_children_cpu(w.process.pid) for w in pool) - children_before
         server_after = server.cpu_seconds()
         assert state == "succeeded", state
     finally:
@@ -329,6 +422,8 @@ def with_workers(server: Server, text: str, workers: int, concurrency: int) -> M
         workers_cpu,
         None if server_before is None or server_after is None else server_after - server_before,
         driver_cpu,
+        children_cpu,
+        sampler.summary() if isinstance(sampler, ActivitySampler) else None,
     )
 
 
@@ -382,16 +477,33 @@ def _line(workload: str, variant: str, wall: float, n: int) -> dict[str, Any]:
     }
 
 
+def _quantiles(values: list[float]) -> dict[str, float | None]:
+    values = sorted(values)
+    if not values:
+        return {"median": None, "p99": None}
+    return {
+        "median": round(statistics.median(values), 1),
+        "p99": round(values[min(len(values) - 1, int(len(values) * 0.99))], 1),
+    }
+
+
 def scaling(
-    server: Server, counts: list[int], variant: str, concurrency: int = 8, n: int = 400
+    server: Server,
+    counts: list[int],
+    variant: str,
+    concurrency: int = 8,
+    n: int = 400,
+    probe: bool = False,
+    batch: int = 64,
 ) -> list[dict[str, Any]]:
     out = []
     endpoint = SlowEndpoint() if variant == "http" else None
     try:
-        text = scale_workflow(n, None if endpoint is None else endpoint.url)
+        text = scale_workflow(n, None if endpoint is None else endpoint.url, batch)
         for workers in counts:
-            measured = with_workers(server, text, workers, concurrency)
+            measured = with_workers(server, text, workers, concurrency, probe)
             pool = measured.pool
+            done = [e for w in pool for e in w.events if e.get("state") == "task.done"]
             waited = sorted(
                 float(e["waitedMs"])
                 for w in pool
@@ -407,6 +519,7 @@ def scaling(
                     "checkout": str(CHECKOUT),
                     "workers": workers,
                     "concurrency_per_worker": concurrency,
+                    "max_concurrency": batch,
                     "wall_s": round(measured.wall, 4),
                     "steps_per_s": round(n / measured.wall, 1),
                     "claim_ms_median": round(statistics.median(waited), 1) if waited else None,
@@ -420,6 +533,14 @@ def scaling(
                     if measured.server_cpu is None
                     else round(measured.server_cpu * 1000 / n, 2),
                     "cpu_ms_per_task_bench": round(measured.driver_cpu * 1000 / n, 2),
+                    "cpu_ms_per_task_children": round(measured.children_cpu * 1000 / n, 2),
+                    # A claimed task's time in the worker (claim to outcome recorded), and
+                    # of it, recording the outcome (the I/O is done by then).
+                    "task_ms": _quantiles([float(e["taskMs"]) for e in done if "taskMs" in e]),
+                    "finish_ms": _quantiles(
+                        [float(e["finishMs"]) for e in done if "finishMs" in e]
+                    ),
+                    **({"activity": measured.activity} if measured.activity else {}),
                     "load_avg_1m": _load(),
                 }
             )
@@ -440,6 +561,15 @@ def main() -> None:
     )
     parser.add_argument("--concurrency", type=int, default=8, help="per worker")
     parser.add_argument("--checkout", help="run the agentctl of this checkout (A/B)")
+    parser.add_argument(
+        "--max-concurrency",
+        type=int,
+        default=64,
+        help="the workflow's runtime.maxConcurrency (the driver's batch size)",
+    )
+    parser.add_argument(
+        "--probe", action="store_true", help="sample the server's backends (waits, locks)"
+    )
     args = parser.parse_args()
     server = Server(args.url)
     try:
@@ -451,7 +581,7 @@ def main() -> None:
             script = Path(__file__).with_name("pg_dbos_bench.py")
             subprocess.run([PEERS_PYTHON, str(script), dbos_url], check=True, timeout=600)
         for variant in ("sleep", "http") if args.variant == "both" else (args.variant,):
-            for line in scaling(server, args.workers, variant, args.concurrency):
+            for line in scaling(server, args.workers, variant, args.concurrency, probe=args.probe):
                 print(json.dumps(line), flush=True)
     finally:
         server.close()

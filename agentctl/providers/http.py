@@ -49,6 +49,7 @@ __all__ = [
     "post_json",
     "post_sse",
     "stream_cut_short",
+    "warm_up",
 ]
 
 USER_AGENT = "agentctl/0.1"
@@ -63,6 +64,15 @@ _ERROR_DETAIL_CHARS = 300
 def _tls_context() -> ssl.SSLContext:
     """The TLS context every provider client uses (what httpx builds for ``verify=True``)."""
     return httpx.create_ssl_context(trust_env=False)
+
+
+def warm_up() -> None:
+    """Build the shared TLS context and load the connection stack httpx loads on its first
+    request: a long-running process (a worker) pays for them when it starts, not in its
+    first model call while that call's task holds a claim and its batch waits."""
+    import httpcore  # noqa: F401 - imported for its side effect (loaded once)
+
+    _tls_context()
 
 
 @dataclass(frozen=True)

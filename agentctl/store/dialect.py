@@ -20,7 +20,9 @@ Transactions differ in the engine, not here: a SQLite write transaction begins
 ``IMMEDIATE`` (the database's one write lock); a PostgreSQL write transaction takes one
 transaction-scoped advisory lock first, so writers are serialised exactly as on SQLite and
 every read-then-write of a repository (guarded transitions, the fencing check, claims)
-keeps the guarantee it has there. Reads see one snapshot (``REPEATABLE READ``).
+keeps the guarantee it has there. Reads see one snapshot (``REPEATABLE READ``). The
+workers' task claims and claim outcomes are the exception: each is one statement exact
+under PostgreSQL's row locks, so they run without the write lock (``Store.row_write``).
 """
 
 from __future__ import annotations
@@ -29,7 +31,15 @@ import re
 from functools import lru_cache
 from typing import Any
 
-__all__ = ["POSTGRESQL", "SQLITE", "WRITE_LOCK_KEY", "dialect_name", "is_postgres", "to_postgres"]
+__all__ = [
+    "BEGIN_ROW_LOCKS",
+    "POSTGRESQL",
+    "SQLITE",
+    "WRITE_LOCK_KEY",
+    "dialect_name",
+    "is_postgres",
+    "to_postgres",
+]
 
 SQLITE = "sqlite"
 POSTGRESQL = "postgresql"
@@ -37,6 +47,10 @@ POSTGRESQL = "postgresql"
 #: The advisory lock every PostgreSQL write transaction holds (an arbitrary constant that
 #: spells "agentctl" in ASCII, so an operator can recognise it in ``pg_locks``).
 WRITE_LOCK_KEY = 0x6167656E7463746C
+
+#: How :meth:`~agentctl.store.engine.Store.row_write` asks the begin hook for a PostgreSQL
+#: write transaction without the write lock (row locks only).
+BEGIN_ROW_LOCKS = "BEGIN ROW LOCKS"
 
 _INSERT_OR_IGNORE = re.compile(r"^\s*INSERT\s+OR\s+IGNORE\s+INTO\b", re.IGNORECASE)
 _UNARY_PLUS = re.compile(r"(?<=[\s(=,])\+(?=[A-Za-z_])")

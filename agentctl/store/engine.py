@@ -30,7 +30,7 @@ from sqlalchemy.pool import StaticPool
 
 from agentctl.errors import PersistenceError
 from agentctl.store import migrate
-from agentctl.store.dialect import POSTGRESQL, WRITE_LOCK_KEY, to_postgres
+from agentctl.store.dialect import BEGIN_ROW_LOCKS, POSTGRESQL, WRITE_LOCK_KEY, to_postgres
 from agentctl.store.errors import driver_error
 from agentctl.store.location import MEMORY, is_postgres_url
 
@@ -82,6 +82,27 @@ class Store:
     @contextmanager
     def write(self) -> Iterator[Connection]:
         with _translate_errors(self.path), self.engine.connect() as conn, conn.begin():
+            yield conn
+
+    @contextmanager
+    def row_write(self) -> Iterator[Connection]:
+        """A write transaction exact by row locks alone, for the claims' hot path.
+
+        On PostgreSQL it does not take the store's write lock (``READ COMMITTED``): every
+        statement in it must decide on its own rows (a conditional ``UPDATE``, ``SELECT …
+        FOR UPDATE SKIP LOCKED``), so it needs no other writer to stand still, and the
+        workers' claims and outcomes stop queueing behind every other write of every run.
+        On SQLite it is :meth:`write` (one writer at a time anyway).
+        """
+        if self.dialect != POSTGRESQL:
+            with self.write() as conn:
+                yield conn
+            return
+        with (
+            _translate_errors(self.path),
+            self.engine.connect().execution_options(agentctl_begin=BEGIN_ROW_LOCKS) as conn,
+            conn.begin(),
+        ):
             yield conn
 
     @contextmanager

@@ -257,3 +257,9 @@ class OwnedRun:
         return self.store.driver_session(
             on_begin=lambda session: check_fence(session, self.run_id, self.token)
         )
+
+    def row_write(self) -> Any:
+        """The transaction that moves one effect to ``started`` (one conditional update of
+        that effect's row, and for the owner its task row): fenced like :meth:`write`,
+        which it is here. A task claim's fence does it with row locks alone."""
+        return self.write()

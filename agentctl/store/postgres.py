@@ -11,6 +11,10 @@ The same Alembic history and the same repositories as SQLite (see
 - write transactions take one advisory lock (:data:`~agentctl.store.dialect.WRITE_LOCK_KEY`)
   first: writers are serialised as on SQLite, so the fencing check, guarded transitions
   and claims decide on rows no other writer can change before the commit;
+- the workers' task claims and outcomes begin a plain ``BEGIN`` (``READ COMMITTED``, no
+  advisory lock, see ``Store.row_write``): each decides on its rows with row locks, and
+  taking the one write lock made every claim and outcome of every worker queue behind
+  every other write;
 - read transactions are ``REPEATABLE READ``: one consistent snapshot, like SQLite's;
 - every transaction begins in one round trip: connections are in autocommit at the
   driver and the ``begin`` hook sends ``BEGIN ISOLATION LEVEL REPEATABLE READ``, or
@@ -117,6 +121,9 @@ def make_engine(url: str, settings: StoreSettings) -> Engine:
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Connection) -> None:
         begin = conn.get_execution_options().get("agentctl_begin", "BEGIN IMMEDIATE")
+        if begin == dialect.BEGIN_ROW_LOCKS:
+            conn.exec_driver_sql("BEGIN")  # READ COMMITTED, no write lock (Store.row_write)
+            return
         conn.exec_driver_sql(_BEGIN_WRITE if begin == "BEGIN IMMEDIATE" else _BEGIN_READ)
 
     return engine

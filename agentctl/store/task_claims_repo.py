@@ -37,6 +37,7 @@ __all__ = [
     "claim_ready",
     "claim_states",
     "claimable",
+    "claims_done",
     "finish_claim",
     "publish",
     "published_task_ids",
@@ -125,17 +126,27 @@ def claim_ready(
     lease_seconds: float,
     *,
     only_runs: Iterable[str] | None = None,
+    reclaim: bool = True,
 ) -> list[ClaimedTask]:
     """Claim up to ``limit`` tasks of running runs, oldest ready first: ``ready`` rows and
-    ``claimed`` rows whose lease ran out. Rows another worker is claiming are skipped."""
+    (``reclaim``) ``claimed`` rows whose lease ran out. Rows another worker is claiming
+    are skipped.
+
+    Each row is decided under its own row lock (``FOR UPDATE SKIP LOCKED``, then an
+    update of the locked row), so without ``reclaim`` this is exact in a transaction
+    that does not hold the store's write lock (``Store.row_write``): two workers never
+    take one row, and a row claimed, finished or withdrawn meanwhile is re-checked by
+    the server before it is locked. A reclaim is recorded with an audit event of the run,
+    which needs the write lock (``Store.write``)."""
     stamp = to_db(now)
+    expired = " OR (c.state = 'claimed' AND c.lease_expires_at < ?)" if reclaim else ""
     statement = (
         "SELECT c.run_id, c.task_id, c.token, c.payload_json, c.ready_at, c.worker, "
         "r.owner_token, (SELECT MAX(k.seq) FROM checkpoints k WHERE k.run_id = c.run_id) "
         "FROM task_claims c JOIN runs r ON r.id = c.run_id WHERE r.status = 'running' "
-        "AND (c.state = 'ready' OR (c.state = 'claimed' AND c.lease_expires_at < ?))"
+        f"AND (c.state = 'ready'{expired})"
     )
-    parameters: list[Any] = [stamp]
+    parameters: list[Any] = [stamp] if reclaim else []
     if only_runs is not None:
         runs = list(only_runs)
         if not runs:
@@ -184,10 +195,17 @@ def _lost(run_id: str, task_id: str, token: int, found: Any) -> OwnershipLostErr
     )
 
 
-def check_claim(conn: Any, run_id: str, task_id: str, token: int) -> None:
-    """Fail unless this claim still holds the task (inside a write transaction)."""
+def check_claim(
+    conn: Any, run_id: str, task_id: str, token: int, *, lock_row: bool = False
+) -> None:
+    """Fail unless this claim still holds the task (inside a write transaction).
+
+    ``lock_row`` (PostgreSQL, in a transaction without the write lock): the claim's row is
+    read ``FOR SHARE`` and stays locked until the transaction ends, so the claim cannot be
+    taken (a reclaim skips locked rows) or withdrawn (a delete waits) before it commits."""
     found = conn.exec_driver_sql(
-        "SELECT token, state, worker FROM task_claims WHERE run_id = ? AND task_id = ?",
+        "SELECT token, state, worker FROM task_claims WHERE run_id = ? AND task_id = ?"
+        + (" FOR SHARE" if lock_row else ""),
         (run_id, task_id),
     ).first()
     if found is None or int(found[0]) != token or found[1] != "claimed":
@@ -211,7 +229,8 @@ def finish_claim(
     conn: Any, run_id: str, task_id: str, token: int, outcome_json: str, now: datetime
 ) -> None:
     """Record the task's outcome, fenced by the claim's token; a stale claim writes nothing
-    and gets :class:`OwnershipLostError`."""
+    and gets :class:`OwnershipLostError`. One conditional update of the claim's row: exact
+    without the store's write lock (``Store.row_write``)."""
     updated = conn.exec_driver_sql(
         "UPDATE task_claims SET state = 'done', outcome_json = ?, finished_at = ?, "
         "lease_expires_at = NULL WHERE run_id = ? AND task_id = ? AND token = ? "
@@ -237,6 +256,20 @@ def claim_states(
         (run_id, *task_ids),
     )
     return {str(row[0]): (str(row[1]), row[2]) for row in rows}
+
+
+def claims_done(conn: Any, run_id: str, task_ids: Sequence[str]) -> tuple[int, int]:
+    """``(rows of task_ids that exist, of them done)``: what an owner waiting for its batch
+    reads on each wake-up (one row, where :func:`claim_states` returns every outcome)."""
+    if not task_ids:
+        return 0, 0
+    marks = ", ".join("?" for _ in task_ids)
+    row = conn.exec_driver_sql(
+        f"SELECT COUNT(*), COUNT(CASE WHEN state = 'done' THEN 1 END) FROM task_claims "  # noqa: S608
+        f"WHERE run_id = ? AND task_id IN ({marks})",
+        (run_id, *task_ids),
+    ).first()
+    return int(row[0] or 0), int(row[1] or 0)
 
 
 def remove_claims(conn: Any, run_id: str, task_ids: Sequence[str] | None = None) -> None:

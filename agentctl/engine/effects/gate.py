@@ -436,7 +436,9 @@ class EffectGate:
         dispatch: Callable[[str], Awaitable[Any]],
     ) -> Any:
         now = self.clock.now()
-        with self.store.write() as conn:
+        # One conditional update of the effect's row (and the owner's task row): a claimed
+        # task's fence makes it with row locks, without queueing for the write lock.
+        with self.store.row_write() as conn:
             journal.set_status(conn, record.id, "started", now)
             if self._on_task_running is not None:
                 self._on_task_running(conn, attempt)

@@ -190,9 +190,19 @@ class TaskClaims:
     ) -> dict[str, tuple[str, str | None]]:
         while True:
             wake.clear()
+            # Each outcome wakes the owner: it counts what is done (one row), and reads
+            # the outcomes once, when all are (reading every outcome on every wake-up
+            # cost the owner and the server a batch's worth of rows per task).
             with executor.store.read() as conn:
-                states = task_claims_repo.claim_states(conn, executor.run_id, task_ids)
-            missing = [tid for tid in task_ids if tid not in states]
+                present, done = task_claims_repo.claims_done(conn, executor.run_id, task_ids)
+                states = (
+                    task_claims_repo.claim_states(conn, executor.run_id, task_ids)
+                    if present < len(task_ids) or done == len(task_ids)
+                    else {}
+                )
+            missing = (
+                [tid for tid in task_ids if tid not in states] if present < len(task_ids) else []
+            )
             if missing:
                 raise OwnershipLostError(
                     f"the claims of tasks {', '.join(missing[:5])} of run {executor.run_id} "
@@ -200,7 +210,7 @@ class TaskClaims:
                     run_id=executor.run_id,
                     hint=f"inspect it with `agentctl inspect {executor.run_id}`",
                 )
-            if all(states[tid][0] == "done" for tid in task_ids):
+            if states and all(states[tid][0] == "done" for tid in task_ids):
                 return states
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(wake.wait(), IDLE_SECONDS)
