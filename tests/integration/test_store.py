@@ -304,3 +304,35 @@ def test_newer_format_check_probes_partial_indexes(tmp_path: Path) -> None:
                 ("run-1",),
             ).all()
             assert any(f"ix_{table}_newer_format" in str(row[-1]) for row in plan), plan
+
+
+def test_a_killed_writers_wal_is_indexed_once_on_open(tmp_path: Path) -> None:
+    """A database a killed process left with its -wal and -shm: the store's first connection
+    opens while the revision check's read-only one still holds the WAL index, so SQLite does
+    not read every WAL frame a second time; the pool keeps that connection for the caller."""
+    db = tmp_path / "runtime.db"
+    open_store(str(db)).close()
+    keeper = sqlite3.connect(db, isolation_level=None)  # holds the WAL open, like a live writer
+    keeper.execute("PRAGMA journal_mode=WAL")
+    keeper.execute("CREATE TABLE scratch (n INTEGER)")
+    keeper.execute("INSERT INTO scratch VALUES (42)")
+    assert (tmp_path / "runtime.db-wal").exists()
+    connects: list[str] = []
+    real_connect = sqlite3.connect
+
+    def recording_connect(target: object, *args: object, **kwargs: object) -> sqlite3.Connection:
+        connects.append(str(target))
+        return real_connect(target, *args, **kwargs)  # type: ignore[arg-type]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sqlite3, "connect", recording_connect)
+        patch.setattr(sqlite3.dbapi2, "connect", recording_connect)
+        store = open_store(str(db))
+    try:
+        assert len(connects) == 2 and "mode=ro" in connects[0]
+        assert store.engine.pool.checkedin() == 1  # type: ignore[attr-defined]
+        with store.read() as conn:
+            assert conn.exec_driver_sql("SELECT n FROM scratch").scalar() == 42
+    finally:
+        store.close()
+        keeper.close()
