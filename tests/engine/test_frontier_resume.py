@@ -198,3 +198,31 @@ def test_a_cancel_requested_while_the_run_was_down_stops_the_resume(workspace: P
     conn.close()
     assert status == "cancelled"
     assert rows["s4"] != "succeeded" and rows["s5"] != "succeeded"
+
+
+def test_one_probe_refuses_newer_records_in_family_order(workspace: Path) -> None:
+    """The newer-format check reads every record family in one statement; a checkpoint
+    (integer key) and a task (text key) both newer: the task is named, as the first family."""
+    from agentctl.errors import NewerFormatError
+
+    db = workspace / "runs.db"
+    run_id = _killed_roll(workspace, db, after=4)
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE checkpoints SET format_version = 7 WHERE seq = 2")
+        conn.execute("UPDATE tasks SET format_version = 9 WHERE task_id = 's1'")
+    conn.close()
+    try:
+        _resume(db, run_id)
+    except NewerFormatError as refused:
+        assert f"{run_id}/s1" in refused.message and "9" in refused.message
+    else:
+        raise AssertionError("a run with newer-format records was resumed")
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE tasks SET format_version = 1 WHERE task_id = 's1'")
+    conn.close()
+    try:
+        _resume(db, run_id)
+    except NewerFormatError as refused:
+        assert f"{run_id}/2" in refused.message and "checkpoint" in refused.message
+    else:
+        raise AssertionError("a run with a newer-format checkpoint was resumed")
