@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -368,6 +368,13 @@ def open_store(
         return open_postgres_store(
             db_path, migrate_schema=migrate_schema, settings=settings, store_class=Store
         )
+    with ExitStack() as peeking:
+        return _open_file_store(db_path, migrate_schema, settings, create, peeking)
+
+
+def _open_file_store(
+    db_path: str, migrate_schema: bool, settings: StoreSettings, create: bool, peeking: ExitStack
+) -> Store:
     at_head = False
     created = False
     read_only = False
@@ -380,7 +387,7 @@ def open_store(
                 hint="pass a file path with --db",
             )
         if path.exists():
-            found = migrate.peek_revision(path)
+            found = peeking.enter_context(migrate.peeked_revision(path))
             migrate.require_known_revision(found, str(path))
             at_head = found == migrate.SCHEMA_HEAD
             read_only = _read_only(path)
@@ -417,6 +424,11 @@ def open_store(
                 migrate.require_known_revision(current, db_path)
                 if current != migrate.head_revision():
                     migrate.upgrade(conn)
+        elif db_path != MEMORY and not created:
+            # While the revision's read-only connection is still open (see
+            # migrate.peeked_revision): the pool keeps this first connection.
+            with _translate_errors(db_path):
+                store.engine.connect().close()
         if created:
             # Only files this call created: an operator's chosen mode (0444 to freeze a
             # database, 0640 to share it) is never changed.

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import importlib.util
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -29,6 +31,7 @@ __all__ = [
     "known_revisions",
     "migrations_dir",
     "peek_revision",
+    "peeked_revision",
     "require_known_revision",
     "upgrade",
 ]
@@ -85,12 +88,25 @@ def head_revision() -> str:
 
 
 def peek_revision(path: Path) -> str | None:
-    """Read a database's revision without changing a byte of it (read-only, no pragmas).
+    """Read a database's revision without changing a byte of it (read-only, no pragmas)."""
+    with peeked_revision(path) as revision:
+        return revision
+
+
+@contextmanager
+def peeked_revision(path: Path) -> Iterator[str | None]:
+    """:func:`peek_revision`, with its read-only connection held open until the block ends.
 
     A read-only connection to a WAL database creates its ``-wal`` and ``-shm`` files when
     they are missing (and cannot remove them afterwards). When neither exists, nothing
     holds the database open in WAL mode, so the main file is complete and is read as
     immutable: a database this code refuses is left exactly as it was, with no new files.
+
+    When they exist (a process holds the database, or one was killed), this read rebuilds
+    the WAL's index in the shared-memory file if nobody holds it: a read of every frame
+    since the last checkpoint, up to 4 MB. SQLite rebuilds it in whichever connection finds
+    no other one open, so the store opens its own first connection inside this block, and
+    the WAL is read once instead of twice.
     """
     quiet = not any(Path(f"{path}{suffix}").exists() for suffix in ("-wal", "-shm"))
     uri = f"file:{quote(str(path))}?mode=ro" + ("&immutable=1" if quiet else "")
@@ -99,17 +115,20 @@ def peek_revision(path: Path) -> str | None:
     except sqlite3.Error as exc:
         raise open_error(path, exc) from exc
     try:
-        has_table = conn.execute(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'alembic_version'"
-        ).fetchone()
-        if not has_table:
-            return None
-        row = conn.execute("SELECT version_num FROM alembic_version").fetchone()
-        return str(row[0]) if row else None
-    except sqlite3.DatabaseError as exc:
-        # Only "file is not a database" means that; a lock, a read-only mount, a missing
-        # permission or damage is named as what it is (and the file is never blamed).
-        raise open_error(path, exc) from exc
+        try:
+            has_table = conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'alembic_version'"
+            ).fetchone()
+            row = (
+                conn.execute("SELECT version_num FROM alembic_version").fetchone()
+                if has_table
+                else None
+            )
+        except sqlite3.DatabaseError as exc:
+            # Only "file is not a database" means that; a lock, a read-only mount, a missing
+            # permission or damage is named as what it is (and the file is never blamed).
+            raise open_error(path, exc) from exc
+        yield str(row[0]) if row else None
     finally:
         conn.close()
 

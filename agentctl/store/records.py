@@ -15,6 +15,7 @@ from agentctl.errors import NewerFormatError, NotFoundError
 from agentctl.store.tables import FORMAT_VERSION, NEWER_FORMAT_CONDITION, runs
 
 __all__ = [
+    "NEWER_FORMAT_PROBE",
     "RUN_RECORDS",
     "check_format_version",
     "check_run_records",
@@ -65,17 +66,24 @@ RUN_RECORDS = (
 )
 
 
+# One statement probes every record family of a run (one round trip instead of eight). Each
+# member is a sub-select whose condition is written out, not bound: that is what lets the
+# database answer it from the table's partial index of newer-format rows
+# (tables.NEWER_FORMAT_TABLES). Keys are read as text so the members' columns agree on
+# PostgreSQL.
+NEWER_FORMAT_PROBE = " UNION ALL ".join(
+    f"SELECT {position} AS family, record_key, format_version FROM ("  # noqa: S608
+    f"SELECT CAST({key} AS TEXT) AS record_key, format_version FROM {table} "
+    f"WHERE run_id = ? AND {NEWER_FORMAT_CONDITION} LIMIT 1) AS probe_{position}"
+    for position, (_, table, key) in enumerate(RUN_RECORDS)
+)
+
+
 def check_run_records(conn: Any, run_id: str) -> None:
     """Refuse (exit 5) a run any of whose records was written in a newer format, before
     anything of the run is read for execution or changed: a resume that met such a record
     halfway would otherwise leave the run half-updated."""
-    for kind, table, key in RUN_RECORDS:
-        # The condition is written out, not bound: that is what lets the database answer
-        # from the table's partial index of newer-format rows (tables.NEWER_FORMAT_TABLES).
-        row = conn.exec_driver_sql(
-            f"SELECT {key}, format_version FROM {table} "  # noqa: S608 - fixed identifiers
-            f"WHERE run_id = ? AND {NEWER_FORMAT_CONDITION} LIMIT 1",
-            (run_id,),
-        ).first()
-        if row is not None:
-            check_format_version(kind, f"{run_id}/{row[0]}", int(row[1]))
+    found = conn.exec_driver_sql(NEWER_FORMAT_PROBE, (run_id,) * len(RUN_RECORDS))
+    for position, key, version in sorted(found, key=lambda row: int(row[0])):
+        kind = RUN_RECORDS[int(position)][0]
+        check_format_version(kind, f"{run_id}/{key}", int(version))

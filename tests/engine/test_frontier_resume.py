@@ -20,7 +20,7 @@ from typing import Any
 from agentctl.engine.run.executor import RunExecutor
 from agentctl.engine.run.outcome import finished_outcome
 from agentctl.engine.run.records import load_run
-from agentctl.errors import PersistenceError
+from agentctl.errors import Cancelled, PersistenceError
 from agentctl.ids import SystemClock
 from agentctl.store.engine import open_store
 
@@ -145,3 +145,84 @@ def test_a_handed_plan_is_used_only_when_it_is_the_stored_one(workspace: Path) -
             assert frontier[-1] == "s5" and "t5" not in refused.order
             assert refused.tasks["s5"] == mine.tasks["s5"]
             assert refused.tasks["s5"] is not mine.tasks["s5"]  # read from its row
+
+
+def _traced_resume(db: Path, run_id: str) -> tuple[Any, list[str]]:
+    from sqlalchemy import event
+
+    from agentctl.engine.run.outcome import ExecutionOptions
+
+    statements: list[str] = []
+    with open_store(str(db)) as store:
+        store.engine.dispose()
+        event.listen(
+            store.engine,
+            "connect",
+            lambda raw, _record: raw.set_trace_callback(statements.append),
+        )
+        options = ExecutionOptions(cancel_poll_seconds=3600)
+        try:
+            outcome = asyncio.run(
+                RunExecutor(store, run_id, clock=SystemClock(), options=options).execute()
+            )
+        except Cancelled as stop:
+            outcome = stop
+    return outcome, statements
+
+
+def test_a_resume_reads_the_cancel_flag_once_in_the_claim(workspace: Path) -> None:
+    """The claim's transaction reads the run row, cancel flag included: the first batch
+    does not read the flag again (one statement and one connection less per resume)."""
+    db = workspace / "runs.db"
+    run_id = _killed_roll(workspace, db, after=4)
+    outcome, statements = _traced_resume(db, run_id)
+    assert outcome.state == "succeeded", outcome.error
+    assert not [s for s in statements if s.startswith("SELECT cancel_requested")]
+
+
+def test_a_cancel_requested_while_the_run_was_down_stops_the_resume(workspace: Path) -> None:
+    db = workspace / "runs.db"
+    run_id = _killed_roll(workspace, db, after=4)
+    with sqlite3.connect(db) as conn:
+        conn.execute(
+            "UPDATE runs SET cancel_requested = 1, cancel_reason = 'operator said stop' "
+            "WHERE id = ?",
+            (run_id,),
+        )
+    conn.close()
+    stopped, _ = _traced_resume(db, run_id)
+    assert isinstance(stopped, Cancelled) and stopped.reason == "operator said stop"
+    with sqlite3.connect(db) as conn:
+        rows = dict(conn.execute("SELECT task_id, status FROM tasks WHERE run_id = ?", (run_id,)))
+        (status,) = conn.execute("SELECT status FROM runs WHERE id = ?", (run_id,)).fetchone()
+    conn.close()
+    assert status == "cancelled"
+    assert rows["s4"] != "succeeded" and rows["s5"] != "succeeded"
+
+
+def test_one_probe_refuses_newer_records_in_family_order(workspace: Path) -> None:
+    """The newer-format check reads every record family in one statement; a checkpoint
+    (integer key) and a task (text key) both newer: the task is named, as the first family."""
+    from agentctl.errors import NewerFormatError
+
+    db = workspace / "runs.db"
+    run_id = _killed_roll(workspace, db, after=4)
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE checkpoints SET format_version = 7 WHERE seq = 2")
+        conn.execute("UPDATE tasks SET format_version = 9 WHERE task_id = 's1'")
+    conn.close()
+    try:
+        _resume(db, run_id)
+    except NewerFormatError as refused:
+        assert f"{run_id}/s1" in refused.message and "9" in refused.message
+    else:
+        raise AssertionError("a run with newer-format records was resumed")
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE tasks SET format_version = 1 WHERE task_id = 's1'")
+    conn.close()
+    try:
+        _resume(db, run_id)
+    except NewerFormatError as refused:
+        assert f"{run_id}/2" in refused.message and "checkpoint" in refused.message
+    else:
+        raise AssertionError("a run with a newer-format checkpoint was resumed")

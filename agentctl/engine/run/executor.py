@@ -138,6 +138,10 @@ class RunExecutor(RunCommits, RunWatchers):
                     {"previousOwner": claimed.previous_owner, "fencingToken": claimed.token},
                     now=self.clock.now(),
                 )
+        if not run.cancel_requested:
+            # The flag was just read in the claim's transaction: the first batch need not
+            # read it again (a request made since is seen at the next poll, as before).
+            self._last_cancel_check = self.clock.monotonic()
         # From here on every write of this execution is fenced by the claim's token.
         self.owned = ownership.OwnedRun(self.store, claimed)
         self.artifacts.writer = self.owned
