@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-__all__ = ["CHROMIUM", "CHROMIUM_ARGS", "keep_screenshot", "require_browser"]
+__all__ = ["CHROMIUM", "CHROMIUM_ARGS", "browser_context", "keep_screenshot", "require_browser"]
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -49,3 +51,20 @@ def keep_screenshot(shot: Path) -> None:
     if target:
         Path(target).mkdir(parents=True, exist_ok=True)
         shutil.copy(shot, Path(target) / shot.name)
+
+
+@contextmanager
+def browser_context() -> Iterator[Any]:
+    """A fresh headless Chromium's context (1280x900 pages that wait up to 60 s for what
+    they look for); the browser is closed afterwards, whatever the test did."""
+    sync_playwright = require_browser()
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, timeout=60_000
+        )
+        try:
+            context = browser.new_context(viewport={"width": 1280, "height": 900})
+            context.set_default_timeout(60_000)
+            yield context
+        finally:
+            browser.close()

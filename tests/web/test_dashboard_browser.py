@@ -16,68 +16,59 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from tests.web.browser import CHROMIUM, CHROMIUM_ARGS, keep_screenshot, require_browser
+from tests.web.browser import browser_context, keep_screenshot, require_browser
 from tests.web.conftest import ASKING, RELEASE, Runs
 
 
 def test_approve_and_answer_from_the_browser(runs: Runs, ui_server: Any, tmp_path: Path) -> None:
-    sync_playwright = require_browser()
+    require_browser()
     parked = runs.roll(RELEASE, "release")
     (approval,) = parked["pendingApprovals"]
     asked = runs.roll(ASKING, "asking")
     (question,) = asked["pendingApprovals"]
     url = ui_server()
     base = url.split("?")[0].rstrip("/")
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, timeout=60_000
-        )
-        try:
-            context = browser.new_context(viewport={"width": 1280, "height": 900})
-            page = context.new_page()
-            page.set_default_timeout(60_000)
-            page.goto(url)
-            # The token left the address bar; the cookie carries it from here on.
-            assert "token=" not in page.url
-            assert page.locator(f"a[href='/runs/{parked['runId']}']").count() == 1
-            # A second tab watches the parked run; it must follow it live, never reloading.
-            watcher = context.new_page()
-            watcher.set_default_timeout(60_000)
-            watcher.goto(f"{base}/runs/{parked['runId']}")
-            watcher.locator("h1 .badge.s-paused").wait_for()
-            watcher.locator("#live.on").wait_for()
-            watcher.evaluate("window.__sameDocument = true")
+    with browser_context() as context:
+        page = context.new_page()
+        page.goto(url)
+        # The token left the address bar; the cookie carries it from here on.
+        assert "token=" not in page.url
+        assert page.locator(f"a[href='/runs/{parked['runId']}']").count() == 1
+        # A second tab watches the parked run; it must follow it live, never reloading.
+        watcher = context.new_page()
+        watcher.goto(f"{base}/runs/{parked['runId']}")
+        watcher.locator("h1 .badge.s-paused").wait_for()
+        watcher.locator("#live.on").wait_for()
+        watcher.evaluate("window.__sameDocument = true")
 
-            page.click("nav >> text=Inbox")
-            card = page.locator(f"article#{approval}")
-            card.wait_for()
-            assert "write 14 bytes to out/release.txt" in card.inner_text()
-            page.locator(f"article#{question}").wait_for()
-            inbox_shot = tmp_path / "dashboard-inbox.png"
-            page.screenshot(path=str(inbox_shot), full_page=True)
-            keep_screenshot(inbox_shot)
+        page.click("nav >> text=Inbox")
+        card = page.locator(f"article#{approval}")
+        card.wait_for()
+        assert "write 14 bytes to out/release.txt" in card.inner_text()
+        page.locator(f"article#{question}").wait_for()
+        inbox_shot = tmp_path / "dashboard-inbox.png"
+        page.screenshot(path=str(inbox_shot), full_page=True)
+        keep_screenshot(inbox_shot)
 
-            card.locator("input[name=reason]").fill("release notes checked")
-            card.locator("button", has_text="Approve").click()
-            page.wait_for_url("**/inbox?notice=*")
-            assert f"{approval} approved" in page.locator(".notice").first.inner_text()
+        card.locator("input[name=reason]").fill("release notes checked")
+        card.locator("button", has_text="Approve").click()
+        page.wait_for_url("**/inbox?notice=*")
+        assert f"{approval} approved" in page.locator(".notice").first.inner_text()
 
-            watcher.locator("h1 .badge.s-succeeded").wait_for()
-            assert watcher.evaluate("window.__sameDocument") is True
-            assert watcher.locator("#audit-verdict").inner_text() == "verified"
-            watcher.locator("#task-publish summary").click()
-            run_shot = tmp_path / "dashboard-run.png"
-            watcher.screenshot(path=str(run_shot), full_page=True)
-            keep_screenshot(run_shot)
+        watcher.locator("h1 .badge.s-succeeded").wait_for()
+        assert watcher.evaluate("window.__sameDocument") is True
+        assert watcher.locator("#audit-verdict").inner_text() == "verified"
+        watcher.locator("#task-publish summary").click()
+        run_shot = tmp_path / "dashboard-run.png"
+        watcher.screenshot(path=str(run_shot), full_page=True)
+        keep_screenshot(run_shot)
 
-            answer = page.locator(f"article#{question}")
-            answer.locator("select[name=value]").select_option(label="production")
-            answer.locator("button", has_text="Answer").click()
-            page.wait_for_url("**/inbox?notice=*")
-            page.goto(f"{base}/runs/{asked['runId']}")
-            page.locator("h1 .badge.s-succeeded").wait_for()
-        finally:
-            browser.close()
+        answer = page.locator(f"article#{question}")
+        answer.locator("select[name=value]").select_option(label="production")
+        answer.locator("button", has_text="Answer").click()
+        page.wait_for_url("**/inbox?notice=*")
+        page.goto(f"{base}/runs/{asked['runId']}")
+        page.locator("h1 .badge.s-succeeded").wait_for()
     released = runs.inspect(parked["runId"])
     assert released["run"]["state"] == "succeeded"
     (decided,) = released["approvals"]
@@ -95,63 +86,56 @@ def test_a_live_refresh_keeps_what_a_person_entered_and_has_not_sent(
     """A chosen answer and a typed reason survive the page swapping its content when the
     store changes; before, the refresh put the form back as the server drew it, and the
     answer sent was the first choice instead of the one picked (regression)."""
-    sync_playwright = require_browser()
+    require_browser()
     parked = runs.roll(RELEASE, "release")
     (approval,) = parked["pendingApprovals"]
     asked = runs.roll(ASKING, "asking")
     (question,) = asked["pendingApprovals"]
     url = ui_server()
     base = url.split("?")[0].rstrip("/")
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, timeout=60_000
+    with browser_context() as context:
+        page = context.new_page()
+        page.goto(url)
+        page.goto(f"{base}/inbox")
+        page.locator("#live.on").wait_for()
+        card = page.locator(f"article#{approval}")
+        card.locator("input[name=reason]").fill("release notes checked")
+        answer = page.locator(f"article#{question}")
+        answer.locator("select[name=value]").select_option(label="production")
+        # The person looks elsewhere: no field of theirs has the focus any more.
+        page.locator("h1").click()
+        refreshed = page.evaluate("document.body.dataset.refreshed || '0'")
+
+        # Meanwhile another run parks on a question: the inbox redraws itself live.
+        # (A real process: Playwright's own event loop runs in this thread.)
+        (runs.workspace / "later.yaml").write_text(textwrap.dedent(ASKING))
+        later = subprocess.run(
+            [sys.executable, "-m", "agentctl", "--output", "json", "roll", "later.yaml"]
+            + ["--db", str(runs.db)],
+            cwd=runs.workspace,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
         )
-        try:
-            page = browser.new_page()
-            page.set_default_timeout(60_000)
-            page.goto(url)
-            page.goto(f"{base}/inbox")
-            page.locator("#live.on").wait_for()
-            card = page.locator(f"article#{approval}")
-            card.locator("input[name=reason]").fill("release notes checked")
-            answer = page.locator(f"article#{question}")
-            answer.locator("select[name=value]").select_option(label="production")
-            # The person looks elsewhere: no field of theirs has the focus any more.
-            page.locator("h1").click()
-            refreshed = page.evaluate("document.body.dataset.refreshed || '0'")
+        assert later.returncode == 3, later.stderr
+        (other,) = json.loads(later.stdout)["data"]["pendingApprovals"]
+        page.locator(f"article#{other}").wait_for()
+        assert page.evaluate("document.body.dataset.refreshed") != refreshed
 
-            # Meanwhile another run parks on a question: the inbox redraws itself live.
-            # (A real process: Playwright's own event loop runs in this thread.)
-            (runs.workspace / "later.yaml").write_text(textwrap.dedent(ASKING))
-            later = subprocess.run(
-                [sys.executable, "-m", "agentctl", "--output", "json", "roll", "later.yaml"]
-                + ["--db", str(runs.db)],
-                cwd=runs.workspace,
-                capture_output=True,
-                text=True,
-                timeout=120,
-                check=False,
-            )
-            assert later.returncode == 3, later.stderr
-            (other,) = json.loads(later.stdout)["data"]["pendingApprovals"]
-            page.locator(f"article#{other}").wait_for()
-            assert page.evaluate("document.body.dataset.refreshed") != refreshed
+        assert card.locator("input[name=reason]").input_value() == "release notes checked"
+        assert answer.locator("select[name=value]").input_value() == '"production"'
+        # A card the person did not touch is drawn as the server sends it.
+        untouched = page.locator(f"article#{other} select[name=value]")
+        assert untouched.input_value() == '"staging"'
 
-            assert card.locator("input[name=reason]").input_value() == "release notes checked"
-            assert answer.locator("select[name=value]").input_value() == '"production"'
-            # A card the person did not touch is drawn as the server sends it.
-            untouched = page.locator(f"article#{other} select[name=value]")
-            assert untouched.input_value() == '"staging"'
-
-            answer.locator("button", has_text="Answer").click()
-            page.wait_for_url("**/inbox?notice=*")
-            card = page.locator(f"article#{approval}")
-            assert card.locator("input[name=reason]").input_value() == ""
-            card.locator("input[name=reason]").fill("release notes checked")
-            card.locator("button", has_text="Approve").click()
-            page.wait_for_url("**/inbox?notice=*")
-        finally:
-            browser.close()
+        answer.locator("button", has_text="Answer").click()
+        page.wait_for_url("**/inbox?notice=*")
+        card = page.locator(f"article#{approval}")
+        assert card.locator("input[name=reason]").input_value() == ""
+        card.locator("input[name=reason]").fill("release notes checked")
+        card.locator("button", has_text="Approve").click()
+        page.wait_for_url("**/inbox?notice=*")
     answered = runs.inspect(asked["runId"])
     assert answered["approvals"][0]["answer"] == "production"
     (decided,) = runs.inspect(parked["runId"])["approvals"]

@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from tests.web.browser import CHROMIUM, CHROMIUM_ARGS, keep_screenshot, require_browser
+from tests.web.browser import browser_context, keep_screenshot, require_browser
 from tests.web.conftest import LEDGER, SHELL_RESULT, Runs
 from tests.web.test_dashboard_recovery import FLAKY
 
@@ -26,41 +26,34 @@ def _failed_run(runs: Runs) -> str:
 
 
 def test_retry_then_fork_from_the_run_page(runs: Runs, ui_server: Any, tmp_path: Path) -> None:
-    sync_playwright = require_browser()
+    require_browser()
     failed = _failed_run(runs)
     url = ui_server()
     base = url.split("?")[0].rstrip("/")
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, timeout=60_000
-        )
-        try:
-            page = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
-            page.set_default_timeout(60_000)
-            page.goto(url)
-            page.goto(f"{base}/runs/{failed}")
-            page.locator("h1 .badge.s-failed").wait_for()
-            (runs.workspace / "ready").write_text("")
-            retry = page.locator("#retry-form")
-            retry.locator("select[name=scope]").select_option(value="failed")
-            retry.locator("input[name=reason]").fill("the file is there now")
-            retry.locator("button", has_text="Retry").click()
-            page.wait_for_url(re.compile(r".*/runs/retry-[^?]+\?notice=.*"))
-            retried = page.url.split("/runs/")[1].split("?")[0]
-            assert "the dashboard executes it" in page.locator(".notice").first.inner_text()
-            # The child `agentctl resume` executes it; the page follows without a reload.
-            page.locator("h1 .badge.s-succeeded").wait_for()
-            shot = tmp_path / "dashboard-retry.png"
-            page.screenshot(path=str(shot), full_page=True)
-            keep_screenshot(shot)
+    with browser_context() as context:
+        page = context.new_page()
+        page.goto(url)
+        page.goto(f"{base}/runs/{failed}")
+        page.locator("h1 .badge.s-failed").wait_for()
+        (runs.workspace / "ready").write_text("")
+        retry = page.locator("#retry-form")
+        retry.locator("select[name=scope]").select_option(value="failed")
+        retry.locator("input[name=reason]").fill("the file is there now")
+        retry.locator("button", has_text="Retry").click()
+        page.wait_for_url(re.compile(r".*/runs/retry-[^?]+\?notice=.*"))
+        retried = page.url.split("/runs/")[1].split("?")[0]
+        assert "the dashboard executes it" in page.locator(".notice").first.inner_text()
+        # The child `agentctl resume` executes it; the page follows without a reload.
+        page.locator("h1 .badge.s-succeeded").wait_for()
+        shot = tmp_path / "dashboard-retry.png"
+        page.screenshot(path=str(shot), full_page=True)
+        keep_screenshot(shot)
 
-            page.locator("#fork-form input[name=reason]").fill("once more, on purpose")
-            page.locator("#fork-form button", has_text="Fork").click()
-            page.wait_for_url(re.compile(r".*/runs/fork-[^?]+\?notice=.*"))
-            forked = page.url.split("/runs/")[1].split("?")[0]
-            page.locator("h1 .badge.s-succeeded").wait_for()
-        finally:
-            browser.close()
+        page.locator("#fork-form input[name=reason]").fill("once more, on purpose")
+        page.locator("#fork-form button", has_text="Fork").click()
+        page.wait_for_url(re.compile(r".*/runs/fork-[^?]+\?notice=.*"))
+        forked = page.url.split("/runs/")[1].split("?")[0]
+        page.locator("h1 .badge.s-succeeded").wait_for()
     retried_run = runs.inspect(retried)["run"]
     assert (retried_run["mode"], retried_run["sourceRunId"]) == ("retry", failed)
     forked_run = runs.inspect(forked)["run"]
@@ -76,7 +69,7 @@ def test_retry_then_fork_from_the_run_page(runs: Runs, ui_server: Any, tmp_path:
 def test_reconcile_what_a_killed_roll_left_then_the_run_finishes(
     runs: Runs, ui_server: Any, tmp_path: Path
 ) -> None:
-    sync_playwright = require_browser()
+    require_browser()
     # A real `agentctl roll`, SIGKILLed after `one`'s command ran, before its outcome
     # was recorded: the effect is left started, unconfirmed, under a dead owner.
     run_id = runs.roll_killed(LEDGER, "ledger", "effect.dispatched")
@@ -84,50 +77,41 @@ def test_reconcile_what_a_killed_roll_left_then_the_run_finishes(
     assert effect["status"] == "started"
     url = ui_server()
     base = url.split("?")[0].rstrip("/")
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, timeout=60_000
-        )
-        try:
-            context = browser.new_context(viewport={"width": 1280, "height": 900})
-            page = context.new_page()
-            page.set_default_timeout(60_000)
-            page.goto(url)
-            # A second tab follows the run; it must see it finish without a reload.
-            watcher = context.new_page()
-            watcher.set_default_timeout(60_000)
-            watcher.goto(f"{base}/runs/{run_id}")
-            watcher.locator("h1 .badge.s-running").wait_for()
-            watcher.locator("#live.on").wait_for()
-            watcher.evaluate("window.__sameDocument = true")
+    with browser_context() as context:
+        page = context.new_page()
+        page.goto(url)
+        # A second tab follows the run; it must see it finish without a reload.
+        watcher = context.new_page()
+        watcher.goto(f"{base}/runs/{run_id}")
+        watcher.locator("h1 .badge.s-running").wait_for()
+        watcher.locator("#live.on").wait_for()
+        watcher.evaluate("window.__sameDocument = true")
 
-            page.click("nav >> text=Effects")
-            card = page.locator(f"article[id='{effect['effectId']}']")
-            card.wait_for()
-            assert "builtin.shell.exec" in card.inner_text()
-            effects_shot = tmp_path / "dashboard-effects.png"
-            page.screenshot(path=str(effects_shot), full_page=True)
-            keep_screenshot(effects_shot)
+        page.click("nav >> text=Effects")
+        card = page.locator(f"article[id='{effect['effectId']}']")
+        card.wait_for()
+        assert "builtin.shell.exec" in card.inner_text()
+        effects_shot = tmp_path / "dashboard-effects.png"
+        page.screenshot(path=str(effects_shot), full_page=True)
+        keep_screenshot(effects_shot)
 
-            # The operator checked the outside world: the ledger has the line.
-            assert (runs.workspace / "ledger.txt").read_text() == "a\n"
-            card.locator("select[name=status]").select_option(value="applied")
-            card.locator("input[name=reason]").fill("ledger.txt has the line")
-            card.locator("textarea[name=evidence]").fill("cat ledger.txt -> a")
-            card.locator("textarea[name=result]").fill(json.dumps(SHELL_RESULT))
-            card.locator("button", has_text="Reconcile").click()
-            page.wait_for_url("**/effects?notice=*")
-            notice = page.locator(".notice").first.inner_text()
-            assert "reconciled as applied" in notice and f"resumed run {run_id}" in notice
-            page.locator("text=No effect is in doubt.").wait_for()
+        # The operator checked the outside world: the ledger has the line.
+        assert (runs.workspace / "ledger.txt").read_text() == "a\n"
+        card.locator("select[name=status]").select_option(value="applied")
+        card.locator("input[name=reason]").fill("ledger.txt has the line")
+        card.locator("textarea[name=evidence]").fill("cat ledger.txt -> a")
+        card.locator("textarea[name=result]").fill(json.dumps(SHELL_RESULT))
+        card.locator("button", has_text="Reconcile").click()
+        page.wait_for_url("**/effects?notice=*")
+        notice = page.locator(".notice").first.inner_text()
+        assert "reconciled as applied" in notice and f"resumed run {run_id}" in notice
+        page.locator("text=No effect is in doubt.").wait_for()
 
-            watcher.locator("h1 .badge.s-succeeded").wait_for()
-            assert watcher.evaluate("window.__sameDocument") is True
-            run_shot = tmp_path / "dashboard-reconciled-run.png"
-            watcher.screenshot(path=str(run_shot), full_page=True)
-            keep_screenshot(run_shot)
-        finally:
-            browser.close()
+        watcher.locator("h1 .badge.s-succeeded").wait_for()
+        assert watcher.evaluate("window.__sameDocument") is True
+        run_shot = tmp_path / "dashboard-reconciled-run.png"
+        watcher.screenshot(path=str(run_shot), full_page=True)
+        keep_screenshot(run_shot)
     inspection = runs.inspect(run_id)
     assert inspection["run"]["state"] == "succeeded"
     (conclusion,) = inspection["effects"][0]["reconciliations"]
