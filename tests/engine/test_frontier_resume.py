@@ -17,6 +17,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from agentctl.engine.run.executor import RunExecutor
 from agentctl.engine.run.outcome import finished_outcome
 from agentctl.engine.run.records import load_run
@@ -211,18 +213,12 @@ def test_one_probe_refuses_newer_records_in_family_order(workspace: Path) -> Non
         conn.execute("UPDATE checkpoints SET format_version = 7 WHERE seq = 2")
         conn.execute("UPDATE tasks SET format_version = 9 WHERE task_id = 's1'")
     conn.close()
-    try:
+    with pytest.raises(NewerFormatError) as refused:
         _resume(db, run_id)
-    except NewerFormatError as refused:
-        assert f"{run_id}/s1" in refused.message and "9" in refused.message
-    else:
-        raise AssertionError("a run with newer-format records was resumed")
+    assert f"{run_id}/s1" in refused.value.message and "9" in refused.value.message
     with sqlite3.connect(db) as conn:
         conn.execute("UPDATE tasks SET format_version = 1 WHERE task_id = 's1'")
     conn.close()
-    try:
+    with pytest.raises(NewerFormatError) as refused:
         _resume(db, run_id)
-    except NewerFormatError as refused:
-        assert f"{run_id}/2" in refused.message and "checkpoint" in refused.message
-    else:
-        raise AssertionError("a run with a newer-format checkpoint was resumed")
+    assert f"{run_id}/2" in refused.value.message and "checkpoint" in refused.value.message
