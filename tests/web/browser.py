@@ -16,7 +16,14 @@ from typing import Any
 
 import pytest
 
-__all__ = ["CHROMIUM", "CHROMIUM_ARGS", "browser_context", "keep_screenshot", "require_browser"]
+__all__ = [
+    "CHROMIUM",
+    "CHROMIUM_ARGS",
+    "browser_context",
+    "keep_screenshot",
+    "live_page",
+    "require_browser",
+]
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -68,3 +75,15 @@ def browser_context() -> Iterator[Any]:
             yield context
         finally:
             browser.close()
+
+
+def live_page(context: Any, url: str, ready: str) -> Any:
+    """A new tab on ``url``, once ``ready`` (a selector) shows and the live feed is on; the
+    tab marks its document so a test can tell it later that it was never reloaded
+    (``window.__sameDocument``)."""
+    page = context.new_page()
+    page.goto(url)
+    page.locator(ready).wait_for()
+    page.locator("#live.on").wait_for()
+    page.evaluate("window.__sameDocument = true")
+    return page

@@ -122,6 +122,33 @@ class Runs:
         data: dict[str, Any] = result.json()["data"]
         return data
 
+    def park_release_and_question(self) -> tuple[dict[str, Any], str, dict[str, Any], str]:
+        """Two parked runs: ``release`` waiting for an approval and ``asking`` for an
+        answer; returns each run's document and the id of what it waits for."""
+        parked = self.roll(RELEASE, "release")
+        (approval,) = parked["pendingApprovals"]
+        asked = self.roll(ASKING, "asking")
+        (question,) = asked["pendingApprovals"]
+        return parked, str(approval), asked, str(question)
+
+    def park_in_a_process(self, text: str, name: str) -> str:
+        """A real ``agentctl roll`` process that parks (exit 3); returns the id of what its
+        run waits for. For browser tests, whose thread runs Playwright's event loop."""
+        path = self.workspace / f"{name}.yaml"
+        path.write_text(textwrap.dedent(text))
+        rolled = subprocess.run(
+            [sys.executable, "-m", "agentctl", "--output", "json", "roll", str(path)]
+            + ["--db", str(self.db)],
+            cwd=self.workspace,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert rolled.returncode == 3, rolled.stderr
+        (waiting,) = json.loads(rolled.stdout)["data"]["pendingApprovals"]
+        return str(waiting)
+
     def roll_killed(self, text: str, name: str, fault: str) -> str:
         """A real ``agentctl roll`` process SIGKILLed at the fault point ``fault`` (the
         crash suite's ``AGENTCTL_FAULT``); returns the run it left behind."""

@@ -9,23 +9,16 @@ Set ``AGENTCTL_SCREENSHOTS=DIR`` to keep the screenshots (docs/dashboard.md uses
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 from typing import Any
 
-from tests.web.browser import browser_context, keep_screenshot, require_browser
-from tests.web.conftest import ASKING, RELEASE, Runs
+from tests.web.browser import browser_context, keep_screenshot, live_page, require_browser
+from tests.web.conftest import ASKING, Runs
 
 
 def test_approve_and_answer_from_the_browser(runs: Runs, ui_server: Any, tmp_path: Path) -> None:
     require_browser()
-    parked = runs.roll(RELEASE, "release")
-    (approval,) = parked["pendingApprovals"]
-    asked = runs.roll(ASKING, "asking")
-    (question,) = asked["pendingApprovals"]
+    parked, approval, asked, question = runs.park_release_and_question()
     url = ui_server()
     base = url.split("?")[0].rstrip("/")
     with browser_context() as context:
@@ -35,11 +28,7 @@ def test_approve_and_answer_from_the_browser(runs: Runs, ui_server: Any, tmp_pat
         assert "token=" not in page.url
         assert page.locator(f"a[href='/runs/{parked['runId']}']").count() == 1
         # A second tab watches the parked run; it must follow it live, never reloading.
-        watcher = context.new_page()
-        watcher.goto(f"{base}/runs/{parked['runId']}")
-        watcher.locator("h1 .badge.s-paused").wait_for()
-        watcher.locator("#live.on").wait_for()
-        watcher.evaluate("window.__sameDocument = true")
+        watcher = live_page(context, f"{base}/runs/{parked['runId']}", "h1 .badge.s-paused")
 
         page.click("nav >> text=Inbox")
         card = page.locator(f"article#{approval}")
@@ -87,10 +76,7 @@ def test_a_live_refresh_keeps_what_a_person_entered_and_has_not_sent(
     store changes; before, the refresh put the form back as the server drew it, and the
     answer sent was the first choice instead of the one picked (regression)."""
     require_browser()
-    parked = runs.roll(RELEASE, "release")
-    (approval,) = parked["pendingApprovals"]
-    asked = runs.roll(ASKING, "asking")
-    (question,) = asked["pendingApprovals"]
+    parked, approval, asked, question = runs.park_release_and_question()
     url = ui_server()
     base = url.split("?")[0].rstrip("/")
     with browser_context() as context:
@@ -107,19 +93,7 @@ def test_a_live_refresh_keeps_what_a_person_entered_and_has_not_sent(
         refreshed = page.evaluate("document.body.dataset.refreshed || '0'")
 
         # Meanwhile another run parks on a question: the inbox redraws itself live.
-        # (A real process: Playwright's own event loop runs in this thread.)
-        (runs.workspace / "later.yaml").write_text(textwrap.dedent(ASKING))
-        later = subprocess.run(
-            [sys.executable, "-m", "agentctl", "--output", "json", "roll", "later.yaml"]
-            + ["--db", str(runs.db)],
-            cwd=runs.workspace,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-        assert later.returncode == 3, later.stderr
-        (other,) = json.loads(later.stdout)["data"]["pendingApprovals"]
+        other = runs.park_in_a_process(ASKING, "asking-later")
         page.locator(f"article#{other}").wait_for()
         assert page.evaluate("document.body.dataset.refreshed") != refreshed
 
@@ -141,3 +115,32 @@ def test_a_live_refresh_keeps_what_a_person_entered_and_has_not_sent(
     (decided,) = runs.inspect(parked["runId"])["approvals"]
     assert decided["status"] == "approved"
     assert "release notes checked" in str(decided)
+
+
+def test_a_refresh_put_off_while_typing_happens_once_the_person_leaves_the_field(
+    runs: Runs, ui_server: Any
+) -> None:
+    """While someone types, the page does not redraw under them; the change it put off is
+    drawn as soon as they leave the field, with what they typed kept. Before, that change
+    was dropped, and the page stayed stale until the store changed again (regression)."""
+    require_browser()
+    _, approval, _, _ = runs.park_release_and_question()
+    url = ui_server()
+    base = url.split("?")[0].rstrip("/")
+    with browser_context() as context:
+        page = context.new_page()
+        page.goto(url)
+        inbox = live_page(context, f"{base}/inbox", f"article#{approval}")
+        reason = inbox.locator(f"article#{approval} input[name=reason]")
+        reason.fill("checked the notes")  # the cursor stays in the field
+
+        other = runs.park_in_a_process(ASKING, "asking-later")
+        inbox.locator("body[data-pending='1']").wait_for(state="attached")
+        assert inbox.locator(f"article#{other}").count() == 0
+        assert reason.input_value() == "checked the notes"
+
+        inbox.locator("h1").click()
+        inbox.locator(f"article#{other}").wait_for()
+        assert inbox.locator("body[data-pending]").count() == 0
+        assert reason.input_value() == "checked the notes"
+        assert inbox.evaluate("window.__sameDocument") is True

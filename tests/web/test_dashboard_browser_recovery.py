@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from tests.web.browser import browser_context, keep_screenshot, require_browser
+from tests.web.browser import browser_context, keep_screenshot, live_page, require_browser
 from tests.web.conftest import LEDGER, SHELL_RESULT, Runs
 from tests.web.test_dashboard_recovery import FLAKY
 
@@ -81,11 +81,7 @@ def test_reconcile_what_a_killed_roll_left_then_the_run_finishes(
         page = context.new_page()
         page.goto(url)
         # A second tab follows the run; it must see it finish without a reload.
-        watcher = context.new_page()
-        watcher.goto(f"{base}/runs/{run_id}")
-        watcher.locator("h1 .badge.s-running").wait_for()
-        watcher.locator("#live.on").wait_for()
-        watcher.evaluate("window.__sameDocument = true")
+        watcher = live_page(context, f"{base}/runs/{run_id}", "h1 .badge.s-running")
 
         page.click("nav >> text=Effects")
         card = page.locator(f"article[id='{effect['effectId']}']")

@@ -75,8 +75,14 @@
   }
   function refresh() {
     if (busy) { pending = true; return; }
-    if (typing()) { pending = true; return; }
+    if (typing()) {
+      // Put off, not dropped: it runs when the person leaves the field (focusout below).
+      pending = true;
+      document.body.dataset.pending = "1";
+      return;
+    }
     pending = false;
+    delete document.body.dataset.pending;
     busy = true;
     var keep = openDetails();
     var url = window.location.pathname + window.location.search.replace(/([?&])notice=[^&]*/, "$1");
