@@ -23,6 +23,7 @@ __all__ = [
     "keep_screenshot",
     "live_page",
     "require_browser",
+    "signed_in",
 ]
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -87,3 +88,11 @@ def live_page(context: Any, url: str, ready: str) -> Any:
     page.locator("#live.on").wait_for()
     page.evaluate("window.__sameDocument = true")
     return page
+
+
+def signed_in(context: Any, url: str) -> tuple[Any, str]:
+    """A tab opened on the address ``agentctl ui`` printed (its token becomes the session's
+    cookie), and the dashboard's base address for the pages a test visits next."""
+    page = context.new_page()
+    page.goto(url)
+    return page, url.split("?")[0].rstrip("/")

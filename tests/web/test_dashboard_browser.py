@@ -12,7 +12,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tests.web.browser import browser_context, keep_screenshot, live_page, require_browser
+from tests.web.browser import (
+    browser_context,
+    keep_screenshot,
+    live_page,
+    require_browser,
+    signed_in,
+)
 from tests.web.conftest import ASKING, Runs
 
 
@@ -20,10 +26,8 @@ def test_approve_and_answer_from_the_browser(runs: Runs, ui_server: Any, tmp_pat
     require_browser()
     parked, approval, asked, question = runs.park_release_and_question()
     url = ui_server()
-    base = url.split("?")[0].rstrip("/")
     with browser_context() as context:
-        page = context.new_page()
-        page.goto(url)
+        page, base = signed_in(context, url)
         # The token left the address bar; the cookie carries it from here on.
         assert "token=" not in page.url
         assert page.locator(f"a[href='/runs/{parked['runId']}']").count() == 1
@@ -78,10 +82,8 @@ def test_a_live_refresh_keeps_what_a_person_entered_and_has_not_sent(
     require_browser()
     parked, approval, asked, question = runs.park_release_and_question()
     url = ui_server()
-    base = url.split("?")[0].rstrip("/")
     with browser_context() as context:
-        page = context.new_page()
-        page.goto(url)
+        page, base = signed_in(context, url)
         page.goto(f"{base}/inbox")
         page.locator("#live.on").wait_for()
         card = page.locator(f"article#{approval}")
@@ -126,10 +128,8 @@ def test_a_refresh_put_off_while_typing_happens_once_the_person_leaves_the_field
     require_browser()
     _, approval, _, _ = runs.park_release_and_question()
     url = ui_server()
-    base = url.split("?")[0].rstrip("/")
     with browser_context() as context:
-        page = context.new_page()
-        page.goto(url)
+        page, base = signed_in(context, url)
         inbox = live_page(context, f"{base}/inbox", f"article#{approval}")
         reason = inbox.locator(f"article#{approval} input[name=reason]")
         reason.fill("checked the notes")  # the cursor stays in the field

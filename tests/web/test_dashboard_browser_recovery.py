@@ -11,7 +11,13 @@ import re
 from pathlib import Path
 from typing import Any
 
-from tests.web.browser import browser_context, keep_screenshot, live_page, require_browser
+from tests.web.browser import (
+    browser_context,
+    keep_screenshot,
+    live_page,
+    require_browser,
+    signed_in,
+)
 from tests.web.conftest import LEDGER, SHELL_RESULT, Runs
 from tests.web.test_dashboard_recovery import FLAKY
 
@@ -29,10 +35,8 @@ def test_retry_then_fork_from_the_run_page(runs: Runs, ui_server: Any, tmp_path:
     require_browser()
     failed = _failed_run(runs)
     url = ui_server()
-    base = url.split("?")[0].rstrip("/")
     with browser_context() as context:
-        page = context.new_page()
-        page.goto(url)
+        page, base = signed_in(context, url)
         page.goto(f"{base}/runs/{failed}")
         page.locator("h1 .badge.s-failed").wait_for()
         (runs.workspace / "ready").write_text("")
@@ -76,10 +80,8 @@ def test_reconcile_what_a_killed_roll_left_then_the_run_finishes(
     (effect,) = runs.inspect(run_id)["effects"]
     assert effect["status"] == "started"
     url = ui_server()
-    base = url.split("?")[0].rstrip("/")
     with browser_context() as context:
-        page = context.new_page()
-        page.goto(url)
+        page, base = signed_in(context, url)
         # A second tab follows the run; it must see it finish without a reload.
         watcher = live_page(context, f"{base}/runs/{run_id}", "h1 .badge.s-running")
 
