@@ -312,7 +312,6 @@ audit_events = Table(
     # The span current when the event was written (not part of the chained digest).
     Column("trace_id", String(64), nullable=True),
     Column("span_id", String(32), nullable=True),
-    Index(None, "effect_id"),
 )
 
 provider_sessions = Table(
