@@ -9,9 +9,12 @@ Set ``AGENTCTL_SCREENSHOTS=DIR`` to keep the screenshots (docs/dashboard.md uses
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
+from agentctl.store import dashboard_repo
+from agentctl.store.engine import open_store
 from tests.web.browser import (
     browser_context,
     keep_screenshot,
@@ -143,4 +146,65 @@ def test_a_refresh_put_off_while_typing_happens_once_the_person_leaves_the_field
         inbox.locator(f"article#{other}").wait_for()
         assert inbox.locator("body[data-pending]").count() == 0
         assert reason.input_value() == "checked the notes"
+        assert inbox.evaluate("window.__sameDocument") is True
+
+
+# Installed before the page's own script: every live-update message the page receives is kept
+# in ``window.__markers``, and once ``window.__holdNext`` is set the next fetch the page makes
+# gets its answer from the server at once but is handed to the page only on
+# ``window.__release()`` (``window.__held`` tells that it is waiting).
+_HOLD_ONE_FETCH = """
+(() => {
+  const Source = window.EventSource;
+  window.__markers = [];
+  window.EventSource = function (url, options) {
+    const source = new Source(url, options);
+    source.addEventListener("message", (event) => window.__markers.push(event.data));
+    return source;
+  };
+  const fetchNow = window.fetch.bind(window);
+  window.fetch = function (...args) {
+    if (!window.__holdNext) { return fetchNow(...args); }
+    window.__holdNext = false;
+    return fetchNow(...args).then((response) => response.text().then((text) =>
+      new Promise((resolve) => {
+        window.__release = () => resolve(new Response(text, { status: response.status,
+          headers: { "Content-Type": "text/html" } }));
+        window.__held = true;
+      })));
+  };
+})();
+"""
+
+
+def test_a_change_that_arrives_during_a_refresh_is_drawn_after_it(
+    runs: Runs, ui_server: Any
+) -> None:
+    """The store changes again while the page is still fetching the previous change: when
+    that fetch ends the page fetches once more, so it shows the later change too. Without
+    it, the page kept the older content until the store happened to change again."""
+    require_browser()
+    _, approval, _, _ = runs.park_release_and_question()
+    url = ui_server()
+    with browser_context() as context:
+        context.add_init_script(_HOLD_ONE_FETCH)
+        _, base = signed_in(context, url)
+        inbox = live_page(context, f"{base}/inbox", f"article#{approval}")
+        inbox.evaluate("window.__holdNext = true")
+
+        first = runs.park_in_a_process(ASKING, "asking-first")
+        inbox.wait_for_function("window.__held === true")  # its refresh is in flight
+        second = runs.park_in_a_process(ASKING, "asking-second")
+        with open_store(str(runs.db), create=False) as store, store.read() as conn:
+            marker = dashboard_repo.change_marker(conn)
+        # The page heard of the second change while its fetch of the first was in flight.
+        sent = json.dumps(json.dumps(marker))  # each message's data is the marker as JSON
+        inbox.wait_for_function(f"window.__markers.includes({sent})")
+        assert inbox.locator("body[data-pending='1']").count() == 1
+        assert inbox.locator(f"article#{second}").count() == 0
+
+        inbox.evaluate("window.__release()")
+        inbox.locator(f"article#{second}").wait_for()
+        assert inbox.locator(f"article#{first}").count() == 1
+        assert inbox.locator("body[data-pending]").count() == 0
         assert inbox.evaluate("window.__sameDocument") is True

@@ -74,7 +74,12 @@
     });
   }
   function refresh() {
-    if (busy) { pending = true; return; }
+    if (busy) {
+      // The store changed again while this page was being fetched: fetch once more after.
+      pending = true;
+      document.body.dataset.pending = "1";
+      return;
+    }
     if (typing()) {
       // Put off, not dropped: it runs when the person leaves the field (focusout below).
       pending = true;
