@@ -23,6 +23,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -61,13 +62,17 @@ class Proc:
         self._popen = popen
         self.result: Result | None = None
 
-    def wait(self) -> Result:
+    def wait(self, timeout: float | None = None) -> Result:
+        """The process's result once it exits; ``TimeoutError`` when ``timeout`` seconds
+        pass first (the process is left running)."""
         if self.result is None:
             if self._popen is not None:
-                code = self._popen.wait()
+                try:
+                    code = self._popen.wait(timeout)
+                except subprocess.TimeoutExpired:
+                    raise TimeoutError(f"{self.argv} still running after {timeout}s") from None
             else:
-                _, status = os.waitpid(self.pid, 0)
-                code = os.waitstatus_to_exitcode(status)
+                code = self._wait_forked(timeout)
             self.result = Result(
                 self.argv,
                 code,
@@ -75,6 +80,19 @@ class Proc:
                 self._err.read_text(errors="replace"),
             )
         return self.result
+
+    def _wait_forked(self, timeout: float | None) -> int:
+        if timeout is None:
+            _, status = os.waitpid(self.pid, 0)
+            return os.waitstatus_to_exitcode(status)
+        deadline = time.monotonic() + timeout
+        while True:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid == self.pid:
+                return os.waitstatus_to_exitcode(status)
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{self.argv} still running after {timeout}s")
+            time.sleep(0.01)
 
     def kill(self) -> Result:
         try:

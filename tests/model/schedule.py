@@ -293,7 +293,23 @@ def cancel(ctx: Ctx, which: str) -> MoveResult:
         return None
     run_id = ctx.rng.choice(candidates)
     result = ctx.command(["cancel", run_id, "--reason", "model test"])
-    return f"cancel {run_id} ({which})", expect(result, {0}, f"cancel {run_id}")
+    problems = expect(result, {0}, f"cancel {run_id}")
+    bg = ctx.world.background
+    if which == "live" and bg is not None and not problems:
+        # The owner stops by itself once it sees the request (its held step is interrupted):
+        # wait for that, so the checks after this step see the run as its owner ended it,
+        # not a cancel still on its way (a later gc may then delete the ended run).
+        try:
+            stopped = bg.proc.wait(timeout=60)
+        except TimeoutError:
+            bg.proc.kill()
+            stopped = None
+            problems.append(f"the owner of {run_id} did not stop within 60 s of its cancel")
+        ctx.world.open_gate()  # nothing may stay blocked on the gate
+        ctx.world.background = None
+        if stopped is not None:
+            problems += expect(stopped, {130}, f"the owner of the cancelled run {run_id}")
+    return f"cancel {run_id} ({which})", problems
 
 
 def decide(ctx: Ctx, approve: bool) -> MoveResult:
