@@ -15,6 +15,7 @@ Settings and why:
 from __future__ import annotations
 
 import os
+import sqlite3
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
@@ -251,8 +252,6 @@ class DriverSession:
 
 
 def _driver_errors() -> tuple[type[BaseException], ...]:
-    import sqlite3
-
     errors: list[type[BaseException]] = [sqlite3.Error]
     if "psycopg" in sys.modules:
         errors.append(sys.modules["psycopg"].Error)
@@ -303,42 +302,77 @@ def _read_only_file_system(path: Path) -> bool:
         return False
 
 
-def _make_engine(path: str, settings: StoreSettings, *, read_only: bool = False) -> Engine:
-    if path == MEMORY:
-        engine = create_engine(
-            "sqlite://", poolclass=StaticPool, connect_args={"check_same_thread": False}
-        )
-    elif read_only:
-        # On a read-only file system SQLite cannot create the shared-memory file a WAL
-        # database needs even for reading; nothing can change the file there, so it is
-        # read as immutable.
-        frozen = "&immutable=1" if _read_only_file_system(Path(path)) else ""
-        engine = create_engine(
-            f"sqlite:///file:{quote(str(Path(path).resolve()))}?mode=ro{frozen}&uri=true",
-            connect_args={"check_same_thread": False},
-        )
-    else:
-        engine = create_engine(f"sqlite:///{path}", connect_args={"check_same_thread": False})
+def _make_engine(
+    path: str,
+    settings: StoreSettings,
+    *,
+    read_only: bool = False,
+    first: sqlite3.Connection | None = None,
+) -> Engine:
+    """The store's engine; its pool's connections come from :func:`_connect`, the first
+    one being ``first`` when the caller opened it already (see ``_open_file_store``)."""
+    url, target = _address(path, read_only)
+    handed = [first] if first is not None else []
 
-    @event.listens_for(engine, "connect")
-    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
-        # Autocommit at the driver: SQLAlchemy's "begin" event below issues BEGIN itself.
-        dbapi_conn.isolation_level = None
-        cursor = dbapi_conn.cursor()
-        try:
-            if path != MEMORY and not read_only:
-                cursor.execute("PRAGMA journal_mode=WAL")
-            cursor.execute(f"PRAGMA synchronous={settings.synchronous}")
-            cursor.execute("PRAGMA foreign_keys=ON")
-            cursor.execute(f"PRAGMA busy_timeout={int(settings.busy_timeout_ms)}")
-        finally:
-            cursor.close()
+    def connect() -> sqlite3.Connection:
+        if handed:
+            return handed.pop()
+        return _connect(target, settings, wal=path != MEMORY and not read_only)
+
+    engine = create_engine(
+        url, creator=connect, **({"poolclass": StaticPool} if path == MEMORY else {})
+    )
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Connection) -> None:
         conn.exec_driver_sql(conn.get_execution_options().get("agentctl_begin", "BEGIN IMMEDIATE"))
 
+    @event.listens_for(engine, "engine_disposed")
+    def _on_dispose(_engine: Engine) -> None:
+        # A store closed before its first transaction: the pool never held this one.
+        while handed:
+            handed.pop().close()
+
     return engine
+
+
+def _address(path: str, read_only: bool) -> tuple[str, str]:
+    """The engine's URL (it picks the dialect and the pool) and the driver's target."""
+    if path == MEMORY:
+        return "sqlite://", ":memory:"
+    if read_only:
+        # On a read-only file system SQLite cannot create the shared-memory file a WAL
+        # database needs even for reading; nothing can change the file there, so it is
+        # read as immutable.
+        frozen = "&immutable=1" if _read_only_file_system(Path(path)) else ""
+        target = f"file:{quote(str(Path(path).resolve()))}?mode=ro{frozen}"
+        return f"sqlite:///{target}&uri=true", target
+    return f"sqlite:///{path}", os.path.abspath(path)
+
+
+def _first_connection(path: str, settings: StoreSettings, *, read_only: bool) -> sqlite3.Connection:
+    try:
+        return _connect(_address(path, read_only)[1], settings, wal=not read_only)
+    except sqlite3.Error as exc:
+        raise driver_error(path, exc) from exc
+
+
+def _connect(target: str, settings: StoreSettings, *, wal: bool) -> sqlite3.Connection:
+    """One connection of the store, every pragma set. Autocommit at the driver: the
+    engine's "begin" event and :class:`DriverSession` issue BEGIN themselves."""
+    conn = sqlite3.connect(
+        target, uri=target.startswith("file:"), check_same_thread=False, isolation_level=None
+    )
+    try:
+        if wal:
+            conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute(f"PRAGMA synchronous={settings.synchronous}")
+        conn.execute("PRAGMA foreign_keys=ON")
+        conn.execute(f"PRAGMA busy_timeout={int(settings.busy_timeout_ms)}")
+    except BaseException:
+        conn.close()
+        raise
+    return conn
 
 
 def open_store(
@@ -416,7 +450,13 @@ def _open_file_store(
                     hint="choose a writable location with --db or AGENTCTL_DB",
                 ) from exc
             created = True
-    store = Store(_make_engine(db_path, settings, read_only=read_only), db_path)
+    first: sqlite3.Connection | None = None
+    if db_path != MEMORY and not created and (at_head or not migrate_schema):
+        # While the revision's read-only connection is still open (see
+        # migrate.peeked_revision), so the WAL is indexed once: the pool hands this first
+        # connection to the store's first transaction.
+        first = _first_connection(db_path, settings, read_only=read_only)
+    store = Store(_make_engine(db_path, settings, read_only=read_only, first=first), db_path)
     try:
         if migrate_schema and not at_head:
             with store.write() as conn:
@@ -424,11 +464,6 @@ def _open_file_store(
                 migrate.require_known_revision(current, db_path)
                 if current != migrate.head_revision():
                     migrate.upgrade(conn)
-        elif db_path != MEMORY and not created:
-            # While the revision's read-only connection is still open (see
-            # migrate.peeked_revision): the pool keeps this first connection.
-            with _translate_errors(db_path):
-                store.engine.connect().close()
         if created:
             # Only files this call created: an operator's chosen mode (0444 to freeze a
             # database, 0640 to share it) is never changed.
