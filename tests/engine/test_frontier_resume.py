@@ -182,6 +182,21 @@ def test_a_resume_reads_the_cancel_flag_once_in_the_claim(workspace: Path) -> No
     assert not [s for s in statements if s.startswith("SELECT cancel_requested")]
 
 
+def test_a_resume_reads_the_run_in_the_claim_alone(workspace: Path) -> None:
+    """No read transaction before the claim: its transaction reads the run row and would
+    answer a finished run; and an execution of a finished run returns its stored outcome
+    and writes nothing."""
+    db = workspace / "runs.db"
+    run_id = _killed_roll(workspace, db, after=4)
+    outcome, statements = _traced_resume(db, run_id)
+    assert outcome.state == "succeeded", outcome.error
+    assert statements[0] == "BEGIN IMMEDIATE", statements[:3]
+    again, statements = _traced_resume(db, run_id)
+    assert (again.state, again.output, again.error) == ("succeeded", outcome.output, None)
+    assert statements[0] == "BEGIN IMMEDIATE"
+    assert not [s for s in statements if s.split()[0] in ("INSERT", "UPDATE", "DELETE")]
+
+
 def test_a_cancel_requested_while_the_run_was_down_stops_the_resume(workspace: Path) -> None:
     db = workspace / "runs.db"
     run_id = _killed_roll(workspace, db, after=4)

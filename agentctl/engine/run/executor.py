@@ -99,9 +99,9 @@ class RunExecutor(RunCommits, RunWatchers):
     async def execute(self) -> RunOutcome:
         settle_long_lived()  # the first run of the process: later collections skip imports
         opts = self.options
-        finished = finished_outcome(self.store, self.run_id)
-        if finished is not None:
-            return finished
+        # No separate read for a finished run: the claim's transaction reads the run row
+        # anyway, and answers a finished one without writing (``drive_run`` answers a
+        # re-submitted run from one read before it makes an executor).
         with self.store.write() as conn:
             run = load_run(conn, self.run_id)
             if run.status in TERMINAL_RUN_STATES:
