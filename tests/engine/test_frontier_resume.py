@@ -197,6 +197,19 @@ def test_a_resume_reads_the_run_in_the_claim_alone(workspace: Path) -> None:
     assert not [s for s in statements if s.split()[0] in ("INSERT", "UPDATE", "DELETE")]
 
 
+def test_the_last_transition_commits_with_the_runs_completion(workspace: Path) -> None:
+    """A resume with one task left commits twice: its claim, then that task's transition
+    together with the run's end (state, output, lease released)."""
+    db = workspace / "runs.db"
+    run_id = _killed_roll(workspace, db, after=5)  # s0..s4 committed
+    outcome, statements = _traced_resume(db, run_id)
+    assert (outcome.state, outcome.output) == ("succeeded", {"last": 5, "first": 0})
+    assert statements.count("COMMIT") == 2, statements
+    last = statements[statements.index("COMMIT") + 1 :]
+    assert any(s.startswith("UPDATE tasks") for s in last)
+    assert any(s.startswith("UPDATE runs") and "owner_id" in s for s in last)
+
+
 def test_a_cancel_requested_while_the_run_was_down_stops_the_resume(workspace: Path) -> None:
     db = workspace / "runs.db"
     run_id = _killed_roll(workspace, db, after=4)
