@@ -103,7 +103,8 @@ class RunExecutor(RunCommits, RunWatchers):
         # No separate read for a finished run: the claim's transaction reads the run row
         # anyway, and answers a finished one without writing (``drive_run`` answers a
         # re-submitted run from one read before it makes an executor).
-        with self.store.write() as conn:
+        # At the driver, like the run's later writes: the claim is a dozen statements.
+        with self.store.driver_session() as claiming, claiming.write() as conn:
             run = load_run(conn, self.run_id)
             if run.status in TERMINAL_RUN_STATES:
                 return RunOutcome(run.id, run.status, run.output, run.error)
