@@ -22,18 +22,22 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
-from urllib.parse import quote
 
-from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
-from sqlalchemy.pool import StaticPool
 
 from agentctl.errors import PersistenceError
 from agentctl.store import migrate
 from agentctl.store.dialect import BEGIN_ROW_LOCKS, POSTGRESQL, WRITE_LOCK_KEY, to_postgres
 from agentctl.store.errors import driver_error
 from agentctl.store.location import MEMORY, is_postgres_url
+from agentctl.store.sqlite_connections import (
+    SQLITE_DRIVER,
+    FileConnections,
+    address,
+    connect,
+    make_engine,
+)
 
 __all__ = ["DriverSession", "SqlRunner", "Store", "StoreSettings", "open_store"]
 
@@ -67,9 +71,20 @@ class StoreSettings:
 class Store:
     """An open database: ``write()`` for IMMEDIATE transactions, ``read()`` for snapshots."""
 
-    def __init__(self, engine: Engine, path: str) -> None:
-        self.engine = engine
+    def __init__(
+        self, engine: Engine | None, path: str, connections: FileConnections | None = None
+    ) -> None:
+        self._engine = engine
         self.path = path
+        # A database file's connections, the engine made over them when first asked for.
+        self._connections = connections
+
+    @property
+    def engine(self) -> Engine:
+        if self._engine is None:
+            assert self._connections is not None
+            self._engine = self._connections.engine()
+        return self._engine
 
     @property
     def in_memory(self) -> bool:
@@ -78,6 +93,8 @@ class Store:
     @property
     def dialect(self) -> str:
         """``sqlite`` or ``postgresql``."""
+        if self._connections is not None:
+            return SQLITE_DRIVER.name
         return str(self.engine.dialect.name)
 
     @contextmanager
@@ -129,15 +146,20 @@ class Store:
         # store/postgres.py): statements outside write() see committed data and hold no
         # transaction open, as on SQLite; write() issues its own BEGIN.
         try:
-            raw = self.engine.raw_connection()
+            if self._connections is not None:
+                raw, give_back = self._connections.checkout()
+                dialect: Any = SQLITE_DRIVER
+            else:
+                raw = self.engine.raw_connection()
+                give_back, dialect = raw.close, self.engine.dialect
         except _driver_errors() as exc:  # a server that cannot be reached: store.unreachable
             raise driver_error(self.path, exc) from exc
         except DBAPIError as exc:
             raise driver_error(self.path, exc.orig) from exc
         try:
-            yield DriverSession(raw, self.path, on_begin, dialect=self.engine.dialect)
+            yield DriverSession(raw, self.path, on_begin, dialect=dialect)
         finally:
-            raw.close()
+            give_back()
 
     def reads_one_by_one(self) -> SqlRunner:
         """A runner of read statements, each in a read transaction of its own, its rows
@@ -149,7 +171,10 @@ class Store:
             return migrate.current_revision(conn)
 
     def close(self) -> None:
-        self.engine.dispose()
+        if self._connections is not None:
+            self._connections.close()
+        else:
+            self.engine.dispose()
 
     def __enter__(self) -> Store:
         return self
@@ -295,84 +320,16 @@ def _read_only(path: Path) -> bool:
     return (mode & 0o222) == 0 or not os.access(path, os.W_OK)
 
 
-def _read_only_file_system(path: Path) -> bool:
-    try:
-        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
-    except OSError:
-        return False
-
-
-def _make_engine(
-    path: str,
-    settings: StoreSettings,
-    *,
-    read_only: bool = False,
-    first: sqlite3.Connection | None = None,
-) -> Engine:
-    """The store's engine; its pool's connections come from :func:`_connect`, the first
-    one being ``first`` when the caller opened it already (see ``_open_file_store``)."""
-    url, target = _address(path, read_only)
-    handed = [first] if first is not None else []
-
-    def connect() -> sqlite3.Connection:
-        if handed:
-            return handed.pop()
-        return _connect(target, settings, wal=path != MEMORY and not read_only)
-
-    engine = create_engine(
-        url, creator=connect, **({"poolclass": StaticPool} if path == MEMORY else {})
-    )
-
-    @event.listens_for(engine, "begin")
-    def _on_begin(conn: Connection) -> None:
-        conn.exec_driver_sql(conn.get_execution_options().get("agentctl_begin", "BEGIN IMMEDIATE"))
-
-    @event.listens_for(engine, "engine_disposed")
-    def _on_dispose(_engine: Engine) -> None:
-        # A store closed before its first transaction: the pool never held this one.
-        while handed:
-            handed.pop().close()
-
-    return engine
-
-
-def _address(path: str, read_only: bool) -> tuple[str, str]:
-    """The engine's URL (it picks the dialect and the pool) and the driver's target."""
-    if path == MEMORY:
-        return "sqlite://", ":memory:"
-    if read_only:
-        # On a read-only file system SQLite cannot create the shared-memory file a WAL
-        # database needs even for reading; nothing can change the file there, so it is
-        # read as immutable.
-        frozen = "&immutable=1" if _read_only_file_system(Path(path)) else ""
-        target = f"file:{quote(str(Path(path).resolve()))}?mode=ro{frozen}"
-        return f"sqlite:///{target}&uri=true", target
-    return f"sqlite:///{path}", os.path.abspath(path)
-
-
 def _first_connection(path: str, settings: StoreSettings, *, read_only: bool) -> sqlite3.Connection:
     try:
-        return _connect(_address(path, read_only)[1], settings, wal=not read_only)
+        return connect(
+            address(path, read_only)[1],
+            settings.synchronous,
+            settings.busy_timeout_ms,
+            wal=not read_only,
+        )
     except sqlite3.Error as exc:
         raise driver_error(path, exc) from exc
-
-
-def _connect(target: str, settings: StoreSettings, *, wal: bool) -> sqlite3.Connection:
-    """One connection of the store, every pragma set. Autocommit at the driver: the
-    engine's "begin" event and :class:`DriverSession` issue BEGIN themselves."""
-    conn = sqlite3.connect(
-        target, uri=target.startswith("file:"), check_same_thread=False, isolation_level=None
-    )
-    try:
-        if wal:
-            conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute(f"PRAGMA synchronous={settings.synchronous}")
-        conn.execute("PRAGMA foreign_keys=ON")
-        conn.execute(f"PRAGMA busy_timeout={int(settings.busy_timeout_ms)}")
-    except BaseException:
-        conn.close()
-        raise
-    return conn
 
 
 def open_store(
@@ -456,7 +413,26 @@ def _open_file_store(
         # migrate.peeked_revision), so the WAL is indexed once: the pool hands this first
         # connection to the store's first transaction.
         first = _first_connection(db_path, settings, read_only=read_only)
-    store = Store(_make_engine(db_path, settings, read_only=read_only, first=first), db_path)
+    if db_path == MEMORY:
+        store = Store(
+            make_engine(
+                "sqlite://",
+                lambda: connect(
+                    ":memory:", settings.synchronous, settings.busy_timeout_ms, wal=False
+                ),
+                memory=True,
+            ),
+            db_path,
+        )
+    else:
+        connections = FileConnections(
+            db_path,
+            settings.synchronous,
+            settings.busy_timeout_ms,
+            read_only=read_only,
+            first=first,
+        )
+        store = Store(None, db_path, connections)
     try:
         if migrate_schema and not at_head:
             with store.write() as conn:

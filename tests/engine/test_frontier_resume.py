@@ -210,6 +210,27 @@ def test_the_last_transition_commits_with_the_runs_completion(workspace: Path) -
     assert any(s.startswith("UPDATE runs") and "owner_id" in s for s in last)
 
 
+def test_a_resume_never_makes_the_sqlalchemy_engine(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Opening the database and the whole resume (claim, transitions, completion) use the
+    driver's connections: SQLAlchemy's engine is made only for what asks for it."""
+    from sqlalchemy.engine.base import Engine
+
+    db = workspace / "runs.db"
+    run_id = _killed_roll(workspace, db, after=4)
+
+    def no_engine(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the resume made a SQLAlchemy engine")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(Engine, "__init__", no_engine)
+        outcome = _resume(db, run_id)
+    assert (outcome.state, outcome.output) == ("succeeded", {"last": 5, "first": 0})
+    with open_store(str(db)) as store, store.read() as conn:  # and made when asked for
+        assert load_run(conn, run_id).status == "succeeded"
+
+
 def test_a_cancel_requested_while_the_run_was_down_stops_the_resume(workspace: Path) -> None:
     db = workspace / "runs.db"
     run_id = _killed_roll(workspace, db, after=4)
