@@ -275,6 +275,21 @@ class DriverSession:
         except _driver_errors() as exc:
             raise driver_error(self._where, exc) from exc
 
+    @contextmanager
+    def read(self) -> Iterator[DriverSession]:
+        """A read transaction (one snapshot for every statement in it, no lock taken)."""
+        try:
+            cursor = self._raw.cursor()
+            cursor.execute("BEGIN")
+            try:
+                yield self
+            except BaseException:
+                cursor.execute("ROLLBACK")
+                raise
+            cursor.execute("COMMIT")
+        except _driver_errors() as exc:
+            raise driver_error(self._where, exc) from exc
+
 
 def _driver_errors() -> tuple[type[BaseException], ...]:
     errors: list[type[BaseException]] = [sqlite3.Error]

@@ -366,3 +366,27 @@ def test_a_store_closed_before_any_transaction_closes_its_first_connection(
     assert (tmp_path / "runtime.db-wal").exists()
     opened.close()
     assert not (tmp_path / "runtime.db-wal").exists()
+
+
+def test_a_driver_read_is_one_snapshot_and_its_errors_are_the_stores(tmp_path: Path) -> None:
+    """``DriverSession.read()`` (a finished run's outcome is read through it): a write
+    committed by another connection meanwhile is not seen inside it, and a driver error
+    is the store's PersistenceError."""
+    db = tmp_path / "a.db"
+    with open_store(str(db)) as store:
+        with store.write() as conn:
+            _insert_run(conn)
+        other = sqlite3.connect(db, isolation_level=None)
+        try:
+            with store.driver_session() as session, session.read() as conn:
+                before = conn.exec_driver_sql("SELECT status FROM runs").first()[0]
+                other.execute("UPDATE runs SET status = 'failed'")
+                assert conn.exec_driver_sql("SELECT status FROM runs").first()[0] == before
+        finally:
+            other.close()
+        with (
+            pytest.raises(PersistenceError),
+            store.driver_session() as session,
+            session.read() as conn,
+        ):
+            conn.exec_driver_sql("SELECT nothing FROM no_such_table")
