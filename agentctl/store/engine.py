@@ -10,6 +10,9 @@ Settings and why:
   never deadlock upgrading a read lock halfway through a transition.
 - Database, WAL and shared-memory files are created with mode 0600 (they hold prompts and
   outputs); the parent directory is created 0700 when missing.
+- Connections are opened at the driver (``store.sqlite_connections``); SQLAlchemy's engine
+  is made over them only for what uses it (``write()``, ``read()``), never for a run's
+  claim, transitions and completion, which go through :meth:`Store.driver_session`.
 """
 
 from __future__ import annotations
@@ -425,8 +428,8 @@ def _open_file_store(
     first: sqlite3.Connection | None = None
     if db_path != MEMORY and not created and (at_head or not migrate_schema):
         # While the revision's read-only connection is still open (see
-        # migrate.peeked_revision), so the WAL is indexed once: the pool hands this first
-        # connection to the store's first transaction.
+        # migrate.peeked_revision), so the WAL is indexed once: the store's first
+        # transaction uses this connection.
         first = _first_connection(db_path, settings, read_only=read_only)
     if db_path == MEMORY:
         store = Store(
