@@ -8,7 +8,8 @@ task commit, so tests/crash can prove the recovery rules at each one:
 - ``effect.started``    after ``started`` committed, before dispatch
 - ``effect.dispatched`` after the dispatch returned, before its outcome committed
 - ``effect.finished``   after the outcome committed, before the task transition
-- ``task.committed``    after a task transition committed
+- ``task.committed``    after a task transition committed (the last batch's commits the
+                        run's end too: a kill there leaves the run finished)
 - ``run.created``       after the run row committed, before the first task
 
 The daemon passes :meth:`Faults.hit` down to the scheduler for its own two points:

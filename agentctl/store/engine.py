@@ -10,29 +10,37 @@ Settings and why:
   never deadlock upgrading a read lock halfway through a transition.
 - Database, WAL and shared-memory files are created with mode 0600 (they hold prompts and
   outputs); the parent directory is created 0700 when missing.
+- Connections are opened at the driver (``store.sqlite_connections``); SQLAlchemy's engine
+  is made over them only for what uses it (``write()``, ``read()``), never for a run's
+  claim, transitions and completion, which go through :meth:`Store.driver_session`.
 """
 
 from __future__ import annotations
 
 import os
+import sqlite3
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
-from urllib.parse import quote
 
-from sqlalchemy import create_engine, event
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
-from sqlalchemy.pool import StaticPool
 
 from agentctl.errors import PersistenceError
 from agentctl.store import migrate
 from agentctl.store.dialect import BEGIN_ROW_LOCKS, POSTGRESQL, WRITE_LOCK_KEY, to_postgres
 from agentctl.store.errors import driver_error
 from agentctl.store.location import MEMORY, is_postgres_url
+from agentctl.store.sqlite_connections import (
+    SQLITE_DRIVER,
+    FileConnections,
+    address,
+    connect,
+    make_engine,
+)
 
 __all__ = ["DriverSession", "SqlRunner", "Store", "StoreSettings", "open_store"]
 
@@ -66,9 +74,20 @@ class StoreSettings:
 class Store:
     """An open database: ``write()`` for IMMEDIATE transactions, ``read()`` for snapshots."""
 
-    def __init__(self, engine: Engine, path: str) -> None:
-        self.engine = engine
+    def __init__(
+        self, engine: Engine | None, path: str, connections: FileConnections | None = None
+    ) -> None:
+        self._engine = engine
         self.path = path
+        # A database file's connections, the engine made over them when first asked for.
+        self._connections = connections
+
+    @property
+    def engine(self) -> Engine:
+        if self._engine is None:
+            assert self._connections is not None
+            self._engine = self._connections.engine()
+        return self._engine
 
     @property
     def in_memory(self) -> bool:
@@ -77,6 +96,8 @@ class Store:
     @property
     def dialect(self) -> str:
         """``sqlite`` or ``postgresql``."""
+        if self._connections is not None:
+            return SQLITE_DRIVER.name
         return str(self.engine.dialect.name)
 
     @contextmanager
@@ -128,15 +149,20 @@ class Store:
         # store/postgres.py): statements outside write() see committed data and hold no
         # transaction open, as on SQLite; write() issues its own BEGIN.
         try:
-            raw = self.engine.raw_connection()
+            if self._connections is not None:
+                raw, give_back = self._connections.checkout()
+                dialect: Any = SQLITE_DRIVER
+            else:
+                raw = self.engine.raw_connection()
+                give_back, dialect = raw.close, self.engine.dialect
         except _driver_errors() as exc:  # a server that cannot be reached: store.unreachable
             raise driver_error(self.path, exc) from exc
         except DBAPIError as exc:
             raise driver_error(self.path, exc.orig) from exc
         try:
-            yield DriverSession(raw, self.path, on_begin, dialect=self.engine.dialect)
+            yield DriverSession(raw, self.path, on_begin, dialect=dialect)
         finally:
-            raw.close()
+            give_back()
 
     def reads_one_by_one(self) -> SqlRunner:
         """A runner of read statements, each in a read transaction of its own, its rows
@@ -148,7 +174,10 @@ class Store:
             return migrate.current_revision(conn)
 
     def close(self) -> None:
-        self.engine.dispose()
+        if self._connections is not None:
+            self._connections.close()
+        else:
+            self.engine.dispose()
 
     def __enter__(self) -> Store:
         return self
@@ -249,10 +278,23 @@ class DriverSession:
         except _driver_errors() as exc:
             raise driver_error(self._where, exc) from exc
 
+    @contextmanager
+    def read(self) -> Iterator[DriverSession]:
+        """A read transaction (one snapshot for every statement in it, no lock taken)."""
+        try:
+            cursor = self._raw.cursor()
+            cursor.execute("BEGIN")
+            try:
+                yield self
+            except BaseException:
+                cursor.execute("ROLLBACK")
+                raise
+            cursor.execute("COMMIT")
+        except _driver_errors() as exc:
+            raise driver_error(self._where, exc) from exc
+
 
 def _driver_errors() -> tuple[type[BaseException], ...]:
-    import sqlite3
-
     errors: list[type[BaseException]] = [sqlite3.Error]
     if "psycopg" in sys.modules:
         errors.append(sys.modules["psycopg"].Error)
@@ -296,49 +338,16 @@ def _read_only(path: Path) -> bool:
     return (mode & 0o222) == 0 or not os.access(path, os.W_OK)
 
 
-def _read_only_file_system(path: Path) -> bool:
+def _first_connection(path: str, settings: StoreSettings, *, read_only: bool) -> sqlite3.Connection:
     try:
-        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
-    except OSError:
-        return False
-
-
-def _make_engine(path: str, settings: StoreSettings, *, read_only: bool = False) -> Engine:
-    if path == MEMORY:
-        engine = create_engine(
-            "sqlite://", poolclass=StaticPool, connect_args={"check_same_thread": False}
+        return connect(
+            address(path, read_only)[1],
+            settings.synchronous,
+            settings.busy_timeout_ms,
+            wal=not read_only,
         )
-    elif read_only:
-        # On a read-only file system SQLite cannot create the shared-memory file a WAL
-        # database needs even for reading; nothing can change the file there, so it is
-        # read as immutable.
-        frozen = "&immutable=1" if _read_only_file_system(Path(path)) else ""
-        engine = create_engine(
-            f"sqlite:///file:{quote(str(Path(path).resolve()))}?mode=ro{frozen}&uri=true",
-            connect_args={"check_same_thread": False},
-        )
-    else:
-        engine = create_engine(f"sqlite:///{path}", connect_args={"check_same_thread": False})
-
-    @event.listens_for(engine, "connect")
-    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
-        # Autocommit at the driver: SQLAlchemy's "begin" event below issues BEGIN itself.
-        dbapi_conn.isolation_level = None
-        cursor = dbapi_conn.cursor()
-        try:
-            if path != MEMORY and not read_only:
-                cursor.execute("PRAGMA journal_mode=WAL")
-            cursor.execute(f"PRAGMA synchronous={settings.synchronous}")
-            cursor.execute("PRAGMA foreign_keys=ON")
-            cursor.execute(f"PRAGMA busy_timeout={int(settings.busy_timeout_ms)}")
-        finally:
-            cursor.close()
-
-    @event.listens_for(engine, "begin")
-    def _on_begin(conn: Connection) -> None:
-        conn.exec_driver_sql(conn.get_execution_options().get("agentctl_begin", "BEGIN IMMEDIATE"))
-
-    return engine
+    except sqlite3.Error as exc:
+        raise driver_error(path, exc) from exc
 
 
 def open_store(
@@ -416,7 +425,32 @@ def _open_file_store(
                     hint="choose a writable location with --db or AGENTCTL_DB",
                 ) from exc
             created = True
-    store = Store(_make_engine(db_path, settings, read_only=read_only), db_path)
+    first: sqlite3.Connection | None = None
+    if db_path != MEMORY and not created and (at_head or not migrate_schema):
+        # While the revision's read-only connection is still open (see
+        # migrate.peeked_revision), so the WAL is indexed once: the store's first
+        # transaction uses this connection.
+        first = _first_connection(db_path, settings, read_only=read_only)
+    if db_path == MEMORY:
+        store = Store(
+            make_engine(
+                "sqlite://",
+                lambda: connect(
+                    ":memory:", settings.synchronous, settings.busy_timeout_ms, wal=False
+                ),
+                memory=True,
+            ),
+            db_path,
+        )
+    else:
+        connections = FileConnections(
+            db_path,
+            settings.synchronous,
+            settings.busy_timeout_ms,
+            read_only=read_only,
+            first=first,
+        )
+        store = Store(None, db_path, connections)
     try:
         if migrate_schema and not at_head:
             with store.write() as conn:
@@ -424,11 +458,6 @@ def _open_file_store(
                 migrate.require_known_revision(current, db_path)
                 if current != migrate.head_revision():
                     migrate.upgrade(conn)
-        elif db_path != MEMORY and not created:
-            # While the revision's read-only connection is still open (see
-            # migrate.peeked_revision): the pool keeps this first connection.
-            with _translate_errors(db_path):
-                store.engine.connect().close()
         if created:
             # Only files this call created: an operator's chosen mode (0444 to freeze a
             # database, 0640 to share it) is never changed.

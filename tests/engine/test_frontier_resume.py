@@ -182,6 +182,55 @@ def test_a_resume_reads_the_cancel_flag_once_in_the_claim(workspace: Path) -> No
     assert not [s for s in statements if s.startswith("SELECT cancel_requested")]
 
 
+def test_a_resume_reads_the_run_in_the_claim_alone(workspace: Path) -> None:
+    """No read transaction before the claim: its transaction reads the run row and would
+    answer a finished run; and an execution of a finished run returns its stored outcome
+    and writes nothing."""
+    db = workspace / "runs.db"
+    run_id = _killed_roll(workspace, db, after=4)
+    outcome, statements = _traced_resume(db, run_id)
+    assert outcome.state == "succeeded", outcome.error
+    assert statements[0] == "BEGIN IMMEDIATE", statements[:3]
+    again, statements = _traced_resume(db, run_id)
+    assert (again.state, again.output, again.error) == ("succeeded", outcome.output, None)
+    assert statements[0] == "BEGIN IMMEDIATE"
+    assert not [s for s in statements if s.split()[0] in ("INSERT", "UPDATE", "DELETE")]
+
+
+def test_the_last_transition_commits_with_the_runs_completion(workspace: Path) -> None:
+    """A resume with one task left commits twice: its claim, then that task's transition
+    together with the run's end (state, output, lease released)."""
+    db = workspace / "runs.db"
+    run_id = _killed_roll(workspace, db, after=5)  # s0..s4 committed
+    outcome, statements = _traced_resume(db, run_id)
+    assert (outcome.state, outcome.output) == ("succeeded", {"last": 5, "first": 0})
+    assert statements.count("COMMIT") == 2, statements
+    last = statements[statements.index("COMMIT") + 1 :]
+    assert any(s.startswith("UPDATE tasks") for s in last)
+    assert any(s.startswith("UPDATE runs") and "owner_id" in s for s in last)
+
+
+def test_a_resume_never_makes_the_sqlalchemy_engine(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Opening the database and the whole resume (claim, transitions, completion) use the
+    driver's connections: SQLAlchemy's engine is made only for what asks for it."""
+    from sqlalchemy.engine.base import Engine
+
+    db = workspace / "runs.db"
+    run_id = _killed_roll(workspace, db, after=4)
+
+    def no_engine(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the resume made a SQLAlchemy engine")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(Engine, "__init__", no_engine)
+        outcome = _resume(db, run_id)
+    assert (outcome.state, outcome.output) == ("succeeded", {"last": 5, "first": 0})
+    with open_store(str(db)) as store, store.read() as conn:  # and made when asked for
+        assert load_run(conn, run_id).status == "succeeded"
+
+
 def test_a_cancel_requested_while_the_run_was_down_stops_the_resume(workspace: Path) -> None:
     db = workspace / "runs.db"
     run_id = _killed_roll(workspace, db, after=4)

@@ -118,3 +118,48 @@ def test_wall_time_deadline_fails_the_run_and_leaves_effect_uncertain(
         "effects"
     ]
     assert [e["status"] for e in effects] == ["uncertain"]
+
+
+def test_a_deadline_passed_during_the_last_task_still_fails_the_run(tmp_path: Path) -> None:
+    """The last batch commits with the run's completion, but only after the deadline and
+    cancel checks that come between batches: the task's transition is kept and the run
+    fails for its deadline, as when the check followed a commit of its own."""
+    import asyncio
+    from datetime import timedelta
+
+    from agentctl.engine.run.creation import create_run, prepare_run
+    from agentctl.engine.run.executor import ExecutionOptions, RunExecutor
+    from agentctl.ids import IdGenerator, SystemClock
+    from agentctl.store.engine import open_store
+
+    marker = tmp_path / "the-task-ran"
+
+    class LateOnceTheTaskRan(SystemClock):
+        def now(self) -> Any:
+            late = timedelta(seconds=120) if marker.exists() else timedelta(0)
+            return super().now() + late
+
+    (tmp_path / "wf.yaml").write_text(
+        "apiVersion: agentctl.dev/v1\n"
+        "kind: Workflow\n"
+        "metadata: {name: late}\n"
+        "spec:\n"
+        "  runtime: {budgets: {maxWallTimeSeconds: 60}}\n"
+        "  policy: {approval: never, processAllowlist: [sh]}\n"
+        "  actions:\n"
+        f'    mark: {{kind: builtin.shell.exec, command: sh, args: ["-c", "touch {marker}"]}}\n'
+        "  tasks:\n"
+        '    - {id: only, uses: "action:mark"}\n'
+    )
+    clock = LateOnceTheTaskRan()
+    with open_store(str(tmp_path / "r.db")) as store:
+        run_id = create_run(
+            store, prepare_run(str(tmp_path / "wf.yaml")), clock=clock, ids=IdGenerator(clock)
+        )
+        options = ExecutionOptions(cancel_poll_seconds=3600)
+        outcome = asyncio.run(RunExecutor(store, run_id, clock=clock, options=options).execute())
+        with store.read() as conn:
+            (task_status,) = conn.exec_driver_sql("SELECT status FROM tasks").first()
+    assert marker.exists()
+    assert (outcome.state, outcome.error["code"]) == ("failed", "budget.wall_time_exceeded")
+    assert task_status == "succeeded"

@@ -130,7 +130,17 @@ def test_pragmas(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() == 10_000
     monkeypatch.setenv("AGENTCTL_SQLITE_SYNCHRONOUS", "normal")
     with open_store(str(tmp_path / "a.db")) as store, store.read() as conn:
+        # An existing database: the connection opened beside the revision check, and one
+        # the pool makes later, are set up alike.
         assert conn.exec_driver_sql("PRAGMA synchronous").scalar() == 1
+        with store.driver_session() as session:
+            for pragma, value in (
+                ("journal_mode", "wal"),
+                ("synchronous", 1),
+                ("foreign_keys", 1),
+                ("busy_timeout", 10_000),
+            ):
+                assert session.exec_driver_sql(f"PRAGMA {pragma}").first()[0] == value
     monkeypatch.setenv("AGENTCTL_SQLITE_SYNCHRONOUS", "sometimes")
     with pytest.raises(PersistenceError, match="AGENTCTL_SQLITE_SYNCHRONOUS"):
         open_store(str(tmp_path / "a.db"))
@@ -332,9 +342,51 @@ def test_a_killed_writers_wal_is_indexed_once_on_open(tmp_path: Path) -> None:
         store = open_store(str(db))
     try:
         assert len(connects) == 2 and "mode=ro" in connects[0]
-        assert store.engine.pool.checkedin() == 1  # type: ignore[attr-defined]
-        with store.read() as conn:
-            assert conn.exec_driver_sql("SELECT n FROM scratch").scalar() == 42
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(sqlite3, "connect", recording_connect)
+            with store.read() as conn:
+                assert conn.exec_driver_sql("SELECT n FROM scratch").scalar() == 42
+        assert len(connects) == 2  # the store's first transaction used that connection
     finally:
         store.close()
         keeper.close()
+
+
+def test_a_store_closed_before_any_transaction_closes_its_first_connection(
+    tmp_path: Path,
+) -> None:
+    """The connection opened beside the revision check is the store's even before the pool
+    hands it out: closing the store closes it (the last connection's close checkpoints the
+    WAL and removes it)."""
+    db = tmp_path / "runtime.db"
+    with open_store(str(db)) as store, store.write() as conn:
+        _insert_run(conn)
+    assert not (tmp_path / "runtime.db-wal").exists()
+    opened = open_store(str(db))
+    assert (tmp_path / "runtime.db-wal").exists()
+    opened.close()
+    assert not (tmp_path / "runtime.db-wal").exists()
+
+
+def test_a_driver_read_is_one_snapshot_and_its_errors_are_the_stores(tmp_path: Path) -> None:
+    """``DriverSession.read()`` (a finished run's outcome is read through it): a write
+    committed by another connection meanwhile is not seen inside it, and a driver error
+    is the store's PersistenceError."""
+    db = tmp_path / "a.db"
+    with open_store(str(db)) as store:
+        with store.write() as conn:
+            _insert_run(conn)
+        other = sqlite3.connect(db, isolation_level=None)
+        try:
+            with store.driver_session() as session, session.read() as conn:
+                before = conn.exec_driver_sql("SELECT status FROM runs").first()[0]
+                other.execute("UPDATE runs SET status = 'failed'")
+                assert conn.exec_driver_sql("SELECT status FROM runs").first()[0] == before
+        finally:
+            other.close()
+        with (
+            pytest.raises(PersistenceError),
+            store.driver_session() as session,
+            session.read() as conn,
+        ):
+            conn.exec_driver_sql("SELECT nothing FROM no_such_table")

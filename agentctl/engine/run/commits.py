@@ -3,7 +3,8 @@
 :class:`RunCommits` is a part of :class:`~agentctl.engine.run.executor.RunExecutor` (a mixin:
 the executor's state is its own). Each batch commits in one transaction, in plan order; a
 run that finishes, parks for a person or is blocked by an uncertain effect releases its
-owner lease in the same commit that records it (docs/durable-execution.md).
+owner lease in the same commit that records it, and the batch after which nothing is left
+to run commits with the run's end (docs/durable-execution.md).
 """
 
 from __future__ import annotations
@@ -95,8 +96,30 @@ class RunCommits:
             for task, outcome in items:
                 memory = self._write_transition(conn, task, outcome, memory)
         self.memory = memory
+        self._took(items)
+        self._committed(items)
+
+    def _commit_last_batch(self, items: list[tuple[PlanTask, TaskOutcome]]) -> RunOutcome:
+        """The batch after which nothing is left to run: its transitions and the run's
+        completion (state, output, lease released) in one transaction, one commit less
+        per run. A crash leaves the run before that batch, or finished."""
+        memory = dict(self.memory)
+        with self._session.write() as conn:
+            for task, outcome in items:
+                memory = self._write_transition(conn, task, outcome, memory)
+            # The run's output is rendered from these rows and this memory, which the
+            # transaction's own reads see.
+            self.memory = memory
+            self._took(items)
+            status, output, error, output_json = self._completion(conn)
+            self._write_finish(conn, status, output, error, output_json)
+        self._committed(items)
+        self._finished(status, error)
+        return RunOutcome(self.run_id, status, output, error)
+
+    def _took(self, items: list[tuple[PlanTask, TaskOutcome]]) -> None:
+        """The executor's rows take the batch's outcomes."""
         for task, outcome in items:
-            self.options.faults.hit("task.committed")
             row = self.rows[task.id]
             row.status, row.attempt = outcome.status, outcome.attempt
             row.error = outcome.error
@@ -104,6 +127,10 @@ class RunCommits:
                 row.output, row.has_output = outcome.output, True
                 if self.prediction is not None:
                     self.prediction.observe(task.id, outcome.output)
+
+    def _committed(self, items: list[tuple[PlanTask, TaskOutcome]]) -> None:
+        for task, outcome in items:
+            self.options.faults.hit("task.committed")
             self._emit(
                 "task",
                 {
@@ -183,23 +210,36 @@ class RunCommits:
     ) -> None:
         """End this execution: the run's state, output (``output_json`` when it is already
         encoded) and error, and the owner lease released, in one commit."""
-        now = self.clock.now()
         with self._session.write() as conn:
-            # The owner lease is released in the same commit: this execution ends here.
-            self.log.set_run(
-                conn,
-                status=status,
-                updated_at=now,
-                output_json=output_json
-                if output_json is not None
-                else (None if output is None else canonical_json(output)),
-                error_json=None if error is None else canonical_json(error),
-                owner_id=None,
-                owner_lease_expires_at=None,
-            )
-            if status in TERMINAL_RUN_STATES:
-                close_live_parts(conn, self.run_id, now)
-            self.log.event(conn, f"run.{status}", {"error": error}, now=now)
+            self._write_finish(conn, status, output, error, output_json)
+        self._finished(status, error)
+
+    def _write_finish(
+        self,
+        conn: Any,
+        status: str,
+        output: Any,
+        error: dict[str, Any] | None,
+        output_json: str | None,
+    ) -> None:
+        now = self.clock.now()
+        # The owner lease is released in the same commit: this execution ends here.
+        self.log.set_run(
+            conn,
+            status=status,
+            updated_at=now,
+            output_json=output_json
+            if output_json is not None
+            else (None if output is None else canonical_json(output)),
+            error_json=None if error is None else canonical_json(error),
+            owner_id=None,
+            owner_lease_expires_at=None,
+        )
+        if status in TERMINAL_RUN_STATES:
+            close_live_parts(conn, self.run_id, now)
+        self.log.event(conn, f"run.{status}", {"error": error}, now=now)
+
+    def _finished(self, status: str, error: dict[str, Any] | None) -> None:
         self._released = True
         self.trace.finish(status, error)
         self._emit("run", {"state": status})
@@ -220,28 +260,31 @@ class RunCommits:
         return RunOutcome(self.run_id, "paused", None, error, uncertain_effects=effects)
 
     def _complete(self) -> RunOutcome:
-        # Every transition has committed: the stored rows are the rows (an indexed read of
+        status, output, error, output_json = self._completion(self._session)
+        self._finish_run(status, output=output, error=error, output_json=output_json)
+        return RunOutcome(self.run_id, status, output, error)
+
+    def _completion(self, conn: Any) -> tuple[str, Any, dict[str, Any] | None, str | None]:
+        """How the run ends once no task is left to run: state, output (and its JSON when
+        known), error."""
+        # Every transition is written: the stored rows are the rows (an indexed read of
         # the failed and cancelled ones, however long the run).
-        ended = tasks_repo.tasks_in_states(self._session, self.run_id, ("failed", "cancelled"))
+        ended = tasks_repo.tasks_in_states(conn, self.run_id, ("failed", "cancelled"))
         failed = [tid for tid, status in ended if status == "failed"]
         cancelled = [tid for tid, status in ended if status == "cancelled"]
         try:
             output, output_json = self._render_outputs()
         except TemplateError as exc:
             render_error = {"code": "template.error", "message": f"spec.outputs: {exc}"}
-            self._finish_run("failed", error=render_error)
-            return RunOutcome(self.run_id, "failed", None, render_error)
+            return "failed", None, render_error, None
         if failed:
             error: dict[str, Any] = {
                 "code": "run.failed",
                 "message": "tasks failed: " + ", ".join(failed),
                 "tasks": failed,
             }
-            self._finish_run("failed", output=output, error=error, output_json=output_json)
-            return RunOutcome(self.run_id, "failed", output, error)
-        state = "cancelled" if cancelled else "succeeded"
-        self._finish_run(state, output=output, output_json=output_json)
-        return RunOutcome(self.run_id, state, output)
+            return "failed", output, error, output_json
+        return ("cancelled" if cancelled else "succeeded"), output, None, output_json
 
     def _render_outputs(self) -> tuple[Any, str | None]:
         """The run's output, and its canonical JSON when that is known without encoding."""

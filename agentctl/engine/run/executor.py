@@ -37,6 +37,7 @@ from agentctl.engine.run.outcome import ExecutionOptions, RunOutcome, finished_o
 from agentctl.engine.run.prediction import Prediction
 from agentctl.engine.run.records import (
     TERMINAL_RUN_STATES,
+    TERMINAL_TASK_STATES,
     RunLog,
     load_run,
     replay_memory,
@@ -99,10 +100,11 @@ class RunExecutor(RunCommits, RunWatchers):
     async def execute(self) -> RunOutcome:
         settle_long_lived()  # the first run of the process: later collections skip imports
         opts = self.options
-        finished = finished_outcome(self.store, self.run_id)
-        if finished is not None:
-            return finished
-        with self.store.write() as conn:
+        # No separate read for a finished run: the claim's transaction reads the run row
+        # anyway, and answers a finished one without writing (``drive_run`` answers a
+        # re-submitted run from one read before it makes an executor).
+        # At the driver, like the run's later writes: the claim is a dozen statements.
+        with self.store.driver_session() as claiming, claiming.write() as conn:
             run = load_run(conn, self.run_id)
             if run.status in TERMINAL_RUN_STATES:
                 return RunOutcome(run.id, run.status, run.output, run.error)
@@ -257,10 +259,11 @@ class RunExecutor(RunCommits, RunWatchers):
             stop = False
             waiting: list[str] = []
             blocked: list[EffectBlocked] = []
-            self._commit_batch([(self.plan.tasks[tid], outcomes[tid]) for tid in batch])
+            # What the batch leads to is known before it commits (a task's row takes its
+            # outcome's state), so the last batch can commit with the run's completion.
             for tid in batch:
                 outcome = outcomes[tid]
-                if self.rows[tid].terminal:
+                if outcome.status in TERMINAL_TASK_STATES:
                     for child in dependents.get(tid, ()):
                         unmet[child] -= 1
                         if unmet[child] == 0 and not self.rows[child].terminal:
@@ -273,6 +276,17 @@ class RunExecutor(RunCommits, RunWatchers):
                     waiting.append(outcome.approval)
                 if outcome.blocked:
                     blocked.append(outcome.blocked)
+            items = [(self.plan.tasks[tid], outcomes[tid]) for tid in batch]
+            if not (ready or stop or blocked or waiting):
+                # The run ends with this batch, unless a cancel request or the deadline
+                # stops it here as it would before another batch.
+                try:
+                    self._check_cancel_and_deadline(force=False)
+                except Cancelled:
+                    self._commit_batch(items)
+                    raise
+                return self._commit_last_batch(items)
+            self._commit_batch(items)
             if stop:
                 error = next(
                     (

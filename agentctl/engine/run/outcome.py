@@ -95,8 +95,8 @@ class RunOutcome:
 
 def finished_outcome(store: Store, run_id: str) -> RunOutcome | None:
     """The stored outcome of a run that already finished, without starting an executor:
-    re-submitting a completed run answers from one indexed read."""
-    with store.read() as conn:
+    re-submitting a completed run answers from one indexed read (at the driver)."""
+    with store.driver_session() as session, session.read() as conn:
         status, output, error = load_run_state(conn, run_id)
     if status in TERMINAL_RUN_STATES:
         return RunOutcome(run_id, status, output, error)
