@@ -21,7 +21,7 @@ import os
 import sqlite3
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -258,33 +258,31 @@ class DriverSession:
             cursor.execute(statement, parameters)
         return _DriverResult(cursor)
 
-    @contextmanager
-    def write(self) -> Iterator[DriverSession]:
-        try:
-            cursor = self._raw.cursor()
-            if self._postgres:
-                # One simple query, one round trip (the key is a constant integer).
-                cursor.execute(f"BEGIN; SELECT pg_advisory_xact_lock({int(WRITE_LOCK_KEY)})")
-            else:
-                cursor.execute("BEGIN IMMEDIATE")
-            try:
-                if self._on_begin is not None:
-                    self._on_begin(self)
-                yield self
-            except BaseException:
-                cursor.execute("ROLLBACK")
-                raise
-            cursor.execute("COMMIT")
-        except _driver_errors() as exc:
-            raise driver_error(self._where, exc) from exc
+    def write(self) -> AbstractContextManager[DriverSession]:
+        """A write transaction that holds the database's write lock from its start."""
+        if self._postgres:
+            # One simple query, one round trip (the key is a constant integer).
+            begin = f"BEGIN; SELECT pg_advisory_xact_lock({int(WRITE_LOCK_KEY)})"
+        else:
+            begin = "BEGIN IMMEDIATE"
+        return self._transaction(begin, self._on_begin)
+
+    def read(self) -> AbstractContextManager[DriverSession]:
+        """A read transaction (one snapshot for every statement in it, no lock taken)."""
+        return self._transaction("BEGIN", None)
 
     @contextmanager
-    def read(self) -> Iterator[DriverSession]:
-        """A read transaction (one snapshot for every statement in it, no lock taken)."""
+    def _transaction(
+        self, begin: str, on_begin: Callable[[DriverSession], None] | None
+    ) -> Iterator[DriverSession]:
+        """Committed whole, or rolled back when the body raises; driver errors become the
+        store's (store/errors.py)."""
         try:
             cursor = self._raw.cursor()
-            cursor.execute("BEGIN")
+            cursor.execute(begin)
             try:
+                if on_begin is not None:
+                    on_begin(self)
                 yield self
             except BaseException:
                 cursor.execute("ROLLBACK")

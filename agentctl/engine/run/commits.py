@@ -91,10 +91,8 @@ class RunCommits:
         batch costs one fsync rather than one per task, and a crash leaves either all of
         them or none.
         """
-        memory = dict(self.memory)
         with self._session.write() as conn:
-            for task, outcome in items:
-                memory = self._write_transition(conn, task, outcome, memory)
+            memory = self._write_batch(conn, items)
         self.memory = memory
         self._took(items)
         self._committed(items)
@@ -103,19 +101,23 @@ class RunCommits:
         """The batch after which nothing is left to run: its transitions and the run's
         completion (state, output, lease released) in one transaction, one commit less
         per run. A crash leaves the run before that batch, or finished."""
-        memory = dict(self.memory)
         with self._session.write() as conn:
-            for task, outcome in items:
-                memory = self._write_transition(conn, task, outcome, memory)
             # The run's output is rendered from these rows and this memory, which the
             # transaction's own reads see.
-            self.memory = memory
+            self.memory = self._write_batch(conn, items)
             self._took(items)
             status, output, error, output_json = self._completion(conn)
             self._write_finish(conn, status, output, error, output_json)
         self._committed(items)
         self._finished(status, error)
         return RunOutcome(self.run_id, status, output, error)
+
+    def _write_batch(self, conn: Any, items: list[tuple[PlanTask, TaskOutcome]]) -> dict[str, Any]:
+        """The batch's transitions in plan order; returns the working memory after them."""
+        memory = dict(self.memory)
+        for task, outcome in items:
+            memory = self._write_transition(conn, task, outcome, memory)
+        return memory
 
     def _took(self, items: list[tuple[PlanTask, TaskOutcome]]) -> None:
         """The executor's rows take the batch's outcomes."""
