@@ -14,13 +14,9 @@ applied or not applied; approve pending approvals; resume again. It asserts:
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import sqlite3
-import subprocess
-import sys
 import textwrap
 import time
 from pathlib import Path
@@ -28,9 +24,8 @@ from typing import Any
 
 import pytest
 
-from agentctl.cli import main as cli_main
-from agentctl.cli import output
 from agentctl.engine.faults import FAULT_POINTS
+from tests.crash.cli import cli, result_json
 
 pytestmark = pytest.mark.crash
 
@@ -108,41 +103,6 @@ spec:
 WORKFLOWS = {"sequential": SEQUENTIAL, "foreach": FOREACH, "loop": LOOP}
 
 
-def _cli(
-    args: list[str], cwd: Path, env_extra: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    """A fault-injected roll runs as a real subprocess (it must be SIGKILLed); the
-    operator's commands run in-process, which is the same code without the start-up cost."""
-    argv = ["--output", "json", *args]
-    if env_extra:
-        env = {k: v for k, v in os.environ.items() if k != "AGENTCTL_FAULT"}
-        env.update(env_extra)
-        return subprocess.run(
-            [sys.executable, "-m", "agentctl", *argv],
-            cwd=cwd,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-    stdout, stderr = io.StringIO(), io.StringIO()
-    previous = Path.cwd()
-    os.chdir(cwd)
-    try:
-        with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
-            code = cli_main.main(argv)
-    finally:
-        os.chdir(previous)
-        output.set_current(output.Output())
-    return subprocess.CompletedProcess(argv, code, stdout.getvalue(), stderr.getvalue())
-
-
-def _json(result: subprocess.CompletedProcess[str]) -> Any:
-    text = result.stdout if result.stdout.strip() else result.stderr
-    return json.loads(text)
-
-
 def _settle(ws: Path) -> None:
     """Wait until no process works in the workspace any more: a killed executor's children
     (each a single `echo >> ledger` or `mktemp`) finish on their own; the operator looks at
@@ -177,7 +137,7 @@ def _ledger(ws: Path) -> list[str]:
 
 def _operator_step(ws: Path, db: Path, run_id: str) -> None:
     """Look at the outside world and conclude every uncertain effect; approve approvals."""
-    inspection = _json(_cli(["inspect", run_id, "--db", str(db)], ws))["data"]
+    inspection = result_json(cli(["inspect", run_id, "--db", str(db)], ws))["data"]
     _settle(ws)
     marks = [e for e in inspection["effects"] if "mktemp" in json.dumps(e["request"])]
     accounted = sum(
@@ -225,11 +185,11 @@ def _operator_step(ws: Path, db: Path, run_id: str) -> None:
             args += ["--status", "applied", "--result-file", str(ws / "result.json")]
         else:
             args += ["--status", "not-applied"]
-        done = _cli(args, ws)
+        done = cli(args, ws)
         assert done.returncode == 0, done.stderr
     for approval in inspection["approvals"]:
         if approval["status"] == "pending":
-            done = _cli(
+            done = cli(
                 ["approvals", "approve", approval["approvalId"], "--reason", "ok", "--db", str(db)],
                 ws,
             )
@@ -239,7 +199,7 @@ def _operator_step(ws: Path, db: Path, run_id: str) -> None:
 def _drive(ws: Path, db: Path, fault: str | None) -> tuple[str, dict[str, Any]]:
     """Roll (maybe killed), then resume and play operator until the run succeeds."""
     env = {"AGENTCTL_FAULT": fault} if fault else {}
-    first = _cli(["roll", "wf.yaml", "--db", str(db)], ws, env)
+    first = cli(["roll", "wf.yaml", "--db", str(db)], ws, env)
     assert first.returncode in (0, 3, -9), first.stderr
     with sqlite3.connect(db) as conn:
         (run_id,) = conn.execute("SELECT id FROM runs").fetchone()
@@ -250,10 +210,10 @@ def _drive(ws: Path, db: Path, fault: str | None) -> tuple[str, dict[str, Any]]:
             break
         if result.returncode == 3:
             _operator_step(ws, db, run_id)
-        result = _cli(["resume", run_id, "--db", str(db)], ws)
+        result = cli(["resume", run_id, "--db", str(db)], ws)
         assert result.returncode in (0, 3), result.stderr
     assert result.returncode == 0, result.stderr
-    return run_id, _json(result)["data"]["output"]
+    return run_id, result_json(result)["data"]["output"]
 
 
 def _setup(tmp_path: Path, name: str, label: str) -> tuple[Path, Path]:
@@ -309,7 +269,7 @@ def test_kill_at_fault_point_then_recover(
             assert conclusions >= 1  # never redone silently: an operator concluded it
         else:
             assert confirmed == 1
-    verified = _cli(["audit", run_id, "--verify", "--db", str(db)], ws)
+    verified = cli(["audit", run_id, "--verify", "--db", str(db)], ws)
     assert verified.returncode == 0, verified.stderr
 
 
@@ -317,7 +277,7 @@ def test_confirmed_memory_write_is_applied_on_resume(tmp_path: Path) -> None:
     """Killed after the memory write's effect confirmed but before its task committed: the
     resumed run reuses the effect and applies the delta in the succeeding transition."""
     ws, db = _setup(tmp_path, "sequential", "memory")
-    killed = _cli(["roll", "wf.yaml", "--db", str(db)], ws, {"AGENTCTL_FAULT": "effect.finished:3"})
+    killed = cli(["roll", "wf.yaml", "--db", str(db)], ws, {"AGENTCTL_FAULT": "effect.finished:3"})
     assert killed.returncode == -9, killed.stderr
     with sqlite3.connect(db) as conn:
         (run_id,) = conn.execute("SELECT id FROM runs").fetchone()
@@ -326,9 +286,9 @@ def test_confirmed_memory_write_is_applied_on_resume(tmp_path: Path) -> None:
         ).fetchone()
     conn.close()
     assert memory_effect == ("succeeded", 1)
-    resumed = _cli(["resume", run_id, "--db", str(db)], ws)
+    resumed = cli(["resume", run_id, "--db", str(db)], ws)
     assert resumed.returncode == 0, resumed.stderr
-    output = _json(resumed)["data"]["output"]
+    output = result_json(resumed)["data"]["output"]
     assert output["five"]["output"]["memory"] == "out/two.txt"
     with sqlite3.connect(db) as conn:
         (count,) = conn.execute(

@@ -9,13 +9,13 @@ result and runs nothing again.
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.crash.cli import cli
 
 pytestmark = pytest.mark.crash
 
@@ -37,18 +37,7 @@ spec:
 
 
 def _agentctl(ws: Path, *args: str, fault: str | None = None) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "AGENTCTL_FAULT"}
-    if fault:
-        env["AGENTCTL_FAULT"] = fault
-    return subprocess.run(
-        [sys.executable, "-m", "agentctl", "--output", "json", *args, "--db", "runs.db"],
-        cwd=ws,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    return cli([*args, "--db", "runs.db"], ws, {"AGENTCTL_FAULT": fault} if fault else None)
 
 
 def test_a_kill_after_the_last_task_committed_leaves_the_run_finished(tmp_path: Path) -> None:
