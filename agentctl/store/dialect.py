@@ -16,13 +16,14 @@ What cannot be rewritten mechanically is chosen by the repository itself with
 expression index on PostgreSQL), metadata filters (SQLite's ``->`` on text, PostgreSQL's on
 ``json``), and the PRAGMA-based checks and statistics, which are SQLite's alone.
 
-Transactions differ in the engine, not here: a SQLite write transaction begins
-``IMMEDIATE`` (the database's one write lock); a PostgreSQL write transaction takes one
-transaction-scoped advisory lock first, so writers are serialised exactly as on SQLite and
-every read-then-write of a repository (guarded transitions, the fencing check, claims)
-keeps the guarantee it has there. Reads see one snapshot (``REPEATABLE READ``). The
-workers' task claims and claim outcomes are the exception: each is one statement exact
-under PostgreSQL's row locks, so they run without the write lock (``Store.row_write``).
+How a transaction begins differs too, and is one table here (:func:`begin_statement`). A
+SQLite write transaction begins ``IMMEDIATE`` (the database's one write lock); a PostgreSQL
+write transaction takes one transaction-scoped advisory lock first, so writers are
+serialised exactly as on SQLite and every read-then-write of a repository (guarded
+transitions, the fencing check, claims) keeps the guarantee it has there. Reads see one
+snapshot (``REPEATABLE READ``). The workers' task claims and claim outcomes are the
+exception: each is one statement exact under PostgreSQL's row locks, so they run without
+the write lock (``Store.row_write``).
 """
 
 from __future__ import annotations
@@ -32,10 +33,13 @@ from functools import lru_cache
 from typing import Any
 
 __all__ = [
-    "BEGIN_ROW_LOCKS",
     "POSTGRESQL",
+    "READ",
+    "ROW_LOCKS",
     "SQLITE",
+    "WRITE",
     "WRITE_LOCK_KEY",
+    "begin_statement",
     "dialect_name",
     "is_postgres",
     "to_postgres",
@@ -48,9 +52,30 @@ POSTGRESQL = "postgresql"
 #: spells "agentctl" in ASCII, so an operator can recognise it in ``pg_locks``).
 WRITE_LOCK_KEY = 0x6167656E7463746C
 
-#: How :meth:`~agentctl.store.engine.Store.row_write` asks the begin hook for a PostgreSQL
-#: write transaction without the write lock (row locks only).
-BEGIN_ROW_LOCKS = "BEGIN ROW LOCKS"
+#: The kinds of transaction: a write holding the store's write lock (``Store.write``,
+#: ``DriverSession.write``), a read of one snapshot (``read``), and a write decided by row
+#: locks alone (``Store.row_write``, the workers' claims).
+WRITE, READ, ROW_LOCKS = "write", "read", "row_locks"
+
+#: How each kind of transaction begins, per dialect: the one table every begin hook and
+#: :class:`~agentctl.store.engine.DriverSession` reads. On SQLite one writer at a time
+#: holds the database anyway, so a row-lock write is an ordinary one.
+_BEGIN = {
+    (SQLITE, WRITE): "BEGIN IMMEDIATE",
+    (SQLITE, READ): "BEGIN",
+    (SQLITE, ROW_LOCKS): "BEGIN IMMEDIATE",
+    # One simple query, one round trip (the key is a constant integer).
+    (POSTGRESQL, WRITE): f"BEGIN; SELECT pg_advisory_xact_lock({int(WRITE_LOCK_KEY)})",
+    (POSTGRESQL, READ): "BEGIN ISOLATION LEVEL REPEATABLE READ",
+    (POSTGRESQL, ROW_LOCKS): "BEGIN",  # READ COMMITTED, no write lock
+}
+
+
+def begin_statement(dialect: str, kind: str) -> str:
+    """The statement a ``kind`` transaction (:data:`WRITE`, :data:`READ`,
+    :data:`ROW_LOCKS`) begins with on ``dialect``."""
+    return _BEGIN[(dialect, kind)]
+
 
 _INSERT_OR_IGNORE = re.compile(r"^\s*INSERT\s+OR\s+IGNORE\s+INTO\b", re.IGNORECASE)
 _UNARY_PLUS = re.compile(r"(?<=[\s(=,])\+(?=[A-Za-z_])")

@@ -31,7 +31,15 @@ from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from agentctl.errors import PersistenceError
 from agentctl.store import migrate
-from agentctl.store.dialect import BEGIN_ROW_LOCKS, POSTGRESQL, WRITE_LOCK_KEY, to_postgres
+from agentctl.store.dialect import (
+    POSTGRESQL,
+    READ,
+    ROW_LOCKS,
+    SQLITE,
+    WRITE,
+    begin_statement,
+    to_postgres,
+)
 from agentctl.store.errors import driver_error
 from agentctl.store.location import MEMORY, is_postgres_url
 from agentctl.store.sqlite_connections import (
@@ -113,15 +121,11 @@ class Store:
         statement in it must decide on its own rows (a conditional ``UPDATE``, ``SELECT …
         FOR UPDATE SKIP LOCKED``), so it needs no other writer to stand still, and the
         workers' claims and outcomes stop queueing behind every other write of every run.
-        On SQLite it is :meth:`write` (one writer at a time anyway).
+        On SQLite it is an ordinary write (one writer at a time anyway).
         """
-        if self.dialect != POSTGRESQL:
-            with self.write() as conn:
-                yield conn
-            return
         with (
             _translate_errors(self.path),
-            self.engine.connect().execution_options(agentctl_begin=BEGIN_ROW_LOCKS) as conn,
+            self.engine.connect().execution_options(agentctl_begin=ROW_LOCKS) as conn,
             conn.begin(),
         ):
             yield conn
@@ -130,7 +134,7 @@ class Store:
     def read(self) -> Iterator[Connection]:
         with (
             _translate_errors(self.path),
-            self.engine.connect().execution_options(agentctl_begin="BEGIN") as conn,
+            self.engine.connect().execution_options(agentctl_begin=READ) as conn,
             conn.begin(),
         ):
             yield conn
@@ -249,6 +253,8 @@ class DriverSession:
         self._on_begin = on_begin
         self.dialect = dialect
         self._postgres = dialect is not None and dialect.name == POSTGRESQL
+        name = POSTGRESQL if self._postgres else SQLITE
+        self._begin = {kind: begin_statement(name, kind) for kind in (WRITE, READ)}
 
     def exec_driver_sql(self, statement: str, parameters: Any = ()) -> _DriverResult:
         cursor = self._raw.cursor()
@@ -260,16 +266,11 @@ class DriverSession:
 
     def write(self) -> AbstractContextManager[DriverSession]:
         """A write transaction that holds the database's write lock from its start."""
-        if self._postgres:
-            # One simple query, one round trip (the key is a constant integer).
-            begin = f"BEGIN; SELECT pg_advisory_xact_lock({int(WRITE_LOCK_KEY)})"
-        else:
-            begin = "BEGIN IMMEDIATE"
-        return self._transaction(begin, self._on_begin)
+        return self._transaction(self._begin[WRITE], self._on_begin)
 
     def read(self) -> AbstractContextManager[DriverSession]:
         """A read transaction (one snapshot for every statement in it, no lock taken)."""
-        return self._transaction("BEGIN", None)
+        return self._transaction(self._begin[READ], None)
 
     @contextmanager
     def _transaction(

@@ -14,10 +14,10 @@ from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
-from urllib.parse import quote
 
 from agentctl.errors import NewerSchemaError, PersistenceError
 from agentctl.store.errors import open_error
+from agentctl.store.sqlite_connections import read_only_uri
 
 if TYPE_CHECKING:
     from alembic.config import Config
@@ -109,9 +109,8 @@ def peeked_revision(path: Path) -> Iterator[str | None]:
     the WAL is read once instead of twice.
     """
     quiet = not any(Path(f"{path}{suffix}").exists() for suffix in ("-wal", "-shm"))
-    uri = f"file:{quote(str(path))}?mode=ro" + ("&immutable=1" if quiet else "")
     try:
-        conn = sqlite3.connect(uri, uri=True)
+        conn = sqlite3.connect(read_only_uri(path, immutable=quiet), uri=True)
     except sqlite3.Error as exc:
         raise open_error(path, exc) from exc
     try:

@@ -49,9 +49,6 @@ __all__ = ["PING_AFTER_IDLE_SECONDS", "make_engine", "open_postgres_store", "red
 #: A pooled connection idle for longer than this is pinged before it is handed out.
 PING_AFTER_IDLE_SECONDS = 2.0
 
-_BEGIN_READ = "BEGIN ISOLATION LEVEL REPEATABLE READ"
-_BEGIN_WRITE = f"BEGIN; SELECT pg_advisory_xact_lock({int(dialect.WRITE_LOCK_KEY)})"
-
 
 def redact(url: str) -> str:
     """``url`` with its password hidden, for messages and ``store.path``."""
@@ -120,11 +117,8 @@ def make_engine(url: str, settings: StoreSettings) -> Engine:
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Connection) -> None:
-        begin = conn.get_execution_options().get("agentctl_begin", "BEGIN IMMEDIATE")
-        if begin == dialect.BEGIN_ROW_LOCKS:
-            conn.exec_driver_sql("BEGIN")  # READ COMMITTED, no write lock (Store.row_write)
-            return
-        conn.exec_driver_sql(_BEGIN_WRITE if begin == "BEGIN IMMEDIATE" else _BEGIN_READ)
+        kind = conn.get_execution_options().get("agentctl_begin", dialect.WRITE)
+        conn.exec_driver_sql(dialect.begin_statement(dialect.POSTGRESQL, kind))
 
     return engine
 

@@ -18,12 +18,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
+from agentctl.store.dialect import SQLITE, WRITE, begin_statement
 from agentctl.store.location import MEMORY
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
-__all__ = ["SQLITE_DRIVER", "FileConnections", "address", "connect", "make_engine"]
+__all__ = [
+    "SQLITE_DRIVER",
+    "FileConnections",
+    "address",
+    "connect",
+    "make_engine",
+    "read_only_uri",
+]
 
 
 class _SqliteDriver:
@@ -44,10 +52,15 @@ def address(path: str, read_only: bool) -> tuple[str, str]:
         # On a read-only file system SQLite cannot create the shared-memory file a WAL
         # database needs even for reading; nothing can change the file there, so it is
         # read as immutable.
-        frozen = "&immutable=1" if _read_only_file_system(Path(path)) else ""
-        target = f"file:{quote(str(Path(path).resolve()))}?mode=ro{frozen}"
+        target = read_only_uri(Path(path), immutable=_read_only_file_system(Path(path)))
         return f"sqlite:///{target}&uri=true", target
     return f"sqlite:///{path}", os.path.abspath(path)
+
+
+def read_only_uri(path: Path, *, immutable: bool) -> str:
+    """The driver's URI that opens ``path`` read-only; ``immutable`` also tells SQLite that
+    nothing can change the file, so it neither looks for nor creates a WAL beside it."""
+    return f"file:{quote(str(path.resolve()))}?mode=ro" + ("&immutable=1" if immutable else "")
 
 
 def _read_only_file_system(path: Path) -> bool:
@@ -85,7 +98,8 @@ def make_engine(url: str, creator: Callable[[], sqlite3.Connection], *, memory: 
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Any) -> None:
-        conn.exec_driver_sql(conn.get_execution_options().get("agentctl_begin", "BEGIN IMMEDIATE"))
+        kind = conn.get_execution_options().get("agentctl_begin", WRITE)
+        conn.exec_driver_sql(begin_statement(SQLITE, kind))
 
     return engine
 

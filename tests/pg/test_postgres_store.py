@@ -133,6 +133,33 @@ def test_a_second_writer_waits_for_the_write_lock_then_fails_clearly(postgres_ur
         second.close()
 
 
+def test_every_kind_of_transaction_begins_the_same_at_the_driver(postgres_url: str) -> None:
+    """A driver-level read (a finished run's outcome is read through it) is one snapshot,
+    like ``Store.read()``; it used to begin a READ COMMITTED transaction, where each
+    statement sees whatever committed last. A driver-level write holds the write lock,
+    like ``Store.write()``, and a row-lock write does not."""
+    store = open_store(postgres_url)
+    try:
+        show = "SHOW transaction_isolation"
+        with store.driver_session() as session, session.read() as conn:
+            driver_read = conn.exec_driver_sql(show).first()[0]
+        with store.read() as conn:
+            engine_read = conn.exec_driver_sql(show).first()[0]
+        assert driver_read == engine_read == "repeatable read"
+        held = (
+            "SELECT COUNT(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()"
+        )
+        with store.driver_session() as session, session.write() as conn:
+            assert conn.exec_driver_sql(held).first()[0] == 1
+        with store.write() as conn:
+            assert conn.exec_driver_sql(held).first()[0] == 1
+        with store.row_write() as conn:
+            assert conn.exec_driver_sql(held).first()[0] == 0
+            assert conn.exec_driver_sql(show).first()[0] == "read committed"
+    finally:
+        store.close()
+
+
 def test_a_postgres_url_is_migrated_and_never_created_as_a_file(cli: Any, empty_url: str) -> None:
     migrated = cli("--output", "json", "db", "migrate", "--db", empty_url)
     assert migrated.exit_code == 0, migrated.stdout + migrated.stderr
