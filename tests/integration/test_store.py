@@ -390,3 +390,42 @@ def test_a_driver_read_is_one_snapshot_and_its_errors_are_the_stores(tmp_path: P
             session.read() as conn,
         ):
             conn.exec_driver_sql("SELECT nothing FROM no_such_table")
+
+
+def test_driver_sessions_in_threads_each_have_their_own_connection(tmp_path: Path) -> None:
+    """Before any engine exists the store hands out the driver's connections itself
+    (store/sqlite_connections.py): sessions open at once in several threads (the dashboard
+    serves requests from a thread pool) never share one, an idle one is reused, and a
+    session still open when the store closes has its connection closed when it ends."""
+    import threading
+
+    db = tmp_path / "a.db"
+    open_store(str(db)).close()
+    store = open_store(str(db))
+    with store.driver_session() as first:
+        reused = first._raw  # noqa: SLF001 - which connection the session got
+    with store.driver_session() as again:
+        assert again._raw is reused  # noqa: SLF001
+    held: list[sqlite3.Connection] = []
+    all_open = threading.Barrier(4)
+    release = threading.Event()
+
+    def session() -> None:
+        with store.driver_session() as s, s.read() as conn:
+            held.append(s._raw)  # noqa: SLF001
+            assert conn.exec_driver_sql("SELECT COUNT(*) FROM runs").first()[0] == 0
+            all_open.wait(timeout=30)
+            assert release.wait(timeout=30)
+
+    threads = [threading.Thread(target=session) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    all_open.wait(timeout=30)
+    assert len({id(conn) for conn in held}) == 3
+    store.close()  # while the three sessions are still open
+    release.set()
+    for thread in threads:
+        thread.join(timeout=30)
+    for conn in held:
+        with pytest.raises(sqlite3.ProgrammingError):
+            conn.execute("SELECT 1")
