@@ -1,8 +1,14 @@
 """Canonical JSON and SHA-256 digests: the identity of plans, inputs, outputs and effects.
 
-Canonical JSON here is: UTF-8, object keys sorted, no insignificant whitespace, no NaN or
-infinities, integers as integers. Two values that are equal as JSON have the same bytes, so
-their digests match whatever key order or formatting they arrived with.
+Canonical JSON here is: UTF-8, object keys sorted at every level, no insignificant
+whitespace, no NaN or infinities, integers as integers. Two values that are equal as JSON
+have the same bytes, so their digests match whatever key order or formatting they arrived
+with. :func:`identity_json` goes one step further for the identities that decide reuse (the
+effect input digest, hence effect ids, approval ids and idempotency keys): a number has one
+form, so ``1`` and ``1.0`` (and ``-0.0`` and ``0``) name the same request. Strings are taken
+code point for code point: two spellings of one text that differ in Unicode normalisation
+are different paths, arguments and prompts to the outside world, so they are different
+requests (docs/durable-execution.md, "Identities").
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ __all__ = [
     "digest_json",
     "effect_id",
     "effect_input_digest",
+    "identity_json",
     "sha256_hex",
 ]
 
@@ -53,13 +60,51 @@ def digest_json(value: Any) -> str:
 
 
 def compact_json(value: Any) -> str:
-    """Compact JSON that keeps key order (upstream's serde_json with ``preserve_order``)."""
+    """Compact JSON that keeps key order: for text shown to people and models, never for an
+    identity (use :func:`canonical_json` or :func:`identity_json`)."""
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
+def _has_float(value: Any) -> bool:
+    if isinstance(value, float):
+        return True
+    if isinstance(value, dict):
+        return any(_has_float(item) for item in value.values())
+    if isinstance(value, list | tuple):
+        return any(_has_float(item) for item in value)
+    return False
+
+
+def _one_number_form(value: Any) -> Any:
+    if isinstance(value, float):
+        return int(value) if value.is_integer() else value
+    if isinstance(value, dict):
+        return {key: _one_number_form(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_one_number_form(item) for item in value]
+    return value
+
+
+def identity_json(value: Any) -> str:
+    """Canonical JSON with one form per number: what identities that decide reuse hash.
+
+    An integral float is written as the integer it equals (``2.0`` -> ``2``); other floats
+    keep Python's shortest round-trip form. Values without floats (nearly all) are encoded
+    directly.
+    """
+    if _has_float(value):
+        value = _one_number_form(value)
+    return _CANONICAL.encode(value)
+
+
 def effect_input_digest(effect_input: Any) -> str:
-    """Lowercase hex SHA-256 of the effect input as compact JSON (docs/durable-execution.md)."""
-    return sha256_hex(compact_json(effect_input).encode("utf-8"))
+    """Lowercase hex SHA-256 of the effect input's :func:`identity_json`.
+
+    Releases before identity format 2 hashed the input's compact JSON in whatever key order
+    it was built; those effects are still recognised by their position in the attempt and
+    their stored request (``agentctl.engine.effects.journal.journaled_effect``).
+    """
+    return sha256_hex(identity_json(effect_input).encode("utf-8"))
 
 
 def effect_id(
@@ -70,7 +115,7 @@ def effect_id(
     operation: str,
     input_digest: str,
 ) -> str:
-    """The effect id of docs/durable-execution.md, byte-compatible with upstream.
+    """The effect id of docs/durable-execution.md ("Identities").
 
     Lowercase hex SHA-256 of ``run id NUL task id NUL attempt NUL ordinal NUL operation NUL
     input digest``. NUL cannot occur in any field (ids and operations are validated names,

@@ -74,6 +74,7 @@ class ErrorCode(StrEnum):
     EFFECT_CONTRADICTS_RECORD = "effect.contradicts_record"
     EFFECT_FAILED = "effect.failed"
     EFFECT_IN_FLIGHT = "effect.in_flight"
+    EFFECT_NONDETERMINISTIC = "effect.nondeterministic"
     EFFECT_UNCERTAIN = "effect.uncertain"
     EXTENSION_FAILED = "extension.failed"
     EXTENSION_HANDSHAKE_FAILED = "extension.handshake_failed"

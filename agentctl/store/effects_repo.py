@@ -24,6 +24,7 @@ __all__ = [
     "RECONCILIATION_COLUMNS",
     "append_compensated",
     "effect",
+    "effect_at",
     "effect_ids_with_prefix",
     "effects",
     "finish_tool_call",
@@ -88,6 +89,20 @@ def effect(conn: SqlRunner, effect_id: str) -> dict[str, Any] | None:
     row = conn.exec_driver_sql(
         f"SELECT {_EFFECTS} FROM effects WHERE id = ?",  # noqa: S608 - fixed columns
         (effect_id,),
+    ).first()
+    return row_dict(row, EFFECT_COLUMNS, _EFFECT_TIMES)
+
+
+def effect_at(
+    conn: SqlRunner, run_id: str, task_id: str, attempt: int, ordinal: int
+) -> dict[str, Any] | None:
+    """The effect journaled at one position of one attempt (the first, should a database
+    written before positions were checked hold two), or None."""
+    row = conn.exec_driver_sql(
+        f"SELECT {_EFFECTS} FROM effects "  # noqa: S608 - fixed columns
+        "WHERE run_id = ? AND task_id = ? AND attempt = ? AND ordinal = ? "
+        "ORDER BY requested_at, id LIMIT 1",
+        (run_id, task_id, attempt, ordinal),
     ).first()
     return row_dict(row, EFFECT_COLUMNS, _EFFECT_TIMES)
 

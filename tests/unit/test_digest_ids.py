@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import json
 import math
+import random
 import uuid
 from datetime import UTC, datetime
 
@@ -8,7 +10,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agentctl.digest import canonical_json, digest_json, effect_id, effect_input_digest
+from agentctl.digest import (
+    canonical_json,
+    digest_json,
+    effect_id,
+    effect_input_digest,
+    identity_json,
+)
 from agentctl.ids import FixedClock, IdGenerator, approval_id
 
 json_values = st.recursive(
@@ -71,3 +79,60 @@ def test_ids_are_uuid7_with_prefix_and_monotonic() -> None:
 
 def test_approval_id_uses_first_16_hex_of_effect() -> None:
     assert approval_id("a" * 64) == "approval-" + "a" * 16
+
+
+json_with_floats = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**53), 2**53)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=5), children, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+def _shuffled(value: object, rng: random.Random) -> object:
+    """The same JSON value with the keys of every object, at every depth, in a new order."""
+    if isinstance(value, dict):
+        items = list(value.items())
+        rng.shuffle(items)
+        return {key: _shuffled(item, rng) for key, item in items}
+    if isinstance(value, list):
+        return [_shuffled(item, rng) for item in value]
+    return value
+
+
+def _floated(value: object) -> object:
+    """The same JSON value with every integer that a float holds exactly written as one."""
+    if isinstance(value, bool) or not isinstance(value, int | dict | list):
+        return value
+    if isinstance(value, int):
+        return float(value) if abs(value) <= 2**53 else value
+    if isinstance(value, dict):
+        return {key: _floated(item) for key, item in value.items()}
+    return [_floated(item) for item in value]
+
+
+@given(json_with_floats, st.randoms(use_true_random=False))
+def test_effect_input_digest_ignores_key_order_at_every_depth(
+    value: object, rng: random.Random
+) -> None:
+    # The defect this guards: a resumed attempt rebuilt `with:` from the stored, key-sorted
+    # workflow and got a second effect id for the same request.
+    assert effect_input_digest(_shuffled(value, rng)) == effect_input_digest(value)
+    assert identity_json(_shuffled(value, rng)) == identity_json(value)
+
+
+@given(json_with_floats)
+def test_effect_input_digest_has_one_number_form(value: object) -> None:
+    assert effect_input_digest(_floated(value)) == effect_input_digest(value)
+
+
+@given(json_with_floats, json_with_floats)
+def test_effect_input_digest_tells_different_values_apart(one: object, two: object) -> None:
+    if identity_json(one) != identity_json(two):
+        assert effect_input_digest(one) != effect_input_digest(two)
+    assert identity_json(one) == canonical_json(json.loads(identity_json(one)))

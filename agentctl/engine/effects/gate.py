@@ -101,9 +101,12 @@ class EffectGate:
         whose content is in place) notice that the world looks done *because of its own
         earlier dispatch*, whose outcome must then be reused or reconciled, not ignored.
         """
-        eid = spec.effect_id(attempt.run_id, attempt.task_id, attempt.attempt, attempt.ordinal + 1)
         with self.store.read() as conn:
-            return journal.get_effect(conn, eid) is not None
+            found = journal.journaled_effect(
+                conn, attempt.run_id, attempt.task_id, attempt.attempt, attempt.ordinal + 1, spec
+            )
+        # Anything journaled at that position may be what made the world look done.
+        return found is not None
 
     @traced_effect
     async def perform(
@@ -126,11 +129,19 @@ class EffectGate:
         to actual usage, ``failed_usage`` is what a failed dispatch still consumed.
         """
         ordinal = attempt.next_ordinal()
-        eid = spec.effect_id(attempt.run_id, attempt.task_id, attempt.attempt, ordinal)
-        attempt.effect_ids.append(eid)
         with self.store.read() as conn:
-            existing = journal.get_effect(conn, eid)
-        if existing is not None:
+            found = journal.journaled_effect(
+                conn, attempt.run_id, attempt.task_id, attempt.attempt, ordinal, spec
+            )
+        if found is not None:
+            existing = found.record
+            attempt.effect_ids.append(existing.id)
+            if not found.same_request:
+                # One effect per position: a different request here is refused, after the
+                # journaled one (if its outcome is unknown) has stopped the run as uncertain.
+                if existing.status in ("started", "uncertain"):
+                    self._reuse(existing)
+                raise journal.nondeterministic(existing, spec)
             self._usage[existing.id] = (usage, failed_usage)
             reused = self._reuse(existing)
             if reused is not _PROCEED:
@@ -139,6 +150,9 @@ class EffectGate:
                 return await self._after_approval(attempt, existing, spec, dispatch)
             return await self._start_and_dispatch(attempt, existing, spec, dispatch)
 
+        attempt.effect_ids.append(
+            spec.effect_id(attempt.run_id, attempt.task_id, attempt.attempt, ordinal)
+        )
         now = self.clock.now()
         denial = deny_reason(self.policy, spec.policy_label, model=model)
         if denial is not None:

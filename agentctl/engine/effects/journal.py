@@ -23,9 +23,10 @@ from pydantic.dataclasses import dataclass as record
 
 from agentctl.compiler.effects import EffectSpec as Classification
 from agentctl.compiler.effects import kind_effect
-from agentctl.digest import canonical_json, effect_id, effect_input_digest
+from agentctl.digest import canonical_json, effect_id, effect_input_digest, identity_json
 from agentctl.errors import NotFoundError, PersistenceError
 from agentctl.observability import telemetry
+from agentctl.signals import TaskFailure
 from agentctl.store import effects_repo
 from agentctl.store.engine import SqlRunner
 from agentctl.store.records import check_format_version
@@ -41,6 +42,7 @@ __all__ = [
     "finish_effect",
     "get_effect",
     "insert_requested",
+    "journaled_effect",
     "latest_reconciliation",
     "list_effects",
     "require_effect",
@@ -66,6 +68,10 @@ class EffectSpec:
 
     def input_digest(self) -> str:
         return effect_input_digest(self.effect_input)
+
+    def stored_request(self) -> Any:
+        """What the journal keeps as the effect's request."""
+        return self.request if self.request is not None else self.effect_input
 
     @classmethod
     def classified(
@@ -215,6 +221,37 @@ def list_effects(
     return [_record(row) for row in rows]
 
 
+@dataclass(frozen=True, slots=True)
+class Journaled:
+    """The effect found at an attempt's position, and whether it is the request at hand."""
+
+    record: EffectRecord
+    same_request: bool
+
+
+def journaled_effect(
+    conn: SqlRunner, run_id: str, task_id: str, attempt: int, ordinal: int, spec: EffectSpec
+) -> Journaled | None:
+    """The effect journaled at ``(run, task, attempt, ordinal)``, or None.
+
+    A position holds one effect. It is the same work as ``spec`` when its id is the one
+    ``spec`` derives, or when the operation and the stored request are equal in canonical
+    form: an effect journaled by a release whose ids hashed the request in the order its
+    keys were built is recognised that way, keeps its id (and so its approval and its
+    idempotency key) and is never dispatched a second time (docs/durable-execution.md).
+    """
+    row = effects_repo.effect_at(conn, run_id, task_id, attempt, ordinal)
+    if row is None:
+        return None
+    record = _record(row)
+    if record.id == spec.effect_id(run_id, task_id, attempt, ordinal):
+        return Journaled(record, True)
+    same = record.operation == spec.operation and identity_json(record.request) == identity_json(
+        spec.stored_request()
+    )
+    return Journaled(record, same)
+
+
 def insert_requested(
     conn: SqlRunner,
     *,
@@ -225,11 +262,15 @@ def insert_requested(
     spec: EffectSpec,
     now: datetime,
 ) -> EffectRecord:
-    """Journal an effect as ``requested`` (idempotent: an existing row is returned as is)."""
+    """Journal an effect as ``requested``; the effect already at that position is returned
+    as is when it is the same request, and a different one is refused (one effect per
+    position, whoever calls)."""
     eid = spec.effect_id(run_id, task_id, attempt, ordinal)
-    existing = get_effect(conn, eid)
-    if existing is not None:
-        return existing
+    found = journaled_effect(conn, run_id, task_id, attempt, ordinal, spec)
+    if found is not None:
+        if not found.same_request:
+            raise nondeterministic(found.record, spec)
+        return found.record
     inserted = effects_repo.insert_effect(
         conn,
         effect_id=eid,
@@ -242,11 +283,25 @@ def insert_requested(
         effect_class=spec.effect_class,
         idempotency=spec.idempotency,
         risk=spec.risk,
-        request_json=_dumps(spec.request if spec.request is not None else spec.effect_input),
+        request_json=_dumps(spec.stored_request()),
         now=now,
         trace_ids=telemetry.active().current_ids(),
     )
     return _record(inserted)
+
+
+def nondeterministic(record: EffectRecord, spec: EffectSpec) -> TaskFailure:
+    """The failure for a request that differs from the one journaled at its position."""
+    return TaskFailure(
+        f"task {record.task_id} attempt {record.attempt} asked for a different "
+        f"{spec.operation} at effect position {record.ordinal} than the one journaled there "
+        f"(effect {record.id}, {record.operation}, {record.status}); the task's body or its "
+        "inputs are not deterministic",
+        code="effect.nondeterministic",
+        stops_run=True,
+        permanent=True,
+        details={"effectId": record.id, "operation": spec.operation, "ordinal": record.ordinal},
+    )
 
 
 def set_status(conn: Any, effect_id_: str, status: str, now: datetime) -> None:
