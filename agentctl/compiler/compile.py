@@ -30,6 +30,7 @@ from agentctl.compiler.extras import check_extras
 from agentctl.compiler.fingerprint import Fingerprinter
 from agentctl.compiler.flatten import flatten_tasks
 from agentctl.compiler.graph import CycleError, stable_order
+from agentctl.compiler.identity import resolved_definitions
 from agentctl.compiler.limits import check_budget_counts, check_memory_conflicts
 from agentctl.compiler.plan import (
     Budget,
@@ -219,7 +220,8 @@ def _assemble(
     layers: VariableLayers,
 ) -> Plan:
     fingerprints = Fingerprinter()
-    tasks = {task_id: _plan_task(nodes[task_id], fingerprints) for task_id in order}
+    resolved = resolved_definitions(spec)
+    tasks = {task_id: _plan_task(nodes[task_id], fingerprints, resolved) for task_id in order}
     workflow_json = dict(data)
     workflow_json["spec"] = {**spec, "tasks": [draft.definition_json() for draft in flat]}
     material = layers.digest_material()
@@ -264,7 +266,7 @@ def _assemble(
     )
 
 
-def _plan_task(node: Node, fingerprints: Fingerprinter) -> PlanTask:
+def _plan_task(node: Node, fingerprints: Fingerprinter, resolved: Mapping[str, str]) -> PlanTask:
     draft = node.draft
     fields: dict[str, Any] = {
         "id": draft.id,
@@ -289,6 +291,8 @@ def _plan_task(node: Node, fingerprints: Fingerprinter) -> PlanTask:
         )
     if draft.session:
         fields["session"] = dict(draft.session)
+    if node.uses.kind in ("action", "agent"):
+        fields["resolved_definition"] = resolved.get(f"{node.uses.kind}:{node.uses.name}", "")
     return PlanTask(
         **fields,
         definition_fingerprint=fingerprints.definition(fields, draft.needs),

@@ -33,7 +33,7 @@ _CANONICAL = json.JSONEncoder(
 class Fingerprinter:
     def __init__(self) -> None:
         self._memo: dict[int, tuple[Any, str]] = {}
-        self._middles: dict[tuple[int, int, int, int, str, int], str] = {}
+        self._middles: dict[tuple[int, int, int, int, str, int, str], str] = {}
 
     def _shared(self, value: Any, to_json: Any = None) -> str:
         """Canonical JSON of ``value`` (converted by ``to_json``), memoised by identity."""
@@ -80,6 +80,7 @@ class Fingerprinter:
 
     def _middle(self, fields: Mapping[str, Any], needs: list[str]) -> str:
         """``input`` … ``retry``: identical for the children of one source, so cached."""
+        resolved = fields.get("resolved_definition") or ""
         key = (
             id(fields["input"]),
             id(fields["memory_writes"]),
@@ -87,6 +88,7 @@ class Fingerprinter:
             id(fields["output_schema"]),
             fields["predictability"],
             id(fields["retry"]),
+            resolved,
         )
         cached = self._middles.get(key)
         if cached is not None:
@@ -97,7 +99,8 @@ class Fingerprinter:
             f',"needs":{self._shared(needs)}'
             f',"outputSchema":{self._shared(fields["output_schema"])}'
             f',"predictability":{_string(fields["predictability"])}'
-            f',"retry":{self._shared(fields["retry"], lambda r: r.to_json())}'
+            + (f',"resolvedDefinition":{_string(resolved)}' if resolved else "")
+            + f',"retry":{self._shared(fields["retry"], lambda r: r.to_json())}'
         )
         # The objects behind the ids are held by _memo through the _shared calls above.
         self._middles[key] = text

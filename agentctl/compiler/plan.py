@@ -280,6 +280,9 @@ class PlanTask:
     artifacts: tuple[PlanArtifact, ...] = ()
     # ``{"from": {"run", "task"}}`` or ``{"name"}``: the provider session an agent continues.
     session: Mapping[str, Any] | None = None
+    # Digest of the action or agent the task runs, with everything behind it
+    # (agentctl.compiler.identity); empty for synthetic tasks and plans of older releases.
+    resolved_definition: str = ""
     definition_fingerprint: str = ""
     output_contract_fingerprint: str = ""
 
@@ -304,6 +307,9 @@ class PlanTask:
             # Only when declared: plans and fingerprints of other workflows stay as they were.
             **({"artifacts": [a.to_json() for a in self.artifacts]} if self.artifacts else {}),
             **({"session": dict(self.session)} if self.session else {}),
+            **(
+                {"resolvedDefinition": self.resolved_definition} if self.resolved_definition else {}
+            ),
         }
 
     def to_json(self) -> dict[str, Any]:
@@ -377,6 +383,7 @@ class PlanTask:
                 PlanArtifact(str(a["name"]), str(a["path"])) for a in data.get("artifacts") or ()
             ),
             session=data.get("session"),
+            resolved_definition=str(data.get("resolvedDefinition", "")),
             definition_fingerprint=str(data.get("definitionFingerprint", "")),
             output_contract_fingerprint=str(data.get("outputContractFingerprint", "")),
         )

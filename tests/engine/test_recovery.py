@@ -199,3 +199,71 @@ def test_recovery_refuses_unfinished_sources_and_uncertain_effects(
     refused = cli("--output", "json", "retry", path, blocked["runId"], "--from", "slow", "--db", db)
     assert refused.exit_code == 3
     assert "uncertain" in refused.error_json()["error"]["message"]
+
+
+CHANGED_BODIES = """
+apiVersion: agentctl.dev/v1
+kind: Workflow
+metadata: {{name: bodies}}
+spec:
+  policy: {{approval: never, processAllowlist: [sh]}}
+  providers:
+    scripted: {{kind: fake}}
+  agents:
+    writer:
+      provider: scripted
+      model: {model}
+      instructions: {instructions}
+      providerOptions: {{finalText: written}}
+  actions:
+    count:
+      kind: builtin.shell.exec
+      command: sh
+      args: ["-c", "echo {word} >> counter.txt; echo {word}"]
+    gate: {{kind: builtin.shell.exec, command: sh, args: ["-c", "test -f ready"]}}
+  tasks:
+    - {{id: a, uses: "action:count"}}
+    - {{id: w, uses: "agent:writer", with: {{prompt: go}}}}
+    - {{id: check, uses: "action:gate", needs: [a, w]}}
+"""
+
+
+def _bodies(
+    workspace: Path, word: str = "one", model: str = "m", instructions: str = "Write."
+) -> Path:
+    path = workspace / "wf.yaml"
+    path.write_text(CHANGED_BODIES.format(word=word, model=model, instructions=instructions))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("change", "executes"),
+    [
+        ({"word": "two"}, "a"),  # a shell action's args changed
+        ({"model": "m2"}, "w"),  # the agent's model changed
+        ({"instructions": "Write briefly."}, "w"),  # the agent's system prompt changed
+        ({}, None),  # nothing changed: both are reused
+    ],
+)
+def test_repair_re_executes_a_task_whose_action_or_agent_changed(
+    cli: Any, workspace: Path, tmp_path: Path, change: dict[str, str], executes: str | None
+) -> None:
+    # The defect: the fingerprint covered `uses: action:count` but not the action itself,
+    # so repair reused `a` after its command changed and kept the old output.
+    db = tmp_path / "r.db"
+    failed = cli("--output", "json", "roll", _bodies(workspace), "--db", db)
+    assert failed.exit_code == 4, failed.stderr
+    source = str(failed.error_json()["error"]["runId"])
+    (workspace / "ready").write_text("")
+    path = _bodies(workspace, **change)
+    planned = cli("--output", "json", "repair", path, source, "--plan", "--db", db)
+    assert planned.exit_code == 0, planned.stderr
+    actions = {t["taskId"]: t["action"] for t in planned.json()["data"]["tasks"]}
+    expected = {"a": "reuse", "w": "reuse", "check": "execute"}
+    if executes is not None:
+        expected[executes] = "execute"
+    assert actions == expected
+    repaired = cli("--output", "json", "repair", path, source, "--db", db)
+    assert repaired.exit_code == 0, repaired.stderr
+    if executes == "a":
+        assert repaired.json()["data"]["output"]["a"]["stdout"] == "two\n"

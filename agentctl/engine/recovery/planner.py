@@ -21,6 +21,7 @@ from pydantic import Field
 from pydantic.dataclasses import dataclass as record
 
 from agentctl import hints
+from agentctl.compiler.identity import resolved_definitions, task_fingerprint
 from agentctl.compiler.plan import Plan
 from agentctl.digest import canonical_json, digest_json
 from agentctl.engine.effects import journal
@@ -300,9 +301,18 @@ def plan_repair(
     memory: dict[str, Any] = dict((spec.get("memory") or {}).get("working") or {})
     outputs: dict[str, Any] = {}
 
+    source_plan = Plan.from_json(source.plan)
+    source_resolved = resolved_definitions(source.workflow.get("spec") or {})
+    target_resolved = resolved_definitions(spec)
+
     def compatible(task_id: str, row: dict[str, Any], reused: dict[str, Any]) -> str | None:
         task = target.plan.tasks[task_id]
-        if row["definition_fingerprint"] != task.definition_fingerprint:
+        before = source_plan.tasks.get(task_id)
+        # Both sides under this release's rule (docs/durable-execution.md, "What changes a
+        # fingerprint"): never the fingerprint an older release stored.
+        if before is None or task_fingerprint(before, source_resolved) != task_fingerprint(
+            task, target_resolved
+        ):
             return "its definition changed"
         if row["output_contract_fingerprint"] != task.output_contract_fingerprint:
             return "its output contract changed"

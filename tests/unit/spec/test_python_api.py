@@ -42,6 +42,16 @@ def test_python_and_yaml_review_pipeline_are_the_same_model() -> None:
     assert spec.tasks[5].uses_ref.kind == "workflow"
     assert spec.agents["reviewer"].tools == ["read_file"]
     assert from_python.raw is not None and from_python.raw["metadata"]["name"] == "review-pipeline"
+    # The same model gives the same identities: plan digest and every task's fingerprint.
+    from agentctl.compiler import compile_workflow
+
+    plans = [compile_workflow(loaded.document).plan for loaded in (from_yaml, from_python)]
+    assert plans[0] is not None and plans[1] is not None
+    assert plans[0].plan_digest == plans[1].plan_digest
+    assert plans[0].workflow_digest == plans[1].workflow_digest
+    assert {t: p.definition_fingerprint for t, p in plans[0].tasks.items()} == {
+        t: p.definition_fingerprint for t, p in plans[1].tasks.items()
+    }
 
 
 def test_construct_helpers_produce_the_yaml_shape() -> None:
