@@ -130,7 +130,7 @@ MoveResult = tuple[str, list[str]] | None
 
 
 def roll(ctx: Ctx, killed: bool) -> MoveResult:
-    workflow = ctx.rng.choice(["ledger.yaml", "ledger.yaml", "gated.yaml"])
+    workflow = ctx.rng.choice(["ledger.yaml", "ledger.yaml", "gated.yaml", "ext.yaml"])
     env = dict(FAIL_ENV if ctx.rng.random() < 0.4 else PASS_ENV)
     if killed:
         env["AGENTCTL_FAULT"] = ctx.fault()
@@ -434,7 +434,7 @@ def artifacts_gc(ctx: Ctx, orphaned: bool) -> MoveResult:
 
 
 def retry_failed(ctx: Ctx, killed: bool) -> MoveResult:
-    files = {"model-ledger": "ledger.yaml", "model-gated": "gated.yaml"}
+    files = {"model-ledger": "ledger.yaml", "model-gated": "gated.yaml", "model-ext": "ext.yaml"}
     candidates = [r for r in ctx.runs("failed") if ctx.world.workflow_of.get(r) in files]
     if not candidates:
         return None
@@ -524,7 +524,7 @@ def run_schedule(
     launcher = launcher or Launcher(logs)
     launcher.logs = logs
     first_command = launcher._n
-    world = World(root, launcher, url)
+    world = World(root, launcher, url, seed=seed)
     checker = Checker(world)
     ctx = Ctx(world, checker, rng)
     failed = False

@@ -9,6 +9,11 @@ The ledger is the outside world's truth. Every process step of the workflows in
   line it accounts for,
 - a started-but-unconfirmed effect is reconciled truthfully: applied (with the marker of
   its unexplained line) when its line is there, not applied when it is not.
+
+Each world writes the workflows through tests/generators.py: keys in a seed-chosen order at
+every level, in a seed-chosen YAML style (``ext.yaml`` also gets its interpreter, extension
+path and approval mode), so the same schedules cover documents whose first attempt sees
+another key order than their resume.
 """
 
 from __future__ import annotations
@@ -16,13 +21,17 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import random
 import select
-import shutil
 import sqlite3
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
+from tests.generators import STYLES, shuffled, yaml_text
 from tests.model.launcher import Launcher, Proc, Result
 
 __all__ = ["LABELS", "Background", "LedgerLine", "World"]
@@ -38,7 +47,9 @@ LABELS = {
     ("model-gated", "mark"): "gated.mark",
     ("model-slow", "hold"): "slow.hold",
     ("model-slow", "mark"): "slow.mark",
+    ("model-ext", "apply"): "ext.apply",
 }
+EXTENSION = Path(__file__).with_name("ledger_extension.py")
 
 
 @dataclass(frozen=True)
@@ -74,12 +85,24 @@ class World:
     deleted: set[str] = field(default_factory=set)
     background: Background | None = None
     tags: int = 0
+    #: Chooses how this world writes its workflows (key order, YAML style, approvals).
+    seed: int = 0
 
     def __post_init__(self) -> None:
         self.ws = self.root / "ws"
         self.ws.mkdir(parents=True)
-        for wf in WORKFLOWS.glob("*.yaml"):
-            shutil.copy(wf, self.ws / wf.name)
+        # Its own generator: the schedule's moves stay what they were for each seed.
+        rng = random.Random(f"workflows-{self.seed}")
+        for wf in sorted(WORKFLOWS.glob("*.yaml")):
+            text = (
+                wf.read_text()
+                .replace("@PYTHON_NAME@", Path(sys.executable).name)
+                .replace("@PYTHON@", sys.executable)
+                .replace("@EXTENSION@", str(EXTENSION))
+                .replace("@APPROVAL@", rng.choice(["never", "mutations"]))
+            )
+            document = shuffled(yaml.safe_load(text), rng)
+            (self.ws / wf.name).write_text(yaml_text(document, rng.choice(STYLES)))
         os.mkfifo(self.ws / "ready.fifo")
         os.mkfifo(self.ws / "gate.fifo")
         (self.ws / "ledger.txt").touch()

@@ -19,7 +19,6 @@ from typing import Any
 
 import pydantic
 import pytest
-import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -34,6 +33,7 @@ from agentctl.spec import Workflow
 from agentctl.spec.loader import parse_workflow_text
 from agentctl.spec.models_definitions import Action, Agent, McpServer, Provider, Tool
 from agentctl.spec.models_policy import Policy
+from tests.generators import STYLES, shuffled, yaml_text
 
 TOOL = {
     "kind": "builtin.workspace.read",
@@ -200,38 +200,17 @@ def _fingerprints(result: CompileResult) -> dict[str, str]:
     return {tid: task.definition_fingerprint for tid, task in result.plan.tasks.items()}
 
 
-def _shuffled(value: Any, rng: random.Random) -> Any:
-    if isinstance(value, dict):
-        keys = list(value)
-        rng.shuffle(keys)
-        return {key: _shuffled(value[key], rng) for key in keys}
-    if isinstance(value, list):
-        return [_shuffled(item, rng) for item in value]
-    return value
-
-
-def _yaml(data: dict[str, Any], style: str) -> str:
-    if style == "flow":
-        return yaml.safe_dump(data, sort_keys=False, default_flow_style=True, width=10_000)
-    text = yaml.safe_dump(data, sort_keys=False, default_flow_style=False)
-    if style == "comments":
-        return "\n".join(
-            f"{line}  # note" if line.rstrip().endswith(":") else line for line in text.splitlines()
-        )
-    return text
-
-
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     workflows(),
     st.randoms(use_true_random=False),
-    st.sampled_from(["block", "flow", "comments"]),
+    st.sampled_from(STYLES),
 )
 def test_equal_documents_have_equal_identities(
     data: dict[str, Any], rng: random.Random, style: str
 ) -> None:
     first = _compile(data)
-    loaded = parse_workflow_text(_yaml(_shuffled(data, rng), style), "shuffled.yaml")
+    loaded = parse_workflow_text(yaml_text(shuffled(data, rng), style), "shuffled.yaml")
     assert loaded.document is not None, [d.to_json() for d in loaded.diagnostics]
     again = compile_workflow(loaded.document, source=loaded.source)
     assert again.plan is not None and first.plan is not None
