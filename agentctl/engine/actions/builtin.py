@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from agentctl import process
-from agentctl.digest import digest_json
 from agentctl.engine.actions import isolation, workspace_writers, written_files
 from agentctl.engine.actions.environment import process_timeout, resolve_environment
 from agentctl.engine.actions.long_term import LONG_TERM_BODIES
@@ -405,7 +404,3 @@ async def run_action(env: TaskEnv, action_name: str) -> TaskResult:
             f"action kind `{kind}` cannot run in this build", code="action.unsupported"
         )
     return await body(env, action)
-
-
-def fingerprint_input(value: Any) -> str:
-    return digest_json(value)
