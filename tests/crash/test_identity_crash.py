@@ -14,6 +14,7 @@ outcome as the sorted one.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import textwrap
 from pathlib import Path
@@ -101,7 +102,8 @@ def _kill_after_dispatch_then_resume(tmp_path: Path, with_value: dict[str, Any])
 
 
 @settings(
-    max_examples=4,
+    # AGENTCTL_IDENTITY_EXAMPLES raises it for a soak.
+    max_examples=int(os.environ.get("AGENTCTL_IDENTITY_EXAMPLES", 3)),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )

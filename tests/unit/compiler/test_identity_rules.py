@@ -8,11 +8,15 @@
   until someone decides whether it is identity): exactly the tasks that run that
   definition get a new fingerprint when the field is identity, and no task does when it
   is not.
+
+``AGENTCTL_IDENTITY_EXAMPLES=N`` runs each property N times (a soak; the defaults keep
+``make test`` quick).
 """
 
 from __future__ import annotations
 
 import copy
+import os
 import random
 from collections.abc import Callable
 from typing import Any
@@ -114,6 +118,12 @@ DEFINITIONS: dict[str, Any] = {
     },
 }
 
+
+def _examples(default: int) -> int:
+    """Examples per property: ``AGENTCTL_IDENTITY_EXAMPLES=5000`` makes it a soak."""
+    return int(os.environ.get("AGENTCTL_IDENTITY_EXAMPLES", default))
+
+
 USES = [f"action:{name}" for name in DEFINITIONS["actions"]] + [
     f"agent:{name}" for name in DEFINITIONS["agents"]
 ]
@@ -200,7 +210,7 @@ def _fingerprints(result: CompileResult) -> dict[str, str]:
     return {tid: task.definition_fingerprint for tid, task in result.plan.tasks.items()}
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=_examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     workflows(),
     st.randoms(use_true_random=False),
@@ -486,7 +496,7 @@ REAL_CHANGES = sorted(
 )
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=_examples(120), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(workflows(), st.sampled_from(REAL_CHANGES))
 def test_a_change_reaches_exactly_the_tasks_it_affects(
     data: dict[str, Any], key: tuple[str, str]
