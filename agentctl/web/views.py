@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from agentctl import hints
 from agentctl.engine.effects.approvals import list_approvals
 from agentctl.engine.effects.budget import amount
 from agentctl.engine.effects.unsettled import needs_reconciliation
@@ -309,7 +310,8 @@ def recorded_source(store: Store, run_id: str) -> tuple[str, str | None]:
     if not row.workflow_file:
         raise UsageError(
             f"run {run_id} has no recorded workflow file to retry",
-            hint=f"retry it from the command line: agentctl retry WORKFLOW {run_id} --failed",
+            hint="retry it from the command line: "
+            + hints.quoted(hints.retry_failed("WORKFLOW", run_id)),
         )
     return row.workflow_file, row.workspace
 
