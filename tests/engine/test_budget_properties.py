@@ -254,3 +254,19 @@ def test_amounts_are_never_in_scientific_notation(resource: str, units: float) -
 )
 def test_amounts_are_shown_in_their_units(resource: str, units: float | None, shown: str) -> None:
     assert budget.amount(resource, units) == shown
+
+
+def test_the_run_summary_shows_tokens_and_cost_with_the_same_formatter() -> None:
+    from agentctl.engine.summary import summary_text
+
+    text = summary_text(
+        {
+            "state": "succeeded",
+            "durationSeconds": 1.0,
+            "tasks": {"done": 1, "total": 1, "failed": 0},
+            "effects": 1,
+            "tokens": 1_234_567,
+            "costUsd": 18 / 1_000_000,  # 18 micro-USD: "$0.0000" before
+        }
+    )
+    assert text.endswith("1,234,567 tokens, $0.000018")
