@@ -15,6 +15,7 @@ it.
 
 from __future__ import annotations
 
+import os
 import shlex
 from contextvars import ContextVar
 
@@ -90,12 +91,30 @@ def reconcile_list(run_id: str | None = None) -> str:
     return _on_db("agentctl reconcile --list" + (f" {_arg(run_id)}" if run_id else ""))
 
 
-def retry_failed(workflow_file: str, run_id: str) -> str:
-    return _on_db(f"agentctl retry {_arg(workflow_file)} {_arg(run_id)} --failed")
+def _in_workspace(workflow_file: str, workspace: str | None) -> str:
+    """`` --workspace W`` when the run worked somewhere other than its workflow file's
+    folder: the derived run defaults to the source's workspace anyway, and the printed
+    command says where it will work."""
+    if not workspace:
+        return ""
+    folder = os.path.dirname(os.path.abspath(workflow_file))
+    if os.path.abspath(workspace) == folder:
+        return ""
+    return f" --workspace {_arg(workspace)}"
 
 
-def repair(workflow_file: str, run_id: str) -> str:
-    return _on_db(f"agentctl repair {_arg(workflow_file)} {_arg(run_id)}")
+def retry_failed(workflow_file: str, run_id: str, workspace: str | None = None) -> str:
+    return _on_db(
+        f"agentctl retry {_arg(workflow_file)} {_arg(run_id)} --failed"
+        + _in_workspace(workflow_file, workspace)
+    )
+
+
+def repair(workflow_file: str, run_id: str, workspace: str | None = None) -> str:
+    return _on_db(
+        f"agentctl repair {_arg(workflow_file)} {_arg(run_id)}"
+        + _in_workspace(workflow_file, workspace)
+    )
 
 
 def compensate(run_id: str) -> str:

@@ -193,6 +193,7 @@ class RecoveryOperations:
         """``agentctl compensate``: undo a finished run's confirmed mutations with their
         declared inverses, in a new linked run; None when there is nothing to undo."""
         from agentctl.engine.recovery.compensation import create_compensation_run, plan_compensation
+        from agentctl.engine.run.creation import derived_workspace
         from agentctl.engine.run.driving import drive_run
         from agentctl.ids import IdGenerator
         from agentctl.store.engine import open_store
@@ -201,7 +202,13 @@ class RecoveryOperations:
         with open_store(self.db, create=False) as store:
             plan = plan_compensation(store, source_run_id, only=list(tasks or []) or None)
             ids = IdGenerator(self.clock)
-            run_id = create_compensation_run(store, plan, clock=self.clock, ids=ids)
+            run_id = create_compensation_run(
+                store,
+                plan,
+                clock=self.clock,
+                ids=ids,
+                workspace=derived_workspace(store, source_run_id, optional_path(workspace)),
+            )
             if run_id is None:
                 return None
             self._notify(

@@ -12,7 +12,7 @@ import typer
 
 from agentctl.cli import output
 from agentctl.cli.options import DbOption, VarOption, VarsFileOption, db_from_context
-from agentctl.cli.running import TimeoutOption, WorkspaceOption, report_result, runtime_for
+from agentctl.cli.running import TimeoutOption, report_result, runtime_for
 from agentctl.errors import EXIT_BLOCKED, EXIT_OK
 
 SourceArgument = Annotated[str, typer.Argument(help="The source run.")]
@@ -29,6 +29,13 @@ RestartOption = Annotated[
     typer.Option("--restart-successful", help="Reuse nothing: execute successful tasks too."),
 ]
 ReasonOption = Annotated[str | None, typer.Option("--reason", help="Why (kept with the new run).")]
+WorkspaceOption = Annotated[
+    str | None,
+    typer.Option(
+        "--workspace",
+        help="Base directory for paths (default: the workspace the source run recorded).",
+    ),
+]
 
 
 def _print_plan(data: dict[str, Any]) -> int:
@@ -70,8 +77,9 @@ def retry_command(
 
     The workflow digest must match the source's (else exit 3: use `repair`). Failed tasks
     (--failed) or the chosen ones (--from) and their descendants run with fresh attempts.
+    The new run works in the source run's workspace unless --workspace says otherwise.
 
-    Example: agentctl retry review.yaml RUN --failed
+    Example: agentctl retry review.yaml RUN --failed --workspace ./checkout
     """
     runtime, progress = runtime_for(db_from_context(ctx, db), interactive=False)
     chosen: dict[str, Any] = {
@@ -108,7 +116,8 @@ def repair_command(
     A task is reused when its definition, dependencies, resolved input, output contract and
     value, memory writes and effect certainty all still hold; everything else runs. Without
     --var/--vars-file the source run's invocation variables are used again; with them, they
-    replace those values (a task whose variables changed runs again).
+    replace those values (a task whose variables changed runs again). The new run works in
+    the source run's workspace unless --workspace says otherwise.
 
     Example: agentctl repair deploy.yaml run-0192… --from build --var replicas=4
     """

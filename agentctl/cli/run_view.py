@@ -149,18 +149,18 @@ def _output_lines(value: Any) -> list[str]:
     return lines
 
 
-def _number(value: Any) -> str:
-    if value is None:
-        return "-"
-    return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.2f}"
-
-
 def _budget_lines(ledger: list[dict[str, Any]], *, color: bool) -> list[str]:
+    from agentctl.engine.effects.budget import amount
+
     shown = [row for row in ledger if row["limit"] is not None or row["used"] or row["reserved"]]
     if not shown:
         return []
+
+    def cell(row: dict[str, Any], column: str) -> str:
+        return "-" if row[column] is None else amount(row["resource"], row[column])
+
     rows = [
-        [row["resource"], _number(row["limit"]), _number(row["reserved"]), _number(row["used"])]
+        [row["resource"], cell(row, "limit"), cell(row, "reserved"), cell(row, "used")]
         for row in shown
     ]
     table = render(["RESOURCE", "LIMIT", "RESERVED", "USED"], rows, color=color)

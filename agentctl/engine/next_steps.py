@@ -102,14 +102,14 @@ def _finished(store: Store, run: RunRow) -> list[NextStep]:
     if run.mode != "compensate" and source and Path(source).is_file() and rerunnable:
         steps.append(
             NextStep(
-                hints.retry_failed(source, run.id),
+                hints.retry_failed(source, run.id, run.workspace),
                 f"run the {run.status} tasks again in a new run, reusing what succeeded",
             )
         )
     if run.mode != "compensate" and source and Path(source).is_file():
         steps.append(
             NextStep(
-                hints.repair(source, run.id),
+                hints.repair(source, run.id, run.workspace),
                 "after changing the workflow, run what changed, reusing what still fits",
             )
         )

@@ -44,7 +44,7 @@ def run_summary(store: Store, run_id: str) -> dict[str, Any]:
 
 
 def summary_text(summary: dict[str, Any]) -> str:
-    """``succeeded in 1.2s: 3/3 tasks, 2 effects, 1,234 tokens, $0.0012``."""
+    """``succeeded in 1.2s: 3/3 tasks, 2 effects, 1,234 tokens, $0.001234``."""
     seconds = summary["durationSeconds"]
     took = f"{seconds:.1f}s" if seconds < 60 else f"{int(seconds // 60)}m{int(seconds % 60):02d}s"
     tasks = summary["tasks"]
@@ -54,8 +54,8 @@ def summary_text(summary: dict[str, Any]) -> str:
     effects = summary["effects"]
     parts.append(f"{effects} effect" + ("" if effects == 1 else "s"))
     if "tokens" in summary:
-        parts.append(f"{summary['tokens']:,} tokens")
+        parts.append(budget.amount("totalTokens", summary["tokens"]))
     if "costUsd" in summary:
-        parts.append(f"${summary['costUsd']:.4f}")
+        parts.append(budget.amount("costMicrousd", round(summary["costUsd"] * 1_000_000)))
     verb = "in" if summary["state"] == "succeeded" else "after"
     return f"{summary['state']} {verb} {took}: " + ", ".join(parts)

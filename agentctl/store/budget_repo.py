@@ -19,10 +19,12 @@ __all__ = [
     "LedgerRow",
     "ReservationRow",
     "add_used",
+    "effect_reservations",
     "has_held_reservation",
     "held_reservations",
     "insert_ledger",
     "ledger",
+    "move_reservations",
     "reserve_units",
     "settle_reservations",
 ]
@@ -42,6 +44,7 @@ class ReservationRow:
     id: int
     resource: str
     units: float
+    status: str = "held"
 
 
 def insert_ledger(
@@ -90,6 +93,47 @@ def held_reservations(conn: SqlRunner, effect_id: str) -> list[ReservationRow]:
         (effect_id,),
     )
     return [ReservationRow(int(row[0]), row[1], float(row[2])) for row in rows]
+
+
+def effect_reservations(conn: SqlRunner, effect_id: str) -> list[ReservationRow]:
+    """Every reservation an effect made, whatever became of it."""
+    rows = conn.exec_driver_sql(
+        "SELECT id, resource, units, status FROM budget_reservations WHERE effect_id = ? "
+        "ORDER BY id",
+        (effect_id,),
+    )
+    return [ReservationRow(int(row[0]), row[1], float(row[2]), row[3]) for row in rows]
+
+
+def move_reservations(
+    conn: SqlRunner,
+    run_id: str,
+    reservations: Sequence[ReservationRow],
+    *,
+    reserved: int,
+    used: int,
+    status: str,
+    now: datetime,
+) -> None:
+    """Move each reservation's units on the ledger (``reserved`` and ``used`` are -1, 0 or
+    +1 times the units) and mark it ``status``, one reservation at a time."""
+    stamp = to_db(now)
+    for reservation in reservations:
+        conn.exec_driver_sql(
+            "UPDATE budgets SET reserved_units = reserved_units + ?, "
+            "used_units = used_units + ?, updated_at = ? WHERE run_id = ? AND resource = ?",
+            (
+                reserved * reservation.units,
+                used * reservation.units,
+                stamp,
+                run_id,
+                reservation.resource,
+            ),
+        )
+        conn.exec_driver_sql(
+            "UPDATE budget_reservations SET status = ?, settled_at = ? WHERE id = ?",
+            (status, stamp, reservation.id),
+        )
 
 
 def _by_resource(amounts: Sequence[tuple[str, float]]) -> tuple[str, list[Any]]:

@@ -14,7 +14,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from agentctl import hints
 from agentctl.engine.effects.approvals import list_approvals
+from agentctl.engine.effects.budget import amount
 from agentctl.engine.effects.unsettled import needs_reconciliation
 from agentctl.engine.operations import inspect_run
 from agentctl.engine.run.records import TERMINAL_RUN_STATES, load_run
@@ -268,7 +270,19 @@ def run_page(store: Store, run_id: str) -> RunPage:
         terminal=terminal,
         columns=_graph(row.plan, states),
         tasks=tasks,
-        budget=data["budget"],
+        budget=[
+            {
+                "resource": entry["resource"],
+                # In their units, as `inspect` shows them (docs/budgets.md).
+                **{
+                    column: "—"
+                    if entry[column] is None
+                    else amount(entry["resource"], entry[column])
+                    for column in ("used", "reserved", "limit")
+                },
+            }
+            for entry in data["budget"]
+        ],
         audit=data["audit"],
         events=[
             {
@@ -296,7 +310,8 @@ def recorded_source(store: Store, run_id: str) -> tuple[str, str | None]:
     if not row.workflow_file:
         raise UsageError(
             f"run {run_id} has no recorded workflow file to retry",
-            hint=f"retry it from the command line: agentctl retry WORKFLOW {run_id} --failed",
+            hint="retry it from the command line: "
+            + hints.quoted(hints.retry_failed("WORKFLOW", run_id)),
         )
     return row.workflow_file, row.workspace
 

@@ -53,7 +53,16 @@ def test_tree_outputs_and_budget(cli: Any, tmp_path: Path) -> None:
     budget = lines[lines.index("budget:") + 1 :]
     assert budget[0].split() == ["RESOURCE", "LIMIT", "RESERVED", "USED"]
     requests = next(line for line in budget if line.split()[0] == "providerRequests")
-    assert requests.split() == ["providerRequests", "5", "0", "1"]
+    # Amounts in their units (one formatter: agentctl.engine.effects.budget.amount).
+    assert requests.split() == [
+        "providerRequests",
+        "5",
+        "requests",
+        "0",
+        "requests",
+        "1",
+        "request",
+    ]
     assert "next:" not in lines  # a succeeded run has nothing left to do
 
 

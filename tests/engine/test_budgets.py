@@ -195,3 +195,104 @@ def test_derived_runs_own_their_ledgers_and_reuse_costs_nothing(
     assert used(source) == 1
     assert used(retried.json()["data"]["runId"]) == 0  # the agent's answer was reused
     assert used(replayed.json()["data"]["runId"]) == 0
+
+
+# The step's worst case (its combined output limit) is reserved before it runs; two of
+# them do not fit the run's limit at once.
+RECONCILED = """
+apiVersion: agentctl.dev/v1
+kind: Workflow
+metadata: {name: budgeted-process}
+spec:
+  policy: {approval: never, processAllowlist: [sh]}
+  runtime:
+    budgets: {maxProcessOutputBytes: 1500000}
+  actions:
+    work:
+      kind: builtin.shell.exec
+      command: sh
+      args: ["-c", "echo ran >> counter"]
+      combinedOutputLimitBytes: 1000000
+  tasks:
+    - {id: step, uses: "action:work"}
+    - {id: later, uses: "action:work", needs: [step]}
+"""
+
+
+def _uncertain_after_a_crash(
+    cli: Any, write_workflow: Any, tmp_path: Path
+) -> tuple[Path, str, str]:
+    """Roll, SIGKILLed right after the step's dispatch; resume finds it uncertain."""
+    from tests.crash.cli import cli as crash_cli
+
+    path = write_workflow(RECONCILED)
+    db = tmp_path / "r.db"
+    killed = crash_cli(
+        ["roll", str(path), "--db", str(db)],
+        path.parent,
+        env_extra={"AGENTCTL_FAULT": "effect.dispatched"},
+    )
+    assert killed.returncode == -9, killed.stderr
+    runs = cli("--output", "json", "runs", "list", "--db", db).json()["data"]["runs"]
+    run_id = runs[0]["runId"]
+    assert cli("resume", run_id, "--db", db).exit_code == 3
+    (effect,) = _effects(cli, db, run_id)
+    assert effect["status"] == "uncertain"
+    return db, run_id, effect["effectId"]
+
+
+def _ledger(cli: Any, db: Path, run_id: str) -> dict[str, Any]:
+    inspection = cli("--output", "json", "inspect", run_id, "--db", db).json()["data"]
+    return dict({row["resource"]: row for row in inspection["budget"]}["processOutputBytes"])
+
+
+def test_reconciled_not_applied_gives_the_reservation_back(
+    cli: Any, write_workflow: Any, tmp_path: Path
+) -> None:
+    db, run_id, effect_id = _uncertain_after_a_crash(cli, write_workflow, tmp_path)
+    assert _ledger(cli, db, run_id)["reserved"] == 1_000_000
+    reconciled = cli(
+        "reconcile", effect_id, "--status", "not-applied", "--reason", "no", "--db", db
+    )
+    assert reconciled.exit_code == 0, reconciled.stderr
+    assert _ledger(cli, db, run_id) == {
+        "resource": "processOutputBytes",
+        "limit": 1_500_000,
+        "reserved": 0,
+        "used": 0,
+    }
+    # The fresh attempt of `step` and then `later` each fit (it failed "used 0" before).
+    resumed = cli("--output", "json", "resume", run_id, "--db", db)
+    assert resumed.exit_code == 0, resumed.stderr
+    ledger = _ledger(cli, db, run_id)
+    assert ledger["reserved"] == 0 and ledger["used"] == 0  # `echo >> file` prints nothing
+
+
+def test_reconciled_applied_counts_the_reservation_as_used(
+    cli: Any, write_workflow: Any, tmp_path: Path
+) -> None:
+    db, run_id, effect_id = _uncertain_after_a_crash(cli, write_workflow, tmp_path)
+    result = tmp_path / "result.json"
+    result.write_text('{"status": "changed", "changed": true, "exitCode": 0, "stdout": ""}')
+    applied = cli(
+        "reconcile", effect_id, "--status", "applied", "--reason", "ran",
+        "--result-file", result, "--db", db,
+    )  # fmt: skip
+    assert applied.exit_code == 0, applied.stderr
+    assert _ledger(cli, db, run_id)["reserved"] == 0
+    assert _ledger(cli, db, run_id)["used"] == 1_000_000
+    # `later` reserves its own worst case on top: 2,000,000 of 1,500,000, said in bytes.
+    resumed = cli("--output", "json", "resume", run_id, "--db", db)
+    assert resumed.exit_code == 4
+    message = resumed.error_json()["error"]["message"]
+    assert (
+        "processOutputBytes would reach 2,000,000 bytes of 1,500,000 bytes "
+        "(used 1,000,000 bytes, reserved 0 bytes; limit runtime.budgets.maxProcessOutputBytes)"
+    ) in message
+    assert "e+" not in message
+    # An operator who finds it did not apply after all gets the units back.
+    overturned = cli(
+        "reconcile", effect_id, "--status", "not-applied", "--reason", "it did not", "--db", db
+    )
+    assert overturned.exit_code == 0, overturned.stderr
+    assert _ledger(cli, db, run_id)["used"] == 0

@@ -186,6 +186,10 @@ def test_a_kill_after_dispatch_leaves_an_uncertain_effect_that_reconcile_settles
         database,
     )
     assert concluded.exit_code == 0, concluded.stdout + concluded.stderr
+    # The conclusion settled the effect's worst case in the same transaction: counted as used.
+    inspection = cli("--output", "json", "inspect", run_id, "--db", database).json()["data"]
+    ledger = {row["resource"]: row for row in inspection["budget"]}["processOutputBytes"]
+    assert ledger["reserved"] == 0 and ledger["used"] > 0
     finished = cli("--output", "json", "resume", run_id, "--db", database)
     assert finished.exit_code == 0, finished.stdout + finished.stderr
     assert (ws / "ledger.txt").read_text() == "a\nb\n"

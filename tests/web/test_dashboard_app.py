@@ -235,6 +235,11 @@ def test_reconcile_an_uncertain_effect_from_the_effects_page(runs: Runs, dashboa
     assert conclusion["evidence"].startswith("ps shows no sh")
     assert inspection["run"]["state"] == "succeeded"
     assert "No effect is in doubt." in client.get("/effects").text
+    # The conclusion gave the uncertain attempt's worst case back; amounts show in units.
+    ledger = {row["resource"]: row for row in inspection["budget"]}
+    assert ledger["processOutputBytes"]["reserved"] == 0
+    page = client.get(f"/runs/{data['runId']}").text
+    assert re.search(r"<td>processOutputBytes</td><td>[\d,]+ bytes</td><td>0 bytes</td>", page)
 
 
 def test_cancel_a_parked_run_is_audited_with_actor_ui(runs: Runs, dashboard: Any) -> None:

@@ -10,6 +10,10 @@ After the dispatch the reservation is replaced by actual usage; an overrun found
 recorded and fails the task before anything else is dispatched. Limits are exceeded only
 when usage is strictly greater. Reused and replayed results reserve nothing: only fresh
 dispatches pass through here, and every derived run has a ledger of its own.
+
+An effect whose outcome is unknown keeps its reservation until an operator concludes it;
+the conclusion settles it (``conclude``): ``not_applied`` gives it back, ``applied`` and
+``compensated`` count it as used. Amounts are shown in their units by ``amount``.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from decimal import Decimal
 from typing import Any
 
 from agentctl.providers.base import Usage
@@ -27,6 +32,8 @@ from agentctl.store.engine import SqlRunner
 __all__ = [
     "LIMIT_RESOURCES",
     "BudgetDenied",
+    "amount",
+    "conclude",
     "model_usage",
     "model_worst_case",
     "open_ledger",
@@ -48,6 +55,37 @@ LIMIT_RESOURCES = {
     "maxCostMicrousd": "costMicrousd",
 }
 COUNTERS = ("unpricedProviderRequests",)
+_FIELDS = {resource: field for field, resource in LIMIT_RESOURCES.items()}
+
+#: ledger resource -> (singular, plural) unit; costMicrousd is shown in dollars.
+_UNITS = {
+    "providerRequests": ("request", "requests"),
+    "unpricedProviderRequests": ("request", "requests"),
+    "turns": ("turn", "turns"),
+    "toolCalls": ("tool call", "tool calls"),
+    "inputTokens": ("token", "tokens"),
+    "outputTokens": ("token", "tokens"),
+    "totalTokens": ("token", "tokens"),
+    "processOutputBytes": ("byte", "bytes"),
+    "artifactBytes": ("byte", "bytes"),
+    "wallTimeSeconds": ("second", "seconds"),
+}
+
+
+def amount(resource: str, units: float | None) -> str:
+    """``units`` of ``resource`` as a person reads them: ``1,500,000 bytes``, ``$2.50``
+    (micro-USD shown as dollars), ``3 requests``; never ``1.5e+06``. The one formatter of
+    budget amounts for messages, errors and ``inspect``."""
+    if units is None:
+        return "unlimited"
+    if resource == "costMicrousd":
+        dollars = Decimal(int(round(units))) / Decimal(1_000_000)
+        text = f"{dollars:,.6f}".rstrip("0")
+        whole, _, cents = text.partition(".")
+        return f"${whole}.{cents.ljust(2, '0')}"
+    number = f"{int(units):,}" if float(units).is_integer() else f"{units:,.2f}"
+    singular, plural = _UNITS.get(resource, ("unit", "units"))
+    return f"{number} {singular if units == 1 else plural}"
 
 
 @dataclass(frozen=True)
@@ -59,10 +97,21 @@ class BudgetDenied:
     requested: float
 
     def message(self) -> str:
+        def show(units: float) -> str:
+            return amount(self.resource, units)
+
         return (
             f"budget exceeded: {self.resource} would reach "
-            f"{self.used + self.reserved + self.requested:g} of {self.limit:g} "
-            f"(used {self.used:g}, reserved {self.reserved:g})"
+            f"{show(self.used + self.reserved + self.requested)} of {show(self.limit)} "
+            f"(used {show(self.used)}, reserved {show(self.reserved)}; "
+            f"limit runtime.budgets.{_FIELDS.get(self.resource, self.resource)})"
+        )
+
+    def overrun_message(self) -> str:
+        return (
+            f"budget overrun: {self.resource} used {amount(self.resource, self.used)} of "
+            f"{amount(self.resource, self.limit)} "
+            f"(limit runtime.budgets.{_FIELDS.get(self.resource, self.resource)})"
         )
 
 
@@ -134,6 +183,46 @@ def settle(
                 BudgetDenied(resource, row.limit_units, row.used_units, row.reserved_units, 0)
             )
     return overruns
+
+
+def conclude(
+    conn: SqlRunner,
+    run_id: str,
+    effect_id: str,
+    *,
+    consumed: bool,
+    outcome_recorded: bool,
+    now: datetime,
+) -> None:
+    """Settle the reservation of an effect an operator concluded (docs/budgets.md).
+
+    ``consumed`` (applied, compensated): the worst case reserved becomes usage, because
+    nothing measured what the effect used and the reservation bounds it. Not consumed
+    (not_applied): the reservation is given back. A later conclusion that overturns an
+    earlier one moves the same units back, so the ledger always reflects the latest. An
+    effect whose outcome was recorded when it returned was settled then, with measured
+    usage: a conclusion leaves it alone.
+    """
+    if outcome_recorded:
+        return
+    rows = budget_repo.effect_reservations(conn, effect_id)
+    held = [row for row in rows if row.status == "held"]
+    if consumed:
+        budget_repo.move_reservations(
+            conn, run_id, held, reserved=-1, used=+1, status="settled", now=now
+        )
+        released = [row for row in rows if row.status == "released"]
+        budget_repo.move_reservations(
+            conn, run_id, released, reserved=0, used=+1, status="settled", now=now
+        )
+    else:
+        budget_repo.move_reservations(
+            conn, run_id, held, reserved=-1, used=0, status="released", now=now
+        )
+        counted = [row for row in rows if row.status == "settled"]
+        budget_repo.move_reservations(
+            conn, run_id, counted, reserved=0, used=-1, status="released", now=now
+        )
 
 
 def snapshot(conn: SqlRunner, run_id: str) -> list[dict[str, Any]]:

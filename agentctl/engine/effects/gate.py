@@ -578,8 +578,7 @@ class EffectGate:
             ) from exc
         if overruns:
             raise TaskFailure(
-                f"budget overrun: {overruns[0].resource} used {overruns[0].used:g} of "
-                f"{overruns[0].limit:g}",
+                overruns[0].overrun_message(),
                 code="budget.exceeded",
                 stops_run=True,
             )

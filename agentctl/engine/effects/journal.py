@@ -24,6 +24,7 @@ from pydantic.dataclasses import dataclass as record
 from agentctl.compiler.effects import EffectSpec as Classification
 from agentctl.compiler.effects import kind_effect
 from agentctl.digest import canonical_json, effect_id, effect_input_digest, identity_json
+from agentctl.engine.effects import budget
 from agentctl.errors import NotFoundError, PersistenceError
 from agentctl.observability import telemetry
 from agentctl.signals import TaskFailure
@@ -399,6 +400,17 @@ def add_reconciliation(
         result_validated=result_validated,
         compensation_effect_id=compensation_effect_id,
         supersedes_id=None if previous is None else previous.id,
+        now=now,
+    )
+    # The conclusion settles the budget the effect reserved, in the same transaction: no
+    # reconciliation can be appended without it (docs/budgets.md).
+    effect = require_effect(conn, effect_id_)
+    budget.conclude(
+        conn,
+        effect.run_id,
+        effect.id,
+        consumed=status != "not_applied",
+        outcome_recorded=effect.status in TERMINAL_EFFECT_STATUSES,
         now=now,
     )
     return _reconciliation(row)

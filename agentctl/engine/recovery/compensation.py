@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import computed_field
@@ -254,9 +255,15 @@ def _generated_document(plan: CompensationPlan) -> dict[str, Any]:
 
 
 def create_compensation_run(
-    store: Store, plan: CompensationPlan, *, clock: Clock, ids: IdGenerator
+    store: Store,
+    plan: CompensationPlan,
+    *,
+    clock: Clock,
+    ids: IdGenerator,
+    workspace: Path | None = None,
 ) -> str | None:
-    """Create the compensation run (None when there is nothing to compensate)."""
+    """Create the compensation run (None when there is nothing to compensate). It works in
+    ``workspace`` (``--workspace``), else where the source run worked."""
     if plan.blocked:
         first = plan.blocked[0]
         raise BlockedError(
@@ -290,8 +297,6 @@ def create_compensation_run(
             + "; ".join(f"{d.path}: {d.message}" for d in compiled.errors),
             code="compensation.invalid",
         )
-    from pathlib import Path
-
     from agentctl.spec import LoadResult
 
     prepared = PreparedRun(
@@ -299,7 +304,7 @@ def create_compensation_run(
         workflow=model.model_dump(mode="json", by_alias=True),
         workflow_file=plan.source.workflow_file or "",
         inputs=dict(document["spec"]["inputs"]),
-        workspace=Path(plan.source.workspace or "."),
+        workspace=workspace or Path(plan.source.workspace or "."),
         load=LoadResult(path="", document=model, diagnostics=[], source=None, raw=None),
     )
     return create_run(

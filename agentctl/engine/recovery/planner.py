@@ -259,7 +259,9 @@ def plan_retry(
             f"{prepared.plan.workflow_digest[:19]})",
             code="retry.workflow_changed",
             hint="use "
-            + hints.quoted(hints.repair(prepared.workflow_file, source_run_id))
+            + hints.quoted(
+                hints.repair(prepared.workflow_file, source_run_id, str(prepared.workspace))
+            )
             + " to reuse what is still compatible with the changed workflow",
             run_id=source_run_id,
         )

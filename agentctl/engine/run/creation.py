@@ -105,12 +105,7 @@ def prepare_run(
             hint=f"`agentctl check {workflow_path}` shows every diagnostic",
         )
     document = loaded.document.model_dump(mode="json", by_alias=True)
-    base = Path(workspace) if workspace else Path(workflow_path).resolve().parent
-    if not base.is_dir():
-        raise UsageError(
-            f"workspace {base} is not a directory",
-            hint="pass an existing directory with --workspace",
-        )
+    base = workspace_dir(workspace) if workspace else Path(workflow_path).resolve().parent
     spec = document.get("spec") or {}
     inputs = merge_inputs(
         spec.get("inputs") or {},
@@ -127,6 +122,41 @@ def prepare_run(
         workspace=base.resolve(),
         load=loaded,
     )
+
+
+def workspace_dir(workspace: str | Path) -> Path:
+    """``workspace`` as an existing directory (resolved), or a usage error naming it."""
+    base = Path(workspace)
+    if not base.is_dir():
+        raise UsageError(
+            f"workspace {base} is not a directory",
+            hint="pass an existing directory with --workspace",
+        )
+    return base.resolve()
+
+
+def derived_workspace(store: Store, source_run_id: str, given: str | None) -> Path | None:
+    """Where a run derived from ``source_run_id`` (retry, repair, fork, compensation) works:
+    ``given`` (``--workspace``) when set, else the workspace the source run recorded, so
+    the new run sees the files the source saw whatever folder the workflow file is in
+    (docs/durable-execution.md). None when neither is known (the workflow file's folder
+    then applies)."""
+    from agentctl.engine.run.records import load_run
+
+    if given:
+        return workspace_dir(given)
+    with store.read() as conn:
+        recorded = load_run(conn, source_run_id).workspace
+    if not recorded:
+        return None
+    if not Path(recorded).is_dir():
+        raise UsageError(
+            f"workspace {recorded}, which run {source_run_id} recorded, is not a directory "
+            "any more",
+            hint="pass the directory the run should work in with --workspace",
+            run_id=source_run_id,
+        )
+    return Path(recorded)
 
 
 def runtime_document(workflow: Mapping[str, Any]) -> dict[str, Any]:

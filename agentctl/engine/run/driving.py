@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import signal
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -168,11 +169,19 @@ def recovery_plan(store: Store, request: RecoveryRequest) -> RecoveryPlan:
     the source run recorded, which is allowed for ``repair`` only: a retry must compile
     the identical workflow, so it always uses the recorded values."""
     from agentctl.engine.recovery import planner as recovery
-    from agentctl.engine.run.creation import prepare_run, recorded_variables
+    from agentctl.engine.run.creation import derived_workspace, prepare_run, recorded_variables
 
     mode, source_run_id = request.mode, request.source_run_id
+    # The source run's recorded workspace unless --workspace says otherwise: a retry of a
+    # run rolled with --workspace works in that workspace again.
+    workspace = derived_workspace(store, source_run_id, request.workspace)
     if mode == "fork":
-        return recovery.plan_fork(store, source_run_id)
+        plan = recovery.plan_fork(store, source_run_id)
+        if workspace is None:
+            return plan
+        return dataclasses.replace(
+            plan, prepared=dataclasses.replace(plan.prepared, workspace=workspace)
+        )
     if request.workflow is None:
         raise UsageError(f"{mode} needs the workflow file")
     given = bool(request.vars_files or request.var_pairs)
@@ -183,7 +192,7 @@ def recovery_plan(store: Store, request: RecoveryRequest) -> RecoveryPlan:
         )
     prepared = prepare_run(
         request.workflow,
-        workspace=request.workspace,
+        workspace=None if workspace is None else str(workspace),
         vars_files=request.vars_files,
         var_pairs=request.var_pairs,
         recorded_variables=None if given else recorded_variables(store, source_run_id),
