@@ -257,11 +257,16 @@ class DriverSession:
         self._begin = {kind: begin_statement(name, kind) for kind in (WRITE, READ)}
 
     def exec_driver_sql(self, statement: str, parameters: Any = ()) -> _DriverResult:
-        cursor = self._raw.cursor()
-        if self._postgres:
-            cursor.execute(to_postgres(statement, bool(parameters)), parameters or None)
-        else:
-            cursor.execute(statement, parameters)
+        try:
+            cursor = self._raw.cursor()
+            if self._postgres:
+                cursor.execute(to_postgres(statement, bool(parameters)), parameters or None)
+            else:
+                cursor.execute(statement, parameters)
+        except _driver_errors() as exc:
+            # Outside a transaction too (a read in autocommit): a lost connection is the
+            # store's transient store.unreachable, never a driver exception.
+            raise driver_error(self._where, exc) from exc
         return _DriverResult(cursor)
 
     def write(self) -> AbstractContextManager[DriverSession]:
