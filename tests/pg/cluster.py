@@ -139,6 +139,18 @@ class Cluster:
         )
         assert done.returncode == 0, done.stderr or done.stdout
 
+    def password_role(self, user: str, password: str) -> None:
+        """A role that must log in with ``password`` (scram-sha-256) over TCP, allowed to
+        create databases; every other user keeps trust authentication."""
+        import psycopg
+
+        assert self.directory is not None, "a server given by URL cannot be reconfigured"
+        with psycopg.connect(self.admin_url, autocommit=True) as conn:
+            conn.execute(f"CREATE ROLE {user} LOGIN CREATEDB PASSWORD '{password}'")
+            hba = self.directory / "data" / "pg_hba.conf"
+            hba.write_text(f"host all {user} 127.0.0.1/32 scram-sha-256\n" + hba.read_text())
+            conn.execute("SELECT pg_reload_conf()")
+
     def shutdown(self) -> None:
         if self.stop is not None:
             subprocess.run(self.stop, capture_output=True, check=False, timeout=60)
