@@ -406,6 +406,20 @@ class Worker:
             if not isinstance(exc, OwnershipLostError):
                 await self._give_back(run_id, owner_id, to_workers=exc.code in TRANSIENT_CODES)
             return
+        except Exception as exc:  # noqa: BLE001 - one run's defect must not hold it forever
+            self.report.runs[run_id] = "error"
+            self._events(
+                "WorkerEvent",
+                {
+                    "worker": self.name,
+                    "runId": run_id,
+                    "state": "error",
+                    "code": "internal",
+                    "message": f"{type(exc).__name__}: {exc}",
+                },
+            )
+            await self._give_back(run_id, owner_id, to_workers=False)
+            return
         self.report.runs[run_id] = outcome.state
         self._events("WorkerEvent", {"worker": self.name, "runId": run_id, "state": outcome.state})
         self._compensate_if_asked(outcome)
@@ -415,8 +429,7 @@ class Worker:
         ``resume`` and every other worker away from the run. A run given up for a
         transient cause (a server restart) goes back to the workers, this one included;
         any other is left for ``agentctl resume`` (so no worker fails it over and over).
-        Retried with backoff while the server is unreachable, within the store's retry
-        window."""
+        Retried with backoff within the store's retry window."""
         delay, deadline = 0.05, time.monotonic() + retry_window_seconds()
         while True:
             try:
@@ -424,7 +437,9 @@ class Worker:
                     given = run_queue.give_back(conn, run_id, owner_id, to_workers=to_workers)
                 break
             except PersistenceError as exc:
-                if exc.code not in TRANSIENT_CODES or time.monotonic() + delay > deadline:
+                # Any store error, not only a transient one, is tried again in the window:
+                # just after a restart the pool may answer with another error once.
+                if isinstance(exc, OwnershipLostError) or time.monotonic() + delay > deadline:
                     self._events(
                         "WorkerEvent",
                         {
