@@ -414,7 +414,7 @@ class Worker:
                     "worker": self.name,
                     "runId": run_id,
                     "state": "error",
-                    "code": "internal",
+                    "code": "internal.error",
                     "message": f"{type(exc).__name__}: {exc}",
                 },
             )
