@@ -9,8 +9,8 @@ When the command that prints a hint was given its database with ``--db``, every 
 command carries the same ``--db`` (set once per invocation with :func:`use_database`), so it
 works when pasted; a database chosen by ``AGENTCTL_DB`` or the default needs no option.
 
-Kept free of imports from the rest of agentctl: the store, the engine and the CLI all use
-it.
+Kept free of imports from the rest of agentctl but the foundation's redaction: the store,
+the engine and the CLI all use it.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ from __future__ import annotations
 import os
 import shlex
 from contextvars import ContextVar
+
+from agentctl.redaction import masked_url
 
 __all__ = [
     "answer",
@@ -45,7 +47,9 @@ def use_database(path: str | None) -> None:
 
 def _on_db(command: str) -> str:
     path = _database.get()
-    return f"{command} --db {shlex.quote(path)}" if path else command
+    # A URL's password never appears in a suggestion (it is shown as ***): keep it in
+    # PGPASSWORD or ~/.pgpass, where the suggested command finds it (docs/postgresql.md).
+    return f"{command} --db {shlex.quote(masked_url(path))}" if path else command
 
 
 def _arg(value: str) -> str:

@@ -10,9 +10,15 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-__all__ = ["REDACTED", "redact"]
+__all__ = ["MASK", "REDACTED", "masked_url", "redact"]
 
 REDACTED = "[REDACTED]"
+
+#: What a database URL shows in place of its password.
+MASK = "***"
+
+_URL_PASSWORD = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://[^/?#@:]*):([^/?#]*)@")
+_QUERY_PASSWORD = re.compile(r"([?&]password=)[^&#]*", re.IGNORECASE)
 
 
 def redact(text: str, secrets: Iterable[str]) -> str:
@@ -26,3 +32,16 @@ def redact(text: str, secrets: Iterable[str]) -> str:
         return text
     pattern = re.compile("|".join(re.escape(value) for value in values))
     return pattern.sub(REDACTED, text)
+
+
+def masked_url(value: str) -> str:
+    """``value`` with a URL's password shown as ``***`` (in its user info, or a
+    ``password=`` query parameter); anything else, a file path included, unchanged.
+
+    Every place that shows a database URL (messages, hints, JSON, logs) shows it so; only
+    what connects, and the children it starts (through their environment), see it whole.
+    """
+    if "://" not in value:
+        return value
+    masked = _URL_PASSWORD.sub(lambda m: f"{m.group(1)}:{MASK}@", value, count=1)
+    return _QUERY_PASSWORD.sub(lambda m: f"{m.group(1)}{MASK}", masked)

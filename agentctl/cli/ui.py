@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -93,6 +92,7 @@ def ui_command(
     import uvicorn
 
     from agentctl.store.engine import open_store
+    from agentctl.store.location import state_directory
     from agentctl.web import DashboardConfig, create_app
     from agentctl.web.security import new_token
 
@@ -123,13 +123,13 @@ def ui_command(
                 token=token,
                 adopt=not no_adopt,
                 allowed_hosts=allowed,
-                log_dir=Path(path).resolve().parent / "ui-logs",
+                log_dir=state_directory(path) / "ui-logs",
                 stopping=stopping,
             )
         )
         output.current().success(
             "Dashboard",
-            {"url": url, "host": host, "port": bound, "db": path},
+            {"url": url, "host": host, "port": bound, "db": store.path},
             human=f"agentctl ui on {url}   (Ctrl-C stops it)",
         )
         if open_browser:

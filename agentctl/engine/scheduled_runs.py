@@ -23,6 +23,7 @@ from agentctl.engine.run.creation import create_run, prepare_run
 from agentctl.ids import Clock, IdGenerator
 from agentctl.store import schedules_repo
 from agentctl.store.engine import Store
+from agentctl.store.location import state_directory
 from agentctl.store.timestamps import to_iso
 
 __all__ = ["Child", "RunLauncher"]
@@ -67,7 +68,7 @@ class RunLauncher:
         )
 
     def log_dir(self) -> Path:
-        return Path(self.store.path).parent / "logs"
+        return state_directory(self.store.path) / "logs"
 
     def start(self, run_id: str) -> None:
         if self.busy(run_id):
@@ -84,16 +85,18 @@ class RunLauncher:
             "jsonl",
             "resume",
             run_id,
-            "--db",
-            self.store.path,
         ]
+        # The database in the environment, whole (store.path masks a URL's password, and
+        # argv is visible to every user on the host).
         process = subprocess.Popen(  # noqa: S603 - our own interpreter and arguments
             command,
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            env={k: v for k, v in os.environ.items() if k != "AGENTCTL_FAULT"},
+            env=self.store.child_environment(
+                {k: v for k, v in os.environ.items() if k != "AGENTCTL_FAULT"}
+            ),
         )
         self.children[run_id] = Child(run_id, process, log, log_path)
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,12 +27,18 @@ from typing import Any
 from agentctl.engine.faults import Faults
 from agentctl.engine.run.outcome import ExecutionOptions, RunOutcome
 from agentctl.engine.run.records import RunLog, load_run
-from agentctl.errors import AgentctlError, BlockedError, PersistenceError, UsageError
+from agentctl.errors import (
+    AgentctlError,
+    BlockedError,
+    OwnershipLostError,
+    PersistenceError,
+    UsageError,
+)
 from agentctl.ids import Clock, IdGenerator
 from agentctl.store import ownership, run_queue, task_claims_repo
 from agentctl.store.adoption import adoptable_parked_runs
 from agentctl.store.engine import Store
-from agentctl.store.errors import TRANSIENT_CODES
+from agentctl.store.errors import TRANSIENT_CODES, retry_window_seconds
 
 __all__ = ["Worker", "WorkerReport", "detach_run", "require_postgres", "wait_for_run"]
 
@@ -396,10 +403,58 @@ class Worker:
                     "message": exc.message,
                 },
             )
+            if not isinstance(exc, OwnershipLostError):
+                await self._give_back(run_id, owner_id, to_workers=exc.code in TRANSIENT_CODES)
+            return
+        except Exception as exc:  # noqa: BLE001 - one run's defect must not hold it forever
+            self.report.runs[run_id] = "error"
+            self._events(
+                "WorkerEvent",
+                {
+                    "worker": self.name,
+                    "runId": run_id,
+                    "state": "error",
+                    "code": "internal.error",
+                    "message": f"{type(exc).__name__}: {exc}",
+                },
+            )
+            await self._give_back(run_id, owner_id, to_workers=False)
             return
         self.report.runs[run_id] = outcome.state
         self._events("WorkerEvent", {"worker": self.name, "runId": run_id, "state": outcome.state})
         self._compensate_if_asked(outcome)
+
+    async def _give_back(self, run_id: str, owner_id: str, *, to_workers: bool) -> None:
+        """Never hold a run this worker no longer drives: a live worker's owner id keeps
+        ``resume`` and every other worker away from the run. A run given up for a
+        transient cause (a server restart) goes back to the workers, this one included;
+        any other is left for ``agentctl resume`` (so no worker fails it over and over).
+        Retried with backoff within the store's retry window."""
+        delay, deadline = 0.05, time.monotonic() + retry_window_seconds()
+        while True:
+            try:
+                with self.store.write() as conn:
+                    given = run_queue.give_back(conn, run_id, owner_id, to_workers=to_workers)
+                break
+            except PersistenceError as exc:
+                # Any store error, not only a transient one, is tried again in the window:
+                # just after a restart the pool may answer with another error once.
+                if isinstance(exc, OwnershipLostError) or time.monotonic() + delay > deadline:
+                    self._events(
+                        "WorkerEvent",
+                        {
+                            "worker": self.name,
+                            "runId": run_id,
+                            "state": "error",
+                            "code": exc.code,
+                            "message": f"the run could not be given back: {exc.message}",
+                        },
+                    )
+                    return
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 2.0)
+        if given:
+            self._events("WorkerEvent", {"worker": self.name, "runId": run_id, "state": "released"})
 
     def _compensate_if_asked(self, outcome: RunOutcome) -> None:
         """``spec.compensation.onFailure: automatic``: the compensation run is released

@@ -20,7 +20,8 @@ from __future__ import annotations
 import os
 import sqlite3
 import sys
-from collections.abc import Callable, Iterator
+import time
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,7 +41,7 @@ from agentctl.store.dialect import (
     begin_statement,
     to_postgres,
 )
-from agentctl.store.errors import driver_error
+from agentctl.store.errors import driver_error, retry_window_seconds
 from agentctl.store.location import MEMORY, is_postgres_url
 from agentctl.store.sqlite_connections import (
     SQLITE_DRIVER,
@@ -98,6 +99,22 @@ class Store:
         return self._engine
 
     @property
+    def location(self) -> str:
+        """The database as another process opens it: the file path, or the PostgreSQL URL
+        with its password. Never shown (messages show :attr:`path`, masked): hand it to a
+        child in its environment with :meth:`child_environment`, never in its argv."""
+        if self._connections is not None or self.dialect != POSTGRESQL:
+            return self.path
+        url = self.engine.url.set(drivername="postgresql")
+        return str(url.render_as_string(hide_password=False))
+
+    def child_environment(self, base: Mapping[str, str]) -> dict[str, str]:
+        """``base`` with ``AGENTCTL_DB`` naming this database, for an ``agentctl`` child
+        started without ``--db``: another user on the host can read a process's argv
+        (``ps``), not its environment."""
+        return {**base, "AGENTCTL_DB": self.location}
+
+    @property
     def in_memory(self) -> bool:
         return self.path == MEMORY
 
@@ -152,21 +169,41 @@ class Store:
         # On PostgreSQL the pool's connections are in autocommit at the driver (see
         # store/postgres.py): statements outside write() see committed data and hold no
         # transaction open, as on SQLite; write() issues its own BEGIN.
+        reconnect: Callable[[], tuple[Any, Callable[[], None]]] | None = None
         try:
             if self._connections is not None:
                 raw, give_back = self._connections.checkout()
                 dialect: Any = SQLITE_DRIVER
             else:
-                raw = self.engine.raw_connection()
-                give_back, dialect = raw.close, self.engine.dialect
+                raw, give_back = self._server_connection()
+                dialect, reconnect = self.engine.dialect, self._server_connection
         except _driver_errors() as exc:  # a server that cannot be reached: store.unreachable
             raise driver_error(self.path, exc) from exc
         except DBAPIError as exc:
             raise driver_error(self.path, exc.orig) from exc
+        session = DriverSession(
+            raw, self.path, on_begin, dialect=dialect, give_back=give_back, reconnect=reconnect
+        )
         try:
-            yield DriverSession(raw, self.path, on_begin, dialect=dialect)
+            yield session
         finally:
-            give_back()
+            session.give_back()
+
+    def _server_connection(self) -> tuple[Any, Callable[[], None]]:
+        """A pooled PostgreSQL connection and how to give it back: a connection that was
+        lost (the server restarted) is thrown away, not returned to the pool."""
+        try:
+            raw = self.engine.raw_connection()
+        except DBAPIError as exc:
+            raise driver_error(self.path, exc.orig) from exc
+
+        def give_back() -> None:
+            driver = raw.driver_connection
+            if driver is None or driver.closed or driver.broken:
+                raw.invalidate()
+            raw.close()
+
+        return raw, give_back
 
     def reads_one_by_one(self) -> SqlRunner:
         """A runner of read statements, each in a read transaction of its own, its rows
@@ -247,8 +284,12 @@ class DriverSession:
         on_begin: Callable[[DriverSession], None] | None = None,
         *,
         dialect: Any = None,
+        give_back: Callable[[], None] | None = None,
+        reconnect: Callable[[], tuple[Any, Callable[[], None]]] | None = None,
     ) -> None:
         self._raw = raw
+        self._give_back = give_back
+        self._reconnect = reconnect
         self._where = where
         self._on_begin = on_begin
         self.dialect = dialect
@@ -257,11 +298,19 @@ class DriverSession:
         self._begin = {kind: begin_statement(name, kind) for kind in (WRITE, READ)}
 
     def exec_driver_sql(self, statement: str, parameters: Any = ()) -> _DriverResult:
-        cursor = self._raw.cursor()
-        if self._postgres:
-            cursor.execute(to_postgres(statement, bool(parameters)), parameters or None)
-        else:
-            cursor.execute(statement, parameters)
+        try:
+            if self._raw is None:  # lost before: nothing of this statement was sent yet
+                assert self._reconnect is not None
+                self._raw, self._give_back = self._reconnect()
+            cursor = self._raw.cursor()
+            if self._postgres:
+                cursor.execute(to_postgres(statement, bool(parameters)), parameters or None)
+            else:
+                cursor.execute(statement, parameters)
+        except _driver_errors() as exc:
+            # Outside a transaction too (a read in autocommit): a lost connection is the
+            # store's transient store.unreachable, never a driver exception.
+            raise driver_error(self._where, exc) from exc
         return _DriverResult(cursor)
 
     def write(self) -> AbstractContextManager[DriverSession]:
@@ -279,8 +328,7 @@ class DriverSession:
         """Committed whole, or rolled back when the body raises; driver errors become the
         store's (store/errors.py)."""
         try:
-            cursor = self._raw.cursor()
-            cursor.execute(begin)
+            cursor = self._begun(begin)
             try:
                 if on_begin is not None:
                     on_begin(self)
@@ -291,6 +339,43 @@ class DriverSession:
             cursor.execute("COMMIT")
         except _driver_errors() as exc:
             raise driver_error(self._where, exc) from exc
+
+    def _begun(self, begin: str) -> Any:
+        """A cursor whose transaction has begun. A connection lost before the transaction
+        (the server restarted since the last one) is replaced and the BEGIN sent again,
+        with backoff, within the store's retry window: nothing of this transaction reached
+        the server, so nothing can have been done twice. A connection lost later fails the
+        transaction with ``store.unreachable``: whether its COMMIT landed is unknown."""
+        delay, deadline = 0.05, time.monotonic() + retry_window_seconds()
+        while True:
+            try:
+                if self._raw is None:
+                    assert self._reconnect is not None
+                    self._raw, self._give_back = self._reconnect()
+                cursor = self._raw.cursor()
+                cursor.execute(begin)
+                return cursor
+            except PersistenceError as found:  # the new connection could not be opened
+                error = found
+            except _driver_errors() as exc:
+                error = driver_error(self._where, exc)
+                error.__cause__ = exc
+            if (
+                self._reconnect is None
+                or error.code != "store.unreachable"
+                or time.monotonic() + delay > deadline
+            ):
+                raise error
+            time.sleep(delay)
+            delay = min(delay * 2, 2.0)
+            self.give_back()
+            self._raw = None
+
+    def give_back(self) -> None:
+        """Return the connection to its pool (once)."""
+        give_back, self._give_back = self._give_back, None
+        if give_back is not None:
+            give_back()
 
 
 def _driver_errors() -> tuple[type[BaseException], ...]:

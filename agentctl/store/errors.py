@@ -32,7 +32,7 @@ TRANSIENT_CODES = frozenset(
     {"store.locked", "store.disk_full", "store.io_error", "store.unreachable"}
 )
 
-# (substring of the driver's message, code, what it means, next step)
+# SQLite's causes: (substring of the driver's message, code, what it means, next step).
 _CAUSES = (
     (
         "locked",
@@ -46,43 +46,6 @@ _CAUSES = (
         "store.locked",
         "is locked by another process",
         "wait for the other process holding the database to finish, then retry",
-    ),
-    # PostgreSQL (psycopg) causes.
-    (
-        "lock timeout",
-        "store.locked",
-        "is locked by another writer",
-        "wait for the other agentctl process to finish its transaction, then retry",
-    ),
-    (
-        "could not serialize access",
-        "store.locked",
-        "was changed by a concurrent writer",
-        "retry the command",
-    ),
-    (
-        "connection refused",
-        "store.unreachable",
-        "cannot be reached",
-        "check that the PostgreSQL server is running and the URL's host and port",
-    ),
-    (
-        "connection failed",
-        "store.unreachable",
-        "cannot be reached",
-        "check that the PostgreSQL server is running and the URL's host, port and user",
-    ),
-    (
-        "authentication failed",
-        "store.unreachable",
-        "refused the credentials",
-        "check the user and password in the URL (or ~/.pgpass)",
-    ),
-    (
-        "no space left on device",
-        "store.disk_full",
-        "cannot grow: the server's disk is full",
-        "free disk space on the database server, then retry",
     ),
     (
         "disk is full",
@@ -118,15 +81,10 @@ _CAUSES = (
 
 
 def driver_error(where: str, exc: BaseException | None) -> PersistenceError:
+    if _is_postgres_error(exc):
+        return _postgres_error(where, exc)
     text = str(exc)
     lowered = text.lower()
-    if lowered.startswith("connection") and "database" in lowered and "does not exist" in lowered:
-        return PersistenceError(
-            f"database {where} does not exist on its server ({text.strip()})",
-            code="store.unreachable",
-            hint="create it first (createdb NAME, or CREATE DATABASE), then run "
-            "`agentctl db migrate`",
-        )
     if "unable to open" in lowered or "readonly" in lowered:
         # SQLite says the same for a read-only mount, a missing permission and a folder
         # where its side files cannot be created: the file system tells them apart.
@@ -137,6 +95,119 @@ def driver_error(where: str, exc: BaseException | None) -> PersistenceError:
         if needle in lowered:
             return PersistenceError(f"database {where} {meaning} ({text})", code=code, hint=hint)
     return PersistenceError(f"database error on {where}: {text}", code="store.database_error")
+
+
+_UNREACHABLE_HINT = (
+    "check that the PostgreSQL server is running and the URL's host, port, user, password "
+    "(or PGPASSWORD, ~/.pgpass) and database name; a server that was restarting answers "
+    "again in a moment: retry"
+)
+
+# PostgreSQL causes by SQLSTATE (an exact state, or a two-character class), never by the
+# message: a server with another ``lc_messages`` words them in its own language.
+# (state or class, code, what it means, next step)
+_SQLSTATES = (
+    ("40001", "store.locked", "was changed by a concurrent writer", "retry the command"),
+    ("40P01", "store.locked", "was changed by a concurrent writer (deadlock)", "retry the command"),
+    (
+        "55P03",
+        "store.locked",
+        "is locked by another writer",
+        "wait for the other agentctl process to finish its transaction, then retry",
+    ),
+    (
+        "57P01",
+        "store.unreachable",
+        "lost its connection: the server is shutting down or restarting",
+        "retry once the server is back (workers retry by themselves)",
+    ),
+    (
+        "57P02",
+        "store.unreachable",
+        "lost its connection: the server is restarting after a crash",
+        "retry once the server is back (workers retry by themselves)",
+    ),
+    (
+        "57P03",
+        "store.unreachable",
+        "cannot be reached: the server is starting up",
+        "retry in a moment",
+    ),
+    ("08", "store.unreachable", "lost its connection to the server", _UNREACHABLE_HINT),
+    (
+        "28",
+        "store.unreachable",
+        "refused the credentials",
+        "check the user and password (in the URL, PGPASSWORD or ~/.pgpass)",
+    ),
+    (
+        "3D000",
+        "store.unreachable",
+        "does not exist on its server",
+        "create it first (createdb NAME, or CREATE DATABASE), then run `agentctl db migrate`",
+    ),
+    (
+        "53300",
+        "store.unreachable",
+        "cannot be reached: the server has too many connections",
+        "retry in a moment, or raise the server's max_connections",
+    ),
+    (
+        "53100",
+        "store.disk_full",
+        "cannot grow: the server's disk is full",
+        "free disk space on the database server, then retry",
+    ),
+    (
+        "58030",
+        "store.io_error",
+        "could not be read or written (I/O error on the server)",
+        "check the server's disk, then retry",
+    ),
+    (
+        "25006",
+        "store.read_only",
+        "is read-only (a standby, or default_transaction_read_only)",
+        "point --db at the primary server",
+    ),
+)
+
+
+_SQLSTATES_BY_KEY = {key: (meaning, hint) for key, _code, meaning, hint in _SQLSTATES}
+
+
+def _is_postgres_error(exc: BaseException | None) -> bool:
+    return exc is not None and type(exc).__module__.split(".")[0] == "psycopg"
+
+
+def _postgres_error(where: str, exc: BaseException | None) -> PersistenceError:
+    """A psycopg error by its SQLSTATE. One without a state is the driver's own: an
+    ``OperationalError`` then means the connection failed or was lost (refused, the server
+    gone mid-use, a connection already closed), which is transient like a restart."""
+    text = str(exc).strip()
+    state = getattr(exc, "sqlstate", None) or ""
+    for key, code, meaning, hint in _SQLSTATES:
+        if state == key or (len(key) == 2 and state[:2] == key):
+            return PersistenceError(
+                f"database {where} {meaning} (SQLSTATE {state}: {text})", code=code, hint=hint
+            )
+    if not state and _is_operational(exc):
+        hint = _UNREACHABLE_HINT
+        if "does not exist" in text and "database" in text:
+            # Only a better hint: the code is the same whatever the server's language.
+            hint = _SQLSTATES_BY_KEY["3D000"][1]
+        return PersistenceError(
+            f"database {where} cannot be reached ({text})", code="store.unreachable", hint=hint
+        )
+    detail = f"SQLSTATE {state}: {text}" if state else text
+    return PersistenceError(f"database error on {where}: {detail}", code="store.database_error")
+
+
+def _is_operational(exc: BaseException | None) -> bool:
+    return any(
+        kind.__name__ == "OperationalError" and kind.__module__.startswith("psycopg")
+        for kind in type(exc).__mro__
+    )
 
 
 def open_error(path: Path, exc: BaseException) -> PersistenceError:

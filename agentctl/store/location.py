@@ -27,6 +27,7 @@ __all__ = [
     "artifact_root",
     "is_postgres_url",
     "resolve_db_path",
+    "state_directory",
 ]
 
 DEFAULT_DB = Path(".agentctl") / "runtime.db"
@@ -139,3 +140,13 @@ def artifact_root(db_path: str) -> Path | None:
         root = Path(chosen).expanduser() if chosen else Path(".agentctl") / "artifacts"
         return root if root.is_absolute() else Path.cwd() / root
     return Path(db_path).parent / "artifacts"
+
+
+def state_directory(db_path: str) -> Path:
+    """Where the processes using this database keep their own files (the daemon's and the
+    dashboard's child logs): the database file's folder, or for a database URL (which has
+    no folder, and whose text holds a host, a user, maybe a password) ``.agentctl`` in the
+    working directory, where the default database lives."""
+    if db_path != MEMORY and not is_postgres_url(db_path):
+        return Path(db_path).resolve().parent
+    return Path.cwd() / DEFAULT_DB.parent

@@ -37,6 +37,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from agentctl.errors import PersistenceError
+from agentctl.redaction import masked_url
 from agentctl.store import dialect, migrate
 
 if TYPE_CHECKING:
@@ -52,12 +53,7 @@ PING_AFTER_IDLE_SECONDS = 2.0
 
 def redact(url: str) -> str:
     """``url`` with its password hidden, for messages and ``store.path``."""
-    from sqlalchemy.engine import make_url
-
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except Exception:  # noqa: BLE001 - a URL too broken to parse is shown without userinfo
-        return url.split("@")[-1]
+    return masked_url(url)
 
 
 def _require_driver() -> None:

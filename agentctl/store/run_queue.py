@@ -29,6 +29,7 @@ __all__ = [
     "RunsListener",
     "any_claimable_run",
     "claimable_runs",
+    "give_back",
     "notify_run",
     "release_to_workers",
     "run_status",
@@ -50,6 +51,24 @@ def release_to_workers(conn: Any, run_id: str) -> bool:
         "UPDATE runs SET owner_lease_expires_at = ? "
         "WHERE id = ? AND status = 'running' AND owner_id IS NULL",
         (_EPOCH, run_id),
+    )
+    if updated.rowcount != 1:
+        return False
+    notify_run(conn, run_id)
+    return True
+
+
+def give_back(conn: Any, run_id: str, owner_id: str, *, to_workers: bool) -> bool:
+    """Give up a running run that ``owner_id`` was driving and could not go on with:
+    unowned, so ``agentctl resume`` takes it, and with ``to_workers`` (its store was
+    unreachable for a moment) with an expired lease, so another worker takes it too. Also
+    when the executor already released it on its way out (no owner, no lease), but never
+    a run someone else has claimed since."""
+    updated = conn.exec_driver_sql(
+        "UPDATE runs SET owner_id = NULL, owner_lease_expires_at = ? "
+        "WHERE id = ? AND status = 'running' "
+        "AND (owner_id = ? OR (owner_id IS NULL AND owner_lease_expires_at IS NULL))",
+        (_EPOCH if to_workers else None, run_id, owner_id),
     )
     if updated.rowcount != 1:
         return False
@@ -87,8 +106,9 @@ class RunsListener:
     """``LISTEN agentctl_runs`` on a connection of its own; :meth:`wait` returns when a
     notification arrived (True) or after ``timeout`` seconds (False)."""
 
-    def __init__(self, conn: Any) -> None:
+    def __init__(self, conn: Any, url: str) -> None:
         self._conn = conn
+        self._url = url
         self._woken = asyncio.Event()
         self._subscribers: dict[asyncio.Event, frozenset[str] | None] = {}
         self._payloads: list[str] = []
@@ -96,24 +116,55 @@ class RunsListener:
 
     @classmethod
     async def open(cls, store: Any) -> RunsListener:
+        url = str(store.location)
+        return cls(await cls._connect(url), url)
+
+    @staticmethod
+    async def _connect(url: str) -> Any:
         import psycopg
 
-        url = store.engine.url.set(drivername="postgresql")
-        conn = await psycopg.AsyncConnection.connect(
-            url.render_as_string(hide_password=False), autocommit=True
-        )
+        conn = await psycopg.AsyncConnection.connect(url, autocommit=True)
         await conn.execute(f"LISTEN {CHANNEL}")
-        return cls(conn)
+        return conn
 
     async def _listen(self) -> None:
-        async for notice in self._conn.notifies():
-            payload = str(notice.payload)
-            if len(self._payloads) < 10_000:
-                self._payloads.append(payload)
-            self._woken.set()
-            for event, wanted in self._subscribers.items():
-                if wanted is None or payload in wanted:
-                    event.set()
+        """Deliver notifications; when the connection is lost (the server restarted),
+        wake everyone (what was missed meanwhile is found by looking) and listen again on
+        a new connection, with backoff while the server is away."""
+        import psycopg
+
+        delay = 0.05
+        while True:
+            try:
+                async for notice in self._conn.notifies():
+                    delay = 0.05
+                    self._deliver(str(notice.payload))
+            except psycopg.OperationalError:
+                pass
+            self._wake_all()
+            await self._conn.close()
+            while True:
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 2.0)
+                try:
+                    self._conn = await self._connect(self._url)
+                    break
+                except psycopg.OperationalError:
+                    continue
+            self._wake_all()
+
+    def _deliver(self, payload: str) -> None:
+        if len(self._payloads) < 10_000:
+            self._payloads.append(payload)
+        self._woken.set()
+        for event, wanted in self._subscribers.items():
+            if wanted is None or payload in wanted:
+                event.set()
+
+    def _wake_all(self) -> None:
+        self._woken.set()
+        for event in self._subscribers:
+            event.set()
 
     def drain(self) -> list[str]:
         """The notifications' payloads since the last call (a run id, ``approval:…``,

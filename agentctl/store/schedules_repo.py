@@ -152,10 +152,9 @@ def insert_schedule(conn: SqlRunner, row: ScheduleRow) -> bool:
     values = [
         getattr(row, c) if c != "format_version" else FORMAT_VERSION for c in _SCHEDULE_COLUMNS
     ]
-    params = tuple(
-        to_db(v) if isinstance(v, datetime) else int(v) if isinstance(v, bool) else v
-        for v in values
-    )
+    # ``paused`` stays a bool: the column is BOOLEAN on PostgreSQL (an integer there is
+    # refused), and SQLite stores a bool as 0/1.
+    params = tuple(to_db(v) if isinstance(v, datetime) else v for v in values)
     result = conn.exec_driver_sql(
         f"INSERT INTO schedules ({columns_sql(_SCHEDULE_COLUMNS)}) "  # noqa: S608
         f"VALUES ({', '.join('?' for _ in _SCHEDULE_COLUMNS)}) ON CONFLICT (name) DO NOTHING",
@@ -182,7 +181,7 @@ def list_schedules(conn: SqlRunner) -> list[ScheduleRow]:
 def set_paused(conn: SqlRunner, name: str, paused: bool, now: datetime) -> bool:
     result = conn.exec_driver_sql(
         "UPDATE schedules SET paused = ?, updated_at = ? WHERE name = ?",
-        (int(paused), to_db(now), name),
+        (bool(paused), to_db(now), name),
     )
     return int(result.rowcount) == 1
 

@@ -12,6 +12,7 @@ rules refuse it anyway).
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import threading
@@ -65,29 +66,23 @@ class Adopter:
             self._reap()
             if run_id in self._children:
                 return False
-            command = [
-                sys.executable,
-                "-m",
-                "agentctl",
-                "--output",
-                "json",
-                "resume",
-                run_id,
-                "--db",
-                self.store.path,
-            ]
+            # The database goes in the environment, whole: store.path is masked (a
+            # child given it could not log in), and argv is visible to every user.
+            command = [sys.executable, "-m", "agentctl", "--output", "json", "resume", run_id]
+            env = self.store.child_environment(os.environ)
             if self.log_dir is None:
                 child = subprocess.Popen(
                     command,
                     stdin=subprocess.DEVNULL,
                     stdout=subprocess.DEVNULL,
                     stderr=subprocess.DEVNULL,
+                    env=env,
                 )
             else:
-                self.log_dir.mkdir(parents=True, exist_ok=True)
+                self.log_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
                 with (self.log_dir / f"{run_id}.resume.log").open("ab") as log:
                     child = subprocess.Popen(
-                        command, stdin=subprocess.DEVNULL, stdout=log, stderr=log
+                        command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env
                     )
             self._children[run_id] = child
         return True

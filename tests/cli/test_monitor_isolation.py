@@ -63,10 +63,9 @@ def _runtime(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, info_fails: boo
     return log
 
 
-def _setup(cli: Any, tmp_path: Path) -> Path:
+def _setup(cli: Any, db: str) -> str:
     Path("workflows").mkdir()
     (Path("workflows") / "boxed.yaml").write_text(textwrap.dedent(BOXED.format(image=IMAGE)))
-    db = tmp_path / "m.db"
     added = cli(
         "monitor", "add", "tag", "boxed", "--command", "cat tag.txt",
         "--every", "1m", "--start", T0, "--db", db,
@@ -75,24 +74,24 @@ def _setup(cli: Any, tmp_path: Path) -> Path:
     return db
 
 
-def _tick(cli: Any, db: Path, now: str) -> dict[str, Any]:
+def _tick(cli: Any, db: str, now: str) -> dict[str, Any]:
     result = cli("--output", "json", "daemon", "--once", "--now", now, "--db", db)
     assert result.exit_code == 0, result.stderr
     return dict(result.json()["data"])
 
 
-def _observations(cli: Any, db: Path) -> list[dict[str, Any]]:
+def _observations(cli: Any, db: str) -> list[dict[str, Any]]:
     shown = cli("--output", "json", "monitor", "show", "tag", "--db", db)
     assert shown.exit_code == 0, shown.stderr
     return list(shown.json()["data"]["observations"])
 
 
 def test_the_command_runs_in_the_workflows_container(
-    cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, database: str
 ) -> None:
     log = _runtime(tmp_path, monkeypatch, info_fails=False)
     Path("tag.txt").write_text("v1\n")
-    db = _setup(cli, tmp_path)
+    db = _setup(cli, database)
     _tick(cli, db, _at(1))
     runs = [call for call in map(json.loads, log.read_text().splitlines()) if call[1] == "run"]
     (call,) = runs
@@ -118,7 +117,7 @@ def test_the_command_runs_in_the_workflows_container(
 
 
 def test_without_a_container_runtime_the_command_never_runs_on_the_host(
-    cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, database: str
 ) -> None:
     log = _runtime(tmp_path, monkeypatch, info_fails=True)
     Path("workflows").mkdir()
@@ -141,7 +140,7 @@ def test_without_a_container_runtime_the_command_never_runs_on_the_host(
 
 
 def test_the_allow_list_applies_in_the_container_too(
-    cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, database: str
 ) -> None:
     _runtime(tmp_path, monkeypatch, info_fails=False)
     Path("workflows").mkdir()

@@ -34,36 +34,37 @@ def _at(minutes: int) -> str:
 
 
 @pytest.fixture
-def db(tmp_path: Path) -> Path:
+def db(database: str) -> str:
+    """Every monitor test runs on a SQLite file and on PostgreSQL."""
     Path("workflows").mkdir()
     (Path("workflows") / "react.yaml").write_text(textwrap.dedent(REACT))
-    return tmp_path / "m.db"
+    return database
 
 
-def _tick(cli: Any, db: Path, now: str) -> dict[str, Any]:
+def _tick(cli: Any, db: str, now: str) -> dict[str, Any]:
     result = cli("--output", "json", "daemon", "--once", "--now", now, "--db", db)
     assert result.exit_code == 0, result.stderr
     return dict(result.json()["data"])
 
 
-def _show(cli: Any, db: Path, name: str) -> dict[str, Any]:
+def _show(cli: Any, db: str, name: str) -> dict[str, Any]:
     result = cli("--output", "json", "monitor", "show", name, "--db", db)
     assert result.exit_code == 0, result.stderr
     return dict(result.json()["data"])
 
 
-def _add(cli: Any, db: Path, *args: str) -> None:
+def _add(cli: Any, db: str, *args: str) -> None:
     result = cli("monitor", "add", *args, "--every", "1m", "--start", T0, "--db", db)
     assert result.exit_code == 0, result.stderr
 
 
-def _inputs(cli: Any, db: Path, run_id: str) -> dict[str, Any]:
+def _inputs(cli: Any, db: str, run_id: str) -> dict[str, Any]:
     inspected = cli("--output", "json", "inspect", run_id, "--db", db).json()["data"]
     assert inspected["run"]["state"] == "succeeded"
     return dict(inspected["run"]["inputs"])
 
 
-def test_file_change_starts_one_run_with_previous_and_current(cli: Any, db: Path) -> None:
+def test_file_change_starts_one_run_with_previous_and_current(cli: Any, db: str) -> None:
     docs = Path("docs")
     (docs / "guide").mkdir(parents=True)
     (docs / "guide" / "a.md").write_text("one\n")
@@ -87,7 +88,7 @@ def test_file_change_starts_one_run_with_previous_and_current(cli: Any, db: Path
     assert shown["firings"][0]["trigger"] == "monitor"
 
 
-def test_debounce_waits_and_a_flap_does_not_fire(cli: Any, db: Path) -> None:
+def test_debounce_waits_and_a_flap_does_not_fire(cli: Any, db: str) -> None:
     watched = Path("state.md")
     watched.write_text("a\n")
     _add(cli, db, "settled", "react", "--watch-files", "state.md", "--debounce", "2m")
@@ -130,7 +131,7 @@ def health() -> Iterator[tuple[str, type[_Health]]]:
         thread.join()
 
 
-def test_http_status_change_fires(cli: Any, db: Path, health: tuple[str, type[_Health]]) -> None:
+def test_http_status_change_fires(cli: Any, db: str, health: tuple[str, type[_Health]]) -> None:
     url, handler = health
     _add(cli, db, "api-down", "react", "--http", url, "--expect-status", "200")
     _tick(cli, db, _at(1))
@@ -142,7 +143,7 @@ def test_http_status_change_fires(cli: Any, db: Path, health: tuple[str, type[_H
     assert inputs["current"] == {"status": 503, "ok": False}
 
 
-def test_command_output_change_fires_and_policy_is_enforced(cli: Any, db: Path) -> None:
+def test_command_output_change_fires_and_policy_is_enforced(cli: Any, db: str) -> None:
     Path("tag.txt").write_text("v1\n")
     refused = cli("--output", "json", "monitor", "add", "x", "react", "--command", "sh -c true",
                   "--db", db)  # fmt: skip
@@ -158,7 +159,7 @@ def test_command_output_change_fires_and_policy_is_enforced(cli: Any, db: Path) 
     assert inputs["current"]["outputDigest"] != inputs["previous"]["outputDigest"]
 
 
-def test_monitor_and_schedule_commands_keep_to_their_kind(cli: Any, db: Path) -> None:
+def test_monitor_and_schedule_commands_keep_to_their_kind(cli: Any, db: str) -> None:
     Path("f.md").write_text("x")
     _add(cli, db, "m", "react", "--watch-files", "f.md")
     assert cli("schedule", "show", "m", "--db", db).exit_code == 2

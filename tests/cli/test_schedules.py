@@ -55,8 +55,9 @@ spec:
 
 
 @pytest.fixture
-def db(tmp_path: Path) -> Path:
-    return tmp_path / "s.db"
+def db(database: str) -> str:
+    """Every schedule test runs on a SQLite file and on PostgreSQL."""
+    return database
 
 
 def _workflow(name: str, text: str) -> Path:
@@ -66,23 +67,23 @@ def _workflow(name: str, text: str) -> Path:
     return path
 
 
-def _show(cli: Any, db: Path, name: str) -> dict[str, Any]:
+def _show(cli: Any, db: str, name: str) -> dict[str, Any]:
     result = cli("--output", "json", "schedule", "show", name, "--db", db)
     assert result.exit_code == 0, result.stderr
     return dict(result.json()["data"])
 
 
-def _tick(cli: Any, db: Path, now: str) -> dict[str, Any]:
+def _tick(cli: Any, db: str, now: str) -> dict[str, Any]:
     result = cli("--output", "json", "daemon", "--once", "--now", now, "--db", db)
     assert result.exit_code == 0, result.stderr
     return dict(result.json()["data"])
 
 
-def _runs(cli: Any, db: Path) -> list[dict[str, Any]]:
+def _runs(cli: Any, db: str) -> list[dict[str, Any]]:
     return list(cli("--output", "json", "runs", "list", "--db", db).json()["data"]["runs"])
 
 
-def test_add_refuses_a_broken_workflow_and_bad_options(cli: Any, db: Path) -> None:
+def test_add_refuses_a_broken_workflow_and_bad_options(cli: Any, db: str) -> None:
     Path("workflows").mkdir()
     Path("workflows/broken.yaml").write_text("apiVersion: agentctl.dev/v1\nkind: Workflow\n")
     _workflow("tick", TICK)
@@ -100,7 +101,7 @@ def test_add_refuses_a_broken_workflow_and_bad_options(cli: Any, db: Path) -> No
     assert listed["schedules"] == []
 
 
-def test_lifecycle_add_list_show_pause_resume_remove(cli: Any, db: Path) -> None:
+def test_lifecycle_add_list_show_pause_resume_remove(cli: Any, db: str) -> None:
     _workflow("tick", TICK)
     added = cli(
         "--output", "json", "schedule", "add", "nightly", "tick", "--cron", "0 2 * * *",
@@ -128,7 +129,7 @@ def test_lifecycle_add_list_show_pause_resume_remove(cli: Any, db: Path) -> None
     assert missing.error_json()["error"]["code"] == "schedule.not_found"
 
 
-def test_spring_forward_slot_fires_once_and_links_its_run(cli: Any, db: Path) -> None:
+def test_spring_forward_slot_fires_once_and_links_its_run(cli: Any, db: str) -> None:
     _workflow("tick", TICK)
     cli(
         "schedule", "add", "nightly", "tick", "--cron", "30 2 * * *", "--timezone",
@@ -166,7 +167,7 @@ def test_spring_forward_slot_fires_once_and_links_its_run(cli: Any, db: Path) ->
     assert [r["runId"] for r in listed.json()["data"]["runs"]] == [run_id]
 
 
-def test_catch_up_latest_all_and_skip(cli: Any, db: Path) -> None:
+def test_catch_up_latest_all_and_skip(cli: Any, db: str) -> None:
     _workflow("tick", TICK)
     start = "2026-05-01T00:00:00Z"
     for name, policy in (("latest", "latest"), ("all", "all"), ("skip", "skip")):
@@ -190,7 +191,7 @@ def test_catch_up_latest_all_and_skip(cli: Any, db: Path) -> None:
     assert ("skip", "06:00") in {(f["schedule"], f["slot"][11:16]) for f in on_time["fired"]}
 
 
-def test_overlap_skip_records_the_slot_and_queue_waits(cli: Any, db: Path) -> None:
+def test_overlap_skip_records_the_slot_and_queue_waits(cli: Any, db: str) -> None:
     _workflow("hold", HOLD)
     for name, policy in (("skipper", "skip"), ("queuer", "queue")):
         cli(
@@ -215,7 +216,7 @@ def test_overlap_skip_records_the_slot_and_queue_waits(cli: Any, db: Path) -> No
     ]
 
 
-def test_slot_of_a_workflow_broken_since_is_recorded_failed(cli: Any, db: Path) -> None:
+def test_slot_of_a_workflow_broken_since_is_recorded_failed(cli: Any, db: str) -> None:
     path = _workflow("tick", TICK)
     cli("schedule", "add", "n", "tick", "--every", "1h", "--start", "2026-05-01T00:00:00Z",
         "--db", db)  # fmt: skip
@@ -228,7 +229,7 @@ def test_slot_of_a_workflow_broken_since_is_recorded_failed(cli: Any, db: Path) 
     assert _runs(cli, db) == []
 
 
-def test_trigger_runs_now_in_the_foreground(cli: Any, db: Path) -> None:
+def test_trigger_runs_now_in_the_foreground(cli: Any, db: str) -> None:
     _workflow("tick", TICK)
     cli("schedule", "add", "n", "tick", "--cron", "0 2 * * *", "--db", db)
     result = cli("--output", "json", "schedule", "trigger", "n", "--db", db)
@@ -239,7 +240,7 @@ def test_trigger_runs_now_in_the_foreground(cli: Any, db: Path) -> None:
     assert firing["trigger"] == "manual" and firing["runId"] == run_id
 
 
-def test_daemon_resumes_parked_runs_once_answered(cli: Any, db: Path) -> None:
+def test_daemon_resumes_parked_runs_once_answered(cli: Any, db: str) -> None:
     path = _workflow("asking", ASK)
     parked = cli("--output", "json", "roll", path, "--db", db).json()["data"]
     (question,) = parked["pendingApprovals"]
@@ -252,22 +253,20 @@ def test_daemon_resumes_parked_runs_once_answered(cli: Any, db: Path) -> None:
     assert _tick(cli, db, "2026-05-01T00:00:00Z")["resumed"] == []
 
 
-def test_now_needs_once(cli: Any, db: Path) -> None:
+def test_now_needs_once(cli: Any, db: str) -> None:
     result = cli("daemon", "--now", "2026-05-01T00:00:00Z", "--db", db)
     assert result.exit_code == 2 and "--once" in result.stderr
 
 
-def test_one_undecidable_schedule_does_not_stop_the_others(cli: Any, db: Path) -> None:
-    import sqlite3
+def test_one_undecidable_schedule_does_not_stop_the_others(cli: Any, db: str) -> None:
+    from tests.pg.backends import execute
 
     _workflow("tick", TICK)
     for name in ("good", "bad"):
         cli("schedule", "add", name, "tick", "--every", "1h", "--start",
             "2026-05-01T00:00:00Z", "--db", db)  # fmt: skip
     # A time zone this machine does not know (written by a machine that did).
-    with sqlite3.connect(db) as conn:
-        conn.execute("UPDATE schedules SET timezone = 'Mars/Base' WHERE name = 'bad'")
-    conn.close()
+    execute(db, "UPDATE schedules SET timezone = 'Mars/Base' WHERE name = 'bad'")
     report = _tick(cli, db, "2026-05-01T01:00:00Z")
     assert [f["schedule"] for f in report["fired"]] == ["good"]
     assert (
@@ -279,7 +278,7 @@ def test_one_undecidable_schedule_does_not_stop_the_others(cli: Any, db: Path) -
     assert "Mars/Base" in bad["problem"] and bad["nextSlot"] is None
 
 
-def test_resume_after_pause_counts_the_paused_slots_as_missed(cli: Any, db: Path) -> None:
+def test_resume_after_pause_counts_the_paused_slots_as_missed(cli: Any, db: str) -> None:
     from datetime import UTC, datetime, timedelta
 
     _workflow("tick", TICK)

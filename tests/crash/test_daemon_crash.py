@@ -58,11 +58,13 @@ def _json(*args: str | Path) -> Any:
 
 
 @pytest.fixture
-def project(tmp_path: Path) -> Path:
+def project(database: str) -> str:
+    """A schedule in a SQLite file, or in a PostgreSQL database: the daemon's guarantees
+    hold on both."""
     flows = Path("workflows")
     flows.mkdir()
     (flows / "ledger.yaml").write_text(textwrap.dedent(LEDGER))
-    db = tmp_path / "d.db"
+    db = database
     code, _, err = _run(
         "schedule", "add", "hourly", "ledger", "--every", "1h",
         "--overlap", "allow", "--start", "2026-05-01T00:00:00Z", "--db", db,
@@ -77,7 +79,7 @@ def _ledger() -> list[str]:
 
 
 @pytest.mark.parametrize("point", FAULT_POINTS)
-def test_daemon_killed_between_slot_record_and_run_start(project: Path, point: str) -> None:
+def test_daemon_killed_between_slot_record_and_run_start(project: str, point: str) -> None:
     db = project
     now = "2026-05-01T01:00:00Z"
     code, _, _ = _run("daemon", "--once", "--now", now, "--db", db, fault=point)
@@ -102,7 +104,7 @@ def test_daemon_killed_between_slot_record_and_run_start(project: Path, point: s
     assert run["state"] == "succeeded"
 
 
-def test_two_daemons_fire_each_slot_once(project: Path) -> None:
+def test_two_daemons_fire_each_slot_once(project: str) -> None:
     db = project
     for hour in (1, 2, 3):
         now = f"2026-05-01T0{hour}:00:00Z"
@@ -120,7 +122,7 @@ def test_two_daemons_fire_each_slot_once(project: Path) -> None:
     assert {f["runId"] for f in firings} == {r["runId"] for r in runs}
 
 
-def test_sigterm_stops_the_daemon_cleanly(project: Path) -> None:
+def test_sigterm_stops_the_daemon_cleanly(project: str) -> None:
     daemon = _agentctl("--output", "jsonl", "daemon", "--poll", "1h", "--db", project)
     assert daemon.stdout is not None
     first = json.loads(daemon.stdout.readline())  # blocks until the daemon is up
@@ -131,13 +133,13 @@ def test_sigterm_stops_the_daemon_cleanly(project: Path) -> None:
     assert json.loads(rest.splitlines()[-1])["kind"] == "DaemonStopped"
 
 
-def test_monitor_change_survives_a_kill_before_its_run(tmp_path: Path) -> None:
+def test_monitor_change_survives_a_kill_before_its_run(database: str) -> None:
     flows = Path("workflows")
     flows.mkdir()
     (flows / "ledger.yaml").write_text(textwrap.dedent(LEDGER))
     watched = Path("watched.md")
     watched.write_text("one\n")
-    db = tmp_path / "m.db"
+    db = database
     code, _, err = _run(
         "monitor", "add", "changed", "ledger", "--watch-files", "watched.md", "--every", "1m",
         "--start", "2026-05-01T00:00:00Z", "--db", db,

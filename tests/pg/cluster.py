@@ -71,6 +71,8 @@ class Cluster:
     stop: list[str] | None = None
     template: str | None = None
     spare: list[str] = field(default_factory=list)
+    #: ``pg_ctl … restart`` without its ``-m MODE`` (None for a server given by URL).
+    restart_command: list[str] | None = None
     _names: count[int] = field(default_factory=lambda: count(1))
 
     def url(self, database: str) -> str:
@@ -124,6 +126,31 @@ class Cluster:
         with psycopg.connect(self.admin_url, autocommit=True) as conn:
             conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
+    def restart(self, mode: str) -> None:
+        """Restart the server (``fast``: sessions are told and closed; ``immediate``: it
+        dies at once and recovers from its log), as an operator or a crash would."""
+        assert self.restart_command is not None, "a server given by URL cannot be restarted"
+        done = subprocess.run(
+            [*self.restart_command, "-m", mode, "restart"],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr or done.stdout
+
+    def password_role(self, user: str, password: str) -> None:
+        """A role that must log in with ``password`` (scram-sha-256) over TCP, allowed to
+        create databases; every other user keeps trust authentication."""
+        import psycopg
+
+        assert self.directory is not None, "a server given by URL cannot be reconfigured"
+        with psycopg.connect(self.admin_url, autocommit=True) as conn:
+            conn.execute(f"CREATE ROLE {user} LOGIN CREATEDB PASSWORD '{password}'")
+            hba = self.directory / "data" / "pg_hba.conf"
+            hba.write_text(f"host all {user} 127.0.0.1/32 scram-sha-256\n" + hba.read_text())
+            conn.execute("SELECT pg_reload_conf()")
+
     def shutdown(self) -> None:
         if self.stop is not None:
             subprocess.run(self.stop, capture_output=True, check=False, timeout=60)
@@ -131,16 +158,21 @@ class Cluster:
             shutil.rmtree(self.directory, ignore_errors=True)
 
 
-def start_cluster(*, durable: bool = False) -> Cluster:
+def start_cluster(
+    *, durable: bool = False, language: str | None = None, own: bool = False
+) -> Cluster:
     """Start a server (or use ``AGENTCTL_TEST_POSTGRES_URL``); skips or fails when none.
 
-    ``durable`` keeps the server's durability settings (benchmarks); tests turn them off."""
+    ``durable`` keeps the server's durability settings (benchmarks); tests turn them off.
+    ``language`` (``de``, …) makes the server word its messages in that language (gettext's
+    ``LANGUAGE``, the package's own translations), as a server with another
+    ``lc_messages`` does. ``own`` always starts a server of its own (one a test restarts)."""
     try:
         import psycopg  # noqa: F401
     except ImportError:
         require_postgres("the psycopg driver is not installed (pip install -e '.[dev]')")
     given = os.environ.get("AGENTCTL_TEST_POSTGRES_URL")
-    if given:
+    if given and not own:
         return Cluster(admin_url=given)
     bin_dir = _bin_dir()
     if bin_dir is None or not (bin_dir / "pg_ctl").exists():
@@ -171,11 +203,14 @@ def start_cluster(*, durable: bool = False) -> Cluster:
         shutil.rmtree(directory, ignore_errors=True)
         pytest.fail(f"initdb failed: {initdb.stderr or initdb.stdout}")
     options = f"-c listen_addresses=127.0.0.1 -c port={port} -k {directory} -c max_connections=200"
+    ctl = [str(bin_dir / "pg_ctl"), "-D", str(data)]
+    if language is not None:
+        options += " -c lc_messages=C.UTF-8"
+        ctl = ["env", f"LANGUAGE={language}", *ctl]
     if not durable:
         options += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
     started = subprocess.run(
-        [*as_user, str(bin_dir / "pg_ctl"), "-D", str(data), "-l", str(log), "-o", options]
-        + ["-w", "-t", "60", "start"],
+        [*as_user, *ctl, "-l", str(log), "-o", options] + ["-w", "-t", "60", "start"],
         capture_output=True,
         text=True,
         check=False,
@@ -191,4 +226,5 @@ def start_cluster(*, durable: bool = False) -> Cluster:
         admin_url=f"postgresql://{USER}@127.0.0.1:{port}/postgres",
         directory=directory,
         stop=stop,
+        restart_command=[*as_user, *ctl, "-l", str(log), "-w", "-t", "60"],
     )

@@ -45,6 +45,11 @@ class RunWatchers:
                 self._cancel_reason = stop.reason
                 drive.cancel()
                 return
+            except AgentctlError:
+                # The flag could not be read (the server restarting): look again next
+                # time. Ending here would raise from the executor's clean-up, before it
+                # gives the run up.
+                continue
 
     async def _heartbeat(self, drive: asyncio.Task[RunOutcome]) -> None:
         """Renew the ownership lease while the run executes, whatever its tasks do: a task
