@@ -166,6 +166,7 @@ class ErrorCode(StrEnum):
     RUN_OWNERSHIP_LOST = "run.ownership_lost"
     RUN_PAUSED = "run.paused"
     SCHEDULE_EXISTS = "schedule.exists"
+    SCHEMA_INVALID = "schema.invalid"
     SECRET_INVALID = "secret.invalid"
     SECRET_UNRESOLVED = "secret.unresolved"
     SECRET_UNSUPPORTED = "secret.unsupported"

@@ -22,6 +22,7 @@ from agentctl.engine.run.records import TERMINAL_RUN_STATES, RunLog, load_run, l
 from agentctl.engine.run.retrying import retry_history
 from agentctl.errors import BlockedError, UsageError
 from agentctl.ids import Clock
+from agentctl.json_schemas import compile_schema, first_error
 from agentctl.observability.audit import list_events, verify_chain
 from agentctl.store import (
     approvals_repo,
@@ -156,24 +157,19 @@ def reconcile_effect(store: Store, request: ReconcileRequest, *, clock: Clock) -
         and result is not None
         and (request.result_schema_file or request.result_schema is not None)
     ):
-        import jsonschema
-
         schema: Any = (
             _load_json_file(request.result_schema_file, "result schema file")
             if request.result_schema_file
             else request.result_schema
         )
-        try:
-            jsonschema.validate(result, schema)
-        except jsonschema.ValidationError as exc:
+        # Compiled by the one home of schemas: references stay inside the schema, so an
+        # operator's schema never reads a local file or fetches a URL (docs/json-schemas.md).
+        mismatch = first_error(compile_schema(schema, "the result schema"), result)
+        if mismatch is not None:
             raise UsageError(
-                f"the result does not satisfy the schema: {exc.message}",
+                f"the result does not satisfy the schema at {mismatch.where}: {mismatch.message}",
                 hint="fix the result file or the schema",
-            ) from exc
-        except jsonschema.SchemaError as exc:
-            raise UsageError(
-                f"the result schema is not a valid JSON Schema: {exc.message}"
-            ) from exc
+            )
         validated = True
     now = clock.now()
     with store.write() as conn:
