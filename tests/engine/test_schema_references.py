@@ -136,3 +136,64 @@ def test_a_reference_into_data_fails_the_task_after_its_effect_cleanly(
     resumed = cli("resume", run_id, "--db", db)
     assert resumed.exit_code != 1, resumed.stderr
     assert hits == []
+
+
+SLOW = """\
+apiVersion: agentctl.dev/v1
+kind: Workflow
+metadata: {name: slow}
+spec:
+  policy: {approval: never, processAllowlist: [sh]}
+  actions:
+    work:
+      kind: builtin.shell.exec
+      command: sh
+      args: ["-c", "sleep 20"]
+      timeoutSeconds: 1
+  tasks:
+    - id: step
+      uses: action:work
+"""
+
+
+def test_an_operator_result_schema_refers_only_inside_itself(
+    cli: Any,
+    write_workflow: Any,
+    tmp_path: Path,
+    schema_host: tuple[str, list[str]],
+    secret_file: Path,
+) -> None:
+    base, hits = schema_host
+    db = tmp_path / "r.db"
+    data = cli("--output", "json", "roll", write_workflow(SLOW), "--db", db).json()["data"]
+    (effect,) = data["uncertainEffects"]
+    result = tmp_path / "result.json"
+    result.write_text(json.dumps({"exitCode": 0}))
+    refs = [f"{base}/result.json", f"file://{secret_file}#/missing", "#/$defs/missing"]
+    for ref in refs:
+        schema = tmp_path / "schema.json"
+        schema.write_text(json.dumps({"properties": {"exitCode": {"$ref": ref}}}))
+        refused = cli(
+            "--output",
+            "json",
+            "reconcile",
+            effect["effectId"],
+            "--status",
+            "applied",
+            "--reason",
+            "checked by hand",
+            "--result-file",
+            result,
+            "--result-schema-file",
+            schema,
+            "--db",
+            db,
+        )
+        assert refused.exit_code == 2, refused.stderr
+        error = refused.error_json()["error"]
+        assert error["code"] == "schema.invalid"
+        assert "/properties/exitCode/$ref" in error["message"]
+        assert SECRET not in refused.stderr
+    assert hits == []
+    listed = cli("--output", "json", "reconcile", "--list", "--db", db).json()["data"]
+    assert [e["effectId"] for e in listed["effects"]] == [effect["effectId"]]  # nothing recorded

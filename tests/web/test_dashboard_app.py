@@ -237,6 +237,56 @@ def test_reconcile_an_uncertain_effect_from_the_effects_page(runs: Runs, dashboa
     assert "No effect is in doubt." in client.get("/effects").text
 
 
+def test_the_reconcile_form_schema_refers_only_inside_itself(
+    runs: Runs, dashboard: Any, tmp_path: Any
+) -> None:
+    """Issue 38 item 2: a `$ref` in the form's schema is refused (400), nothing fetched."""
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    hits: list[str] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - the http.server spelling
+            hits.append(self.path)
+            self.send_response(200)
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"{}")
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    secret = tmp_path / "secret.json"
+    secret.write_text('{"token": "TOPSECRET-9"}')
+    try:
+        data = runs.roll(UNCERTAIN, "slow")
+        (effect,) = data["uncertainEffects"]
+        client = dashboard(adopt=False)
+        token = _csrf(client.get("/effects").text)
+        for ref in (f"http://127.0.0.1:{server.server_address[1]}/s", f"file://{secret}#/x"):
+            refused = client.post(
+                f"/effects/{effect['effectId']}/reconcile",
+                data={
+                    "status": "applied",
+                    "reason": "checked",
+                    "result": '{"exitCode": 0}',
+                    "result_schema": json.dumps({"properties": {"exitCode": {"$ref": ref}}}),
+                    "csrf": token,
+                },
+            )
+            assert refused.status_code == 400, refused.text
+            assert "points outside the schema" in refused.text
+            assert "TOPSECRET" not in refused.text
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert hits == []
+
+
 def test_cancel_a_parked_run_is_audited_with_actor_ui(runs: Runs, dashboard: Any) -> None:
     data = runs.roll(RELEASE, "release")
     client = dashboard()
