@@ -90,6 +90,7 @@ class ErrorCode(StrEnum):
     FILE_UNRESOLVABLE = "file.unresolvable"
     FILE_WRITE_FAILED = "file.write_failed"
     FORK_BLOCKED = "fork.blocked"
+    INPUT_FILE_INVALID = "input_file.invalid"
     INPUT_INVALID = "input.invalid"
     INPUT_UNDECLARED = "input.undeclared"
     INTERNAL_ERROR = "internal.error"

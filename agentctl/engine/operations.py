@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 from agentctl import hints
@@ -22,6 +21,7 @@ from agentctl.engine.run.records import TERMINAL_RUN_STATES, RunLog, load_run, l
 from agentctl.engine.run.retrying import retry_history
 from agentctl.errors import BlockedError, UsageError
 from agentctl.ids import Clock
+from agentctl.input_files import read_input_text
 from agentctl.json_schemas import compile_schema, first_error
 from agentctl.observability.audit import list_events, verify_chain
 from agentctl.store import (
@@ -113,18 +113,7 @@ class ReconcileRequest:
 
 
 def _read_small(path: str, what: str) -> str:
-    file = Path(path)
-    try:
-        if file.stat().st_size > MAX_EVIDENCE_BYTES:
-            raise UsageError(f"{what} {file} is larger than 1 MiB")
-        return file.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(
-            f"cannot read {what} {file}: {exc.strerror}",
-            hint=f"check the path given for the {what}",
-        ) from exc
-    except UnicodeDecodeError as exc:
-        raise UsageError(f"{what} {file} is not UTF-8 text") from exc
+    return read_input_text(path, what, limit=MAX_EVIDENCE_BYTES)
 
 
 def _load_json_file(path: str, what: str) -> Any:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from agentctl.errors import UsageError
+from agentctl.input_files import read_input_text
 
 __all__ = ["merge_inputs", "parse_input_pairs", "require_declared_inputs"]
 
@@ -55,17 +56,7 @@ def merge_inputs(
         text, where = inputs_json, "--inputs"
     elif inputs_file is not None:
         path = Path(inputs_file)
-        try:
-            if path.stat().st_size > 1 << 20:
-                raise UsageError(f"inputs file {path} is larger than 1 MiB")
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise UsageError(
-                f"cannot read inputs file {path}: {exc.strerror}",
-                hint="check the path given to --inputs-file",
-            ) from exc
-        except UnicodeDecodeError as exc:
-            raise UsageError(f"inputs file {path} is not UTF-8") from exc
+        text = read_input_text(path, "inputs file")
         where = str(path)
     if text is not None:
         try:

@@ -26,6 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from agentctl.diagnostics import Diagnostic
+from agentctl.errors import UsageError
+from agentctl.input_files import read_input_bytes
 from agentctl.spec.result import MAX_DOCUMENT_BYTES, LoadResult
 from agentctl.spec.source_map import SourceMap, diagnostic_at, join_path
 from agentctl.spec.variables import (
@@ -224,23 +226,14 @@ class _Reader:
                 )
             target = resolved
         try:
-            if not target.is_file():
-                return refuse(
-                    f"variables file {name} is not a regular file",
-                    "name a YAML or JSON file holding a mapping of variables",
-                )
-            with target.open("rb") as handle:
-                data = handle.read(MAX_DOCUMENT_BYTES + 1)
-        except OSError as exc:
-            return refuse(
-                f"cannot read variables file {name}: {exc.strerror or exc}",
-                "check the path and its permissions",
+            data = read_input_bytes(
+                target,
+                "variables file",
+                limit=MAX_DOCUMENT_BYTES,
+                hint="name a YAML or JSON file (under 1 MiB) holding a mapping of variables",
             )
-        if len(data) > MAX_DOCUMENT_BYTES:
-            return refuse(
-                f"variables file {name} is larger than 1 MiB",
-                "keep variables files small; large data belongs in inputs or artifacts",
-            )
+        except UsageError as exc:
+            return refuse(exc.message.replace(str(target), name, 1), exc.hint or "")
         if data.startswith(b"\xef\xbb\xbf"):
             data = data[3:]
         file_label = label or os.fspath(name)
