@@ -56,7 +56,8 @@ def ui_command(
         str, typer.Option("--host", help="Address to listen on (loopback by default).")
     ] = "127.0.0.1",
     port: Annotated[
-        int, typer.Option("--port", help="Port to listen on; 0 picks a free one.", min=0)
+        int,
+        typer.Option("--port", help="Port to listen on; 0 picks a free one.", min=0, max=65535),
     ] = 8765,
     allow_remote: Annotated[
         bool,

@@ -23,6 +23,7 @@ from agentctl.errors import BlockedError, UsageError
 from agentctl.ids import Clock
 from agentctl.input_files import read_input_text
 from agentctl.json_schemas import compile_schema, first_error
+from agentctl.json_text import parse_json_text
 from agentctl.observability.audit import list_events, verify_chain
 from agentctl.store import (
     approvals_repo,
@@ -118,7 +119,7 @@ def _read_small(path: str, what: str) -> str:
 
 def _load_json_file(path: str, what: str) -> Any:
     try:
-        return json.loads(_read_small(path, what))
+        return parse_json_text(_read_small(path, what))
     except ValueError as exc:
         raise UsageError(f"{what} {path} is not valid JSON: {exc}") from exc
 
@@ -278,7 +279,7 @@ def answer_question(
     store: Store, approval_id: str, raw_value: str, *, actor: str, clock: Clock
 ) -> dict[str, Any]:
     try:
-        value: Any = json.loads(raw_value)
+        value: Any = parse_json_text(raw_value)
     except ValueError:
         value = raw_value
     now = clock.now()
