@@ -211,6 +211,7 @@ class ErrorCode(StrEnum):
     TOOL_UNSUPPORTED = "tool.unsupported"
     UI_BIND_FAILED = "ui.bind_failed"
     UI_REMOTE_REFUSED = "ui.remote_refused"
+    UI_SEARCH_TOO_LONG = "ui.search_too_long"
     WORKER_BAD_CONCURRENCY = "worker.bad_concurrency"
     WORKER_NEEDS_POSTGRES = "worker.needs_postgres"
     WORKFLOW_AMBIGUOUS = "workflow.ambiguous"

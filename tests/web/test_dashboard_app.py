@@ -57,6 +57,16 @@ def test_a_foreign_host_name_is_refused(runs: Runs, dashboard: Any) -> None:
     assert rebound.status_code == 403 and "not this dashboard" in rebound.text
 
 
+def test_a_search_too_long_is_400_not_500(runs: Runs, dashboard: Any) -> None:
+    """Issue 38 item 9: SQLite refuses LIKE patterns past 50,000 bytes; the search is bounded."""
+    runs.roll(RELEASE, "release")
+    client = dashboard()
+    refused = client.get("/", params={"q": "x" * 50_000})
+    assert refused.status_code == 400
+    assert "at most 200" in refused.text
+    assert client.get("/", params={"q": "%_" * 100}).status_code == 200
+
+
 def test_runs_list_filters_and_searches(runs: Runs, dashboard: Any) -> None:
     parked = runs.roll(RELEASE, "release")["runId"]
     asked = runs.roll(ASKING, "asking")["runId"]
