@@ -253,6 +253,9 @@ def decide_approval(
                 f"{approval_id} is a question",
                 hint=f"answer it with {hints.quoted(hints.answer(approval_id))}",
             )
+        # The same decision again is answered as a no-op: the approval row keeps the first
+        # decision, so the audit chain must not gain a second resolution either.
+        unchanged = current.status != "pending"
         decided = resolve_approval(
             conn,
             approval_id,
@@ -261,16 +264,18 @@ def decide_approval(
             reason=reason,
             now=now,
         )
-        RunLog.open(conn, decided.run_id).event(
-            conn,
-            "approval.resolved",
-            {"approvalId": approval_id, "approved": approve, "actor": actor, "reason": reason},
-            now=now,
-            task_id=decided.task_id,
-            effect_id=decided.effect_id,
-        )
+        if not unchanged:
+            RunLog.open(conn, decided.run_id).event(
+                conn,
+                "approval.resolved",
+                {"approvalId": approval_id, "approved": approve, "actor": actor, "reason": reason},
+                now=now,
+                task_id=decided.task_id,
+                effect_id=decided.effect_id,
+            )
     return {
         "approval": decided.to_json(),
+        "unchanged": unchanged,
         "next": [step.to_json() for step in for_run(store, decided.run_id)],
     }
 
@@ -292,18 +297,21 @@ def answer_question(
                 f"with {hints.quoted(hints.reject(approval_id))}",
             )
         validate_answer(value, current.choices, current.answer_schema)
+        unchanged = current.status != "pending"
         answered = resolve_approval(
             conn, approval_id, status="answered", actor=actor, reason=None, answer=value, now=now
         )
-        RunLog.open(conn, answered.run_id).event(
-            conn,
-            "question.answered",
-            {"approvalId": approval_id, "actor": actor},
-            now=now,
-            task_id=answered.task_id,
-        )
+        if not unchanged:
+            RunLog.open(conn, answered.run_id).event(
+                conn,
+                "question.answered",
+                {"approvalId": approval_id, "actor": actor},
+                now=now,
+                task_id=answered.task_id,
+            )
     return {
         "approval": answered.to_json(),
+        "unchanged": unchanged,
         "next": [step.to_json() for step in for_run(store, answered.run_id)],
     }
 
