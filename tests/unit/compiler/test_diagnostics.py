@@ -694,7 +694,7 @@ tasks:
     uses: action:set
 """
     found = only(compile_spec(spec), "schema_violation")
-    assert found.path == "spec.tools.echo.inputSchema.required[0]"
+    assert found.path == "spec.tools.echo.inputSchema"
     assert found.line == line_of(spec, "inputSchema:")
 
 
