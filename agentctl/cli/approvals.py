@@ -65,9 +65,11 @@ def _decide(
     decide = runtime.approve if approve else runtime.reject
     data = decide(approval_id, reason=reason, actor=actor)
     status = data["approval"]["status"]
-    output.current().success(
-        "ApprovalDecision", data, human=f"{approval_id} {status}" + next_lines(data["next"])
-    )
+    if data["unchanged"]:
+        said = f"{approval_id} already {status}; nothing changed"
+    else:
+        said = f"{approval_id} {status}"
+    output.current().success("ApprovalDecision", data, human=said + next_lines(data["next"]))
 
 
 @app.command("approve")
@@ -112,15 +114,17 @@ def answer_command(
 
     Example: agentctl approvals answer approval-16cf2f9ac1a51c29 '"staging"'
     """
-    import json
-
+    from agentctl.json_text import parse_json_text
     from agentctl.runtime import Runtime
 
     try:
-        answer: object = json.loads(value)
+        answer: object = parse_json_text(value)
     except ValueError:
         answer = value
     data = Runtime(db_from_context(ctx, db)).answer(approval_id, answer, actor=actor)
+    said = f"{approval_id} already answered; nothing changed" if data["unchanged"] else None
     output.current().success(
-        "ApprovalDecision", data, human=f"{approval_id} answered" + next_lines(data["next"])
+        "ApprovalDecision",
+        data,
+        human=(said or f"{approval_id} answered") + next_lines(data["next"]),
     )

@@ -28,6 +28,41 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
+def _allowed_hosts(host: str, port: int, extra: list[str]) -> list[str]:
+    """The Host headers the dashboard answers: the address it serves, loopback names, the
+    machine's own names when it listens on every address, and each --allowed-host. A
+    remote dashboard checks Host too: a DNS-rebinding page reaches it under another name."""
+    import ipaddress
+    import socket
+
+    names = {host, "127.0.0.1", "localhost", "::1"}
+    try:
+        wildcard = ipaddress.ip_address(host).is_unspecified
+    except ValueError:
+        wildcard = False
+    if wildcard:
+        names |= {socket.gethostname(), socket.getfqdn()}
+        try:
+            names |= {str(a[4][0]) for a in socket.getaddrinfo(socket.gethostname(), None)}
+        except OSError:
+            pass
+    allowed: set[str] = set()
+    for name in names:
+        shown = f"[{name}]" if ":" in name else name
+        allowed.add(f"{shown}:{port}")
+        if port == 80:
+            allowed.add(shown)
+    for name in extra:
+        allowed.add(name if _has_port(name) else f"{name}:{port}")
+    return sorted(allowed)
+
+
+def _has_port(name: str) -> bool:
+    if name.startswith("["):
+        return "]:" in name
+    return name.count(":") == 1
+
+
 def _bind(host: str, port: int) -> socket.socket:
     import socket
 
@@ -55,7 +90,8 @@ def ui_command(
         str, typer.Option("--host", help="Address to listen on (loopback by default).")
     ] = "127.0.0.1",
     port: Annotated[
-        int, typer.Option("--port", help="Port to listen on; 0 picks a free one.", min=0)
+        int,
+        typer.Option("--port", help="Port to listen on; 0 picks a free one.", min=0, max=65535),
     ] = 8765,
     allow_remote: Annotated[
         bool,
@@ -66,6 +102,15 @@ def ui_command(
             "plain HTTP (put it behind TLS).",
         ),
     ] = False,
+    allowed_host: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allowed-host",
+            metavar="NAME",
+            help="Another name (host or host:port) clients may reach the dashboard under, "
+            "e.g. behind a proxy; repeatable. Requests naming any other Host are refused.",
+        ),
+    ] = None,
     open_browser: Annotated[
         bool, typer.Option("--open", help="Open the dashboard in the default browser.")
     ] = False,
@@ -86,6 +131,8 @@ def ui_command(
     is executed the same way. Ctrl-C stops the server.
 
     Example: agentctl ui --db .agentctl/runtime.db --port 8765
+
+    Example: agentctl ui --host 0.0.0.0 --allow-remote --allowed-host ops.example.com
     """
     import threading
 
@@ -113,9 +160,7 @@ def ui_command(
     bound = int(sock.getsockname()[1])
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{bound}/?token={token}"
-    allowed = None
-    if _is_loopback(host):
-        allowed = [f"{shown}:{bound}", f"127.0.0.1:{bound}", f"localhost:{bound}"]
+    allowed = _allowed_hosts(host, bound, allowed_host or [])
     with open_store(path, create=False) as store:
         app = create_app(
             DashboardConfig(

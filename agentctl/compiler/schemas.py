@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from agentctl.compiler.drafts import Reporter
+from agentctl.compiler.drafts import Reporter, sub_path
+from agentctl.json_schemas import SchemaProblem, schema_problem
 
 __all__ = [
     "ACTION_CONTRACT",
@@ -132,32 +133,26 @@ def _compiles(pattern: str) -> bool:
 
 
 class SchemaChecker:
-    """Reports ``schema_violation`` for invalid JSON Schemas, remembering what it checked."""
+    """Reports ``schema_violation`` for invalid JSON Schemas, remembering what it checked.
+
+    Every schema is judged by agentctl.json_schemas (docs/json-schemas.md), the one home of
+    what a usable schema is: valid for its draft, and referring only inside itself.
+    """
 
     def __init__(self, reporter: Reporter) -> None:
         self.reporter = reporter
-        self._seen: dict[int, tuple[Any, str | None]] = {}
+        self._seen: dict[int, tuple[Any, SchemaProblem | None]] = {}
 
-    def problem(self, schema: Any) -> str | None:
-        """Why ``schema`` is not a valid JSON Schema (``None`` when it is)."""
+    def problem(self, schema: Any) -> SchemaProblem | None:
+        """Why ``schema`` is not a usable JSON Schema (``None`` when it is)."""
         cached = self._seen.get(id(schema))
         if cached is not None and cached[0] is schema:
             return cached[1]
-        why: str | None = None
-        if isinstance(schema, bool):
-            why = None
-        elif not isinstance(schema, dict):
-            why = "a JSON Schema must be an object or a boolean"
-        elif not plainly_valid(schema):
-            # Imported only here: loading jsonschema is a large share of `agentctl check`'s
-            # start-up, and most schemas in workflows are plainly valid (see above).
-            import jsonschema
-            from jsonschema.exceptions import SchemaError
-
-            try:
-                jsonschema.validators.validator_for(schema).check_schema(schema)
-            except SchemaError as exc:
-                why = exc.message
+        why: SchemaProblem | None = None
+        if not plainly_valid(schema):
+            # Most schemas in workflows are plainly valid (see above) and have no `$ref`:
+            # they skip loading jsonschema, a large share of `agentctl check`'s start-up.
+            why = schema_problem(schema)
         # Keep the object alive alongside its id so a recycled id never hits a stale entry.
         self._seen[id(schema)] = (schema, why)
         return why
@@ -169,8 +164,9 @@ class SchemaChecker:
             return True
         self.reporter.error(
             "schema_violation",
-            f"{what} is not a valid JSON Schema: {why}",
-            path,
-            help="fix the schema so it validates against its JSON Schema meta-schema",
+            f"{what} is not a valid JSON Schema: {why.message}",
+            sub_path(path, *why.segments),
+            help="fix the schema so it validates against its JSON Schema meta-schema and "
+            "refers only inside itself (`#/$defs/name`; docs/json-schemas.md)",
         )
         return False

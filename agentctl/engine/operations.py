@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 from agentctl import hints
@@ -22,6 +21,9 @@ from agentctl.engine.run.records import TERMINAL_RUN_STATES, RunLog, load_run, l
 from agentctl.engine.run.retrying import retry_history
 from agentctl.errors import BlockedError, UsageError
 from agentctl.ids import Clock
+from agentctl.input_files import read_input_text
+from agentctl.json_schemas import compile_schema, first_error
+from agentctl.json_text import parse_json_text
 from agentctl.observability.audit import list_events, verify_chain
 from agentctl.store import (
     approvals_repo,
@@ -112,23 +114,12 @@ class ReconcileRequest:
 
 
 def _read_small(path: str, what: str) -> str:
-    file = Path(path)
-    try:
-        if file.stat().st_size > MAX_EVIDENCE_BYTES:
-            raise UsageError(f"{what} {file} is larger than 1 MiB")
-        return file.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(
-            f"cannot read {what} {file}: {exc.strerror}",
-            hint=f"check the path given for the {what}",
-        ) from exc
-    except UnicodeDecodeError as exc:
-        raise UsageError(f"{what} {file} is not UTF-8 text") from exc
+    return read_input_text(path, what, limit=MAX_EVIDENCE_BYTES)
 
 
 def _load_json_file(path: str, what: str) -> Any:
     try:
-        return json.loads(_read_small(path, what))
+        return parse_json_text(_read_small(path, what))
     except ValueError as exc:
         raise UsageError(f"{what} {path} is not valid JSON: {exc}") from exc
 
@@ -156,24 +147,19 @@ def reconcile_effect(store: Store, request: ReconcileRequest, *, clock: Clock) -
         and result is not None
         and (request.result_schema_file or request.result_schema is not None)
     ):
-        import jsonschema
-
         schema: Any = (
             _load_json_file(request.result_schema_file, "result schema file")
             if request.result_schema_file
             else request.result_schema
         )
-        try:
-            jsonschema.validate(result, schema)
-        except jsonschema.ValidationError as exc:
+        # Compiled by the one home of schemas: references stay inside the schema, so an
+        # operator's schema never reads a local file or fetches a URL (docs/json-schemas.md).
+        mismatch = first_error(compile_schema(schema, "the result schema"), result)
+        if mismatch is not None:
             raise UsageError(
-                f"the result does not satisfy the schema: {exc.message}",
+                f"the result does not satisfy the schema at {mismatch.where}: {mismatch.message}",
                 hint="fix the result file or the schema",
-            ) from exc
-        except jsonschema.SchemaError as exc:
-            raise UsageError(
-                f"the result schema is not a valid JSON Schema: {exc.message}"
-            ) from exc
+            )
         validated = True
     now = clock.now()
     with store.write() as conn:
@@ -267,6 +253,9 @@ def decide_approval(
                 f"{approval_id} is a question",
                 hint=f"answer it with {hints.quoted(hints.answer(approval_id))}",
             )
+        # The same decision again is answered as a no-op: the approval row keeps the first
+        # decision, so the audit chain must not gain a second resolution either.
+        unchanged = current.status != "pending"
         decided = resolve_approval(
             conn,
             approval_id,
@@ -275,16 +264,18 @@ def decide_approval(
             reason=reason,
             now=now,
         )
-        RunLog.open(conn, decided.run_id).event(
-            conn,
-            "approval.resolved",
-            {"approvalId": approval_id, "approved": approve, "actor": actor, "reason": reason},
-            now=now,
-            task_id=decided.task_id,
-            effect_id=decided.effect_id,
-        )
+        if not unchanged:
+            RunLog.open(conn, decided.run_id).event(
+                conn,
+                "approval.resolved",
+                {"approvalId": approval_id, "approved": approve, "actor": actor, "reason": reason},
+                now=now,
+                task_id=decided.task_id,
+                effect_id=decided.effect_id,
+            )
     return {
         "approval": decided.to_json(),
+        "unchanged": unchanged,
         "next": [step.to_json() for step in for_run(store, decided.run_id)],
     }
 
@@ -293,7 +284,7 @@ def answer_question(
     store: Store, approval_id: str, raw_value: str, *, actor: str, clock: Clock
 ) -> dict[str, Any]:
     try:
-        value: Any = json.loads(raw_value)
+        value: Any = parse_json_text(raw_value)
     except ValueError:
         value = raw_value
     now = clock.now()
@@ -306,18 +297,21 @@ def answer_question(
                 f"with {hints.quoted(hints.reject(approval_id))}",
             )
         validate_answer(value, current.choices, current.answer_schema)
+        unchanged = current.status != "pending"
         answered = resolve_approval(
             conn, approval_id, status="answered", actor=actor, reason=None, answer=value, now=now
         )
-        RunLog.open(conn, answered.run_id).event(
-            conn,
-            "question.answered",
-            {"approvalId": approval_id, "actor": actor},
-            now=now,
-            task_id=answered.task_id,
-        )
+        if not unchanged:
+            RunLog.open(conn, answered.run_id).event(
+                conn,
+                "question.answered",
+                {"approvalId": approval_id, "actor": actor},
+                now=now,
+                task_id=answered.task_id,
+            )
     return {
         "approval": answered.to_json(),
+        "unchanged": unchanged,
         "next": [step.to_json() for step in for_run(store, answered.run_id)],
     }
 

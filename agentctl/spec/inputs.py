@@ -8,12 +8,13 @@ the same way everywhere: exit 2, naming the declared inputs.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from agentctl.errors import UsageError
+from agentctl.input_files import read_input_text
+from agentctl.json_text import parse_json_text
 
 __all__ = ["merge_inputs", "parse_input_pairs", "require_declared_inputs"]
 
@@ -30,9 +31,9 @@ def parse_input_pairs(pairs: Sequence[str]) -> dict[str, Any]:
                 hint="write --input name=value (the value is parsed as JSON when it can be)",
             )
         try:
-            out[key] = json.loads(raw)
+            out[key] = parse_json_text(raw)
         except ValueError:
-            out[key] = raw
+            out[key] = raw  # not JSON agentctl accepts (NaN, 1e999 ...): the text itself
     return out
 
 
@@ -55,21 +56,11 @@ def merge_inputs(
         text, where = inputs_json, "--inputs"
     elif inputs_file is not None:
         path = Path(inputs_file)
-        try:
-            if path.stat().st_size > 1 << 20:
-                raise UsageError(f"inputs file {path} is larger than 1 MiB")
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise UsageError(
-                f"cannot read inputs file {path}: {exc.strerror}",
-                hint="check the path given to --inputs-file",
-            ) from exc
-        except UnicodeDecodeError as exc:
-            raise UsageError(f"inputs file {path} is not UTF-8") from exc
+        text = read_input_text(path, "inputs file")
         where = str(path)
     if text is not None:
         try:
-            value = json.loads(text)
+            value = parse_json_text(text)
         except ValueError as exc:
             raise UsageError(
                 f"{where} is not valid JSON: {exc}",

@@ -15,9 +15,10 @@ from typing import Any
 
 from agentctl.diagnostics import Diagnostic
 from agentctl.errors import UsageError
+from agentctl.input_files import read_input_bytes
 from agentctl.spec.document import API_VERSION
 from agentctl.spec.model_errors import describe
-from agentctl.spec.result import MAX_DOCUMENT_BYTES, LoadResult
+from agentctl.spec.result import MAX_DOCUMENT_BYTES, LoadResult, unreadable_file
 from agentctl.spec.source_map import SourceMap, diagnostic_at
 from agentctl.spec.validate import validate_document
 from agentctl.spec.yaml_source import (
@@ -105,27 +106,9 @@ def parse_workflow_text(text: str, file: str = "<input>") -> LoadResult:
 
 def _load_data_file(file: Path, name: str) -> LoadResult:
     try:
-        with file.open("rb") as handle:
-            data = handle.read(MAX_DOCUMENT_BYTES + 1)
-            if len(data) > MAX_DOCUMENT_BYTES:
-                size = os.fstat(handle.fileno()).st_size
-                return _failure(name, _too_large(max(size, len(data)), name))
-    except OSError as exc:
-        reason = exc.strerror or str(exc)
-        missing = isinstance(exc, FileNotFoundError)
-        return _failure(
-            name,
-            Diagnostic(
-                code="schema_violation",
-                message=f"workflow file {name} does not exist"
-                if missing
-                else f"cannot read workflow file {name}: {reason}",
-                file=name,
-                help=f"check the path (relative paths start at {Path.cwd()})"
-                if missing
-                else "check the path and its permissions",
-            ),
-        )
+        data = read_input_bytes(file, "workflow file", limit=MAX_DOCUMENT_BYTES)
+    except UsageError as exc:
+        return _failure(name, unreadable_file(exc, name))
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
     try:

@@ -11,6 +11,7 @@ The file is canonical JSON (sorted keys, two-space indent), so a diff shows what
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from dataclasses import field
 from pathlib import Path
@@ -18,7 +19,9 @@ from typing import ClassVar
 
 from pydantic.dataclasses import dataclass
 
-from agentctl.errors import PersistenceError
+from agentctl.errors import PersistenceError, UsageError
+from agentctl.input_files import read_input_text
+from agentctl.spec.result import MAX_DOCUMENT_BYTES
 from agentctl.typed_records import CAMEL, CamelRecord
 
 __all__ = [
@@ -73,12 +76,12 @@ class LockProblem(ValueError):
 def read_lock(directory: Path) -> dict[str, LockedPack] | None:
     """The lock beside a workflow, by pack name; ``None`` when there is none."""
     path = directory / LOCK_FILE
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    if not os.path.lexists(path):
         return None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise LockProblem(f"cannot read {path}: {exc}") from exc
+    try:
+        text = read_input_text(path, "pack lock", limit=MAX_DOCUMENT_BYTES)
+    except UsageError as exc:
+        raise LockProblem(exc.message) from exc
     try:
         data = json.loads(text)
         if data.get("apiVersion") != LOCK_API_VERSION:

@@ -34,6 +34,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from agentctl.diagnostics import Diagnostic
+from agentctl.errors import UsageError
+from agentctl.input_files import read_input_bytes
 from agentctl.spec.pack_items import ITEM_SECTIONS, pack_items
 from agentctl.spec.pack_lock import LOCK_FILE, LockedPack, LockProblem, PackSource, read_lock
 from agentctl.spec.pack_manifest import MANIFEST_FILE, PackManifest, satisfies
@@ -172,7 +174,17 @@ class _Packs:
                         "replace the symlink with the file itself",
                     )
                     return None
-                data = file.read_bytes()
+                try:
+                    data = read_input_bytes(
+                        file,
+                        f"pack `{name}` file",
+                        limit=max(_MAX_PACK_BYTES - total, 0),
+                        hint="keep only the pack's own regular files in its directory "
+                        "(64 MiB in all)",
+                    )
+                except UsageError as exc:
+                    self.error("schema_violation", exc.message, base, exc.hint)
+                    return None
                 total += len(data)
                 entries.append(f"{relative}\0{_sha256(data)}\n")
                 if len(entries) > _MAX_PACK_FILES or total > _MAX_PACK_BYTES:
@@ -197,17 +209,15 @@ class _Packs:
         pack_dir = found if found.is_dir() else None
         manifest_path = found / MANIFEST_FILE if pack_dir is not None else found
         try:
-            data = manifest_path.read_bytes()
-        except OSError as exc:
-            self.error(
-                "missing_reference",
-                f"pack `{name}`: cannot read its manifest {manifest_path}: {exc.strerror}",
-                base,
-                f"a pack directory holds its manifest as {MANIFEST_FILE}",
+            data = read_input_bytes(
+                manifest_path,
+                f"pack `{name}` manifest",
+                limit=MAX_DOCUMENT_BYTES,
+                hint=f"a pack is a directory holding its manifest as {MANIFEST_FILE}, or one "
+                "manifest file (a regular file under 1 MiB)",
             )
-            return None
-        if len(data) > MAX_DOCUMENT_BYTES:
-            self.error("schema_violation", f"pack `{name}` manifest is over 1 MiB", base)
+        except UsageError as exc:
+            self.error("missing_reference", exc.message, base, exc.hint)
             return None
         integrity = _sha256(data)
         declared = ref.get("integrity")

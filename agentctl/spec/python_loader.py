@@ -21,11 +21,12 @@ from types import ModuleType
 from typing import Any
 
 from agentctl.diagnostics import Diagnostic
-from agentctl.errors import ValidationError
+from agentctl.errors import UsageError, ValidationError
+from agentctl.input_files import read_input_bytes
 from agentctl.spec.document import Workflow
 from agentctl.spec.model_errors import describe
 from agentctl.spec.python_api import WorkflowBuilder
-from agentctl.spec.result import MAX_DOCUMENT_BYTES, LoadResult
+from agentctl.spec.result import MAX_DOCUMENT_BYTES, LoadResult, unreadable_file
 from agentctl.spec.source_map import SourceMap
 from agentctl.spec.validate import validate_document
 
@@ -38,17 +39,10 @@ PYTHON_DEFINITION = "python_definition"
 def load_python_definition(file: Path, name: str) -> LoadResult:
     """Run ``file`` and validate the workflow it defines."""
     try:
-        with file.open("rb") as handle:
-            source_text = handle.read(MAX_DOCUMENT_BYTES + 1)
-    except OSError as exc:
-        return _fail(name, f"cannot read workflow file {name}: {exc.strerror or exc}", None)
-    if len(source_text) > MAX_DOCUMENT_BYTES:
-        too_large = Diagnostic(
-            code="schema_violation",
-            message=f"the workflow definition is larger than {MAX_DOCUMENT_BYTES} bytes (1 MiB)",
-            file=name,
-        )
-        return LoadResult(name, None, [too_large], SourceMap(name), None)
+        source_text = read_input_bytes(file, "workflow file", limit=MAX_DOCUMENT_BYTES)
+    except UsageError as exc:
+        # Refused by the one reader of named files, worded as for a YAML workflow file.
+        return LoadResult(name, None, [unreadable_file(exc, name)], SourceMap(name), None)
     real = os.path.realpath(file)
     module_name = "_agentctl_workflow_" + hashlib.sha256(real.encode()).hexdigest()[:16]
     module = ModuleType(module_name)

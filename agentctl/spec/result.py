@@ -6,10 +6,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentctl.diagnostics import Diagnostic
+from agentctl.errors import UsageError
 from agentctl.spec.document import Workflow
 from agentctl.spec.source_map import SourceMap
 
-__all__ = ["MAX_DOCUMENT_BYTES", "LoadResult"]
+__all__ = ["MAX_DOCUMENT_BYTES", "LoadResult", "unreadable_file"]
 
 MAX_DOCUMENT_BYTES = 1_048_576
 """Largest workflow file accepted, checked before parsing (docs/workflow-language.md)."""
@@ -33,3 +34,8 @@ class LoadResult:
     @property
     def errors(self) -> list[Diagnostic]:
         return [d for d in self.diagnostics if d.is_error]
+
+
+def unreadable_file(error: UsageError, file: str) -> Diagnostic:
+    """The diagnostic of a workflow file the one input reader refused (agentctl.input_files)."""
+    return Diagnostic(code="schema_violation", message=error.message, file=file, help=error.hint)

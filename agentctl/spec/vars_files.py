@@ -19,13 +19,15 @@ flag), never raising for bad input:
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from agentctl.diagnostics import Diagnostic
+from agentctl.errors import UsageError
+from agentctl.input_files import read_input_bytes
+from agentctl.json_text import parse_json_text
 from agentctl.spec.result import MAX_DOCUMENT_BYTES, LoadResult
 from agentctl.spec.source_map import SourceMap, diagnostic_at, join_path
 from agentctl.spec.variables import (
@@ -224,23 +226,14 @@ class _Reader:
                 )
             target = resolved
         try:
-            if not target.is_file():
-                return refuse(
-                    f"variables file {name} is not a regular file",
-                    "name a YAML or JSON file holding a mapping of variables",
-                )
-            with target.open("rb") as handle:
-                data = handle.read(MAX_DOCUMENT_BYTES + 1)
-        except OSError as exc:
-            return refuse(
-                f"cannot read variables file {name}: {exc.strerror or exc}",
-                "check the path and its permissions",
+            data = read_input_bytes(
+                target,
+                "variables file",
+                limit=MAX_DOCUMENT_BYTES,
+                hint="name a YAML or JSON file (under 1 MiB) holding a mapping of variables",
             )
-        if len(data) > MAX_DOCUMENT_BYTES:
-            return refuse(
-                f"variables file {name} is larger than 1 MiB",
-                "keep variables files small; large data belongs in inputs or artifacts",
-            )
+        except UsageError as exc:
+            return refuse(exc.message.replace(str(target), name, 1), exc.hint or "")
         if data.startswith(b"\xef\xbb\xbf"):
             data = data[3:]
         file_label = label or os.fspath(name)
@@ -345,18 +338,18 @@ class _Reader:
                     "schema_violation",
                     f"`{flag}` is not KEY=JSON",
                     COMMAND_LINE,
-                    path=flag,
+                    path=_shown(flag),
                     help="write --var name=JSON, e.g. --var replicas=3 or --var 'env=\"qa\"'",
                 )
                 continue
             try:
-                value = json.loads(raw)
+                value = parse_json_text(raw)
             except ValueError as exc:
                 self.problem(
                     "schema_violation",
-                    f"`{flag}`: the value is not valid JSON ({getattr(exc, 'msg', exc)})",
+                    f"`{_shown(flag)}`: the value is not valid JSON ({getattr(exc, 'msg', exc)})",
                     COMMAND_LINE,
-                    path=flag,
+                    path=_shown(flag),
                     help=f"quote a string as JSON: --var '{key}=\"{raw}\"'",
                 )
                 continue
@@ -365,7 +358,7 @@ class _Reader:
                     "schema_violation",
                     f"`{flag}` sets the reserved variable `{key}`",
                     COMMAND_LINE,
-                    path=flag,
+                    path=_shown(flag),
                     help=_RESERVED_HELP,
                 )
                 continue
@@ -375,7 +368,7 @@ class _Reader:
                     "invalid_template",
                     f"`{flag}`: variable values are data and cannot hold a `${{{{ … }}}}` template",
                     COMMAND_LINE,
-                    path=flag,
+                    path=_shown(flag),
                     help=_DATA_HELP,
                 )
                 continue
@@ -453,3 +446,8 @@ def variable_scopes(spec: Mapping[str, Any], layers: VariableLayers) -> list[dic
         scope["variables"] = [v.to_json() for v in layers.resolve(agent, path)]
         scopes.append(scope)
     return scopes
+
+
+def _shown(flag: str) -> str:
+    """A flag as a message shows it: a value thousands of characters long is cut short."""
+    return flag if len(flag) <= 120 else flag[:100] + f"… ({len(flag)} characters)"

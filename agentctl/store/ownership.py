@@ -66,14 +66,22 @@ def _hostname() -> str:
 
 
 def _read_start_time(pid: int) -> str | None:
+    found = _read_stat(pid)
+    return None if found is None else found[1]
+
+
+def _read_stat(pid: int) -> tuple[str, str | None] | None:
+    """``(state, start time)`` of ``pid`` from proc(5); ``None`` when it cannot be read."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as handle:
             stat = handle.read().decode("ascii", "replace")
     except OSError:
         return None
     fields = stat.rpartition(")")[2].split()
-    # Field 22 of proc(5), "starttime", is the 20th after the command name.
-    return fields[19] if len(fields) > 19 else None
+    if not fields:
+        return None
+    # Field 3 is the state; field 22, "starttime", is the 20th after the command name.
+    return fields[0], fields[19] if len(fields) > 19 else None
 
 
 def new_owner_id() -> str:
@@ -102,9 +110,14 @@ def owner_alive(owner_id: str) -> bool:
         return False
     except PermissionError:
         pass
+    found = _read_stat(pid)
+    if found is not None and found[0] in ("Z", "X"):
+        # A killed owner its parent has not reaped yet is dead: it will never run again,
+        # however long the zombie waits (kill(pid, 0) succeeds on it).
+        return False
     if start is None or start == "0":
         return True
-    current = _read_start_time(pid)
+    current = None if found is None else found[1]
     return current is None or current == start
 
 

@@ -51,8 +51,14 @@ def address(path: str, read_only: bool) -> tuple[str, str]:
     if read_only:
         # On a read-only file system SQLite cannot create the shared-memory file a WAL
         # database needs even for reading; nothing can change the file there, so it is
-        # read as immutable.
-        target = read_only_uri(Path(path), immutable=_read_only_file_system(Path(path)))
+        # read as immutable. The same holds for a read-only file in a folder the operator
+        # made read-only (no write bits): reading must not create side files there, and no
+        # writer can run in it. A write-ahead log with content is never ignored, though.
+        file = Path(path)
+        immutable = _read_only_file_system(file) or (
+            _read_only_folder(file) and not _wal_has_content(file)
+        )
+        target = read_only_uri(file, immutable=immutable)
         return f"sqlite:///{target}&uri=true", target
     return f"sqlite:///{path}", os.path.abspath(path)
 
@@ -61,6 +67,21 @@ def read_only_uri(path: Path, *, immutable: bool) -> str:
     """The driver's URI that opens ``path`` read-only; ``immutable`` also tells SQLite that
     nothing can change the file, so it neither looks for nor creates a WAL beside it."""
     return f"file:{quote(str(path.resolve()))}?mode=ro" + ("&immutable=1" if immutable else "")
+
+
+def _read_only_folder(path: Path) -> bool:
+    """The folder has no write bit (mode bits, so root is judged like any user)."""
+    try:
+        return (path.resolve().parent.stat().st_mode & 0o222) == 0
+    except OSError:
+        return False
+
+
+def _wal_has_content(path: Path) -> bool:
+    try:
+        return Path(f"{path}-wal").stat().st_size > 0
+    except OSError:
+        return False
 
 
 def _read_only_file_system(path: Path) -> bool:

@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from agentctl import process
-from agentctl.errors import AgentctlError
+from agentctl.errors import AgentctlError, UsageError
+from agentctl.json_schemas import compile_schema, first_error
 from agentctl.redaction import redact
 from agentctl.signals import OutcomeUnknown, TaskFailure, as_task_failure
 
@@ -212,23 +213,17 @@ def _canonical(value: Any) -> str:
 
 
 def _validate(value: Any, schema: Any, what: str, *, code: str) -> None:
-    from jsonschema import exceptions, validators
-
     if not isinstance(schema, Mapping):
         raise TaskFailure(f"extension {what}Schema is missing", code=code)
-    schema = dict(schema)
-    validator_class = validators.validator_for(schema)
     try:
-        validator_class.check_schema(schema)
-    except exceptions.SchemaError as exc:
-        raise TaskFailure(f"extension {what}Schema is invalid: {exc.message}", code=code) from exc
-    error = exceptions.best_match(validator_class(schema).iter_errors(value))
-    if error is not None:
-        where = "/".join(str(part) for part in error.absolute_path) or "(root)"
+        mismatch = first_error(compile_schema(schema, f"extension {what}Schema"), value)
+    except UsageError as exc:
+        raise TaskFailure(exc.message, code=code) from exc
+    if mismatch is not None:
         raise TaskFailure(
-            f"extension {what} does not match its schema at {where}: {error.message}",
+            f"extension {what} does not match its schema at {mismatch.where}: {mismatch.message}",
             code=code,
-            details={"path": where},
+            details={"path": mismatch.where},
         )
 
 

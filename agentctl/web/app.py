@@ -220,7 +220,8 @@ def create_app(config: DashboardConfig) -> Starlette:
                 clock=clock,
             )
             decided = data["approval"]
-            return f"{decided['approvalId']} {decided['status']}", decided["runId"]
+            already = "already " if data["unchanged"] else ""
+            return f"{decided['approvalId']} {already}{decided['status']}", decided["runId"]
 
         return operation
 

@@ -8,7 +8,10 @@
   ``Origin``, it must be this server's. A page on another site can make a browser send the
   cookie, but it can neither read the CSRF token nor forge the Origin.
 - The ``Host`` header must name this server, so a DNS-rebinding page cannot reach it under
-  another name.
+  another name (also with ``--allow-remote``: the addresses it serves, docs/dashboard.md).
+- Every response says what a browser may do with it: a ``Content-Security-Policy`` that
+  allows scripts, styles, images and connections from this server only (inline styles are
+  allowed, inline scripts are not), no framing, and ``X-Content-Type-Options: nosniff``.
 """
 
 from __future__ import annotations
@@ -22,9 +25,14 @@ from urllib.parse import urlencode, urlsplit
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 
-__all__ = ["COOKIE", "Guard", "csrf_token", "new_token"]
+__all__ = ["COOKIE", "CONTENT_SECURITY_POLICY", "Guard", "csrf_token", "new_token"]
 
 COOKIE = "agentctl_ui"
+CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
+    "img-src 'self' data:; object-src 'none'; base-uri 'none'; form-action 'self'; "
+    "frame-ancestors 'none'"
+)
 
 
 def new_token() -> str:
@@ -56,6 +64,18 @@ class Guard:
         return hmac.compare_digest(presented.encode(), expected.encode())
 
     async def __call__(
+        self, request: Request, call_next: Callable[[Request], Awaitable[Response]]
+    ) -> Response:
+        response = await self._guarded(request, call_next)
+        # On every answer, refusals included: nothing served here may run foreign scripts,
+        # be framed by another site, or be read by a browser as another type than it says.
+        response.headers.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)
+        response.headers.setdefault("X-Content-Type-Options", "nosniff")
+        response.headers.setdefault("X-Frame-Options", "DENY")
+        response.headers.setdefault("Referrer-Policy", "no-referrer")
+        return response
+
+    async def _guarded(
         self, request: Request, call_next: Callable[[Request], Awaitable[Response]]
     ) -> Response:
         host = request.headers.get("host", "")

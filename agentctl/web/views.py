@@ -40,6 +40,8 @@ __all__ = [
 
 RUN_STATES = [state.value for state in RunState]
 MAX_SHOWN_JSON = 20_000
+MAX_SEARCH_CHARS = 200
+"""Longest run search; SQLite refuses LIKE patterns past 50,000 bytes, people type words."""
 
 
 def format_duration(seconds: float) -> str:
@@ -80,6 +82,12 @@ def runs_page(
 ) -> dict[str, Any]:
     """One page of runs, newest first; ``before`` is the cursor of the page's "older runs"
     link (:func:`page_cursor` of the last run shown)."""
+    if search is not None and len(search) > MAX_SEARCH_CHARS:
+        raise UsageError(
+            f"the search text is {len(search)} characters long; at most {MAX_SEARCH_CHARS}",
+            code="ui.search_too_long",
+            hint="search for a shorter part of the run id or workflow name",
+        )
     with store.read() as conn:
         # One more row than shown tells whether an older page exists.
         rows = dashboard_repo.run_summaries(

@@ -57,6 +57,16 @@ def test_a_foreign_host_name_is_refused(runs: Runs, dashboard: Any) -> None:
     assert rebound.status_code == 403 and "not this dashboard" in rebound.text
 
 
+def test_a_search_too_long_is_400_not_500(runs: Runs, dashboard: Any) -> None:
+    """Issue 38 item 9: SQLite refuses LIKE patterns past 50,000 bytes; the search is bounded."""
+    runs.roll(RELEASE, "release")
+    client = dashboard()
+    refused = client.get("/", params={"q": "x" * 50_000})
+    assert refused.status_code == 400
+    assert "at most 200" in refused.text
+    assert client.get("/", params={"q": "%_" * 100}).status_code == 200
+
+
 def test_runs_list_filters_and_searches(runs: Runs, dashboard: Any) -> None:
     parked = runs.roll(RELEASE, "release")["runId"]
     asked = runs.roll(ASKING, "asking")["runId"]
@@ -240,6 +250,56 @@ def test_reconcile_an_uncertain_effect_from_the_effects_page(runs: Runs, dashboa
     assert ledger["processOutputBytes"]["reserved"] == 0
     page = client.get(f"/runs/{data['runId']}").text
     assert re.search(r"<td>processOutputBytes</td><td>[\d,]+ bytes</td><td>0 bytes</td>", page)
+
+
+def test_the_reconcile_form_schema_refers_only_inside_itself(
+    runs: Runs, dashboard: Any, tmp_path: Any
+) -> None:
+    """Issue 38 item 2: a `$ref` in the form's schema is refused (400), nothing fetched."""
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    hits: list[str] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - the http.server spelling
+            hits.append(self.path)
+            self.send_response(200)
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"{}")
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    secret = tmp_path / "secret.json"
+    secret.write_text('{"token": "TOPSECRET-9"}')
+    try:
+        data = runs.roll(UNCERTAIN, "slow")
+        (effect,) = data["uncertainEffects"]
+        client = dashboard(adopt=False)
+        token = _csrf(client.get("/effects").text)
+        for ref in (f"http://127.0.0.1:{server.server_address[1]}/s", f"file://{secret}#/x"):
+            refused = client.post(
+                f"/effects/{effect['effectId']}/reconcile",
+                data={
+                    "status": "applied",
+                    "reason": "checked",
+                    "result": '{"exitCode": 0}',
+                    "result_schema": json.dumps({"properties": {"exitCode": {"$ref": ref}}}),
+                    "csrf": token,
+                },
+            )
+            assert refused.status_code == 400, refused.text
+            assert "points outside the schema" in refused.text
+            assert "TOPSECRET" not in refused.text
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert hits == []
 
 
 def test_cancel_a_parked_run_is_audited_with_actor_ui(runs: Runs, dashboard: Any) -> None:

@@ -25,6 +25,17 @@ from tests.web.browser import (
 from tests.web.conftest import ASKING, Runs
 
 
+def _wait_until(page: Any, expression: str, seconds: float = 30.0) -> None:
+    """Poll ``expression`` from outside the page: Playwright's ``wait_for_function`` builds
+    its predicate with ``eval``, which the dashboard's Content-Security-Policy forbids."""
+    import time
+
+    deadline = time.monotonic() + seconds
+    while not page.evaluate(expression):
+        assert time.monotonic() < deadline, f"never true: {expression}"
+        page.wait_for_timeout(20)
+
+
 def test_approve_and_answer_from_the_browser(runs: Runs, ui_server: Any, tmp_path: Path) -> None:
     require_browser()
     parked, approval, asked, question = runs.park_release_and_question()
@@ -193,13 +204,13 @@ def test_a_change_that_arrives_during_a_refresh_is_drawn_after_it(
         inbox.evaluate("window.__holdNext = true")
 
         first = runs.park_in_a_process(ASKING, "asking-first")
-        inbox.wait_for_function("window.__held === true")  # its refresh is in flight
+        _wait_until(inbox, "window.__held === true")  # its refresh is in flight
         second = runs.park_in_a_process(ASKING, "asking-second")
         with open_store(str(runs.db), create=False) as store, store.read() as conn:
             marker = dashboard_repo.change_marker(conn)
         # The page heard of the second change while its fetch of the first was in flight.
         sent = json.dumps(json.dumps(marker))  # each message's data is the marker as JSON
-        inbox.wait_for_function(f"window.__markers.includes({sent})")
+        _wait_until(inbox, f"window.__markers.includes({sent})")
         assert inbox.locator("body[data-pending='1']").count() == 1
         assert inbox.locator(f"article#{second}").count() == 0
 

@@ -30,7 +30,8 @@ from agentctl.engine.actions import sessions, workspace_writers
 from agentctl.engine.effects import budget
 from agentctl.engine.effects.journal import EffectSpec
 from agentctl.engine.run.context import TaskEnv, TaskResult
-from agentctl.errors import ProviderError
+from agentctl.errors import ProviderError, UsageError
+from agentctl.json_schemas import compile_schema, first_error
 from agentctl.providers.base import (
     Message,
     ModelRequest,
@@ -42,7 +43,7 @@ from agentctl.providers.base import (
     Usage,
 )
 from agentctl.providers.registry import build_provider
-from agentctl.signals import OutcomeUnknown, TaskFailure
+from agentctl.signals import OutcomeUnknown, TaskFailure, as_task_failure
 from agentctl.spec.models_definitions import MCP_DEFAULT_TIMEOUT_SECONDS, Agent
 from agentctl.store import sessions_repo
 from agentctl.tools import files
@@ -78,18 +79,14 @@ class ProviderPool:
 
 
 def _validate(schema: Mapping[str, Any] | None, value: Any) -> str | None:
+    """Why ``value`` does not fit ``schema``; a schema that cannot be applied fails the task."""
     if schema is None:
         return None
-    import jsonschema
-
-    errors = sorted(
-        jsonschema.Draft202012Validator(schema).iter_errors(value), key=lambda e: list(e.path)
-    )
-    if not errors:
-        return None
-    first = errors[0]
-    where = "/".join(str(p) for p in first.path) or "(root)"
-    return f"{first.message} at {where}"
+    try:
+        mismatch = first_error(compile_schema(schema), value)
+    except UsageError as error:
+        raise as_task_failure(error) from error
+    return None if mismatch is None else f"{mismatch.message} at {mismatch.where}"
 
 
 def _usage_json(usage: Usage, cost: int | None) -> dict[str, Any]:

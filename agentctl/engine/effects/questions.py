@@ -16,7 +16,8 @@ from agentctl.digest import sha256_hex
 from agentctl.engine.effects.approvals import create_approval, get_approval
 from agentctl.engine.run.context import TaskEnv, TaskResult
 from agentctl.errors import UsageError
-from agentctl.signals import ApprovalPending, TaskFailure
+from agentctl.json_schemas import compile_schema, first_error
+from agentctl.signals import ApprovalPending, TaskFailure, as_task_failure
 
 __all__ = ["ask", "question_id", "validate_answer"]
 
@@ -38,14 +39,10 @@ def validate_answer(
             hint="answer with one of the listed choices (JSON values, e.g. '\"yes\"' or 2)",
         )
     if schema is not None:
-        import jsonschema
-
-        errors = sorted(
-            jsonschema.Draft202012Validator(schema).iter_errors(answer), key=lambda e: e.path
-        )
-        if errors:
+        mismatch = first_error(compile_schema(schema, "the question's schema"), answer)
+        if mismatch is not None:
             raise UsageError(
-                f"answer does not satisfy the question's schema: {errors[0].message}",
+                f"answer does not satisfy the question's schema: {mismatch.message}",
                 code="question.invalid_answer",
                 hint="answer with a JSON value that satisfies the schema shown by "
                 "`agentctl approvals list`",
@@ -64,6 +61,11 @@ async def ask(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
         raise TaskFailure("`choices` must be a list", code="input.invalid")
     if schema is not None and not isinstance(schema, Mapping):
         raise TaskFailure("`schema` must be a JSON Schema object", code="input.invalid")
+    if schema is not None:
+        try:  # refused before anyone is asked: an answer could never be checked against it
+            compile_schema(schema, f"task {env.task.id}'s question schema")
+        except UsageError as error:
+            raise as_task_failure(error) from error
     qid = question_id(env.run_id, env.task.id, env.attempt.attempt)
     gate = env.gate
     with gate.store.read() as conn:

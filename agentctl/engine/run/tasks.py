@@ -17,7 +17,9 @@ from agentctl.engine.actions.builtin import run_action
 from agentctl.engine.run.context import TaskEnv, TaskResult
 from agentctl.engine.run.contracts import plainly_valid
 from agentctl.engine.run.records import TaskRow
-from agentctl.signals import TaskFailure
+from agentctl.errors import UsageError
+from agentctl.json_schemas import compile_schema, first_error
+from agentctl.signals import TaskFailure, as_task_failure
 from agentctl.spec.expressions import TemplateContext, evaluate_condition
 from agentctl.spec.templates import json_equal, parse_template
 
@@ -150,27 +152,32 @@ def _validator(task: PlanTask) -> Any:
     key = task.output_contract_fingerprint or canonical_json(dict(task.output_schema or {}))
     validator = _VALIDATORS.get(key)
     if validator is None:
-        import jsonschema
-
-        validator = jsonschema.Draft202012Validator(dict(task.output_schema or {}))
+        validator = compile_schema(dict(task.output_schema or {}), f"task {task.id}'s outputSchema")
         if len(_VALIDATORS) < 4096:
             _VALIDATORS[key] = validator
     return validator
 
 
 def check_contract(task: PlanTask, output: Any) -> None:
-    """A completed output that violates its contract fails the task (docs/workflow-language.md)."""
+    """A completed output that violates its contract fails the task (docs/workflow-language.md).
+
+    A contract that cannot be applied (a plan compiled before `check` refused references
+    outside the schema) fails the task too: the effect before it stays recorded, and the run
+    ends failed instead of stopping half-way.
+    """
     if task.output_schema is None:
         return
     if plainly_valid(task.output_schema, output):
         return  # a structural contract met (anything else: the validator decides and words)
-    validator = _validator(task)
-    errors = sorted(validator.iter_errors(output), key=lambda e: list(e.path))
-    if errors:
-        first = errors[0]
-        where = "/".join(str(p) for p in first.path) or "(root)"
+    what = f"task {task.id}'s outputSchema"
+    try:
+        mismatch = first_error(_validator(task), output, what)
+    except UsageError as error:
+        raise as_task_failure(error) from error
+    if mismatch is not None:
         raise TaskFailure(
-            f"output of task {task.id} violates its output contract: {first.message} at {where}",
+            f"output of task {task.id} violates its output contract: "
+            f"{mismatch.message} at {mismatch.where}",
             code="output.contract",
         )
 

@@ -669,7 +669,7 @@ tasks:
 """
     )
     found = only(compile_spec(spec), "schema_violation")
-    assert found.path == "spec.tasks[0].outputSchema"
+    assert found.path == "spec.tasks[0].outputSchema.type"  # located at the keyword
     assert found.line == line_of(spec, "outputSchema:")
 
 
@@ -737,7 +737,7 @@ tasks:
     uses: action:set
 """
     found = only(compile_spec(spec), "schema_violation")
-    assert found.path == "spec.tools.echo.inputSchema"
+    assert found.path == "spec.tools.echo.inputSchema.required[0]"
     assert "not a valid JSON Schema" in found.message
 
 

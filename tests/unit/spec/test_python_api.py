@@ -244,8 +244,8 @@ def test_py_file_failures_are_python_definition_diagnostics(
 
 def test_missing_py_file(tmp_path: Path) -> None:
     code, line, message = only(load_workflow(tmp_path / "absent.py"))
-    assert (code, line) == ("python_definition", None)
-    assert "cannot read workflow file" in message
+    assert (code, line) == ("schema_violation", None)  # as for a YAML file: one reader
+    assert message.endswith("absent.py does not exist")
 
 
 def test_loading_twice_runs_the_module_afresh(tmp_path: Path) -> None:
@@ -267,7 +267,7 @@ def test_py_file_size_cap(tmp_path: Path) -> None:
     target = write(tmp_path, "workflow = None\n" + "#" * 1_048_576 + "\n")
     code, line, message = only(load_workflow(target))
     assert (code, line) == ("schema_violation", None)
-    assert "larger than 1048576 bytes" in message
+    assert "the limit is 1048576 bytes" in message
 
 
 def test_string_items_are_not_split_into_characters() -> None:
