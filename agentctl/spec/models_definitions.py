@@ -225,6 +225,31 @@ class ContainerSpec(SpecModel):
         return value
 
 
+class SandboxLimitsSpec(SpecModel):
+    """Limits of a sandboxed process **[ADV]** (docs/isolation.md); unset is unbounded."""
+
+    cpu_seconds: int | None = Field(default=None, ge=1, le=86400)
+    memory_bytes: int | None = Field(default=None, ge=16 * _MIB, le=1024 * 1024 * _MIB)
+    processes: int | None = Field(default=None, ge=1, le=65536)
+    file_size_bytes: int | None = Field(default=None, ge=1, le=1 << 50)
+
+
+class SandboxSpec(SpecModel):
+    """bubblewrap isolation for a process action **[ADV]** (docs/isolation.md)."""
+
+    network: bool = False
+    read_paths: list[str] = Field(default_factory=list)
+    limits: SandboxLimitsSpec = Field(default_factory=SandboxLimitsSpec)
+
+    @field_validator("read_paths")
+    @classmethod
+    def _absolute(cls, value: list[str]) -> list[str]:
+        for path in value:
+            if not path.startswith("/") or "\0" in path or ".." in path.split("/"):
+                raise ValueError(f"readPaths entries must be absolute paths without `..`: {path!r}")
+        return value
+
+
 class Action(SpecModel):
     """A named configuration of one built-in action kind (docs/actions.md).
 
@@ -244,8 +269,9 @@ class Action(SpecModel):
     stderr_limit_bytes: OutputLimit | None = None
     combined_output_limit_bytes: OutputLimit | None = None
     idempotency: Idempotency | None = None
-    isolation: Literal["process", "container"] | None = None
+    isolation: Literal["process", "sandbox", "container"] | None = None
     container: ContainerSpec | None = None
+    sandbox: SandboxSpec | None = None
     protocol_version: str | None = None
     input_schema: JsonSchema | None = None
     output_schema: JsonSchema | None = None
@@ -265,6 +291,8 @@ class Action(SpecModel):
                 )
             if (self.isolation == "container") != (self.container is not None):
                 raise ValueError("`container` is required exactly when `isolation: container`")
+            if self.sandbox is not None and self.isolation != "sandbox":
+                raise ValueError("`sandbox` settings only apply with `isolation: sandbox`")
             reserved = sorted(set(self.env) & CONTAINER_ENGINE_VARIABLES)
             if self.isolation == "container" and reserved:
                 raise ValueError(
@@ -282,6 +310,7 @@ class Action(SpecModel):
                 "combined_output_limit_bytes",
                 "isolation",
                 "container",
+                "sandbox",
             ]
             bad = [_alias(n) for n in process_only if n in set_fields]
             if bad:
