@@ -386,3 +386,19 @@ def test_a_monitor_command_runs_in_the_workflows_sandbox(
     assert refused["exitCode"] != 0
     listed = monitor_commands.observe_command(workflow, ["ls", str(workspace)], workspace)
     assert listed["exitCode"] == 0
+
+
+def test_the_approval_says_the_step_reaches_the_host_network(
+    cli: Any, write_workflow: Any, tmp_path: Path
+) -> None:
+    text = shell_workflow(["-c", "true"], sandbox="{network: true}")
+    path = write_workflow(text.replace("approval: never", "approval: always"))
+    db = tmp_path / "r.db"
+    paused = _roll(cli, path, db)
+    assert paused.exit_code == 3, paused.stderr
+    (approval,) = cli("--output", "json", "approvals", "list", "--db", db).json()["data"][
+        "approvals"
+    ]
+    assert approval["prompt"] == "run sh -c true (sandbox: host network)"
+    assert approval["input"]["isolation"] == "sandbox"
+    assert approval["input"]["sandbox"]["network"] is True
