@@ -42,6 +42,7 @@ __all__ = [
     "SandboxLimits",
     "SandboxSettings",
     "SandboxTools",
+    "SandboxView",
     "breach",
     "find_tools",
     "hidden_database_paths",
@@ -162,6 +163,19 @@ class SandboxTools:
     bwrap: str
     prlimit: str | None
     shell: str
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxView:
+    """What of the host a sandbox shows besides the system: the workspace (read-only), its
+    writable roots, and the run's database to hide when it lies under them."""
+
+    read_root: Path
+    writable_roots: tuple[Path, ...] = ()
+    database: str = ""
+
+    def hidden(self) -> list[tuple[str, Path]]:
+        return hidden_database_paths(self.database, [self.read_root, *self.writable_roots])
 
 
 def _size(value: int) -> str:

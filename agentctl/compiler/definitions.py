@@ -296,7 +296,7 @@ def _check_minimum_isolation(
 ) -> None:
     """Refuse a process the task would start with less isolation than
     ``policy.minimumIsolation`` (once per definition): a process action's declared
-    ``isolation``, or an agent's ``command`` provider, which runs on the host."""
+    ``isolation``, or the ``isolation`` of an agent's ``command`` provider (an agent CLI)."""
     minimum = str((spec.get("policy") or {}).get("minimumIsolation") or "process")
     if minimum == ISOLATION_LEVELS[0]:
         return
@@ -323,12 +323,15 @@ def _check_minimum_isolation(
         agent = (spec.get("agents") or {}).get(name) or {}
         provider = str(agent.get("provider"))
         entry = (spec.get("providers") or {}).get(provider) or {}
-        if entry.get("kind") == "command":
+        level = str(entry.get("isolation") or "process")
+        if entry.get("kind") == "command" and ISOLATION_LEVELS.index(
+            level
+        ) < ISOLATION_LEVELS.index(minimum):
             reporter.error(
                 "policy_denied",
-                f"agent `{name}` runs provider `{provider}` (kind command) on the host, less "
-                f"than policy.minimumIsolation `{minimum}`",
+                f"agent `{name}` runs provider `{provider}` (kind command) with `isolation: "
+                f"{level}`, less than policy.minimumIsolation `{minimum}`",
                 sub_path("spec.agents", name, "provider"),
-                help="use an API provider for this agent, or lower policy.minimumIsolation; "
-                "see docs/isolation.md",
+                help=f"declare `isolation: {minimum}` on provider `{provider}` (agent CLIs "
+                "go as far as `sandbox`), or use an API provider; see docs/isolation.md",
             )

@@ -83,7 +83,8 @@ def compile_workflow_with_inputs(
 
 def task_isolation(workflow: str, plan: Plan) -> dict[str, dict[str, Any]]:
     """How each process task of ``plan`` will run (``plan`` shows it): task id ->
-    ``{isolation, sandbox?, text}``; tasks that start no process are absent."""
+    ``{isolation, sandbox?, text}``; tasks that start no process (neither a process action
+    nor an agent on a ``kind: command`` provider) are absent."""
     from agentctl.engine.actions import isolation
     from agentctl.spec import load_workflow
     from agentctl.spec.models_definitions import PROCESS_ACTION_KINDS
@@ -96,8 +97,15 @@ def task_isolation(workflow: str, plan: Plan) -> dict[str, dict[str, Any]]:
     found: dict[str, dict[str, Any]] = {}
     for task_id in plan.order:
         task = plan.tasks[task_id]
-        action = actions.get(str(task.uses.name)) if task.uses.kind == "action" else None
-        if not action or action.get("kind") not in PROCESS_ACTION_KINDS:
+        if task.uses.kind == "agent":
+            action = isolation.agent_cli(spec, str(task.uses.name))
+        elif task.uses.kind == "action":
+            action = actions.get(str(task.uses.name))
+            if action and action.get("kind") not in PROCESS_ACTION_KINDS:
+                action = None
+        else:
+            action = None
+        if not action:
             continue
         entry: dict[str, Any] = {
             "isolation": isolation.declared_level(action),

@@ -19,8 +19,10 @@ spec:
     minimumIsolation: {minimum}
   providers:
     cli: {{kind: command, command: cat}}
+    boxedcli: {{kind: command, command: cat, isolation: sandbox}}
   agents:
     writer: {{provider: cli, model: any, instructions: say hi}}
+    boxedwriter: {{provider: boxedcli, model: any, instructions: say hi}}
   actions:
     bare: {{kind: builtin.shell.exec, command: sh, args: ["-c", "true"]}}
     boxed: {{kind: builtin.shell.exec, command: sh, args: ["-c", "true"], isolation: sandbox}}
@@ -29,6 +31,7 @@ spec:
     - {{id: b, uses: "action:boxed"}}
     - {{id: c, uses: "agent:writer"}}
     - {{id: d, uses: "action:bare"}}
+    - {{id: e, uses: "agent:boxedwriter"}}
 """
 
 
@@ -51,6 +54,7 @@ def _findings(cli: Any, path: Path) -> tuple[int, list[tuple[str, str]]]:
             [
                 "spec.actions.bare.isolation",
                 "spec.actions.boxed.isolation",
+                "spec.agents.boxedwriter.provider",
                 "spec.agents.writer.provider",
             ],
         ),

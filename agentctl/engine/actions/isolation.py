@@ -39,6 +39,7 @@ from agentctl.tools import container as containers
 __all__ = [
     "LEVELS",
     "Launch",
+    "agent_cli",
     "check_isolation",
     "declared_level",
     "describe",
@@ -184,13 +185,21 @@ def _container_spec(action: Mapping[str, Any]) -> dict[str, Any] | None:
     return container.model_dump(by_alias=True)
 
 
+def agent_cli(spec: Mapping[str, Any], agent: str) -> Mapping[str, Any] | None:
+    """The ``kind: command`` provider entry agent ``agent`` runs, if it runs one."""
+    definition = (spec.get("agents") or {}).get(agent) or {}
+    entry = (spec.get("providers") or {}).get(str(definition.get("provider"))) or {}
+    return entry if entry.get("kind") == "command" else None
+
+
 def declared_level(action: Mapping[str, Any]) -> str:
     """The isolation ``action`` declares (``process`` when it says nothing)."""
     return str(action.get("isolation") or "process")
 
 
 def sandbox_settings(action: Mapping[str, Any]) -> sandboxes.SandboxSettings | None:
-    """The action's ``sandbox`` with the spec model's defaults (its one home)."""
+    """The ``sandbox`` of an action (or an agent CLI's provider entry) with the spec model's
+    defaults (its one home)."""
     if action.get("isolation") != "sandbox":
         return None
     try:
@@ -290,11 +299,18 @@ def settle(
 def check_isolation(plan: Plan, workflow: Mapping[str, Any]) -> None:
     """Refuse, before a run exists, a plan whose container or sandbox tasks cannot start
     here (exit 3, ``isolation.unavailable``)."""
-    actions = (workflow.get("spec") or {}).get("actions") or {}
+    spec = workflow.get("spec") or {}
+    actions = spec.get("actions") or {}
     choices: list[str] = []
     sandboxed: list[sandboxes.SandboxSettings] = []
     for task_id in plan.order:
         task = plan.tasks[task_id]
+        if task.uses.kind == "agent":
+            entry = agent_cli(spec, str(task.uses.name))
+            settings = None if entry is None else sandbox_settings(entry)
+            if settings is not None and settings not in sandboxed:
+                sandboxed.append(settings)
+            continue
         if task.uses.kind != "action":
             continue
         action = actions.get(str(task.uses.name)) or {}
