@@ -327,7 +327,7 @@ def sandbox_argv(
     if cgroup is not None:
         # The wrapper joins the cgroup before it execs, so every process the command
         # starts is counted from its first fork.
-        joins = "; ".join(f'echo $$ > "{procs}"' for procs in cgroup.procs_files())
+        joins = " && ".join(f'echo $$ > "{procs}"' for procs in cgroup.procs_files())
         wrapped = [tools.shell, "-c", f'{joins} && exec "$@"', "agentctl-sandbox", *wrapped]
     return tuple(wrapped)
 
