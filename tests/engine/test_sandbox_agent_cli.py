@@ -140,3 +140,24 @@ def test_a_run_with_a_sandboxed_agent_cli(cli: Any, write_workflow: Any, tmp_pat
     result = cli("--output", "json", "roll", path, "--db", tmp_path / "r.db")
     assert result.exit_code == 0, result.stdout + result.stderr
     assert "False" in str(result.json()["data"]["output"])
+
+
+def test_an_agent_after_a_process_action_is_checked_too(
+    cli: Any, write_workflow: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Regression: the run-creation check reused one name for the workflow's spec and an
+    # action's container settings, so an agent task after a process action crashed it.
+    monkeypatch.setenv("PATH", str(tmp_path))  # no bwrap: the sandboxed agent CLI refuses
+    text = WORKFLOW.format(python=SYSTEM_PYTHON).replace(
+        "  agents:",
+        "  actions:\n    first: {kind: builtin.shell.exec, command: python3, isolation: sandbox}\n"
+        "  agents:",
+    )
+    text = text.replace(
+        "  tasks:\n    - {id: write,",
+        '  tasks:\n    - {id: first, uses: "action:first"}\n    - {id: write,',
+    )
+    path = write_workflow(text)
+    result = cli("--output", "json", "roll", path, "--db", tmp_path / "r.db")
+    assert result.exit_code == 3, result.stdout + result.stderr
+    assert result.error_json()["error"]["code"] == "isolation.unavailable"

@@ -299,14 +299,14 @@ def settle(
 def check_isolation(plan: Plan, workflow: Mapping[str, Any]) -> None:
     """Refuse, before a run exists, a plan whose container or sandbox tasks cannot start
     here (exit 3, ``isolation.unavailable``)."""
-    spec = workflow.get("spec") or {}
-    actions = spec.get("actions") or {}
+    document = workflow.get("spec") or {}
+    actions = document.get("actions") or {}
     choices: list[str] = []
     sandboxed: list[sandboxes.SandboxSettings] = []
     for task_id in plan.order:
         task = plan.tasks[task_id]
         if task.uses.kind == "agent":
-            entry = agent_cli(spec, str(task.uses.name))
+            entry = agent_cli(document, str(task.uses.name))
             settings = None if entry is None else sandbox_settings(entry)
             if settings is not None and settings not in sandboxed:
                 sandboxed.append(settings)
