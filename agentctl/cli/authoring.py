@@ -11,7 +11,11 @@ import typer
 from agentctl.cli import output
 from agentctl.cli.graphs import GraphFormat, plan_graph, uses_text
 from agentctl.cli.options import VarOption, VarsFileOption
-from agentctl.engine.workflow_files import compile_workflow_file, compile_workflow_with_inputs
+from agentctl.engine.workflow_files import (
+    compile_workflow_file,
+    compile_workflow_with_inputs,
+    task_isolation,
+)
 from agentctl.errors import UsageError
 
 WorkspaceOption = Annotated[
@@ -89,6 +93,9 @@ def plan_command(
             out.emitted = True
         return
     data = plan.to_json()
+    isolation = task_isolation(workflow, plan)
+    if isolation:
+        data["isolation"] = isolation
     if overrides:
         data["inputOverrides"] = overrides
     if workspace is not None:
@@ -111,6 +118,8 @@ def plan_command(
                 f"  {index + 1:>4}. {task_id}  [{uses_text(task)}]{needs}{effect_text}",
                 file=out.stdout,
             )
+            if task_id in isolation:
+                print(f"        isolation {isolation[task_id]['text']}", file=out.stdout)
         for provider in plan.requirements.providers:
             print(
                 f"  provider {provider.name} ({provider.kind}): {', '.join(provider.required)}",

@@ -86,8 +86,8 @@ def add_command(
             "--command",
             help="Command line to run (split like a shell, never run by one) under the "
             "workflow's builtin.shell.exec rules: its name must be in "
-            "spec.policy.processAllowlist, and it runs in a container when the workflow's "
-            "shell actions use isolation: container.",
+            "spec.policy.processAllowlist, and it runs in a container (or a sandbox) when "
+            "the workflow's shell actions use isolation: container (or sandbox).",
         ),
     ] = None,
     every: Annotated[str, typer.Option("--every", help="Observe this often.")] = "30s",
@@ -116,8 +116,9 @@ def add_command(
     """Add a monitor. Each run gets the inputs previous, current and observedAt.
 
     A --command runs as the workflow's own shell commands would: allow-listed, and inside
-    the container of its first `isolation: container` shell action if it has one (never on
-    the host then; without a container runtime the observation records the error).
+    the container of its first `isolation: container` shell action if it has one, else the
+    sandbox of its first `isolation: sandbox` one (never on the host then; when that level
+    cannot start, the observation records the error).
 
     Example: agentctl monitor add docs-changed build-docs --watch-files 'docs/**/*.md'
     --debounce 30s

@@ -23,6 +23,8 @@ from agentctl.compiler.drafts import Reporter, sub_path
 from agentctl.compiler.effects import ACTION_KINDS
 from agentctl.compiler.resolve import Node
 from agentctl.compiler.schemas import SchemaChecker
+from agentctl.spec.models_definitions import PROCESS_ACTION_KINDS
+from agentctl.spec.models_policy import ISOLATION_LEVELS
 
 __all__ = ["check_agents", "check_policy", "check_tools", "negotiated_capabilities"]
 
@@ -238,6 +240,7 @@ def check_policy(spec: Mapping[str, Any], nodes: Mapping[str, Node], reporter: R
     warned: set[str] = set()
     for node in nodes.values():
         name = str(node.uses.name)
+        _check_minimum_isolation(spec, node, reporter, warned)
         if node.uses.kind == "agent" and allowed_providers and f"agent:{name}" not in warned:
             warned.add(f"agent:{name}")
             provider = str(agents[name].get("provider"))
@@ -285,4 +288,50 @@ def check_policy(spec: Mapping[str, Any], nodes: Mapping[str, Node], reporter: R
                 "policy.processAllowlist; its tasks will fail",
                 sub_path("spec.actions", name, "command"),
                 help=f"add `{posixpath.basename(command)}` to policy.processAllowlist",
+            )
+
+
+def _check_minimum_isolation(
+    spec: Mapping[str, Any], node: Node, reporter: Reporter, seen: set[str]
+) -> None:
+    """Refuse a process the task would start with less isolation than
+    ``policy.minimumIsolation`` (once per definition): a process action's declared
+    ``isolation``, or the ``isolation`` of an agent's ``command`` provider (an agent CLI)."""
+    minimum = str((spec.get("policy") or {}).get("minimumIsolation") or "process")
+    if minimum == ISOLATION_LEVELS[0]:
+        return
+    name = str(node.uses.name)
+    key = f"isolation:{node.uses.kind}:{name}"
+    if key in seen:
+        return
+    seen.add(key)
+    if node.uses.kind == "action":
+        action = (spec.get("actions") or {}).get(name) or {}
+        if action.get("kind") not in PROCESS_ACTION_KINDS:
+            return
+        level = str(action.get("isolation") or "process")
+        if ISOLATION_LEVELS.index(level) < ISOLATION_LEVELS.index(minimum):
+            reporter.error(
+                "policy_denied",
+                f"action `{name}` runs with `isolation: {level}`, less than "
+                f"policy.minimumIsolation `{minimum}`",
+                sub_path("spec.actions", name, "isolation"),
+                help=f"declare `isolation: {minimum}` (or stronger) on the action; see "
+                "docs/isolation.md",
+            )
+    elif node.uses.kind == "agent":
+        agent = (spec.get("agents") or {}).get(name) or {}
+        provider = str(agent.get("provider"))
+        entry = (spec.get("providers") or {}).get(provider) or {}
+        level = str(entry.get("isolation") or "process")
+        if entry.get("kind") == "command" and ISOLATION_LEVELS.index(
+            level
+        ) < ISOLATION_LEVELS.index(minimum):
+            reporter.error(
+                "policy_denied",
+                f"agent `{name}` runs provider `{provider}` (kind command) with `isolation: "
+                f"{level}`, less than policy.minimumIsolation `{minimum}`",
+                sub_path("spec.agents", name, "provider"),
+                help=f"declare `isolation: {minimum}` on provider `{provider}` (agent CLIs "
+                "go as far as `sandbox`), or use an API provider; see docs/isolation.md",
             )

@@ -9,13 +9,16 @@ shell commands would:
   container``), the command runs in a container too — with the container settings of the
   first such action in ``spec.actions`` (image, runtime, limits) and the same hardened
   command line (:mod:`agentctl.engine.actions.isolation`), the monitor's directory mounted
-  read-only as the workspace — never on the host. A workflow whose shell actions mix host
-  and container isolation gets the container: never weaker than the strictest declared;
+  read-only as the workspace — never on the host;
+- else, when they run in a sandbox (``isolation: sandbox``), the command runs in the
+  sandbox of the first such action (its network and limits), the monitor's directory its
+  read-only workspace. A workflow whose shell actions mix levels gets the strictest;
 - otherwise it runs on the host with the bounded process rules: no shell, a cleared
   environment, its own process group in the monitor's directory, a timeout, capped output.
 
-When no container runtime answers, observing raises ``isolation.unavailable`` (the daemon
-records it as an error observation) instead of running the command on the host.
+When no container runtime answers or bubblewrap cannot start, observing raises
+``isolation.unavailable`` (the daemon records it as an error observation) instead of
+running the command on the host.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from agentctl import process
+from agentctl import process, sandbox
 from agentctl.engine.actions import isolation
 from agentctl.errors import BlockedError
 from agentctl.policy.paths import WorkspacePolicy
@@ -51,27 +54,33 @@ def workflow_document(workflow_file: str) -> dict[str, Any]:
     return document
 
 
-def _sandbox(workflow: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    """The first ``builtin.shell.exec`` action that runs in a container, if any."""
+def _strictest(workflow: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The first ``builtin.shell.exec`` action of the strictest isolation declared
+    (container, then sandbox), if any declares more than ``process``."""
     actions = (workflow.get("spec") or {}).get("actions") or {}
-    for action in actions.values():
-        if (action or {}).get("kind") == "builtin.shell.exec" and action.get(
-            "isolation"
-        ) == "container":
-            return dict(action)
+    shells = [
+        dict(action)
+        for action in actions.values()
+        if (action or {}).get("kind") == "builtin.shell.exec"
+    ]
+    for level in ("container", "sandbox"):
+        for action in shells:
+            if action.get("isolation") == level:
+                return action
     return None
 
 
 def _action_for(workflow: Mapping[str, Any], command: str) -> dict[str, Any]:
     """The monitor's command as the shell action it stands in for."""
-    sandbox = _sandbox(workflow)
-    if sandbox is None:
+    strictest = _strictest(workflow)
+    if strictest is None:
         return {"kind": "builtin.shell.exec", "command": command}
+    level = strictest["isolation"]
     return {
         "kind": "builtin.shell.exec",
         "command": command,
-        "isolation": "container",
-        "container": sandbox.get("container"),
+        "isolation": level,
+        level: strictest.get(level),
     }
 
 
@@ -82,15 +91,15 @@ def _allowlist(workflow: Mapping[str, Any]) -> list[str]:
 
 def check_command(workflow: Mapping[str, Any], argv: Sequence[str]) -> str:
     """Refuse a command the workflow's shell actions could not run (exit 4,
-    ``policy.process_not_allowed``); the isolation it will run under (``process`` or
-    ``container``). A host command must also be found on ``PATH``; in a container it is
-    looked up inside the image."""
+    ``policy.process_not_allowed``); the isolation it will run under (``process``,
+    ``sandbox`` or ``container``). A host or sandboxed command must also be found on
+    ``PATH``; in a container it is looked up inside the image."""
     action = _action_for(workflow, argv[0])
     if action.get("isolation") == "container":
         process.check_allowed(argv[0], _allowlist(workflow))
         return "container"
     process.resolve_executable(argv[0], _allowlist(workflow))
-    return "process"
+    return str(action.get("isolation") or "process")
 
 
 def observe_command(
@@ -105,12 +114,15 @@ async def _observe(workflow: Mapping[str, Any], argv: list[str], project: Path) 
     command, args = argv[0], argv[1:]
     try:
         launch = await isolation.launch_for(_action_for(workflow, command), _allowlist(workflow))
-    except TaskFailure as failure:  # no container runtime answers: never the host instead
+    except TaskFailure as failure:  # the declared isolation cannot start: never the host
+        hint = (
+            sandbox.INSTALL_HINT
+            if failure.code == "isolation.unavailable" and "sandbox" in failure.message
+            else "start the container daemon (or point DOCKER_HOST / CONTAINER_HOST at one); "
+            "the monitored workflow runs its commands in containers, so its monitor does too"
+        )
         raise BlockedError(
-            f"monitor command `{command}`: {failure.message}",
-            code=failure.code,
-            hint="start the container daemon (or point DOCKER_HOST / CONTAINER_HOST at one); "
-            "the monitored workflow runs its commands in containers, so its monitor does too",
+            f"monitor command `{command}`: {failure.message}", code=failure.code, hint=hint
         ) from None
     name = secrets.token_hex(12)  # names the container, as an effect id would
     cwd = project.resolve()
@@ -132,12 +144,15 @@ async def _observe(workflow: Mapping[str, Any], argv: list[str], project: Path) 
         combined_limit_bytes=2 * _OUTPUT_LIMIT,
     )
     ended = False
+    result = None
     try:
         result = await process.run_process(spec)
         ended = not result.timed_out and result.limit_exceeded is None
     finally:
         if not ended:
             isolation.remove_container(launch, name, "monitor")
+        isolation.settle(launch, name, "monitor", result)
+    assert result is not None
     return {
         "exitCode": result.exit_code,
         "timedOut": result.timed_out,

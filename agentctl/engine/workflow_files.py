@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from agentctl.compiler import Plan
     from agentctl.diagnostics import Diagnostic
 
-__all__ = ["compile_workflow_file", "compile_workflow_with_inputs"]
+__all__ = ["compile_workflow_file", "compile_workflow_with_inputs", "task_isolation"]
 
 
 def compile_workflow_file(
@@ -79,3 +79,40 @@ def compile_workflow_with_inputs(
             hint="fix the diagnostics above and run `agentctl check` again",
         )
     return compiled.plan, diagnostics, overrides
+
+
+def task_isolation(workflow: str, plan: Plan) -> dict[str, dict[str, Any]]:
+    """How each process task of ``plan`` will run (``plan`` shows it): task id ->
+    ``{isolation, sandbox?, text}``; tasks that start no process (neither a process action
+    nor an agent on a ``kind: command`` provider) are absent."""
+    from agentctl.engine.actions import isolation
+    from agentctl.spec import load_workflow
+    from agentctl.spec.models_definitions import PROCESS_ACTION_KINDS
+
+    loaded = load_workflow(workflow)
+    if loaded.document is None:
+        return {}
+    spec = loaded.document.model_dump(mode="json", by_alias=True)["spec"]
+    actions = spec.get("actions") or {}
+    found: dict[str, dict[str, Any]] = {}
+    for task_id in plan.order:
+        task = plan.tasks[task_id]
+        if task.uses.kind == "agent":
+            action = isolation.agent_cli(spec, str(task.uses.name))
+        elif task.uses.kind == "action":
+            action = actions.get(str(task.uses.name))
+            if action and action.get("kind") not in PROCESS_ACTION_KINDS:
+                action = None
+        else:
+            action = None
+        if not action:
+            continue
+        entry: dict[str, Any] = {
+            "isolation": isolation.declared_level(action),
+            "text": isolation.describe(action),
+        }
+        settings = isolation.sandbox_settings(action)
+        if settings is not None:
+            entry["sandbox"] = settings.to_json()
+        found[task_id] = entry
+    return found

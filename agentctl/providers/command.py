@@ -10,11 +10,19 @@ Entry shape (a plain mapping, camelCase keys as in the workflow file)::
     timeoutSeconds: 600        # default: the agent's timeoutSeconds
     outputLimitBytes: 1048576  # stdout cap, default 1 MiB (stderr gets the same cap)
     env: {ANTHROPIC_API_KEY: {env: ANTHROPIC_API_KEY}}   # secret refs for the child
+    isolation: sandbox         # process (default) | sandbox (docs/isolation.md)
+    sandbox: {network: true, readPaths: [/opt/claude], limits: {memoryBytes: 2147483648}}
 
 The program runs through ``agentctl.process`` exactly like ``builtin.shell.exec``:
 no shell, its basename must be in ``policy.processAllowlist``, its own process group,
 capped output, a timeout, and a cleared environment holding only ``PATH``, ``HOME``,
 ``LANG``, ``LC_ALL``, ``TMPDIR`` and ``USER`` (when set) plus the declared ``env``.
+
+With ``isolation: sandbox`` the program runs under bubblewrap (:mod:`agentctl.sandbox`):
+the workspace read-only, its writable roots writable, the run's database hidden, network
+only when ``sandbox.network`` is true (an API-backed agent CLI needs it), the declared
+limits. A sandbox that cannot start fails the call with ``isolation.unavailable`` before
+anything ran; a breached limit is ``uncertain`` like a timeout, with the limit's code.
 
 Outcomes: the exit-0 stdout (one trailing newline stripped) is the reply. A program that
 cannot be found or started did nothing (``not_applied``). A timeout or a blown output cap
@@ -25,7 +33,9 @@ prompt and reply, as for budget reservations (docs/budgets.md); ``raw.usageEstim
 
 from __future__ import annotations
 
+import asyncio
 import math
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -42,6 +52,15 @@ from agentctl.providers.base import ModelRequest, ModelResponse, ProviderCallErr
 from agentctl.providers.credentials import SecretDescription, resolve_secret
 from agentctl.providers.wire import invalid_response
 from agentctl.redaction import redact
+from agentctl.sandbox import (
+    BUBBLEWRAP_OVERHEAD_PROCESSES,
+    SandboxSettings,
+    SandboxView,
+    breach,
+    find_tools,
+    sandbox_argv,
+)
+from agentctl.sandbox_cgroups import Cgroup
 from agentctl.spec.capabilities import COMMAND_CAPABILITIES
 
 __all__ = [
@@ -76,6 +95,7 @@ class CommandProvider:
         environ: Mapping[str, str],
         process_allowlist: Sequence[str],
         cwd: Path | None = None,
+        sandbox_view: SandboxView | None = None,
     ) -> None:
         self.name = name
         self.command = _required_str(name, definition, "command")
@@ -88,6 +108,16 @@ class CommandProvider:
         self.output_limit_bytes = _output_limit(name, definition.get("outputLimitBytes"))
         self._allowlist = tuple(process_allowlist)
         self._cwd = cwd
+        self.isolation = definition.get("isolation") or "process"
+        if self.isolation not in ("process", "sandbox"):
+            raise _bad_definition(name, "`isolation` must be `process` or `sandbox`")
+        sandbox = definition.get("sandbox")
+        self.sandbox = (
+            SandboxSettings.from_json(sandbox if isinstance(sandbox, Mapping) else None)
+            if self.isolation == "sandbox"
+            else None
+        )
+        self._view = sandbox_view
         self._search_path = environ.get("PATH")
         self._env = {key: environ[key] for key in PASSTHROUGH_ENV if key in environ}
         self.env_sources: dict[str, SecretDescription] = {}
@@ -113,11 +143,16 @@ class CommandProvider:
                 code="provider.invalid_request",
             )
         prompt = render_prompt(request)
+        cgroup: Cgroup | None = None
         try:
             executable = resolve_executable(self.command, self._allowlist, self._search_path)
+            cwd = self._cwd or Path.cwd()
+            argv: tuple[str, ...] = (executable, *self._argv(prompt))
+            if self.sandbox is not None:
+                argv, cgroup = await self._sandboxed(argv, cwd)
             spec = ProcessSpec(
-                argv=(executable, *self._argv(prompt)),
-                cwd=self._cwd or Path.cwd(),
+                argv=argv,
+                cwd=cwd,
                 env=self._env,
                 timeout_seconds=self.timeout_seconds or request.timeout_seconds,
                 stdout_limit_bytes=self.output_limit_bytes,
@@ -134,7 +169,52 @@ class CommandProvider:
                 code=exc.code,
                 hint=exc.hint,
             ) from exc
+        finally:
+            counters = None if cgroup is None else cgroup.counters()
+            if cgroup is not None:
+                cgroup.remove()
+        if self.sandbox is not None and (result.exit_code != 0 or result.timed_out):
+            found = breach(self.sandbox, counters, result.exit_code, result.signal)
+            if found is not None:
+                code, what = found
+                raise ProviderCallError(
+                    f"provider `{self.name}`: `{self.command}` {what}",
+                    retryable=False,
+                    applied="uncertain",
+                    code=code,
+                    hint="reconcile the model effect (the program may have changed files)",
+                )
         return self._response(prompt, result)
+
+    async def _sandboxed(
+        self, argv: tuple[str, ...], cwd: Path
+    ) -> tuple[tuple[str, ...], Cgroup | None]:
+        """``argv`` wrapped in the provider's sandbox, and the cgroup of this call."""
+        assert self.sandbox is not None
+        limits = self.sandbox.limits
+        tools = await asyncio.to_thread(find_tools, limits, os.environ)
+        view = self._view or SandboxView(cwd)
+        for root in view.writable_roots:
+            root.mkdir(parents=True, exist_ok=True)
+        cgroup = None
+        if limits.needs_cgroup:
+            processes = limits.processes
+            cgroup = Cgroup.create(
+                f"provider-{os.getpid()}",
+                limits.memory_bytes,
+                None if processes is None else processes + BUBBLEWRAP_OVERHEAD_PROCESSES,
+            )
+        wrapped = sandbox_argv(
+            tools,
+            self.sandbox,
+            argv,
+            cwd=cwd,
+            read_root=view.read_root,
+            writable_roots=list(view.writable_roots),
+            hidden=view.hidden(),
+            cgroup=cgroup,
+        )
+        return wrapped, cgroup
 
     def _argv(self, prompt: str) -> list[str]:
         if self.prompt_via == "stdin":

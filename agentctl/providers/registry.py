@@ -25,6 +25,7 @@ from agentctl.errors import ProviderError
 from agentctl.providers.base import Provider
 from agentctl.providers.command import CommandProvider
 from agentctl.providers.fake import FakeProvider, Sleep
+from agentctl.sandbox import SandboxView
 from agentctl.spec.capabilities import PROVIDER_CAPABILITIES
 
 __all__ = [
@@ -50,6 +51,7 @@ def build_provider(
     process_allowlist: Sequence[str] = (),
     cwd: Path | None = None,
     on_text_delta: Callable[[str], None] | None = None,
+    sandbox_view: SandboxView | None = None,
 ) -> Provider:
     """The provider for entry ``name`` (its ``spec.providers`` definition, camelCase keys).
 
@@ -57,7 +59,8 @@ def build_provider(
     ``environ`` resolves ``{env: NAME}`` credentials and headers (default ``os.environ``;
     the engine may pass a policy-filtered mapping). ``process_allowlist`` is
     ``policy.processAllowlist`` for ``command`` providers; ``cwd`` their working
-    directory. ``on_text_delta`` receives streamed text from HTTP providers.
+    directory, and ``sandbox_view`` what a sandboxed one sees of the host (default: ``cwd``
+    read-only). ``on_text_delta`` receives streamed text from HTTP providers.
     """
     env: Mapping[str, str] = os.environ if environ is None else environ
     kind = definition.get("kind")
@@ -65,7 +68,12 @@ def build_provider(
         return FakeProvider(name, sleep=sleep)
     if kind == "command":
         return CommandProvider(
-            name, definition, environ=env, process_allowlist=process_allowlist, cwd=cwd
+            name,
+            definition,
+            environ=env,
+            process_allowlist=process_allowlist,
+            cwd=cwd,
+            sandbox_view=sandbox_view,
         )
     if kind in ("openai", "azure_openai"):
         from agentctl.providers.openai import build_azure_openai, build_openai

@@ -108,6 +108,31 @@ DEFAULT_OUTPUT_LIMIT_BYTES = _MIB
 DEFAULT_COMBINED_OUTPUT_LIMIT_BYTES = 2 * _MIB
 
 
+class SandboxLimitsSpec(SpecModel):
+    """Limits of a sandboxed process **[ADV]** (docs/isolation.md); unset is unbounded."""
+
+    cpu_seconds: int | None = Field(default=None, ge=1, le=86400)
+    memory_bytes: int | None = Field(default=None, ge=16 * _MIB, le=1024 * 1024 * _MIB)
+    processes: int | None = Field(default=None, ge=1, le=65536)
+    file_size_bytes: int | None = Field(default=None, ge=1, le=1 << 50)
+
+
+class SandboxSpec(SpecModel):
+    """bubblewrap isolation for a process action **[ADV]** (docs/isolation.md)."""
+
+    network: bool = False
+    read_paths: list[str] = Field(default_factory=list)
+    limits: SandboxLimitsSpec = Field(default_factory=SandboxLimitsSpec)
+
+    @field_validator("read_paths")
+    @classmethod
+    def _absolute(cls, value: list[str]) -> list[str]:
+        for path in value:
+            if not path.startswith("/") or "\0" in path or ".." in path.split("/"):
+                raise ValueError(f"readPaths entries must be absolute paths without `..`: {path!r}")
+        return value
+
+
 class Provider(SpecModel):
     """A model provider entry (docs/providers.md).
 
@@ -127,6 +152,8 @@ class Provider(SpecModel):
     timeout_seconds: int | None = Field(default=None, ge=1, le=86400)
     output_limit_bytes: int | None = Field(default=None, ge=1, le=16 * 1024 * 1024)
     env: dict[str, SecretRef] | None = None
+    isolation: Literal["process", "sandbox"] | None = None
+    sandbox: SandboxSpec | None = None
 
     @model_validator(mode="after")
     def _kind_fields(self) -> Provider:
@@ -139,6 +166,8 @@ class Provider(SpecModel):
             "timeoutSeconds": self.timeout_seconds,
             "outputLimitBytes": self.output_limit_bytes,
             "env": self.env,
+            "isolation": self.isolation,
+            "sandbox": self.sandbox,
         }
         if self.kind == "command":
             if not self.command:
@@ -155,6 +184,8 @@ class Provider(SpecModel):
             for part in [self.command, *(self.args or [])]:
                 if "\0" in part:
                     raise ValueError("`command` and `args` must not contain NUL")
+            if self.sandbox is not None and self.isolation != "sandbox":
+                raise ValueError("`sandbox` settings only apply with `isolation: sandbox`")
         else:
             misplaced = [name for name, value in command_fields.items() if value is not None]
             if misplaced:
@@ -244,8 +275,9 @@ class Action(SpecModel):
     stderr_limit_bytes: OutputLimit | None = None
     combined_output_limit_bytes: OutputLimit | None = None
     idempotency: Idempotency | None = None
-    isolation: Literal["process", "container"] | None = None
+    isolation: Literal["process", "sandbox", "container"] | None = None
     container: ContainerSpec | None = None
+    sandbox: SandboxSpec | None = None
     protocol_version: str | None = None
     input_schema: JsonSchema | None = None
     output_schema: JsonSchema | None = None
@@ -265,6 +297,8 @@ class Action(SpecModel):
                 )
             if (self.isolation == "container") != (self.container is not None):
                 raise ValueError("`container` is required exactly when `isolation: container`")
+            if self.sandbox is not None and self.isolation != "sandbox":
+                raise ValueError("`sandbox` settings only apply with `isolation: sandbox`")
             reserved = sorted(set(self.env) & CONTAINER_ENGINE_VARIABLES)
             if self.isolation == "container" and reserved:
                 raise ValueError(
@@ -282,6 +316,7 @@ class Action(SpecModel):
                 "combined_output_limit_bytes",
                 "isolation",
                 "container",
+                "sandbox",
             ]
             bad = [_alias(n) for n in process_only if n in set_fields]
             if bad:

@@ -18,6 +18,10 @@ ApprovalMode = Literal["never", "mutations", "high_risk", "always"]
 NonInteractiveMode = Literal["pause", "deny_approval", "fail"]
 Port = Annotated[int, Field(ge=1, le=65535)]
 Scheme = Literal["http", "https"]
+IsolationLevel = Literal["process", "sandbox", "container"]
+
+#: Isolation levels from weakest to strongest; ``minimumIsolation`` compares with this order.
+ISOLATION_LEVELS: tuple[str, ...] = ("process", "sandbox", "container")
 
 
 def _default_schemes() -> list[Scheme]:
@@ -53,6 +57,7 @@ class Policy(SpecModel):
     tools_deny: list[str] = Field(default_factory=list)
     approval: ApprovalMode = "mutations"
     non_interactive: NonInteractiveMode = "pause"
+    minimum_isolation: IsolationLevel = "process"
 
 
 class Compensation(SpecModel):

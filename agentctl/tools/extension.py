@@ -53,6 +53,7 @@ async def run_extension(
     on_handshake: Callable[[str], None] | None = None,
     argv_for: Callable[[str], tuple[str, ...]] | None = None,
     launch_env: Mapping[str, str] | None = None,
+    on_result: Callable[[str, process.ProcessResult], None] | None = None,
 ) -> Any:
     """Handshake, then invoke; return the extension's validated ``output``.
 
@@ -61,8 +62,10 @@ async def run_extension(
     resolved child environment (its values are redacted from every message).
     ``on_handshake`` receives the announced name once the handshake matched, before the
     invoke runs, so the caller can record which helper answered.
-    A container launch passes ``argv_for(phase)`` (``handshake`` / ``invoke``: the command
-    line before the flag) and ``launch_env`` (the runtime client's environment).
+    A container or sandbox launch passes ``argv_for(phase)`` (``handshake`` / ``invoke``:
+    the command line before the flag) and ``launch_env`` (the launched process's
+    environment). ``on_result(phase, result)`` sees each run's result before it is judged
+    (a sandbox names the limit a failed run breached).
     """
     _validate(input, action.get("inputSchema"), "input", code="extension.input_invalid")
     secrets = list(env.values())
@@ -76,6 +79,8 @@ async def run_extension(
     handshake = await _run(
         action, argv("handshake"), HANDSHAKE_FLAG, None, cwd, child_env, timeout_seconds
     )
+    if on_result is not None:
+        on_result("handshake", handshake)
     if handshake.timed_out:
         raise TaskFailure(
             f"extension `{command}` did not answer the handshake within {timeout_seconds:g}s",
@@ -91,6 +96,8 @@ async def run_extension(
     invoked = await _run(
         action, argv("invoke"), INVOKE_FLAG, stdin, cwd, child_env, timeout_seconds
     )
+    if on_result is not None:
+        on_result("invoke", invoked)
     if invoked.timed_out:
         raise OutcomeUnknown(
             f"extension `{command}` timed out after {timeout_seconds:g}s and was killed",

@@ -43,6 +43,7 @@ from agentctl.providers.base import (
     Usage,
 )
 from agentctl.providers.registry import build_provider
+from agentctl.sandbox import SandboxView
 from agentctl.signals import OutcomeUnknown, TaskFailure, as_task_failure
 from agentctl.spec.models_definitions import MCP_DEFAULT_TIMEOUT_SECONDS, Agent
 from agentctl.store import sessions_repo
@@ -66,6 +67,7 @@ class ProviderPool:
         environ: Mapping[str, str] | None = None,
         process_allowlist: Sequence[str] = (),
         cwd: Path | None = None,
+        sandbox_view: SandboxView | None = None,
     ) -> Provider:
         if name not in self._providers:
             self._providers[name] = build_provider(
@@ -74,6 +76,7 @@ class ProviderPool:
                 environ=environ,
                 process_allowlist=process_allowlist,
                 cwd=cwd,
+                sandbox_view=sandbox_view,
             )
         return self._providers[name]
 
@@ -411,6 +414,11 @@ async def run_agent(env: TaskEnv, agent_name: str, pool: ProviderPool) -> TaskRe
             environ=env.environ,
             process_allowlist=list(env.policy.get("processAllowlist") or []),
             cwd=env.workspace.workspace_root,
+            sandbox_view=SandboxView(
+                env.workspace.workspace_root,
+                tuple(env.workspace.writable_roots),
+                env.gate.store.path,
+            ),
         )
     except ProviderError as exc:
         raise TaskFailure(exc.message, code=exc.code) from exc

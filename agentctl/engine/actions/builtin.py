@@ -248,6 +248,7 @@ async def _shell(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
                 workspace=env.workspace,
                 cwd=Path(cwd),
                 env_names=sorted({*environment, IDEMPOTENCY_KEY_VARIABLE}),
+                database=env.gate.store.path,
             ),
             cwd=Path(cwd),
             env=launch.child_env(
@@ -261,19 +262,32 @@ async def _shell(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
             combined_limit_bytes=combined_limit,
         )
         ended = False
+        result = None
         try:
             result = await process.run_process(spec)
             ended = not result.timed_out and result.limit_exceeded is None
         finally:
             if not ended:
                 isolation.remove_container(launch, effect_id)
+            breached = isolation.settle(launch, effect_id, "run", result)
+        assert result is not None
         stdout = redact(process.decode_lossy(result.stdout), secrets)
         stderr = redact(process.decode_lossy(result.stderr), secrets)
         if result.timed_out:
+            # A sandbox's wall time is the action's timeoutSeconds; like any timeout after
+            # dispatch it leaves the effect uncertain (docs/isolation.md).
+            limit = {"limit": "sandbox.wall_time_limit"} if launch.sandbox is not None else {}
             raise OutcomeUnknown(
                 f"`{command}` timed out after {timeout}s and was killed",
-                details={"stdout": stdout[-2000:], "stderr": stderr[-2000:]},
+                details={"stdout": stdout[-2000:], "stderr": stderr[-2000:], **limit},
             )
+        if breached is not None:
+            breached.details = {
+                **breached.details,
+                "stdout": stdout[-2000:],
+                "stderr": stderr[-2000:],
+            }
+            raise breached
         if result.limit_exceeded is not None:
             raise TaskFailure(
                 f"`{command}` exceeded its {result.limit_exceeded} output limit and was killed",
@@ -315,7 +329,7 @@ async def _shell(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
             env.attempt,
             spec,
             dispatch,
-            prompt=f"run {command} {' '.join(args)}".strip(),
+            prompt=f"run {command} {' '.join(args)}".strip() + launch.prompt_suffix(),
             reservation={"processOutputBytes": combined_limit},
             usage=output_bytes,
         )

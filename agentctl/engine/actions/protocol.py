@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from agentctl import process
 from agentctl.digest import canonical_json
 from agentctl.engine.actions import isolation
 from agentctl.engine.actions.environment import (
@@ -201,6 +202,7 @@ async def _extension(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
             cwd=Path(cwd),
             env_names=sorted({*values, IDEMPOTENCY_KEY_VARIABLE}),
             phase=phase,
+            database=env.gate.store.path,
         )
 
     async def dispatch(effect_id: str) -> Any:
@@ -222,6 +224,8 @@ async def _extension(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
                 )
 
         child = effect_process_env(values, effect_id)
+        wrapped = launch.runtime is not None or launch.sandbox is not None
+        results: dict[str, process.ProcessResult] = {}
         try:
             return await run_extension(
                 action,
@@ -232,18 +236,30 @@ async def _extension(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
                 env=child,
                 timeout_seconds=float(process_timeout(env, action)),
                 on_handshake=record_handshake,
-                argv_for=argv_for if launch.runtime is not None else None,
-                launch_env=launch.child_env(child) if launch.runtime is not None else None,
+                argv_for=argv_for if wrapped else None,
+                launch_env=launch.child_env(child) if wrapped else None,
+                on_result=results.__setitem__,
             )
         except BaseException as exc:
             # A killed runtime client can leave its container running: remove it.
             if not (isinstance(exc, TaskFailure) and exc.code != LIMIT_EXCEEDED):
                 for phase in ("handshake", "invoke"):
                     isolation.remove_container(launch, effect_id, phase)
+            # A sandboxed phase that failed at one of its limits says so.
+            if isinstance(exc, TaskFailure):
+                for phase in ("handshake", "invoke"):
+                    breached = isolation.settle(launch, effect_id, phase, results.get(phase))
+                    if breached is not None:
+                        raise breached from exc
             raise
+        finally:
+            for phase in ("handshake", "invoke"):
+                isolation.settle(launch, effect_id, phase, None)
 
     return TaskResult(
-        await env.gate.perform(env.attempt, spec, dispatch, prompt=f"run extension {name}")
+        await env.gate.perform(
+            env.attempt, spec, dispatch, prompt=f"run extension {name}{launch.prompt_suffix()}"
+        )
     )
 
 
