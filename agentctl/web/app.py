@@ -30,6 +30,7 @@ from starlette.requests import Request
 from starlette.responses import (
     FileResponse,
     HTMLResponse,
+    JSONResponse,
     RedirectResponse,
     Response,
     StreamingResponse,
@@ -136,6 +137,15 @@ def create_app(config: DashboardConfig) -> Starlette:
     def run(request: Request) -> Response:
         data = views.run_page(store, request.path_params["run_id"])
         return render(request, "run.html", title=data.run["runId"], page=data)
+
+    async def graph(request: Request) -> Response:
+        run_id = request.path_params["run_id"]
+        try:
+            document = await run_in_threadpool(views.graph_document, store, run_id)
+        except AgentctlError as error:
+            problem = {"code": error.code, "message": error.message, "hint": error.hint}
+            return JSONResponse({"error": problem}, status_code=_status_for(error))
+        return JSONResponse(document, headers={"Cache-Control": "no-store"})
 
     def inbox(request: Request) -> Response:
         return render(
@@ -343,6 +353,7 @@ def create_app(config: DashboardConfig) -> Starlette:
     routes = [
         Route("/", page(runs)),
         Route("/runs/{run_id}", page(run)),
+        Route("/runs/{run_id}/graph.json", graph),
         Route("/inbox", page(inbox)),
         Route("/effects", page(effects)),
         Route("/runs/{run_id}/artifacts/{digest}", page(artifact)),

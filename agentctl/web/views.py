@@ -23,11 +23,13 @@ from agentctl.observability.audit import list_events
 from agentctl.store import dashboard_repo
 from agentctl.store.engine import Store
 from agentctl.store.states import RunState
+from agentctl.store.tasks_repo import task_states
+from agentctl.web.graph import run_graph
 
 __all__ = [
-    "GraphNode",
     "RunPage",
     "format_duration",
+    "graph_document",
     "inbox",
     "page_cursor",
     "recorded_source",
@@ -134,24 +136,11 @@ def _parse_cursor(cursor: str | None) -> tuple[datetime, str] | None:
 
 
 @dataclass
-class GraphNode:
-    """One box of the task graph: a task, or a group of expanded children."""
-
-    id: str
-    state: str
-    kind: str
-    needs: list[str]
-    children: list[GraphNode] = field(default_factory=list)
-    counts: dict[str, int] = field(default_factory=dict)
-    live_state: str | None = None
-
-
-@dataclass
 class RunPage:
     run: dict[str, Any]
     duration: str
     terminal: bool
-    columns: list[list[GraphNode]]
+    graph: dict[str, Any]
     tasks: list[dict[str, Any]]
     budget: list[dict[str, Any]]
     audit: dict[str, Any]
@@ -163,55 +152,6 @@ class RunPage:
     #: ``--from`` may name (expanded children are chosen through their source task).
     workflow_file: str = ""
     retry_roots: list[str] = field(default_factory=list)
-
-
-def _graph(plan: dict[str, Any], states: dict[str, str]) -> list[list[GraphNode]]:
-    """Plan tasks in columns by dependency depth; expanded children (foreach, matrix, loop
-    iterations, sub-workflow steps) folded into one group box under their source task."""
-    tasks: dict[str, Any] = plan.get("tasks") or {}
-    order: list[str] = list(plan.get("order") or tasks)
-    depth: dict[str, int] = {}
-    for task_id in order:  # plan order is a topological order
-        needs = tasks[task_id].get("needs") or []
-        depth[task_id] = 1 + max((depth.get(n, 0) for n in needs), default=-1)
-    groups: dict[str, GraphNode] = {}
-    placed: dict[int, list[GraphNode]] = defaultdict(list)
-    for task_id in order:
-        task = tasks[task_id]
-        node = GraphNode(
-            id=task_id,
-            state=states.get(task_id, "pending"),
-            kind=str((task.get("uses") or {}).get("kind", "")),
-            needs=list(task.get("needs") or []),
-        )
-        expansion = task.get("expansion")
-        if expansion is None:
-            group = groups.get(task_id)
-            if group is not None:
-                # The aggregate that gathers the children: one box, with the live state of
-                # the aggregate task itself.
-                group.kind, group.needs, group.live_state = node.kind, node.needs, node.state
-            else:
-                placed[depth[task_id]].append(node)
-            continue
-        parent = str(expansion["parent"])
-        group = groups.get(parent)
-        if group is None:
-            group = GraphNode(id=parent, state="group", kind="expansion", needs=[])
-            groups[parent] = group
-            placed[depth[task_id]].append(group)
-        group.children.append(node)
-        group.counts[node.state] = group.counts.get(node.state, 0) + 1
-    for group in groups.values():
-        group.state = group.live_state or _group_state(group.counts)
-    return [placed[level] for level in sorted(placed)]
-
-
-def _group_state(counts: dict[str, int]) -> str:
-    for state in ("failed", "waiting_for_effect", "waiting_for_approval", "running", "pending"):
-        if counts.get(state):
-            return state
-    return "succeeded" if counts.get("succeeded") else "skipped"
 
 
 def run_page(store: Store, run_id: str) -> RunPage:
@@ -227,6 +167,8 @@ def run_page(store: Store, run_id: str) -> RunPage:
             by_task[item.get("taskId") or ""][key].append(item)
     for retry in data["retries"]:
         by_task[retry.get("taskId") or ""]["retries"].append(retry)
+    graph = run_graph(row.plan, states)
+    labels = {node["id"]: node["label"] for node in graph["nodes"]}
     tasks = []
     for task in data["tasks"]:
         task_id = task["taskId"]
@@ -235,6 +177,7 @@ def run_page(store: Store, run_id: str) -> RunPage:
         tasks.append(
             {
                 **task,
+                "label": labels.get(task_id, task_id),
                 "kind": (plan_task.get("uses") or {}).get("kind", ""),
                 "uses": (plan_task.get("uses") or {}).get("name", ""),
                 "needs": plan_task.get("needs") or [],
@@ -266,7 +209,7 @@ def run_page(store: Store, run_id: str) -> RunPage:
         },
         duration=_duration(created, updated, run["state"]),
         terminal=terminal,
-        columns=_graph(row.plan, states),
+        graph=graph,
         tasks=tasks,
         budget=data["budget"],
         audit=data["audit"],
@@ -286,6 +229,15 @@ def run_page(store: Store, run_id: str) -> RunPage:
         workflow_file=row.workflow_file or "",
         retry_roots=[t for t in row.plan.get("order") or [] if not plan_tasks[t].get("expansion")],
     )
+
+
+def graph_document(store: Store, run_id: str) -> dict[str, Any]:
+    """``/runs/{run_id}/graph.json``: the graph the run page draws (agentctl/web/graph.py),
+    with the run's id and state."""
+    with store.read() as conn:
+        row = load_run(conn, run_id, whole=True)
+        states = {str(state[0]): str(state[2]) for state in task_states(conn, run_id)}
+    return {"runId": run_id, "state": row.status, **run_graph(row.plan, states)}
 
 
 def recorded_source(store: Store, run_id: str) -> tuple[str, str | None]:

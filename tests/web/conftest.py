@@ -101,6 +101,40 @@ spec:
 """``one`` appends to ``ledger.txt`` (the outside world an operator checks), then ``two``
 writes a file."""
 
+SHAPES = """
+apiVersion: agentctl.dev/v1
+kind: Workflow
+metadata: {name: shapes}
+spec:
+  inputs: {speed: fast}
+  actions:
+    set: {kind: builtin.assign}
+  subworkflows:
+    package:
+      version: 1.0.0
+      inputSchema: {type: object}
+      outputSchema: {type: object}
+      tasks:
+        - {id: build, uses: "action:set", with: {built: true}}
+        - {id: sign, uses: "action:set", needs: [build], with: {signed: true}}
+  tasks:
+    - id: pick
+      uses: router
+      route:
+        select: "${{ inputs.speed }}"
+        cases:
+          - {equals: fast, tasks: [quick]}
+          - {equals: slow, tasks: [thorough]}
+    - {id: quick, uses: "action:set", needs: [pick], with: {mode: quick}}
+    - {id: thorough, uses: "action:set", needs: [pick], with: {mode: thorough}}
+    - id: test
+      uses: action:set
+      matrix: {axes: {os: [linux, mac], py: ["3.11", "3.12"]}}
+      with: {os: "${{ vars.matrix.os }}"}
+    - {id: ship, uses: "workflow:package", needs: [test, quick]}
+"""
+"""A router that skips one branch, a 2x2 matrix and a sub-workflow invocation (succeeds)."""
+
 SHELL_RESULT = {"status": "changed", "changed": True, "exitCode": 0, "stdout": "", "stderr": ""}
 """What ``one``'s command returns; an operator who saw it happen records this result."""
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
-from tests.web.conftest import ASKING, RELEASE, UNCERTAIN, Runs
+from tests.web.conftest import ASKING, RELEASE, SHAPES, UNCERTAIN, Runs
 
 CSRF_RE = re.compile(r'name="csrf" value="([0-9a-f]+)"')
 
@@ -80,16 +81,88 @@ def test_runs_list_filters_and_searches(runs: Runs, dashboard: Any) -> None:
 def test_run_page_shows_graph_tasks_effects_and_verified_audit(runs: Runs, dashboard: Any) -> None:
     run_id = runs.roll(RELEASE, "release")["runId"]
     page = dashboard().get(f"/runs/{run_id}").text
-    # The three foreach children fold into the aggregate's box in the graph.
-    assert re.search(
-        r'<details class="node group s-succeeded">\s*<summary[^>]*><b>check</b> ×3', page
+    # The graph's document is in the page for the script that draws it (graph.js).
+    match = re.search(r'<script type="application/json" id="graph-data">(.*?)</script>', page)
+    assert match is not None
+    graph = json.loads(match.group(1))
+    assert {"id": "publish", "label": "publish", "state": "waiting_for_approval"}.items() <= (
+        next(n for n in graph["nodes"] if n["id"] == "publish").items()
     )
-    assert 'class="node s-waiting_for_approval" href="#task-publish"' in page
+    assert '<script src="/static/dagre.min.js" defer></script>' in page
+    # A foreach child's row in the task list says which item it is.
+    assert re.search(r'<code>check--0000-[0-9a-f]{12}</code> <b class="item">lint</b>', page)
     for task in ("prepare", "check", "publish"):
         assert f'id="task-{task}"' in page
     assert "builtin.write" in page and "write 14 bytes to out/release.txt" in page
     assert 'id="audit-verdict">verified<' in page
     assert "approval.requested" in page and "Cancel run" in page
+
+
+def _plan(runs: Runs, run_id: str) -> dict[str, Any]:
+    """The run's whole compiled plan, as the engine reads it."""
+    from agentctl.engine.run.records import load_run
+    from agentctl.store.engine import open_store
+
+    with open_store(str(runs.db), create=False) as store, store.read() as conn:
+        plan: dict[str, Any] = load_run(conn, run_id, whole=True).plan
+    return plan
+
+
+def test_graph_json_has_the_plans_edges_and_names_children_by_item(
+    runs: Runs, dashboard: Any
+) -> None:
+    run_id = runs.roll(RELEASE, "release")["runId"]
+    client = dashboard()
+    graph = client.get(f"/runs/{run_id}/graph.json").json()
+    plan = runs.inspect(run_id)
+    order = [t["taskId"] for t in plan["tasks"]]
+    assert [n["id"] for n in graph["nodes"]] == order
+    needs = {
+        (need, task_id)
+        for task_id, task in _plan(runs, run_id)["tasks"].items()
+        for need in task["needs"]
+    }
+    assert {(e["from"], e["to"]) for e in graph["edges"]} == needs
+    assert len(graph["edges"]) == len(needs) == 8
+    children = [n for n in graph["nodes"] if n["group"] == "check"]
+    assert [n["label"] for n in children] == ["lint", "unit", "docs"]
+    assert {n["state"] for n in children} == {"succeeded"}
+    assert graph["groups"] == [{"id": "check", "kind": "foreach", "label": "check", "size": 3}]
+    by_id = {n["id"]: n for n in graph["nodes"]}
+    assert by_id["publish"]["state"] == "waiting_for_approval"
+    assert by_id["check"] == {
+        "id": "check",
+        "label": "check",
+        "state": "succeeded",
+        "kind": "aggregate",
+        "group": None,
+    }
+    missing = client.get("/runs/run-nope/graph.json")
+    assert missing.status_code == 404
+    assert "run-nope" in missing.json()["error"]["message"]
+
+
+def test_graph_json_labels_matrix_cells_subworkflow_steps_and_skipped_branches(
+    runs: Runs, dashboard: Any
+) -> None:
+    run_id = runs.roll(SHAPES, "shapes", expect=0)["runId"]
+    graph = dashboard().get(f"/runs/{run_id}/graph.json").json()
+    by_label = {(n["group"], n["label"]): n for n in graph["nodes"]}
+    cells = [n["label"] for n in graph["nodes"] if n["group"] == "test"]
+    assert cells == ["os=linux, py=3.11", "os=linux, py=3.12", "os=mac, py=3.11", "os=mac, py=3.12"]
+    # The sub-workflow's steps nest under its invocation, named by their own ids.
+    assert [n["label"] for n in graph["nodes"] if n["group"] == "ship"] == [
+        "inputs",
+        "build",
+        "sign",
+    ]
+    assert by_label[("ship", "build")]["id"] == "ship--build"
+    # The router's branch not taken is drawn as skipped; the taken one ran.
+    assert by_label[(None, "thorough")]["state"] == "skipped"
+    assert by_label[(None, "quick")]["state"] == "succeeded"
+    assert {"from": "pick", "to": "thorough"} in graph["edges"]
+    kinds = {g["id"]: (g["kind"], g["size"]) for g in graph["groups"]}
+    assert kinds == {"test": ("matrix", 4), "ship": ("subworkflow", 3)}
 
 
 def test_unknown_run_is_a_404_page_naming_it(runs: Runs, dashboard: Any) -> None:

@@ -108,6 +108,8 @@
           if (d) { d.open = true; }
         });
         document.title = doc.title;
+        // The task graph (graph.js) draws itself again from the fresh page's data.
+        document.dispatchEvent(new CustomEvent("agentctl:refreshed"));
         document.body.dataset.refreshed = String(Number(document.body.dataset.refreshed || 0) + 1);
       })
       .finally(function () {
