@@ -8,6 +8,7 @@ holds the write lock a running ``roll`` needs.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -19,8 +20,10 @@ if TYPE_CHECKING:
     from agentctl.store.engine import SqlRunner
 
 __all__ = [
+    "PausedTask",
     "RunSummary",
     "change_marker",
+    "paused_tasks",
     "run_header",
     "run_summaries",
     "task_progress",
@@ -157,3 +160,42 @@ def run_header(conn: SqlRunner, run_id: str) -> tuple[str, str | None] | None:
         "SELECT workflow_name, owner_id FROM runs WHERE id = ?", (run_id,)
     ).first()
     return None if row is None else (str(row[0]), row[1])
+
+
+@dataclass(frozen=True, slots=True)
+class PausedTask:
+    run_id: str
+    workflow_name: str
+    task_id: str
+    message: str | None
+    paused_at: datetime | None
+
+
+def paused_tasks(conn: SqlRunner, run_id: str | None = None) -> list[PausedTask]:
+    """Tasks of paused runs that wait at a ``builtin.pause`` step (their error code is
+    ``task.paused``), oldest parked first; of one run when ``run_id`` is given."""
+    statement = (
+        "SELECT r.id, r.workflow_name, t.task_id, t.error_json, r.updated_at FROM runs r "
+        "JOIN tasks t ON t.run_id = r.id WHERE r.status = 'paused' "
+        "AND t.status = 'waiting_for_approval'"
+    )
+    params: tuple[Any, ...] = ()
+    if run_id is not None:
+        statement += " AND r.id = ?"
+        params = (run_id,)
+    found: list[PausedTask] = []
+    for row in conn.exec_driver_sql(statement + " ORDER BY r.updated_at, r.id, t.ordinal", params):
+        error = json.loads(row[3]) if row[3] else {}
+        if not isinstance(error, dict) or error.get("code") != "task.paused":
+            continue
+        message = error.get("message")
+        found.append(
+            PausedTask(
+                str(row[0]),
+                str(row[1]),
+                str(row[2]),
+                message if isinstance(message, str) else None,
+                naive(row[4]),
+            )
+        )
+    return found

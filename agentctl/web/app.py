@@ -38,7 +38,7 @@ from starlette.responses import (
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from agentctl.engine import operations
+from agentctl.engine import operations, pauses
 from agentctl.errors import AgentctlError, NotFoundError, UsageError
 from agentctl.ids import SystemClock
 from agentctl.runtime import Runtime
@@ -153,6 +153,7 @@ def create_app(config: DashboardConfig) -> Starlette:
             "inbox.html",
             title="Inbox",
             items=views.inbox(store),
+            pauses=pauses.paused_runs(store),
             effects=views.uncertain_effects(store),
         )
 
@@ -204,13 +205,17 @@ def create_app(config: DashboardConfig) -> Starlette:
                     notice += f"; the dashboard resumed run {run_id}"
             except AgentctlError as error:
                 return failure(request, error)
-            back = str(form.get("next") or "/")
-            if not back.startswith("/") or back.startswith("//"):
-                back = "/"
-            separator = "&" if "?" in back else "?"
-            return RedirectResponse(f"{back}{separator}notice={quote(notice)}", status_code=303)
+            return RedirectResponse(_back(form, notice), status_code=303)
 
         return endpoint
+
+    def _back(form: FormData, notice: str) -> str:
+        """Where a form's ``next`` field sends the browser (a path of this site only)."""
+        back = str(form.get("next") or "/")
+        if not back.startswith("/") or back.startswith("//"):
+            back = "/"
+        separator = "&" if "?" in back else "?"
+        return f"{back}{separator}notice={quote(notice)}"
 
     def _text(form: FormData, name: str) -> str:
         value = form.get(name)
@@ -281,6 +286,47 @@ def create_app(config: DashboardConfig) -> Starlette:
         )
         note = data.get("note")
         return f"{run_id} {data['state']}" + (f" ({note})" if note else ""), None
+
+    async def resume(request: Request) -> Response:
+        """Let a run go on past its pause step: record it (actor ``ui``), then execute it in
+        a child ``agentctl resume``, as the Retry button does."""
+        form = await request.form()
+        refusal = guard.csrf_refusal(request, form.get("csrf"))
+        if refusal is not None:
+            return refusal
+        run_id = request.path_params["run_id"]
+        try:
+            released = await run_in_threadpool(
+                lambda: pauses.release_pause(
+                    store, run_id, actor=ACTOR, reason=_text(form, "reason") or None, clock=clock
+                )
+            )
+        except AgentctlError as error:
+            return failure(request, error)
+        notice = f"{run_id} resumed past {', '.join(released['tasks'])}"
+        if await run_in_threadpool(adopter.start, run_id):
+            notice += "; the dashboard executes it"
+        return RedirectResponse(_back(form, notice), status_code=303)
+
+    async def adopt(request: Request) -> Response:
+        """Resume a run whose owning process is gone (``agentctl resume`` in a child)."""
+        form = await request.form()
+        refusal = guard.csrf_refusal(request, form.get("csrf"))
+        if refusal is not None:
+            return refusal
+        run_id = request.path_params["run_id"]
+        if not await run_in_threadpool(adopter.ready, run_id):
+            return failure(
+                request,
+                UsageError(
+                    f"run {run_id} cannot be adopted now",
+                    hint="it is owned by a live process, or something it waits for is still "
+                    "open: answer what the inbox lists and conclude its effects in doubt first",
+                ),
+            )
+        started = await run_in_threadpool(adopter.start, run_id)
+        notice = f"{run_id} adopted; the dashboard executes it" if started else run_id
+        return RedirectResponse(_back(form, notice), status_code=303)
 
     def derive(mode: str) -> Callable[[Request], Any]:
         """Retry or fork a finished run: the facade creates the new run (actor ``ui``),
@@ -363,6 +409,8 @@ def create_app(config: DashboardConfig) -> Starlette:
         Route("/approvals/{approval_id}/answer", action(answer), methods=["POST"]),
         Route("/effects/{effect_id}/reconcile", action(reconcile), methods=["POST"]),
         Route("/runs/{run_id}/cancel", action(cancel), methods=["POST"]),
+        Route("/runs/{run_id}/resume", resume, methods=["POST"]),
+        Route("/runs/{run_id}/adopt", adopt, methods=["POST"]),
         Route("/runs/{run_id}/retry", derive("retry"), methods=["POST"]),
         Route("/runs/{run_id}/fork", derive("fork"), methods=["POST"]),
         Mount("/static", app=StaticFiles(directory=STATIC), name="static"),

@@ -17,11 +17,13 @@ from typing import Any
 from agentctl.engine.effects.approvals import list_approvals
 from agentctl.engine.effects.unsettled import needs_reconciliation
 from agentctl.engine.operations import inspect_run
+from agentctl.engine.pauses import paused_runs
 from agentctl.engine.run.records import TERMINAL_RUN_STATES, load_run
 from agentctl.errors import UsageError
 from agentctl.observability.audit import list_events
 from agentctl.store import dashboard_repo
 from agentctl.store.engine import Store
+from agentctl.store.ownership import holder_gone
 from agentctl.store.states import RunState
 from agentctl.store.tasks_repo import task_states
 from agentctl.web.graph import run_graph
@@ -152,6 +154,12 @@ class RunPage:
     #: ``--from`` may name (expanded children are chosen through their source task).
     workflow_file: str = ""
     retry_roots: list[str] = field(default_factory=list)
+    #: Tasks parked at a pause step (each offers Resume).
+    paused: list[dict[str, Any]] = field(default_factory=list)
+    #: What the run waits for, in words, one sentence each.
+    waits: list[str] = field(default_factory=list)
+    #: A run still marked running (or paused) whose owning process is gone.
+    owner_gone: bool = False
 
 
 def run_page(store: Store, run_id: str) -> RunPage:
@@ -200,6 +208,12 @@ def run_page(store: Store, run_id: str) -> RunPage:
     pending = [a for a in data["approvals"] if a["status"] == "pending"]
     terminal = run["state"] in TERMINAL_RUN_STATES
     uncertain = needs_reconciliation(store, run_id)
+    paused = paused_runs(store, run_id)
+    owner_gone = (
+        run["state"] == RunState.RUNNING
+        and row.owner_id is not None
+        and holder_gone(row.owner_id, row.owner_lease_expires_at, _now())
+    )
     return RunPage(
         run={
             **run,
@@ -228,7 +242,46 @@ def run_page(store: Store, run_id: str) -> RunPage:
         uncertain=uncertain,
         workflow_file=row.workflow_file or "",
         retry_roots=[t for t in row.plan.get("order") or [] if not plan_tasks[t].get("expansion")],
+        paused=paused,
+        waits=_waits(pending, paused, uncertain, owner_gone, row.owner_id),
+        owner_gone=owner_gone,
     )
+
+
+def _waits(
+    pending: list[dict[str, Any]],
+    paused: list[dict[str, Any]],
+    uncertain: list[dict[str, Any]],
+    owner_gone: bool,
+    owner: str | None,
+) -> list[str]:
+    """What a run waits for, as sentences a reader understands without the CLI."""
+    said: list[str] = []
+    if owner_gone:
+        said.append(
+            f"Owner gone — adopt or reconcile: the process that executed this run ({owner}) "
+            "no longer exists, so nothing moves it on. Conclude any effect in doubt below, "
+            "then adopt it: the dashboard resumes it from its durable state."
+        )
+    for item in pending:
+        if item["kind"] == "question":
+            said.append(f"An answer to “{item['prompt']}” (task {item['taskId']}).")
+        else:
+            said.append(
+                f"A person to approve or reject “{item['prompt']}” (task {item['taskId']})."
+            )
+    for item in paused:
+        note = f": “{item['message']}”" if item.get("message") else ""
+        said.append(
+            f"Someone to resume it past the pause step {item['taskId']}{note}. "
+            "Resume it below when ready."
+        )
+    for effect in uncertain:
+        said.append(
+            f"An operator to say whether {effect['operation']} of task {effect['taskId']} "
+            "happened: it started, but its outcome was never recorded (reconcile it below)."
+        )
+    return said
 
 
 def graph_document(store: Store, run_id: str) -> dict[str, Any]:

@@ -101,6 +101,24 @@ spec:
 """``one`` appends to ``ledger.txt`` (the outside world an operator checks), then ``two``
 writes a file."""
 
+HOLD = """
+apiVersion: agentctl.dev/v1
+kind: Workflow
+metadata: {name: hold}
+spec:
+  actions:
+    hold: {kind: builtin.pause}
+    set: {kind: builtin.assign}
+  tasks:
+    - {id: build, uses: "action:set", with: {built: true}}
+    - id: wait
+      uses: action:hold
+      needs: [build]
+      with: {message: "Check the staging site, then resume"}
+    - {id: ship, uses: "action:set", needs: [wait], with: {shipped: true}}
+"""
+"""Parks at the pause step ``wait`` (exit 3); resumed, ``ship`` runs."""
+
 SHAPES = """
 apiVersion: agentctl.dev/v1
 kind: Workflow

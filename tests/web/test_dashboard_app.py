@@ -266,7 +266,7 @@ def test_answer_a_question_validated_like_the_cli(runs: Runs, dashboard: Any) ->
     assert inspection["approvals"][0]["resolver"] == "ui"
     assert inspection["run"]["state"] == "succeeded"
     assert inspection["run"]["output"]["use"]["output"] == {"target": "staging"}
-    assert "Nothing waits for a person." in client.get("/inbox").text
+    assert "No approval or question is pending." in client.get("/inbox").text
 
 
 def test_reconcile_an_uncertain_effect_from_the_effects_page(runs: Runs, dashboard: Any) -> None:

@@ -69,7 +69,8 @@
     visible.forEach(function (n) {
       var label = cut(n.label, 26);
       var folded = groups[n.id] && collapsed[n.id];
-      var width = Math.max(96, Math.min(210, 7.2 * label.length + 28)) + (folded ? 34 : 0);
+      var wide = Math.max(7.2 * label.length, 6 * Math.min(34, n.state.length));
+      var width = Math.max(96, Math.min(230, wide + 24)) + (folded ? 34 : 0);
       graph.setNode(n.id, { width: width, height: 38, task: n, label: label, folded: folded });
     });
     Object.keys(groups).forEach(function (id) {
