@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import tempfile
 import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -44,7 +43,7 @@ from agentctl.ids import SystemClock
 from agentctl.runtime import Runtime
 from agentctl.store import dashboard_repo
 from agentctl.store.engine import Store
-from agentctl.web import views
+from agentctl.web import reconcile_form, views
 from agentctl.web.adoption import Adopter
 from agentctl.web.security import Guard
 
@@ -249,35 +248,58 @@ def create_app(config: DashboardConfig) -> Starlette:
         answered = data["approval"]
         return f"{answered['approvalId']} answered", answered["runId"]
 
-    def reconcile(request: Request, form: FormData) -> tuple[str, str | None]:
-        # The CLI operation reads evidence and results from files; the form's text goes
-        # through the same path (size limits, JSON and schema checks) via a private folder.
-        with tempfile.TemporaryDirectory(prefix="agentctl-ui-") as folder:
-            files: dict[str, str | None] = {}
-            for name in ("evidence", "result", "result_schema"):
-                text = _text(form, name)
-                if text:
-                    path = Path(folder) / name
-                    path.write_text(text, encoding="utf-8")
-                    files[name] = str(path)
-                else:
-                    files[name] = None
-            data = operations.reconcile_effect(
-                store,
-                operations.ReconcileRequest(
-                    effect_id=request.path_params["effect_id"],
-                    status=_text(form, "status"),
-                    reason=_text(form, "reason"),
-                    actor=ACTOR,
-                    evidence_file=files["evidence"],
-                    result_file=files["result"],
-                    result_schema_file=files["result_schema"],
+    async def reconcile(request: Request) -> Response:
+        """Conclude an effect in doubt. A form that cannot be accepted — by the checks of
+        agentctl/web/reconcile_form.py or by the engine — is drawn again with what was typed
+        and what to change, instead of an error page."""
+        form = await request.form()
+        refusal = guard.csrf_refusal(request, form.get("csrf"))
+        if refusal is not None:
+            return refusal
+        effect_id = request.path_params["effect_id"]
+        draft = reconcile_form.Draft(
+            status=_text(form, "status"),
+            reason=_text(form, "reason"),
+            evidence=_text(form, "evidence"),
+            result=_text(form, "result"),
+            result_schema=_text(form, "result_schema"),
+        )
+        effects = await run_in_threadpool(views.uncertain_effects, store)
+        effect = next((e for e in effects if e["effectId"] == effect_id), None)
+        if effect is None:
+            return failure(
+                request,
+                UsageError(
+                    f"effect {effect_id} is not waiting for a conclusion",
+                    hint="someone concluded it meanwhile, or its run is still executing it; "
+                    "the Effects page lists what is in doubt now",
                 ),
-                clock=clock,
             )
-        effect = data["effect"]
-        concluded = data["reconciliation"]["status"].replace("_", "-")
-        return f"{effect['effectId']} reconciled as {concluded}", effect["runId"]
+        conclusion, draft.problems = reconcile_form.to_request(effect, draft, ACTOR)
+        if conclusion is not None:
+            try:
+                data = await run_in_threadpool(
+                    lambda: operations.reconcile_effect(store, conclusion, clock=clock)
+                )
+            except AgentctlError as error:
+                hint = f" {error.hint[:1].upper()}{error.hint[1:]}." if error.hint else ""
+                draft.problems = [f"{error.message[:1].upper()}{error.message[1:]}.{hint}"]
+            else:
+                concluded = data["reconciliation"]["status"].replace("_", "-")
+                notice = f"{effect_id} reconciled as {concluded}"
+                run_id = data["effect"]["runId"]
+                if await run_in_threadpool(adopter.maybe_adopt, run_id):
+                    notice += f"; the dashboard resumed run {run_id}"
+                return RedirectResponse(_back(form, notice), status_code=303)
+        return render(
+            request,
+            "reconcile_refused.html",
+            status_code=400,
+            title="Not reconciled yet",
+            effect=effect,
+            draft=draft,
+            back=str(form.get("next") or "/effects"),
+        )
 
     def cancel(request: Request, form: FormData) -> tuple[str, str | None]:
         run_id = request.path_params["run_id"]
@@ -407,7 +429,7 @@ def create_app(config: DashboardConfig) -> Starlette:
         Route("/approvals/{approval_id}/approve", action(decide(True)), methods=["POST"]),
         Route("/approvals/{approval_id}/reject", action(decide(False)), methods=["POST"]),
         Route("/approvals/{approval_id}/answer", action(answer), methods=["POST"]),
-        Route("/effects/{effect_id}/reconcile", action(reconcile), methods=["POST"]),
+        Route("/effects/{effect_id}/reconcile", reconcile, methods=["POST"]),
         Route("/runs/{run_id}/cancel", action(cancel), methods=["POST"]),
         Route("/runs/{run_id}/resume", resume, methods=["POST"]),
         Route("/runs/{run_id}/adopt", adopt, methods=["POST"]),

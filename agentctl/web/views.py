@@ -27,6 +27,7 @@ from agentctl.store.ownership import holder_gone
 from agentctl.store.states import RunState
 from agentctl.store.tasks_repo import task_states
 from agentctl.web.graph import run_graph
+from agentctl.web.reconcile_form import shape_of
 
 __all__ = [
     "RunPage",
@@ -207,7 +208,10 @@ def run_page(store: Store, run_id: str) -> RunPage:
     updated = datetime.fromisoformat(run["updatedAt"])
     pending = [a for a in data["approvals"] if a["status"] == "pending"]
     terminal = run["state"] in TERMINAL_RUN_STATES
-    uncertain = needs_reconciliation(store, run_id)
+    uncertain = [
+        {**effect, "requestText": pretty(effect.get("request")), "shape": shape_of(effect)}
+        for effect in needs_reconciliation(store, run_id)
+    ]
     paused = paused_runs(store, run_id)
     owner_gone = (
         run["state"] == RunState.RUNNING
@@ -323,6 +327,6 @@ def inbox(store: Store) -> list[dict[str, Any]]:
 def uncertain_effects(store: Store) -> list[dict[str, Any]]:
     """Effects whose outcome nobody knows, across runs (``agentctl reconcile --list``)."""
     return [
-        {**effect, "requestText": pretty(effect.get("request"))}
+        {**effect, "requestText": pretty(effect.get("request")), "shape": shape_of(effect)}
         for effect in needs_reconciliation(store)
     ]
