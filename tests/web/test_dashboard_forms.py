@@ -107,3 +107,36 @@ def test_a_refused_reconcile_keeps_what_was_typed_and_says_what_to_change(
     (conclusion,) = runs.inspect(data["runId"])["effects"][0]["reconciliations"]
     assert conclusion["status"] == "applied" and conclusion["actor"] == "ui"
     assert conclusion["evidence"] == "ci log line 42: built <ok>"
+
+
+BUILD = """
+apiVersion: agentctl.dev/v1
+kind: Workflow
+metadata: {name: build}
+spec:
+  policy: {approval: mutations, nonInteractive: pause, processAllowlist: [sh]}
+  actions:
+    build:
+      kind: builtin.shell.exec
+      command: sh
+      args: ["-c", "echo building; sleep 2; echo built"]
+  tasks:
+    - {id: make, uses: "action:build"}
+"""
+
+QUOTED = "run sh -c 'echo building; sleep 2; echo built'"
+
+
+def test_commands_in_approval_prompts_are_quoted_as_a_shell_reads_them(
+    runs: Runs, dashboard: Any
+) -> None:
+    """The prompt said ``run sh -c echo building; sleep 2; echo built``: three commands to a
+    reader, one argument to the process."""
+    (approval,) = runs.roll(BUILD, "build")["pendingApprovals"]
+    listed = runs.cli("--output", "json", "approvals", "list", "--db", runs.db)
+    assert listed.exit_code == 0, listed.stderr
+    (item,) = [a for a in listed.json()["data"]["approvals"] if a["approvalId"] == approval]
+    assert item["prompt"] == QUOTED
+    human = runs.cli("approvals", "list", "--db", runs.db)
+    assert QUOTED in human.stdout
+    assert QUOTED in html.unescape(dashboard().get("/inbox").text)
