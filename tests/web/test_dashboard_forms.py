@@ -99,9 +99,7 @@ def test_a_refused_reconcile_keeps_what_was_typed_and_says_what_to_change(
     assert runs.inspect(data["runId"])["effects"][0]["reconciliations"] == []
 
     result = {"status": "changed", "changed": True, "exitCode": 0, "stdout": "", "stderr": ""}
-    accepted = client.post(
-        url, data=typed | {"result": json.dumps(result)}, follow_redirects=False
-    )
+    accepted = client.post(url, data=typed | {"result": json.dumps(result)}, follow_redirects=False)
     assert accepted.status_code == 303
     assert accepted.headers["location"].startswith("/effects?notice=")
     (conclusion,) = runs.inspect(data["runId"])["effects"][0]["reconciliations"]
