@@ -45,6 +45,8 @@ class RunSummary:
     tasks_total: int
     tasks_done: int
     pending_approvals: int
+    owner_id: str | None = None
+    owner_lease_expires_at: datetime | None = None
 
 
 def run_summaries(
@@ -88,7 +90,8 @@ def run_summaries(
         "SELECT r.id, r.workflow_name, r.status, r.mode, r.created_at, r.updated_at, "
         "(SELECT COUNT(*) FROM tasks t WHERE t.run_id = r.id), "
         f"(SELECT COUNT(*) FROM tasks t WHERE t.run_id = r.id AND t.status IN ({done})), "
-        "(SELECT COUNT(*) FROM approvals a WHERE a.run_id = r.id AND a.status = 'pending') "
+        "(SELECT COUNT(*) FROM approvals a WHERE a.run_id = r.id AND a.status = 'pending'), "
+        "r.owner_id, r.owner_lease_expires_at "
         f"FROM runs r{clause} ORDER BY r.created_at DESC, r.id DESC LIMIT ?",  # noqa: S608
         tuple(params),
     )
@@ -107,6 +110,8 @@ def run_summaries(
                 tasks_total=int(row[6]),
                 tasks_done=int(row[7]),
                 pending_approvals=int(row[8]),
+                owner_id=row[9],
+                owner_lease_expires_at=naive(row[10]),
             )
         )
     return out

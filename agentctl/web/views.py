@@ -28,6 +28,7 @@ from agentctl.store.states import RunState
 from agentctl.store.tasks_repo import task_states
 from agentctl.web.graph import run_graph
 from agentctl.web.reconcile_form import shape_of
+from agentctl.web.units import budget_rows
 
 __all__ = [
     "RunPage",
@@ -108,6 +109,9 @@ def runs_page(
                 "done": row.tasks_done,
                 "total": row.tasks_total,
                 "waiting": row.pending_approvals,
+                "ownerGone": row.status == RunState.RUNNING
+                and row.owner_id is not None
+                and holder_gone(row.owner_id, row.owner_lease_expires_at, _now()),
             }
             for row in rows
         ],
@@ -229,7 +233,7 @@ def run_page(store: Store, run_id: str) -> RunPage:
         terminal=terminal,
         graph=graph,
         tasks=tasks,
-        budget=data["budget"],
+        budget=budget_rows(data["budget"]),
         audit=data["audit"],
         events=[
             {

@@ -138,3 +138,17 @@ def test_commands_in_approval_prompts_are_quoted_as_a_shell_reads_them(
     human = runs.cli("approvals", "list", "--db", runs.db)
     assert QUOTED in human.stdout
     assert QUOTED in html.unescape(dashboard().get("/inbox").text)
+
+
+def test_budgets_show_their_units(runs: Runs, dashboard: Any) -> None:
+    run_id = runs.roll(EVERY_MUTATION, "mutations", expect=0)["runId"]
+    used = {b["resource"]: b["used"] for b in runs.inspect(run_id)["budget"]}
+    assert used["processOutputBytes"] == 3  # "hi\n"
+    page = dashboard().get(f"/runs/{run_id}").text
+    rows = dict(re.findall(r'<tr id="budget-(\w+)">(.*?)</tr>', page))
+    assert rows["processOutputBytes"].startswith(
+        '<td title="processOutputBytes">process output</td><td>3 B</td>'
+    )
+    assert '<td title="costMicrousd">cost</td><td>$0.00</td>' in rows["costMicrousd"]
+    assert "<td>0 tokens</td>" in rows["inputTokens"]
+    assert "3.0" not in rows["processOutputBytes"] and ">—<" in rows["toolCalls"]

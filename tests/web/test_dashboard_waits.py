@@ -83,6 +83,8 @@ def test_a_killed_run_says_its_owner_is_gone_and_is_adopted_from_its_page(
     client = dashboard(adopt=False)
     page = client.get(f"/runs/{run_id}").text
     assert 'id="owner-gone">owner gone — adopt or reconcile<' in page
+    row = client.get("/").text.split(f'<a href="/runs/{run_id}">{run_id}</a>')[0]
+    assert row.rsplit("<tr", 1)[1].count("owner gone — adopt or reconcile") == 1
     assert "An operator to say whether builtin.shell.exec of task one happened" in page
     # Its effect is in doubt: it must be concluded before the run can be adopted.
     assert 'id="adopt-form"' not in page
@@ -106,3 +108,4 @@ def test_a_killed_run_says_its_owner_is_gone_and_is_adopted_from_its_page(
     assert runs.inspect(run_id)["run"]["state"] == "succeeded"
     assert (runs.workspace / "ledger.txt").read_text() == "a\n"
     assert "owner gone" not in client.get(f"/runs/{run_id}").text
+    assert "owner gone" not in client.get("/").text
