@@ -85,6 +85,7 @@ def create_app(config: DashboardConfig) -> Starlette:
         lstrip_blocks=True,
     )
     env.filters["pretty"] = views.pretty
+    env.filters["duration"] = views.format_seconds
 
     def render(request: Request, name: str, status_code: int = 200, **context: Any) -> Response:
         template = env.get_template(name)

@@ -28,11 +28,13 @@ from agentctl.store.states import RunState
 from agentctl.store.tasks_repo import task_states
 from agentctl.web.graph import run_graph
 from agentctl.web.reconcile_form import shape_of
+from agentctl.web.timeline import run_timeline
 from agentctl.web.units import budget_rows
 
 __all__ = [
     "RunPage",
     "format_duration",
+    "format_seconds",
     "graph_document",
     "inbox",
     "page_cursor",
@@ -53,6 +55,15 @@ def format_duration(seconds: float) -> str:
     if seconds < 3600:
         return f"{seconds // 60}m {seconds % 60:02d}s"
     return f"{seconds // 3600}h {seconds % 3600 // 60:02d}m"
+
+
+def format_seconds(seconds: float) -> str:
+    """A short duration for the timeline: ``120 ms``, ``4.2 s``, ``2m 05s``."""
+    if seconds < 1:
+        return f"{seconds * 1000:.0f} ms"
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    return format_duration(seconds)
 
 
 def pretty(value: Any) -> str:
@@ -165,6 +176,8 @@ class RunPage:
     waits: list[str] = field(default_factory=list)
     #: A run still marked running (or paused) whose owning process is gone.
     owner_gone: bool = False
+    #: Bars per attempt and wait (agentctl/web/timeline.py).
+    timeline: dict[str, Any] = field(default_factory=dict)
 
 
 def run_page(store: Store, run_id: str) -> RunPage:
@@ -253,6 +266,7 @@ def run_page(store: Store, run_id: str) -> RunPage:
         paused=paused,
         waits=_waits(pending, paused, uncertain, owner_gone, row.owner_id),
         owner_gone=owner_gone,
+        timeline=run_timeline(data, events, plan_tasks, _now()),
     )
 
 

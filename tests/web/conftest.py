@@ -119,6 +119,25 @@ spec:
 """
 """Parks at the pause step ``wait`` (exit 3); resumed, ``ship`` runs."""
 
+RETRIED = """
+apiVersion: agentctl.dev/v1
+kind: Workflow
+metadata: {name: retried}
+spec:
+  policy: {approval: never, processAllowlist: [sh]}
+  actions:
+    check:
+      kind: builtin.shell.exec
+      command: sh
+      args: ["-c", "n=$(cat n 2>/dev/null || echo 0); echo $((n+1)) > n; [ $n -ge 2 ]"]
+    hold: {kind: builtin.pause}
+  tasks:
+    - {id: gate, uses: "action:check", retry: {maxAttempts: 4, backoffMs: 50}}
+    - {id: wait, uses: "action:hold", needs: [gate], with: {message: "look at it"}}
+"""
+"""``gate`` fails twice and succeeds at its third attempt (50 ms backoffs); then the run
+parks at the pause step ``wait`` (exit 3)."""
+
 SHAPES = """
 apiVersion: agentctl.dev/v1
 kind: Workflow

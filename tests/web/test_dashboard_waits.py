@@ -10,7 +10,7 @@ import sqlite3
 from typing import Any
 from urllib.parse import unquote
 
-from tests.web.conftest import HOLD, LEDGER, RELEASE, SHELL_RESULT, Runs
+from tests.web.conftest import HOLD, LEDGER, RELEASE, RETRIED, SHELL_RESULT, Runs
 
 CSRF_RE = re.compile(r'name="csrf" value="([0-9a-f]+)"')
 
@@ -109,3 +109,48 @@ def test_a_killed_run_says_its_owner_is_gone_and_is_adopted_from_its_page(
     assert (runs.workspace / "ledger.txt").read_text() == "a\n"
     assert "owner gone" not in client.get(f"/runs/{run_id}").text
     assert "owner gone" not in client.get("/").text
+
+
+def _timeline_rows(page: str) -> dict[str, str]:
+    """Each timeline row's HTML by task id."""
+    return dict(re.findall(r'<div class="tl-row" data-task="([^"]+)"(.*?)</div>', page, re.S))
+
+
+def test_the_timeline_draws_a_bar_per_attempt_backoffs_and_waits(
+    runs: Runs, dashboard: Any
+) -> None:
+    run_id = runs.roll(RETRIED, "retried")["runId"]
+    client = dashboard()
+    rows = _timeline_rows(client.get(f"/runs/{run_id}").text)
+    gate = rows["gate"]
+    assert ' data-attempts="3"' in gate
+    assert gate.count("tl-bar tl-attempt s-failed") == 2
+    assert gate.count("tl-bar tl-attempt s-succeeded") == 1
+    assert gate.count("tl-bar tl-backoff") == 2 and 'title="backoff 50 ms"' in gate
+    # Still parked at the pause: its wait is drawn as a pause, up to now.
+    assert "tl-bar tl-pause" in rows["wait"]
+    client.post(f"/runs/{run_id}/resume", data={"csrf": _csrf(client.get("/inbox").text)})
+    client.app.state.adopter.wait()
+    page = client.get(f"/runs/{run_id}").text
+    assert "tl-bar tl-pause" in _timeline_rows(page)["wait"]
+    markers = re.findall(r'class="tl-marker[^"]*"[^>]*title="([^"]+)"', page)
+    assert markers == ["run.created", "run.paused", "run.resumed", "run.succeeded"]
+    inspection = runs.inspect(run_id)
+    gate_task = next(t for t in inspection["tasks"] if t["taskId"] == "gate")
+    assert gate_task["waitingSeconds"] >= 0.1  # two 50 ms backoffs
+    wait_task = next(t for t in inspection["tasks"] if t["taskId"] == "wait")
+    assert wait_task["waitingSeconds"] is None or wait_task["waitingSeconds"] >= 0
+    assert inspection["run"]["waitingSeconds"] > 0
+
+
+def test_an_approval_wait_is_drawn_on_its_task(runs: Runs, dashboard: Any) -> None:
+    data = runs.roll(RELEASE, "release")
+    client = dashboard()
+    rows = _timeline_rows(client.get(f"/runs/{data['runId']}").text)
+    assert "tl-bar tl-approval" in rows["publish"]
+    assert 'title="approval wait' in rows["publish"]
+    # The foreach children are named by item on the timeline too.
+    assert re.search(
+        r'title="check--0000-[0-9a-f]{12}">lint</a>',
+        "".join(f'<div data-task="{k}"{v}' for k, v in rows.items()),
+    )
