@@ -207,10 +207,10 @@ def run_timeline(
     placed = []
     shown_at = -100.0
     for marker in markers:
-        left = place(marker["at"], marker["at"])["left"]
+        offset = place(marker["at"], marker["at"])["left"]
         # A label too close to the previous one is left off (its line is still drawn).
-        text = marker["label"] if left - shown_at >= 8 else ""
+        text = marker["label"] if offset - shown_at >= 8 else ""
         if text:
-            shown_at = left
-        placed.append({"label": text, "kind": marker["kind"], "left": left})
+            shown_at = offset
+        placed.append({"label": text, "kind": marker["kind"], "left": offset})
     return {"rows": rows, "hidden": hidden, "markers": placed, "span": _seconds(total)}
