@@ -46,6 +46,8 @@ __all__ = [
 
 RUN_STATES = [state.value for state in RunState]
 MAX_SHOWN_JSON = 20_000
+MAX_TASKS_SHOWN = 300
+MAX_EVENTS_SHOWN = 300
 
 
 def format_duration(seconds: float) -> str:
@@ -68,6 +70,11 @@ def format_seconds(seconds: float) -> str:
 
 def pretty(value: Any) -> str:
     """JSON for a ``<pre>`` block, cut at a size a page can hold."""
+    # The compact form comes from the C encoder (indenting uses the pure-Python one, which
+    # took seconds over the outputs of a 1,000-item foreach); only what fits is indented.
+    compact = json.dumps(value, sort_keys=True, default=str, ensure_ascii=False)
+    if len(compact) > MAX_SHOWN_JSON:
+        return compact[:MAX_SHOWN_JSON] + f"\n… ({len(compact) - MAX_SHOWN_JSON} more characters)"
     text = json.dumps(value, indent=2, sort_keys=True, default=str, ensure_ascii=False)
     if len(text) > MAX_SHOWN_JSON:
         return text[:MAX_SHOWN_JSON] + f"\n… ({len(text) - MAX_SHOWN_JSON} more characters)"
@@ -178,6 +185,11 @@ class RunPage:
     owner_gone: bool = False
     #: Bars per attempt and wait (agentctl/web/timeline.py).
     timeline: dict[str, Any] = field(default_factory=dict)
+    #: Settled expanded children past the first MAX_TASKS_SHOWN tasks, and audit events
+    #: before the last MAX_EVENTS_SHOWN, left off the page (a 1,000-item foreach stays
+    #: quick to draw).
+    hidden_tasks: int = 0
+    hidden_events: int = 0
 
 
 def run_page(store: Store, run_id: str) -> RunPage:
@@ -195,10 +207,18 @@ def run_page(store: Store, run_id: str) -> RunPage:
         by_task[retry.get("taskId") or ""]["retries"].append(retry)
     graph = run_graph(row.plan, states)
     labels = {node["id"]: node["label"] for node in graph["nodes"]}
-    tasks = []
+    tasks: list[dict[str, Any]] = []
+    hidden_tasks = 0
     for task in data["tasks"]:
         task_id = task["taskId"]
         plan_task = plan_tasks.get(task_id) or {}
+        if (
+            len(tasks) >= MAX_TASKS_SHOWN
+            and plan_task.get("expansion")
+            and task["state"] in ("succeeded", "skipped")
+        ):
+            hidden_tasks += 1  # a long fan-out: its settled children stay in `inspect`
+            continue
         related = by_task.get(task_id, {})
         tasks.append(
             {
@@ -257,8 +277,10 @@ def run_page(store: Store, run_id: str) -> RunPage:
                 "at": event.created_at.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3],
                 "payload": pretty(event.payload),
             }
-            for event in events
+            for event in events[-MAX_EVENTS_SHOWN:]
         ],
+        hidden_tasks=hidden_tasks,
+        hidden_events=max(0, len(events) - MAX_EVENTS_SHOWN),
         pending=pending,
         uncertain=uncertain,
         workflow_file=row.workflow_file or "",

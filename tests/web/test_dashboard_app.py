@@ -397,3 +397,25 @@ def test_adoption_follows_the_workers_rule_for_an_owner_on_another_host(
     assert client.app.state.adopter.maybe_adopt(run_id) is True
     client.app.state.adopter.wait()
     assert runs.inspect(run_id)["run"]["state"] == "succeeded"
+
+
+def test_a_long_foreach_lists_its_first_children_and_says_how_many_more(
+    runs: Runs, dashboard: Any
+) -> None:
+    """A 400-item foreach: the page lists the first 300 tasks and counts the settled
+    children left off (``inspect`` has them); the graph folds the group into one box."""
+    items = list(range(400))
+    text = (
+        "apiVersion: agentctl.dev/v1\nkind: Workflow\nmetadata: {name: long}\nspec:\n"
+        "  runtime: {limits: {maxItemsPerExpansion: 400}}\n"
+        "  actions:\n    set: {kind: builtin.assign}\n  tasks:\n"
+        f"    - id: each\n      uses: action:set\n"
+        f"      foreach: {{items: {items}, maxItems: 400}}\n"
+        '      with: {n: "${{ vars.item }}"}\n'
+    )
+    run_id = runs.roll(text, "long", expect=0)["runId"]
+    page = dashboard().get(f"/runs/{run_id}").text
+    assert page.count('<details class="task"') == 301  # 300 children and the aggregate
+    assert 'id="hidden-tasks">100 more settled foreach' in page
+    assert 'id="hidden-events">the first ' in page
+    assert page.count("<tr><td>") <= 300 + 1
