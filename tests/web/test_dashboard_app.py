@@ -34,7 +34,14 @@ def _events(runs: Runs, run_id: str, kind: str) -> list[dict[str, Any]]:
 def test_every_request_needs_the_token(runs: Runs, dashboard: Any) -> None:
     runs.roll(RELEASE, "release")
     client = dashboard(login=False)
-    for path in ("/", "/inbox", "/effects", "/events", "/static/dashboard.css"):
+    for path in (
+        "/",
+        "/inbox",
+        "/effects",
+        "/events",
+        "/static/dashboard.css",
+        "/runs/x/graph.json",
+    ):
         assert client.get(path).status_code == 401, path
     assert client.get("/?token=nope").status_code == 403
     assert client.get("/", headers={"Authorization": "Bearer nope"}).status_code == 403
