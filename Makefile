@@ -53,6 +53,7 @@ screenshots: $(STAMP)
 	AGENTCTL_SCREENSHOTS=$(CURDIR)/docs/images $(BIN)/python -m pytest -q -p no:xdist \
 		tests/web/test_dashboard_browser.py tests/web/test_dashboard_browser_graph.py \
 		tests/web/test_dashboard_browser_waits.py tests/web/test_dashboard_browser_recovery.py
+	for f in docs/images/dashboard-*.png; do $(BIN)/python scripts/png_rechunk.py $$f $$f; done
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache
