@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install test lint format demo bench docs lock clean
+.PHONY: install test lint format demo bench docs screenshots lock clean
 
 # The development environment is the exact set of requirements-dev.lock (every extra, the
 # test and lint tools), then agentctl itself in editable mode.
@@ -46,6 +46,14 @@ lock: $(STAMP)
 
 docs: $(STAMP)
 	$(BIN)/python -m agentctl.cli.reference > docs/cli-reference.md
+
+# Refresh the dashboard's screenshots in docs/images/ (docs/dashboard.md shows them): the
+# browser tests take them in headless Chromium, at desktop and narrow widths.
+screenshots: $(STAMP)
+	AGENTCTL_SCREENSHOTS=$(CURDIR)/docs/images $(BIN)/python -m pytest -q -p no:xdist \
+		tests/web/test_dashboard_browser.py tests/web/test_dashboard_browser_graph.py \
+		tests/web/test_dashboard_browser_waits.py tests/web/test_dashboard_browser_recovery.py
+	for f in docs/images/dashboard-*.png; do $(BIN)/python scripts/png_rechunk.py $$f $$f; done
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -2,9 +2,10 @@
 
 Sections, each shown only when it has something to say: the run (state, start, duration,
 error), its tasks as a tree (expanded children under the task they came from) with state,
-attempts and durations, its outputs, the budget ledger (limit / reserved / used), the
-approvals and questions, the effects (uncertain ones highlighted with the exact reconcile
-command), the next steps, and the checkpoint and audit totals.
+attempts, time spent running and time spent waiting, its outputs, the budget ledger
+(limit / reserved / used), the approvals and questions, the effects (uncertain ones
+highlighted with the exact reconcile command), the next steps, and the checkpoint and audit
+totals.
 """
 
 from __future__ import annotations
@@ -51,6 +52,12 @@ def _run_lines(run: dict[str, Any], paint: Paint) -> list[str]:
     state = paint(run["state"], STATE_COLORS.get(run["state"]))
     started = datetime.fromisoformat(run["createdAt"])
     took = duration_text((datetime.fromisoformat(run["updatedAt"]) - started).total_seconds())
+    if run.get("waitingSeconds"):
+        # Parked for a person (approval, answer, pause, reconcile) is not time spent working.
+        took += (
+            f" (ran {duration_text(run['executionSeconds'])}, "
+            f"waited {duration_text(run['waitingSeconds'])})"
+        )
     lines = [
         f"{run['runId']} {state}  workflow {run['workflow']}  "
         f"started {time_text(run['createdAt'])}, {took}"
@@ -106,13 +113,15 @@ def _task_lines(tasks: list[dict[str, Any]], paint: Paint, *, color: bool) -> li
     rows = []
     notes: dict[int, list[str]] = {}
     for depth, task in _tree(tasks):
-        took = task.get("durationSeconds")
+        ran = task.get("executionSeconds")
+        waited = task.get("waitingSeconds")
         rows.append(
             [
                 ("  " * depth) + task["taskId"],
                 Cell(task["state"], STATE_COLORS.get(task["state"])),
                 str(task["attempt"]),
-                "" if took is None else duration_text(took),
+                "" if ran is None else duration_text(ran),
+                duration_text(waited) if waited else "",
             ]
         )
         extra = []
@@ -129,7 +138,7 @@ def _task_lines(tasks: list[dict[str, Any]], paint: Paint, *, color: bool) -> li
             extra.append(f"trace {task['traceId']} span {task['spanId']}")
         if extra:
             notes[len(rows) - 1] = extra
-    table = render(["TASK", "STATE", "ATTEMPT", "TOOK"], rows, color=color).split("\n")
+    table = render(["TASK", "STATE", "ATTEMPT", "RAN", "WAITED"], rows, color=color).split("\n")
     lines = [paint("tasks:", "1"), "  " + table[0]]
     for i, row_line in enumerate(table[1:]):
         lines.append("  " + row_line)

@@ -7,6 +7,7 @@ decisions when the run is next resumed. None of them dispatches an effect.
 from __future__ import annotations
 
 import json
+from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -19,6 +20,7 @@ from agentctl.engine.effects.questions import validate_answer
 from agentctl.engine.next_steps import after_conclusion, for_run
 from agentctl.engine.run.records import TERMINAL_RUN_STATES, RunLog, load_run, load_tasks
 from agentctl.engine.run.retrying import retry_history
+from agentctl.engine.run.timing import parked_intervals, split_time
 from agentctl.errors import BlockedError, UsageError
 from agentctl.ids import Clock
 from agentctl.input_files import read_input_text
@@ -417,9 +419,19 @@ def inspect_run(store: Store, run_id: str) -> dict[str, Any]:
             }
             for row in effects_repo.tool_calls(conn, run_id)
         ]
+    # Time the run spent parked, and the backoffs between attempts, are waiting, not work.
+    parked = parked_intervals(events)
+    backoffs: dict[str, list[tuple[datetime, float]]] = defaultdict(list)
+    for retry in retry_history(events):
+        if retry["taskId"] is not None and isinstance(retry["waitMs"], int | float):
+            backoffs[retry["taskId"]].append(
+                (datetime.fromisoformat(retry["at"]), float(retry["waitMs"]))
+            )
+    run_end = None if run.status == "running" else run.updated_at
     return {
         "run": {
             **run.summary_json(),
+            **split_time(run.created_at, run_end, parked),
             "workflowDigest": run.workflow_digest,
             "planDigest": run.plan_digest,
             "workflowFile": run.workflow_file,
@@ -447,6 +459,7 @@ def inspect_run(store: Store, run_id: str) -> dict[str, Any]:
                 "condition": conditions.get(task_id),
                 **_trace_json(traces.tasks.get(task_id)),
                 **_task_times(*times.get(task_id, (None, None))),
+                **split_time(*times.get(task_id, (None, None)), parked, backoffs[task_id]),
             }
             for task_id, row in task_rows.items()
         ],

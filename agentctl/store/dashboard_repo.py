@@ -8,6 +8,7 @@ holds the write lock a running ``roll`` needs.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -19,8 +20,10 @@ if TYPE_CHECKING:
     from agentctl.store.engine import SqlRunner
 
 __all__ = [
+    "PausedTask",
     "RunSummary",
     "change_marker",
+    "paused_tasks",
     "run_header",
     "run_summaries",
     "task_progress",
@@ -42,6 +45,8 @@ class RunSummary:
     tasks_total: int
     tasks_done: int
     pending_approvals: int
+    owner_id: str | None = None
+    owner_lease_expires_at: datetime | None = None
 
 
 def run_summaries(
@@ -85,7 +90,8 @@ def run_summaries(
         "SELECT r.id, r.workflow_name, r.status, r.mode, r.created_at, r.updated_at, "
         "(SELECT COUNT(*) FROM tasks t WHERE t.run_id = r.id), "
         f"(SELECT COUNT(*) FROM tasks t WHERE t.run_id = r.id AND t.status IN ({done})), "
-        "(SELECT COUNT(*) FROM approvals a WHERE a.run_id = r.id AND a.status = 'pending') "
+        "(SELECT COUNT(*) FROM approvals a WHERE a.run_id = r.id AND a.status = 'pending'), "
+        "r.owner_id, r.owner_lease_expires_at "
         f"FROM runs r{clause} ORDER BY r.created_at DESC, r.id DESC LIMIT ?",  # noqa: S608
         tuple(params),
     )
@@ -104,6 +110,8 @@ def run_summaries(
                 tasks_total=int(row[6]),
                 tasks_done=int(row[7]),
                 pending_approvals=int(row[8]),
+                owner_id=row[9],
+                owner_lease_expires_at=naive(row[10]),
             )
         )
     return out
@@ -157,3 +165,42 @@ def run_header(conn: SqlRunner, run_id: str) -> tuple[str, str | None] | None:
         "SELECT workflow_name, owner_id FROM runs WHERE id = ?", (run_id,)
     ).first()
     return None if row is None else (str(row[0]), row[1])
+
+
+@dataclass(frozen=True, slots=True)
+class PausedTask:
+    run_id: str
+    workflow_name: str
+    task_id: str
+    message: str | None
+    paused_at: datetime | None
+
+
+def paused_tasks(conn: SqlRunner, run_id: str | None = None) -> list[PausedTask]:
+    """Tasks of paused runs that wait at a ``builtin.pause`` step (their error code is
+    ``task.paused``), oldest parked first; of one run when ``run_id`` is given."""
+    statement = (
+        "SELECT r.id, r.workflow_name, t.task_id, t.error_json, r.updated_at FROM runs r "
+        "JOIN tasks t ON t.run_id = r.id WHERE r.status = 'paused' "
+        "AND t.status = 'waiting_for_approval'"
+    )
+    params: tuple[Any, ...] = ()
+    if run_id is not None:
+        statement += " AND r.id = ?"
+        params = (run_id,)
+    found: list[PausedTask] = []
+    for row in conn.exec_driver_sql(statement + " ORDER BY r.updated_at, r.id, t.ordinal", params):
+        error = json.loads(row[3]) if row[3] else {}
+        if not isinstance(error, dict) or error.get("code") != "task.paused":
+            continue
+        message = error.get("message")
+        found.append(
+            PausedTask(
+                str(row[0]),
+                str(row[1]),
+                str(row[2]),
+                message if isinstance(message, str) else None,
+                naive(row[4]),
+            )
+        )
+    return found

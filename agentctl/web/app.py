@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import tempfile
 import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -30,6 +29,7 @@ from starlette.requests import Request
 from starlette.responses import (
     FileResponse,
     HTMLResponse,
+    JSONResponse,
     RedirectResponse,
     Response,
     StreamingResponse,
@@ -37,13 +37,13 @@ from starlette.responses import (
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from agentctl.engine import operations
+from agentctl.engine import operations, pauses
 from agentctl.errors import AgentctlError, NotFoundError, UsageError
 from agentctl.ids import SystemClock
 from agentctl.runtime import Runtime
 from agentctl.store import dashboard_repo
 from agentctl.store.engine import Store
-from agentctl.web import views
+from agentctl.web import reconcile_form, views
 from agentctl.web.adoption import Adopter
 from agentctl.web.security import Guard
 
@@ -85,6 +85,7 @@ def create_app(config: DashboardConfig) -> Starlette:
         lstrip_blocks=True,
     )
     env.filters["pretty"] = views.pretty
+    env.filters["duration"] = views.format_seconds
 
     def render(request: Request, name: str, status_code: int = 200, **context: Any) -> Response:
         template = env.get_template(name)
@@ -137,12 +138,22 @@ def create_app(config: DashboardConfig) -> Starlette:
         data = views.run_page(store, request.path_params["run_id"])
         return render(request, "run.html", title=data.run["runId"], page=data)
 
+    async def graph(request: Request) -> Response:
+        run_id = request.path_params["run_id"]
+        try:
+            document = await run_in_threadpool(views.graph_document, store, run_id)
+        except AgentctlError as error:
+            problem = {"code": error.code, "message": error.message, "hint": error.hint}
+            return JSONResponse({"error": problem}, status_code=_status_for(error))
+        return JSONResponse(document, headers={"Cache-Control": "no-store"})
+
     def inbox(request: Request) -> Response:
         return render(
             request,
             "inbox.html",
             title="Inbox",
             items=views.inbox(store),
+            pauses=pauses.paused_runs(store),
             effects=views.uncertain_effects(store),
         )
 
@@ -194,13 +205,17 @@ def create_app(config: DashboardConfig) -> Starlette:
                     notice += f"; the dashboard resumed run {run_id}"
             except AgentctlError as error:
                 return failure(request, error)
-            back = str(form.get("next") or "/")
-            if not back.startswith("/") or back.startswith("//"):
-                back = "/"
-            separator = "&" if "?" in back else "?"
-            return RedirectResponse(f"{back}{separator}notice={quote(notice)}", status_code=303)
+            return RedirectResponse(_back(form, notice), status_code=303)
 
         return endpoint
+
+    def _back(form: FormData, notice: str) -> str:
+        """Where a form's ``next`` field sends the browser (a path of this site only)."""
+        back = str(form.get("next") or "/")
+        if not back.startswith("/") or back.startswith("//"):
+            back = "/"
+        separator = "&" if "?" in back else "?"
+        return f"{back}{separator}notice={quote(notice)}"
 
     def _text(form: FormData, name: str) -> str:
         value = form.get(name)
@@ -235,35 +250,58 @@ def create_app(config: DashboardConfig) -> Starlette:
         answered = data["approval"]
         return f"{answered['approvalId']} answered", answered["runId"]
 
-    def reconcile(request: Request, form: FormData) -> tuple[str, str | None]:
-        # The CLI operation reads evidence and results from files; the form's text goes
-        # through the same path (size limits, JSON and schema checks) via a private folder.
-        with tempfile.TemporaryDirectory(prefix="agentctl-ui-") as folder:
-            files: dict[str, str | None] = {}
-            for name in ("evidence", "result", "result_schema"):
-                text = _text(form, name)
-                if text:
-                    path = Path(folder) / name
-                    path.write_text(text, encoding="utf-8")
-                    files[name] = str(path)
-                else:
-                    files[name] = None
-            data = operations.reconcile_effect(
-                store,
-                operations.ReconcileRequest(
-                    effect_id=request.path_params["effect_id"],
-                    status=_text(form, "status"),
-                    reason=_text(form, "reason"),
-                    actor=ACTOR,
-                    evidence_file=files["evidence"],
-                    result_file=files["result"],
-                    result_schema_file=files["result_schema"],
+    async def reconcile(request: Request) -> Response:
+        """Conclude an effect in doubt. A form that cannot be accepted — by the checks of
+        agentctl/web/reconcile_form.py or by the engine — is drawn again with what was typed
+        and what to change, instead of an error page."""
+        form = await request.form()
+        refusal = guard.csrf_refusal(request, form.get("csrf"))
+        if refusal is not None:
+            return refusal
+        effect_id = request.path_params["effect_id"]
+        draft = reconcile_form.Draft(
+            status=_text(form, "status"),
+            reason=_text(form, "reason"),
+            evidence=_text(form, "evidence"),
+            result=_text(form, "result"),
+            result_schema=_text(form, "result_schema"),
+        )
+        effects = await run_in_threadpool(views.uncertain_effects, store)
+        effect = next((e for e in effects if e["effectId"] == effect_id), None)
+        if effect is None:
+            return failure(
+                request,
+                UsageError(
+                    f"effect {effect_id} is not waiting for a conclusion",
+                    hint="someone concluded it meanwhile, or its run is still executing it; "
+                    "the Effects page lists what is in doubt now",
                 ),
-                clock=clock,
             )
-        effect = data["effect"]
-        concluded = data["reconciliation"]["status"].replace("_", "-")
-        return f"{effect['effectId']} reconciled as {concluded}", effect["runId"]
+        conclusion, draft.problems = reconcile_form.to_request(effect, draft, ACTOR)
+        if conclusion is not None:
+            try:
+                data = await run_in_threadpool(
+                    lambda: operations.reconcile_effect(store, conclusion, clock=clock)
+                )
+            except AgentctlError as error:
+                hint = f" {error.hint[:1].upper()}{error.hint[1:]}." if error.hint else ""
+                draft.problems = [f"{error.message[:1].upper()}{error.message[1:]}.{hint}"]
+            else:
+                concluded = data["reconciliation"]["status"].replace("_", "-")
+                notice = f"{effect_id} reconciled as {concluded}"
+                run_id = data["effect"]["runId"]
+                if await run_in_threadpool(adopter.maybe_adopt, run_id):
+                    notice += f"; the dashboard resumed run {run_id}"
+                return RedirectResponse(_back(form, notice), status_code=303)
+        return render(
+            request,
+            "reconcile_refused.html",
+            status_code=400,
+            title="Not reconciled yet",
+            effect=effect,
+            draft=draft,
+            back=str(form.get("next") or "/effects"),
+        )
 
     def cancel(request: Request, form: FormData) -> tuple[str, str | None]:
         run_id = request.path_params["run_id"]
@@ -272,6 +310,47 @@ def create_app(config: DashboardConfig) -> Starlette:
         )
         note = data.get("note")
         return f"{run_id} {data['state']}" + (f" ({note})" if note else ""), None
+
+    async def resume(request: Request) -> Response:
+        """Let a run go on past its pause step: record it (actor ``ui``), then execute it in
+        a child ``agentctl resume``, as the Retry button does."""
+        form = await request.form()
+        refusal = guard.csrf_refusal(request, form.get("csrf"))
+        if refusal is not None:
+            return refusal
+        run_id = request.path_params["run_id"]
+        try:
+            released = await run_in_threadpool(
+                lambda: pauses.release_pause(
+                    store, run_id, actor=ACTOR, reason=_text(form, "reason") or None, clock=clock
+                )
+            )
+        except AgentctlError as error:
+            return failure(request, error)
+        notice = f"{run_id} resumed past {', '.join(released['tasks'])}"
+        if await run_in_threadpool(adopter.start, run_id):
+            notice += "; the dashboard executes it"
+        return RedirectResponse(_back(form, notice), status_code=303)
+
+    async def adopt(request: Request) -> Response:
+        """Resume a run whose owning process is gone (``agentctl resume`` in a child)."""
+        form = await request.form()
+        refusal = guard.csrf_refusal(request, form.get("csrf"))
+        if refusal is not None:
+            return refusal
+        run_id = request.path_params["run_id"]
+        if not await run_in_threadpool(adopter.ready, run_id):
+            return failure(
+                request,
+                UsageError(
+                    f"run {run_id} cannot be adopted now",
+                    hint="it is owned by a live process, or something it waits for is still "
+                    "open: answer what the inbox lists and conclude its effects in doubt first",
+                ),
+            )
+        started = await run_in_threadpool(adopter.start, run_id)
+        notice = f"{run_id} adopted; the dashboard executes it" if started else run_id
+        return RedirectResponse(_back(form, notice), status_code=303)
 
     def derive(mode: str) -> Callable[[Request], Any]:
         """Retry or fork a finished run: the facade creates the new run (actor ``ui``),
@@ -344,6 +423,7 @@ def create_app(config: DashboardConfig) -> Starlette:
     routes = [
         Route("/", page(runs)),
         Route("/runs/{run_id}", page(run)),
+        Route("/runs/{run_id}/graph.json", graph),
         Route("/inbox", page(inbox)),
         Route("/effects", page(effects)),
         Route("/runs/{run_id}/artifacts/{digest}", page(artifact)),
@@ -351,8 +431,10 @@ def create_app(config: DashboardConfig) -> Starlette:
         Route("/approvals/{approval_id}/approve", action(decide(True)), methods=["POST"]),
         Route("/approvals/{approval_id}/reject", action(decide(False)), methods=["POST"]),
         Route("/approvals/{approval_id}/answer", action(answer), methods=["POST"]),
-        Route("/effects/{effect_id}/reconcile", action(reconcile), methods=["POST"]),
+        Route("/effects/{effect_id}/reconcile", reconcile, methods=["POST"]),
         Route("/runs/{run_id}/cancel", action(cancel), methods=["POST"]),
+        Route("/runs/{run_id}/resume", resume, methods=["POST"]),
+        Route("/runs/{run_id}/adopt", adopt, methods=["POST"]),
         Route("/runs/{run_id}/retry", derive("retry"), methods=["POST"]),
         Route("/runs/{run_id}/fork", derive("fork"), methods=["POST"]),
         Mount("/static", app=StaticFiles(directory=STATIC), name="static"),

@@ -19,17 +19,25 @@ from agentctl.engine.effects.approvals import list_approvals
 from agentctl.engine.effects.budget import amount
 from agentctl.engine.effects.unsettled import needs_reconciliation
 from agentctl.engine.operations import inspect_run
+from agentctl.engine.pauses import paused_runs
 from agentctl.engine.run.records import TERMINAL_RUN_STATES, load_run
 from agentctl.errors import UsageError
 from agentctl.observability.audit import list_events
 from agentctl.store import dashboard_repo
 from agentctl.store.engine import Store
+from agentctl.store.ownership import holder_gone
 from agentctl.store.states import RunState
+from agentctl.store.tasks_repo import task_states
+from agentctl.web.graph import run_graph
+from agentctl.web.reconcile_form import shape_of
+from agentctl.web.timeline import run_timeline
+from agentctl.web.units import budget_rows
 
 __all__ = [
-    "GraphNode",
     "RunPage",
     "format_duration",
+    "format_seconds",
+    "graph_document",
     "inbox",
     "page_cursor",
     "recorded_source",
@@ -42,6 +50,8 @@ RUN_STATES = [state.value for state in RunState]
 MAX_SHOWN_JSON = 20_000
 MAX_SEARCH_CHARS = 200
 """Longest run search; SQLite refuses LIKE patterns past 50,000 bytes, people type words."""
+MAX_TASKS_SHOWN = 300
+MAX_EVENTS_SHOWN = 300
 
 
 def format_duration(seconds: float) -> str:
@@ -53,8 +63,22 @@ def format_duration(seconds: float) -> str:
     return f"{seconds // 3600}h {seconds % 3600 // 60:02d}m"
 
 
+def format_seconds(seconds: float) -> str:
+    """A short duration for the timeline: ``120 ms``, ``4.2 s``, ``2m 05s``."""
+    if seconds < 1:
+        return f"{seconds * 1000:.0f} ms"
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    return format_duration(seconds)
+
+
 def pretty(value: Any) -> str:
     """JSON for a ``<pre>`` block, cut at a size a page can hold."""
+    # The compact form comes from the C encoder (indenting uses the pure-Python one, which
+    # took seconds over the outputs of a 1,000-item foreach); only what fits is indented.
+    compact = json.dumps(value, sort_keys=True, default=str, ensure_ascii=False)
+    if len(compact) > MAX_SHOWN_JSON:
+        return compact[:MAX_SHOWN_JSON] + f"\n… ({len(compact) - MAX_SHOWN_JSON} more characters)"
     text = json.dumps(value, indent=2, sort_keys=True, default=str, ensure_ascii=False)
     if len(text) > MAX_SHOWN_JSON:
         return text[:MAX_SHOWN_JSON] + f"\n… ({len(text) - MAX_SHOWN_JSON} more characters)"
@@ -113,6 +137,9 @@ def runs_page(
                 "done": row.tasks_done,
                 "total": row.tasks_total,
                 "waiting": row.pending_approvals,
+                "ownerGone": row.status == RunState.RUNNING
+                and row.owner_id is not None
+                and holder_gone(row.owner_id, row.owner_lease_expires_at, _now()),
             }
             for row in rows
         ],
@@ -144,24 +171,11 @@ def _parse_cursor(cursor: str | None) -> tuple[datetime, str] | None:
 
 
 @dataclass
-class GraphNode:
-    """One box of the task graph: a task, or a group of expanded children."""
-
-    id: str
-    state: str
-    kind: str
-    needs: list[str]
-    children: list[GraphNode] = field(default_factory=list)
-    counts: dict[str, int] = field(default_factory=dict)
-    live_state: str | None = None
-
-
-@dataclass
 class RunPage:
     run: dict[str, Any]
     duration: str
     terminal: bool
-    columns: list[list[GraphNode]]
+    graph: dict[str, Any]
     tasks: list[dict[str, Any]]
     budget: list[dict[str, Any]]
     audit: dict[str, Any]
@@ -173,55 +187,19 @@ class RunPage:
     #: ``--from`` may name (expanded children are chosen through their source task).
     workflow_file: str = ""
     retry_roots: list[str] = field(default_factory=list)
-
-
-def _graph(plan: dict[str, Any], states: dict[str, str]) -> list[list[GraphNode]]:
-    """Plan tasks in columns by dependency depth; expanded children (foreach, matrix, loop
-    iterations, sub-workflow steps) folded into one group box under their source task."""
-    tasks: dict[str, Any] = plan.get("tasks") or {}
-    order: list[str] = list(plan.get("order") or tasks)
-    depth: dict[str, int] = {}
-    for task_id in order:  # plan order is a topological order
-        needs = tasks[task_id].get("needs") or []
-        depth[task_id] = 1 + max((depth.get(n, 0) for n in needs), default=-1)
-    groups: dict[str, GraphNode] = {}
-    placed: dict[int, list[GraphNode]] = defaultdict(list)
-    for task_id in order:
-        task = tasks[task_id]
-        node = GraphNode(
-            id=task_id,
-            state=states.get(task_id, "pending"),
-            kind=str((task.get("uses") or {}).get("kind", "")),
-            needs=list(task.get("needs") or []),
-        )
-        expansion = task.get("expansion")
-        if expansion is None:
-            group = groups.get(task_id)
-            if group is not None:
-                # The aggregate that gathers the children: one box, with the live state of
-                # the aggregate task itself.
-                group.kind, group.needs, group.live_state = node.kind, node.needs, node.state
-            else:
-                placed[depth[task_id]].append(node)
-            continue
-        parent = str(expansion["parent"])
-        group = groups.get(parent)
-        if group is None:
-            group = GraphNode(id=parent, state="group", kind="expansion", needs=[])
-            groups[parent] = group
-            placed[depth[task_id]].append(group)
-        group.children.append(node)
-        group.counts[node.state] = group.counts.get(node.state, 0) + 1
-    for group in groups.values():
-        group.state = group.live_state or _group_state(group.counts)
-    return [placed[level] for level in sorted(placed)]
-
-
-def _group_state(counts: dict[str, int]) -> str:
-    for state in ("failed", "waiting_for_effect", "waiting_for_approval", "running", "pending"):
-        if counts.get(state):
-            return state
-    return "succeeded" if counts.get("succeeded") else "skipped"
+    #: Tasks parked at a pause step (each offers Resume).
+    paused: list[dict[str, Any]] = field(default_factory=list)
+    #: What the run waits for, in words, one sentence each.
+    waits: list[str] = field(default_factory=list)
+    #: A run still marked running (or paused) whose owning process is gone.
+    owner_gone: bool = False
+    #: Bars per attempt and wait (agentctl/web/timeline.py).
+    timeline: dict[str, Any] = field(default_factory=dict)
+    #: Settled expanded children past the first MAX_TASKS_SHOWN tasks, and audit events
+    #: before the last MAX_EVENTS_SHOWN, left off the page (a 1,000-item foreach stays
+    #: quick to draw).
+    hidden_tasks: int = 0
+    hidden_events: int = 0
 
 
 def run_page(store: Store, run_id: str) -> RunPage:
@@ -237,14 +215,25 @@ def run_page(store: Store, run_id: str) -> RunPage:
             by_task[item.get("taskId") or ""][key].append(item)
     for retry in data["retries"]:
         by_task[retry.get("taskId") or ""]["retries"].append(retry)
-    tasks = []
+    graph = run_graph(row.plan, states)
+    labels = {node["id"]: node["label"] for node in graph["nodes"]}
+    tasks: list[dict[str, Any]] = []
+    hidden_tasks = 0
     for task in data["tasks"]:
         task_id = task["taskId"]
         plan_task = plan_tasks.get(task_id) or {}
+        if (
+            len(tasks) >= MAX_TASKS_SHOWN
+            and plan_task.get("expansion")
+            and task["state"] in ("succeeded", "skipped")
+        ):
+            hidden_tasks += 1  # a long fan-out: its settled children stay in `inspect`
+            continue
         related = by_task.get(task_id, {})
         tasks.append(
             {
                 **task,
+                "label": labels.get(task_id, task_id),
                 "kind": (plan_task.get("uses") or {}).get("kind", ""),
                 "uses": (plan_task.get("uses") or {}).get("name", ""),
                 "needs": plan_task.get("needs") or [],
@@ -266,7 +255,16 @@ def run_page(store: Store, run_id: str) -> RunPage:
     updated = datetime.fromisoformat(run["updatedAt"])
     pending = [a for a in data["approvals"] if a["status"] == "pending"]
     terminal = run["state"] in TERMINAL_RUN_STATES
-    uncertain = needs_reconciliation(store, run_id)
+    uncertain = [
+        {**effect, "requestText": pretty(effect.get("request")), "shape": shape_of(effect)}
+        for effect in needs_reconciliation(store, run_id)
+    ]
+    paused = paused_runs(store, run_id)
+    owner_gone = (
+        run["state"] == RunState.RUNNING
+        and row.owner_id is not None
+        and holder_gone(row.owner_id, row.owner_lease_expires_at, _now())
+    )
     return RunPage(
         run={
             **run,
@@ -276,21 +274,9 @@ def run_page(store: Store, run_id: str) -> RunPage:
         },
         duration=_duration(created, updated, run["state"]),
         terminal=terminal,
-        columns=_graph(row.plan, states),
+        graph=graph,
         tasks=tasks,
-        budget=[
-            {
-                "resource": entry["resource"],
-                # In their units, as `inspect` shows them (docs/budgets.md).
-                **{
-                    column: "—"
-                    if entry[column] is None
-                    else amount(entry["resource"], entry[column])
-                    for column in ("used", "reserved", "limit")
-                },
-            }
-            for entry in data["budget"]
-        ],
+        budget=budget_rows(data["budget"]),
         audit=data["audit"],
         events=[
             {
@@ -301,13 +287,64 @@ def run_page(store: Store, run_id: str) -> RunPage:
                 "at": event.created_at.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3],
                 "payload": pretty(event.payload),
             }
-            for event in events
+            for event in events[-MAX_EVENTS_SHOWN:]
         ],
+        hidden_tasks=hidden_tasks,
+        hidden_events=max(0, len(events) - MAX_EVENTS_SHOWN),
         pending=pending,
         uncertain=uncertain,
         workflow_file=row.workflow_file or "",
         retry_roots=[t for t in row.plan.get("order") or [] if not plan_tasks[t].get("expansion")],
+        paused=paused,
+        waits=_waits(pending, paused, uncertain, owner_gone, row.owner_id),
+        owner_gone=owner_gone,
+        timeline=run_timeline(data, events, plan_tasks, _now()),
     )
+
+
+def _waits(
+    pending: list[dict[str, Any]],
+    paused: list[dict[str, Any]],
+    uncertain: list[dict[str, Any]],
+    owner_gone: bool,
+    owner: str | None,
+) -> list[str]:
+    """What a run waits for, as sentences a reader understands without the CLI."""
+    said: list[str] = []
+    if owner_gone:
+        said.append(
+            f"Owner gone — adopt or reconcile: the process that executed this run ({owner}) "
+            "no longer exists, so nothing moves it on. Conclude any effect in doubt below, "
+            "then adopt it: the dashboard resumes it from its durable state."
+        )
+    for item in pending:
+        if item["kind"] == "question":
+            said.append(f"An answer to “{item['prompt']}” (task {item['taskId']}).")
+        else:
+            said.append(
+                f"A person to approve or reject “{item['prompt']}” (task {item['taskId']})."
+            )
+    for item in paused:
+        note = f": “{item['message']}”" if item.get("message") else ""
+        said.append(
+            f"Someone to resume it past the pause step {item['taskId']}{note}. "
+            "Resume it below when ready."
+        )
+    for effect in uncertain:
+        said.append(
+            f"An operator to say whether {effect['operation']} of task {effect['taskId']} "
+            "happened: it started, but its outcome was never recorded (reconcile it below)."
+        )
+    return said
+
+
+def graph_document(store: Store, run_id: str) -> dict[str, Any]:
+    """``/runs/{run_id}/graph.json``: the graph the run page draws (agentctl/web/graph.py),
+    with the run's id and state."""
+    with store.read() as conn:
+        row = load_run(conn, run_id, whole=True)
+        states = {str(state[0]): str(state[2]) for state in task_states(conn, run_id)}
+    return {"runId": run_id, "state": row.status, **run_graph(row.plan, states)}
 
 
 def recorded_source(store: Store, run_id: str) -> tuple[str, str | None]:
@@ -341,6 +378,6 @@ def inbox(store: Store) -> list[dict[str, Any]]:
 def uncertain_effects(store: Store) -> list[dict[str, Any]]:
     """Effects whose outcome nobody knows, across runs (``agentctl reconcile --list``)."""
     return [
-        {**effect, "requestText": pretty(effect.get("request"))}
+        {**effect, "requestText": pretty(effect.get("request")), "shape": shape_of(effect)}
         for effect in needs_reconciliation(store)
     ]

@@ -41,7 +41,7 @@ def test_tree_outputs_and_budget(cli: Any, tmp_path: Path) -> None:
     assert lines[0].startswith(f"{run_id} succeeded  workflow fanned  started ")
     assert re.search(r"started \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC, \d", lines[0])
     tasks = lines[lines.index("tasks:") + 1 : lines.index("outputs:")]
-    assert tasks[0].split() == ["TASK", "STATE", "ATTEMPT", "TOOK"]
+    assert tasks[0].split() == ["TASK", "STATE", "ATTEMPT", "RAN", "WAITED"]
     children = [line for line in tasks if "unit--" in line]
     assert len(children) == 2
     parent = next(line for line in tasks if line.split()[0] == "unit")

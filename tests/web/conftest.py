@@ -101,6 +101,77 @@ spec:
 """``one`` appends to ``ledger.txt`` (the outside world an operator checks), then ``two``
 writes a file."""
 
+HOLD = """
+apiVersion: agentctl.dev/v1
+kind: Workflow
+metadata: {name: hold}
+spec:
+  actions:
+    hold: {kind: builtin.pause}
+    set: {kind: builtin.assign}
+  tasks:
+    - {id: build, uses: "action:set", with: {built: true}}
+    - id: wait
+      uses: action:hold
+      needs: [build]
+      with: {message: "Check the staging site, then resume"}
+    - {id: ship, uses: "action:set", needs: [wait], with: {shipped: true}}
+"""
+"""Parks at the pause step ``wait`` (exit 3); resumed, ``ship`` runs."""
+
+RETRIED = """
+apiVersion: agentctl.dev/v1
+kind: Workflow
+metadata: {name: retried}
+spec:
+  policy: {approval: never, processAllowlist: [sh]}
+  actions:
+    check:
+      kind: builtin.shell.exec
+      command: sh
+      args: ["-c", "n=$(cat n 2>/dev/null || echo 0); echo $((n+1)) > n; [ $n -ge 2 ]"]
+    hold: {kind: builtin.pause}
+  tasks:
+    - {id: gate, uses: "action:check", retry: {maxAttempts: 4, backoffMs: 50}}
+    - {id: wait, uses: "action:hold", needs: [gate], with: {message: "look at it"}}
+"""
+"""``gate`` fails twice and succeeds at its third attempt (50 ms backoffs); then the run
+parks at the pause step ``wait`` (exit 3)."""
+
+SHAPES = """
+apiVersion: agentctl.dev/v1
+kind: Workflow
+metadata: {name: shapes}
+spec:
+  inputs: {speed: fast}
+  actions:
+    set: {kind: builtin.assign}
+  subworkflows:
+    package:
+      version: 1.0.0
+      inputSchema: {type: object}
+      outputSchema: {type: object}
+      tasks:
+        - {id: build, uses: "action:set", with: {built: true}}
+        - {id: sign, uses: "action:set", needs: [build], with: {signed: true}}
+  tasks:
+    - id: pick
+      uses: router
+      route:
+        select: "${{ inputs.speed }}"
+        cases:
+          - {equals: fast, tasks: [quick]}
+          - {equals: slow, tasks: [thorough]}
+    - {id: quick, uses: "action:set", needs: [pick], with: {mode: quick}}
+    - {id: thorough, uses: "action:set", needs: [pick], with: {mode: thorough}}
+    - id: test
+      uses: action:set
+      matrix: {axes: {os: [linux, mac], py: ["3.11", "3.12"]}}
+      with: {os: "${{ vars.matrix.os }}"}
+    - {id: ship, uses: "workflow:package", needs: [test, quick]}
+"""
+"""A router that skips one branch, a 2x2 matrix and a sub-workflow invocation (succeeds)."""
+
 SHELL_RESULT = {"status": "changed", "changed": True, "exitCode": 0, "stdout": "", "stderr": ""}
 """What ``one``'s command returns; an operator who saw it happen records this result."""
 

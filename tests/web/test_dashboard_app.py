@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
-from tests.web.conftest import ASKING, RELEASE, UNCERTAIN, Runs
+from tests.web.conftest import ASKING, RELEASE, SHAPES, UNCERTAIN, Runs
 
 CSRF_RE = re.compile(r'name="csrf" value="([0-9a-f]+)"')
 
@@ -33,7 +34,14 @@ def _events(runs: Runs, run_id: str, kind: str) -> list[dict[str, Any]]:
 def test_every_request_needs_the_token(runs: Runs, dashboard: Any) -> None:
     runs.roll(RELEASE, "release")
     client = dashboard(login=False)
-    for path in ("/", "/inbox", "/effects", "/events", "/static/dashboard.css"):
+    for path in (
+        "/",
+        "/inbox",
+        "/effects",
+        "/events",
+        "/static/dashboard.css",
+        "/runs/x/graph.json",
+    ):
         assert client.get(path).status_code == 401, path
     assert client.get("/?token=nope").status_code == 403
     assert client.get("/", headers={"Authorization": "Bearer nope"}).status_code == 403
@@ -90,16 +98,88 @@ def test_runs_list_filters_and_searches(runs: Runs, dashboard: Any) -> None:
 def test_run_page_shows_graph_tasks_effects_and_verified_audit(runs: Runs, dashboard: Any) -> None:
     run_id = runs.roll(RELEASE, "release")["runId"]
     page = dashboard().get(f"/runs/{run_id}").text
-    # The three foreach children fold into the aggregate's box in the graph.
-    assert re.search(
-        r'<details class="node group s-succeeded">\s*<summary[^>]*><b>check</b> ×3', page
+    # The graph's document is in the page for the script that draws it (graph.js).
+    match = re.search(r'<script type="application/json" id="graph-data">(.*?)</script>', page)
+    assert match is not None
+    graph = json.loads(match.group(1))
+    assert {"id": "publish", "label": "publish", "state": "waiting_for_approval"}.items() <= (
+        next(n for n in graph["nodes"] if n["id"] == "publish").items()
     )
-    assert 'class="node s-waiting_for_approval" href="#task-publish"' in page
+    assert '<script src="/static/dagre.min.js" defer></script>' in page
+    # A foreach child's row in the task list says which item it is.
+    assert re.search(r'<code>check--0000-[0-9a-f]{12}</code> <b class="item">lint</b>', page)
     for task in ("prepare", "check", "publish"):
         assert f'id="task-{task}"' in page
     assert "builtin.write" in page and "write 14 bytes to out/release.txt" in page
     assert 'id="audit-verdict">verified<' in page
     assert "approval.requested" in page and "Cancel run" in page
+
+
+def _plan(runs: Runs, run_id: str) -> dict[str, Any]:
+    """The run's whole compiled plan, as the engine reads it."""
+    from agentctl.engine.run.records import load_run
+    from agentctl.store.engine import open_store
+
+    with open_store(str(runs.db), create=False) as store, store.read() as conn:
+        plan: dict[str, Any] = load_run(conn, run_id, whole=True).plan
+    return plan
+
+
+def test_graph_json_has_the_plans_edges_and_names_children_by_item(
+    runs: Runs, dashboard: Any
+) -> None:
+    run_id = runs.roll(RELEASE, "release")["runId"]
+    client = dashboard()
+    graph = client.get(f"/runs/{run_id}/graph.json").json()
+    plan = runs.inspect(run_id)
+    order = [t["taskId"] for t in plan["tasks"]]
+    assert [n["id"] for n in graph["nodes"]] == order
+    needs = {
+        (need, task_id)
+        for task_id, task in _plan(runs, run_id)["tasks"].items()
+        for need in task["needs"]
+    }
+    assert {(e["from"], e["to"]) for e in graph["edges"]} == needs
+    assert len(graph["edges"]) == len(needs) == 8
+    children = [n for n in graph["nodes"] if n["group"] == "check"]
+    assert [n["label"] for n in children] == ["lint", "unit", "docs"]
+    assert {n["state"] for n in children} == {"succeeded"}
+    assert graph["groups"] == [{"id": "check", "kind": "foreach", "label": "check", "size": 3}]
+    by_id = {n["id"]: n for n in graph["nodes"]}
+    assert by_id["publish"]["state"] == "waiting_for_approval"
+    assert by_id["check"] == {
+        "id": "check",
+        "label": "check",
+        "state": "succeeded",
+        "kind": "aggregate",
+        "group": None,
+    }
+    missing = client.get("/runs/run-nope/graph.json")
+    assert missing.status_code == 404
+    assert "run-nope" in missing.json()["error"]["message"]
+
+
+def test_graph_json_labels_matrix_cells_subworkflow_steps_and_skipped_branches(
+    runs: Runs, dashboard: Any
+) -> None:
+    run_id = runs.roll(SHAPES, "shapes", expect=0)["runId"]
+    graph = dashboard().get(f"/runs/{run_id}/graph.json").json()
+    by_label = {(n["group"], n["label"]): n for n in graph["nodes"]}
+    cells = [n["label"] for n in graph["nodes"] if n["group"] == "test"]
+    assert cells == ["os=linux, py=3.11", "os=linux, py=3.12", "os=mac, py=3.11", "os=mac, py=3.12"]
+    # The sub-workflow's steps nest under its invocation, named by their own ids.
+    assert [n["label"] for n in graph["nodes"] if n["group"] == "ship"] == [
+        "inputs",
+        "build",
+        "sign",
+    ]
+    assert by_label[("ship", "build")]["id"] == "ship--build"
+    # The router's branch not taken is drawn as skipped; the taken one ran.
+    assert by_label[(None, "thorough")]["state"] == "skipped"
+    assert by_label[(None, "quick")]["state"] == "succeeded"
+    assert {"from": "pick", "to": "thorough"} in graph["edges"]
+    kinds = {g["id"]: (g["kind"], g["size"]) for g in graph["groups"]}
+    assert kinds == {"test": ("matrix", 4), "ship": ("subworkflow", 3)}
 
 
 def test_unknown_run_is_a_404_page_naming_it(runs: Runs, dashboard: Any) -> None:
@@ -203,7 +283,7 @@ def test_answer_a_question_validated_like_the_cli(runs: Runs, dashboard: Any) ->
     assert inspection["approvals"][0]["resolver"] == "ui"
     assert inspection["run"]["state"] == "succeeded"
     assert inspection["run"]["output"]["use"]["output"] == {"target": "staging"}
-    assert "Nothing waits for a person." in client.get("/inbox").text
+    assert "No approval or question is pending." in client.get("/inbox").text
 
 
 def test_reconcile_an_uncertain_effect_from_the_effects_page(runs: Runs, dashboard: Any) -> None:
@@ -216,7 +296,7 @@ def test_reconcile_an_uncertain_effect_from_the_effects_page(runs: Runs, dashboa
     token = _csrf(listing)
     url = f"/effects/{effect['effectId']}/reconcile"
     bad = client.post(url, data={"status": "maybe", "reason": "x", "csrf": token})
-    assert bad.status_code == 400 and "--status must be" in bad.text
+    assert bad.status_code == 400 and "Choose a conclusion" in bad.text
     unvalidated = client.post(
         url,
         data={
@@ -227,7 +307,12 @@ def test_reconcile_an_uncertain_effect_from_the_effects_page(runs: Runs, dashboa
             "csrf": token,
         },
     )
-    assert unvalidated.status_code == 400 and "does not satisfy the schema" in unvalidated.text
+    assert unvalidated.status_code == 400
+    assert "The result does not match the schema you gave: &#39;exitCode&#39; is a required" in (
+        unvalidated.text
+    )
+    # Nothing on the refused page names a command-line flag.
+    assert "--result" not in unvalidated.text and "--status" not in bad.text
     client.post(
         url,
         data={
@@ -249,7 +334,10 @@ def test_reconcile_an_uncertain_effect_from_the_effects_page(runs: Runs, dashboa
     ledger = {row["resource"]: row for row in inspection["budget"]}
     assert ledger["processOutputBytes"]["reserved"] == 0
     page = client.get(f"/runs/{data['runId']}").text
-    assert re.search(r"<td>processOutputBytes</td><td>[\d,]+ bytes</td><td>0 bytes</td>", page)
+    assert re.search(
+        r'<td title="processOutputBytes">process output</td><td>[\d,]+ bytes</td><td>0 bytes</td>',
+        page,
+    )
 
 
 def test_the_reconcile_form_schema_refers_only_inside_itself(
@@ -384,3 +472,25 @@ def test_adoption_follows_the_workers_rule_for_an_owner_on_another_host(
     assert client.app.state.adopter.maybe_adopt(run_id) is True
     client.app.state.adopter.wait()
     assert runs.inspect(run_id)["run"]["state"] == "succeeded"
+
+
+def test_a_long_foreach_lists_its_first_children_and_says_how_many_more(
+    runs: Runs, dashboard: Any
+) -> None:
+    """A 400-item foreach: the page lists the first 300 tasks and counts the settled
+    children left off (``inspect`` has them); the graph folds the group into one box."""
+    items = list(range(400))
+    text = (
+        "apiVersion: agentctl.dev/v1\nkind: Workflow\nmetadata: {name: long}\nspec:\n"
+        "  runtime: {limits: {maxItemsPerExpansion: 400}}\n"
+        "  actions:\n    set: {kind: builtin.assign}\n  tasks:\n"
+        f"    - id: each\n      uses: action:set\n"
+        f"      foreach: {{items: {items}, maxItems: 400}}\n"
+        '      with: {n: "${{ vars.item }}"}\n'
+    )
+    run_id = runs.roll(text, "long", expect=0)["runId"]
+    page = dashboard().get(f"/runs/{run_id}").text
+    assert page.count('<details class="task"') == 301  # 300 children and the aggregate
+    assert 'id="hidden-tasks">100 more settled foreach' in page
+    assert 'id="hidden-events">the first ' in page
+    assert page.count("<tr><td>") <= 300 + 1

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import shlex
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -329,7 +330,8 @@ async def _shell(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
             env.attempt,
             spec,
             dispatch,
-            prompt=f"run {command} {' '.join(args)}".strip() + launch.prompt_suffix(),
+            # Quoted as a shell would read it: `sh -c 'echo a; echo b'`, not `sh -c echo a; …`.
+            prompt="run " + shlex.join([command, *args]) + launch.prompt_suffix(),
             reservation={"processOutputBytes": combined_limit},
             usage=output_bytes,
         )

@@ -108,6 +108,8 @@
           if (d) { d.open = true; }
         });
         document.title = doc.title;
+        // The task graph (graph.js) draws itself again from the fresh page's data.
+        document.dispatchEvent(new CustomEvent("agentctl:refreshed"));
         document.body.dataset.refreshed = String(Number(document.body.dataset.refreshed || 0) + 1);
       })
       .finally(function () {
@@ -128,4 +130,50 @@
     if (first) { first = false; return; }
     refresh();
   };
+}());
+
+// The reconcile form checks what it can before sending (the server checks it all again and,
+// on a refusal, draws the form again with what was typed): a result or schema that is not
+// JSON, and an "applied" conclusion without a result when none was recorded.
+(function () {
+  "use strict";
+  function say(form, text) {
+    var box = form.querySelector(".problem");
+    if (!box) { return; }
+    box.textContent = text;
+    box.hidden = !text;
+  }
+  document.addEventListener("click", function (event) {
+    var button = event.target.closest && event.target.closest("button.use-example");
+    if (!button || !button.form) { return; }
+    var form = button.form;
+    form.elements.result.value = button.dataset.example;
+    form.elements.status.value = "applied";
+    form.dataset.dirty = "1";
+    say(form, "");
+  });
+  document.addEventListener("submit", function (event) {
+    var form = event.target;
+    if (!form.classList || !form.classList.contains("reconcile")) { return; }
+    var status = form.elements.status.value;
+    var problems = [];
+    [["result", "result"], ["result_schema", "result schema"]].forEach(function (pair) {
+      var text = form.elements[pair[0]].value.trim();
+      if (!text) { return; }
+      try { JSON.parse(text); } catch (error) {
+        problems.push("The " + pair[1] + " field is not valid JSON (" + error.message + ").");
+      }
+    });
+    if (status === "applied" && form.dataset.recordedResult === "no" &&
+        !form.elements.result.value.trim()) {
+      problems.push("“Applied” needs the result the operation produced: paste it in the " +
+                    "result field (or use the example and edit it).");
+    }
+    if (problems.length) {
+      event.preventDefault();
+      say(form, problems.join(" "));
+    } else {
+      say(form, "");
+    }
+  }, true);
 }());
