@@ -16,7 +16,6 @@ from typing import Any
 
 from agentctl import hints
 from agentctl.engine.effects.approvals import list_approvals
-from agentctl.engine.effects.budget import amount
 from agentctl.engine.effects.unsettled import needs_reconciliation
 from agentctl.engine.operations import inspect_run
 from agentctl.engine.pauses import paused_runs
