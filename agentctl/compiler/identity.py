@@ -21,8 +21,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from pydantic import BaseModel
+
 from agentctl.compiler.plan import PlanTask
 from agentctl.digest import digest_json
+from agentctl.spec.models_definitions import A2APeer, Action, Agent, McpServer, Provider, Tool
+from agentctl.spec.models_policy import Policy
 
 __all__ = [
     "IDENTITY_FIELDS",
@@ -62,6 +66,7 @@ NOT_IDENTITY_FIELDS: Mapping[str, Mapping[str, str]] = {
         "toolsDeny": "permits or refuses a tool",
         "approval": "decides who must agree, not what runs",
         "nonInteractive": "decides how a pending approval waits",
+        "minimumIsolation": "refuses weaker steps at check; a step's own level is identity",
     },
 }
 
@@ -73,20 +78,39 @@ def _without(definition: Mapping[str, Any], names: frozenset[str]) -> dict[str, 
     return {key: value for key, value in definition.items() if key not in names}
 
 
+def _declared(model: type[BaseModel], definition: Any) -> Any:
+    """The definition as declared: fields at their defaults left out.
+
+    A stored workflow is a full dump (every field, nulls included), and a release that adds
+    a field adds it to every dump at its default; leaving defaults out makes the digest
+    depend on what a definition says, so a new field at its default changes no identity
+    (and an explicit default equals an omitted one).
+    """
+    if not isinstance(definition, Mapping):
+        return definition
+    try:
+        parsed = model.model_validate(dict(definition))
+    except ValueError:
+        return {key: value for key, value in definition.items() if value is not None}
+    return parsed.model_dump(by_alias=True, exclude_defaults=True, mode="json")
+
+
 def resolved_definitions(spec: Mapping[str, Any]) -> dict[str, str]:
     """``{"action:NAME" | "agent:NAME": "sha256:…"}`` for every definition of ``spec``."""
-    policy: Mapping[str, Any] = spec.get("policy") or {}
-    identity_policy = {key: policy[key] for key in IDENTITY_POLICY if key in policy}
-    actions: Mapping[str, Any] = spec.get("actions") or {}
-    agents: Mapping[str, Any] = spec.get("agents") or {}
-    servers: Mapping[str, Any] = spec.get("mcpServers") or {}
-    peers: Mapping[str, Any] = spec.get("a2aPeers") or {}
+    declared_policy = _declared(Policy, spec.get("policy") or {})
+    identity_policy = {
+        key: declared_policy[key] for key in IDENTITY_POLICY if key in declared_policy
+    }
+    actions = {name: _declared(Action, a) for name, a in (spec.get("actions") or {}).items()}
+    agents = {name: _declared(Agent, a) for name, a in (spec.get("agents") or {}).items()}
+    servers = {name: _declared(McpServer, m) for name, m in (spec.get("mcpServers") or {}).items()}
+    peers = {name: _declared(A2APeer, p) for name, p in (spec.get("a2aPeers") or {}).items()}
     action_bodies = {name: _action(action, servers, peers) for name, action in actions.items()}
     out: dict[str, str] = {}
     for name, body in action_bodies.items():
         out[f"action:{name}"] = digest_json({"action": body, "policy": identity_policy})
-    providers: Mapping[str, Any] = spec.get("providers") or {}
-    tools: Mapping[str, Any] = spec.get("tools") or {}
+    providers = {name: _declared(Provider, p) for name, p in (spec.get("providers") or {}).items()}
+    tools = {name: _declared(Tool, t) for name, t in (spec.get("tools") or {}).items()}
     for name, agent in agents.items():
         body = {
             "agent": _without(agent, _NOT_IDENTITY_AGENT),

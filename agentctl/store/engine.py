@@ -199,7 +199,13 @@ class Store:
 
         def give_back() -> None:
             driver = raw.driver_connection
-            if driver is None or driver.closed or driver.broken:
+            # psycopg says closed/broken; an in-memory SQLite engine's connection (dry runs,
+            # check mode) has neither and is never lost.
+            if (
+                driver is None
+                or getattr(driver, "closed", False)
+                or getattr(driver, "broken", False)
+            ):
                 raw.invalidate()
             raw.close()
 

@@ -16,6 +16,8 @@ from typing import Any
 
 from agentctl.engine.actions.result_shapes import result_shape
 from agentctl.engine.operations import MAX_EVIDENCE_BYTES, ReconcileRequest
+from agentctl.errors import UsageError
+from agentctl.json_schemas import compile_schema, first_error
 
 __all__ = ["Draft", "shape_of", "to_request"]
 
@@ -81,23 +83,20 @@ def to_request(
             + (" (its shape and an example are shown above the form)." if known else ".")
         )
     if draft.status == "applied" and result is not None and not problems:
-        import jsonschema
-
         checks = [("the schema you gave", schema)] if schema is not None else []
         if known is not None:
             checks.append((f"the shape {effect.get('operation')} returns", known[0]))
         for what, against in checks:
+            # The one way schemas are compiled (docs/json-schemas.md): references stay in
+            # the document, nothing is fetched.
             try:
-                jsonschema.validate(result, against)
-            except jsonschema.ValidationError as exc:
-                where = "/".join(str(p) for p in exc.absolute_path)
-                problems.append(
-                    f"The result does not match {what}"
-                    + (f" at {where}" if where else "")
-                    + f": {exc.message}."
-                )
-            except jsonschema.SchemaError as exc:
-                problems.append(f"The result schema is not a valid JSON Schema: {exc.message}.")
+                mismatch = first_error(compile_schema(against, what), result, what)
+            except UsageError as exc:
+                problems.append(f"The result schema cannot be used: {exc.message}.")
+                continue
+            if mismatch is not None:
+                where = "" if mismatch.where == "(root)" else f" at {mismatch.where}"
+                problems.append(f"The result does not match {what}{where}: {mismatch.message}.")
     if problems:
         return None, problems
     request = ReconcileRequest(

@@ -265,6 +265,14 @@ def _instructions_file(spec: dict[str, Any]) -> None:
     spec["agents"]["cli"]["instructionsFile"] = "prompts/cli.md"
 
 
+def _sandboxed(section: str, name: str) -> Change:
+    def change(spec: dict[str, Any]) -> None:
+        spec[section][name]["isolation"] = "sandbox"
+        spec[section][name]["sandbox"] = {"network": True, "limits": {"cpuSeconds": 5}}
+
+    return change
+
+
 def _container(spec: dict[str, Any]) -> None:
     spec["actions"]["sh"]["isolation"] = "container"
     spec["actions"]["sh"]["container"] = {"image": "alpine@sha256:" + "a" * 64}
@@ -299,6 +307,7 @@ CHANGES: dict[tuple[str, str], tuple[set[str], Change]] = {
     ),
     ("Action", "isolation"): ({"action:sh"}, _set("actions", "sh", "isolation", "process")),
     ("Action", "container"): ({"action:sh"}, _container),
+    ("Action", "sandbox"): ({"action:sh"}, _sandboxed("actions", "sh")),
     # One protocol version exists; the field is identity like every action field.
     ("Action", "protocolVersion"): (set(), _COVERED_ELSEWHERE),
     ("Action", "inputSchema"): (
@@ -369,6 +378,8 @@ CHANGES: dict[tuple[str, str], tuple[set[str], Change]] = {
         {"agent:cli"},
         _set("providers", "cli", "outputLimitBytes", 2048),
     ),
+    ("Provider", "isolation"): ({"agent:cli"}, _set("providers", "cli", "isolation", "sandbox")),
+    ("Provider", "sandbox"): ({"agent:cli"}, _sandboxed("providers", "cli")),
     ("Provider", "env"): ({"agent:cli"}, _set("providers", "cli", "env", {"T": {"env": "TOKEN"}})),
     ("Tool", "kind"): ({"agent:rev"}, _echo_tool),
     ("Tool", "description"): ({"agent:rev"}, _set("tools", "read_file", "description", "Read.")),
@@ -441,6 +452,7 @@ CHANGES: dict[tuple[str, str], tuple[set[str], Change]] = {
     ("Policy", "toolsAllow"): (set(), _policy("toolsAllow", ["read_file"])),
     ("Policy", "toolsDeny"): (set(), _policy("toolsDeny", ["other_read"])),
     ("Policy", "approval"): (set(), _policy("approval", "mutations")),
+    ("Policy", "minimumIsolation"): (set(), _policy("minimumIsolation", "process")),
     ("Policy", "nonInteractive"): (set(), _policy("nonInteractive", "deny_approval")),
 }
 
