@@ -111,7 +111,7 @@ class LedgerMachine(RuleBasedStateMachine):
     @precondition(lambda self: bool(self.held))
     @rule(data=st.data(), fraction=st.floats(0, 1))
     def succeed(self, data: st.DataObject, fraction: float) -> None:
-        effect = data.draw(st.sampled_from(sorted(self.held)))
+        effect = data.draw(st.sampled_from(list(self.held)))
         reserved = self.held.pop(effect)
         actual = {r: float(int(a * fraction)) for r, a in reserved.items()}
         now = self.clock.now()
@@ -125,7 +125,7 @@ class LedgerMachine(RuleBasedStateMachine):
     @precondition(lambda self: bool(self.held))
     @rule(data=st.data())
     def fail(self, data: st.DataObject) -> None:
-        effect = data.draw(st.sampled_from(sorted(self.held)))
+        effect = data.draw(st.sampled_from(list(self.held)))
         del self.held[effect]
         now = self.clock.now()
         with self.store.write() as conn:
@@ -137,7 +137,7 @@ class LedgerMachine(RuleBasedStateMachine):
     @rule(data=st.data(), crashed=st.booleans())
     def lose_the_outcome(self, data: st.DataObject, crashed: bool) -> None:
         """A crash after dispatch (stays ``started``) or a timeout (``uncertain``)."""
-        effect = data.draw(st.sampled_from(sorted(self.held)))
+        effect = data.draw(st.sampled_from(list(self.held)))
         self.uncertain[effect] = self.held.pop(effect)
         now = self.clock.now()
         with self.store.write() as conn:
@@ -150,7 +150,7 @@ class LedgerMachine(RuleBasedStateMachine):
     @precondition(lambda self: bool(self.uncertain))
     @rule(data=st.data(), status=st.sampled_from(CONCLUSIONS))
     def reconcile(self, data: st.DataObject, status: str) -> None:
-        effect = data.draw(st.sampled_from(sorted(self.uncertain)))
+        effect = data.draw(st.sampled_from(list(self.uncertain)))
         before = self.conclusion.get(effect)
         if before == "not_applied" and status != "not_applied":
             self.overturned = True
