@@ -37,7 +37,7 @@ from tests.model.schedule import MOVES, Outcome, schedule_for_seed
 # concurrent compensations) are fixed, and their moves run in every schedule.
 KNOWN_DEFECT_MOVES: frozenset[str] = frozenset()
 
-DEFAULT_SCHEDULES = 200
+DEFAULT_SCHEDULES = 100
 #: PostgreSQL commands cost more (a connection per process, a server round trip per
 #: statement): a modest count keeps the suite fast; AGENTCTL_MODEL_PG_SCHEDULES raises it.
 DEFAULT_PG_SCHEDULES = 6
