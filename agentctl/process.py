@@ -23,6 +23,7 @@ import math
 import os
 import shutil
 import signal
+import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -39,6 +40,7 @@ __all__ = [
     "ProcessSpec",
     "check_allowed",
     "decode_lossy",
+    "probe",
     "resolve_executable",
     "run_process",
 ]
@@ -396,3 +398,27 @@ def _member_is_live(proc_entry: str, pgid: int) -> bool:
     # The command name in parentheses may contain spaces; fields resume after the last ")".
     fields = stat[stat.rfind(b")") + 2 :].split()
     return len(fields) > 2 and int(fields[2]) == pgid and fields[0] not in (b"Z", b"X")
+
+
+def probe(argv: Sequence[str], env: Mapping[str, str], what: str, timeout: float) -> str | None:
+    """Run a short check (``docker info``, a trial sandbox): None when it exits 0, else
+    what went wrong, naming ``what`` and the last line it printed on stderr. The one probe
+    of an isolation runtime (docs/isolation.md)."""
+    try:
+        done = subprocess.run(
+            list(argv),
+            env=dict(env),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            timeout=timeout,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        return f"{what} did not answer within {timeout:g}s"
+    except OSError as exc:
+        return f"{what} could not start: {exc.strerror or exc}"
+    if done.returncode == 0:
+        return None
+    tail = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or ["no message"]
+    return f"{what} exited {done.returncode}: {tail[0][:300]}"

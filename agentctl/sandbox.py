@@ -28,12 +28,12 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from agentctl.errors import BlockedError
+from agentctl.process import probe
 from agentctl.sandbox_cgroups import Cgroup, CgroupCounters
 
 __all__ = [
@@ -192,24 +192,7 @@ def _unavailable(message: str) -> BlockedError:
 def _probe(bwrap: str) -> str | None:
     """None when bubblewrap can build a sandbox like ours here; else what went wrong."""
     argv = [bwrap, *_system_mounts(), "--unshare-all", "--die-with-parent", "--", "/bin/true"]
-    try:
-        done = subprocess.run(
-            argv,
-            env={},
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            timeout=PROBE_TIMEOUT_SECONDS,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        return f"`{bwrap}` did not start a sandbox within {PROBE_TIMEOUT_SECONDS:g}s"
-    except OSError as exc:
-        return f"`{bwrap}` could not start: {exc.strerror or exc}"
-    if done.returncode == 0:
-        return None
-    tail = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or ["no message"]
-    return f"`{bwrap}` could not build a sandbox (exit {done.returncode}): {tail[0][:300]}"
+    return probe(argv, {}, f"`{bwrap}` (a trial sandbox)", PROBE_TIMEOUT_SECONDS)
 
 
 def find_tools(limits: SandboxLimits, environ: Mapping[str, str]) -> SandboxTools:

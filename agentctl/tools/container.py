@@ -26,12 +26,12 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from agentctl.errors import BlockedError
+from agentctl.process import probe
 from agentctl.spec.models_definitions import CONTAINER_ENGINE_VARIABLES
 
 __all__ = [
@@ -72,24 +72,7 @@ def runtime_environment(environ: Mapping[str, str]) -> dict[str, str]:
 
 def _probe(path: str, env: Mapping[str, str]) -> str | None:
     """None when the runtime's daemon answers ``info``; else what went wrong."""
-    try:
-        done = subprocess.run(
-            [path, "info"],
-            env=dict(env),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            timeout=PROBE_TIMEOUT_SECONDS,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        return f"`{path} info` did not answer within {PROBE_TIMEOUT_SECONDS:g}s"
-    except OSError as exc:
-        return f"`{path} info` could not start: {exc.strerror or exc}"
-    if done.returncode == 0:
-        return None
-    tail = done.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or ["no message"]
-    return f"`{path} info` exited {done.returncode}: {tail[0][:300]}"
+    return probe([path, "info"], env, f"`{path} info`", PROBE_TIMEOUT_SECONDS)
 
 
 def find_runtime(choice: str, environ: Mapping[str, str]) -> ContainerRuntime:
