@@ -200,7 +200,9 @@ class EffectGate:
             if self._on_task_running is not None:
                 self._on_task_running(conn, attempt)
             if tool_call is not None:
-                _record_tool_call(conn, attempt, record.id, tool_call, now)
+                journal.record_tool_call(
+                    conn, attempt.run_id, attempt.task_id, record.id, tool_call, now
+                )
             self.log.event(
                 conn,
                 "effect.requested",
@@ -585,19 +587,3 @@ class EffectGate:
 
 
 _PROCEED: Any = object()
-
-
-def _record_tool_call(
-    conn: Any, attempt: Attempt, effect_id: str, call: Mapping[str, Any], now: Any
-) -> None:
-    effects_repo.insert_tool_call(
-        conn,
-        effect_id=effect_id,
-        run_id=attempt.run_id,
-        task_id=attempt.task_id,
-        tool=str(call["tool"]),
-        arguments_json=canonical_json(
-            {"callId": call.get("id"), "arguments": call.get("arguments")}
-        ),
-        now=now,
-    )

@@ -46,6 +46,7 @@ __all__ = [
     "journaled_effect",
     "latest_reconciliation",
     "list_effects",
+    "record_tool_call",
     "require_effect",
     "set_status",
 ]
@@ -302,6 +303,28 @@ def nondeterministic(record: EffectRecord, spec: EffectSpec) -> TaskFailure:
         stops_run=True,
         permanent=True,
         details={"effectId": record.id, "operation": spec.operation, "ordinal": record.ordinal},
+    )
+
+
+def record_tool_call(
+    conn: SqlRunner,
+    run_id: str,
+    task_id: str,
+    effect_id_: str,
+    call: Mapping[str, Any],
+    now: datetime,
+) -> None:
+    """The tool call an agent's effect carries, journaled with the effect's request."""
+    effects_repo.insert_tool_call(
+        conn,
+        effect_id=effect_id_,
+        run_id=run_id,
+        task_id=task_id,
+        tool=str(call["tool"]),
+        arguments_json=canonical_json(
+            {"callId": call.get("id"), "arguments": call.get("arguments")}
+        ),
+        now=now,
     )
 
 
