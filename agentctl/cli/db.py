@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from agentctl.cli import output
+from agentctl.cli import db_encryption, output
 from agentctl.cli.options import DbOption, db_from_context
 
 app = typer.Typer(
@@ -128,3 +128,6 @@ def check_command(ctx: typer.Context, db: DbOption = None) -> None:
         human=f"{path}: integrity ok, foreign keys ok, {report.audit_chains.checked} audit "
         f"chain(s) verify, {report.artifact_blobs.checked} artifact blob(s) intact",
     )
+
+
+app.add_typer(db_encryption.app, name="encryption")

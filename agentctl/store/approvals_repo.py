@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentctl.store.formats import FORMAT_VERSION
 from agentctl.store.rows import columns_sql, row_dict, row_dicts
+from agentctl.store.sealing import seal, unseal_record, unseal_records
 from agentctl.store.timestamps import to_db
 
 if TYPE_CHECKING:
@@ -44,7 +45,7 @@ def approval(conn: SqlRunner, approval_id: str) -> dict[str, Any] | None:
         f"SELECT {_COLUMNS} FROM approvals WHERE id = ?",  # noqa: S608 - fixed columns
         (approval_id,),
     ).first()
-    return row_dict(row, APPROVAL_COLUMNS, _TIMES)
+    return unseal_record(conn, "approvals", row_dict(row, APPROVAL_COLUMNS, _TIMES))
 
 
 def approvals(
@@ -64,7 +65,7 @@ def approvals(
         f"SELECT {_COLUMNS} FROM approvals{clause} ORDER BY created_at, id",  # noqa: S608
         tuple(params),
     )
-    return row_dicts(rows, APPROVAL_COLUMNS, _TIMES)
+    return unseal_records(conn, "approvals", row_dicts(rows, APPROVAL_COLUMNS, _TIMES))
 
 
 def insert_approval(
@@ -94,10 +95,10 @@ def insert_approval(
             task_id,
             effect_id,
             kind,
-            prompt,
+            seal(conn, "approvals", "prompt", (approval_id,), prompt),
             choices_json,
             answer_schema_json,
-            input_json,
+            seal(conn, "approvals", "input_json", (approval_id,), input_json),
             risk,
             to_db(now),
         ),

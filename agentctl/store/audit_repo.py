@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from agentctl.store.sealing import seal, unseal
 from agentctl.store.timestamps import from_db, to_db
 
 if TYPE_CHECKING:
@@ -52,7 +53,7 @@ _COLUMNS = (
 )
 
 
-def _row(row: Sequence[Any]) -> AuditRow:
+def _row(conn: SqlRunner, row: Sequence[Any]) -> AuditRow:
     return AuditRow(
         run_id=str(row[0]),
         seq=int(row[1]),
@@ -60,7 +61,9 @@ def _row(row: Sequence[Any]) -> AuditRow:
         kind=str(row[3]),
         task_id=row[4],
         effect_id=row[5],
-        payload_json=str(row[6]),
+        payload_json=str(
+            unseal(conn, "audit_events", "payload_json", (str(row[0]), int(row[1])), row[6])
+        ),
         prev_digest=row[7],
         digest=str(row[8]),
         created_at=from_db(row[9]),
@@ -88,7 +91,7 @@ def insert_event(conn: SqlRunner, row: AuditRow) -> None:
             row.kind,
             row.task_id,
             row.effect_id,
-            row.payload_json,
+            seal(conn, "audit_events", "payload_json", (row.run_id, row.seq), row.payload_json),
             row.prev_digest,
             row.digest,
             to_db(row.created_at),
@@ -104,7 +107,7 @@ def events(conn: SqlRunner, run_id: str) -> list[AuditRow]:
         f"SELECT {_COLUMNS} FROM audit_events WHERE run_id = ? ORDER BY seq",  # noqa: S608
         (run_id,),
     )
-    return [_row(row) for row in rows]
+    return [_row(conn, row) for row in rows]
 
 
 def events_after(conn: SqlRunner, run_id: str, seq: int) -> list[AuditRow]:
@@ -113,7 +116,7 @@ def events_after(conn: SqlRunner, run_id: str, seq: int) -> list[AuditRow]:
         f"SELECT {_COLUMNS} FROM audit_events WHERE run_id = ? AND seq > ? ORDER BY seq",  # noqa: S608
         (run_id, seq),
     )
-    return [_row(row) for row in rows]
+    return [_row(conn, row) for row in rows]
 
 
 def count_events(conn: SqlRunner, run_id: str) -> int:

@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from agentctl.store.formats import FORMAT_VERSION
+from agentctl.store.sealing import seal, unseal
 from agentctl.store.timestamps import to_db
 
 if TYPE_CHECKING:
@@ -58,7 +59,14 @@ def since(conn: SqlRunner, run_id: str, seq: int | None) -> list[CheckpointRow]:
             (run_id, seq),
         )
     return [
-        CheckpointRow(int(row[0]), int(row[1]), row[2], row[3], bool(row[4]), row[5])
+        CheckpointRow(
+            int(row[0]),
+            int(row[1]),
+            row[2],
+            unseal(conn, "checkpoints", "memory_delta_json", (run_id, int(row[0])), row[3]),
+            bool(row[4]),
+            row[5],
+        )
         for row in rows
     ]
 
@@ -83,7 +91,7 @@ def insert(
             seq,
             FORMAT_VERSION,
             transition,
-            delta_json,
+            seal(conn, "checkpoints", "memory_delta_json", (run_id, seq), delta_json),
             int(is_snapshot),
             checksum,
             to_db(now),

@@ -18,6 +18,7 @@ from typing import Any
 
 from agentctl.errors import NotFoundError
 from agentctl.store.records import check_format_version
+from agentctl.store.sealing import unseal_columns
 from agentctl.store.timestamps import to_db
 from agentctl.store.transitions import guarded_update
 
@@ -47,6 +48,14 @@ def copy_task_record(
     if row is None:
         raise NotFoundError(f"task {source_run_id}/{task_id} does not exist", run_id=source_run_id)
     check_format_version("task", f"{source_run_id}/{task_id}", int(row[9]))
+    # Opened under the source's record; guarded_update seals them again under the target's.
+    row = unseal_columns(
+        conn,
+        "tasks",
+        (source_run_id, task_id),
+        row,
+        {"output_json": 2, "state_delta_json": 5, "error_json": 8},
+    )
     (status, attempt, output, output_digest, input_digest, delta, delta_digest, manifest) = row[:8]
     values: dict[str, Any] = {
         "status": status,

@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from agentctl.store.rows import naive
+from agentctl.store.sealing import unseal
 from agentctl.store.timestamps import to_db
 
 if TYPE_CHECKING:
@@ -190,7 +191,8 @@ def paused_tasks(conn: SqlRunner, run_id: str | None = None) -> list[PausedTask]
         params = (run_id,)
     found: list[PausedTask] = []
     for row in conn.exec_driver_sql(statement + " ORDER BY r.updated_at, r.id, t.ordinal", params):
-        error = json.loads(row[3]) if row[3] else {}
+        stored = unseal(conn, "tasks", "error_json", (row[0], row[2]), row[3])
+        error = json.loads(stored) if stored else {}
         if not isinstance(error, dict) or error.get("code") != "task.paused":
             continue
         message = error.get("message")

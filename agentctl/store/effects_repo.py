@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentctl.store.formats import FORMAT_VERSION
 from agentctl.store.rows import columns_sql, row_dict, row_dicts
+from agentctl.store.sealing import seal, unseal, unseal_record, unseal_records
 from agentctl.store.timestamps import to_db
 
 if TYPE_CHECKING:
@@ -90,7 +91,7 @@ def effect(conn: SqlRunner, effect_id: str) -> dict[str, Any] | None:
         f"SELECT {_EFFECTS} FROM effects WHERE id = ?",  # noqa: S608 - fixed columns
         (effect_id,),
     ).first()
-    return row_dict(row, EFFECT_COLUMNS, _EFFECT_TIMES)
+    return unseal_record(conn, "effects", row_dict(row, EFFECT_COLUMNS, _EFFECT_TIMES))
 
 
 def effect_at(
@@ -104,7 +105,7 @@ def effect_at(
         "ORDER BY requested_at, id LIMIT 1",
         (run_id, task_id, attempt, ordinal),
     ).first()
-    return row_dict(row, EFFECT_COLUMNS, _EFFECT_TIMES)
+    return unseal_record(conn, "effects", row_dict(row, EFFECT_COLUMNS, _EFFECT_TIMES))
 
 
 def effect_ids_with_prefix(conn: SqlRunner, prefix: str, limit: int = 2) -> list[str]:
@@ -135,7 +136,7 @@ def effects(
         "ORDER BY requested_at, task_id, attempt, ordinal",
         tuple(params),
     )
-    return row_dicts(rows, EFFECT_COLUMNS, _EFFECT_TIMES)
+    return unseal_records(conn, "effects", row_dicts(rows, EFFECT_COLUMNS, _EFFECT_TIMES))
 
 
 def unsettled_effect_ids(conn: SqlRunner, run_id: str | None = None) -> list[str]:
@@ -193,7 +194,7 @@ def insert_effect(
             idempotency,
             risk,
             effect_id,
-            request_json,
+            seal(conn, "effects", "request_json", (effect_id,), request_json),
             stamp,
             trace_id,
             None if trace_ids is None else trace_ids[1],
@@ -236,7 +237,9 @@ def latest_reconciliation(conn: SqlRunner, effect_id: str) -> dict[str, Any] | N
         "WHERE effect_id = ? ORDER BY id DESC LIMIT 1",
         (effect_id,),
     ).first()
-    return row_dict(row, RECONCILIATION_COLUMNS, _RECONCILIATION_TIMES)
+    return unseal_record(
+        conn, "reconciliations", row_dict(row, RECONCILIATION_COLUMNS, _RECONCILIATION_TIMES)
+    )
 
 
 def reconciliations(conn: SqlRunner, effect_id: str) -> list[dict[str, Any]]:
@@ -245,7 +248,9 @@ def reconciliations(conn: SqlRunner, effect_id: str) -> list[dict[str, Any]]:
         "WHERE effect_id = ? ORDER BY id",
         (effect_id,),
     )
-    return row_dicts(rows, RECONCILIATION_COLUMNS, _RECONCILIATION_TIMES)
+    return unseal_records(
+        conn, "reconciliations", row_dicts(rows, RECONCILIATION_COLUMNS, _RECONCILIATION_TIMES)
+    )
 
 
 def insert_reconciliation(
@@ -263,19 +268,19 @@ def insert_reconciliation(
     now: datetime,
 ) -> dict[str, Any]:
     """Append one conclusion (append-only; the latest wins) and return its row."""
-    # RETURNING (SQLite 3.35+, PostgreSQL) names the new row on both dialects.
+    # RETURNING (SQLite 3.35+, PostgreSQL) names the new row on both dialects. The payload
+    # is sealed under the new row's id, so it is written once that id is known (same
+    # transaction: nothing is ever stored in clear).
     inserted = conn.exec_driver_sql(
         "INSERT INTO reconciliations (format_version, effect_id, status, reason, actor, "
-        "evidence, result_json, result_validated, compensation_effect_id, supersedes_id, "
-        "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+        "result_validated, compensation_effect_id, supersedes_id, "
+        "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
         (
             FORMAT_VERSION,
             effect_id,
             status,
             reason,
             actor,
-            evidence,
-            result_json,
             int(result_validated),
             compensation_effect_id,
             supersedes_id,
@@ -283,12 +288,24 @@ def insert_reconciliation(
         ),
     )
     new_id = inserted.first()[0]
+    if evidence is not None or result_json is not None:
+        record = (new_id,)
+        conn.exec_driver_sql(
+            "UPDATE reconciliations SET evidence = ?, result_json = ? WHERE id = ?",
+            (
+                seal(conn, "reconciliations", "evidence", record, evidence),
+                seal(conn, "reconciliations", "result_json", record, result_json),
+                new_id,
+            ),
+        )
     row = conn.exec_driver_sql(
         f"SELECT {_RECONCILIATIONS} FROM reconciliations "  # noqa: S608 - fixed columns
         "WHERE id = ?",
         (new_id,),
     ).first()
-    found = row_dict(row, RECONCILIATION_COLUMNS, _RECONCILIATION_TIMES)
+    found = unseal_record(
+        conn, "reconciliations", row_dict(row, RECONCILIATION_COLUMNS, _RECONCILIATION_TIMES)
+    )
     assert found is not None
     return found
 
@@ -339,7 +356,15 @@ def insert_tool_call(
     conn.exec_driver_sql(
         "INSERT OR IGNORE INTO tool_calls (id, format_version, run_id, task_id, effect_id, "
         "tool, status, arguments_json, created_at) VALUES (?, 1, ?, ?, ?, ?, 'requested', ?, ?)",
-        (effect_id, run_id, task_id, effect_id, tool, arguments_json, to_db(now)),
+        (
+            effect_id,
+            run_id,
+            task_id,
+            effect_id,
+            tool,
+            seal(conn, "tool_calls", "arguments_json", (effect_id,), arguments_json),
+            to_db(now),
+        ),
     )
 
 
@@ -356,7 +381,13 @@ def finish_tool_call(
     conn.exec_driver_sql(
         "UPDATE tool_calls SET status = ?, result_json = ?, error_json = ?, "
         "finished_at = ? WHERE effect_id = ?",
-        (status, result_json, error_json, to_db(now), effect_id),
+        (
+            status,
+            seal(conn, "tool_calls", "result_json", (effect_id,), result_json),
+            seal(conn, "tool_calls", "error_json", (effect_id,), error_json),
+            to_db(now),
+            effect_id,
+        ),
     )
 
 
@@ -367,4 +398,9 @@ def tool_calls(conn: SqlRunner, run_id: str) -> list[tuple[str, str, str, str, s
         "WHERE run_id = ? ORDER BY created_at, id",
         (run_id,),
     )
-    return [(row[0], row[1], row[2], row[3], row[4]) for row in rows]
+    # A tool call's id is its effect's id.
+    return [
+        (row[0], row[1], row[2], row[3], unseal(conn, "tool_calls", "arguments_json", key, row[4]))
+        for row in rows
+        for key in [(row[0],)]
+    ]

@@ -43,6 +43,7 @@ from agentctl.store.dialect import (
 )
 from agentctl.store.errors import driver_error, retry_window_seconds
 from agentctl.store.location import MEMORY, is_postgres_url
+from agentctl.store.sealing import CLEAR, SEALER_OPTION, Sealer
 from agentctl.store.sqlite_connections import (
     SQLITE_DRIVER,
     FileConnections,
@@ -90,13 +91,23 @@ class Store:
         self.path = path
         # A database file's connections, the engine made over them when first asked for.
         self._connections = connections
+        # Seals and opens payload columns (store/sealing.py); every connection handed out
+        # carries it, so the repositories find it on the connection they are given.
+        self.sealer: Sealer = CLEAR
 
     @property
     def engine(self) -> Engine:
         if self._engine is None:
             assert self._connections is not None
             self._engine = self._connections.engine()
+            self._engine.update_execution_options(**{SEALER_OPTION: self.sealer})
         return self._engine
+
+    def use_sealer(self, sealer: Sealer) -> None:
+        """Seal and open payloads with ``sealer`` from now on (on every connection)."""
+        self.sealer = sealer
+        if self._engine is not None:
+            self._engine.update_execution_options(**{SEALER_OPTION: sealer})
 
     @property
     def location(self) -> str:
@@ -184,6 +195,7 @@ class Store:
         session = DriverSession(
             raw, self.path, on_begin, dialect=dialect, give_back=give_back, reconnect=reconnect
         )
+        session.sealer = self.sealer
         try:
             yield session
         finally:
@@ -272,6 +284,7 @@ class _Fetched(_DriverResult):
 class _ReadEach:
     def __init__(self, store: Store) -> None:
         self._store = store
+        self.sealer = store.sealer
 
     def exec_driver_sql(self, statement: str, parameters: Any = ()) -> _Fetched:
         with self._store.read() as conn:
@@ -282,6 +295,8 @@ class DriverSession:
     """``exec_driver_sql`` over a raw driver connection, with write transactions that take
     the database's write lock first (``BEGIN IMMEDIATE`` on SQLite, the advisory write lock
     on PostgreSQL)."""
+
+    sealer: Sealer = CLEAR
 
     def __init__(
         self,
@@ -464,11 +479,20 @@ def open_store(
     if is_postgres_url(db_path):
         from agentctl.store.postgres import open_postgres_store
 
-        return open_postgres_store(
+        store = open_postgres_store(
             db_path, migrate_schema=migrate_schema, settings=settings, store_class=Store
         )
-    with ExitStack() as peeking:
-        return _open_file_store(db_path, migrate_schema, settings, create, peeking)
+    else:
+        with ExitStack() as peeking:
+            store = _open_file_store(db_path, migrate_schema, settings, create, peeking)
+    from agentctl.store import encryption_repo
+
+    try:
+        store.use_sealer(encryption_repo.load_sealer(store))
+    except BaseException:
+        store.close()
+        raise
+    return store
 
 
 def _open_file_store(

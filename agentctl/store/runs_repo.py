@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from agentctl.store.formats import FORMAT_VERSION
 from agentctl.store.records import check_format_version, unknown_run
 from agentctl.store.rows import columns_sql, naive, row_dict
+from agentctl.store.sealing import seal, unseal, unseal_record
 from agentctl.store.timestamps import to_db
 
 if TYPE_CHECKING:
@@ -109,7 +110,7 @@ def insert_run(conn: SqlRunner, new: NewRun) -> None:
             new.plan_json,
             new.workflow_json,
             new.workflow_file,
-            new.inputs_json,
+            seal(conn, "runs", "inputs_json", (new.id,), new.inputs_json),
             new.mode,
             new.workspace,
             new.source_run_id,
@@ -135,7 +136,9 @@ def run(conn: SqlRunner, run_id: str) -> dict[str, Any]:
     if row is None:
         raise unknown_run(run_id)
     check_format_version("run", run_id, int(row["format_version"]))
-    return row
+    opened = unseal_record(conn, "runs", row)
+    assert opened is not None
+    return opened
 
 
 def run_state(conn: SqlRunner, run_id: str) -> tuple[str, str | None, str | None]:
@@ -147,7 +150,12 @@ def run_state(conn: SqlRunner, run_id: str) -> tuple[str, str | None, str | None
     if row is None:
         raise unknown_run(run_id)
     check_format_version("run", run_id, int(row[3]))
-    return str(row[0]), row[1], row[2]
+    key = (run_id,)
+    return (
+        str(row[0]),
+        unseal(conn, "runs", "output_json", key, row[1]),
+        unseal(conn, "runs", "error_json", key, row[2]),
+    )
 
 
 def trace_ids(conn: SqlRunner, run_id: str) -> tuple[str, str] | None:

@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from agentctl.store.records import check_format_version
+from agentctl.store.sealing import seal, unseal
 from agentctl.store.timestamps import from_db, to_db
 
 if TYPE_CHECKING:
@@ -42,13 +43,15 @@ class SessionRow:
     updated_at: datetime
 
 
-def _row(row: Sequence[Any]) -> SessionRow:
+def _row(conn: SqlRunner, row: Sequence[Any]) -> SessionRow:
     check_format_version("provider session", f"{row[0]}/{row[1]}", int(row[6]))
     return SessionRow(
         run_id=str(row[0]),
         task_id=str(row[1]),
         provider=str(row[2]),
-        state_json=str(row[3]),
+        state_json=str(
+            unseal(conn, "provider_sessions", "state_json", (str(row[0]), str(row[1])), row[3])
+        ),
         name=row[4],
         updated_at=from_db(row[5]),
     )
@@ -70,7 +73,14 @@ def save(
         "ON CONFLICT (run_id, task_id) DO UPDATE SET provider = excluded.provider, "
         "state_json = excluded.state_json, updated_at = excluded.updated_at, "
         "session_name = excluded.session_name",
-        (run_id, task_id, provider, state_json, to_db(now), name),
+        (
+            run_id,
+            task_id,
+            provider,
+            seal(conn, "provider_sessions", "state_json", (run_id, task_id), state_json),
+            to_db(now),
+            name,
+        ),
     )
 
 
@@ -81,7 +91,10 @@ def sessions(conn: SqlRunner, run_id: str) -> list[tuple[str, str, str]]:
         " ORDER BY task_id",
         (run_id,),
     )
-    return [(row[0], row[1], row[2]) for row in rows]
+    return [
+        (row[0], row[1], unseal(conn, "provider_sessions", "state_json", (run_id, row[0]), row[2]))
+        for row in rows
+    ]
 
 
 def find(conn: SqlRunner, run_id: str, task_id: str) -> SessionRow | None:
@@ -89,7 +102,7 @@ def find(conn: SqlRunner, run_id: str, task_id: str) -> SessionRow | None:
         f"SELECT {_COLUMNS} FROM provider_sessions WHERE run_id = ? AND task_id = ?",  # noqa: S608
         (run_id, task_id),
     ).first()
-    return None if row is None else _row(row)
+    return None if row is None else _row(conn, row)
 
 
 def latest_for_task(conn: SqlRunner, task_id: str, *, before_run: str) -> SessionRow | None:
@@ -98,7 +111,7 @@ def latest_for_task(conn: SqlRunner, task_id: str, *, before_run: str) -> Sessio
         _EARLIER + "AND s.task_id = ? ORDER BY r.created_at DESC, s.run_id DESC LIMIT 1",
         (before_run, before_run, task_id),
     ).first()
-    return None if row is None else _row(row)
+    return None if row is None else _row(conn, row)
 
 
 def latest_named(conn: SqlRunner, name: str, *, before_run: str) -> SessionRow | None:
@@ -109,7 +122,7 @@ def latest_named(conn: SqlRunner, name: str, *, before_run: str) -> SessionRow |
         "ORDER BY r.created_at DESC, s.run_id DESC, s.updated_at DESC LIMIT 1",
         (before_run, before_run, name),
     ).first()
-    return None if row is None else _row(row)
+    return None if row is None else _row(conn, row)
 
 
 def listed(
@@ -130,4 +143,4 @@ def listed(
         "ORDER BY updated_at DESC, run_id DESC, task_id",
         tuple(params),
     )
-    return [_row(row) for row in rows]
+    return [_row(conn, row) for row in rows]

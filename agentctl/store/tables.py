@@ -56,6 +56,7 @@ __all__ = [
     "budgets",
     "checkpoints",
     "effects",
+    "encryption_keys",
     "memory_entries",
     "metadata",
     "monitor_observations",
@@ -554,6 +555,20 @@ task_claims = Table(
     Column("outcome_json", Text),
     CheckConstraint("state IN ('ready', 'claimed', 'done')", name="state"),
     Index("ix_task_claims_state_ready_at", "state", "ready_at"),
+)
+
+# The keys that seal payloads at rest (store/sealing.py, docs/encryption.md): the name of
+# the variable that held each key (never the key), the one ``active`` key new values are
+# sealed under, and a constant sealed under the key so a wrong key is told from a lost one.
+encryption_keys = Table(
+    "encryption_keys",
+    metadata,
+    Column("key_id", String(64), primary_key=True),
+    Column("key_env", String(255), nullable=False),
+    Column("status", String(10), nullable=False),
+    Column("check_value", Text, nullable=False),
+    _ts("created_at", nullable=False),
+    CheckConstraint("status IN ('active', 'retired')", name="status"),
 )
 
 #: Tables whose rows carry a record format version (checked on read).

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentctl.store.formats import FORMAT_VERSION
 from agentctl.store.rows import columns_sql, row_dicts
+from agentctl.store.sealing import unseal, unseal_columns
 
 if TYPE_CHECKING:
     from agentctl.store.engine import SqlRunner
@@ -52,6 +53,7 @@ TASK_COLUMNS = (
     "finished_at",
 )
 _TIMES = frozenset({"started_at", "finished_at"})
+_SEALED = ("output_json", "error_json", "state_delta_json")
 
 #: Rows per multi-row INSERT: 6 parameters each, well below SQLite's default limit of
 #: 32,766 bound parameters.
@@ -91,12 +93,18 @@ def task_states(conn: SqlRunner, run_id: str) -> list[TaskState]:
         "format_version FROM tasks WHERE run_id = ? ORDER BY ordinal",
         (run_id,),
     )
-    return [tuple(row) for row in rows]
+    return [_opened_state(conn, run_id, row) for row in rows]
+
+
+def _opened_state(conn: SqlRunner, run_id: str, row: Any) -> TaskState:
+    opened = unseal_columns(conn, "tasks", (run_id, row[0]), row, _STATE_SEALED)
+    return tuple(opened)  # type: ignore[return-value,unused-ignore]
 
 
 _STATE_COLUMNS = (
     "task_id, ordinal, status, attempt, disposition, output_json, error_json, format_version"
 )
+_STATE_SEALED = {"output_json": 5, "error_json": 6}
 _UNFINISHED = "('pending', 'running', 'waiting_for_approval', 'waiting_for_effect')"
 _ID_CHUNK = 1_000
 
@@ -111,7 +119,7 @@ def unfinished_task_states(conn: SqlRunner, run_id: str) -> list[TaskState]:
         f"AND status IN {_UNFINISHED}",
         (run_id,),
     )
-    return sorted((tuple(row) for row in rows), key=lambda row: row[1])
+    return sorted((_opened_state(conn, run_id, row) for row in rows), key=lambda row: row[1])
 
 
 def task_states_of(conn: SqlRunner, run_id: str, task_ids: Sequence[str]) -> list[TaskState]:
@@ -121,7 +129,7 @@ def task_states_of(conn: SqlRunner, run_id: str, task_ids: Sequence[str]) -> lis
         chunk = tuple(task_ids[start : start + _ID_CHUNK])
         marks = ", ".join("?" * len(chunk))
         out.extend(
-            tuple(row)
+            _opened_state(conn, run_id, row)
             for row in conn.exec_driver_sql(
                 f"SELECT {_STATE_COLUMNS} FROM tasks "  # noqa: S608 - fixed text
                 f"WHERE run_id = ? AND task_id IN ({marks})",
@@ -149,7 +157,13 @@ def task_records(conn: SqlRunner, run_id: str) -> list[dict[str, Any]]:
         f"SELECT {_COLUMNS} FROM tasks WHERE run_id = ? ORDER BY ordinal",  # noqa: S608
         (run_id,),
     )
-    return row_dicts(rows, TASK_COLUMNS, _TIMES)
+    records = row_dicts(rows, TASK_COLUMNS, _TIMES)
+    for record in records:
+        for column in _SEALED:
+            record[column] = unseal(
+                conn, "tasks", column, (run_id, record["task_id"]), record[column]
+            )
+    return records
 
 
 def state_counts(conn: SqlRunner, run_id: str) -> dict[str, int]:
@@ -166,7 +180,7 @@ def outputs(conn: SqlRunner, run_id: str) -> list[tuple[str, str]]:
         "SELECT task_id, output_json FROM tasks WHERE run_id = ? AND output_json IS NOT NULL",
         (run_id,),
     )
-    return [(row[0], row[1]) for row in rows]
+    return [(row[0], _output(conn, run_id, row[0], row[1])) for row in rows]
 
 
 def outputs_in_order(conn: SqlRunner, run_id: str) -> list[tuple[str, str]]:
@@ -176,4 +190,8 @@ def outputs_in_order(conn: SqlRunner, run_id: str) -> list[tuple[str, str]]:
         "ORDER BY ordinal",
         (run_id,),
     )
-    return [(row[0], row[1]) for row in rows]
+    return [(row[0], _output(conn, run_id, row[0], row[1])) for row in rows]
+
+
+def _output(conn: SqlRunner, run_id: str, task_id: str, stored: str) -> str:
+    return str(unseal(conn, "tasks", "output_json", (run_id, task_id), stored))

@@ -16,6 +16,7 @@ from typing import Any
 
 from agentctl.errors import StateConflictError
 from agentctl.store.run_queue import notify_run
+from agentctl.store.sealing import PAYLOAD_COLUMNS, seal
 from agentctl.store.states import allowed_priors
 from agentctl.store.timestamps import to_db
 
@@ -65,7 +66,14 @@ def guarded_update(conn: Any, kind: str, key: tuple[Any, ...], values: Mapping[s
     """
     status = values.get("status")
     statement, priors = _statement(kind, tuple(values), None if status is None else str(status))
-    params: list[Any] = [driver_value(v) for v in values.values()]
+    table, _ = _RECORDS[kind]
+    sealed = PAYLOAD_COLUMNS.get(table)
+    params: list[Any] = [
+        seal(conn, table, column, key, value)
+        if sealed is not None and column in sealed.columns
+        else driver_value(value)
+        for column, value in values.items()
+    ]
     params.extend(key)
     params.extend(priors)
     result = conn.exec_driver_sql(statement, tuple(params))
@@ -76,7 +84,7 @@ def guarded_update(conn: Any, kind: str, key: tuple[Any, ...], values: Mapping[s
             # A decision may let a worker adopt the parked run (store/adoption.py).
             notify_run(conn, f"approval:{key[0]}")
         return
-    table, key_columns = _RECORDS[kind]
+    key_columns = _RECORDS[kind][1]
     found = conn.exec_driver_sql(
         f"SELECT status FROM {table} WHERE {' AND '.join(f'{c} = ?' for c in key_columns)}",  # noqa: S608
         tuple(key),

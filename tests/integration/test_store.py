@@ -38,7 +38,7 @@ def _insert_run(conn: object, run_id: str = "run-1", format_version: int = 1) ->
 
 
 def test_single_head() -> None:
-    assert migrate.head_revision() == migrate.SCHEMA_HEAD == "0011_audit_effect_index"
+    assert migrate.head_revision() == migrate.SCHEMA_HEAD == "0012_encryption_keys"
     assert len(migrate.known_revisions()) >= 1
 
 

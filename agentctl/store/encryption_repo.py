@@ -1,0 +1,382 @@
+"""Encryption keys and the sealing of existing rows: ``agentctl db encryption``.
+
+``encryption_keys`` records each key id, the variable that held its key and a check value
+sealed under it; :func:`load_sealer` turns it into the store's :class:`Sealer` at open.
+:func:`seal_existing` walks every payload column (``sealing.PAYLOAD_COLUMNS``) in key order,
+a batch of rows per short write transaction, and re-writes each value not yet sealed under
+the active key. Each update is conditional on the value it read, so a row another process
+changed meanwhile is left to the next pass instead of being overwritten; an interrupted
+walk (SIGKILL, a lost server) leaves every batch it committed sealed and the rest readable,
+and running it again finishes the job. The database stays usable throughout.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy.exc import SQLAlchemyError
+
+from agentctl.errors import PersistenceError, UsageError
+from agentctl.store.sealing import (
+    CLEAR,
+    PAYLOAD_COLUMNS,
+    SEALED_PREFIX,
+    PayloadColumns,
+    Sealer,
+    is_sealed,
+    key_id_of,
+    reseal,
+)
+from agentctl.store.timestamps import to_db
+
+if TYPE_CHECKING:
+    from agentctl.store.engine import SqlRunner, Store
+
+__all__ = [
+    "BATCH_ROWS",
+    "ColumnCount",
+    "KeyRecord",
+    "SealReport",
+    "activate_key",
+    "column_counts",
+    "inventory",
+    "keys",
+    "load_sealer",
+    "seal_existing",
+    "seal_under",
+]
+
+#: Rows per write transaction of ``enable``/``rotate``: short enough that a run's writes
+#: interleave with the walk, long enough that the commits do not dominate.
+BATCH_ROWS = 200
+_CHECK_AAD = b"encryption_keys.check_value"
+_CHECK_TEXT = "agentctl encryption key check"
+
+
+@dataclass(frozen=True, slots=True)
+class KeyRecord:
+    key_id: str
+    key_env: str
+    status: str
+    created_at: datetime | None
+
+
+@dataclass(slots=True)
+class ColumnCount:
+    """How many values of one payload column are clear and sealed under each key."""
+
+    table: str
+    column: str
+    clear: int = 0
+    sealed: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class SealReport:
+    rows_changed: int = 0
+    values_sealed: int = 0
+    batches: int = 0
+
+
+def keys(conn: SqlRunner) -> list[KeyRecord]:
+    rows = conn.exec_driver_sql(
+        "SELECT key_id, key_env, status, created_at FROM encryption_keys ORDER BY created_at"
+    )
+    out = []
+    for row in rows:
+        stamp = row[3]
+        if isinstance(stamp, str):
+            from agentctl.store.timestamps import from_db
+
+            stamp = from_db(stamp)
+        out.append(KeyRecord(str(row[0]), str(row[1]), str(row[2]), stamp))
+    return out
+
+
+def load_sealer(store: Store) -> Sealer:
+    """The store's sealer from ``encryption_keys`` (:data:`CLEAR` when none was enabled;
+    a database older than the table, opened without upgrading, has none either)."""
+    try:
+        # At the driver: opening a store makes no SQLAlchemy engine (store/engine.py).
+        with store.driver_session() as session, session.read() as conn:
+            found = keys(conn)
+    except (PersistenceError, SQLAlchemyError):
+        return CLEAR
+    if not found:
+        return CLEAR
+    active = next((k.key_id for k in found if k.status == "active"), None)
+    return Sealer(active=active, variables={k.key_id: k.key_env for k in found})
+
+
+def _check_value(conn: SqlRunner, key_id: str) -> str | None:
+    row = conn.exec_driver_sql(
+        "SELECT check_value FROM encryption_keys WHERE key_id = ?", (key_id,)
+    ).first()
+    return None if row is None else str(row[0])
+
+
+def verify_key(sealer: Sealer, key_id: str, check_value: str) -> None:
+    """Raise ``encryption.key_mismatch`` when the key offered as ``key_id`` is not the one
+    that was enabled under that id (``encryption.key_missing`` when none is offered)."""
+    sealer.open_text(check_value, _CHECK_AAD + b"/" + key_id.encode())
+
+
+def activate_key(store: Store, key_id: str, key_env: str, key: bytes) -> Sealer:
+    """Make ``key_id`` the key new values are sealed under (the former active key is
+    retired but still opens what it sealed) and return the store's new sealer. A key id
+    recorded before must come with the same key."""
+    with store.write() as conn:
+        known = {k.key_id: k for k in keys(conn)}
+        sealer = Sealer(
+            active=key_id,
+            variables={**{k: r.key_env for k, r in known.items()}, key_id: key_env},
+            given={key_id: key},
+        )
+        aad = _CHECK_AAD + b"/" + key_id.encode()
+        if key_id in known:
+            check = _check_value(conn, key_id)
+            assert check is not None
+            verify_key(sealer, key_id, check)
+            conn.exec_driver_sql(
+                "UPDATE encryption_keys SET status = 'retired' WHERE key_id <> ? "
+                "AND status = 'active'",
+                (key_id,),
+            )
+            conn.exec_driver_sql(
+                "UPDATE encryption_keys SET status = 'active', key_env = ? WHERE key_id = ?",
+                (key_env, key_id),
+            )
+        else:
+            conn.exec_driver_sql(
+                "UPDATE encryption_keys SET status = 'retired' WHERE status = 'active'"
+            )
+            conn.exec_driver_sql(
+                "INSERT INTO encryption_keys (key_id, key_env, status, check_value, created_at) "
+                "VALUES (?, ?, 'active', ?, ?)",
+                (key_id, key_env, sealer.seal_text(_CHECK_TEXT, aad), to_db(datetime.now(UTC))),
+            )
+    store.use_sealer(sealer)
+    return sealer
+
+
+def column_counts(conn: SqlRunner, key_ids: list[str]) -> list[ColumnCount]:
+    """Clear and sealed values of every payload column, per key id (``?`` for an id no
+    row of ``encryption_keys`` names)."""
+    out: list[ColumnCount] = []
+    for spec in PAYLOAD_COLUMNS.values():
+        for column in spec.columns:
+            sums = ", ".join(
+                f"SUM(CASE WHEN substr({column}, 1, ?) = ? THEN 1 ELSE 0 END)" for _ in key_ids
+            )
+            params: list[Any] = [len(SEALED_PREFIX), SEALED_PREFIX]
+            for key_id in key_ids:
+                prefix = f"{SEALED_PREFIX}{key_id}:"
+                params.extend((len(prefix), prefix))
+            row = conn.exec_driver_sql(
+                f"SELECT COUNT({column}), "  # noqa: S608 - names from PAYLOAD_COLUMNS
+                f"SUM(CASE WHEN substr({column}, 1, ?) = ? THEN 1 ELSE 0 END)"
+                f"{', ' + sums if sums else ''} FROM {spec.table}",
+                tuple(params),
+            ).first()
+            total, sealed = int(row[0] or 0), int(row[1] or 0)
+            count = ColumnCount(spec.table, column, clear=total - sealed)
+            named = 0
+            for position, key_id in enumerate(key_ids):
+                value = int(row[2 + position] or 0)
+                named += value
+                if value:
+                    count.sealed[key_id] = value
+            if sealed - named:
+                count.sealed["?"] = sealed - named
+            out.append(count)
+    return out
+
+
+def _pages(store: Store, spec: PayloadColumns, batch: int) -> Iterator[list[Any]]:
+    """The table's rows in key order, ``batch`` at a time (keyset pagination: each page
+    is one indexed read however far the walk has gone)."""
+    key_sql = ", ".join(spec.key)
+    select = f"SELECT {key_sql}, {', '.join(spec.columns)} FROM {spec.table}"  # noqa: S608
+    order = f" ORDER BY {key_sql} LIMIT ?"
+    after: tuple[Any, ...] | None = None
+    while True:
+        with store.read() as conn:
+            if after is None:
+                rows = list(conn.exec_driver_sql(select + order, (batch,)))
+            else:
+                marks = ", ".join("?" for _ in spec.key)
+                where = (
+                    f" WHERE {spec.key[0]} > ?"
+                    if len(spec.key) == 1
+                    else f" WHERE ({key_sql}) > ({marks})"
+                )
+                rows = list(conn.exec_driver_sql(select + where + order, (*after, batch)))
+        if not rows:
+            return
+        yield rows
+        after = tuple(rows[-1][: len(spec.key)])
+
+
+def seal_existing(
+    store: Store,
+    sealer: Sealer,
+    *,
+    batch: int = BATCH_ROWS,
+    after_batch: Callable[[], None] | None = None,
+) -> SealReport:
+    """Re-write every payload value not sealed under ``sealer.active`` (clear, or sealed
+    under an older key, which must be offered) sealed under it, a batch per transaction."""
+    assert sealer.active is not None
+    target = f"{SEALED_PREFIX}{sealer.active}:"
+    report = SealReport()
+    for spec in PAYLOAD_COLUMNS.values():
+        width = len(spec.key)
+        for rows in _pages(store, spec, batch):
+            updates: list[tuple[str, tuple[Any, ...]]] = []
+            for row in rows:
+                record = tuple(row[:width])
+                changed: list[tuple[str, str, str]] = []
+                for column, stored in zip(spec.columns, row[width:], strict=True):
+                    if stored is None or str(stored).startswith(target):
+                        continue
+                    new = reseal(sealer, spec.table, column, record, str(stored))
+                    changed.append((column, str(stored), new))
+                if not changed:
+                    continue
+                sets = ", ".join(f"{column} = ?" for column, _, _ in changed)
+                where = " AND ".join(
+                    [f"{k} = ?" for k in spec.key] + [f"{c} = ?" for c, _, _ in changed]
+                )
+                updates.append(
+                    (
+                        f"UPDATE {spec.table} SET {sets} WHERE {where}",  # noqa: S608
+                        (*(n for _, _, n in changed), *record, *(o for _, o, _ in changed)),
+                    )
+                )
+                report.values_sealed += len(changed)
+            if not updates:
+                continue
+            with store.write() as conn:
+                for statement, params in updates:
+                    report.rows_changed += conn.exec_driver_sql(statement, params).rowcount
+            report.batches += 1
+            if after_batch is not None:
+                after_batch()
+    return report
+
+
+def require_key_id_free_or_same(store: Store, key_id: str, *, rotating: bool) -> str | None:
+    """The active key id, after checking ``enable``/``rotate`` may use ``key_id``."""
+    with store.read() as conn:
+        found = keys(conn)
+    active = next((k.key_id for k in found if k.status == "active"), None)
+    if not rotating and active is not None and active != key_id:
+        raise UsageError(
+            f"encryption is already enabled under key {active!r}",
+            code="encryption.already_enabled",
+            hint=f"re-seal under {key_id} with `agentctl db encryption rotate --key-id "
+            f"{key_id} --key-env VAR`",
+        )
+    if rotating and active is None:
+        raise UsageError(
+            "encryption is not enabled on this database: there is no key to rotate",
+            code="encryption.not_enabled",
+            hint="enable it first with `agentctl db encryption enable --key-id ID --key-env VAR`",
+        )
+    return active
+
+
+def sealed_key_ids(value: str | None) -> str | None:
+    return key_id_of(value) if value is not None and is_sealed(value) else None
+
+
+def inventory(store: Store) -> dict[str, Any]:
+    """What is sealed under which key and what is still clear (``db encryption
+    inventory``): readable without any key."""
+    with store.read() as conn:
+        found = keys(conn)
+        counts = column_counts(conn, [k.key_id for k in found])
+    active = next((k.key_id for k in found if k.status == "active"), None)
+    return {
+        "enabled": active is not None,
+        "activeKeyId": active,
+        "keys": [
+            {
+                "keyId": k.key_id,
+                "keyEnv": k.key_env,
+                "status": k.status,
+                "createdAt": None if k.created_at is None else k.created_at.isoformat(),
+            }
+            for k in found
+        ],
+        "columns": [
+            {"table": c.table, "column": c.column, "clear": c.clear, "sealed": c.sealed}
+            for c in counts
+        ],
+        "clearValues": sum(c.clear for c in counts),
+        "sealedValues": sum(sum(c.sealed.values()) for c in counts),
+    }
+
+
+def seal_under(
+    store: Store,
+    key_id: str,
+    key_env: str,
+    *,
+    rotating: bool,
+    dry_run: bool = False,
+    batch: int = BATCH_ROWS,
+    after_batch: Callable[[], None] | None = None,
+) -> dict[str, Any]:
+    """``db encryption enable`` (``rotating=False``) or ``rotate``: make ``key_id`` (its
+    key in ``$key_env``) the active key and seal every payload value under it."""
+    import os
+
+    from agentctl.store.sealing import check_key_id, key_from_text
+
+    check_key_id(key_id)
+    text = os.environ.get(key_env, "")
+    if not text.strip():
+        raise UsageError(
+            f"${key_env} is not set: it must hold the base64 32-byte key {key_id}",
+            code="encryption.bad_key",
+            hint=f'export {key_env}=$(python -c "import os,base64;'
+            'print(base64.b64encode(os.urandom(32)).decode())") and keep a copy safe',
+        )
+    key = key_from_text(text, f"${key_env}")
+    previous = require_key_id_free_or_same(store, key_id, rotating=rotating)
+    before = inventory(store)
+    to_seal = sum(
+        c["clear"] + sum(n for k, n in c["sealed"].items() if k != key_id)
+        for c in before["columns"]
+    )
+    data: dict[str, Any] = {
+        "operation": "rotate" if rotating else "enable",
+        "keyId": key_id,
+        "keyEnv": key_env,
+        "previousKeyId": previous,
+        "dryRun": dry_run,
+        "valuesToSeal": to_seal,
+    }
+    if dry_run:
+        with store.read() as conn:
+            check = _check_value(conn, key_id)
+        if check is not None:
+            verify_key(Sealer(given={key_id: key}), key_id, check)
+        data.update(valuesSealed=0, batches=0)
+        return data
+    sealer = activate_key(store, key_id, key_env, key)
+    report = seal_existing(store, sealer, batch=batch, after_batch=after_batch)
+    after = inventory(store)
+    data.update(
+        valuesSealed=report.values_sealed,
+        batches=report.batches,
+        clearValuesLeft=after["clearValues"],
+        otherKeyValuesLeft=sum(
+            n for c in after["columns"] for k, n in c["sealed"].items() if k != key_id
+        ),
+    )
+    return data

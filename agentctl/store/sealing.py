@@ -1,0 +1,319 @@
+"""Sealing payloads at rest: the one codec every repository uses for payload columns.
+
+A database that has encryption enabled (``agentctl db encryption enable``, see
+docs/encryption.md) stores each payload value — a task's output, an effect's request, a
+checkpoint's memory delta, an audit event's payload … (:data:`PAYLOAD_COLUMNS`) — as::
+
+    aes256gcm:KEY_ID:BASE64(nonce ‖ ciphertext ‖ tag)
+
+AES-256-GCM with a random 96-bit nonce per value; the associated data is the table, the
+column and the record's key, so a value copied into another row or column does not open.
+The key id travels with each value, so a database half-way through a rotation holds values
+under two keys and every one of them names the key that opens it.
+
+Repositories call :func:`seal` on the way in and :func:`unseal` on the way out, with the
+connection they were handed: the connection carries the store's :class:`Sealer`
+(:func:`sealer_of`). Callers above the store only ever see canonical plaintext, so every
+identity (plan digests, fingerprints, effect ids, output digests, checkpoint checksums,
+the audit chain) is computed on the same bytes with encryption on or off. Clear values
+(written before ``enable``) pass through :func:`unseal` unchanged.
+
+A key is never stored: the database records, beside each key id, the name of the
+environment variable that held it at ``enable``/``rotate``; ``AGENTCTL_ENCRYPTION_KEYS``
+(``ID=BASE64,ID=BASE64``) offers keys under other names (old keys during a rotation, a host
+that names the variable differently). A sealed value whose key cannot be found is
+``encryption.key_missing`` (exit 5) naming the key id; a key that does not open it is
+``encryption.key_mismatch``.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from agentctl.errors import PersistenceError, UsageError
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+__all__ = [
+    "CLEAR",
+    "KEYS_ENV",
+    "PAYLOAD_COLUMNS",
+    "SEALED_PREFIX",
+    "PayloadColumns",
+    "Sealer",
+    "check_key_id",
+    "is_sealed",
+    "key_from_text",
+    "key_id_of",
+    "seal",
+    "sealer_of",
+    "unseal",
+    "unseal_columns",
+    "unseal_record",
+    "unseal_records",
+]
+
+SEALED_PREFIX = "aes256gcm:"
+#: ``ID=BASE64`` pairs, comma-separated: keys offered besides the recorded variables.
+KEYS_ENV = "AGENTCTL_ENCRYPTION_KEYS"
+#: Execution option that carries a store's sealer on its SQLAlchemy connections.
+SEALER_OPTION = "agentctl_sealer"
+
+_NONCE_BYTES = 12
+_KEY_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+@dataclass(frozen=True, slots=True)
+class PayloadColumns:
+    """The sealed columns of one table and the columns that name a record of it."""
+
+    table: str
+    key: tuple[str, ...]
+    columns: tuple[str, ...]
+
+
+#: Every payload column that is sealed when encryption is on (docs/encryption.md lists
+#: them). Every reader and writer of these columns goes through :func:`seal`/:func:`unseal`;
+#: ``db encryption enable`` and ``rotate`` walk exactly this table.
+PAYLOAD_COLUMNS: Mapping[str, PayloadColumns] = {
+    p.table: p
+    for p in (
+        PayloadColumns("runs", ("id",), ("inputs_json", "output_json", "error_json")),
+        PayloadColumns(
+            "tasks", ("run_id", "task_id"), ("output_json", "error_json", "state_delta_json")
+        ),
+        PayloadColumns("effects", ("id",), ("request_json", "result_json", "error_json")),
+        PayloadColumns("reconciliations", ("id",), ("evidence", "result_json")),
+        PayloadColumns("approvals", ("id",), ("prompt", "input_json", "answer_json")),
+        PayloadColumns("checkpoints", ("run_id", "seq"), ("memory_delta_json",)),
+        PayloadColumns("audit_events", ("run_id", "seq"), ("payload_json",)),
+        PayloadColumns("provider_sessions", ("run_id", "task_id"), ("state_json",)),
+        PayloadColumns("tool_calls", ("id",), ("arguments_json", "result_json", "error_json")),
+    )
+}
+
+
+def is_sealed(stored: object) -> bool:
+    return isinstance(stored, str) and stored.startswith(SEALED_PREFIX)
+
+
+def key_id_of(stored: str) -> str:
+    """The key id a sealed value names."""
+    return stored[len(SEALED_PREFIX) :].split(":", 1)[0]
+
+
+def check_key_id(key_id: str) -> str:
+    if not _KEY_ID.fullmatch(key_id):
+        raise UsageError(
+            f"key id {key_id!r} is not 1-64 letters, digits, '.', '_' or '-'",
+            code="encryption.bad_key",
+            hint="choose a key id such as 2026-12 or prod-1",
+        )
+    return key_id
+
+
+def key_from_text(text: str, where: str) -> bytes:
+    """A 32-byte key from its base64 text (``where`` names its source in errors)."""
+    try:
+        key = base64.b64decode(text.strip(), validate=True)
+    except (binascii.Error, ValueError):
+        key = b""
+    if len(key) != 32:
+        raise UsageError(
+            f"{where} does not hold a base64 32-byte key",
+            code="encryption.bad_key",
+            hint='make one with `python -c "import os,base64;'
+            'print(base64.b64encode(os.urandom(32)).decode())"`',
+        )
+    return key
+
+
+def _offered_keys() -> dict[str, bytes]:
+    text = os.environ.get(KEYS_ENV, "").strip()
+    offered: dict[str, bytes] = {}
+    for pair in filter(None, (part.strip() for part in text.split(","))):
+        key_id, sep, value = pair.partition("=")
+        if not sep:
+            raise UsageError(
+                f"{KEYS_ENV} entry {pair[:20]!r}… is not ID=BASE64",
+                code="encryption.bad_key",
+                hint=f"set {KEYS_ENV} to comma-separated ID=BASE64 pairs",
+            )
+        offered[check_key_id(key_id.strip())] = key_from_text(value, f"{KEYS_ENV} entry {key_id}")
+    return offered
+
+
+@dataclass(slots=True)
+class Sealer:
+    """The store's key ring: the key new values are sealed under (None: encryption off)
+    and where to find every key a stored value may name."""
+
+    active: str | None = None
+    #: key id -> the environment variable recorded for it.
+    variables: Mapping[str, str] = field(default_factory=dict)
+    #: keys given directly (``enable``/``rotate`` in this process, tests).
+    given: dict[str, bytes] = field(default_factory=dict)
+    _ciphers: dict[str, AESGCM] = field(default_factory=dict)
+
+    @property
+    def enabled(self) -> bool:
+        return self.active is not None
+
+    def key(self, key_id: str) -> bytes | None:
+        """The key named ``key_id`` from what this process was offered, or None."""
+        if key_id in self.given:
+            return self.given[key_id]
+        offered = _offered_keys()
+        if key_id in offered:
+            return offered[key_id]
+        variable = self.variables.get(key_id)
+        if variable and os.environ.get(variable, "").strip():
+            return key_from_text(os.environ[variable], f"${variable} (key {key_id})")
+        return None
+
+    def _cipher(self, key_id: str, what: str) -> AESGCM:
+        cipher = self._ciphers.get(key_id)
+        if cipher is None:
+            key = self.key(key_id)
+            if key is None:
+                raise _missing(key_id, self.variables.get(key_id), what)
+            from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+            cipher = self._ciphers[key_id] = AESGCM(key)
+        return cipher
+
+    def seal_bytes(self, data: bytes, aad: bytes, *, key_id: str | None = None) -> bytes:
+        key_id = key_id or self.active
+        assert key_id is not None, "sealing needs a key id"
+        nonce = os.urandom(_NONCE_BYTES)
+        return nonce + self._cipher(key_id, aad.decode()).encrypt(nonce, data, aad)
+
+    def open_bytes(self, sealed: bytes, aad: bytes, key_id: str) -> bytes:
+        from cryptography.exceptions import InvalidTag
+
+        cipher = self._cipher(key_id, aad.decode())
+        try:
+            return cipher.decrypt(sealed[:_NONCE_BYTES], sealed[_NONCE_BYTES:], aad)
+        except InvalidTag:
+            raise _mismatch(key_id, aad.decode()) from None
+
+    def seal_text(self, text: str, aad: bytes, *, key_id: str | None = None) -> str:
+        key_id = key_id or self.active
+        assert key_id is not None
+        body = base64.b64encode(self.seal_bytes(text.encode(), aad, key_id=key_id)).decode()
+        return f"{SEALED_PREFIX}{key_id}:{body}"
+
+    def open_text(self, stored: str, aad: bytes) -> str:
+        key_id, _, body = stored[len(SEALED_PREFIX) :].partition(":")
+        try:
+            sealed = base64.b64decode(body, validate=True)
+        except (binascii.Error, ValueError):
+            raise _mismatch(key_id, aad.decode()) from None
+        return self.open_bytes(sealed, aad, key_id).decode()
+
+
+#: The sealer of a store with encryption off and nothing sealed in it yet.
+CLEAR = Sealer()
+
+
+def _missing(key_id: str, variable: str | None, what: str) -> PersistenceError:
+    where = f"${variable}" if variable else "no variable recorded"
+    return PersistenceError(
+        f"{what} is sealed under encryption key {key_id!r}, and this process was not given "
+        f"that key ({where}, {KEYS_ENV})",
+        code="encryption.key_missing",
+        hint=f"set {variable or 'the variable'} to the base64 key {key_id}, or add "
+        f"{key_id}=BASE64 to {KEYS_ENV}; listing runs needs no key",
+    )
+
+
+def _mismatch(key_id: str, what: str) -> PersistenceError:
+    return PersistenceError(
+        f"the key offered as {key_id!r} does not open {what} (a wrong key, or the value "
+        "was altered or moved from another record)",
+        code="encryption.key_mismatch",
+        hint=f"offer the key that was enabled as {key_id} (`agentctl db encryption "
+        "inventory` names the variable); restore the record from a backup if it was altered",
+    )
+
+
+def sealer_of(conn: Any) -> Sealer:
+    """The sealer a connection from a store carries (:data:`CLEAR` when none)."""
+    found = getattr(conn, "sealer", None)
+    if isinstance(found, Sealer):
+        return found
+    options = getattr(conn, "get_execution_options", None)
+    if options is not None:
+        value = options().get(SEALER_OPTION)
+        if isinstance(value, Sealer):
+            return value
+    return CLEAR
+
+
+def _aad(table: str, column: str, record: tuple[Any, ...]) -> bytes:
+    return f"{table}.{column}/{'/'.join(str(part) for part in record)}".encode()
+
+
+def seal(
+    conn: Any, table: str, column: str, record: tuple[Any, ...], value: str | None
+) -> str | None:
+    """``value`` as stored in ``table.column`` of ``record``: sealed when encryption is on."""
+    if value is None:
+        return None
+    sealer = sealer_of(conn)
+    if sealer.active is None:
+        return value
+    return sealer.seal_text(value, _aad(table, column, record))
+
+
+def unseal(conn: Any, table: str, column: str, record: tuple[Any, ...], stored: Any) -> Any:
+    """The plaintext of a stored ``table.column`` value (clear values pass through)."""
+    if not is_sealed(stored):
+        return stored
+    return sealer_of(conn).open_text(stored, _aad(table, column, record))
+
+
+def reseal(sealer: Sealer, table: str, column: str, record: tuple[Any, ...], stored: str) -> str:
+    """A stored value sealed under the sealer's active key (``enable``/``rotate``)."""
+    aad = _aad(table, column, record)
+    text = sealer.open_text(stored, aad) if is_sealed(stored) else stored
+    return sealer.seal_text(text, aad)
+
+
+def unseal_columns(
+    conn: Any,
+    table: str,
+    record: tuple[Any, ...],
+    row: Any,
+    positions: Mapping[str, int],
+) -> list[Any]:
+    """``row`` as a list with the values at ``positions`` (column -> index) opened."""
+    out = list(row)
+    for column, position in positions.items():
+        out[position] = unseal(conn, table, column, record, out[position])
+    return out
+
+
+def unseal_record(conn: Any, table: str, record: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A row mapping (with the table's key columns) with its payload columns opened."""
+    if record is None:
+        return None
+    spec = PAYLOAD_COLUMNS[table]
+    key = tuple(record[column] for column in spec.key)
+    for column in spec.columns:
+        if column in record:
+            record[column] = unseal(conn, table, column, key, record[column])
+    return record
+
+
+def unseal_records(conn: Any, table: str, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    for record in records:
+        unseal_record(conn, table, record)
+    return records
