@@ -25,6 +25,7 @@ from agentctl.artifacts.ingest import CHUNK_BYTES
 from agentctl.artifacts.layout import DIGEST_PREFIX, Layout, fsync_dir
 from agentctl.artifacts.models import ExportResult
 from agentctl.errors import PersistenceError, UsageError
+from agentctl.store.sealing import Sealer, blob_is_sealed, open_blob
 
 __all__ = ["export_blob"]
 
@@ -120,7 +121,7 @@ def _check_existing(target: Path, overwrite: bool, *, confine: bool = True) -> N
         )
 
 
-def _copy_verified(blob: Path, temp: Path, digest: str) -> int:
+def _copy_verified(blob: Path, temp: Path, digest: str, sealer: Sealer) -> int:
     try:
         src = os.open(blob, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except FileNotFoundError as exc:
@@ -149,12 +150,21 @@ def _copy_verified(blob: Path, temp: Path, digest: str) -> int:
         try:
             hasher = hashlib.sha256()
             size = 0
-            while chunk := os.read(src, CHUNK_BYTES):
+            chunk = os.read(src, CHUNK_BYTES)
+            if blob_is_sealed(chunk):  # opened whole (blobs are capped), then written
+                parts = [chunk]
+                while chunk := os.read(src, CHUNK_BYTES):
+                    parts.append(chunk)
+                chunk = open_blob(sealer, blob.parent.name + blob.name, b"".join(parts))
+                hasher.update(chunk)
+                size = len(chunk)
+                _write_all(dst, chunk)
+                chunk = b""
+            while chunk:
                 hasher.update(chunk)
                 size += len(chunk)
-                view = memoryview(chunk)
-                while view:
-                    view = view[os.write(dst, view) :]
+                _write_all(dst, chunk)
+                chunk = os.read(src, CHUNK_BYTES)
             os.fsync(dst)
         finally:
             os.close(dst)
@@ -167,6 +177,12 @@ def _copy_verified(blob: Path, temp: Path, digest: str) -> int:
             hint="run `agentctl artifacts verify --all`; rerun the task that wrote it",
         )
     return size
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def export_blob(
@@ -190,7 +206,7 @@ def export_blob(
     # Not derived from the target's name, so a name near the length limit still fits.
     temp = target.parent / f".agentctl-export.{secrets.token_hex(6)}"
     try:
-        size = _copy_verified(layout.blob_path(digest), temp, digest)
+        size = _copy_verified(layout.blob_path(digest), temp, digest, layout.sealer)
         if overwrite:
             _check_existing(target, overwrite=True, confine=confine)
             os.replace(temp, target)

@@ -21,6 +21,7 @@ from typing import Protocol
 
 from agentctl.artifacts.layout import DIGEST_PREFIX, Layout
 from agentctl.errors import TaskError
+from agentctl.store.sealing import CLEAR, Sealer, blob_is_sealed, open_blob, seal_blob
 
 __all__ = ["CHUNK_BYTES", "FaultPoint", "Staged", "hash_file", "prehash", "publish", "stage"]
 
@@ -73,15 +74,25 @@ def _open_source(source: Path, cap: int) -> int:
     return fd
 
 
-def hash_file(path: Path) -> tuple[str, int]:
-    """``(sha256:<hex>, size)`` of a file, read in large chunks without following links."""
+def hash_file(path: Path, sealer: Sealer = CLEAR) -> tuple[str, int]:
+    """``(sha256:<hex>, size)`` of a file's plaintext, read in large chunks without
+    following links (a sealed blob is opened with ``sealer`` first: its name is the digest
+    of its plaintext)."""
     hasher = hashlib.sha256()
     size = 0
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     try:
-        while chunk := os.read(fd, CHUNK_BYTES):
+        chunk = os.read(fd, CHUNK_BYTES)
+        if blob_is_sealed(chunk):
+            parts = [chunk]
+            while chunk := os.read(fd, CHUNK_BYTES):
+                parts.append(chunk)
+            plain = open_blob(sealer, path.parent.name + path.name, b"".join(parts))
+            return DIGEST_PREFIX + hashlib.sha256(plain).hexdigest(), len(plain)
+        while chunk:
             hasher.update(chunk)
             size += len(chunk)
+            chunk = os.read(fd, CHUNK_BYTES)
     finally:
         os.close(fd)
     return DIGEST_PREFIX + hasher.hexdigest(), size
@@ -113,21 +124,29 @@ def stage(
     """
     temp = layout.temp_path(lease_id)
     src = _open_source(source, cap)
+    sealing = layout.sealer.enabled
     try:
         dst = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
         try:
             hasher = hashlib.sha256()
             size = 0
+            # With encryption on the plaintext is held (at most ``cap`` bytes) and only its
+            # sealed form is written: no clear byte reaches the artifact root.
+            held: list[bytes] = []
             while chunk := os.read(src, CHUNK_BYTES):
                 size += len(chunk)
                 if size > cap:
                     raise _too_large(source, cap)
                 hasher.update(chunk)
-                view = memoryview(chunk)
-                while view:
-                    view = view[os.write(dst, view) :]
+                if sealing:
+                    held.append(chunk)
+                    continue
+                _write_all(dst, chunk)
                 if faults is not None:
                     faults.hit("artifact.chunk_written")
+            if sealing:
+                name = hasher.hexdigest()
+                _write_all(dst, seal_blob(layout.sealer, name, b"".join(held)))
             os.fsync(dst)
         finally:
             os.close(dst)
@@ -137,6 +156,12 @@ def stage(
     finally:
         os.close(src)
     return Staged(lease_id, DIGEST_PREFIX + hasher.hexdigest(), size, temp)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def publish(layout: Layout, staged: Staged) -> Path:
@@ -151,7 +176,7 @@ def publish(layout: Layout, staged: Staged) -> Path:
     when the same bytes are ingested again.
     """
     blob = layout.blob_path(staged.digest)
-    if _intact(blob, staged):
+    if _intact(blob, staged, layout.sealer):
         staged.temp.unlink()
         return blob.parent
     try:
@@ -173,16 +198,18 @@ def publish(layout: Layout, staged: Staged) -> Path:
     return blob.parent
 
 
-def _intact(blob: Path, staged: Staged) -> bool:
+def _intact(blob: Path, staged: Staged, sealer: Sealer) -> bool:
     """True when ``blob`` is a regular file holding exactly the staged bytes."""
     try:
         existing = os.stat(blob, follow_symlinks=False)
     except FileNotFoundError:
         return False
-    if not stat.S_ISREG(existing.st_mode) or existing.st_size != staged.size:
+    if not stat.S_ISREG(existing.st_mode):
+        return False
+    if existing.st_size != staged.size and not sealer.enabled:
         return False
     try:
-        digest, _ = hash_file(blob)
+        digest, size = hash_file(blob, sealer)
     except OSError:
         return False  # unreadable: replaced like any other damage
-    return digest == staged.digest
+    return digest == staged.digest and size == staged.size

@@ -23,7 +23,7 @@ def blob_problem(
     """None when the blob is intact, else its problem kind and a message naming it."""
     path = layout.blob_path(digest)
     try:
-        actual, size = hash_file(path)
+        actual, size = hash_file(path, layout.sealer)
     except FileNotFoundError:
         return "missing", f"artifact {digest} is missing from the store ({path})"
     except OSError as exc:

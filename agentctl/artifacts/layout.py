@@ -19,10 +19,11 @@ import os
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from agentctl.errors import NotFoundError, UsageError
+from agentctl.store.sealing import CLEAR, Sealer
 
 __all__ = [
     "DIGEST_PREFIX",
@@ -71,6 +72,8 @@ def fsync_dir(path: Path) -> None:
 @dataclass(frozen=True, slots=True)
 class Layout:
     root: Path
+    #: Seals new blobs and opens sealed ones (the database's key ring, store/sealing.py).
+    sealer: Sealer = field(default=CLEAR, compare=False)
 
     @property
     def blobs(self) -> Path:

@@ -84,7 +84,7 @@ class ArtifactStore:
         lease_seconds: float = LEASE_SECONDS,
         faults: FaultPoint | None = None,
     ) -> None:
-        self.layout = Layout(Path(root))
+        self.layout = Layout(Path(root), sealer=store.sealer)
         self.store = store
         self.clock = clock
         self.max_file_bytes = max_file_bytes

@@ -32,6 +32,17 @@ DryRunOption = Annotated[
 ]
 
 
+def _layout(store: Any) -> Any:
+    """The database's artifact root with the store's key ring, None when it has none."""
+    from agentctl.artifacts.layout import Layout
+    from agentctl.store.location import artifact_root
+
+    root = artifact_root(store.path if store.dialect == "sqlite" else store.location)
+    if root is None or not root.is_dir():
+        return None
+    return Layout(root, sealer=store.sealer)
+
+
 @app.command("inventory")
 def inventory_command(ctx: typer.Context, db: DbOption = None) -> None:
     """List which payload columns are sealed, under which key ids, and what is still clear.
@@ -45,6 +56,11 @@ def inventory_command(ctx: typer.Context, db: DbOption = None) -> None:
 
     with open_store(db_from_context(ctx, db), create=False) as store:
         data = inventory(store)
+        layout = _layout(store)
+    if layout is not None:
+        from agentctl.artifacts.sealing import blob_counts
+
+        data["blobs"] = blob_counts(layout)
     out = output.current()
 
     def human() -> None:
@@ -56,6 +72,13 @@ def inventory_command(ctx: typer.Context, db: DbOption = None) -> None:
             sealed = ", ".join(f"{k}: {n}" for k, n in column["sealed"].items()) or "-"
             name = f"{column['table']}.{column['column']}"
             print(f"  {name:<34} clear {column['clear']:<6} sealed {sealed}", file=out.stdout)
+        blobs = data.get("blobs", {})
+        if blobs:
+            sealed = ", ".join(f"{k}: {n}" for k, n in blobs.items() if k != "clear") or "-"
+            print(
+                f"  {'artifact blobs':<34} clear {blobs['clear']:<6} sealed {sealed}",
+                file=out.stdout,
+            )
 
     out.success("EncryptionInventory", data, human=human)
 
@@ -77,6 +100,14 @@ def _migrate(
             dry_run=dry_run,
             after_batch=lambda: faults.hit("encryption.batch"),
         )
+        layout = _layout(store)
+        data["blobsSealed"] = 0
+        if layout is not None and not dry_run:
+            from agentctl.artifacts.sealing import seal_blobs
+
+            data["blobsSealed"] = seal_blobs(
+                layout, store.sealer, after_batch=lambda: faults.hit("encryption.batch")
+            )
     verb = "rotated to" if rotating else "enabled under"
     if dry_run:
         human = f"would seal {data['valuesToSeal']} value(s) under key {key_id} (dry run)"

@@ -47,6 +47,7 @@ __all__ = [
     "load_sealer",
     "seal_existing",
     "seal_under",
+    "scrub",
 ]
 
 #: Rows per write transaction of ``enable``/``rotate``: short enough that a run's writes
@@ -289,6 +290,19 @@ def require_key_id_free_or_same(store: Store, key_id: str, *, rotating: bool) ->
     return active
 
 
+def scrub(store: Store) -> None:
+    """Drop the clear copies a re-write leaves behind on SQLite: the old page images in
+    the write-ahead log (checkpointed and truncated) and the freed pages of the file
+    (VACUUM rewrites it). PostgreSQL keeps dead row versions until its own VACUUM
+    (docs/encryption.md says so)."""
+    if store.dialect != "sqlite" or store.in_memory:
+        return
+    with store.driver_session() as session:
+        session.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+        session.exec_driver_sql("VACUUM")
+        session.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
 def sealed_key_ids(value: str | None) -> str | None:
     return key_id_of(value) if value is not None and is_sealed(value) else None
 
@@ -370,6 +384,7 @@ def seal_under(
         return data
     sealer = activate_key(store, key_id, key_env, key)
     report = seal_existing(store, sealer, batch=batch, after_batch=after_batch)
+    scrub(store)
     after = inventory(store)
     data.update(
         valuesSealed=report.values_sealed,

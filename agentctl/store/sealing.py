@@ -42,17 +42,22 @@ if TYPE_CHECKING:
     from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 __all__ = [
+    "BLOB_MAGIC",
     "CLEAR",
     "KEYS_ENV",
     "PAYLOAD_COLUMNS",
     "SEALED_PREFIX",
     "PayloadColumns",
     "Sealer",
+    "blob_is_sealed",
+    "blob_key_id",
     "check_key_id",
     "is_sealed",
     "key_from_text",
     "key_id_of",
+    "open_blob",
     "seal",
+    "seal_blob",
     "sealer_of",
     "unseal",
     "unseal_columns",
@@ -150,7 +155,7 @@ def _offered_keys() -> dict[str, bytes]:
     return offered
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class Sealer:
     """The store's key ring: the key new values are sealed under (None: encryption off)
     and where to find every key a stored value may name."""
@@ -317,3 +322,38 @@ def unseal_records(conn: Any, table: str, records: list[dict[str, Any]]) -> list
     for record in records:
         unseal_record(conn, table, record)
     return records
+
+
+# -- artifact blobs -------------------------------------------------------------------
+
+#: First bytes of a sealed blob file, then the key id and a newline, then nonce ‖ ciphertext.
+BLOB_MAGIC = b"agentctl-sealed-blob-v1\n"
+
+
+def _blob_aad(digest_hex: str) -> bytes:
+    return f"artifact_blobs/{digest_hex}".encode()
+
+
+def blob_is_sealed(head: bytes) -> bool:
+    return head.startswith(BLOB_MAGIC)
+
+
+def blob_key_id(data: bytes) -> str:
+    return data[len(BLOB_MAGIC) :].split(b"\n", 1)[0].decode("ascii", "replace")
+
+
+def seal_blob(sealer: Sealer, digest_hex: str, plain: bytes) -> bytes:
+    """A blob's file bytes sealed under the active key; its name (the digest of
+    ``plain``) is the associated data, so bytes moved under another name do not open."""
+    assert sealer.active is not None
+    header = BLOB_MAGIC + sealer.active.encode() + b"\n"
+    return header + sealer.seal_bytes(plain, _blob_aad(digest_hex))
+
+
+def open_blob(sealer: Sealer, digest_hex: str, data: bytes) -> bytes:
+    """The plaintext of a blob file's bytes (a clear file passes through)."""
+    if not blob_is_sealed(data):
+        return data
+    key_id = blob_key_id(data)
+    body = data[len(BLOB_MAGIC) + len(key_id) + 1 :]
+    return sealer.open_bytes(body, _blob_aad(digest_hex), key_id)
