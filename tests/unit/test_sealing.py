@@ -1,0 +1,102 @@
+"""The payload codec (store/sealing.py): what it refuses, and that it refuses it clearly."""
+
+from __future__ import annotations
+
+import base64
+import os
+from pathlib import Path
+
+import pytest
+
+from agentctl.errors import PersistenceError, UsageError
+from agentctl.store import encryption_repo
+from agentctl.store.engine import open_store
+from agentctl.store.sealing import Sealer, open_blob, seal, seal_blob, unseal
+
+
+def _sealer(key_id: str = "k1") -> Sealer:
+    return Sealer(active=key_id, given={key_id: os.urandom(32)})
+
+
+class _Conn:
+    def __init__(self, sealer: Sealer) -> None:
+        self.sealer = sealer
+
+
+def test_a_value_opens_only_in_its_own_record_and_column() -> None:
+    conn = _Conn(_sealer())
+    stored = seal(conn, "tasks", "output_json", ("run-1", "a"), '{"secret": 1}')
+    assert stored is not None and stored.startswith("aes256gcm:k1:") and "secret" not in stored
+    assert unseal(conn, "tasks", "output_json", ("run-1", "a"), stored) == '{"secret": 1}'
+    for column, record in (("error_json", ("run-1", "a")), ("output_json", ("run-2", "a"))):
+        with pytest.raises(PersistenceError) as moved:
+            unseal(conn, "tasks", column, record, stored)
+        assert moved.value.code == "encryption.key_mismatch"
+    tampered = stored[:-4] + ("AAAA" if not stored.endswith("AAAA") else "BBBB")
+    with pytest.raises(PersistenceError) as altered:
+        unseal(conn, "tasks", "output_json", ("run-1", "a"), tampered)
+    assert altered.value.code == "encryption.key_mismatch"
+    # Clear values (written before enable) pass through; None stays None.
+    assert unseal(conn, "tasks", "output_json", ("run-1", "a"), '{"y": 2}') == '{"y": 2}'
+    assert seal(conn, "tasks", "output_json", ("run-1", "a"), None) is None
+
+
+def test_a_value_under_a_key_not_offered_names_the_key_and_its_variable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    stored = seal(_Conn(_sealer("old")), "runs", "inputs_json", ("run-1",), "{}")
+    reader = _Conn(Sealer(active="new", variables={"old": "OLD_KEY"}, given={}))
+    monkeypatch.delenv("OLD_KEY", raising=False)
+    with pytest.raises(PersistenceError) as missing:
+        unseal(reader, "runs", "inputs_json", ("run-1",), stored)
+    assert missing.value.code == "encryption.key_missing"
+    assert "'old'" in missing.value.message and "$OLD_KEY" in missing.value.message
+
+
+def test_bad_keys_are_usage_errors_naming_their_source(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENTCTL_ENCRYPTION_KEYS", "k1=" + base64.b64encode(b"short").decode())
+    with pytest.raises(UsageError) as short:
+        Sealer().key("k1")
+    assert short.value.code == "encryption.bad_key" and "AGENTCTL_ENCRYPTION_KEYS" in str(
+        short.value.message
+    )
+    monkeypatch.setenv("AGENTCTL_ENCRYPTION_KEYS", "no-equals-sign")
+    with pytest.raises(UsageError):
+        Sealer().key("k1")
+
+
+def test_a_sealed_blob_opens_only_under_its_name() -> None:
+    sealer = _sealer()
+    sealed = seal_blob(sealer, "ab" * 32, b"file bytes")
+    assert b"file bytes" not in sealed
+    assert open_blob(sealer, "ab" * 32, sealed) == b"file bytes"
+    with pytest.raises(PersistenceError):
+        open_blob(sealer, "cd" * 32, sealed)
+    assert open_blob(sealer, "ab" * 32, b"clear bytes") == b"clear bytes"
+
+
+def test_enable_refuses_a_missing_variable_and_a_second_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = open_store(str(tmp_path / "r.db"))
+    try:
+        monkeypatch.delenv("NOPE", raising=False)
+        with pytest.raises(UsageError) as unset:
+            encryption_repo.seal_under(store, "k1", "NOPE", rotating=False)
+        assert unset.value.code == "encryption.bad_key" and "$NOPE" in unset.value.message
+        monkeypatch.setenv("K1", base64.b64encode(os.urandom(32)).decode())
+        monkeypatch.setenv("K2", base64.b64encode(os.urandom(32)).decode())
+        with pytest.raises(UsageError) as not_enabled:
+            encryption_repo.seal_under(store, "k1", "K1", rotating=True)
+        assert not_enabled.value.code == "encryption.not_enabled"
+        encryption_repo.seal_under(store, "k1", "K1", rotating=False)
+        with pytest.raises(UsageError) as second:
+            encryption_repo.seal_under(store, "k2", "K2", rotating=False)
+        assert second.value.code == "encryption.already_enabled"
+        # The same id with another key is a mismatch, found before anything is written.
+        monkeypatch.setenv("K1", base64.b64encode(os.urandom(32)).decode())
+        with pytest.raises(PersistenceError) as other:
+            encryption_repo.seal_under(store, "k1", "K1", rotating=False)
+        assert other.value.code == "encryption.key_mismatch"
+    finally:
+        store.close()
