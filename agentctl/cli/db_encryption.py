@@ -132,8 +132,7 @@ def enable_command(
     Works in short batches, so runs go on meanwhile; interrupted, run it again to finish.
     Keep the key: without it sealed payloads cannot be read (exit 5, encryption.key_missing).
 
-    Example: AGENTCTL_KEY=$(head -c32 /dev/urandom | base64) agentctl db encryption enable
-    --key-id k1 --key-env AGENTCTL_KEY
+    Example: agentctl db encryption enable --key-id k1 --key-env AGENTCTL_KEY
     """
     _migrate(ctx, db, key_id, key_env, dry_run, rotating=False)
 

@@ -342,7 +342,7 @@ def list_runs(
             schedule=schedule,
         ):
             counts = tasks_repo.state_counts(conn, row.id)
-            waiting = approvals_repo.approvals(conn, row.id, status="pending")
+            waiting = approvals_repo.count(conn, row.id, status="pending")
             found.append(
                 {
                     "runId": row.id,
@@ -356,7 +356,7 @@ def list_runs(
                         "done": sum(counts.get(s, 0) for s in _DONE_TASK_STATES),
                         "total": sum(counts.values()),
                     },
-                    "waitingApprovals": len(waiting),
+                    "waitingApprovals": waiting,
                 }
             )
         return found

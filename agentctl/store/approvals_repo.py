@@ -14,7 +14,7 @@ from agentctl.store.timestamps import to_db
 if TYPE_CHECKING:
     from agentctl.store.engine import SqlRunner
 
-__all__ = ["APPROVAL_COLUMNS", "approval", "approvals", "insert_approval"]
+__all__ = ["APPROVAL_COLUMNS", "approval", "approvals", "count", "insert_approval"]
 
 APPROVAL_COLUMNS = (
     "id",
@@ -66,6 +66,15 @@ def approvals(
         tuple(params),
     )
     return unseal_records(conn, "approvals", row_dicts(rows, APPROVAL_COLUMNS, _TIMES))
+
+
+def count(conn: SqlRunner, run_id: str, *, status: str) -> int:
+    """How many approvals of a run are in ``status``: metadata, readable without the
+    encryption key (docs/encryption.md), unlike the approvals themselves."""
+    row = conn.exec_driver_sql(
+        "SELECT COUNT(*) FROM approvals WHERE run_id = ? AND status = ?", (run_id, status)
+    ).first()
+    return 0 if row is None else int(row[0])
 
 
 def insert_approval(

@@ -271,3 +271,29 @@ def test_rotate_then_the_old_key_can_go(
     inventory = cli("--output", "json", "db", "encryption", "inventory", "--db", database).json()
     assert [k["status"] for k in inventory["data"]["keys"]] == ["retired", "active"]
     assert all(set(c["sealed"]) <= {"k2"} for c in inventory["data"]["columns"])
+
+
+def test_without_the_key_a_paused_run_lists_and_nothing_is_half_written(
+    cli: Any, database: str, workflow: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("K1", _key())
+    assert cli("db", "migrate", "--db", database).exit_code == 0
+    enable = ("db", "encryption", "enable", "--key-id", "k1", "--key-env", "K1", "--db", database)
+    assert cli(*enable).exit_code == 0
+    paused = cli(
+        "--output", "json", "roll", workflow, "--input", f"secret={MARKER}", "--db", database
+    )
+    assert paused.exit_code == 3
+    run_id, (question,) = paused.json()["data"]["runId"], paused.json()["data"]["pendingApprovals"]
+    before = rows(database, "SELECT status, owner_token, updated_at FROM runs")
+    monkeypatch.delenv("K1")
+    listed = cli("--output", "json", "runs", "list", "--db", database)
+    assert listed.exit_code == 0, listed.stderr
+    assert listed.json()["data"]["runs"][0]["waitingApprovals"] == 1
+    answered = cli("--output", "json", "approvals", "answer", question, '"x"', "--db", database)
+    assert answered.exit_code == 5
+    assert answered.error_json()["error"]["code"] == "encryption.key_missing"
+    resumed = cli("--output", "json", "resume", run_id, "--db", database)
+    assert resumed.exit_code == 5 and "Traceback" not in resumed.stderr
+    assert rows(database, "SELECT status FROM approvals") == [("pending",)]
+    assert rows(database, "SELECT status, owner_token, updated_at FROM runs") == before
