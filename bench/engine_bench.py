@@ -30,6 +30,7 @@ from agentctl.engine.faults import Faults
 from agentctl.engine.run.creation import create_run, prepare_run
 from agentctl.engine.run.executor import ExecutionOptions, RunExecutor, finished_outcome
 from agentctl.ids import IdGenerator, SystemClock
+from agentctl.store import encryption_repo
 from agentctl.store.engine import Store, open_store
 
 HEADER = """apiVersion: agentctl.dev/v1
@@ -96,12 +97,18 @@ def _execute(store: Store, run_id: str, faults: Faults | None = None) -> Any:
     return asyncio.run(RunExecutor(store, run_id, clock=clock, options=options).execute())
 
 
+#: Set by ``--encryption-ab``: whether the stores of the next rolls seal their payloads.
+ENCRYPTED = False
+
+
 def roll(text: str) -> dict[str, Any]:
     wf, db = _workspace(text)
     started = time.perf_counter()
     prepared = prepare_run(str(wf))
     compile_s = time.perf_counter() - started
     store = open_store(str(db))
+    if ENCRYPTED:  # what `db encryption enable` leaves behind, before the clock starts
+        encryption_repo.activate_key(store, "bench", "AGENTCTL_BENCH_KEY", os.urandom(32))
     counter = CommitCounter(store)
     clock = SystemClock()
     started, cpu = time.perf_counter(), time.process_time()
@@ -243,14 +250,35 @@ def _child(wf: str, db: str) -> None:
     _execute(store, run_id, Faults())
 
 
+def encryption_ab(rounds: int, n1: int, n2: int) -> None:
+    """One row per workload and round, encryption off then on, in the same process."""
+    global ENCRYPTED
+    w1(5)
+    for _ in range(rounds):
+        for encrypted in (False, True):
+            ENCRYPTED = encrypted
+            for row in (w1(n1), w2(n2)):
+                print(json.dumps({**row, "encryption": encrypted}), flush=True)
+    ENCRYPTED = False
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--child", nargs=2, metavar=("WORKFLOW", "DB"), help=argparse.SUPPRESS)
     parser.add_argument("--n1", type=int, default=500)
     parser.add_argument("--n2", type=int, default=200)
+    parser.add_argument(
+        "--encryption-ab",
+        type=int,
+        metavar="ROUNDS",
+        help="W1 and W2 with encryption off and on, alternated ROUNDS times (docs/encryption.md)",
+    )
     args = parser.parse_args()
     if args.child:
         _child(*args.child)
+        return
+    if args.encryption_ab:
+        encryption_ab(args.encryption_ab, args.n1, args.n2)
         return
     # The clock excludes imports and one-time set-up (WORKLOADS.md): a tiny warm-up roll
     # loads the lazily imported modules (templates, the driver) first.
