@@ -271,8 +271,8 @@ class Runtime(RecoveryOperations):
         self, run_id: str | None = None, *, include_resolved: bool = False
     ) -> list[dict[str, Any]]:
         """Pending approvals and questions (of one run, or of all), oldest first."""
+        from agentctl.engine.core.records import load_run
         from agentctl.engine.effects.approvals import list_approvals
-        from agentctl.engine.run.records import load_run
         from agentctl.store.engine import open_store
 
         with open_store(self.db, create=False) as store, store.read() as conn:

@@ -17,10 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from agentctl import process
-from agentctl.engine.actions import isolation, workspace_writers, written_files
+from agentctl.engine.actions import workspace_writers, written_files
 from agentctl.engine.actions.environment import process_timeout, resolve_environment
 from agentctl.engine.actions.long_term import LONG_TERM_BODIES
 from agentctl.engine.actions.protocol import PROTOCOL_BODIES
+from agentctl.engine.core import isolation
 from agentctl.engine.effects.journal import EffectSpec
 from agentctl.engine.run.context import (
     IDEMPOTENCY_KEY_VARIABLE,

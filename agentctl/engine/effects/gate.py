@@ -21,6 +21,8 @@ from typing import Any
 
 from agentctl import hints
 from agentctl.digest import canonical_json
+from agentctl.engine.core.faults import Faults
+from agentctl.engine.core.records import RunLog
 from agentctl.engine.effects import budget, journal
 from agentctl.engine.effects.approval_policy import (
     deny_reason,
@@ -28,8 +30,6 @@ from agentctl.engine.effects.approval_policy import (
     non_interactive_mode,
 )
 from agentctl.engine.effects.approvals import create_approval, get_approval
-from agentctl.engine.faults import Faults
-from agentctl.engine.run.records import RunLog
 from agentctl.engine.run.tracing import (
     approval_wait,
     approval_waited,

@@ -26,9 +26,9 @@ from agentctl import hints
 from agentctl.compiler import compile_workflow
 from agentctl.compiler.effects import NON_MUTATING_EFFECT_CLASSES
 from agentctl.compiler.plan import Plan
+from agentctl.engine.core.records import TERMINAL_RUN_STATES, RunRow, load_run, replay_memory
 from agentctl.engine.effects import journal
 from agentctl.engine.run.creation import PreparedRun, create_run
-from agentctl.engine.run.records import TERMINAL_RUN_STATES, RunRow, load_run, replay_memory
 from agentctl.errors import BlockedError, UsageError
 from agentctl.ids import Clock, IdGenerator
 from agentctl.spec.expressions import TemplateContext

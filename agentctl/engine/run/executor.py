@@ -26,6 +26,13 @@ from typing import Any
 
 from agentctl.compiler.plan import PlanTask
 from agentctl.digest import digest_json
+from agentctl.engine.core.records import (
+    TERMINAL_RUN_STATES,
+    TERMINAL_TASK_STATES,
+    RunLog,
+    load_run,
+    replay_memory,
+)
 from agentctl.engine.effects.gate import Attempt, EffectGate
 from agentctl.engine.run import deadlines, retrying, tracing
 from agentctl.engine.run.artifacts import RunArtifacts
@@ -35,13 +42,6 @@ from agentctl.engine.run.context import TaskEnv, TaskResult
 from agentctl.engine.run.frontier import TaskOutputs, load_frontier, take_handed
 from agentctl.engine.run.outcome import ExecutionOptions, RunOutcome, finished_outcome
 from agentctl.engine.run.prediction import Prediction
-from agentctl.engine.run.records import (
-    TERMINAL_RUN_STATES,
-    TERMINAL_TASK_STATES,
-    RunLog,
-    load_run,
-    replay_memory,
-)
 from agentctl.engine.run.tasks import (
     check_contract,
     loop_exit_guard,
