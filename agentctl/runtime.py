@@ -401,7 +401,7 @@ class Runtime(RecoveryOperations):
     def _drive(
         self, store: Store, run_id: str, options: ExecutionOptions, timeout: float | None
     ) -> RunResult:
-        from agentctl.engine.run.driving import auto_compensate, drive_run
+        from agentctl.engine.driving import auto_compensate, drive_run
 
         outcome = drive_run(
             store,

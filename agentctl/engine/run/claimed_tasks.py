@@ -38,8 +38,8 @@ from agentctl.engine.core.records import (
     load_run,
     replay_memory,
 )
+from agentctl.engine.effects import tracing
 from agentctl.engine.effects.gate import EffectGate
-from agentctl.engine.run import tracing
 from agentctl.engine.run.commits import TaskOutcome
 from agentctl.engine.run.executor import RunExecutor
 from agentctl.engine.run.frontier import StoredPlan, TaskOutputs, TaskRows
