@@ -26,11 +26,9 @@ to exit codes at one boundary.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, ClassVar
+from typing import Any, ClassVar, Literal, Protocol
 
-if TYPE_CHECKING:
-    # Only named in annotations: diagnostics are typed records, whose base needs errors.
-    from agentctl.diagnostics import Diagnostic
+from agentctl.error_codes import ErrorCode
 
 __all__ = [
     "EXIT_BLOCKED",
@@ -43,6 +41,7 @@ __all__ = [
     "AgentctlError",
     "BlockedError",
     "Cancelled",
+    "Finding",
     "NewerFormatError",
     "NewerSchemaError",
     "NotFoundError",
@@ -52,6 +51,7 @@ __all__ = [
     "PolicyDeniedError",
     "ProviderError",
     "RunFailedError",
+    "Severity",
     "StateConflictError",
     "TaskError",
     "UsageError",
@@ -67,11 +67,40 @@ EXIT_PROVIDER = 6
 EXIT_CANCELLED = 130
 
 
+Severity = Literal["error", "warning", "info"]
+
+
+class Finding(Protocol):
+    """A located finding an error reports; :class:`agentctl.diagnostics.Diagnostic` is the
+    one kind. This module names it by its shape rather than importing it: a diagnostic is a
+    typed record, and the typed-record base raises the errors of this module, so an import
+    (even a type-only one) would close a cycle between them (docs/architecture.md)."""
+
+    @property
+    def code(self) -> str: ...
+    @property
+    def severity(self) -> Severity: ...
+    @property
+    def message(self) -> str: ...
+    @property
+    def file(self) -> str | None: ...
+    @property
+    def line(self) -> int | None: ...
+    @property
+    def column(self) -> int | None: ...
+    @property
+    def path(self) -> str | None: ...
+    @property
+    def help(self) -> str | None: ...
+    def location(self) -> str: ...
+    def to_json(self) -> dict[str, Any]: ...
+
+
 class AgentctlError(Exception):
     """Base of every expected error. ``message`` names the thing; ``hint`` the next step."""
 
     exit_code: ClassVar[int] = EXIT_RUN_FAILED
-    default_code: ClassVar[str] = "agentctl.error"
+    default_code: ClassVar[ErrorCode] = ErrorCode.AGENTCTL_ERROR
 
     def __init__(
         self,
@@ -80,14 +109,15 @@ class AgentctlError(Exception):
         code: str | None = None,
         hint: str | None = None,
         run_id: str | None = None,
-        diagnostics: Sequence[Diagnostic] = (),
+        diagnostics: Sequence[Finding] = (),
     ) -> None:
         super().__init__(message)
         self.message = message
-        self.code = code or self.default_code
+        # A plain string (an ErrorCode member is one), so an error reads the same either way.
+        self.code = str(code or self.default_code)
         self.hint = hint
         self.run_id = run_id
-        self.diagnostics: list[Diagnostic] = list(diagnostics)
+        self.diagnostics: list[Finding] = list(diagnostics)
 
     def __str__(self) -> str:
         return self.message
@@ -95,72 +125,72 @@ class AgentctlError(Exception):
 
 class UsageError(AgentctlError):
     exit_code = EXIT_USAGE
-    default_code = "cli.usage"
+    default_code = ErrorCode.CLI_USAGE
 
 
 class ValidationError(AgentctlError):
     exit_code = EXIT_USAGE
-    default_code = "workflow.invalid"
+    default_code = ErrorCode.WORKFLOW_INVALID
 
 
 class PausedError(AgentctlError):
     exit_code = EXIT_BLOCKED
-    default_code = "run.paused"
+    default_code = ErrorCode.RUN_PAUSED
 
 
 class BlockedError(AgentctlError):
     exit_code = EXIT_BLOCKED
-    default_code = "run.blocked"
+    default_code = ErrorCode.RUN_BLOCKED
 
 
 class RunFailedError(AgentctlError):
     exit_code = EXIT_RUN_FAILED
-    default_code = "run.failed"
+    default_code = ErrorCode.RUN_FAILED
 
 
 class TaskError(RunFailedError):
     """A task failed for a reason of its own; inside a run it fails the task, not the run."""
 
-    default_code = "task.failed"
+    default_code = ErrorCode.TASK_FAILED
 
 
 class PolicyDeniedError(RunFailedError):
-    default_code = "policy.denied"
+    default_code = ErrorCode.POLICY_DENIED
 
 
 class PersistenceError(AgentctlError):
     exit_code = EXIT_PERSISTENCE
-    default_code = "store.error"
+    default_code = ErrorCode.STORE_ERROR
 
 
 class NewerSchemaError(PersistenceError):
-    default_code = "store.newer_schema"
+    default_code = ErrorCode.STORE_NEWER_SCHEMA
 
 
 class NewerFormatError(PersistenceError):
-    default_code = "store.newer_format"
+    default_code = ErrorCode.STORE_NEWER_FORMAT
 
 
 class NotFoundError(PersistenceError):
-    default_code = "store.not_found"
+    default_code = ErrorCode.STORE_NOT_FOUND
 
 
 class StateConflictError(PersistenceError):
     """A conditional state change found the record in another state: another process
     changed it first. Nothing was written."""
 
-    default_code = "store.state_conflict"
+    default_code = ErrorCode.STORE_STATE_CONFLICT
 
 
 class OwnershipLostError(PersistenceError):
     """The run was taken over by another process; this owner's writes are refused."""
 
-    default_code = "run.ownership_lost"
+    default_code = ErrorCode.RUN_OWNERSHIP_LOST
 
 
 class ProviderError(AgentctlError):
     exit_code = EXIT_PROVIDER
-    default_code = "provider.error"
+    default_code = ErrorCode.PROVIDER_ERROR
 
 
 class Cancelled(BaseException):  # noqa: N818 - a signal, not an error

@@ -17,17 +17,18 @@ from pathlib import Path
 from typing import Any
 
 from agentctl import process
-from agentctl.engine.actions import isolation, workspace_writers, written_files
-from agentctl.engine.actions.environment import process_timeout, resolve_environment
-from agentctl.engine.actions.long_term import LONG_TERM_BODIES
-from agentctl.engine.actions.protocol import PROTOCOL_BODIES
-from agentctl.engine.effects.journal import EffectSpec
-from agentctl.engine.run.context import (
+from agentctl.engine.actions import workspace_writers, written_files
+from agentctl.engine.actions.context import (
     IDEMPOTENCY_KEY_VARIABLE,
     TaskEnv,
     TaskResult,
     effect_process_env,
 )
+from agentctl.engine.actions.environment import process_timeout, resolve_environment
+from agentctl.engine.actions.long_term import LONG_TERM_BODIES
+from agentctl.engine.actions.protocol import PROTOCOL_BODIES
+from agentctl.engine.core import isolation
+from agentctl.engine.effects.journal import EffectSpec
 from agentctl.redaction import redact
 from agentctl.signals import PAUSE_PREFIX, ApprovalPending, OutcomeUnknown, TaskFailure
 from agentctl.spec.models_definitions import (
@@ -358,21 +359,8 @@ async def _memory_read(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
 
 async def _memory_write(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
     key = _require_string(env, "key")
-    declared = env.task.memory_writes
-    if (declared or env.max_concurrency > 1) and key not in declared:
-        raise TaskFailure(
-            f"memory key `{key}` is not in the task's memoryWrites {list(declared)}",
-            code="memory.undeclared_write",
-        )
-    value = env.input.get("value")
-    before = env.memory.get(key)
-    output = {
-        "status": "changed" if before != value or key not in env.memory else "unchanged",
-        "changed": before != value or key not in env.memory,
-        "before": before,
-        "after": value,
-        "key": key,
-    }
+    output = env.memory_write(key)
+    value = output["after"]
     if env.check:
         return TaskResult(output, {key: value})
     spec = EffectSpec.classified("builtin.memory.write", dict(env.input))
@@ -411,7 +399,7 @@ async def run_action(env: TaskEnv, action_name: str) -> TaskResult:
     action = ((env.spec.get("actions") or {}).get(action_name)) or {}
     kind = str(action.get("kind"))
     if kind == "builtin.ask":
-        from agentctl.engine.effects.questions import ask
+        from agentctl.engine.actions.questions import ask
 
         return await ask(env, action)
     body = _BODIES.get(kind)
