@@ -86,7 +86,7 @@ def inventory_command(ctx: typer.Context, db: DbOption = None) -> None:
 def _migrate(
     ctx: typer.Context, db: str | None, key_id: str, key_env: str, dry_run: bool, rotating: bool
 ) -> None:
-    from agentctl.engine.faults import Faults
+    from agentctl.engine.core.faults import Faults
     from agentctl.store.encryption_repo import seal_under
     from agentctl.store.engine import open_store
 
