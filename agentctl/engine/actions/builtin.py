@@ -36,7 +36,7 @@ from agentctl.spec.models_definitions import (
 )
 from agentctl.tools import files
 
-__all__ = ["RUNNABLE_ACTION_KINDS", "run_action", "unsupported_action_kinds"]
+__all__ = ["RUNNABLE_ACTION_KINDS", "run_action", "run_definition", "unsupported_action_kinds"]
 
 READ_LIMIT = 1 << 20
 
@@ -397,7 +397,7 @@ _BODIES: dict[str, ActionBody] = {
 }
 _BODIES.update(LONG_TERM_BODIES)
 _BODIES.update(PROTOCOL_BODIES)
-RUNNABLE_ACTION_KINDS = frozenset(_BODIES) | {"builtin.ask"}
+RUNNABLE_ACTION_KINDS = frozenset(_BODIES) | {"builtin.ask", "python.function"}
 
 
 def unsupported_action_kinds(workflow: Mapping[str, Any], used: set[str]) -> list[str]:
@@ -407,13 +407,24 @@ def unsupported_action_kinds(workflow: Mapping[str, Any], used: set[str]) -> lis
     return sorted(kind for kind in kinds if kind not in RUNNABLE_ACTION_KINDS)
 
 
-async def run_action(env: TaskEnv, action_name: str) -> TaskResult:
+async def run_action(env: TaskEnv, action_name: str, pool: Any = None) -> TaskResult:
+    """Run declared action ``action_name``; ``pool`` (the run's providers) is what a
+    ``python.function`` step's ``ctx.model`` asks."""
     action = ((env.spec.get("actions") or {}).get(action_name)) or {}
+    return await run_definition(env, action, pool)
+
+
+async def run_definition(env: TaskEnv, action: Mapping[str, Any], pool: Any = None) -> TaskResult:
+    """Run one action definition (declared, or made by a step's ``ctx``)."""
     kind = str(action.get("kind"))
     if kind == "builtin.ask":
         from agentctl.engine.effects.questions import ask
 
         return await ask(env, action)
+    if kind == "python.function":
+        from agentctl.engine.actions.python_function import run_function
+
+        return await run_function(env, action, pool)
     body = _BODIES.get(kind)
     if body is None:
         raise TaskFailure(

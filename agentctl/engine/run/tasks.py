@@ -193,7 +193,7 @@ async def run_body(
     row = rows.get(task.id)
     env.resumed = row is not None and row.status == "waiting_for_approval"
     if kind == "action":
-        return await run_action(env, str(task.uses.name))
+        return await run_action(env, str(task.uses.name), pool)
     if kind == "agent":
         return await run_agent(env, str(task.uses.name), pool)
     if kind == "router":
