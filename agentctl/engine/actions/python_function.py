@@ -84,7 +84,11 @@ async def run_function(env: TaskEnv, action: Mapping[str, Any], pool: Any = None
     _checked(env.input, action.get("inputSchema"), "inputSchema", "input.invalid", env.task.id)
     if env.check:
         return TaskResult(
-            {"status": "requires_execution", "changed": False, "predictability": "requires_execution"}
+            {
+                "status": "requires_execution",
+                "changed": False,
+                "predictability": "requires_execution",
+            }
         )
     interpreter = str(action.get("python") or sys.executable)
     allowlist = [*list(env.policy.get("processAllowlist") or []), os.path.basename(interpreter)]
@@ -117,7 +121,8 @@ async def run_function(env: TaskEnv, action: Mapping[str, Any], pool: Any = None
             stderr_limit_bytes=stderr_limit,
             combined_limit_bytes=stderr_limit + 1,
         )
-        start = {"function": function, "input": env.input, "root": str(env.base_dir), "path": []}
+        root = env.workflow_dir or env.base_dir
+        start = {"function": function, "input": env.input, "root": str(root), "path": []}
         last: dict[str, Any] = {}
 
         async def converse(reader: Any, writer: Any) -> None:
@@ -314,7 +319,9 @@ class _Operations:
     async def _read(self, args: Mapping[str, Any]) -> Any:
         from agentctl.engine.actions.builtin import run_definition
 
-        read = await run_definition(self._with({"path": args.get("path")}), {"kind": "builtin.read"})
+        read = await run_definition(
+            self._with({"path": args.get("path")}), {"kind": "builtin.read"}
+        )
         return read.output.get("content")
 
     async def _write(self, args: Mapping[str, Any]) -> Any:
@@ -347,7 +354,9 @@ class _Operations:
 
         name = str(args.get("agent"))
         if name not in (self.env.spec.get("agents") or {}):
-            raise TaskFailure(f"ctx.model: workflow declares no agent `{name}`", code="input.invalid")
+            raise TaskFailure(
+                f"ctx.model: workflow declares no agent `{name}`", code="input.invalid"
+            )
         return (await run_agent(self._with(args.get("input") or {}), name, self.pool)).output
 
     async def _ask(self, args: Mapping[str, Any]) -> Any:
