@@ -40,7 +40,13 @@ from agentctl.engine.run.context import TaskEnv, TaskResult, effect_process_env
 from agentctl.errors import AgentctlError, UsageError
 from agentctl.json_schemas import compile_schema, first_error
 from agentctl.redaction import redact
-from agentctl.signals import ApprovalPending, OutcomeUnknown, TaskFailure, as_task_failure
+from agentctl.signals import (
+    ApprovalPending,
+    FreshAttempt,
+    OutcomeUnknown,
+    TaskFailure,
+    as_task_failure,
+)
 from agentctl.spec.models_definitions import DEFAULT_OUTPUT_LIMIT_BYTES
 
 __all__ = ["OPERATIONS", "run_function", "step_question_id"]
@@ -53,6 +59,8 @@ OPERATIONS = ("shell", "read", "write", "call", "model", "ask", "now", "uuid")
 _NOT_CALLABLE = frozenset({"builtin.ask", "builtin.pause", "python.function"})
 
 _RUNNER = Path(__file__).with_name("step_runner.py")
+
+_MAX_CONCLUDED = 64
 
 
 def step_question_id(run_id: str, task_id: str, attempt: int, position: int) -> str:
@@ -258,7 +266,7 @@ class _Operations:
             )
         position = self.env.attempt.ordinal + 1
         try:
-            result = await getattr(self, "_" + op)(args)
+            result = await self._at_next_free_position(op, args)
         except TaskFailure as failure:
             if failure.code == "effect.nondeterministic":
                 raise self._nondeterministic(failure, op, args, position) from failure
@@ -268,6 +276,26 @@ class _Operations:
         except AgentctlError as error:
             return {"error": _error(as_task_failure(error))}
         return {"result": result}
+
+    async def _at_next_free_position(self, op: str, args: Mapping[str, Any]) -> Any:
+        """Perform the operation; where an operator concluded the effect at its position
+        never took effect (``not_applied``, ``compensated``), ask again at the next one.
+
+        The rule is the same on every re-run, so positions stay aligned: the concluded
+        effect keeps its position, the operation moves past it, and what the function
+        confirmed before it is reused, not repeated (a fresh attempt would redo it all).
+        """
+        handler = getattr(self, "_" + op)
+        for _ in range(_MAX_CONCLUDED):
+            try:
+                return await handler(args)
+            except FreshAttempt:
+                continue
+        raise TaskFailure(
+            f"task {self.env.task.id}: {_MAX_CONCLUDED} effects in a row were concluded "
+            f"not applied for one ctx.{op} call",
+            code="step.failed",
+        )
 
     def _nondeterministic(
         self, failure: TaskFailure, op: str, args: Mapping[str, Any], position: int
@@ -287,9 +315,9 @@ class _Operations:
             f"{json.dumps(asked, sort_keys=True)[:300]} at position {ordinal}, but the journal "
             f"holds {json.dumps(held, sort_keys=True, default=str)[:300]} there: the function "
             "changed, or it is not deterministic. Take times and random values from ctx.now() "
-            "and ctx.uuid() and reach the outside world only through ctx; to keep a change, "
-            "revert it and resume, or run the step afresh with `agentctl retry WORKFLOW RUN "
-            "--failed` (or `agentctl repair` for a changed workflow)",
+            "and ctx.uuid() and reach the outside world only through ctx. To drop the change, "
+            "revert it and resume; to keep it, run the step afresh with `agentctl retry "
+            "WORKFLOW RUN --failed` (or `agentctl repair` for a changed workflow)",
             code="step.nondeterministic",
             stops_run=True,
             permanent=True,
