@@ -407,24 +407,21 @@ def unsupported_action_kinds(workflow: Mapping[str, Any], used: set[str]) -> lis
     return sorted(kind for kind in kinds if kind not in RUNNABLE_ACTION_KINDS)
 
 
-async def run_action(env: TaskEnv, action_name: str, pool: Any = None) -> TaskResult:
-    """Run declared action ``action_name``; ``pool`` (the run's providers) is what a
-    ``python.function`` step's ``ctx.model`` asks."""
+async def run_action(env: TaskEnv, action_name: str) -> TaskResult:
     action = ((env.spec.get("actions") or {}).get(action_name)) or {}
-    return await run_definition(env, action, pool)
+    return await run_definition(env, action)
 
 
-async def run_definition(env: TaskEnv, action: Mapping[str, Any], pool: Any = None) -> TaskResult:
-    """Run one action definition (declared, or made by a step's ``ctx``)."""
+async def run_definition(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
+    """Run one action definition (declared, or made by a function step's ``ctx``).
+
+    ``python.function`` runs from the task layer (``engine.run.tasks``), which hands it
+    the bodies its ``ctx`` reaches."""
     kind = str(action.get("kind"))
     if kind == "builtin.ask":
         from agentctl.engine.effects.questions import ask
 
         return await ask(env, action)
-    if kind == "python.function":
-        from agentctl.engine.actions.python_function import run_function
-
-        return await run_function(env, action, pool)
     body = _BODIES.get(kind)
     if body is None:
         raise TaskFailure(

@@ -24,7 +24,7 @@ import json
 import os
 import sys
 import uuid
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +49,7 @@ from agentctl.signals import (
 )
 from agentctl.spec.models_definitions import DEFAULT_OUTPUT_LIMIT_BYTES
 
-__all__ = ["OPERATIONS", "run_function", "step_question_id"]
+__all__ = ["OPERATIONS", "Bodies", "run_function", "step_question_id"]
 
 #: What ``ctx`` offers; each name is one request the child may send.
 OPERATIONS = ("shell", "read", "write", "call", "model", "ask", "now", "uuid")
@@ -61,6 +61,17 @@ _NOT_CALLABLE = frozenset({"builtin.ask", "builtin.pause", "python.function"})
 _RUNNER = Path(__file__).with_name("step_runner.py")
 
 _MAX_CONCLUDED = 64
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Bodies:
+    """How ``ctx`` reaches the other task bodies: an action definition, a declared action,
+    a declared agent. The caller hands them in (it knows them all; this module importing
+    them would close an import cycle through the agent's action tools)."""
+
+    definition: Callable[[TaskEnv, Mapping[str, Any]], Awaitable[TaskResult]]
+    action: Callable[[TaskEnv, str], Awaitable[TaskResult]]
+    agent: Callable[[TaskEnv, str], Awaitable[TaskResult]]
 
 
 def step_question_id(run_id: str, task_id: str, attempt: int, position: int) -> str:
@@ -86,7 +97,7 @@ def _checked(value: Any, schema: Any, what: str, code: str, task_id: str) -> Non
         )
 
 
-async def run_function(env: TaskEnv, action: Mapping[str, Any], pool: Any = None) -> TaskResult:
+async def run_function(env: TaskEnv, action: Mapping[str, Any], bodies: Bodies) -> TaskResult:
     """Run the step's function to its return value (the task's output)."""
     function = str(action.get("function") or "")
     _checked(env.input, action.get("inputSchema"), "inputSchema", "input.invalid", env.task.id)
@@ -106,7 +117,7 @@ async def run_function(env: TaskEnv, action: Mapping[str, Any], pool: Any = None
     timeout = process_timeout(env, action)
     stderr_limit = int(action.get("stderrLimitBytes") or DEFAULT_OUTPUT_LIMIT_BYTES)
     idempotency = str(action.get("idempotency") or "idempotent")
-    operations = _Operations(env, action, pool)
+    operations = _Operations(env, action, bodies)
 
     async def run_child(effect_id: str) -> Any:
         cwd = env.workspace.workspace_root
@@ -247,10 +258,10 @@ def _outcome(
 class _Operations:
     """The owner's side of ``ctx``: one effect of the task per request."""
 
-    def __init__(self, env: TaskEnv, action: Mapping[str, Any], pool: Any) -> None:
+    def __init__(self, env: TaskEnv, action: Mapping[str, Any], bodies: Bodies) -> None:
         self.env = env
         self.action = action
-        self.pool = pool
+        self.bodies = bodies
 
     def _with(self, input: Any) -> TaskEnv:
         # The same attempt (positions count on), the same written-files and secrets lists.
@@ -327,8 +338,6 @@ class _Operations:
     # -- the operations ----------------------------------------------------------------
 
     async def _shell(self, args: Mapping[str, Any]) -> Any:
-        from agentctl.engine.actions.builtin import run_definition
-
         shell: dict[str, Any] = {
             key: self.action[key]
             for key in ("env", "isolation", "sandbox", "container", "cwd")
@@ -341,27 +350,21 @@ class _Operations:
         )
         if isinstance(args.get("timeout"), int | float):
             shell["timeoutSeconds"] = max(1, int(args["timeout"]))
-        output = (await run_definition(self._with({}), shell)).output
+        output = (await self.bodies.definition(self._with({}), shell)).output
         return {k: output.get(k) for k in ("exitCode", "stdout", "stderr")}
 
     async def _read(self, args: Mapping[str, Any]) -> Any:
-        from agentctl.engine.actions.builtin import run_definition
-
-        read = await run_definition(
+        read = await self.bodies.definition(
             self._with({"path": args.get("path")}), {"kind": "builtin.read"}
         )
         return read.output.get("content")
 
     async def _write(self, args: Mapping[str, Any]) -> Any:
-        from agentctl.engine.actions.builtin import run_definition
-
         given = {"path": args.get("path"), "content": args.get("text")}
-        written = await run_definition(self._with(given), {"kind": "builtin.write"})
+        written = await self.bodies.definition(self._with(given), {"kind": "builtin.write"})
         return {"path": written.output.get("path"), "changed": written.output.get("changed")}
 
     async def _call(self, args: Mapping[str, Any]) -> Any:
-        from agentctl.engine.actions.builtin import run_action
-
         name = str(args.get("action"))
         declared = (self.env.spec.get("actions") or {}).get(name)
         if declared is None:
@@ -375,17 +378,15 @@ class _Operations:
                 code="input.invalid",
             )
         given = args.get("input")
-        return (await run_action(self._with({} if given is None else given), name)).output
+        return (await self.bodies.action(self._with({} if given is None else given), name)).output
 
     async def _model(self, args: Mapping[str, Any]) -> Any:
-        from agentctl.engine.actions.agent import run_agent
-
         name = str(args.get("agent"))
         if name not in (self.env.spec.get("agents") or {}):
             raise TaskFailure(
                 f"ctx.model: workflow declares no agent `{name}`", code="input.invalid"
             )
-        return (await run_agent(self._with(args.get("input") or {}), name, self.pool)).output
+        return (await self.bodies.agent(self._with(args.get("input") or {}), name)).output
 
     async def _ask(self, args: Mapping[str, Any]) -> Any:
         env = self.env

@@ -13,7 +13,8 @@ from typing import Any
 from agentctl.compiler.plan import PlanTask
 from agentctl.digest import canonical_json, sha256_hex
 from agentctl.engine.actions.agent import ProviderPool, run_agent
-from agentctl.engine.actions.builtin import run_action
+from agentctl.engine.actions.builtin import run_action, run_definition
+from agentctl.engine.actions.python_function import Bodies, run_function
 from agentctl.engine.run.context import TaskEnv, TaskResult
 from agentctl.engine.run.contracts import plainly_valid
 from agentctl.engine.run.records import TaskRow
@@ -182,6 +183,15 @@ def check_contract(task: PlanTask, output: Any) -> None:
         )
 
 
+def _bodies(pool: ProviderPool) -> Bodies:
+    """What a function step's ``ctx`` may run: action definitions, actions, agents."""
+
+    async def agent(env: TaskEnv, name: str) -> TaskResult:
+        return await run_agent(env, name, pool)
+
+    return Bodies(definition=run_definition, action=run_action, agent=agent)
+
+
 async def run_body(
     env: TaskEnv,
     rows: Mapping[str, TaskRow],
@@ -193,7 +203,10 @@ async def run_body(
     row = rows.get(task.id)
     env.resumed = row is not None and row.status == "waiting_for_approval"
     if kind == "action":
-        return await run_action(env, str(task.uses.name), pool)
+        action = (env.spec.get("actions") or {}).get(str(task.uses.name)) or {}
+        if action.get("kind") == "python.function":
+            return await run_function(env, action, _bodies(pool))
+        return await run_action(env, str(task.uses.name))
     if kind == "agent":
         return await run_agent(env, str(task.uses.name), pool)
     if kind == "router":
