@@ -1,10 +1,11 @@
 """The crash suite: SIGKILL a real `agentctl roll` at every fault point, then recover.
 
 For every fault point and four workflows (sequential mutations, a parallel foreach, an
-approval inside a loop, a function step whose ctx calls are the effects) a real subprocess is killed where ``AGENTCTL_FAULT`` says. The test
-then plays the operator: resume; for every uncertain effect look at the outside world (the
-ledger file the shell steps append to, the files the writes produce) and reconcile it
-applied or not applied; approve pending approvals; resume again. It asserts:
+approval inside a loop, a function step whose ctx calls are the effects) a real
+subprocess is killed where ``AGENTCTL_FAULT`` says. The test then plays the operator:
+resume; for every uncertain effect look at the outside world (the ledger file the shell
+steps append to, the files the writes produce) and reconcile it applied or not applied;
+approve pending approvals; resume again. It asserts:
 
 - no confirmed effect ran twice (every ledger tag appears exactly once),
 - every started-but-unconfirmed effect became ``uncertain`` rather than being redone,

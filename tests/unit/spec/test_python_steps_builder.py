@@ -14,7 +14,7 @@ from agentctl.compiler import compile_workflow
 from agentctl.spec import load_workflow
 from agentctl.spec.python_api import duration_seconds, retry, task
 
-DEFINITION = '''
+DEFINITION = """
 from agentctl.spec.python_api import WorkflowBuilder
 
 workflow = WorkflowBuilder("release").policy(approval="never")
@@ -28,7 +28,7 @@ def build(ctx, inputs):
 @workflow.step(id="ship-it", needs=["build"], idempotency="at_most_once")
 def ship(ctx, inputs):
     return {"shipped": %(shipped)s}
-'''
+"""
 
 
 def _load(tmp_path: Path, shipped: str = "True") -> Any:
