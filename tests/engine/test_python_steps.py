@@ -244,3 +244,33 @@ def test_errors_of_the_function_and_of_its_operations(cli: Any, tmp_path: Path) 
     error = json.loads(failed.stdout + failed.stderr)["error"]
     assert error["code"] == "step.failed"
     assert "RuntimeError: after subprocess.failed" in error["message"]
+
+
+def test_a_sandboxed_step_and_its_shell_calls_run_in_the_sandbox(cli: Any, tmp_path: Path) -> None:
+    from tests.engine.sandboxes import SYSTEM_PYTHON, require_bwrap
+
+    require_bwrap()
+    ws = tmp_path / "ws"
+    secret = tmp_path / "secret.txt"  # outside the workspace: not in the sandbox
+    secret.write_text("s")
+    steps = f"""
+    import os
+
+    def main(ctx, inputs):
+        seen = ctx.shell("sh", ["-c", "test -e {secret} && echo host || echo hidden"])
+        return {{"function": os.path.exists("{secret}"), "shell": seen["stdout"].strip()}}
+    """
+    db = _setup(ws, steps)
+    text = (ws / "wf.yaml").read_text()
+    (ws / "wf.yaml").write_text(
+        text.replace(
+            "      timeoutSeconds: 60",
+            f"      timeoutSeconds: 60\n      python: {SYSTEM_PYTHON}\n      isolation: sandbox",
+        )
+    )
+    done = cli("--output", "json", "roll", ws / "wf.yaml", "--db", db)
+    assert done.exit_code == 0, done.stderr
+    assert done.json()["data"]["output"]["work"] == {"function": False, "shell": "hidden"}
+    listed = cli("--output", "json", "effects", "list", _run_id(db), "--db", db).json()["data"]
+    (shell,) = listed["effects"]
+    assert shell["request"]["isolation"] == "sandbox"
