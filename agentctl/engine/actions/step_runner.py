@@ -123,6 +123,8 @@ def _load(function: str, root: str, path: Sequence[str]) -> Callable[..., Any]:
 
 
 def main() -> int:
+    # Nothing cached next to the user's modules: an edit is always what the next run sees.
+    sys.dont_write_bytecode = True
     channel = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)  # the function's prints, and its children's, go to stderr
     sys.stdout = sys.stderr
