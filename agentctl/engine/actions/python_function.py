@@ -120,7 +120,12 @@ async def run_function(env: TaskEnv, action: Mapping[str, Any], bodies: Bodies) 
     operations = _Operations(env, action, bodies)
 
     async def run_child(effect_id: str) -> Any:
-        cwd = env.workspace.workspace_root
+        cwd_raw = action.get("cwd")
+        cwd = (
+            Path(env.workspace.resolve_read(str(cwd_raw)))
+            if cwd_raw
+            else env.workspace.workspace_root
+        )
         child = process.ProcessSpec(
             argv=launch.argv(
                 interpreter,
