@@ -17,17 +17,18 @@ from pathlib import Path
 from typing import Any
 
 from agentctl import process
-from agentctl.engine.actions import isolation, workspace_writers, written_files
-from agentctl.engine.actions.environment import process_timeout, resolve_environment
-from agentctl.engine.actions.long_term import LONG_TERM_BODIES
-from agentctl.engine.actions.protocol import PROTOCOL_BODIES
-from agentctl.engine.effects.journal import EffectSpec
-from agentctl.engine.run.context import (
+from agentctl.engine.actions import workspace_writers, written_files
+from agentctl.engine.actions.context import (
     IDEMPOTENCY_KEY_VARIABLE,
     TaskEnv,
     TaskResult,
     effect_process_env,
 )
+from agentctl.engine.actions.environment import process_timeout, resolve_environment
+from agentctl.engine.actions.long_term import LONG_TERM_BODIES
+from agentctl.engine.actions.protocol import PROTOCOL_BODIES
+from agentctl.engine.core import isolation
+from agentctl.engine.effects.journal import EffectSpec
 from agentctl.redaction import redact
 from agentctl.signals import PAUSE_PREFIX, ApprovalPending, OutcomeUnknown, TaskFailure
 from agentctl.spec.models_definitions import (
@@ -419,7 +420,7 @@ async def run_definition(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
     the bodies its ``ctx`` reaches."""
     kind = str(action.get("kind"))
     if kind == "builtin.ask":
-        from agentctl.engine.effects.questions import ask
+        from agentctl.engine.actions.questions import ask
 
         return await ask(env, action)
     body = _BODIES.get(kind)

@@ -31,12 +31,12 @@ from typing import Any
 from agentctl import process
 from agentctl.compiler.effects import REPEATABLE_BODIES, STEP_ASK, STEP_NOW, STEP_UUID
 from agentctl.digest import sha256_hex
-from agentctl.engine.actions import isolation
+from agentctl.engine.actions.context import TaskEnv, TaskResult, effect_process_env
 from agentctl.engine.actions.environment import process_timeout, resolve_environment
+from agentctl.engine.core import isolation
 from agentctl.engine.effects import journal
 from agentctl.engine.effects.approvals import create_approval, get_approval
 from agentctl.engine.effects.journal import EffectSpec
-from agentctl.engine.run.context import TaskEnv, TaskResult, effect_process_env
 from agentctl.errors import AgentctlError, UsageError
 from agentctl.json_schemas import compile_schema, first_error
 from agentctl.redaction import redact
