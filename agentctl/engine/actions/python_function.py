@@ -25,7 +25,7 @@ import os
 import sys
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from agentctl import process
@@ -48,6 +48,7 @@ from agentctl.signals import (
     as_task_failure,
 )
 from agentctl.spec.models_definitions import DEFAULT_OUTPUT_LIMIT_BYTES
+from agentctl.tools.container import WORKSPACE_MOUNT
 
 __all__ = ["OPERATIONS", "Bodies", "run_function", "step_question_id"]
 
@@ -145,8 +146,8 @@ async def run_function(env: TaskEnv, action: Mapping[str, Any], bodies: Bodies) 
             stderr_limit_bytes=stderr_limit,
             combined_limit_bytes=stderr_limit + 1,
         )
-        root = env.workflow_dir or env.base_dir
-        start = {"function": function, "input": env.input, "root": str(root), "path": []}
+        root = _module_root(env, launch.isolation)
+        start = {"function": function, "input": env.input, "root": root, "path": []}
         last: dict[str, Any] = {}
 
         async def converse(reader: Any, writer: Any) -> None:
@@ -213,6 +214,25 @@ async def run_function(env: TaskEnv, action: Mapping[str, Any], bodies: Bodies) 
         )
     _checked(output, action.get("outputSchema"), "outputSchema", "output.contract", env.task.id)
     return TaskResult(output)
+
+
+def _module_root(env: TaskEnv, level: str) -> str:
+    """Where the step's process imports its function from: the workflow file's folder (the
+    run's workspace when it has none) — in a container, as the container sees it."""
+    root = env.workflow_dir or env.base_dir
+    if level != "container":
+        return str(root)
+    workspace = env.workspace.workspace_root
+    try:
+        inside = Path(os.path.realpath(root)).relative_to(os.path.realpath(workspace))
+    except ValueError:
+        raise TaskFailure(
+            f"task {env.task.id}: the function's folder `{root}` is outside the workspace "
+            f"`{workspace}`, which is all a container sees",
+            code="isolation.unavailable",
+            stops_run=True,
+        ) from None
+    return str(PurePosixPath(WORKSPACE_MOUNT) / PurePosixPath(*inside.parts))
 
 
 def _decode(line: bytes, task_id: str) -> dict[str, Any]:
