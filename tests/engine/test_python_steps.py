@@ -274,3 +274,33 @@ def test_a_sandboxed_step_and_its_shell_calls_run_in_the_sandbox(cli: Any, tmp_p
     listed = cli("--output", "json", "effects", "list", _run_id(db), "--db", db).json()["data"]
     (shell,) = listed["effects"]
     assert shell["request"]["isolation"] == "sandbox"
+
+
+def test_a_containerised_step_runs_through_the_container_runtime(
+    cli: Any, tmp_path: Path, monkeypatch: Any
+) -> None:
+    """A stand-in runtime first on PATH records its argv and runs the command itself (as in
+    test_container_isolation): the function's process is started by the runtime, with the
+    image's interpreter and its module folder relative to the container's working
+    directory."""
+    from tests.engine.test_container_isolation import IMAGE, _calls, _stand_in
+
+    log = tmp_path / "runtime.log"
+    docker = _stand_in(tmp_path / "bin", "docker", log)
+    monkeypatch.setenv("PATH", f"{docker.parent}{os.pathsep}{os.environ['PATH']}")
+    ws = tmp_path / "ws"
+    db = _setup(ws, "def main(ctx, inputs):\n    return {'hello': inputs['name']}\n")
+    text = (ws / "wf.yaml").read_text()
+    (ws / "wf.yaml").write_text(
+        text.replace(
+            "      timeoutSeconds: 60",
+            "      timeoutSeconds: 60\n      python: python3\n      isolation: container\n"
+            f'      container: {{image: "{IMAGE}"}}',
+        )
+    )
+    done = cli("--output", "json", "roll", ws / "wf.yaml", "--db", db)
+    assert done.exit_code == 0, done.stderr
+    assert done.json()["data"]["output"]["work"] == {"hello": "ada"}
+    run = next(call for call in _calls(log) if call[1] == "run")
+    assert run[run.index(IMAGE) + 1 : run.index(IMAGE) + 3] == ["python3", "-c"]
+    assert "--network" in run and run[run.index("--network") + 1] == "none"

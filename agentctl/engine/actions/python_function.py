@@ -25,7 +25,7 @@ import os
 import sys
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 from agentctl import process
@@ -48,7 +48,6 @@ from agentctl.signals import (
     as_task_failure,
 )
 from agentctl.spec.models_definitions import DEFAULT_OUTPUT_LIMIT_BYTES
-from agentctl.tools.container import WORKSPACE_MOUNT
 
 __all__ = ["OPERATIONS", "Bodies", "run_function", "step_question_id"]
 
@@ -146,7 +145,7 @@ async def run_function(env: TaskEnv, action: Mapping[str, Any], bodies: Bodies) 
             stderr_limit_bytes=stderr_limit,
             combined_limit_bytes=stderr_limit + 1,
         )
-        root = _module_root(env, launch.isolation)
+        root = _module_root(env, launch.isolation, cwd)
         start = {"function": function, "input": env.input, "root": root, "path": []}
         last: dict[str, Any] = {}
 
@@ -216,23 +215,23 @@ async def run_function(env: TaskEnv, action: Mapping[str, Any], bodies: Bodies) 
     return TaskResult(output)
 
 
-def _module_root(env: TaskEnv, level: str) -> str:
+def _module_root(env: TaskEnv, level: str, cwd: Path) -> str:
     """Where the step's process imports its function from: the workflow file's folder (the
-    run's workspace when it has none) — in a container, as the container sees it."""
+    run's workspace when it has none). A container sees the workspace elsewhere, so there
+    the folder is given relative to the process's working directory."""
     root = env.workflow_dir or env.base_dir
     if level != "container":
         return str(root)
-    workspace = env.workspace.workspace_root
-    try:
-        inside = Path(os.path.realpath(root)).relative_to(os.path.realpath(workspace))
-    except ValueError:
+    workspace = os.path.realpath(env.workspace.workspace_root)
+    real = os.path.realpath(root)
+    if real != workspace and not real.startswith(workspace + os.sep):
         raise TaskFailure(
             f"task {env.task.id}: the function's folder `{root}` is outside the workspace "
             f"`{workspace}`, which is all a container sees",
             code="isolation.unavailable",
             stops_run=True,
-        ) from None
-    return str(PurePosixPath(WORKSPACE_MOUNT) / PurePosixPath(*inside.parts))
+        )
+    return os.path.relpath(real, os.path.realpath(cwd))
 
 
 def _decode(line: bytes, task_id: str) -> dict[str, Any]:
