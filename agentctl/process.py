@@ -25,15 +25,16 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from agentctl.errors import PolicyDeniedError, TaskError
 
 __all__ = [
     "DRAIN_SECONDS",
+    "Conversation",
     "KILL_GRACE_SECONDS",
     "LimitName",
     "ProcessResult",
@@ -55,9 +56,15 @@ DRAIN_SECONDS = 1.0
 """How long to keep reading pipes once the group is gone: a descendant that escaped the
 group with ``setsid`` may hold them open forever, and the call must still return."""
 
+Conversation = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+"""A dialogue with the child over its stdout (read) and stdin (write), for a child that asks
+its parent to do things while it runs (a ``python.function`` step); stderr stays captured
+under the caps."""
+
 _KILL_WAIT_SECONDS = 5.0
 _POLL_SECONDS = 0.02
 _READ_CHUNK = 64 * 1024
+_MESSAGE_LIMIT = 64 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,22 +180,32 @@ async def run_process(
     *,
     on_started: Callable[[int], None] | None = None,
     kill_grace_seconds: float = KILL_GRACE_SECONDS,
+    converse: Conversation | None = None,
 ) -> ProcessResult:
     """Run ``spec`` to completion, timeout, output overflow or cancellation.
 
     ``on_started(pid)`` runs right after the spawn succeeded (the executor marks the effect
     ``started`` then); a spawn failure raises ``TaskError`` before it, so nothing started.
     Cancellation terminates and reaps the group, then re-raises ``CancelledError``.
+
+    With ``converse``, stdout and stdin are the conversation's instead (``spec.stdin`` must
+    be None): the call ends when the child exits, the timeout passes or the conversation
+    raises — then the group is terminated and the conversation's error re-raised. A
+    conversation still running at the end is cancelled and awaited, so what it was doing
+    (an effect in flight) is recorded before this returns.
     """
     started_at = time.monotonic()
-    process = await _spawn_or_reap(spec, kill_grace_seconds)
+    process = await _spawn_or_reap(spec, kill_grace_seconds, converse is not None)
     group = _ProcessGroup(process, kill_grace_seconds)
     capture = _OutputCapture(spec)
     assert process.stdout is not None and process.stderr is not None
-    readers = [
-        asyncio.create_task(_pump(process.stdout, "stdout", capture)),
-        asyncio.create_task(_pump(process.stderr, "stderr", capture)),
-    ]
+    readers = [asyncio.create_task(_pump(process.stderr, "stderr", capture))]
+    talk: asyncio.Task[None] | None = None
+    if converse is None:
+        readers.append(asyncio.create_task(_pump(process.stdout, "stdout", capture)))
+    else:
+        assert process.stdin is not None
+        talk = asyncio.create_task(_talk(converse, process.stdout, process.stdin))
     helpers: list[asyncio.Task[object]] = []
     if spec.stdin is not None:
         assert process.stdin is not None
@@ -199,25 +216,42 @@ async def run_process(
     closed_wait = asyncio.create_task(process.wait())
     overflow_wait = asyncio.create_task(capture.overflow.wait())
     timed_out = False
+    ends: set[asyncio.Task[Any]] = {exit_wait, overflow_wait}
+    if talk is not None:
+        ends.add(talk)
     try:
         if on_started is not None:
             on_started(process.pid)
         done, _ = await asyncio.wait(
-            {exit_wait, overflow_wait},
-            timeout=spec.timeout_seconds,
-            return_when=asyncio.FIRST_COMPLETED,
+            ends, timeout=spec.timeout_seconds, return_when=asyncio.FIRST_COMPLETED
         )
         timed_out = not done
+        if talk is not None and not timed_out:
+            left = spec.timeout_seconds - (time.monotonic() - started_at)
+            if talk in done and talk.exception() is None:
+                # The child said its last word: it has the rest of its time to exit.
+                done, _ = await asyncio.wait(
+                    {exit_wait, overflow_wait},
+                    timeout=max(left, 0.001),
+                    return_when=asyncio.FIRST_COMPLETED,
+                )
+                timed_out = not done
+            elif exit_wait in done:
+                await asyncio.wait({talk}, timeout=DRAIN_SECONDS)  # what it wrote last
         # Whatever ended the wait, nothing of the group may outlive this call: after a
         # normal exit this removes background grandchildren that still hold the pipes.
         await group.terminate()
+        await _stop_talk(talk)
         await asyncio.wait([*readers, closed_wait], timeout=DRAIN_SECONDS)
     except BaseException:
         await group.abort(pending=[*readers, closed_wait])
+        await _stop_talk(talk)
         raise
     finally:
         for task in (*readers, *helpers, exit_wait, closed_wait, overflow_wait):
             task.cancel()
+    if talk is not None and not talk.cancelled() and talk.exception() is not None:
+        raise talk.exception()  # type: ignore[misc]
     returncode = process.returncode
     return ProcessResult(
         exit_code=returncode if returncode is not None and returncode >= 0 else None,
@@ -230,8 +264,26 @@ async def run_process(
     )
 
 
+async def _talk(
+    converse: Conversation, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+) -> None:
+    try:
+        await converse(reader, writer)
+    finally:
+        writer.close()
+
+
+async def _stop_talk(talk: asyncio.Task[None] | None) -> None:
+    """Cancel a conversation still under way and let it record what it was doing."""
+    if talk is None or talk.done():
+        return
+    talk.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await talk
+
+
 async def _spawn_or_reap(
-    spec: ProcessSpec, kill_grace_seconds: float
+    spec: ProcessSpec, kill_grace_seconds: float, conversation: bool = False
 ) -> asyncio.subprocess.Process:
     """Spawn the process; a cancellation that arrives while the spawn is under way lets the
     spawn finish (shielded), then terminates the new process group before re-raising.
@@ -240,7 +292,7 @@ async def _spawn_or_reap(
     waits for the pipes to close: a background grandchild could hold them for as long as it
     lives, and its group would never be signalled.
     """
-    spawn = asyncio.ensure_future(_spawn(spec))
+    spawn = asyncio.ensure_future(_spawn(spec, conversation))
     try:
         return await asyncio.shield(spawn)
     except asyncio.CancelledError:
@@ -254,13 +306,16 @@ async def _spawn_or_reap(
         raise
 
 
-async def _spawn(spec: ProcessSpec) -> asyncio.subprocess.Process:
+async def _spawn(spec: ProcessSpec, conversation: bool = False) -> asyncio.subprocess.Process:
+    piped = spec.stdin is not None or conversation
     try:
         return await asyncio.create_subprocess_exec(
             *spec.argv,
             cwd=spec.cwd,
             env=dict(spec.env),
-            stdin=asyncio.subprocess.PIPE if spec.stdin is not None else asyncio.subprocess.DEVNULL,
+            stdin=asyncio.subprocess.PIPE if piped else asyncio.subprocess.DEVNULL,
+            # A conversation's messages are lines of JSON; its limit is the longest one.
+            limit=_MESSAGE_LIMIT if conversation else 1 << 16,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
             start_new_session=True,

@@ -29,6 +29,10 @@ __all__ = [
     "MCP_LIST_TOOLS",
     "MUTATING_EFFECT_CLASSES",
     "NON_MUTATING_EFFECT_CLASSES",
+    "REPEATABLE_BODIES",
+    "STEP_ASK",
+    "STEP_NOW",
+    "STEP_UUID",
     "ActionKindInfo",
     "EffectSpec",
     "action_effects",
@@ -79,6 +83,17 @@ INSTRUCTIONS_READ = _spec(
 MCP_LIST_TOOLS = _spec(
     "mcp.list_tools", "observe", "low", "idempotent", "mcp.list_tools", "observe"
 )
+
+
+#: What a ``python.function`` step records through its ``ctx`` besides the actions, files,
+#: processes and models it reaches (docs/python-steps.md): an answer, a time, an id.
+STEP_ASK = _spec("step.ask", "internal_state", "low", "keyed", "step.ask", "internal_state")
+STEP_NOW = _spec("step.now", "internal_state", "low", "keyed", "step.now", "internal_state")
+STEP_UUID = _spec("step.uuid", "internal_state", "low", "keyed", "step.uuid", "internal_state")
+
+#: A function step's body is journaled as an effect of its own only when what it does
+#: outside ``ctx`` may not be repeated; these bodies are re-run from the top instead.
+REPEATABLE_BODIES = frozenset({"pure", "idempotent"})
 
 
 def model_effect(provider: str) -> EffectSpec:
@@ -197,6 +212,19 @@ ACTION_KINDS: Mapping[str, ActionKindInfo] = {
         _spec("a2a.delegate", "remote_agent", "high", "at_most_once", "a2a.delegate", "network"),
         "requires_execution",
     ),
+    # Ours: a step written as a Python function (docs/python-steps.md). The row is its body;
+    # what it does through `ctx` is journaled under those operations' own rows.
+    "python.function": ActionKindInfo(
+        _spec(
+            "python.function",
+            "process_execution",
+            "high",
+            "idempotent",
+            "python.function",
+            "process.execute",
+        ),
+        "requires_execution",
+    ),
 }
 
 COMPENSATION_KINDS = frozenset(
@@ -250,7 +278,15 @@ def action_effects(
         return []
     spec = info.effect
     declared = action.get("idempotency")
-    if declared is not None and action.get("kind") in ("mcp.call", "extension.process"):
+    if action.get("kind") == "python.function" and (declared or spec.idempotency) in (
+        REPEATABLE_BODIES
+    ):
+        return []  # re-run from the top: only what it asks `ctx` for is an effect
+    if declared is not None and action.get("kind") in (
+        "mcp.call",
+        "extension.process",
+        "python.function",
+    ):
         spec = EffectSpec(
             spec.operation,
             spec.effect_class,

@@ -4,8 +4,10 @@ A task names its body (``uses: action:deploy`` or ``agent:reviewer``); what that
 is decided by the named definition and everything behind it. :func:`resolved_definitions`
 gives, for every action and agent of a workflow, the digest of that resolved definition:
 
-- an action: every field but its description, the MCP server an ``mcp.call`` names, and
-  the workflow's policy items that change what a step does (``IDENTITY_POLICY``);
+- an action: every field but its description — for a ``python.function`` step that
+  includes ``sourceDigest``, the digest of the function's source, so changed code is a
+  changed step —, the MCP server an ``mcp.call`` names, and the workflow's policy items
+  that change what a step does (``IDENTITY_POLICY``);
 - an agent: every field but its description, its provider, each tool it is offered (a
   declared tool, an action offered as a tool, or an MCP server's tool), and the same
   policy items.

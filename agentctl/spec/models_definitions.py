@@ -67,10 +67,18 @@ ActionKind = Literal[
     "builtin.ask",
     "builtin.fail",
     "builtin.pause",
+    "python.function",
 ]
 ToolKind = Literal["builtin.workspace.read", "builtin.workspace.write", "builtin.echo"]
 
-PROCESS_ACTION_KINDS = frozenset({"builtin.shell.exec", "extension.process"})
+PROCESS_ACTION_KINDS = frozenset({"builtin.shell.exec", "extension.process", "python.function"})
+#: ``module:callable`` (a module imported from the workflow's folder) or
+#: ``path/to/file.py:callable`` (a file under it); the callable may be a dotted name.
+FUNCTION_PATTERN = (
+    r"^(?:[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*|[^:\0]+\.py)"
+    r":[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*$"
+)
+_FUNCTION_RE = re.compile(FUNCTION_PATTERN)
 #: Variables that steer a container runtime client; a container action's `env` may not set
 #: them (they come from agentctl's own environment).
 CONTAINER_ENGINE_VARIABLES = frozenset(
@@ -282,14 +290,19 @@ class Action(SpecModel):
     input_schema: JsonSchema | None = None
     output_schema: JsonSchema | None = None
     capabilities: list[str] = Field(default_factory=list)
+    function: str | None = None
+    python: str | None = Field(default=None, min_length=1)
+    source_digest: str | None = Field(default=None, pattern=r"^sha256:[0-9a-f]{64}$")
 
     @model_validator(mode="after")
     def _kind_rules(self) -> Action:
         process = self.kind in PROCESS_ACTION_KINDS
         extension = self.kind == "extension.process"
+        function_step = self.kind == "python.function"
         set_fields = self.model_fields_set
+        _function_rules(self, function_step)
         if process:
-            if not self.command:
+            if not self.command and not function_step:
                 raise ValueError(f"a `{self.kind}` action requires `command`")
             if self.timeout_seconds is not None and not 1 <= self.timeout_seconds <= 86400:
                 raise ValueError(
@@ -323,9 +336,18 @@ class Action(SpecModel):
                 raise ValueError(
                     f"{', '.join(bad)} only apply to builtin.shell.exec and extension.process"
                 )
-        if self.idempotency is not None and self.kind not in ("mcp.call", "extension.process"):
-            raise ValueError("`idempotency` may only be declared on mcp.call and extension.process")
+        if self.idempotency is not None and self.kind not in (
+            "mcp.call",
+            "extension.process",
+            "python.function",
+        ):
+            raise ValueError(
+                "`idempotency` may only be declared on mcp.call, extension.process and "
+                "python.function"
+            )
         extension_only = ["protocol_version", "input_schema", "output_schema", "capabilities"]
+        if function_step:
+            extension_only = ["protocol_version", "capabilities"]
         if extension:
             if self.idempotency is None:
                 raise ValueError("an extension.process action requires `idempotency`")
@@ -344,6 +366,28 @@ class Action(SpecModel):
             if bad:
                 raise ValueError(f"{', '.join(bad)} only apply to extension.process")
         return self
+
+
+def _function_rules(action: Action, function_step: bool) -> None:
+    """``python.function`` (docs/python-steps.md): a function instead of a command."""
+    own = ["function", "python", "source_digest"]
+    if not function_step:
+        bad = [_alias(n) for n in own if n in action.model_fields_set]
+        if bad:
+            raise ValueError(f"{', '.join(bad)} only apply to python.function")
+        return
+    if action.function is None or _FUNCTION_RE.fullmatch(action.function) is None:
+        raise ValueError(
+            "a python.function action requires `function: module:callable` (or "
+            f"`file.py:callable`), got {action.function!r}"
+        )
+    if ".." in action.function.split(":", 1)[0].split("/") or action.function.startswith("/"):
+        raise ValueError("`function` must name a module or a file under the workflow's folder")
+    misplaced = [_alias(n) for n in ("command", "args") if n in action.model_fields_set]
+    if misplaced:
+        raise ValueError(f"{', '.join(misplaced)} do not apply to python.function (see `function`)")
+    if action.python is not None and "\0" in action.python:
+        raise ValueError("`python` must not contain NUL")
 
 
 def _alias(field_name: str) -> str:

@@ -23,11 +23,17 @@ loaded, with that call's line.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import inspect
 import os
+import re
 import sys
+import textwrap
 import typing
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from datetime import timedelta
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
@@ -55,6 +61,7 @@ __all__ = [
     "WorkflowBuilder",
     "case",
     "compensate",
+    "duration_seconds",
     "env",
     "foreach",
     "loop",
@@ -66,6 +73,43 @@ __all__ = [
 
 Document = dict[str, Any]
 """A document fragment in the format's own (camelCase) shape."""
+
+Duration = int | float | timedelta | str
+"""A duration as people write it in Python: seconds, a ``timedelta``, or ``"90s"``,
+``"5m"``, ``"2h"``, ``"1d"``, ``"250ms"`` (also combined: ``"1m30s"``)."""
+
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}
+
+StepFunction = TypeVar("StepFunction", bound=Callable[..., Any])
+
+STEP_MARK = "__agentctl_step__"
+"""The attribute ``@workflow.step`` sets on the function it declares."""
+
+
+def duration_seconds(value: Any, *, unit: float = 1.0) -> Any:
+    """``value`` as a number of ``unit`` (1 = seconds, 0.001 = milliseconds) when it is a
+    :data:`Duration`; anything else is returned as given, so validation reports it at its
+    document path (YAML stays strict: only the builder converts)."""
+    if isinstance(value, timedelta):
+        seconds = value.total_seconds()
+    elif isinstance(value, str):
+        text = value.strip().replace(" ", "")
+        parts = _DURATION_PART.findall(text)
+        if not text or "".join(n + u for n, u in parts) != text:
+            raise ValueError(
+                f"duration {value!r} is not a number of seconds, a timedelta or text such as "
+                '"90s", "5m", "2h", "1m30s"'
+            )
+        seconds = sum(float(number) * _UNIT_SECONDS[u] for number, u in parts)
+    else:
+        return value
+    amount = seconds / unit
+    return int(amount) if amount == int(amount) else amount
+
+
+def _timeout(value: Any) -> Any:
+    return None if value is None else duration_seconds(value)
 
 
 def to_wire(model: type[BaseModel], options: Mapping[str, Any]) -> Document:
@@ -148,17 +192,18 @@ def route(select: str, *cases: Document, default: Sequence[str] | None = None) -
 
 def retry(
     max_attempts: int,
-    backoff_ms: int | None = None,
+    backoff_ms: int | Duration | None = None,
     *,
     backoff: Mapping[str, Any] | None = None,
     retry_on: Sequence[str] | None = None,
 ) -> Document:
-    """A retry policy: total attempts and the wait between them (a fixed ``backoff_ms``, or
+    """A retry policy: total attempts and the wait between them (a fixed ``backoff_ms`` —
+    milliseconds, or a :data:`Duration` such as ``"5s"`` —, or
     ``backoff={"kind": "exponential", "initialMs": 500}``); ``retry_on`` narrows what is
     retried (error codes, ``provider.*``, ``transient``, ``timeout``)."""
     return {
         "maxAttempts": max_attempts,
-        **({} if backoff_ms is None else {"backoffMs": backoff_ms}),
+        **({} if backoff_ms is None else {"backoffMs": duration_seconds(backoff_ms, unit=0.001)}),
         **({} if backoff is None else {"backoff": dict(backoff)}),
         **({} if retry_on is None else {"retryOn": list(retry_on)}),
     }
@@ -169,7 +214,7 @@ def compensate(
     *,
     with_: Mapping[str, Any] | None = None,
     retry: Document | None = None,
-    timeout_seconds: int | None = None,
+    timeout_seconds: Duration | None = None,
 ) -> Document:
     """The inverse action of a mutating task."""
     return _fields(
@@ -177,7 +222,7 @@ def compensate(
         uses=uses,
         with_=dict(with_) if with_ is not None else None,
         retry=retry,
-        timeout_seconds=timeout_seconds,
+        timeout_seconds=_timeout(timeout_seconds),
     )
 
 
@@ -200,7 +245,7 @@ def task(
     route: Document | None = None,
     memory_writes: Sequence[str] | None = None,
     retry: Document | None = None,
-    timeout_seconds: int | None = None,
+    timeout_seconds: Duration | None = None,
     failure: str | None = None,
     compensate: Document | None = None,
     output_schema: Mapping[str, Any] | None = None,
@@ -225,7 +270,7 @@ def task(
         vars=dict(vars) if vars is not None else None,
         with_=dict(with_) if with_ is not None else None,
         retry=retry,
-        timeout_seconds=timeout_seconds,
+        timeout_seconds=_timeout(timeout_seconds),
         failure=failure,
         compensate=compensate,
         output_schema=dict(output_schema) if output_schema is not None else None,
@@ -293,7 +338,10 @@ class WorkflowBuilder:
     def action(
         self, name: str, kind: str, *, with_: Mapping[str, Any] | None = None, **options: Any
     ) -> WorkflowBuilder:
-        """A named action of built-in ``kind``; options are ``Action`` fields."""
+        """A named action of built-in ``kind``; options are ``Action`` fields
+        (``timeout_seconds`` may be a :data:`Duration`)."""
+        if "timeout_seconds" in options:
+            options["timeout_seconds"] = _timeout(options["timeout_seconds"])
         fields = {"kind": kind, **({"with_": dict(with_)} if with_ is not None else {}), **options}
         return self._put("actions", name, to_wire(Action, fields))
 
@@ -370,6 +418,93 @@ class WorkflowBuilder:
         tasks.append(task(id, uses=uses, **options))
         return self
 
+    def step(
+        self,
+        id: str | None = None,
+        *,
+        needs: Sequence[str] = (),
+        retry: Document | int | None = None,
+        timeout: Duration | None = None,
+        with_: Mapping[str, Any] | None = None,
+        idempotency: str | None = None,
+        input_schema: Mapping[str, Any] | None = None,
+        output_schema: Mapping[str, Any] | None = None,
+        python: str | None = None,
+        **options: Any,
+    ) -> Callable[[StepFunction], StepFunction]:
+        """Declare a step from a function (docs/python-steps.md)::
+
+            @workflow.step(needs=["build"], retry=3, timeout="5m")
+            def deploy(ctx, inputs):
+                ctx.shell("make", ["deploy"])
+                return {"deployed": True}
+
+        It compiles to a ``python.function`` action named like the step and a task that
+        uses it, so ``check``, ``plan`` and the dashboard see it like any other. The
+        function's source digest is part of the task's fingerprint: changed code makes
+        ``repair`` re-run the step and what depends on it. Other keyword arguments are
+        task fields (``when``, ``foreach``, ``memory_writes`` …) or, for ``isolation``,
+        ``sandbox``, ``container``, ``env`` and the output limits, action fields. The
+        function is returned unchanged.
+        """
+        origin = _caller()
+
+        def declare(function: StepFunction) -> StepFunction:
+            name = id or function.__name__.replace("_", "-")
+            action_fields: dict[str, Any] = {
+                key: options.pop(key)
+                for key in (
+                    "isolation",
+                    "sandbox",
+                    "container",
+                    "env",
+                    "stderr_limit_bytes",
+                    "stdout_limit_bytes",
+                    "combined_output_limit_bytes",
+                )
+                if key in options
+            }
+            action_options: dict[str, Any] = {
+                "function": _function_reference(function, origin[0]),
+                "source_digest": _source_digest(function),
+                "idempotency": idempotency,
+                "input_schema": dict(input_schema) if input_schema is not None else None,
+                "output_schema": dict(output_schema) if output_schema is not None else None,
+                "python": python,
+                **action_fields,
+            }
+            self._put(
+                "actions",
+                name,
+                to_wire(
+                    Action,
+                    {
+                        "kind": "python.function",
+                        **{k: v for k, v in action_options.items() if v is not None},
+                    },
+                ),
+            )
+            self._calls[join_path(join_path("spec", "actions"), name)] = origin
+            tasks = self._spec.setdefault("tasks", [])
+            self._calls[join_path(join_path("spec", "tasks"), len(tasks))] = origin
+            policy = {"maxAttempts": retry} if isinstance(retry, int) else retry
+            tasks.append(
+                task(
+                    name,
+                    uses=f"action:{name}",
+                    needs=needs,
+                    with_=with_,
+                    retry=policy,
+                    timeout_seconds=timeout,
+                    **options,
+                )
+            )
+            with contextlib.suppress(AttributeError, TypeError):
+                setattr(function, STEP_MARK, True)
+            return function
+
+        return declare
+
     def add_task(self, body: Document) -> WorkflowBuilder:
         """Append a task made with the module-level :func:`task`."""
         tasks = self._spec.setdefault("tasks", [])
@@ -411,6 +546,33 @@ class WorkflowBuilder:
                 diagnostics=diagnostics,
             )
         return document
+
+
+def _function_reference(function: Callable[..., Any], workflow_file: str) -> str:
+    """``file.py:qualname`` for a function in a file under the workflow's folder (the
+    definition file itself, usually), else ``module:qualname``."""
+    qualname = function.__qualname__
+    if "<locals>" in qualname:
+        raise ValueError(
+            f"step function {qualname} is defined inside another function; a step must be "
+            "a module-level function so its process can import it"
+        )
+    source = inspect.getsourcefile(function)
+    folder = os.path.dirname(os.path.realpath(workflow_file))
+    if source is not None:
+        real = os.path.realpath(source)
+        if real.startswith(folder + os.sep):
+            return f"{os.path.relpath(real, folder)}:{qualname}"
+    return f"{function.__module__}:{qualname}"
+
+
+def _source_digest(function: Callable[..., Any]) -> str:
+    """The digest of the function's source text (its fingerprint's share)."""
+    try:
+        text = textwrap.dedent(inspect.getsource(function))
+    except (OSError, TypeError):
+        text = function.__qualname__
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
 
 _SPEC_ORDER = [info.alias or name for name, info in Spec.model_fields.items()]

@@ -25,7 +25,7 @@ from agentctl.errors import Finding, UsageError, ValidationError
 from agentctl.input_files import read_input_bytes
 from agentctl.spec.document import Workflow
 from agentctl.spec.model_errors import describe
-from agentctl.spec.python_api import WorkflowBuilder
+from agentctl.spec.python_api import STEP_MARK, WorkflowBuilder
 from agentctl.spec.result import MAX_DOCUMENT_BYTES, LoadResult, unreadable_file
 from agentctl.spec.source_map import SourceMap
 from agentctl.spec.validate import validate_document
@@ -72,7 +72,8 @@ def load_python_definition(file: Path, name: str) -> LoadResult:
 
 def _definition(module: ModuleType) -> Any:
     build = getattr(module, "build", None)
-    if callable(build):
+    # A step declared with @workflow.step may well be called `build`; it is not the builder.
+    if callable(build) and not getattr(build, STEP_MARK, False):
         return build()
     return getattr(module, "workflow", None)
 

@@ -130,7 +130,7 @@ MoveResult = tuple[str, list[str]] | None
 
 
 def roll(ctx: Ctx, killed: bool) -> MoveResult:
-    workflow = ctx.rng.choice(["ledger.yaml", "ledger.yaml", "gated.yaml", "ext.yaml"])
+    workflow = ctx.rng.choice(["ledger.yaml", "ledger.yaml", "gated.yaml", "ext.yaml", "fn.yaml"])
     env = dict(FAIL_ENV if ctx.rng.random() < 0.4 else PASS_ENV)
     if killed:
         env["AGENTCTL_FAULT"] = ctx.fault()
@@ -434,7 +434,12 @@ def artifacts_gc(ctx: Ctx, orphaned: bool) -> MoveResult:
 
 
 def retry_failed(ctx: Ctx, killed: bool) -> MoveResult:
-    files = {"model-ledger": "ledger.yaml", "model-gated": "gated.yaml", "model-ext": "ext.yaml"}
+    files = {
+        "model-ledger": "ledger.yaml",
+        "model-gated": "gated.yaml",
+        "model-ext": "ext.yaml",
+        "model-fn": "fn.yaml",
+    }
     candidates = [r for r in ctx.runs("failed") if ctx.world.workflow_of.get(r) in files]
     if not candidates:
         return None

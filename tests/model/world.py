@@ -48,6 +48,7 @@ LABELS = {
     ("model-slow", "hold"): "slow.hold",
     ("model-slow", "mark"): "slow.mark",
     ("model-ext", "apply"): "ext.apply",
+    ("model-fn", "step"): "fn.mark",
 }
 EXTENSION = Path(__file__).with_name("ledger_extension.py")
 
@@ -103,6 +104,8 @@ class World:
             )
             document = shuffled(yaml.safe_load(text), rng)
             (self.ws / wf.name).write_text(yaml_text(document, rng.choice(STYLES)))
+        for module in sorted(WORKFLOWS.glob("*.py")):  # a function step's code
+            (self.ws / module.name).write_text(module.read_text())
         os.mkfifo(self.ws / "ready.fifo")
         os.mkfifo(self.ws / "gate.fifo")
         (self.ws / "ledger.txt").touch()

@@ -37,7 +37,7 @@ from agentctl.spec.models_definitions import (
 )
 from agentctl.tools import files
 
-__all__ = ["RUNNABLE_ACTION_KINDS", "run_action", "unsupported_action_kinds"]
+__all__ = ["RUNNABLE_ACTION_KINDS", "run_action", "run_definition", "unsupported_action_kinds"]
 
 READ_LIMIT = 1 << 20
 
@@ -385,7 +385,7 @@ _BODIES: dict[str, ActionBody] = {
 }
 _BODIES.update(LONG_TERM_BODIES)
 _BODIES.update(PROTOCOL_BODIES)
-RUNNABLE_ACTION_KINDS = frozenset(_BODIES) | {"builtin.ask"}
+RUNNABLE_ACTION_KINDS = frozenset(_BODIES) | {"builtin.ask", "python.function"}
 
 
 def unsupported_action_kinds(workflow: Mapping[str, Any], used: set[str]) -> list[str]:
@@ -397,6 +397,14 @@ def unsupported_action_kinds(workflow: Mapping[str, Any], used: set[str]) -> lis
 
 async def run_action(env: TaskEnv, action_name: str) -> TaskResult:
     action = ((env.spec.get("actions") or {}).get(action_name)) or {}
+    return await run_definition(env, action)
+
+
+async def run_definition(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
+    """Run one action definition (declared, or made by a function step's ``ctx``).
+
+    ``python.function`` runs from the task layer (``engine.run.tasks``), which hands it
+    the bodies its ``ctx`` reaches."""
     kind = str(action.get("kind"))
     if kind == "builtin.ask":
         from agentctl.engine.actions.questions import ask

@@ -60,6 +60,8 @@ class TaskEnv:
     condition: Mapping[str, Any] | None = None
     # The task parked this run (a question, an approval or a pause) and is being resumed.
     resumed: bool = False
+    # The folder of the workflow file the run was made from (a function step's modules).
+    workflow_dir: Path | None = None
 
     @property
     def spec(self) -> Mapping[str, Any]:

@@ -163,6 +163,7 @@ class RunExecutor(RunCommits, RunWatchers):
             list(policy.get("writableRoots") or []),
         )
         self.base_dir = base_dir
+        self.workflow_dir = Path(run.workflow_file).parent if run.workflow_file else None
         self.gate = EffectGate(
             self.owned,
             self.log,
@@ -468,6 +469,7 @@ class RunExecutor(RunCommits, RunWatchers):
                     compensation=self.run.mode == "compensate",
                     run_created_at=self.run.created_at.replace(tzinfo=UTC),
                     condition=condition,
+                    workflow_dir=self.workflow_dir,
                 )
                 result: TaskResult = await tracing.traced_attempt(
                     self.trace,

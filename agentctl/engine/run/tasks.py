@@ -13,8 +13,9 @@ from typing import Any
 from agentctl.compiler.plan import PlanTask
 from agentctl.digest import canonical_json, sha256_hex
 from agentctl.engine.actions.agent import ProviderPool, run_agent
-from agentctl.engine.actions.builtin import run_action
+from agentctl.engine.actions.builtin import run_action, run_definition
 from agentctl.engine.actions.context import TaskEnv, TaskResult
+from agentctl.engine.actions.python_function import Bodies, run_function
 from agentctl.engine.core.records import TaskRow
 from agentctl.engine.run.contracts import plainly_valid
 from agentctl.errors import UsageError
@@ -182,6 +183,15 @@ def check_contract(task: PlanTask, output: Any) -> None:
         )
 
 
+def _bodies(pool: ProviderPool) -> Bodies:
+    """What a function step's ``ctx`` may run: action definitions, actions, agents."""
+
+    async def agent(env: TaskEnv, name: str) -> TaskResult:
+        return await run_agent(env, name, pool)
+
+    return Bodies(definition=run_definition, action=run_action, agent=agent)
+
+
 async def run_body(
     env: TaskEnv,
     rows: Mapping[str, TaskRow],
@@ -193,6 +203,9 @@ async def run_body(
     row = rows.get(task.id)
     env.resumed = row is not None and row.status == "waiting_for_approval"
     if kind == "action":
+        action = (env.spec.get("actions") or {}).get(str(task.uses.name)) or {}
+        if action.get("kind") == "python.function":
+            return await run_function(env, action, _bodies(pool))
         return await run_action(env, str(task.uses.name))
     if kind == "agent":
         return await run_agent(env, str(task.uses.name), pool)

@@ -105,6 +105,11 @@ DEFINITIONS: dict[str, Any] = {
             "capabilities": ["math"],
         },
         "set": {"kind": "builtin.assign"},
+        "fn": {
+            "kind": "python.function",
+            "function": "steps:deploy",
+            "sourceDigest": "sha256:" + "1" * 64,
+        },
         "put": {"kind": "builtin.write"},
         "call": {"kind": "mcp.call", "with": {"server": "files", "tool": "search"}},
         "ask": {"kind": "a2a.delegate", "with": {"peer": "reviewer"}},
@@ -319,6 +324,14 @@ CHANGES: dict[tuple[str, str], tuple[set[str], Change]] = {
         _set("actions", "ext", "outputSchema", {"type": "object", "required": ["ok"]}),
     ),
     ("Action", "capabilities"): ({"action:ext"}, _set("actions", "ext", "capabilities", [])),
+    ("Action", "function"): ({"action:fn"}, _set("actions", "fn", "function", "steps:ship")),
+    ("Action", "python"): ({"action:fn"}, _set("actions", "fn", "python", "python3.12")),
+    # The function's source digest: changed code changes the step's fingerprint, so
+    # `repair` re-runs it and what depends on it.
+    ("Action", "sourceDigest"): (
+        {"action:fn"},
+        _set("actions", "fn", "sourceDigest", "sha256:" + "2" * 64),
+    ),
     ("Agent", "provider"): ({"agent:rev"}, _set("agents", "rev", "provider", "spare")),
     ("Agent", "model"): ({"agent:rev"}, _set("agents", "rev", "model", "m2")),
     ("Agent", "description"): ({"agent:rev"}, _set("agents", "rev", "description", "d")),

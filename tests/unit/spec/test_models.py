@@ -196,7 +196,7 @@ def test_subworkflow_invocation_may_set_default_retry_and_failure() -> None:
         (
             "actions: {w: {kind: builtin.write, idempotency: keyed}}",
             "spec.actions.w",
-            "`idempotency` may only be declared on mcp.call and extension.process",
+            "`idempotency` may only be declared on mcp.call, extension.process and python.function",
         ),
         (
             "actions: {w: {kind: builtin.assign, command: ls, cwd: x}}",
