@@ -60,6 +60,7 @@ def _version(shown: bool) -> None:
 
 @app.callback()
 def _root(
+    ctx: typer.Context,
     output: Annotated[
         str,
         typer.Option(
@@ -85,6 +86,15 @@ def _root(
             "`OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318 agentctl --otel roll w.yaml`.",
         ),
     ] = False,
+    db: Annotated[
+        str | None,
+        typer.Option(
+            "--db",
+            help="Database for the command that follows, as if given after its name "
+            "(`agentctl --db state.db runs list`); a --db after the name wins.",
+            show_default=False,
+        ),
+    ] = None,
     version: Annotated[
         bool,
         typer.Option(
@@ -99,6 +109,8 @@ def _root(
 
     Example: agentctl roll review.yaml --input change=pr-42.diff
     """
+    # Commands look for their database through their parents (options.db_from_context).
+    ctx.obj = {"db": db}
 
 
 app.command("check")(authoring.check_command)
