@@ -44,3 +44,64 @@ def test_db_before_the_command_name_is_the_commands_database(cli: Any, tmp_path:
         listed = cli("--output", "json", *line)
         assert listed.exit_code == 0, listed.stderr
         assert run_id not in {run["runId"] for run in listed.json()["data"]["runs"]}
+
+
+ECHO_WITH_APPROVAL = """\
+apiVersion: agentctl.dev/v1
+kind: Workflow
+metadata: {name: shouting}
+spec:
+  providers: {fake: {kind: fake}}
+  tools:
+    shout:
+      kind: builtin.echo
+      description: Echo the input back.
+      inputSchema:
+        type: object
+        properties: {text: {type: string}}
+        required: [text]
+        additionalProperties: false
+      outputSchema: {type: object}
+      capability: internal
+      risk: low
+      effectClass: pure
+      idempotency: pure
+      retrySafe: true
+      timeoutSeconds: 5
+      approval: always
+  agents:
+    crier:
+      provider: fake
+      model: scripted
+      instructions: shout
+      tools: [shout]
+      maxTurns: 2
+      maxToolCalls: 1
+      maxOutputTokens: 64
+      providerOptions: {toolInput: {text: hello}, finalText: shouted}
+  tasks:
+    - {id: cry, uses: 'agent:crier', with: {prompt: go}}
+"""
+
+
+def test_approval_always_on_an_echo_tool_asks_and_records_the_call(
+    cli: Any, tmp_path: Path
+) -> None:
+    db = tmp_path / "r.db"
+    parked = cli("--output", "json", "roll", _workflow(tmp_path, ECHO_WITH_APPROVAL), "--db", db)
+    assert parked.exit_code == 3, parked.stderr
+    run_id = parked.json()["data"]["runId"]
+    pending = cli("--output", "json", "approvals", "list", run_id, "--db", db).json()["data"]
+    (approval,) = pending["approvals"]
+    assert "shout" in approval["prompt"]
+    decided = cli("approvals", "approve", approval["approvalId"], "--reason", "ok", "--db", db)
+    assert decided.exit_code == 0, decided.stderr
+    resumed = cli("--output", "json", "resume", run_id, "--db", db)
+    assert resumed.exit_code == 0, resumed.stderr
+    shown = cli("--output", "json", "inspect", run_id, "--db", db).json()["data"]
+    (call,) = shown["toolCalls"]
+    assert (call["tool"], call["status"], call["call"]["arguments"]) == (
+        "shout",
+        "succeeded",
+        {"text": "hello"},
+    )
