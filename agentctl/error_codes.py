@@ -9,7 +9,7 @@ equal to the strings::
     except agentctl.AgentctlError as error:
         if error.code == agentctl.ErrorCode.STORE_NOT_FOUND: ...
 
-Workflow diagnostics (``schema_violation``, ``unknown_field`` …) are a separate set,
+Workflow diagnostics (``schema_violation``, ``yaml_syntax`` …) are a separate set,
 documented in docs/workflow-language.md. ``builtin.fail`` tasks may raise codes of their
 own choosing; those are the workflow's, not agentctl's.
 """
@@ -93,6 +93,7 @@ class ErrorCode(StrEnum):
     FORK_BLOCKED = "fork.blocked"
     INPUT_FILE_INVALID = "input_file.invalid"
     INPUT_INVALID = "input.invalid"
+    INPUT_SCHEMA_VIOLATION = "input.schema_violation"
     INPUT_UNDECLARED = "input.undeclared"
     INTERNAL_ERROR = "internal.error"
     ISOLATION_UNAVAILABLE = "isolation.unavailable"

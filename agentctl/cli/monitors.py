@@ -158,7 +158,8 @@ def add_command(
         cron=None,
         interval_seconds=parse_duration(every, "--every"),
         timezone="UTC",
-        inputs=parse_input_pairs(pairs),
+        # Read as the run will read them (a declared string keeps its text).
+        inputs={name: prepared.inputs[name] for name in parse_input_pairs(pairs)},
         catch_up="latest",
         max_catch_up=1,
         overlap=overlap,

@@ -139,7 +139,8 @@ def add_command(
         cron=cron,
         interval_seconds=parse_duration(every, "--every") if every is not None else None,
         timezone=timezone,
-        inputs=parse_input_pairs(pairs),
+        # Read as the run will read them (a declared string keeps its text).
+        inputs={name: prepared.inputs[name] for name in parse_input_pairs(pairs)},
         catch_up=catch_up,
         max_catch_up=max_catch_up,
         overlap=overlap,

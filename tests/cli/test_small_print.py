@@ -105,3 +105,110 @@ def test_approval_always_on_an_echo_tool_asks_and_records_the_call(
         "succeeded",
         {"text": "hello"},
     )
+
+
+TYPED_INPUTS = """\
+apiVersion: agentctl.dev/v1
+kind: Workflow
+metadata: {name: typed}
+spec:
+  inputs: {version: "3.9", count: 1, label: none}
+  inputSchema:
+    type: object
+    properties:
+      version: {type: string}
+      count: {type: integer}
+  actions: {set: {kind: builtin.assign}}
+  tasks:
+    - {id: one, uses: 'action:set', with: {value: "${{ inputs.version }}"}}
+  outputs:
+    version: "${{ inputs.version }}"
+    count: "${{ inputs.count }}"
+    label: "${{ inputs.label }}"
+"""
+
+
+def test_an_input_typed_string_keeps_its_text_and_plan_says_how_each_was_read(
+    cli: Any, tmp_path: Path
+) -> None:
+    path = _workflow(tmp_path, TYPED_INPUTS)
+    pairs = ["--input", "version=3.10", "--input", "count=7", "--input", "label=3.10"]
+    rolled = cli("--output", "json", "roll", path, *pairs, "--db", tmp_path / "r.db")
+    assert rolled.exit_code == 0, rolled.stderr
+    # Declared a string: the text as given. Undeclared: JSON when it parses.
+    assert rolled.json()["data"]["output"] == {"version": "3.10", "count": 7, "label": 3.1}
+    planned = cli("--output", "json", "plan", path, *pairs)
+    assert planned.exit_code == 0, planned.stderr
+    data = planned.json()["data"]
+    assert data["inputOverrides"] == {"version": "3.10", "count": 7, "label": 3.1}
+    assert data["inputsReadAs"] == {
+        "version": "text (declared string)",
+        "count": "json",
+        "label": "json",
+    }
+    human = cli("plan", path, *pairs)
+    assert 'input version = "3.10"  (text (declared string))' in human.stdout
+
+
+def test_inputs_that_break_the_input_schema_are_refused_before_a_run(
+    cli: Any, tmp_path: Path
+) -> None:
+    path = _workflow(tmp_path, TYPED_INPUTS)
+    db = tmp_path / "r.db"
+    for line in (["--input", "count=many"], ["--inputs", '{"version": 3}']):
+        refused = cli("--output", "json", "roll", path, *line, "--db", db)
+        assert refused.exit_code == 2, refused.stdout
+        error = refused.error_json()["error"]
+        assert error["code"] == "input.schema_violation"
+        assert "spec.inputSchema" in error["message"]
+    assert not db.exists()
+    planned = cli("--output", "json", "plan", path, "--input", "count=many")
+    assert planned.exit_code == 2
+    assert planned.error_json()["error"]["code"] == "input.schema_violation"
+
+
+def test_check_warns_on_a_default_outside_the_input_schema(cli: Any, tmp_path: Path) -> None:
+    text = TYPED_INPUTS.replace('version: "3.9"', "version: null")
+    checked = cli("--output", "json", "check", _workflow(tmp_path, text))
+    assert checked.exit_code == 0, checked.stderr
+    (warning,) = checked.json()["diagnostics"]
+    assert (warning["code"], warning["severity"], warning["path"]) == (
+        "schema_violation",
+        "warning",
+        "spec.inputs",
+    )
+    bad = TYPED_INPUTS.replace("type: object\n", "type: objekt\n")
+    refused = cli("--output", "json", "check", _workflow(tmp_path, bad, "bad.yaml"))
+    assert refused.exit_code == 2
+    assert refused.error_json()["diagnostics"][0]["path"].startswith("spec.inputSchema")
+
+
+LITERAL = """\
+apiVersion: agentctl.dev/v1
+kind: Workflow
+metadata: {name: literal}
+spec:
+  inputs: {file: notes.txt}
+  policy: {processAllowlist: [cat]}
+  actions:
+    show:
+      kind: builtin.shell.exec
+      command: cat
+      args: ["${{ inputs.file }}"]
+      cwd: "out/${{ inputs.file }}"
+  tasks:
+    - {id: show, uses: 'action:show', with: {file: "${{ inputs.file }}"}}
+"""
+
+
+def test_check_warns_on_a_template_nothing_renders(cli: Any, tmp_path: Path) -> None:
+    checked = cli("--output", "json", "check", _workflow(tmp_path, LITERAL))
+    assert checked.exit_code == 0, checked.stderr
+    found = [(d["code"], d["severity"], d["path"]) for d in checked.json()["diagnostics"]]
+    assert found == [
+        ("invalid_template", "warning", "spec.actions.show.args[0]"),
+        ("invalid_template", "warning", "spec.actions.show.cwd"),
+    ]
+    first = checked.json()["diagnostics"][0]
+    assert "never rendered" in first["message"] and "docs/templates.md" in first["help"]
+    assert first["line"] == 11

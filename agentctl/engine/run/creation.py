@@ -56,6 +56,7 @@ def prepare_run(
     inputs_json: str | None = None,
     inputs_file: str | None = None,
     input_pairs: Sequence[str] = (),
+    inputs: Mapping[str, Any] | None = None,
     workspace: str | None = None,
     settings: CompileSettings | None = None,
     vars_files: Sequence[str] = (),
@@ -112,7 +113,9 @@ def prepare_run(
         inputs_json,
         inputs_file,
         input_pairs,
+        given=inputs,
         check_declared=check_declared,
+        input_schema=spec.get("inputSchema"),
     )
     return PreparedRun(
         plan=compiled.plan,
