@@ -38,7 +38,7 @@ from agentctl.errors import UsageError
 from agentctl.input_files import read_input_bytes
 from agentctl.spec.pack_items import ITEM_SECTIONS, pack_items
 from agentctl.spec.pack_lock import LOCK_FILE, LockedPack, LockProblem, PackSource, read_lock
-from agentctl.spec.pack_manifest import MANIFEST_FILE, PackManifest, satisfies
+from agentctl.spec.pack_manifest import MANIFEST_FILE, PackManifest, satisfies, version_matches
 from agentctl.spec.result import MAX_DOCUMENT_BYTES, LoadResult
 from agentctl.spec.source_map import SourceMap, diagnostic_at, join_path
 from agentctl.spec.validate import validate_document
@@ -88,6 +88,14 @@ class ResolvedPack:
         return out
 
 
+def _version_ok(found: str, wanted: str) -> bool:
+    """Whether the pack version ``found`` is what a reference asks for (exact or a range)."""
+    try:
+        return version_matches(found, wanted)
+    except ValueError:
+        return False
+
+
 def _sha256(data: bytes) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
@@ -106,6 +114,8 @@ class _Packs:
         self.lock: dict[str, LockedPack] | None = None
         self.locking = not use_lock
         self.manifest_source = SourceMap("")
+        # (pack, its manifest's dependencies, where it is declared), checked once all are in.
+        self.dependencies: list[tuple[str, dict[str, str], str]] = []
         if use_lock:
             try:
                 self.lock = read_lock(self.directory)
@@ -250,6 +260,8 @@ class _Packs:
         manifest = self._manifest(data, label, name, str(ref.get("version")), base)
         if manifest is None:
             return None
+        if manifest.dependencies:
+            self.dependencies.append((name, dict(manifest.dependencies), base))
         signed = False
         trust = self._trust(ref, manifest, base)
         if trust is None:
@@ -305,9 +317,15 @@ class _Packs:
         changed = [
             what
             for what, locked, now in (
-                ("version", entry.version, version),
+                # The lock holds the version found; the workflow may ask for a range.
+                (
+                    "version",
+                    entry.version,
+                    entry.version if _version_ok(entry.version, version) else "",
+                ),
                 ("manifest", entry.integrity, integrity),
-                ("files", entry.content, content),
+                # A lock written by upstream pins the manifest only (no `content`).
+                ("files", entry.content or content, content),
             )
             if locked != now
         ]
@@ -350,11 +368,9 @@ class _Packs:
         except ValidationError as exc:
             for error in exc.errors(include_url=False):
                 path = ".".join(str(p) for p in error["loc"] if not str(p).startswith("function"))
-                code = "schema_violation"
-                if path == "apiVersion":
-                    code = "unsupported_version"
-                elif error["type"] == "extra_forbidden":
-                    code = "unknown_field"
+                # An unknown key is a schema_violation too (upstream's code set); the
+                # message says which key.
+                code = "unsupported_version" if path == "apiVersion" else "schema_violation"
                 self.problems.append(
                     diagnostic_at(
                         code,
@@ -365,7 +381,7 @@ class _Packs:
                     )
                 )
             return None
-        if manifest.name != name or manifest.version != version:
+        if manifest.name != name or not _version_ok(manifest.version, version):
             self.error(
                 "incompatible_state",
                 f"pack `{name}` {version} is declared, but its manifest is `{manifest.name}` "
@@ -380,10 +396,11 @@ class _Packs:
             self.problems.append(
                 diagnostic_at(
                     "unsupported_version",
-                    f"pack `{name}` needs agentctl {manifest.agentctl}; this is {__version__}",
+                    f"pack `{name}` requires agentctl {manifest.agentctl}, this is {__version__}",
                     "agentctl",
                     source,
-                    "use a pack version made for this agentctl",
+                    f"use a version of `{name}` made for agentctl {__version__}, or an "
+                    f"agentctl that satisfies {manifest.agentctl} (`agentctl update` says how)",
                 )
             )
             return None
@@ -473,6 +490,21 @@ def resolve_packs(
                             "pack names must not nest into each other's items",
                         )
             resolved.append(found)
+    versions = {pack.name: pack.version for pack in resolved}
+    for name, needs, base in packs.dependencies:
+        for wanted, requirement in sorted(needs.items()):
+            have = versions.get(wanted)
+            if have is not None and satisfies(have, requirement):
+                continue
+            found_text = f"{wanted} {have} is declared" if have else "it is not declared"
+            packs.error(
+                "missing_reference",
+                f"pack `{name}` depends on `{wanted}` {requirement}, but {found_text} in "
+                "spec.packs",
+                base,
+                f"declare `{wanted}` at a version that satisfies {requirement} in spec.packs "
+                "(agentctl verifies pack dependencies; it does not fetch them)",
+            )
     return resolved, packs.problems
 
 
