@@ -83,8 +83,8 @@ def list_command(
 
     Example: agentctl effects list RUN --output json
     """
+    from agentctl.engine.core.records import load_run
     from agentctl.engine.effects.journal import list_effects
-    from agentctl.engine.run.records import load_run
     from agentctl.store.engine import open_store
     from agentctl.store.inspect_repo import trace_index
 
