@@ -190,6 +190,9 @@ def test_check_and_plan_verify_paths_in_the_workspace(cli: Any, tmp_path: Path) 
     ]
     planned = cli("--output", "json", "plan", path, "--workspace", checkout)
     assert planned.exit_code == 2
+    explained = cli("--output", "json", "explain", path, "--workspace", checkout)
+    assert explained.exit_code == 2
+    assert [d["path"] for d in explained.error_json()["diagnostics"]] == [p for _, p, _ in found]
     (checkout / "src").mkdir()
     (checkout / "prompts").mkdir()
     (checkout / "prompts" / "a.md").write_text("be brief\n")
@@ -198,6 +201,10 @@ def test_check_and_plan_verify_paths_in_the_workspace(cli: Any, tmp_path: Path) 
     assert checked.json()["data"]["workspace"] == str(checkout.resolve())
     planned = cli("--output", "json", "plan", path, "--workspace", checkout)
     assert planned.exit_code == 0, planned.stderr
+    explained = cli("--output", "json", "explain", path, "--workspace", checkout)
+    assert explained.exit_code == 0, explained.stderr
+    assert explained.json()["data"]["workspace"] == str(checkout.resolve())
+    assert cli("explain", path, "--workspace", tmp_path / "absent").exit_code == 2
     assert planned.json()["data"]["workspace"] == str(checkout.resolve())
     # Without --workspace nothing on disk is consulted, as before.
     assert cli("check", path).exit_code == 0
