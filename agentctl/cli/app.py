@@ -151,6 +151,7 @@ app.add_typer(schedules.app, name="schedule")
 app.add_typer(monitors.app, name="monitor")
 app.command("daemon")(daemon.daemon_command)
 app.command("version")(meta.version_command)
+app.command("update")(meta.update_command)
 app.command("completion")(meta.completion_command)
 
 
