@@ -115,6 +115,7 @@ class ErrorCode(StrEnum):
     MEMORY_MISSING = "memory.missing"
     MEMORY_NOT_FOUND = "memory.not_found"
     MEMORY_UNDECLARED_WRITE = "memory.undeclared_write"
+    MIGRATE_NOT_LEGACY = "migrate.not_legacy"
     OUTPUT_CONTRACT = "output.contract"
     PACK_INVALID = "pack.invalid"
     PACK_UNLOCKED = "pack.unlocked"

@@ -26,6 +26,7 @@ from agentctl.cli import (
     inspecting,
     memory,
     meta,
+    migrate,
     monitors,
     packs,
     providers,
@@ -117,6 +118,7 @@ app.command("check")(authoring.check_command)
 app.command("plan")(authoring.plan_command)
 app.command("schema")(authoring.schema_command)
 app.command("explain")(explain.explain_command)
+app.command("migrate")(migrate.migrate_command)
 app.command("roll")(running.roll_command)
 app.command("run", help="Alias of `roll`.\n\nExample: agentctl run review.yaml --dry-run")(
     running.roll_command

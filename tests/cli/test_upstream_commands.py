@@ -24,3 +24,59 @@ def test_update_explains_and_never_updates(cli: Any) -> None:
     ) or data["command"] == f"{sys.executable} -m pip install --upgrade agentctl"
     human = cli("update")
     assert "never updates itself" in human.stdout and data["command"] in human.stdout
+
+
+LEGACY = """\
+# legacy
+playbook: deploy
+description: Old deploy
+modules:
+  say: { kind: builtin.assign }
+policy: { approvalMode: never }
+memory: { initial: { stage: start } }
+agents:
+  helper: { instructions: help, maxOutputTokens: 32 }
+tasks:
+  - id: one
+    uses: module:say
+    with: { value: 1 }
+  - id: two
+    uses: agent:helper
+    needs: [one]
+    with: { prompt: "v=${{ tasks.one.output.output.value }}" }
+"""
+
+
+def test_migrate_translates_a_legacy_playbook_that_then_runs(cli: Any, tmp_path: Path) -> None:
+    old = tmp_path / "old.yaml"
+    old.write_text(LEGACY)
+    checked = cli("--output", "json", "check", old)
+    assert checked.error_json()["diagnostics"][0]["code"] == "migration_required"
+    assert "agentctl migrate" in checked.error_json()["diagnostics"][0]["help"]
+    shown = cli("--output", "json", "migrate", old)
+    assert shown.exit_code == 0, shown.stderr
+    data = shown.json()["data"]
+    assert shown.json()["kind"] == "Migration"
+    assert data["valid"] is True and data["written"] is None
+    document = data["document"]
+    assert document["metadata"] == {"name": "deploy", "description": "Old deploy"}
+    assert document["spec"]["tasks"][0]["uses"] == "action:say"
+    assert document["spec"]["policy"] == {"approval": "never"}
+    assert document["spec"]["memory"] == {"working": {"stage": "start"}}
+    assert document["spec"]["agents"]["helper"]["provider"] == "fake"
+    assert "modules → spec.actions" in data["notes"]
+    human = cli("migrate", old)
+    assert human.stdout == data["yaml"] and "migrated: modules → spec.actions" in human.stderr
+    new = tmp_path / "new.yaml"
+    written = cli("migrate", old, "--write", new)
+    assert written.exit_code == 0, written.stderr
+    assert new.read_text() == data["yaml"]
+    rolled = cli("--output", "json", "roll", new, "--db", tmp_path / "r.db")
+    assert rolled.exit_code == 0, rolled.stderr
+    assert rolled.json()["data"]["output"]["two"]["text"] == "fake: v=1"
+    # Never overwrites; a file that is already v1 is refused.
+    again = cli("--output", "json", "migrate", old, "--write", new)
+    assert again.exit_code == 2 and "already exists" in again.error_json()["error"]["message"]
+    refused = cli("--output", "json", "migrate", new)
+    assert refused.exit_code == 2
+    assert refused.error_json()["error"]["code"] == "migrate.not_legacy"
