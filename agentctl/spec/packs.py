@@ -370,7 +370,9 @@ class _Packs:
                 path = ".".join(str(p) for p in error["loc"] if not str(p).startswith("function"))
                 # An unknown key is a schema_violation too (upstream's code set); the
                 # message says which key.
-                code = "unsupported_version" if path == "apiVersion" else "schema_violation"
+                code = "schema_violation"
+                if path == "apiVersion":
+                    code = "unsupported_version"
                 self.problems.append(
                     diagnostic_at(
                         code,
