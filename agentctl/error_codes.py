@@ -118,6 +118,7 @@ class ErrorCode(StrEnum):
     MIGRATE_NOT_LEGACY = "migrate.not_legacy"
     OUTPUT_CONTRACT = "output.contract"
     PACK_INVALID = "pack.invalid"
+    PACK_LOCKED = "pack.locked"
     PACK_UNLOCKED = "pack.unlocked"
     PLAN_UNKNOWN_KIND = "plan.unknown_kind"
     POLICY_DENIED = "policy.denied"

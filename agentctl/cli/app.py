@@ -96,6 +96,23 @@ def _root(
             show_default=False,
         ),
     ] = None,
+    offline: Annotated[
+        bool,
+        typer.Option(
+            "--offline",
+            help="No network access for packs, cached (local) sources only. agentctl reads "
+            "packs only from local files, so this always holds; accepted for upstream's "
+            "scripts.",
+        ),
+    ] = False,
+    locked: Annotated[
+        bool,
+        typer.Option(
+            "--locked",
+            help="Require agentctl.pack.lock for every workflow with packs and refuse any "
+            "drift or rewrite of it (CI), e.g. `agentctl --locked check deploy.yaml`.",
+        ),
+    ] = False,
     version: Annotated[
         bool,
         typer.Option(
@@ -145,7 +162,10 @@ app.add_typer(providers.auth_app, name="auth")
 app.add_typer(artifacts.app, name="artifacts")
 app.add_typer(sessions.app, name="sessions")
 app.add_typer(memory.app, name="memory")
-app.add_typer(packs.app, name="pack")
+app.add_typer(packs.app, name="packs")
+app.add_typer(
+    packs.app, name="pack", help="Alias of `packs`.\n\nExample: agentctl pack lock deploy.yaml"
+)
 app.command("gc")(memory.gc_command)
 app.add_typer(db.app, name="db")
 app.add_typer(workflows.app, name="workflows")

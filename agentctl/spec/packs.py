@@ -44,7 +44,13 @@ from agentctl.spec.source_map import SourceMap, diagnostic_at, join_path
 from agentctl.spec.validate import validate_document
 from agentctl.spec.yaml_source import YamlProblem, parse_yaml
 
-__all__ = ["ResolvedPack", "apply_packs", "resolve_packs"]
+__all__ = [
+    "ResolvedPack",
+    "apply_packs",
+    "lock_required",
+    "require_lock",
+    "resolve_packs",
+]
 
 _PROCESS_KINDS = frozenset({"builtin.shell.exec", "extension.process"})
 _MAX_PACK_FILES = 4096
@@ -88,6 +94,21 @@ class ResolvedPack:
         return out
 
 
+# `--locked` (a global flag): every workflow with packs must have its lock, and nothing may
+# rewrite it. Set once per CLI process by require_lock().
+_LOCKED = [False]
+
+
+def require_lock(on: bool) -> None:
+    """Turn ``--locked`` on or off for this process."""
+    _LOCKED[0] = on
+
+
+def lock_required() -> bool:
+    """Whether ``--locked`` is on."""
+    return _LOCKED[0]
+
+
 def _version_ok(found: str, wanted: str) -> bool:
     """Whether the pack version ``found`` is what a reference asks for (exact or a range)."""
     try:
@@ -121,6 +142,13 @@ class _Packs:
                 self.lock = read_lock(self.directory)
             except LockProblem as exc:
                 self.error("incompatible_state", str(exc), "spec.packs", "run `agentctl pack lock`")
+            if self.lock is None and _LOCKED[0] and self.spec.get("packs"):
+                self.error(
+                    "incompatible_state",
+                    f"--locked: the workflow declares packs but there is no {LOCK_FILE} beside it",
+                    "spec.packs",
+                    "run `agentctl packs lock FILE` (without --locked), review and commit it",
+                )
 
     def error(self, code: str, message: str, path: str, help: str | None = None) -> None:
         self.problems.append(diagnostic_at(code, message, path, self.source, help))

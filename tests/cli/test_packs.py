@@ -524,3 +524,53 @@ def test_a_pack_for_another_agentctl_says_what_it_requires(cli: Any, tmp_path: P
     assert found[0]["message"] == (
         f"pack `example.utility` requires agentctl >=99.0, this is {__version__}"
     )
+
+
+def test_packs_inspect_and_verify_a_manifest(cli: Any, tmp_path: Path) -> None:
+    _setup(tmp_path)
+    manifest = tmp_path / "packs" / "utility" / "agentctl-pack.yaml"
+    shown = cli("--output", "json", "packs", "inspect", manifest)
+    assert shown.exit_code == 0, shown.stderr
+    assert shown.json()["kind"] == "PackInspection"
+    data = shown.json()["data"]
+    assert (data["name"], data["version"], data["integrity"]) == (
+        "example.utility",
+        "1.2.0",
+        _digest(manifest),
+    )
+    assert data["agentctl"]["requires"] == ">=0.1.0, <1.0.0" and data["agentctl"]["satisfied"]
+    assert "example.utility.stamp" in data["items"]["actions"]
+    # The directory names its manifest too.
+    assert cli("packs", "inspect", manifest.parent).exit_code == 0
+    good = cli("--output", "json", "packs", "verify", manifest, "--integrity", _digest(manifest))
+    assert good.exit_code == 0, good.stderr
+    assert good.json()["data"]["verified"] is True
+    bad = cli("--output", "json", "packs", "verify", manifest, "--integrity", "sha256:" + "0" * 64)
+    assert bad.exit_code == 2
+    assert "does not match the integrity given" in bad.error_json()["error"]["message"]
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("apiVersion: agentctl.dev/pack/v1alpha1\nname: x\n")
+    refused = cli("--output", "json", "packs", "inspect", broken)
+    assert refused.exit_code == 2 and refused.error_json()["error"]["code"] == "pack.invalid"
+
+
+def test_packs_update_verify_lock_and_the_locked_flag(cli: Any, tmp_path: Path) -> None:
+    path = _setup(tmp_path)
+    # --locked: a workflow with packs needs its lock.
+    found = _refused(cli("--output", "json", "--locked", "check", path))
+    assert "--locked" in found[0]["message"] and "agentctl.pack.lock" in found[0]["message"]
+    assert cli("--offline", "packs", "lock", path).exit_code == 0
+    assert cli("--output", "json", "check", path, "--locked").exit_code == 0
+    assert cli("packs", "verify-lock", path).exit_code == 0
+    (tmp_path / "packs" / "utility" / "README.md").write_text("changed\n", encoding="utf-8")
+    assert cli("packs", "verify-lock", path).exit_code == 2
+    # --locked never rewrites the lock.
+    locked = cli("--output", "json", "--locked", "packs", "update", path)
+    assert locked.exit_code == 2 and locked.error_json()["error"]["code"] == "pack.locked"
+    unknown = cli("--output", "json", "packs", "update", path, "--pack", "nope")
+    assert unknown.exit_code == 2 and "no pack `nope`" in unknown.error_json()["error"]["message"]
+    updated = cli("--output", "json", "packs", "update", path, "--pack", "example.utility")
+    assert updated.exit_code == 0, updated.stderr
+    assert [p["name"] for p in updated.json()["data"]["packs"]] == ["example.utility"]
+    assert cli("packs", "verify-lock", path).exit_code == 0
+    assert cli("pack", "verify", path).exit_code == 0  # the alias and its old form
