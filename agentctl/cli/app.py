@@ -163,9 +163,9 @@ app.add_typer(artifacts.app, name="artifacts")
 app.add_typer(sessions.app, name="sessions")
 app.add_typer(memory.app, name="memory")
 app.add_typer(packs.app, name="packs")
-app.add_typer(
-    packs.app, name="pack", help="Alias of `packs`.\n\nExample: agentctl pack lock deploy.yaml"
-)
+# The name used before upstream's `packs` arrived; hidden, so help and the reference list
+# each command once.
+app.add_typer(packs.app, name="pack", hidden=True)
 app.command("gc")(memory.gc_command)
 app.add_typer(db.app, name="db")
 app.add_typer(workflows.app, name="workflows")

@@ -88,7 +88,7 @@ def verify_command(
     """Verify a pack manifest's bytes against --integrity; without it, a workflow's lock.
 
     Example: agentctl packs verify packs/utility --integrity sha256:2f53…
-    Example: agentctl pack verify deploy.yaml
+    Example: agentctl packs verify deploy.yaml
     """
     if integrity is None:
         verify_lock_command(path)

@@ -110,7 +110,7 @@ def smoke_openai_command(
     https://api.openai.com/v1), so an OpenAI-compatible server or a local stand-in can be
     named. Exit 6 without a key, or when the request fails; exit 2 without --live.
 
-    Example: OPENAI_API_KEY=sk-… agentctl providers smoke-openai --live --model gpt-4.1-mini
+    Example: agentctl providers smoke-openai --live --model gpt-4.1-mini
     """
     import asyncio
     import os
