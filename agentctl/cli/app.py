@@ -21,6 +21,7 @@ from agentctl.cli import (
     authoring,
     daemon,
     db,
+    doctor,
     effects,
     explain,
     inspecting,
@@ -136,6 +137,7 @@ app.command("plan")(authoring.plan_command)
 app.command("schema")(authoring.schema_command)
 app.command("explain")(explain.explain_command)
 app.command("migrate")(migrate.migrate_command)
+app.command("doctor")(doctor.doctor_command)
 app.command("roll")(running.roll_command)
 app.command("run", help="Alias of `roll`.\n\nExample: agentctl run review.yaml --dry-run")(
     running.roll_command

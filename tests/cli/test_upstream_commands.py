@@ -80,3 +80,69 @@ def test_migrate_translates_a_legacy_playbook_that_then_runs(cli: Any, tmp_path:
     refused = cli("--output", "json", "migrate", new)
     assert refused.exit_code == 2
     assert refused.error_json()["error"]["code"] == "migrate.not_legacy"
+
+
+def test_doctor_checks_prerequisites_without_dispatching(
+    cli: Any, tmp_path: Path, monkeypatch: Any
+) -> None:
+    import socket
+
+    listening = socket.socket()
+    listening.bind(("127.0.0.1", 0))
+    listening.listen()
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    closed_port = closed.getsockname()[1]
+    closed.close()
+    open_port = listening.getsockname()[1]
+    workflow = tmp_path / "w.yaml"
+    marker = tmp_path / "ran"
+    workflow.write_text(f"""\
+apiVersion: agentctl.dev/v1
+kind: Workflow
+metadata: {{name: needs}}
+spec:
+  policy: {{processAllowlist: [touch, sh], writableRoots: [out, locked/inner]}}
+  providers:
+    remote:
+      kind: openai
+      endpoint: "http://127.0.0.1:{closed_port}/v1"
+      credential: {{env: DOCTOR_KEY}}
+  agents: {{helper: {{provider: remote, model: m, instructions: hi}}}}
+  mcpServers:
+    up: {{url: "http://127.0.0.1:{open_port}/mcp"}}
+    down: {{url: "http://127.0.0.1:{closed_port}/mcp"}}
+  actions:
+    mark: {{kind: builtin.shell.exec, command: touch, args: ["{marker}"]}}
+    gone: {{kind: builtin.shell.exec, command: no-such-tool-xyz}}
+    shout: {{kind: builtin.shell.exec, command: sh, args: ["-c", "true"]}}
+  tasks:
+    - {{id: m, uses: 'action:mark'}}
+    - {{id: g, uses: 'action:gone'}}
+    - {{id: a, uses: 'agent:helper', with: {{prompt: hi}}}}
+""")
+    monkeypatch.delenv("DOCTOR_KEY", raising=False)
+    try:
+        result = cli("--output", "json", "doctor", workflow)
+    finally:
+        listening.close()
+    assert result.exit_code == 6, result.stderr
+    assert result.json()["kind"] == "DoctorReport"
+    checks = {(c["check"], c["target"].split(" ")[0]): c for c in result.json()["data"]["checks"]}
+    assert checks[("command", "touch")]["status"] == "ok"
+    gone = checks[("command", "no-such-tool-xyz")]
+    assert gone["status"] == "missing" and "processAllowlist" in gone["fix"]
+    assert checks[("credential", "providers")]["status"] == "missing"
+    assert "DOCTOR_KEY" in checks[("credential", "providers")]["detail"]
+    statuses = {
+        c["target"].split(" at ")[0]: c["status"]
+        for c in result.json()["data"]["checks"]
+        if c["check"] == "endpoint"
+    }
+    assert statuses == {"MCP server `up`": "ok", "MCP server `down`": "unverified"}
+    assert {
+        c["status"] for c in result.json()["data"]["checks"] if c["check"] == "writable root"
+    } == {"ok"}
+    assert not marker.exists()  # nothing was dispatched
+    human = cli("doctor", workflow)
+    assert human.exit_code == 6 and "fix: add `no-such-tool-xyz`" in human.stdout
