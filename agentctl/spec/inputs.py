@@ -98,12 +98,13 @@ def merge_inputs(
     given: Mapping[str, Any] | None = None,
     check_declared: bool = True,
     input_schema: Any = None,
+    check_schema: bool = True,
 ) -> dict[str, Any]:
     """Defaults, then an object from --inputs/--inputs-file (or ``given``, the Python
     API's mapping), then KEY=VALUE (docs/workflow-language.md). With ``check_declared``
     every given name must be one of ``defaults`` (the workflow's declared inputs);
-    ``input_schema`` (``spec.inputSchema``) decides which values are text and must be
-    satisfied by the result."""
+    ``input_schema`` (``spec.inputSchema``) decides which values are text and, with
+    ``check_schema``, must be satisfied by the result."""
     merged = dict(defaults)
     if inputs_json is not None and inputs_file is not None:
         raise UsageError("give --inputs or --inputs-file, not both")
@@ -132,7 +133,8 @@ def merge_inputs(
     merged.update(parse_input_pairs(pairs, text_inputs(input_schema)))
     if check_declared:
         require_declared_inputs(defaults, merged)
-    check_input_schema(input_schema, merged)
+    if check_schema:
+        check_input_schema(input_schema, merged)
     return merged
 
 

@@ -212,3 +212,30 @@ def test_check_warns_on_a_template_nothing_renders(cli: Any, tmp_path: Path) -> 
     first = checked.json()["diagnostics"][0]
     assert "never rendered" in first["message"] and "docs/templates.md" in first["help"]
     assert first["line"] == 11
+
+
+def test_a_retry_reuses_the_source_runs_inputs_without_rechecking_the_defaults(
+    cli: Any, tmp_path: Path
+) -> None:
+    text = """\
+apiVersion: agentctl.dev/v1
+kind: Workflow
+metadata: {name: checked}
+spec:
+  inputs: {version: null, ok: true}
+  inputSchema: {type: object, properties: {version: {type: string}}}
+  actions: {check: {kind: builtin.assert}}
+  tasks:
+    - {id: check, uses: 'action:check', with: {that: "${{ inputs.ok }}"}}
+"""
+    path = _workflow(tmp_path, text)
+    db = tmp_path / "r.db"
+    # The default (null) does not satisfy the schema: a run must give the version.
+    assert cli("--output", "json", "roll", path, "--db", db).exit_code == 2
+    failed = cli("roll", path, "--input", "version=3.10", "--input", "ok=false", "--db", db)
+    assert failed.exit_code == 4, failed.stderr
+    run_id = cli("--output", "json", "runs", "list", "--db", db).json()["data"]["runs"][0]["runId"]
+    retried = cli("--output", "json", "retry", path, run_id, "--failed", "--db", db)
+    # The source run's inputs (version "3.10", ok false) are reused: the assertion fails
+    # again, rather than the retry being refused for the workflow's defaults.
+    assert retried.exit_code == 4, retried.stderr

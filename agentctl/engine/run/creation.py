@@ -116,6 +116,9 @@ def prepare_run(
         given=inputs,
         check_declared=check_declared,
         input_schema=spec.get("inputSchema"),
+        # A derived run (retry, repair) takes its source run's inputs, checked when that
+        # run was created, and agentctl's own inputs (a monitor's) are not the user's.
+        check_schema=check_declared and recorded_from is None,
     )
     return PreparedRun(
         plan=compiled.plan,
