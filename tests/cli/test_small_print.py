@@ -239,3 +239,15 @@ spec:
     # The source run's inputs (version "3.10", ok false) are reused: the assertion fails
     # again, rather than the retry being refused for the workflow's defaults.
     assert retried.exit_code == 4, retried.stderr
+
+
+def test_a_schedule_records_its_inputs_as_the_run_will_read_them(cli: Any, tmp_path: Path) -> None:
+    path = _workflow(tmp_path, TYPED_INPUTS)
+    db = tmp_path / "r.db"
+    added = cli(
+        "--output", "json", "schedule", "add", "nightly", path, "--every", "1h",
+        "--input", "version=3.10", "--input", "count=7", "--db", db,
+    )  # fmt: skip
+    assert added.exit_code == 0, added.stderr
+    shown = cli("--output", "json", "schedule", "show", "nightly", "--db", db).json()["data"]
+    assert shown["inputs"] == {"version": "3.10", "count": 7}
