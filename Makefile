@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install test lint format demo bench docs screenshots lock clean
+.PHONY: install test test-quick lint format demo bench docs screenshots lock clean
 
 # The development environment is the exact set of requirements-dev.lock (every extra, the
 # test and lint tools), then agentctl itself in editable mode.
@@ -17,8 +17,15 @@ $(STAMP): pyproject.toml requirements-dev.lock
 
 install: $(STAMP)
 
+# The whole suite, as CI runs it. Every test has a time limit (pytest-timeout, set in
+# pyproject.toml): a hang fails with the stacks of every thread instead of stalling the run.
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -n 2
+
+# The edit loop: unit tests (the compiler's among them) and the CLI tests, under a minute
+# on two cores. Run `make test` before pushing; CI runs only that.
+test-quick: $(STAMP)
+	$(BIN)/python -m pytest -q -n 2 tests/unit tests/cli
 
 lint: $(STAMP)
 	$(BIN)/ruff check agentctl tests migrations $(wildcard bench)

@@ -9,7 +9,7 @@ equal to the strings::
     except agentctl.AgentctlError as error:
         if error.code == agentctl.ErrorCode.STORE_NOT_FOUND: ...
 
-Workflow diagnostics (``schema_violation``, ``unknown_field`` …) are a separate set,
+Workflow diagnostics (``schema_violation``, ``yaml_syntax`` …) are a separate set,
 documented in docs/workflow-language.md. ``builtin.fail`` tasks may raise codes of their
 own choosing; those are the workflow's, not agentctl's.
 """
@@ -98,6 +98,7 @@ class ErrorCode(StrEnum):
     FORK_BLOCKED = "fork.blocked"
     INPUT_FILE_INVALID = "input_file.invalid"
     INPUT_INVALID = "input.invalid"
+    INPUT_SCHEMA_VIOLATION = "input.schema_violation"
     INPUT_UNDECLARED = "input.undeclared"
     INTERNAL_ERROR = "internal.error"
     ISOLATION_UNAVAILABLE = "isolation.unavailable"
@@ -119,8 +120,10 @@ class ErrorCode(StrEnum):
     MEMORY_MISSING = "memory.missing"
     MEMORY_NOT_FOUND = "memory.not_found"
     MEMORY_UNDECLARED_WRITE = "memory.undeclared_write"
+    MIGRATE_NOT_LEGACY = "migrate.not_legacy"
     OUTPUT_CONTRACT = "output.contract"
     PACK_INVALID = "pack.invalid"
+    PACK_LOCKED = "pack.locked"
     PACK_UNLOCKED = "pack.unlocked"
     PLAN_UNKNOWN_KIND = "plan.unknown_kind"
     POLICY_DENIED = "policy.denied"

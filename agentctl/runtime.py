@@ -27,7 +27,6 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from agentctl.errors import UsageError
 from agentctl.results import Approver, EventSink, RunResult
 from agentctl.runtime_recovery import RecoveryOperations, optional_path
 
@@ -95,13 +94,17 @@ class Runtime(RecoveryOperations):
         diff: bool = False,
         vars_files: Sequence[str | os.PathLike[str]] = (),
         var_pairs: Sequence[str] = (),
+        input_pairs: Sequence[str] = (),
     ) -> RunResult:
         """Compile ``workflow``, create a run and execute it; return where it stopped.
 
         ``vars_files`` and ``var_pairs`` (``KEY=JSON``) are the command-line variable
         layers (docs/variables.md); the values are recorded with the run.
 
-        ``inputs`` override the workflow's declared defaults. ``workspace`` is the base
+        ``inputs`` override the workflow's declared defaults, and ``input_pairs``
+        (``KEY=VALUE``, read as `--input` reads them: text for an input the workflow's
+        ``inputSchema`` types as a string, else JSON when it parses) override both.
+        ``workspace`` is the base
         for relative paths (default: the workflow file's directory). ``check`` predicts
         (pure work and reads only, nothing kept); ``dry_run`` keeps the state in memory
         and runs in a throwaway copy of the workspace, listing the files it would change
@@ -109,7 +112,7 @@ class Runtime(RecoveryOperations):
         ``state == "failed"``, not an exception; invalid workflows and bad inputs raise.
         """
         base = os.fspath(workspace) if workspace is not None else None
-        prepared = self._prepare(workflow, inputs, workspace, vars_files, var_pairs)
+        prepared = self._prepare(workflow, inputs, workspace, vars_files, var_pairs, input_pairs)
         return self._roll(
             prepared, workspace=base, timeout=timeout, check=check, dry_run=dry_run, diff=diff
         )
@@ -122,6 +125,7 @@ class Runtime(RecoveryOperations):
         workspace: str | os.PathLike[str] | None = None,
         vars_files: Sequence[str | os.PathLike[str]] = (),
         var_pairs: Sequence[str] = (),
+        input_pairs: Sequence[str] = (),
     ) -> QueuedRun:
         """Create a run and leave it to ``agentctl worker`` processes (PostgreSQL only);
         follow it with ``agentctl runs wait RUN``. Nothing is executed here."""
@@ -131,7 +135,7 @@ class Runtime(RecoveryOperations):
         from agentctl.store.engine import open_store
         from agentctl.store.health import require_undamaged
 
-        prepared = self._prepare(workflow, inputs, workspace, vars_files, var_pairs)
+        prepared = self._prepare(workflow, inputs, workspace, vars_files, var_pairs, input_pairs)
         with open_store(self.db) as store:
             require_undamaged(store.path)
             require_postgres(store, "roll --detach")  # before anything is created
@@ -146,25 +150,19 @@ class Runtime(RecoveryOperations):
         workspace: str | os.PathLike[str] | None,
         vars_files: Sequence[str | os.PathLike[str]],
         var_pairs: Sequence[str],
+        input_pairs: Sequence[str] = (),
     ) -> PreparedRun:
         from agentctl.engine.run.creation import prepare_run
 
         base = os.fspath(workspace) if workspace is not None else None
-        prepared = prepare_run(
+        return prepare_run(
             os.fspath(workflow),
+            inputs=inputs,
+            input_pairs=tuple(input_pairs),
             workspace=base,
             vars_files=tuple(os.fspath(f) for f in vars_files),
             var_pairs=tuple(var_pairs),
         )
-        if inputs is not None:
-            if not isinstance(inputs, Mapping):
-                raise UsageError(f"inputs must be a mapping, got {type(inputs).__name__}")
-            from agentctl.spec.inputs import require_declared_inputs
-
-            declared = (prepared.workflow.get("spec") or {}).get("inputs") or {}
-            require_declared_inputs(declared, inputs)
-            prepared = dataclasses.replace(prepared, inputs={**prepared.inputs, **inputs})
-        return prepared
 
     def _roll(
         self,

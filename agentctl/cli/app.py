@@ -21,11 +21,13 @@ from agentctl.cli import (
     authoring,
     daemon,
     db,
+    doctor,
     effects,
     explain,
     inspecting,
     memory,
     meta,
+    migrate,
     monitors,
     packs,
     providers,
@@ -60,6 +62,7 @@ def _version(shown: bool) -> None:
 
 @app.callback()
 def _root(
+    ctx: typer.Context,
     output: Annotated[
         str,
         typer.Option(
@@ -85,6 +88,32 @@ def _root(
             "`OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318 agentctl --otel roll w.yaml`.",
         ),
     ] = False,
+    db: Annotated[
+        str | None,
+        typer.Option(
+            "--db",
+            help="Database for the command that follows, as if given after its name "
+            "(`agentctl --db state.db runs list`); a --db after the name wins.",
+            show_default=False,
+        ),
+    ] = None,
+    offline: Annotated[
+        bool,
+        typer.Option(
+            "--offline",
+            help="No network access for packs, cached (local) sources only. agentctl reads "
+            "packs only from local files, so this always holds; accepted for upstream's "
+            "scripts.",
+        ),
+    ] = False,
+    locked: Annotated[
+        bool,
+        typer.Option(
+            "--locked",
+            help="Require agentctl.pack.lock for every workflow with packs and refuse any "
+            "drift or rewrite of it (CI), e.g. `agentctl --locked check deploy.yaml`.",
+        ),
+    ] = False,
     version: Annotated[
         bool,
         typer.Option(
@@ -99,12 +128,16 @@ def _root(
 
     Example: agentctl roll review.yaml --input change=pr-42.diff
     """
+    # Commands look for their database through their parents (options.db_from_context).
+    ctx.obj = {"db": db}
 
 
 app.command("check")(authoring.check_command)
 app.command("plan")(authoring.plan_command)
 app.command("schema")(authoring.schema_command)
 app.command("explain")(explain.explain_command)
+app.command("migrate")(migrate.migrate_command)
+app.command("doctor")(doctor.doctor_command)
 app.command("roll")(running.roll_command)
 app.command("run", help="Alias of `roll`.\n\nExample: agentctl run review.yaml --dry-run")(
     running.roll_command
@@ -131,7 +164,10 @@ app.add_typer(providers.auth_app, name="auth")
 app.add_typer(artifacts.app, name="artifacts")
 app.add_typer(sessions.app, name="sessions")
 app.add_typer(memory.app, name="memory")
-app.add_typer(packs.app, name="pack")
+app.add_typer(packs.app, name="packs")
+# The name used before upstream's `packs` arrived; hidden, so help and the reference list
+# each command once.
+app.add_typer(packs.app, name="pack", hidden=True)
 app.command("gc")(memory.gc_command)
 app.add_typer(db.app, name="db")
 app.add_typer(workflows.app, name="workflows")
@@ -139,6 +175,7 @@ app.add_typer(schedules.app, name="schedule")
 app.add_typer(monitors.app, name="monitor")
 app.command("daemon")(daemon.daemon_command)
 app.command("version")(meta.version_command)
+app.command("update")(meta.update_command)
 app.command("completion")(meta.completion_command)
 
 

@@ -14,6 +14,7 @@ from agentctl.cli.options import VarOption, VarsFileOption
 from agentctl.engine.core.workflow_files import (
     compile_workflow_file,
     compile_workflow_with_inputs,
+    input_readings,
     task_isolation,
 )
 from agentctl.errors import UsageError
@@ -62,7 +63,9 @@ def plan_command(
     input_pairs: Annotated[
         list[str] | None,
         typer.Option(
-            "--input", help="KEY=VALUE input override, checked like a run's inputs; repeatable."
+            "--input",
+            help="KEY=VALUE input override, read and checked like a run's inputs (the plan "
+            "shows how each value was read); repeatable.",
         ),
     ] = None,
     graph: Annotated[
@@ -96,8 +99,11 @@ def plan_command(
     isolation = task_isolation(workflow, plan)
     if isolation:
         data["isolation"] = isolation
+    readings: dict[str, str] = {}
     if overrides:
+        readings = input_readings(workflow, input_pairs or [])
         data["inputOverrides"] = overrides
+        data["inputsReadAs"] = readings
     if workspace is not None:
         data["workspace"] = str(Path(workspace).resolve())
 
@@ -132,6 +138,8 @@ def plan_command(
                 file=out.stdout,
             )
         print(f"  declared effects: {len(effects)}", file=out.stdout)
+        for name, value in overrides.items():
+            print(f"  input {name} = {json.dumps(value)}  ({readings[name]})", file=out.stdout)
 
     out.success("Plan", data, diagnostics=diagnostics, human=human)
 

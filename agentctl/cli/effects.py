@@ -78,15 +78,23 @@ def list_command(
 ) -> None:
     """List a run's effects in the order they were requested.
 
+    Each effect carries the traceId/spanId of its span, as in `inspect` (null when
+    telemetry was off for the run).
+
     Example: agentctl effects list RUN --output json
     """
     from agentctl.engine.core.records import load_run
     from agentctl.engine.effects.journal import list_effects
     from agentctl.store.engine import open_store
+    from agentctl.store.inspect_repo import trace_index
 
     with open_store(db_from_context(ctx, db), create=False) as store, store.read() as conn:
         load_run(conn, run_id)
-        found = [e.to_json() for e in list_effects(conn, run_id, task_id=task)]
+        spans = trace_index(conn, run_id).effects
+        found = []
+        for effect in list_effects(conn, run_id, task_id=task):
+            trace_id, span_id = spans.get(effect.id, (None, None))
+            found.append({**effect.to_json(), "traceId": trace_id, "spanId": span_id})
     out = output.current()
 
     def human() -> None:

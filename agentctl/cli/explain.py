@@ -52,6 +52,14 @@ def explain_command(
     workflow: Annotated[str, typer.Argument(help="Workflow file (.yaml, .yml, .json or .py).")],
     var_pairs: VarOption = None,
     vars_files: VarsFileOption = None,
+    workspace: Annotated[
+        str | None,
+        typer.Option(
+            "--workspace",
+            help="Directory the workflow will run in (as for `roll`); its action cwd and "
+            "instructionsFile paths are checked there, as `check --workspace` does.",
+        ),
+    ] = None,
 ) -> None:
     """Show each variable's resolved value and where it came from (file:line or flag).
 
@@ -60,10 +68,13 @@ def explain_command(
     value. Pass the same --var/--vars-file flags you will give `roll`.
 
     Example: agentctl explain deploy.yaml --vars-file prod.yaml --var replicas=5
+    Example: agentctl explain deploy.yaml --workspace ./checkout
     """
     from agentctl.engine.explain import explain_workflow
 
-    data = explain_workflow(workflow, vars_files=vars_files or (), var_pairs=var_pairs or ())
+    data = explain_workflow(
+        workflow, vars_files=vars_files or (), var_pairs=var_pairs or (), workspace=workspace
+    )
     diagnostics = data.pop("diagnostics")
     out = output.current()
 

@@ -1,9 +1,10 @@
 """The options every command accepts, found anywhere on the command line.
 
-``--output``, ``--color``, ``-v/--verbose`` and ``--otel`` may come before or after the
-command name, and ``--output`` must be honoured even when the rest of the line fails to
-parse (so a usage error comes back as JSON too). They are therefore lifted out of ``argv``
-before the parser sees it; the root command declares them as well so they show in ``--help``.
+``--output``, ``--color``, ``-v/--verbose``, ``--otel``, ``--offline`` and ``--locked`` may
+come before or after the command name, and ``--output`` must be honoured even when the rest
+of the line fails to parse (so a usage error comes back as JSON too). They are therefore
+lifted out of ``argv`` before the parser sees it; the root command declares them as well so
+they show in ``--help``.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ class GlobalOptions:
     color: ColorMode = "auto"
     verbose: bool = False
     otel: bool = False
+    offline: bool = False
+    locked: bool = False
     problems: list[str] = field(default_factory=list)
 
 
@@ -68,6 +71,10 @@ def split_global_options(argv: Sequence[str]) -> tuple[GlobalOptions, list[str]]
             continue
         if arg == "--otel":
             options.otel = True
+            i += 1
+            continue
+        if arg in ("--offline", "--locked"):
+            setattr(options, arg[2:], True)
             i += 1
             continue
         rest.append(arg)

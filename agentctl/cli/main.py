@@ -78,6 +78,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     from agentctl.observability import telemetry
 
     telemetry.request(options.otel)
+    # --offline needs nothing here: packs are only ever read from local files (a git or
+    # https source is refused), so no command reaches the network for a pack.
+    if options.locked or "agentctl.spec.packs" in sys.modules:  # (a cheap start otherwise)
+        from agentctl.spec.packs import require_lock
+
+        require_lock(options.locked)
 
     command = metavars.apply(command_for(rest))
     captured = io.StringIO()

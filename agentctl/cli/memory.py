@@ -216,6 +216,7 @@ def reindex_command(ctx: typer.Context, namespace: NamespaceArgument, db: DbOpti
 
 
 def gc_command(
+    ctx: typer.Context,
     older_than_days: Annotated[
         int,
         typer.Option(
@@ -234,9 +235,8 @@ def gc_command(
     from agentctl.ids import SystemClock
     from agentctl.memory import collect_garbage
     from agentctl.store.engine import open_store
-    from agentctl.store.location import resolve_db_path
 
-    with open_store(resolve_db_path(db), create=False) as store:
+    with open_store(db_from_context(ctx, db), create=False) as store:
         report = collect_garbage(
             store, SystemClock().now(), older_than_days=older_than_days, dry_run=dry_run
         )

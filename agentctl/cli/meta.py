@@ -61,3 +61,52 @@ def completion_command(
     else:
         out.stdout.write(script if script.endswith("\n") else script + "\n")
         out.emitted = True
+
+
+def update_command() -> None:
+    """Explain how to upgrade agentctl; never updates itself.
+
+    agentctl does not download or replace itself: an upgrade is a change of an installed
+    package, made by whoever owns the environment, and reviewed like any other. This
+    prints the command for the environment that runs this agentctl (a pip install into
+    the same interpreter, or `git pull` and `make install` for a source checkout).
+
+    Example: agentctl update --output json
+    """
+    import shlex
+    import sys
+
+    source = _editable_checkout()
+    if source is not None:
+        command = f"git -C {shlex.quote(source)} pull && make -C {shlex.quote(source)} install"
+    else:
+        command = f"{shlex.quote(sys.executable)} -m pip install --upgrade agentctl"
+    data = {"currentVersion": __version__, "automaticUpdate": False, "command": command}
+    human = (
+        f"agentctl {__version__}; it never updates itself. To upgrade, run:\n  {command}\n"
+        "then `agentctl version` (a database is upgraded when the new release opens it; "
+        "docs/operators-guide.md, upgrades)"
+    )
+    output.current().success("UpdateInfo", data, human=human)
+
+
+def _editable_checkout() -> str | None:
+    """The source checkout an editable install points at, or None."""
+    import json
+    from importlib import metadata
+    from urllib.parse import unquote, urlsplit
+
+    try:
+        text = metadata.distribution("agentctl").read_text("direct_url.json")
+    except metadata.PackageNotFoundError:
+        return None
+    if not text:
+        return None
+    try:
+        found = json.loads(text)
+    except ValueError:
+        return None
+    if not (found.get("dir_info") or {}).get("editable"):
+        return None
+    url = urlsplit(str(found.get("url", "")))
+    return unquote(url.path) if url.scheme == "file" else None

@@ -154,6 +154,7 @@ def add_command(
         workflow_file=prepared.workflow_file,
         workspace=workspace,
         pairs=pairs,
+        prepared_inputs=prepared.inputs,
         start=start,
         now=now,
         cron=None,

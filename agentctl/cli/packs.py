@@ -1,4 +1,5 @@
-"""``agentctl pack lock`` and ``pack verify``: pin a workflow's local packs."""
+"""``agentctl packs …`` (alias ``pack``): inspect and verify manifests, pin a workflow's
+local packs in its lock, update and verify the pins."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ import typer
 from agentctl.cli import output
 
 app = typer.Typer(
-    help="Local packs: pin them in agentctl.pack.lock and verify the pins."
-    "\n\nExample: agentctl pack verify review.yaml",
+    help="Local packs: inspect and verify manifests, pin them in agentctl.pack.lock and "
+    "verify the pins.\n\nExample: agentctl packs verify-lock review.yaml",
     no_args_is_help=True,
 )
 
@@ -50,19 +51,98 @@ def lock_command(workflow: WorkflowArgument) -> None:
     pinned; afterwards check, plan and roll refuse a pack whose bytes differ. Run it again
     after reviewing a pack change.
 
-    Example: agentctl pack lock deploy.yaml
+    Example: agentctl packs lock deploy.yaml
     """
     from agentctl.spec.pack_ops import lock_packs
 
     _render("PackLock", lock_packs(workflow), "locked")
 
 
-@app.command("verify")
-def verify_command(workflow: WorkflowArgument) -> None:
+@app.command("verify-lock")
+def verify_lock_command(workflow: WorkflowArgument) -> None:
     """Check the workflow's packs against agentctl.pack.lock (exit 2 if anything differs).
 
-    Example: agentctl pack verify deploy.yaml --output json
+    Example: agentctl packs verify-lock deploy.yaml --output json
     """
     from agentctl.spec.pack_ops import verify_packs
 
     _render("PackVerification", verify_packs(workflow), "verified")
+
+
+@app.command("verify")
+def verify_command(
+    path: Annotated[
+        str,
+        typer.Argument(
+            help="With --integrity: a pack manifest (or its directory). Without: a workflow, "
+            "whose lock is checked as by verify-lock."
+        ),
+    ],
+    integrity: Annotated[
+        str | None,
+        typer.Option(
+            "--integrity", help="The manifest's expected sha256:<64 hex> (exit 2 if it differs)."
+        ),
+    ] = None,
+) -> None:
+    """Verify a pack manifest's bytes against --integrity; without it, a workflow's lock.
+
+    Example: agentctl packs verify packs/utility --integrity sha256:2f53…
+    Example: agentctl packs verify deploy.yaml
+    """
+    if integrity is None:
+        verify_lock_command(path)
+        return
+    from agentctl.spec.pack_ops import verify_manifest
+
+    data = verify_manifest(path, integrity)
+    output.current().success(
+        "PackVerification",
+        data,
+        human=f"verified {data['name']} {data['version']} ({data['integrity'][:19]}…)",
+    )
+
+
+@app.command("inspect")
+def inspect_command(
+    manifest: Annotated[str, typer.Argument(help="A pack manifest, or the pack's directory.")],
+) -> None:
+    """Show what a pack manifest declares: items, requirements, dependencies, integrity.
+
+    Example: agentctl packs inspect packs/utility/agentctl-pack.yaml
+    """
+    from agentctl.spec.pack_ops import inspect_manifest
+
+    data = inspect_manifest(manifest)
+    out = output.current()
+
+    def human() -> None:
+        requires = data["agentctl"]
+        fits = "ok" if requires["satisfied"] else f"not {requires['current']}"
+        print(f"{data['name']} {data['version']}  {data['integrity']}", file=out.stdout)
+        print(f"  agentctl {requires['requires']} ({fits})", file=out.stdout)
+        for name, wanted in data["dependencies"].items():
+            print(f"  depends on {name} {wanted}", file=out.stdout)
+        for kind, names in data["items"].items():
+            if names:
+                print(f"  {kind}: {', '.join(names)}", file=out.stdout)
+
+    out.success("PackInspection", data, human=human)
+
+
+@app.command("update")
+def update_command(
+    workflow: WorkflowArgument,
+    pack: Annotated[
+        list[str] | None,
+        typer.Option("--pack", help="Only this pack (repeatable); the others keep their pins."),
+    ] = None,
+) -> None:
+    """Re-pin the workflow's packs (or only --pack P) in agentctl.pack.lock from their
+    current bytes, after a reviewed change. Packs are local: nothing is fetched.
+
+    Example: agentctl packs update deploy.yaml --pack example.utility
+    """
+    from agentctl.spec.pack_ops import update_lock
+
+    _render("PackLock", update_lock(workflow, pack or ()), "updated")

@@ -87,3 +87,62 @@ def check_command(
             print(line, file=out.stdout)
 
     out.success("AuthCheck", {"providers": results}, human=human)
+
+
+@providers_app.command("smoke-openai")
+def smoke_openai_command(
+    live: Annotated[
+        bool,
+        typer.Option(
+            "--live", help="Really send the request (required: this command uses the network)."
+        ),
+    ] = False,
+    model: Annotated[
+        str,
+        typer.Option(
+            "--model", help="The model to ask (default: $OPENAI_MODEL, else gpt-4.1-mini)."
+        ),
+    ] = "",
+) -> None:
+    """Send one bounded live request to OpenAI's Responses API (16 output tokens, 30 s).
+
+    The key is OPENAI_API_KEY; the base URL is OPENAI_BASE_URL (default
+    https://api.openai.com/v1), so an OpenAI-compatible server or a local stand-in can be
+    named. Exit 6 without a key, or when the request fails; exit 2 without --live.
+
+    Example: agentctl providers smoke-openai --live --model gpt-4.1-mini
+    """
+    import asyncio
+    import os
+
+    from agentctl.engine.core.preflight import smoke_request
+    from agentctl.errors import UsageError
+
+    if not live:
+        raise UsageError(
+            "providers smoke-openai sends a real request; pass --live to allow it",
+            hint="agentctl providers smoke-openai --live [--model M]",
+        )
+    chosen = model or os.environ.get("OPENAI_MODEL") or "gpt-4.1-mini"
+    endpoint = os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+    definition = {"kind": "openai", "endpoint": endpoint, "credential": {"env": "OPENAI_API_KEY"}}
+    document = {
+        "spec": {
+            "providers": {"openai": definition},
+            "agents": {"smoke": {"provider": "openai", "model": chosen}},
+        }
+    }
+    answer = asyncio.run(smoke_request("openai", document))
+    data = {
+        "provider": "openai",
+        "model": chosen,
+        "endpoint": endpoint,
+        "ok": True,
+        "seconds": round(float(answer["seconds"]), 3),
+        "finishReason": answer["finishReason"],
+    }
+    output.current().success(
+        "LiveProviderSmoke",
+        data,
+        human=f"openai {chosen} answered in {data['seconds']:.2f}s ({data['finishReason']})",
+    )

@@ -36,6 +36,8 @@ def iter_commands() -> Iterator[tuple[str, Any, Any]]:
         if subcommands:
             for name in sorted(subcommands):
                 child = subcommands[name]
+                if getattr(child, "hidden", False):
+                    continue  # an alias (`pack`): its commands are listed under their name
                 child_ctx = child.make_context(name, [], parent=context, resilient_parsing=True)
                 yield from walk(child, f"{path} {name}", child_ctx)
 

@@ -32,7 +32,9 @@ InputOption = Annotated[
     list[str] | None,
     typer.Option(
         "--input",
-        help="KEY=VALUE input override (value parsed as JSON, else a string); repeatable.",
+        help="KEY=VALUE input override; repeatable. An input spec.inputSchema types as a "
+        'string keeps the text (version=3.10 stays "3.10"); any other is read as JSON when '
+        "it parses, else as text. `plan --input` shows how each was read.",
     ),
 ]
 InputsOption = Annotated[str | None, typer.Option("--inputs", help="A JSON object of inputs.")]
@@ -287,7 +289,9 @@ def roll_command(
 
     # Defaults come from the workflow; the flags only override them (--inputs/--inputs-file
     # first, then each --input).
-    overrides = merge_inputs({}, inputs, inputs_file, input_pairs or [], check_declared=False)
+    # Each --input is read once the workflow's inputSchema is known (a declared string
+    # keeps its text), so only the object of --inputs/--inputs-file is parsed here.
+    overrides = merge_inputs({}, inputs, inputs_file, check_declared=False)
     ephemeral = check or dry_run
     if detach:
         if ephemeral:
@@ -304,6 +308,7 @@ def roll_command(
             workspace=workspace,
             vars_files=vars_files or (),
             var_pairs=var_pairs or (),
+            input_pairs=input_pairs or (),
         )
         output.current().success(
             "RunQueued",
@@ -326,6 +331,7 @@ def roll_command(
             diff=diff,
             vars_files=vars_files or (),
             var_pairs=var_pairs or (),
+            input_pairs=input_pairs or (),
         )
     return report_result(
         result, dry_run=ephemeral, db=None if ephemeral else db_from_context(ctx, db)

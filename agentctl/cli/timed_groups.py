@@ -31,7 +31,11 @@ __all__ = [
 
 InputPairsOption = Annotated[
     list[str] | None,
-    typer.Option("--input", help="KEY=VALUE input of every run (JSON, else a string)."),
+    typer.Option(
+        "--input",
+        help="KEY=VALUE input of every run, read as `roll --input` reads it (text for an "
+        "input spec.inputSchema types as a string, else JSON when it parses, else text).",
+    ),
 ]
 WorkspaceOption = Annotated[
     str | None,
@@ -165,13 +169,16 @@ def new_schedule(
     workflow_file: str,
     workspace: str | None,
     pairs: list[str],
+    prepared_inputs: dict[str, Any],
     start: str | None,
     now: Any,
     **rule: Any,
 ) -> "NewSchedule":
     """The schedule ``schedule add`` and ``monitor add`` record: the workflow as given and
     as resolved, this directory, the runs' workspace and inputs, and the first instant
-    (``--start``, else now); ``rule`` is the rest (cron or interval, catch-up, overlap …)."""
+    (``--start``, else now); ``rule`` is the rest (cron or interval, catch-up, overlap …).
+    Each ``--input`` pair is recorded as the run will read it (``prepared_inputs``, the
+    inputs prepare_run merged: a string spec.inputSchema declares keeps its text)."""
     from pathlib import Path
 
     from agentctl.engine.run.creation import parse_input_pairs
@@ -184,7 +191,7 @@ def new_schedule(
         workflow_file=workflow_file,
         project_dir=str(Path.cwd().resolve()),
         workspace=str(Path(workspace).resolve()) if workspace else None,
-        inputs=parse_input_pairs(pairs),
+        inputs={key: prepared_inputs[key] for key in parse_input_pairs(pairs)},
         start=parse_instant(start, "--start") if start else now,
         **rule,
     )

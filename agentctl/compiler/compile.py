@@ -31,7 +31,9 @@ from agentctl.compiler.fingerprint import Fingerprinter
 from agentctl.compiler.flatten import flatten_tasks
 from agentctl.compiler.graph import CycleError, stable_order
 from agentctl.compiler.identity import resolved_definitions
+from agentctl.compiler.inputs import check_input_schema
 from agentctl.compiler.limits import check_budget_counts, check_memory_conflicts
+from agentctl.compiler.literal_templates import check_literal_templates
 from agentctl.compiler.plan import (
     Budget,
     EffectRequirement,
@@ -142,6 +144,8 @@ def compile_document(
     nodes = Resolver(spec, reporter, layers).resolve_all(drafts)
     GraphChecker(nodes, {d.id for d in drafts}, reporter, schemas).check_all()
     check_tools(spec, reporter, schemas)
+    check_input_schema(spec, reporter, schemas)
+    check_literal_templates(spec, reporter)
     check_agents(spec, reporter, schemas)
     check_policy(spec, nodes, reporter)
     check_secret_references(spec, reporter)

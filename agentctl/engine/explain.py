@@ -19,13 +19,18 @@ __all__ = ["explain_workflow"]
 
 
 def explain_workflow(
-    workflow_path: str, *, vars_files: Sequence[str] = (), var_pairs: Sequence[str] = ()
+    workflow_path: str,
+    *,
+    vars_files: Sequence[str] = (),
+    var_pairs: Sequence[str] = (),
+    workspace: str | None = None,
 ) -> dict[str, Any]:
     """``{workflow, workflowDigest, planDigest, variables, tasks}`` for ``workflow_path``.
 
     ``variables`` is the scope every task shares (workflow layers and the invocation);
     ``tasks`` adds, per task definition, its agent and task layers. Each variable lists its
-    value, its winning source and the lower values it replaced."""
+    value, its winning source and the lower values it replaced. With ``workspace`` the
+    workflow is also checked against that directory, as `check --workspace` does."""
     loaded = load_workflow(workflow_path)
     diagnostics = list(loaded.diagnostics)
     if not loaded.ok or loaded.document is None:
@@ -40,6 +45,14 @@ def explain_workflow(
     diagnostics.extend(problems)
     compiled = compile_workflow(loaded.document, source=loaded.source, variables=layers)
     diagnostics.extend(compiled.diagnostics)
+    if workspace is not None:
+        from pathlib import Path
+
+        from agentctl.engine.core.workspace_check import check_workspace
+
+        document = loaded.document.model_dump(mode="json", by_alias=True)
+        _, found = check_workspace(document["spec"], Path(workspace), loaded.source)
+        diagnostics.extend(found)
     if compiled.plan is None or any(d.is_error for d in diagnostics):
         raise ValidationError(
             f"{workflow_path} does not compile ({sum(d.is_error for d in diagnostics)} error(s))",
@@ -48,7 +61,7 @@ def explain_workflow(
             hint="fix the diagnostics above and run `agentctl explain` again",
         )
     spec = loaded.document.model_dump(mode="json", by_alias=True, exclude_unset=True)["spec"]
-    return {
+    explained: dict[str, Any] = {
         "workflow": compiled.plan.workflow_name,
         "workflowDigest": compiled.plan.workflow_digest,
         "planDigest": compiled.plan.plan_digest,
@@ -56,3 +69,8 @@ def explain_workflow(
         "tasks": variable_scopes(spec, layers),
         "diagnostics": diagnostics,
     }
+    if workspace is not None:
+        from pathlib import Path
+
+        explained["workspace"] = str(Path(workspace).resolve())
+    return explained

@@ -6,7 +6,13 @@ from typing import Literal
 
 from pydantic import Field
 
-from agentctl.spec.models_common import JsonObject, SpecModel, ToolName, VarsFilePath
+from agentctl.spec.models_common import (
+    JsonObject,
+    JsonSchema,
+    SpecModel,
+    ToolName,
+    VarsFilePath,
+)
 from agentctl.spec.models_definitions import (
     A2APeer,
     Action,
@@ -39,6 +45,7 @@ class Spec(SpecModel):
     """Everything a workflow declares (docs/workflow-language.md)."""
 
     inputs: JsonObject = Field(default_factory=dict)
+    input_schema: JsonSchema | None = None
     vars: JsonObject = Field(default_factory=dict)
     vars_files: list[VarsFilePath] = Field(default_factory=list)
     outputs: JsonObject = Field(default_factory=dict)

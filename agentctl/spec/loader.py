@@ -42,7 +42,8 @@ __all__ = [
 
 _RETIRED_VERSION = "agentctl.dev/v1alpha1"
 _MIGRATION_HELP = (
-    "migrate the file by hand: add `apiVersion: agentctl.dev/v1` and `kind: Workflow`, move "
+    "`agentctl migrate FILE --write NEW.yaml` writes the translation for review; it does "
+    "what you would by hand: add `apiVersion: agentctl.dev/v1` and `kind: Workflow`, move "
     "`playbook` to `metadata.name`, `modules` to `spec.actions` (`module:x` becomes "
     "`action:x`), `policy.approvalMode` to `spec.policy.approval` and working-memory "
     "`initial` to `spec.memory.working`; see docs/workflow-language.md"

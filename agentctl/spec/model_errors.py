@@ -186,7 +186,9 @@ def error_diagnostic(error: ErrorDetails, raw: Any, source: SourceMap | None) ->
     code = "schema_violation"
     name = segments[-1] if segments else ""
     if kind == "extra_forbidden":
-        code = "unknown_field"
+        # Upstream's code set has no `unknown_field`: scripts branch on `schema_violation`,
+        # and the precise reason (unknown key, snake_case spelling, the suggestion) is in
+        # the message and the help.
         owner = model_at(segments[:-1])
         message = f"unknown field `{name}` at {where}"
         if owner is not None:
@@ -223,7 +225,6 @@ def error_diagnostic(error: ErrorDetails, raw: Any, source: SourceMap | None) ->
         text = str(ctx.get("error", error["msg"]))
         message = f"{path or 'the document'}: {text}"
     elif kind == "secret_unknown_field":
-        code = "unknown_field"
         inner = [str(part) for part in ctx.get("inner", [])]
         path = ".".join([path, *inner]) if path else ".".join(inner)
         field_name = str(ctx.get("field", ""))

@@ -5,7 +5,10 @@ It sits beside the workflow file and pins, per pack, the exact manifest bytes
 taken when it was written. Once it exists, a pack whose bytes differ is refused before any
 run exists; ``agentctl pack lock`` rewrites it after a reviewed change.
 
-The file is canonical JSON (sorted keys, two-space indent), so a diff shows what changed.
+agentctl writes canonical JSON (sorted keys, two-space indent), so a diff shows what
+changed. It reads YAML, as upstream writes it (JSON is YAML too): ``packs`` as a list of
+entries or a mapping from pack name to entry, and ``content`` optional (upstream pins the
+manifest bytes only; without ``content`` the pack's other files are not compared).
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import field
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from pydantic.dataclasses import dataclass
 
@@ -59,7 +62,7 @@ class LockedPack(CamelRecord):
     source: PackSource = PackSource()
     manifest: str = ""
     integrity: str
-    content: str
+    content: str = ""
     signed: bool = False
     trust: str = ""
     items: dict[str, list[str]] = field(default_factory=dict)
@@ -83,18 +86,35 @@ def read_lock(directory: Path) -> dict[str, LockedPack] | None:
     except UsageError as exc:
         raise LockProblem(exc.message) from exc
     try:
-        data = json.loads(text)
+        data = _parse(text, path)
         if data.get("apiVersion") != LOCK_API_VERSION:
             raise LockProblem(
                 f"{path} has apiVersion {data.get('apiVersion')!r}, expected {LOCK_API_VERSION}"
             )
-        return {entry["name"]: LockedPack.from_json(entry) for entry in data.get("packs") or ()}
+        entries = data.get("packs") or ()
+        if isinstance(entries, dict):  # upstream's mapping form: name -> entry
+            entries = [{"name": name, **entry} for name, entry in entries.items()]
+        return {entry["name"]: LockedPack.from_json(entry) for entry in entries}
     except PersistenceError as exc:
         raise LockProblem(f"{path} is not a valid pack lock: {exc.message}") from None
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         if isinstance(exc, LockProblem):
             raise
         raise LockProblem(f"{path} is not a valid pack lock: {exc}") from exc
+
+
+def _parse(text: str, path: Path) -> dict[str, Any]:
+    """The lock document: YAML (upstream's form) or JSON (ours, a subset of YAML)."""
+    from agentctl.spec.yaml_source import YamlProblem, parse_yaml
+
+    try:
+        value = parse_yaml(text).value
+    except YamlProblem as exc:
+        where = f":{exc.line}" if exc.line else ""
+        raise LockProblem(f"{path}{where} is not valid YAML or JSON: {exc.message}") from None
+    if not isinstance(value, dict):
+        raise LockProblem(f"{path} is not a valid pack lock: expected a mapping")
+    return value
 
 
 def write_lock(directory: Path, packs: Sequence[LockedPack]) -> Path:

@@ -35,6 +35,7 @@ __all__ = [
     "MANIFEST_FILE",
     "PackManifest",
     "satisfies",
+    "version_matches",
 ]
 
 MANIFEST_API_VERSION = "agentctl.dev/pack/v1alpha1"
@@ -54,7 +55,10 @@ class PackManifest(SpecModel):
     version: str
     agentctl: str = "*"
     description: str | None = None
-    dependencies: list[Any] = Field(default_factory=list)
+    # Pack name -> version requirement, as upstream writes it (a list of {name, version}
+    # is read too). Each must be declared in the workflow's own spec.packs at a version
+    # that satisfies it: agentctl verifies dependencies, it never fetches them.
+    dependencies: dict[str, str] = Field(default_factory=dict)
     actions: dict[str, Any] = Field(default_factory=dict)
     agents: dict[str, Any] = Field(default_factory=dict)
     tools: dict[str, Any] = Field(default_factory=dict)
@@ -83,14 +87,23 @@ class PackManifest(SpecModel):
         satisfies("0.0.0", value)  # raises ValueError for a malformed requirement
         return value
 
-    @field_validator("dependencies")
+    @field_validator("dependencies", mode="before")
     @classmethod
-    def _no_dependencies(cls, value: list[Any]) -> list[Any]:
-        if value:
-            raise ValueError(
-                "pack dependencies are not resolved by this agentctl; declare each pack the "
-                "workflow needs in its own spec.packs"
-            )
+    def _dependencies(cls, value: Any) -> Any:
+        if isinstance(value, list):
+            pairs: dict[str, Any] = {}
+            for entry in value:
+                if not isinstance(entry, dict) or set(entry) != {"name", "version"}:
+                    raise ValueError(
+                        "a dependency is `NAME: RANGE` (or `{name: NAME, version: RANGE}`)"
+                    )
+                pairs[str(entry["name"])] = entry["version"]
+            value = pairs
+        if isinstance(value, dict):
+            for name, wanted in value.items():
+                if not isinstance(wanted, str):
+                    raise ValueError(f"dependency `{name}` needs a version range such as ^1.0")
+                satisfies("0.0.0", wanted)  # raises ValueError for a malformed range
         return value
 
 
@@ -99,6 +112,14 @@ def _triple(text: str) -> tuple[int, int, int]:
     if match is None:
         raise ValueError(f"`{text}` is not a semantic version")
     return int(match[1]), int(match[2]), int(match[3])
+
+
+def version_matches(version: str, wanted: str) -> bool:
+    """Whether a pack at ``version`` is the one ``wanted`` names: the same semantic version,
+    or one a range (``^1.0``, ``~1.2``, ``>=1.0 <2``) accepts."""
+    if _SEMVER_RE.fullmatch(wanted.strip()) is not None:
+        return version == wanted.strip()
+    return satisfies(version, wanted)
 
 
 def satisfies(version: str, requirement: str) -> bool:

@@ -38,13 +38,19 @@ from agentctl.errors import UsageError
 from agentctl.input_files import read_input_bytes
 from agentctl.spec.pack_items import ITEM_SECTIONS, pack_items
 from agentctl.spec.pack_lock import LOCK_FILE, LockedPack, LockProblem, PackSource, read_lock
-from agentctl.spec.pack_manifest import MANIFEST_FILE, PackManifest, satisfies
+from agentctl.spec.pack_manifest import MANIFEST_FILE, PackManifest, satisfies, version_matches
 from agentctl.spec.result import MAX_DOCUMENT_BYTES, LoadResult
 from agentctl.spec.source_map import SourceMap, diagnostic_at, join_path
 from agentctl.spec.validate import validate_document
 from agentctl.spec.yaml_source import YamlProblem, parse_yaml
 
-__all__ = ["ResolvedPack", "apply_packs", "resolve_packs"]
+__all__ = [
+    "ResolvedPack",
+    "apply_packs",
+    "lock_required",
+    "require_lock",
+    "resolve_packs",
+]
 
 _PROCESS_KINDS = frozenset({"builtin.shell.exec", "extension.process"})
 _MAX_PACK_FILES = 4096
@@ -88,6 +94,29 @@ class ResolvedPack:
         return out
 
 
+# `--locked` (a global flag): every workflow with packs must have its lock, and nothing may
+# rewrite it. Set once per CLI process by require_lock().
+_LOCKED = [False]
+
+
+def require_lock(on: bool) -> None:
+    """Turn ``--locked`` on or off for this process."""
+    _LOCKED[0] = on
+
+
+def lock_required() -> bool:
+    """Whether ``--locked`` is on."""
+    return _LOCKED[0]
+
+
+def _version_ok(found: str, wanted: str) -> bool:
+    """Whether the pack version ``found`` is what a reference asks for (exact or a range)."""
+    try:
+        return version_matches(found, wanted)
+    except ValueError:
+        return False
+
+
 def _sha256(data: bytes) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
@@ -106,11 +135,20 @@ class _Packs:
         self.lock: dict[str, LockedPack] | None = None
         self.locking = not use_lock
         self.manifest_source = SourceMap("")
+        # (pack, its manifest's dependencies, where it is declared), checked once all are in.
+        self.dependencies: list[tuple[str, dict[str, str], str]] = []
         if use_lock:
             try:
                 self.lock = read_lock(self.directory)
             except LockProblem as exc:
                 self.error("incompatible_state", str(exc), "spec.packs", "run `agentctl pack lock`")
+            if self.lock is None and _LOCKED[0] and self.spec.get("packs"):
+                self.error(
+                    "incompatible_state",
+                    f"--locked: the workflow declares packs but there is no {LOCK_FILE} beside it",
+                    "spec.packs",
+                    "run `agentctl packs lock FILE` (without --locked), review and commit it",
+                )
 
     def error(self, code: str, message: str, path: str, help: str | None = None) -> None:
         self.problems.append(diagnostic_at(code, message, path, self.source, help))
@@ -250,6 +288,8 @@ class _Packs:
         manifest = self._manifest(data, label, name, str(ref.get("version")), base)
         if manifest is None:
             return None
+        if manifest.dependencies:
+            self.dependencies.append((name, dict(manifest.dependencies), base))
         signed = False
         trust = self._trust(ref, manifest, base)
         if trust is None:
@@ -305,9 +345,15 @@ class _Packs:
         changed = [
             what
             for what, locked, now in (
-                ("version", entry.version, version),
+                # The lock holds the version found; the workflow may ask for a range.
+                (
+                    "version",
+                    entry.version,
+                    entry.version if _version_ok(entry.version, version) else "",
+                ),
                 ("manifest", entry.integrity, integrity),
-                ("files", entry.content, content),
+                # A lock written by upstream pins the manifest only (no `content`).
+                ("files", entry.content or content, content),
             )
             if locked != now
         ]
@@ -350,11 +396,11 @@ class _Packs:
         except ValidationError as exc:
             for error in exc.errors(include_url=False):
                 path = ".".join(str(p) for p in error["loc"] if not str(p).startswith("function"))
+                # An unknown key is a schema_violation too (upstream's code set); the
+                # message says which key.
                 code = "schema_violation"
                 if path == "apiVersion":
                     code = "unsupported_version"
-                elif error["type"] == "extra_forbidden":
-                    code = "unknown_field"
                 self.problems.append(
                     diagnostic_at(
                         code,
@@ -365,7 +411,7 @@ class _Packs:
                     )
                 )
             return None
-        if manifest.name != name or manifest.version != version:
+        if manifest.name != name or not _version_ok(manifest.version, version):
             self.error(
                 "incompatible_state",
                 f"pack `{name}` {version} is declared, but its manifest is `{manifest.name}` "
@@ -380,10 +426,11 @@ class _Packs:
             self.problems.append(
                 diagnostic_at(
                     "unsupported_version",
-                    f"pack `{name}` needs agentctl {manifest.agentctl}; this is {__version__}",
+                    f"pack `{name}` requires agentctl {manifest.agentctl}, this is {__version__}",
                     "agentctl",
                     source,
-                    "use a pack version made for this agentctl",
+                    f"use a version of `{name}` made for agentctl {__version__}, or an "
+                    f"agentctl that satisfies {manifest.agentctl} (`agentctl update` says how)",
                 )
             )
             return None
@@ -473,6 +520,21 @@ def resolve_packs(
                             "pack names must not nest into each other's items",
                         )
             resolved.append(found)
+    versions = {pack.name: pack.version for pack in resolved}
+    for name, needs, base in packs.dependencies:
+        for wanted, requirement in sorted(needs.items()):
+            have = versions.get(wanted)
+            if have is not None and satisfies(have, requirement):
+                continue
+            found_text = f"{wanted} {have} is declared" if have else "it is not declared"
+            packs.error(
+                "missing_reference",
+                f"pack `{name}` depends on `{wanted}` {requirement}, but {found_text} in "
+                "spec.packs",
+                base,
+                f"declare `{wanted}` at a version that satisfies {requirement} in spec.packs "
+                "(agentctl verifies pack dependencies; it does not fetch them)",
+            )
     return resolved, packs.problems
 
 

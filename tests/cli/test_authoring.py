@@ -119,7 +119,9 @@ def test_snake_case_field_is_refused_with_the_camel_case_name(cli: Any, tmp_path
     result = cli("--output", "json", "check", path)
     assert result.exit_code == 2 and result.stdout == ""
     (diagnostic,) = result.error_json()["diagnostics"]
-    assert diagnostic["code"] == "unknown_field"
+    # Upstream's code set: an unknown key is a schema_violation, the message says which.
+    assert diagnostic["code"] == "schema_violation"
+    assert diagnostic["message"].startswith("unknown field `timeout_seconds` at spec.tasks[0]")
     assert diagnostic["path"] == "spec.tasks[0].timeout_seconds"
     assert (diagnostic["file"], diagnostic["line"], diagnostic["column"]) == (str(path), 9, 7)
     assert diagnostic["help"] == "rename `timeout_seconds` to `timeoutSeconds`"
@@ -188,6 +190,9 @@ def test_check_and_plan_verify_paths_in_the_workspace(cli: Any, tmp_path: Path) 
     ]
     planned = cli("--output", "json", "plan", path, "--workspace", checkout)
     assert planned.exit_code == 2
+    explained = cli("--output", "json", "explain", path, "--workspace", checkout)
+    assert explained.exit_code == 2
+    assert [d["path"] for d in explained.error_json()["diagnostics"]] == [p for _, p, _ in found]
     (checkout / "src").mkdir()
     (checkout / "prompts").mkdir()
     (checkout / "prompts" / "a.md").write_text("be brief\n")
@@ -196,6 +201,10 @@ def test_check_and_plan_verify_paths_in_the_workspace(cli: Any, tmp_path: Path) 
     assert checked.json()["data"]["workspace"] == str(checkout.resolve())
     planned = cli("--output", "json", "plan", path, "--workspace", checkout)
     assert planned.exit_code == 0, planned.stderr
+    explained = cli("--output", "json", "explain", path, "--workspace", checkout)
+    assert explained.exit_code == 0, explained.stderr
+    assert explained.json()["data"]["workspace"] == str(checkout.resolve())
+    assert cli("explain", path, "--workspace", tmp_path / "absent").exit_code == 2
     assert planned.json()["data"]["workspace"] == str(checkout.resolve())
     # Without --workspace nothing on disk is consulted, as before.
     assert cli("check", path).exit_code == 0

@@ -312,38 +312,51 @@ def test_read_only_mount_with_a_write_ahead_log_is_not_called_foreign(tmp_path: 
     assert "move" not in error["hint"]
 
 
+def _without_folder_permissions(command: list[str]) -> list[str]:
+    """``command`` run so that a folder of mode 000 is refused to it, whatever the checkout's
+    permissions: as another user it could not import the checkout's virtual environment (a
+    home of mode 0700, any ``mktemp -d``), so root keeps its uid and only loses the two
+    capabilities that read past a folder's mode; anyone else is refused by the mode alone."""
+    if os.geteuid() != 0:
+        return command
+    if shutil.which("setpriv") is None:
+        pytest.skip("root reads any folder unless setpriv drops CAP_DAC_OVERRIDE")
+    return ["setpriv", "--inh-caps=-all", "--bounding-set=-dac_override,-dac_read_search"] + command
+
+
 def test_folder_without_permission_is_named(tmp_path: Path) -> None:
-    if shutil.which("setpriv") is None or os.geteuid() != 0:
-        pytest.skip("needs root and setpriv to run as another user")
     private = tmp_path / "private"
-    private.mkdir(mode=0o700)
-    result = subprocess.run(
-        [
-            "setpriv",
-            "--reuid=65534",
-            "--regid=65534",
-            "--clear-groups",
-            sys.executable,
-            "-m",
-            "agentctl",
-            "--output",
-            "json",
-            "runs",
-            "list",
-            "--db",
-            str(private / "r.db"),
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=60,
-        cwd="/",
-        env={**os.environ, "AGENTCTL_HOME": "/nonexistent", "HOME": "/nonexistent"},
-    )
+    private.mkdir()
+    private.chmod(0)
+    try:
+        result = subprocess.run(
+            _without_folder_permissions(
+                [
+                    sys.executable,
+                    "-m",
+                    "agentctl",
+                    "--output",
+                    "json",
+                    "runs",
+                    "list",
+                    "--db",
+                    str(private / "r.db"),
+                ]
+            ),
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=60,
+            cwd=tmp_path,
+            env={**os.environ, "AGENTCTL_HOME": str(tmp_path / "home")},
+        )
+    finally:
+        private.chmod(0o700)
     assert result.returncode == 5, result.stderr
     error = json.loads(result.stderr)["error"]
     assert error["code"] == "store.permission"
     assert "permission denied" in error["message"]
+    assert str(private) in error["message"]
 
 
 def test_missing_workflow_file_is_said_to_be_missing(cli: Any, tmp_path: Path) -> None:

@@ -278,7 +278,7 @@ def test_problems_inside_a_manifest_point_at_the_manifest(cli: Any, tmp_path: Pa
     found = _refused(cli("--output", "json", "check", path))
     file = str(tmp_path / "packs" / "utility" / "agentctl-pack.yaml")
     assert [(d["code"], d["path"], d["file"]) for d in found] == [
-        ("unknown_field", "actions.put.colour", file)
+        ("schema_violation", "actions.put.colour", file)
     ]
     assert found[0]["line"] == _line(Path(file), "colour: red")
     manifest = MANIFEST.replace("uses: action:stamp", "uses: action:missing")
@@ -295,7 +295,7 @@ def test_versions_must_match_and_suit_this_agentctl(cli: Any, tmp_path: Path) ->
     path = _setup(tmp_path / "a", manifest=MANIFEST.replace('">=0.1.0, <1.0.0"', '"^2.0"'))
     found = _refused(cli("--output", "json", "check", path))
     assert found[0]["code"] == "unsupported_version" and found[0]["path"] == "agentctl"
-    assert "needs agentctl ^2.0" in found[0]["message"]
+    assert "requires agentctl ^2.0, this is " in found[0]["message"]
     path = _setup(tmp_path / "b", manifest=MANIFEST.replace("version: 1.2.0", "version: 1.3.0"))
     found = _refused(cli("--output", "json", "check", path))
     assert "declared, but its manifest is `example.utility` 1.3.0" in found[0]["message"]
@@ -434,3 +434,143 @@ def test_pack_items_cannot_read_variables_files(cli: Any, tmp_path: Path) -> Non
     manifest_file = tmp_path / "packs" / "utility" / "agentctl-pack.yaml"
     assert found[0]["file"] == str(manifest_file)
     assert found[0]["line"] == _line(manifest_file, "varsFiles")
+
+
+def test_a_yaml_lock_as_upstream_writes_it_is_read(cli: Any, tmp_path: Path) -> None:
+    reference = (
+        "    - name: example.utility\n      version: 1.2.0\n      source: { path: packs/utility }\n"
+    )
+    path = _setup(tmp_path, reference=reference)
+    manifest = tmp_path / "packs" / "utility" / "agentctl-pack.yaml"
+    # YAML, packs as a mapping, and no `content` (upstream pins the manifest bytes only).
+    (tmp_path / "agentctl.pack.lock").write_text(
+        "apiVersion: agentctl.dev/pack-lock/v1\n"
+        "packs:\n"
+        "  example.utility:\n"
+        "    version: 1.2.0\n"
+        "    source: { path: packs/utility }\n"
+        f"    integrity: {_digest(manifest)}\n",
+        encoding="utf-8",
+    )
+    assert cli("--output", "json", "check", path).exit_code == 0
+    verified = cli("--output", "json", "pack", "verify", path)
+    assert verified.exit_code == 0, verified.stderr
+    # Files beside the manifest are not pinned by such a lock; the manifest still is.
+    (tmp_path / "packs" / "utility" / "README.md").write_text("changed\n", encoding="utf-8")
+    assert cli("--output", "json", "check", path).exit_code == 0
+    manifest.write_text(MANIFEST + "# edited\n", encoding="utf-8")
+    found = _refused(cli("--output", "json", "check", path))
+    assert "changed after it was locked (manifest differ" in found[0]["message"]
+    (tmp_path / "agentctl.pack.lock").write_text("packs: [\n", encoding="utf-8")
+    broken = _refused(cli("--output", "json", "check", path))
+    assert "agentctl.pack.lock" in broken[0]["message"]
+    assert "not valid YAML or JSON" in broken[0]["message"]
+
+
+def test_a_pack_reference_may_name_a_version_range(cli: Any, tmp_path: Path) -> None:
+    digest = "sha256:" + hashlib.sha256(MANIFEST.encode()).hexdigest()
+    for index, (wanted, accepted) in enumerate(
+        (("^1.0", True), ("~1.2", True), (">=1.0 <2", True), ("~1.3", False))
+    ):
+        reference = (
+            f"    - name: example.utility\n      version: '{wanted}'\n      path: packs/utility\n"
+            f"      integrity: {digest}\n"
+        )
+        path = _setup(tmp_path / str(index), reference=reference)
+        checked = cli("--output", "json", "check", path)
+        if accepted:
+            assert checked.exit_code == 0, (wanted, checked.stderr)
+            # The lock holds the version found; the range still names it.
+            assert cli("pack", "lock", path).exit_code == 0
+            assert cli("--output", "json", "check", path).exit_code == 0
+        else:
+            found = _refused(checked)
+            assert "`example.utility` ~1.3 is declared, but its manifest is" in found[0]["message"]
+
+
+def test_manifest_dependencies_as_a_mapping_are_verified_against_spec_packs(
+    cli: Any, tmp_path: Path
+) -> None:
+    base = tmp_path / "packs" / "base"
+    base.mkdir(parents=True)
+    (base / "agentctl-pack.yaml").write_text(
+        "apiVersion: agentctl.dev/pack/v1alpha1\nname: example.base\nversion: 1.4.0\n",
+        encoding="utf-8",
+    )
+    manifest = MANIFEST.replace(
+        "providers: [scripted]\n", "providers: [scripted]\ndependencies:\n  example.base: ^1.2\n"
+    )
+    path = _setup(tmp_path, manifest=manifest)
+    found = _refused(cli("--output", "json", "check", path))
+    assert [d["code"] for d in found] == ["missing_reference"]
+    assert "depends on `example.base` ^1.2, but it is not declared" in found[0]["message"]
+    text = path.read_text(encoding="utf-8").replace(
+        "  packTrust:",
+        "    - name: example.base\n      version: 1.4.0\n      path: packs/base\n"
+        f"      integrity: {_digest(base / 'agentctl-pack.yaml')}\n  packTrust:",
+    )
+    path.write_text(text, encoding="utf-8")
+    checked = cli("--output", "json", "check", path)
+    assert checked.exit_code == 0, checked.stderr
+
+
+def test_a_pack_for_another_agentctl_says_what_it_requires(cli: Any, tmp_path: Path) -> None:
+    from agentctl.version import __version__
+
+    manifest = MANIFEST.replace('agentctl: ">=0.1.0, <1.0.0"', 'agentctl: ">=99.0"')
+    path = _setup(tmp_path, manifest=manifest)
+    found = _refused(cli("--output", "json", "check", path))
+    assert found[0]["code"] == "unsupported_version"
+    assert found[0]["message"] == (
+        f"pack `example.utility` requires agentctl >=99.0, this is {__version__}"
+    )
+
+
+def test_packs_inspect_and_verify_a_manifest(cli: Any, tmp_path: Path) -> None:
+    _setup(tmp_path)
+    manifest = tmp_path / "packs" / "utility" / "agentctl-pack.yaml"
+    shown = cli("--output", "json", "packs", "inspect", manifest)
+    assert shown.exit_code == 0, shown.stderr
+    assert shown.json()["kind"] == "PackInspection"
+    data = shown.json()["data"]
+    assert (data["name"], data["version"], data["integrity"]) == (
+        "example.utility",
+        "1.2.0",
+        _digest(manifest),
+    )
+    assert data["agentctl"]["requires"] == ">=0.1.0, <1.0.0" and data["agentctl"]["satisfied"]
+    assert "example.utility.stamp" in data["items"]["actions"]
+    # The directory names its manifest too.
+    assert cli("packs", "inspect", manifest.parent).exit_code == 0
+    good = cli("--output", "json", "packs", "verify", manifest, "--integrity", _digest(manifest))
+    assert good.exit_code == 0, good.stderr
+    assert good.json()["data"]["verified"] is True
+    bad = cli("--output", "json", "packs", "verify", manifest, "--integrity", "sha256:" + "0" * 64)
+    assert bad.exit_code == 2
+    assert "does not match the integrity given" in bad.error_json()["error"]["message"]
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("apiVersion: agentctl.dev/pack/v1alpha1\nname: x\n")
+    refused = cli("--output", "json", "packs", "inspect", broken)
+    assert refused.exit_code == 2 and refused.error_json()["error"]["code"] == "pack.invalid"
+
+
+def test_packs_update_verify_lock_and_the_locked_flag(cli: Any, tmp_path: Path) -> None:
+    path = _setup(tmp_path)
+    # --locked: a workflow with packs needs its lock.
+    found = _refused(cli("--output", "json", "--locked", "check", path))
+    assert "--locked" in found[0]["message"] and "agentctl.pack.lock" in found[0]["message"]
+    assert cli("--offline", "packs", "lock", path).exit_code == 0
+    assert cli("--output", "json", "check", path, "--locked").exit_code == 0
+    assert cli("packs", "verify-lock", path).exit_code == 0
+    (tmp_path / "packs" / "utility" / "README.md").write_text("changed\n", encoding="utf-8")
+    assert cli("packs", "verify-lock", path).exit_code == 2
+    # --locked never rewrites the lock.
+    locked = cli("--output", "json", "--locked", "packs", "update", path)
+    assert locked.exit_code == 2 and locked.error_json()["error"]["code"] == "pack.locked"
+    unknown = cli("--output", "json", "packs", "update", path, "--pack", "nope")
+    assert unknown.exit_code == 2 and "no pack `nope`" in unknown.error_json()["error"]["message"]
+    updated = cli("--output", "json", "packs", "update", path, "--pack", "example.utility")
+    assert updated.exit_code == 0, updated.stderr
+    assert [p["name"] for p in updated.json()["data"]["packs"]] == ["example.utility"]
+    assert cli("packs", "verify-lock", path).exit_code == 0
+    assert cli("pack", "verify", path).exit_code == 0  # the alias and its old form

@@ -76,3 +76,36 @@ def test_auth_check_smoke_request(
     assert failed.exit_code == 6
     assert failed.error_json()["error"]["code"] == "provider.smoke_failed"
     assert SECRET not in failed.stdout + failed.stderr
+
+
+def test_smoke_openai_sends_one_bounded_request_to_its_base_url(
+    cli: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Only loopback is ever contacted: the base URL points at a local stand-in throughout.
+    with LoopbackServer() as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url("/v1"))
+        monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+        monkeypatch.delenv("OPENAI_MODEL", raising=False)
+        without_live = cli("--output", "json", "providers", "smoke-openai")
+        assert without_live.exit_code == 2
+        keyless = cli("--output", "json", "providers", "smoke-openai", "--live")
+        assert keyless.exit_code == 6
+        assert keyless.error_json()["error"]["code"] == "provider.credential_missing"
+        assert server.requests == []
+        monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+        server.script(JsonReply(responses_body(text="OK", response_id="resp_1")))
+        ok = cli("--output", "json", "providers", "smoke-openai", "--live", "--model", "tiny")
+        assert ok.exit_code == 0, ok.stderr
+        assert ok.json()["kind"] == "LiveProviderSmoke"
+        data = ok.json()["data"]
+        assert (data["model"], data["finishReason"]) == ("tiny", "complete")
+        (request,) = server.requests
+        assert request.path == "/v1/responses"
+        assert request.headers["authorization"] == f"Bearer {SECRET}"
+        assert request.json["model"] == "tiny"
+        assert request.json["max_output_tokens"] == 16
+        server.script(JsonReply({"error": {"message": "bad key"}}, status=401))
+        failed = cli("--output", "json", "providers", "smoke-openai", "--live")
+    assert failed.exit_code == 6
+    assert failed.error_json()["error"]["code"] == "provider.smoke_failed"
+    assert SECRET not in failed.stdout + failed.stderr

@@ -231,7 +231,7 @@ def test_upstream_rejections_are_located(cli: Any, workspace: Path) -> None:
     ]
     assert found == [
         (
-            "unknown_field",
+            "schema_violation",
             "spec.tasks[0].timeout_seconds",
             17,
             "rename `timeout_seconds` to `timeoutSeconds`",

@@ -352,6 +352,11 @@ def test_a_failed_effect_is_an_error_status_with_an_exception_event(
     assert attributes["exception.type"] == effect.attributes["error.type"]
     assert task.attributes["agentctl.task.status"] == "failed"
     assert root.attributes["agentctl.run.state"] == "failed"
+    # `effects list` names each effect's span, as `inspect` does.
+    run_id = json.loads(failed.stderr)["error"]["runId"]
+    listed = _agentctl(workspace, _env(), "effects", "list", run_id, "--db", tmp_path / "r.db")
+    (row,) = json.loads(listed.stdout)["data"]["effects"]
+    assert (row["traceId"], row["spanId"]) == (effect.trace_id, effect.span_id)
 
 
 def test_an_effect_left_started_by_a_crash_is_uncertain_in_the_resumed_trace(

@@ -257,8 +257,10 @@ async def _run_tool(env: TaskEnv, call: ToolCall) -> Any:
             return arguments
         raise TaskFailure(f"tool kind `{kind}` cannot run in this build", code="tool.unsupported")
 
-    if kind == "builtin.echo":
-        # pure: not journaled, but keeps the ordinals of docs/durable-execution.md
+    if kind == "builtin.echo" and tool.get("approval") != "always":
+        # pure: not journaled, but keeps the ordinals of docs/durable-execution.md. A tool
+        # that asks for approval goes through the gate like any other (an approval, a
+        # journaled effect and its tool-call record).
         env.attempt.next_ordinal()
         output = await dispatch("")
     else:

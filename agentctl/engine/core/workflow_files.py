@@ -43,7 +43,12 @@ def compile_workflow_with_inputs(
     returns the parsed overrides too."""
     from agentctl.compiler import compile_workflow
     from agentctl.spec import load_workflow
-    from agentctl.spec.inputs import parse_input_pairs, require_declared_inputs
+    from agentctl.spec.inputs import (
+        check_input_schema,
+        parse_input_pairs,
+        require_declared_inputs,
+        text_inputs,
+    )
     from agentctl.spec.loader import require_workflow_file
     from agentctl.spec.vars_files import load_variables
 
@@ -57,7 +62,8 @@ def compile_workflow_with_inputs(
             diagnostics=diagnostics,
             hint="fix the diagnostics above; `agentctl schema` prints the JSON Schema",
         )
-    overrides = parse_input_pairs(input_pairs or [])
+    input_schema = loaded.document.spec.input_schema
+    overrides = parse_input_pairs(input_pairs or [], text_inputs(input_schema))
     require_declared_inputs(loaded.document.spec.inputs, overrides)
     layers, problems = load_variables(
         loaded, vars_files=vars_files or (), var_pairs=var_pairs or ()
@@ -78,7 +84,25 @@ def compile_workflow_with_inputs(
             diagnostics=diagnostics,
             hint="fix the diagnostics above and run `agentctl check` again",
         )
+    if overrides:
+        check_input_schema(input_schema, {**loaded.document.spec.inputs, **overrides})
     return compiled.plan, diagnostics, overrides
+
+
+def input_readings(workflow: str, input_pairs: list[str]) -> dict[str, str]:
+    """How each ``--input`` pair is read for ``workflow`` (``plan`` shows it): name ->
+    ``text (declared string)``, ``json`` or ``text (not JSON)``."""
+    from agentctl.spec import load_workflow
+    from agentctl.spec.inputs import read_as, text_inputs
+
+    loaded = load_workflow(workflow)
+    schema = None if loaded.document is None else loaded.document.spec.input_schema
+    text = text_inputs(schema)
+    readings: dict[str, str] = {}
+    for pair in input_pairs:
+        name, _, raw = pair.partition("=")
+        readings[name] = read_as(name, raw, text)[1]
+    return readings
 
 
 def task_isolation(workflow: str, plan: Plan) -> dict[str, dict[str, Any]]:

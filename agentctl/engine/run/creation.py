@@ -56,6 +56,7 @@ def prepare_run(
     inputs_json: str | None = None,
     inputs_file: str | None = None,
     input_pairs: Sequence[str] = (),
+    inputs: Mapping[str, Any] | None = None,
     workspace: str | None = None,
     settings: CompileSettings | None = None,
     vars_files: Sequence[str] = (),
@@ -112,7 +113,12 @@ def prepare_run(
         inputs_json,
         inputs_file,
         input_pairs,
+        given=inputs,
         check_declared=check_declared,
+        input_schema=spec.get("inputSchema"),
+        # A derived run (retry, repair) takes its source run's inputs, checked when that
+        # run was created, and agentctl's own inputs (a monitor's) are not the user's.
+        check_schema=check_declared and recorded_from is None,
     )
     return PreparedRun(
         plan=compiled.plan,

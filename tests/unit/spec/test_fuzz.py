@@ -39,7 +39,6 @@ def check(result: LoadResult) -> None:
         assert diagnostic.code in {
             "yaml_syntax",
             "schema_violation",
-            "unknown_field",
             "unsupported_version",
             "migration_required",
             "invalid_secret_reference",

@@ -91,7 +91,7 @@ def test_unknown_field_in_task_names_field_and_allowed_fields() -> None:
         """
     )
     d = only(parse_workflow_text(text))
-    assert d.code == "unknown_field"
+    assert d.code == "schema_violation"
     assert d.path == "spec.tasks[0].wth"
     assert d.message == "unknown field `wth` at spec.tasks[0]"
     assert (d.line, d.column) == (11, 7)
@@ -124,7 +124,7 @@ def test_unknown_field_in_task_names_field_and_allowed_fields() -> None:
 )
 def test_unknown_fields_at_several_levels(body: str, path: str, line: int) -> None:
     d = only(parse_workflow_text(HEADER + body))
-    assert d.code == "unknown_field"
+    assert d.code == "schema_violation"
     assert d.path == path
     assert d.line == line
     assert d.message.startswith("unknown field")
@@ -180,7 +180,7 @@ def test_snake_case_field_names_are_unknown_fields(
     # pydantic would accept the Python attribute name as a synonym; the format does not.
     result = parse_workflow_text(HEADER + body)
     assert result.document is None
-    found = [d for d in result.diagnostics if d.code == "unknown_field"]
+    found = [d for d in result.diagnostics if d.code == "schema_violation"]
     assert len(found) == 1, result.diagnostics
     d = found[0]
     snake = d.path.rsplit(".", 1)[-1] if d.path else ""

@@ -201,7 +201,7 @@ def test_py_file_invalid_builder_points_at_the_task_call(tmp_path: Path) -> None
     assert result.document is None
     found = [(d.code, d.path, d.line) for d in result.diagnostics]
     assert found == [
-        ("unknown_field", "spec.agents.a.max_turn", 5),
+        ("schema_violation", "spec.agents.a.max_turn", 5),
         ("schema_violation", "spec.tasks[1].id", 7),
     ]
     assert result.diagnostics[0].help is not None
