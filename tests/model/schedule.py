@@ -146,7 +146,7 @@ def _hold_write_lock(world: World) -> Any:
     if world.url is not None:
         import psycopg
 
-        from agentctl.store.dialect import WRITE_LOCK_KEY
+        from agentctl.store.locks import STORE_KEY as WRITE_LOCK_KEY
 
         conn = psycopg.connect(world.url)
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK_KEY,))

@@ -191,7 +191,7 @@ def test_a_worker_waits_out_a_held_write_lock_instead_of_dying(
 ) -> None:
     import psycopg
 
-    from agentctl.store.dialect import WRITE_LOCK_KEY
+    from agentctl.store.locks import STORE_KEY as WRITE_LOCK_KEY
 
     ws = tmp_path / "ws"
     ws.mkdir()

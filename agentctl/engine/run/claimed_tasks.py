@@ -6,7 +6,8 @@ ingestion), over a snapshot of the run as its owner last committed it: plan, tas
 working memory. What differs from the owner's execution is only who may write:
 
 - every write goes through :class:`ClaimFence`, which checks the claim's fencing token
-  inside the write transaction (under the store's write lock): after the lease ran out and
+  inside the write transaction (under the run's lock, the claim's row read ``FOR SHARE``):
+  after the lease ran out and
   another worker claimed the task, or after the owner withdrew the claim (cancel, deadline,
   takeover), this worker's writes fail and nothing of it lands;
 - the outcome is written on the claim row, fenced the same way, in one transaction; the
@@ -49,7 +50,7 @@ from agentctl.errors import Cancelled, OwnershipLostError
 from agentctl.ids import Clock
 from agentctl.policy.paths import WorkspacePolicy
 from agentctl.policy.secrets import secret_sources
-from agentctl.store import ownership, task_claims_repo
+from agentctl.store import locks, ownership, task_claims_repo
 from agentctl.store.engine import SqlRunner, Store
 from agentctl.store.task_claims_repo import ClaimedTask
 
@@ -68,7 +69,9 @@ class ClaimFence(ownership.OwnedRun):
         self.task_id = claimed.task_id
 
     def _check(self, conn: Any) -> None:
-        task_claims_repo.check_claim(conn, self.run_id, self.task_id, self.token)
+        # The claim's row read FOR SHARE, as in row_write: a reclaim passes it by and a
+        # withdrawal waits, so nothing of a write lands once the claim is lost.
+        task_claims_repo.check_claim(conn, self.run_id, self.task_id, self.token, lock_row=True)
 
     @contextmanager
     def write(self) -> Iterator[Any]:
@@ -76,11 +79,13 @@ class ClaimFence(ownership.OwnedRun):
         # three of these transactions, and SQLAlchemy's per-statement work would cost
         # more CPU than the statements. Each still begins with the write lock and the
         # fencing check, and commits whole or rolls back.
-        with self.store.driver_session(on_begin=self._check) as session, session.write() as conn:
+        with self.driver_session() as session, session.write() as conn:
             yield conn
 
     def driver_session(self) -> Any:
-        return self.store.driver_session(on_begin=self._check)
+        # The run's lock: the gate appends to the run's audit chain and reserves on its
+        # budget, read-then-writes the run's owner does under the same lock.
+        return self.store.driver_session(on_begin=self._check, scope=locks.run(self.run_id))
 
     @contextmanager
     def row_write(self) -> Iterator[Any]:

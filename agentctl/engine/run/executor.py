@@ -63,7 +63,7 @@ from agentctl.signals import (
 )
 from agentctl.spec.template_exceptions import TemplateError
 from agentctl.spec.templates import render
-from agentctl.store import ownership
+from agentctl.store import locks, ownership
 from agentctl.store.engine import Store
 from agentctl.store.records import check_run_records
 from agentctl.store.states import check_run_transition
@@ -104,7 +104,10 @@ class RunExecutor(RunCommits, RunWatchers):
         # anyway, and answers a finished one without writing (``drive_run`` answers a
         # re-submitted run from one read before it makes an executor).
         # At the driver, like the run's later writes: the claim is a dozen statements.
-        with self.store.driver_session() as claiming, claiming.write() as conn:
+        with (
+            self.store.driver_session(scope=locks.run(self.run_id)) as claiming,
+            claiming.write() as conn,
+        ):
             run = load_run(conn, self.run_id)
             if run.status in TERMINAL_RUN_STATES:
                 return RunOutcome(run.id, run.status, run.output, run.error)
@@ -212,7 +215,10 @@ class RunExecutor(RunCommits, RunWatchers):
             self.artifacts.close()
             self.trace.close(sys.exc_info()[1])  # ends the span if no state was reached
             if not self._released:
-                with contextlib.suppress(AgentctlError), self.store.write() as conn:
+                with (
+                    contextlib.suppress(AgentctlError),
+                    self.store.write(locks.run(self.run_id)) as conn,
+                ):
                     ownership.release(conn, self.run_id, self.owned.token)
             if self._lost is not None:
                 raise self._lost
