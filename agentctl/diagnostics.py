@@ -9,16 +9,15 @@ that says what to do next.
 from __future__ import annotations
 
 from dataclasses import field
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import Field
 from pydantic.dataclasses import dataclass
 
+from agentctl.errors import Severity
 from agentctl.typed_records import CAMEL, CamelRecord, omitted_when
 
 __all__ = ["Diagnostic", "Severity"]
-
-Severity = Literal["error", "warning", "info"]
 
 
 @dataclass(frozen=True, slots=True, config=CAMEL)

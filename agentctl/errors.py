@@ -26,11 +26,7 @@ to exit codes at one boundary.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, ClassVar
-
-if TYPE_CHECKING:
-    # Only named in annotations: diagnostics are typed records, whose base needs errors.
-    from agentctl.diagnostics import Diagnostic
+from typing import Any, ClassVar, Literal, Protocol
 
 __all__ = [
     "EXIT_BLOCKED",
@@ -43,6 +39,7 @@ __all__ = [
     "AgentctlError",
     "BlockedError",
     "Cancelled",
+    "Finding",
     "NewerFormatError",
     "NewerSchemaError",
     "NotFoundError",
@@ -52,6 +49,7 @@ __all__ = [
     "PolicyDeniedError",
     "ProviderError",
     "RunFailedError",
+    "Severity",
     "StateConflictError",
     "TaskError",
     "UsageError",
@@ -67,6 +65,35 @@ EXIT_PROVIDER = 6
 EXIT_CANCELLED = 130
 
 
+Severity = Literal["error", "warning", "info"]
+
+
+class Finding(Protocol):
+    """A located finding an error reports; :class:`agentctl.diagnostics.Diagnostic` is the
+    one kind. This module names it by its shape rather than importing it: a diagnostic is a
+    typed record, and the typed-record base raises the errors of this module, so an import
+    (even a type-only one) would close a cycle between them (docs/architecture.md)."""
+
+    @property
+    def code(self) -> str: ...
+    @property
+    def severity(self) -> Severity: ...
+    @property
+    def message(self) -> str: ...
+    @property
+    def file(self) -> str | None: ...
+    @property
+    def line(self) -> int | None: ...
+    @property
+    def column(self) -> int | None: ...
+    @property
+    def path(self) -> str | None: ...
+    @property
+    def help(self) -> str | None: ...
+    def location(self) -> str: ...
+    def to_json(self) -> dict[str, Any]: ...
+
+
 class AgentctlError(Exception):
     """Base of every expected error. ``message`` names the thing; ``hint`` the next step."""
 
@@ -80,14 +107,14 @@ class AgentctlError(Exception):
         code: str | None = None,
         hint: str | None = None,
         run_id: str | None = None,
-        diagnostics: Sequence[Diagnostic] = (),
+        diagnostics: Sequence[Finding] = (),
     ) -> None:
         super().__init__(message)
         self.message = message
         self.code = code or self.default_code
         self.hint = hint
         self.run_id = run_id
-        self.diagnostics: list[Diagnostic] = list(diagnostics)
+        self.diagnostics: list[Finding] = list(diagnostics)
 
     def __str__(self) -> str:
         return self.message

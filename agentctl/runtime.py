@@ -271,8 +271,8 @@ class Runtime(RecoveryOperations):
         self, run_id: str | None = None, *, include_resolved: bool = False
     ) -> list[dict[str, Any]]:
         """Pending approvals and questions (of one run, or of all), oldest first."""
+        from agentctl.engine.core.records import load_run
         from agentctl.engine.effects.approvals import list_approvals
-        from agentctl.engine.run.records import load_run
         from agentctl.store.engine import open_store
 
         with open_store(self.db, create=False) as store, store.read() as conn:
@@ -401,7 +401,7 @@ class Runtime(RecoveryOperations):
     def _drive(
         self, store: Store, run_id: str, options: ExecutionOptions, timeout: float | None
     ) -> RunResult:
-        from agentctl.engine.run.driving import auto_compensate, drive_run
+        from agentctl.engine.driving import auto_compensate, drive_run
 
         outcome = drive_run(
             store,

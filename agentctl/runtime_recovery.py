@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 from agentctl.results import EventSink, RunResult
 
 if TYPE_CHECKING:
+    from agentctl.engine.driving import RecoveryRequest
     from agentctl.engine.recovery.planner import RecoveryPlan
-    from agentctl.engine.run.driving import RecoveryRequest
     from agentctl.engine.run.outcome import ExecutionOptions
     from agentctl.ids import Clock
 
@@ -192,9 +192,9 @@ class RecoveryOperations:
     ) -> RunResult | None:
         """``agentctl compensate``: undo a finished run's confirmed mutations with their
         declared inverses, in a new linked run; None when there is nothing to undo."""
+        from agentctl.engine.driving import drive_run
         from agentctl.engine.recovery.compensation import create_compensation_run, plan_compensation
         from agentctl.engine.run.creation import derived_workspace
-        from agentctl.engine.run.driving import drive_run
         from agentctl.ids import IdGenerator
         from agentctl.store.engine import open_store
 
@@ -247,7 +247,7 @@ class RecoveryOperations:
         return RunResult.from_outcome(outcome)
 
     def _plan(self, request: RecoveryRequest) -> dict[str, Any]:
-        from agentctl.engine.run.driving import recovery_plan
+        from agentctl.engine.driving import recovery_plan
         from agentctl.store.engine import open_store
 
         with open_store(self.db, create=False) as store:
@@ -257,8 +257,8 @@ class RecoveryOperations:
         self, request: RecoveryRequest, *, reason: str | None, actor: str | None
     ) -> tuple[str, RecoveryPlan]:
         """Plan a retry, repair or fork and create its run (nothing executes here)."""
+        from agentctl.engine.driving import recovery_plan
         from agentctl.engine.recovery.planner import create_derived_run
-        from agentctl.engine.run.driving import recovery_plan
         from agentctl.ids import IdGenerator
         from agentctl.store.engine import open_store
 
@@ -273,7 +273,7 @@ class RecoveryOperations:
     def _recover(
         self, request: RecoveryRequest, *, reason: str | None, timeout: float | None
     ) -> RunResult:
-        from agentctl.engine.run.driving import drive_run
+        from agentctl.engine.driving import drive_run
         from agentctl.store.engine import open_store
 
         options = self._options(check=False, diff=False, workspace=request.workspace)
@@ -310,7 +310,7 @@ def recovery_request(
     failed: bool = False,
     from_tasks: Sequence[str] = (),
 ) -> RecoveryRequest:
-    from agentctl.engine.run.driving import RecoveryRequest
+    from agentctl.engine.driving import RecoveryRequest
 
     return RecoveryRequest(
         mode=mode,

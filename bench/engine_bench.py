@@ -26,7 +26,7 @@ from typing import Any
 
 from sqlalchemy import event
 
-from agentctl.engine.faults import Faults
+from agentctl.engine.core.faults import Faults
 from agentctl.engine.run.creation import create_run, prepare_run
 from agentctl.engine.run.executor import ExecutionOptions, RunExecutor, finished_outcome
 from agentctl.ids import IdGenerator, SystemClock
@@ -172,7 +172,7 @@ def w3(n: int) -> list[dict[str, Any]]:
     again = finished_outcome(store, result["run_id"])
     rerun = time.perf_counter() - started
     assert again is not None and again.output == result["outcome"].output
-    from agentctl.engine.run.records import load_run_state
+    from agentctl.engine.core.records import load_run_state
 
     # The first read through SQLAlchemy also makes the store's engine and its first pooled
     # connection (a SQLite store makes them only when something asks, see

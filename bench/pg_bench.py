@@ -81,7 +81,7 @@ sys.path.insert(0, str(CHECKOUT))
 
 from engine_bench import chain_workflow, fanout_workflow  # noqa: E402
 
-from agentctl.engine.faults import Faults  # noqa: E402
+from agentctl.engine.core.faults import Faults  # noqa: E402
 from agentctl.engine.run.creation import create_run, prepare_run  # noqa: E402
 from agentctl.engine.run.executor import ExecutionOptions, RunExecutor  # noqa: E402
 from agentctl.engine.worker import detach_run, wait_for_run  # noqa: E402

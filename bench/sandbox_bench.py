@@ -2,7 +2,7 @@
 
 The same command (``/bin/true``) is run through the one launch path of a process action,
 :func:`agentctl.process.run_process` with the command line
-:mod:`agentctl.engine.actions.isolation` builds, three ways, interleaved so host load hits
+:mod:`agentctl.engine.core.isolation` builds, three ways, interleaved so host load hits
 them alike:
 
 - ``process``: ``isolation: process``, the command on the host;
@@ -37,13 +37,13 @@ from pathlib import Path
 from typing import Any
 
 from agentctl import process
-from agentctl.engine.actions import isolation
+from agentctl.engine.core import isolation
 from agentctl.policy.paths import WorkspacePolicy
 
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
 DESCRIPTION = (
     "`bench/sandbox_bench.py`: `/bin/true` through `process.run_process` with the command\n"
-    "line `engine/actions/isolation.py` builds, as `isolation: process`, `isolation: sandbox`\n"
+    "line `engine/core/isolation.py` builds, as `isolation: process`, `isolation: sandbox`\n"
     "without limits and with every limit (prlimit + a cgroup per run); interleaved runs,\n"
     "median and p90 in ms from spawn to reaped exit. Goal: sandbox under 20 ms extra."
 )

@@ -27,8 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from engine_bench import _execute, _workspace, chain_workflow, fanout_workflow, roll  # noqa: E402
 
+from agentctl.engine.core.records import load_run_state  # noqa: E402
 from agentctl.engine.run.outcome import finished_outcome  # noqa: E402
-from agentctl.engine.run.records import load_run_state  # noqa: E402
 from agentctl.store.engine import open_store  # noqa: E402
 
 REPEAT = 20

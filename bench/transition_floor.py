@@ -28,7 +28,7 @@ from typing import Any
 
 from engine_bench import _workspace, chain_workflow
 
-from agentctl.engine.faults import Faults
+from agentctl.engine.core.faults import Faults
 from agentctl.engine.run.creation import create_run, prepare_run
 from agentctl.engine.run.executor import ExecutionOptions, RunExecutor
 from agentctl.ids import IdGenerator, SystemClock

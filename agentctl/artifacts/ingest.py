@@ -29,7 +29,7 @@ CHUNK_BYTES = 1 << 20
 
 
 class FaultPoint(Protocol):
-    """The crash suite's hook (``agentctl.engine.faults.Faults`` satisfies it)."""
+    """The crash suite's hook (``agentctl.engine.core.faults.Faults`` satisfies it)."""
 
     def hit(self, point: str) -> None: ...
 

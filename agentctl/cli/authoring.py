@@ -11,7 +11,7 @@ import typer
 from agentctl.cli import output
 from agentctl.cli.graphs import GraphFormat, plan_graph, uses_text
 from agentctl.cli.options import VarOption, VarsFileOption
-from agentctl.engine.workflow_files import (
+from agentctl.engine.core.workflow_files import (
     compile_workflow_file,
     compile_workflow_with_inputs,
     task_isolation,

@@ -46,7 +46,7 @@ def daemon_command(
 
     Example: agentctl daemon --once --now 2026-03-29T01:30:00Z
     """
-    from agentctl.engine.faults import Faults
+    from agentctl.engine.core.faults import Faults
     from agentctl.engine.scheduled_runs import RunLauncher
     from agentctl.errors import UsageError
     from agentctl.ids import SystemClock

@@ -80,8 +80,8 @@ def list_command(
 
     Example: agentctl effects list RUN --output json
     """
+    from agentctl.engine.core.records import load_run
     from agentctl.engine.effects.journal import list_effects
-    from agentctl.engine.run.records import load_run
     from agentctl.store.engine import open_store
 
     with open_store(db_from_context(ctx, db), create=False) as store, store.read() as conn:

@@ -184,7 +184,7 @@ def inspect_command(
 def _print_run_graph(ctx: typer.Context, db: str | None, run_id: str, fmt: GraphFormat) -> None:
     from agentctl.cli.graphs import plan_graph
     from agentctl.compiler.plan import Plan
-    from agentctl.engine.run.records import load_run, load_tasks
+    from agentctl.engine.core.records import load_run, load_tasks
     from agentctl.store.engine import open_store
 
     with open_store(db_from_context(ctx, db), create=False) as store, store.read() as conn:
@@ -211,7 +211,7 @@ def audit_command(
 
     Example: agentctl audit RUN --verify
     """
-    from agentctl.engine.run.records import load_run
+    from agentctl.engine.core.records import load_run
     from agentctl.errors import PersistenceError
     from agentctl.observability.audit import list_events, verify_chain
     from agentctl.store.engine import open_store

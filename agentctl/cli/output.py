@@ -13,13 +13,9 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Literal, TextIO
+from typing import Any, Literal, TextIO
 
-from agentctl.errors import AgentctlError
-
-if TYPE_CHECKING:
-    # A typed record (pydantic), which `agentctl --help` must not import.
-    from agentctl.diagnostics import Diagnostic
+from agentctl.errors import AgentctlError, Finding
 
 __all__ = [
     "API_VERSION",
@@ -72,7 +68,7 @@ class Output:
         data: Any,
         *,
         human: str | Callable[[], None] | None = None,
-        diagnostics: Sequence[Diagnostic] = (),
+        diagnostics: Sequence[Finding] = (),
     ) -> None:
         """Print the final result of a command once, in the chosen mode."""
         self.emitted = True
@@ -125,7 +121,7 @@ class Output:
         exit_code: int,
         hint: str | None = None,
         run_id: str | None = None,
-        diagnostics: Sequence[Diagnostic] = (),
+        diagnostics: Sequence[Finding] = (),
     ) -> None:
         self.emitted = True
         if self.machine:
@@ -158,7 +154,7 @@ class Output:
         """A human-mode warning on stderr (machine modes keep stderr for the error)."""
         print(f"{self._style('warning:', '1;33')} {message}", file=self.stderr, flush=True)
 
-    def _human_diagnostic(self, diagnostic: Diagnostic) -> None:
+    def _human_diagnostic(self, diagnostic: Finding) -> None:
         color = "1;31" if diagnostic.severity == "error" else "1;33"
         label = self._style(f"{diagnostic.severity}[{diagnostic.code}]", color)
         where = diagnostic.location()

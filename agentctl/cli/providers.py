@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from agentctl.cli import output
-from agentctl.engine.workflow_files import compile_workflow_file
+from agentctl.engine.core.workflow_files import compile_workflow_file
 
 providers_app = typer.Typer(
     name="providers",
@@ -66,7 +66,7 @@ def check_command(
 
     Example: agentctl auth check review.yaml
     """
-    from agentctl.engine.preflight import check_credentials
+    from agentctl.engine.core.preflight import check_credentials
 
     results = check_credentials(workflow, smoke=smoke)
     out = output.current()

@@ -8,7 +8,7 @@ shell commands would:
 - when the workflow's ``builtin.shell.exec`` actions run in containers (``isolation:
   container``), the command runs in a container too — with the container settings of the
   first such action in ``spec.actions`` (image, runtime, limits) and the same hardened
-  command line (:mod:`agentctl.engine.actions.isolation`), the monitor's directory mounted
+  command line (:mod:`agentctl.engine.core.isolation`), the monitor's directory mounted
   read-only as the workspace — never on the host;
 - else, when they run in a sandbox (``isolation: sandbox``), the command runs in the
   sandbox of the first such action (its network and limits), the monitor's directory its
@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from agentctl import process, sandbox
-from agentctl.engine.actions import isolation
+from agentctl.engine.core import isolation
 from agentctl.errors import BlockedError
 from agentctl.policy.paths import WorkspacePolicy
 from agentctl.signals import TaskFailure

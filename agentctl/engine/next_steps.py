@@ -15,7 +15,7 @@ from pathlib import Path
 from pydantic.dataclasses import dataclass as record
 
 from agentctl import hints
-from agentctl.engine.run.records import TERMINAL_RUN_STATES, RunRow, load_run
+from agentctl.engine.core.records import TERMINAL_RUN_STATES, RunRow, load_run
 from agentctl.errors import AgentctlError
 from agentctl.store import tasks_repo
 from agentctl.store.engine import Store

@@ -13,12 +13,12 @@ from datetime import datetime
 from typing import Any
 
 from agentctl import hints
+from agentctl.engine.actions.questions import validate_answer
+from agentctl.engine.core.records import TERMINAL_RUN_STATES, RunLog, load_run, load_tasks
 from agentctl.engine.effects import journal
 from agentctl.engine.effects.approvals import list_approvals, require_approval, resolve_approval
 from agentctl.engine.effects.budget import snapshot as budget_snapshot
-from agentctl.engine.effects.questions import validate_answer
 from agentctl.engine.next_steps import after_conclusion, for_run
-from agentctl.engine.run.records import TERMINAL_RUN_STATES, RunLog, load_run, load_tasks
 from agentctl.engine.run.retrying import retry_history
 from agentctl.engine.run.timing import parked_intervals, split_time
 from agentctl.errors import BlockedError, UsageError

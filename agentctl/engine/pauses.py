@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from agentctl import hints
-from agentctl.engine.run.records import RunLog, load_run
+from agentctl.engine.core.records import RunLog, load_run
 from agentctl.errors import BlockedError, UsageError
 from agentctl.ids import Clock
 from agentctl.store import dashboard_repo

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from agentctl.engine.core.records import load_run
 from agentctl.engine.effects import budget, journal
-from agentctl.engine.run.records import load_run
 from agentctl.store import tasks_repo
 from agentctl.store.engine import Store
 

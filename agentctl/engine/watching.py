@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from agentctl.engine.core.records import TERMINAL_RUN_STATES, load_run_state
 from agentctl.engine.effects import journal
 from agentctl.engine.effects.approvals import list_approvals
-from agentctl.engine.run.records import TERMINAL_RUN_STATES, load_run_state
 from agentctl.store import audit_repo, dashboard_repo
 from agentctl.store.engine import Store
 from agentctl.store.ownership import owner_alive

@@ -26,9 +26,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentctl.engine.faults import Faults
+from agentctl.engine.core.faults import Faults
+from agentctl.engine.core.records import RunLog, load_run
 from agentctl.engine.run.outcome import ExecutionOptions, RunOutcome
-from agentctl.engine.run.records import RunLog, load_run
 from agentctl.errors import (
     AgentctlError,
     BlockedError,

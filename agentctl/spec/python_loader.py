@@ -15,13 +15,13 @@ import hashlib
 import os
 import sys
 import traceback
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from agentctl.diagnostics import Diagnostic
-from agentctl.errors import UsageError, ValidationError
+from agentctl.errors import Finding, UsageError, ValidationError
 from agentctl.input_files import read_input_bytes
 from agentctl.spec.document import Workflow
 from agentctl.spec.model_errors import describe
@@ -99,7 +99,7 @@ def _validated(target: Any, name: str, real: str) -> LoadResult:
     return LoadResult(name, document, diagnostics, source, raw)
 
 
-def _refile(diagnostics: list[Diagnostic], name: str) -> list[Diagnostic]:
+def _refile(diagnostics: Sequence[Finding], name: str) -> list[Diagnostic]:
     """Diagnostics from ``build()`` inside the module, attributed to the file as given."""
     return [
         Diagnostic(

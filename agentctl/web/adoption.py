@@ -18,9 +18,9 @@ import sys
 import threading
 from pathlib import Path
 
+from agentctl.engine.core.records import load_run
 from agentctl.engine.effects.approvals import list_approvals
 from agentctl.engine.effects.unsettled import needs_reconciliation
-from agentctl.engine.run.records import load_run
 from agentctl.ids import Clock
 from agentctl.store.adoption import may_adopt
 from agentctl.store.engine import Store

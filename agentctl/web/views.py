@@ -15,11 +15,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from agentctl import hints
+from agentctl.engine.core.records import TERMINAL_RUN_STATES, load_run
 from agentctl.engine.effects.approvals import list_approvals
 from agentctl.engine.effects.unsettled import needs_reconciliation
 from agentctl.engine.operations import inspect_run
 from agentctl.engine.pauses import paused_runs
-from agentctl.engine.run.records import TERMINAL_RUN_STATES, load_run
 from agentctl.errors import UsageError
 from agentctl.observability.audit import list_events
 from agentctl.store import dashboard_repo

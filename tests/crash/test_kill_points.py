@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from agentctl.engine.faults import FAULT_POINTS
+from agentctl.engine.core.faults import FAULT_POINTS
 from tests.crash.cli import cli, result_json
 
 pytestmark = pytest.mark.crash

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from agentctl.engine.faults import Faults
+from agentctl.engine.core.faults import Faults
 from agentctl.engine.run.creation import create_run, prepare_run
 from agentctl.engine.run.executor import ExecutionOptions, RunExecutor
 from agentctl.ids import FixedClock, IdGenerator

@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 
+from agentctl.engine.core.records import load_run
 from agentctl.engine.run.executor import RunExecutor
 from agentctl.engine.run.outcome import finished_outcome
-from agentctl.engine.run.records import load_run
 from agentctl.errors import Cancelled, PersistenceError
 from agentctl.ids import SystemClock
 from agentctl.store.engine import open_store

@@ -240,10 +240,10 @@ def test_upgrade_from_0008_splits_stored_plans_into_rows(tmp_path: Path) -> None
     import json
 
     from agentctl.compiler.plan import Plan
+    from agentctl.engine.core.records import load_run
     from agentctl.engine.run.creation import create_run, prepare_run
     from agentctl.engine.run.executor import RunExecutor
     from agentctl.engine.run.frontier import take_handed
-    from agentctl.engine.run.records import load_run
     from agentctl.ids import IdGenerator, SystemClock
 
     path = tmp_path / "old.db"

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from agentctl.engine.core.records import checkpoint_checksum
 from agentctl.engine.effects import budget, journal
 from agentctl.engine.run.claimed_tasks import RunSnapshots
 from agentctl.engine.run.creation import create_run, prepare_run
-from agentctl.engine.run.records import checkpoint_checksum
 from agentctl.ids import IdGenerator, SystemClock
 from agentctl.store import task_claims_repo
 from agentctl.store.engine import open_store

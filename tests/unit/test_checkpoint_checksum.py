@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from agentctl.digest import canonical_json, digest_json
-from agentctl.engine.run.records import checkpoint_checksum
+from agentctl.engine.core.records import checkpoint_checksum
 
 CASES = [
     ("task:a:succeeded", "{}"),

@@ -37,7 +37,7 @@ def test_cancelled_is_not_an_exception() -> None:
 
 
 def test_network_allowlist_patterns() -> None:
-    from agentctl.engine.preflight import host_allowed
+    from agentctl.engine.core.preflight import host_allowed
 
     assert host_allowed("api.openai.com", ["api.openai.com"])
     assert host_allowed("eu.api.example.com", ["*.example.com"])

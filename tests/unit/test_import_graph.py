@@ -6,13 +6,17 @@ import: module level, inside functions, and under ``if TYPE_CHECKING:``. Three r
 1. An import goes down the floors of docs/architecture.md, or stays inside its own unit
    (package). Up or sideways to another unit on the same floor fails.
 2. No cycle between modules. Imports under ``if TYPE_CHECKING:`` do not run, so they are
-   not part of a cycle (they still count for rule 1).
+   not part of a cycle (they still count for rule 1). Between packages no cycle at all,
+   type-only imports included: a module directly in ``agentctl/`` counts as a package of
+   its own, any other as the package that holds it.
 3. No private name (``_name``) of another module is imported or reached through a
    module attribute (``module._name``).
 
 The floors are read from the table in docs/architecture.md, so the drawing and this test
-cannot disagree. ``ALLOWED`` holds edges that break rule 1 on purpose; each must be
-justified in that document (it is empty).
+cannot disagree. A floor is a number with an optional storey (``5.2`` is above ``5.1``,
+both above ``4`` and below ``6``): the engine's sub-packages stand on the storeys of
+floor 5, and every one of them is a unit of its own. ``ALLOWED`` holds edges that break
+rule 1 on purpose; each must be justified in that document (it is empty).
 """
 
 from __future__ import annotations
@@ -45,8 +49,13 @@ class Edge:
 @dataclass(frozen=True)
 class Unit:
     name: str
-    floor: int
+    floor: tuple[int, int]  # (floor, storey): "5.2" is (5, 2), "4" is (4, 0)
     members: tuple[str, ...]
+
+    @property
+    def shown_floor(self) -> str:
+        floor, storey = self.floor
+        return f"{floor}.{storey}" if storey else str(floor)
 
 
 def module_name(path: Path) -> str:
@@ -136,10 +145,11 @@ def read_units(text: str) -> list[Unit]:
     units = []
     for line in section.splitlines():
         cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
-        if len(cells) < 3 or not cells[0].isdigit():
+        floor = re.fullmatch(r"(\d+)(?:\.(\d+))?", cells[0]) if len(cells) >= 3 else None
+        if floor is None:
             continue
         members = tuple(re.findall(r"`(agentctl[\w.]*)`", cells[2]))
-        units.append(Unit(cells[1], int(cells[0]), members))
+        units.append(Unit(cells[1], (int(floor[1]), int(floor[2] or 0)), members))
     return units
 
 
@@ -154,12 +164,38 @@ def unit_of(module: str, units: list[Unit]) -> Unit | None:
     return None if best is None else best[1]
 
 
+def package_of(module: str, modules: dict[str, Path]) -> str:
+    """The package a module counts in for package cycles: a package is itself, a module
+    directly in ``agentctl/`` is its own, any other module is its package's."""
+    if modules[module].name == "__init__.py" or module.count(".") == 1:
+        return module
+    return module.rsplit(".", 1)[0]
+
+
+def package_cycles(modules: dict[str, Path], edges: list[Edge]) -> list[list[str]]:
+    """Cycles between packages, type-only imports included (see :func:`package_of`)."""
+    packages = {package_of(m, modules) for m in modules}
+    graph: dict[str, set[str]] = {p: set() for p in packages}
+    for edge in edges:
+        if edge.target not in modules:
+            continue
+        source, target = package_of(edge.source, modules), package_of(edge.target, modules)
+        if source != target:
+            graph[source].add(target)
+    return strongly_connected(graph)
+
+
 def cycles(modules: dict[str, Path], edges: list[Edge]) -> list[list[str]]:
     """Strongly connected components (more than one module) of the runtime import graph."""
     graph: dict[str, set[str]] = {m: set() for m in modules}
     for edge in edges:
         if not edge.type_only and edge.target in graph and edge.target != edge.source:
             graph[edge.source].add(edge.target)
+    return strongly_connected(graph)
+
+
+def strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one node, each sorted."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
@@ -217,8 +253,8 @@ def layer_violations(
             continue
         direction = "sideways" if target.floor == source.floor else "upward"
         problems.append(
-            f"{edge.source}:{edge.line} imports {edge.target} ({direction}: "
-            f"{source.name} on floor {source.floor} -> {target.name} on floor {target.floor})"
+            f"{edge.source}:{edge.line} imports {edge.target} ({direction}: {source.name} "
+            f"on floor {source.shown_floor} -> {target.name} on floor {target.shown_floor})"
         )
     return problems
 
@@ -251,6 +287,21 @@ def test_imports_only_go_down_the_floors(graph) -> None:  # type: ignore[no-unty
 def test_no_import_cycle_between_modules(graph) -> None:  # type: ignore[no-untyped-def]
     modules, edges, _, _ = graph
     assert cycles(modules, edges) == []
+
+
+def test_no_cycle_between_packages_even_through_type_only_imports(graph) -> None:  # type: ignore[no-untyped-def]
+    modules, edges, _, _ = graph
+    assert package_cycles(modules, edges) == []
+
+
+def test_every_engine_package_is_a_unit_of_its_own(graph) -> None:  # type: ignore[no-untyped-def]
+    modules, _, _, units = graph
+    packages = [m for m, path in modules.items() if path.name == "__init__.py"]
+    engine = [p for p in packages if p.startswith("agentctl.engine.")]
+    assert engine, "agentctl/engine has no sub-packages"
+    named = {member for unit in units for member in unit.members}
+    unplaced = [p for p in engine if p not in named]
+    assert unplaced == [], f"give these engine packages a floor in docs/architecture.md: {unplaced}"
 
 
 def test_no_private_name_is_imported_across_modules(graph) -> None:  # type: ignore[no-untyped-def]
@@ -325,3 +376,51 @@ def test_the_checks_catch_upward_sideways_cyclic_and_private_imports(
         ("agentctl.tools.a", "_secret"),
     ]
     assert unit_of("agentctl.unplaced", units) is None
+
+
+def test_storeys_order_units_and_package_cycles_count_type_only_imports(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(f"{__name__}.ROOT", tmp_path)
+    modules = _write(
+        tmp_path,
+        {
+            "agentctl/__init__.py": "",
+            "agentctl/errors.py": (
+                "from typing import TYPE_CHECKING\n"
+                "if TYPE_CHECKING:\n    from agentctl.diagnostics import D\n"
+            ),
+            "agentctl/diagnostics.py": "from agentctl.errors import E\n",
+            "agentctl/engine/__init__.py": "",
+            "agentctl/engine/top.py": "from agentctl.engine.run import x\n",
+            "agentctl/engine/run/__init__.py": "",
+            "agentctl/engine/run/x.py": "from agentctl.engine.core import y\n",
+            "agentctl/engine/core/__init__.py": "",
+            "agentctl/engine/core/y.py": (
+                "from typing import TYPE_CHECKING\n"
+                "if TYPE_CHECKING:\n    from agentctl.engine.run.x import X\n"
+            ),
+        },
+    )
+    units = read_units(
+        "## Floors\n| floor | unit | modules |\n| --- | --- | --- |\n"
+        "| 0 | foundation | `agentctl.errors`, `agentctl.diagnostics` |\n"
+        "| 5.1 | engine.core | `agentctl.engine.core` |\n"
+        "| 5.4 | engine.run | `agentctl.engine.run` |\n"
+        "| 5.6 | engine | `agentctl.engine` |\n"
+        "| 6 | facade | `agentctl` |\n"
+    )
+    assert [u.shown_floor for u in units] == ["0", "5.1", "5.4", "5.6", "6"]
+    edges, _ = parse_edges(modules)
+    # The type-only import of run from core goes up a storey; the rest go down.
+    assert layer_violations(edges, units, frozenset()) == [
+        "agentctl.engine.core.y:3 imports agentctl.engine.run.x (upward: engine.core "
+        "on floor 5.1 -> engine.run on floor 5.4)"
+    ]
+    # Neither loop runs (each closes through a type-only import): no module cycle, yet
+    # two package cycles, one between modules directly in agentctl/.
+    assert cycles(modules, edges) == []
+    assert package_cycles(modules, edges) == [
+        ["agentctl.diagnostics", "agentctl.errors"],
+        ["agentctl.engine.core", "agentctl.engine.run"],
+    ]

@@ -28,11 +28,11 @@ from agentctl.compiler.requirements import (
 )
 from agentctl.diagnostics import Diagnostic
 from agentctl.digest import canonical_json
+from agentctl.engine.core.records import RunRow, TaskRow
 from agentctl.engine.dbcheck import AuditChainsChecked, BlobsChecked, DatabaseCheck
 from agentctl.engine.recovery.compensation import CompensationPlan, CompensationStep
 from agentctl.engine.recovery.planner import RecoveryPlan, TaskDecision
 from agentctl.engine.run.outcome import RunOutcome
-from agentctl.engine.run.records import RunRow, TaskRow
 from agentctl.errors import PersistenceError
 from agentctl.memory.entries import MemoryEntry, MemoryRecord
 from agentctl.memory.housekeeping import GcReport

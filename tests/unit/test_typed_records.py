@@ -29,7 +29,7 @@ from agentctl.artifacts.models import (
 )
 from agentctl.digest import canonical_json
 from agentctl.engine.actions.agent import _agent_model
-from agentctl.engine.actions.isolation import _container_spec
+from agentctl.engine.core.isolation import _container_spec
 from agentctl.engine.effects.journal import EffectRecord, Reconciliation
 from agentctl.errors import ProviderError, UsageError
 from agentctl.memory.query import SearchResult

@@ -117,7 +117,7 @@ def test_run_page_shows_graph_tasks_effects_and_verified_audit(runs: Runs, dashb
 
 def _plan(runs: Runs, run_id: str) -> dict[str, Any]:
     """The run's whole compiled plan, as the engine reads it."""
-    from agentctl.engine.run.records import load_run
+    from agentctl.engine.core.records import load_run
     from agentctl.store.engine import open_store
 
     with open_store(str(runs.db), create=False) as store, store.read() as conn:

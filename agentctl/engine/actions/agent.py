@@ -27,9 +27,9 @@ from agentctl.compiler.effects import (
 )
 from agentctl.digest import canonical_json, compact_json
 from agentctl.engine.actions import sessions, workspace_writers
+from agentctl.engine.actions.context import TaskEnv, TaskResult
 from agentctl.engine.effects import budget
 from agentctl.engine.effects.journal import EffectSpec
-from agentctl.engine.run.context import TaskEnv, TaskResult
 from agentctl.errors import ProviderError, UsageError
 from agentctl.json_schemas import compile_schema, first_error
 from agentctl.providers.base import (

@@ -17,17 +17,18 @@ from pathlib import Path
 from typing import Any
 
 from agentctl import process
-from agentctl.engine.actions import isolation, workspace_writers, written_files
-from agentctl.engine.actions.environment import process_timeout, resolve_environment
-from agentctl.engine.actions.long_term import LONG_TERM_BODIES
-from agentctl.engine.actions.protocol import PROTOCOL_BODIES
-from agentctl.engine.effects.journal import EffectSpec
-from agentctl.engine.run.context import (
+from agentctl.engine.actions import workspace_writers, written_files
+from agentctl.engine.actions.context import (
     IDEMPOTENCY_KEY_VARIABLE,
     TaskEnv,
     TaskResult,
     effect_process_env,
 )
+from agentctl.engine.actions.environment import process_timeout, resolve_environment
+from agentctl.engine.actions.long_term import LONG_TERM_BODIES
+from agentctl.engine.actions.protocol import PROTOCOL_BODIES
+from agentctl.engine.core import isolation
+from agentctl.engine.effects.journal import EffectSpec
 from agentctl.redaction import redact
 from agentctl.signals import PAUSE_PREFIX, ApprovalPending, OutcomeUnknown, TaskFailure
 from agentctl.spec.models_definitions import (
@@ -411,7 +412,7 @@ async def run_action(env: TaskEnv, action_name: str) -> TaskResult:
     action = ((env.spec.get("actions") or {}).get(action_name)) or {}
     kind = str(action.get("kind"))
     if kind == "builtin.ask":
-        from agentctl.engine.effects.questions import ask
+        from agentctl.engine.actions.questions import ask
 
         return await ask(env, action)
     body = _BODIES.get(kind)

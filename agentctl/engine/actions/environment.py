@@ -10,7 +10,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from agentctl.engine.run.context import TaskEnv
+from agentctl.engine.actions.context import TaskEnv
 from agentctl.errors import AgentctlError
 from agentctl.signals import TaskFailure
 

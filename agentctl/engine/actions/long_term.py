@@ -14,8 +14,8 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any, cast
 
+from agentctl.engine.actions.context import TaskEnv, TaskResult
 from agentctl.engine.effects.journal import EffectSpec
-from agentctl.engine.run.context import TaskEnv, TaskResult
 from agentctl.errors import AgentctlError
 from agentctl.ids import FixedClock
 from agentctl.signals import TaskFailure

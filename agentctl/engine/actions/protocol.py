@@ -19,20 +19,20 @@ from urllib.parse import urlsplit
 
 from agentctl import process
 from agentctl.digest import canonical_json
-from agentctl.engine.actions import isolation
-from agentctl.engine.actions.environment import (
-    allowed_environ,
-    process_timeout,
-    resolve_environment,
-)
-from agentctl.engine.effects.journal import EffectSpec
-from agentctl.engine.preflight import host_allowed
-from agentctl.engine.run.context import (
+from agentctl.engine.actions.context import (
     IDEMPOTENCY_KEY_VARIABLE,
     TaskEnv,
     TaskResult,
     effect_process_env,
 )
+from agentctl.engine.actions.environment import (
+    allowed_environ,
+    process_timeout,
+    resolve_environment,
+)
+from agentctl.engine.core import isolation
+from agentctl.engine.core.preflight import host_allowed
+from agentctl.engine.effects.journal import EffectSpec
 from agentctl.signals import TaskFailure
 from agentctl.spec.models_definitions import (
     DEFAULT_COMBINED_OUTPUT_LIMIT_BYTES,

@@ -20,7 +20,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from agentctl.engine.run.context import TaskEnv
+from agentctl.engine.actions.context import TaskEnv
 from agentctl.errors import NotFoundError
 from agentctl.providers.base import Message
 from agentctl.signals import TaskFailure

@@ -1,2 +1,3 @@
-"""The effect protocol: the gate around each dispatch, the journal, approvals and
-questions, the approval policy, the budget ledger, and the effects in doubt."""
+"""The effect protocol: the gate around each dispatch and its tracing, the journal,
+approvals, the approval policy, the budget ledger, and the effects in doubt. Above
+``core`` only."""

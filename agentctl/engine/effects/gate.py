@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from agentctl import hints
 from agentctl.digest import canonical_json
+from agentctl.engine.core.faults import Faults
+from agentctl.engine.core.records import Attempt, RunLog
 from agentctl.engine.effects import budget, journal
 from agentctl.engine.effects.approval_policy import (
     deny_reason,
@@ -28,9 +29,7 @@ from agentctl.engine.effects.approval_policy import (
     non_interactive_mode,
 )
 from agentctl.engine.effects.approvals import create_approval, get_approval
-from agentctl.engine.faults import Faults
-from agentctl.engine.run.records import RunLog
-from agentctl.engine.run.tracing import (
+from agentctl.engine.effects.tracing import (
     approval_wait,
     approval_waited,
     traced_dispatch,
@@ -50,25 +49,10 @@ from agentctl.store import effects_repo
 from agentctl.store.errors import retry_transient
 from agentctl.store.ownership import OwnedRun
 
-__all__ = ["Attempt", "EffectGate", "InteractiveApprover"]
+__all__ = ["EffectGate", "InteractiveApprover"]
 
 
 InteractiveApprover = Callable[[dict[str, Any]], Awaitable[bool]]
-
-
-@dataclass
-class Attempt:
-    """One attempt of one task: effect ordinals count up from 1 in dispatch order."""
-
-    run_id: str
-    task_id: str
-    attempt: int
-    ordinal: int = 0
-    effect_ids: list[str] = field(default_factory=list)
-
-    def next_ordinal(self) -> int:
-        self.ordinal += 1
-        return self.ordinal
 
 
 class EffectGate:

@@ -24,6 +24,7 @@ from pydantic.dataclasses import dataclass as record
 from agentctl.compiler.effects import EffectSpec as Classification
 from agentctl.compiler.effects import kind_effect
 from agentctl.digest import canonical_json, effect_id, effect_input_digest, identity_json
+from agentctl.engine.core.records import RunRow
 from agentctl.engine.effects import budget
 from agentctl.errors import NotFoundError, PersistenceError
 from agentctl.observability import telemetry
@@ -35,6 +36,8 @@ from agentctl.store.transitions import guarded_update
 from agentctl.typed_records import CAMEL, CamelRecord, IsoDateTime
 
 __all__ = [
+    "COMPENSATION_INPUT",
+    "mark_compensated",
     "EffectRecord",
     "EffectSpec",
     "Reconciliation",
@@ -51,6 +54,9 @@ __all__ = [
     "set_status",
 ]
 
+#: The input key under which a compensation run records which source effects each of its
+#: tasks undoes (written by the compensation planner, read when the task commits).
+COMPENSATION_INPUT = "__agentctlCompensation"
 ReconciliationStatus = Literal["applied", "not_applied", "compensated"]
 TERMINAL_EFFECT_STATUSES = frozenset({"succeeded", "failed", "cancelled"})
 
@@ -437,3 +443,31 @@ def add_reconciliation(
         now=now,
     )
     return _reconciliation(row)
+
+
+def mark_compensated(conn: Any, run: RunRow, task_id: str, effect_ids: list[str], now: Any) -> None:
+    """Append ``compensated`` to every source effect this task undid, in its commit."""
+    from agentctl.observability.audit import append_event
+
+    mapping = (run.inputs.get(COMPENSATION_INPUT) or {}).get(task_id) or {}
+    inverse = effect_ids[-1] if effect_ids else None
+    source = run.source_run_id
+    for undone in mapping.get("effects") or []:
+        effects_repo.append_compensated(
+            conn,
+            undone,
+            reason=f"compensated by {run.id} task {task_id}",
+            actor="agentctl",
+            compensation_effect_id=inverse,
+            now=now,
+        )
+        if source is not None:
+            append_event(
+                conn,
+                source,
+                "effect.compensated",
+                {"compensationRunId": run.id, "task": task_id, "inverseEffectId": inverse},
+                now=now,
+                task_id=mapping.get("sourceTaskId"),
+                effect_id=undone,
+            )

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from agentctl.engine.core.records import TERMINAL_RUN_STATES, load_run
 from agentctl.engine.effects import journal
-from agentctl.engine.run.records import TERMINAL_RUN_STATES, load_run
 from agentctl.store import effects_repo
 from agentctl.store.engine import Store
 from agentctl.store.ownership import owner_alive

@@ -26,30 +26,27 @@ from agentctl import hints
 from agentctl.compiler import compile_workflow
 from agentctl.compiler.effects import NON_MUTATING_EFFECT_CLASSES
 from agentctl.compiler.plan import Plan
+from agentctl.engine.core.records import TERMINAL_RUN_STATES, RunRow, load_run, replay_memory
 from agentctl.engine.effects import journal
 from agentctl.engine.run.creation import PreparedRun, create_run
-from agentctl.engine.run.records import TERMINAL_RUN_STATES, RunRow, load_run, replay_memory
 from agentctl.errors import BlockedError, UsageError
 from agentctl.ids import Clock, IdGenerator
 from agentctl.spec.expressions import TemplateContext
 from agentctl.spec.template_exceptions import TemplateError
 from agentctl.spec.templates import render
 from agentctl.spec.validate import validate_document
-from agentctl.store import effects_repo, tasks_repo
+from agentctl.store import tasks_repo
 from agentctl.store.claims import claim_compensation
 from agentctl.store.engine import Store
 from agentctl.typed_records import CAMEL, CamelRecord, keys_in_order
 
 __all__ = [
-    "COMPENSATION_INPUT",
     "CompensationPlan",
     "CompensationStep",
     "create_compensation_run",
-    "mark_compensated",
     "plan_compensation",
 ]
 
-COMPENSATION_INPUT = "__agentctlCompensation"
 NON_MUTATING = NON_MUTATING_EFFECT_CLASSES
 
 
@@ -236,7 +233,7 @@ def _generated_document(plan: CompensationPlan) -> dict[str, Any]:
         },
         "spec": {
             "inputs": {
-                COMPENSATION_INPUT: {
+                journal.COMPENSATION_INPUT: {
                     step.compensation_task_id: {
                         "sourceTaskId": step.task_id,
                         "effects": step.effects,
@@ -319,31 +316,3 @@ def create_compensation_run(
             conn, plan.source.id, [e for step in plan.runnable for e in step.effects]
         ),
     )
-
-
-def mark_compensated(conn: Any, run: RunRow, task_id: str, effect_ids: list[str], now: Any) -> None:
-    """Append ``compensated`` to every source effect this task undid, in its commit."""
-    from agentctl.observability.audit import append_event
-
-    mapping = (run.inputs.get(COMPENSATION_INPUT) or {}).get(task_id) or {}
-    inverse = effect_ids[-1] if effect_ids else None
-    source = run.source_run_id
-    for effect_id in mapping.get("effects") or []:
-        effects_repo.append_compensated(
-            conn,
-            effect_id,
-            reason=f"compensated by {run.id} task {task_id}",
-            actor="agentctl",
-            compensation_effect_id=inverse,
-            now=now,
-        )
-        if source is not None:
-            append_event(
-                conn,
-                source,
-                "effect.compensated",
-                {"compensationRunId": run.id, "task": task_id, "inverseEffectId": inverse},
-                now=now,
-                task_id=mapping.get("sourceTaskId"),
-                effect_id=effect_id,
-            )

@@ -24,9 +24,9 @@ from agentctl import hints
 from agentctl.compiler.identity import resolved_definitions, task_fingerprint
 from agentctl.compiler.plan import Plan
 from agentctl.digest import canonical_json, digest_json
+from agentctl.engine.core.records import TERMINAL_RUN_STATES, RunLog, RunRow, load_run
 from agentctl.engine.effects import journal
 from agentctl.engine.run.creation import PreparedRun, create_run
-from agentctl.engine.run.records import TERMINAL_RUN_STATES, RunLog, RunRow, load_run
 from agentctl.engine.run.tasks import check_contract
 from agentctl.errors import BlockedError, UsageError
 from agentctl.ids import Clock, IdGenerator

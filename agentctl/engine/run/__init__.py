@@ -1,3 +1,3 @@
-"""One run from creation to its last commit: creating it, the executor and its
-commits, task bodies' context and deadlines, retries within a run, watchers,
-artifacts, tracing, and check and dry-run modes."""
+"""One run from creation to its last commit: creating it, the executor and its commits,
+the frontier and task claims, deadlines, retries within a run, watchers, artifacts, and
+check and dry-run modes. Above ``actions``; driving a run to its end is the engine's top."""

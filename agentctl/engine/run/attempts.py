@@ -21,15 +21,16 @@ from typing import Any
 
 from agentctl.compiler.plan import PlanTask
 from agentctl.digest import digest_json
-from agentctl.engine.effects.gate import Attempt, EffectGate
-from agentctl.engine.run import deadlines, retrying, tracing
+from agentctl.engine.actions.context import TaskEnv, TaskResult
+from agentctl.engine.core.records import Attempt, RunLog, RunRow
+from agentctl.engine.effects import tracing
+from agentctl.engine.effects.gate import EffectGate
+from agentctl.engine.run import deadlines, retrying
 from agentctl.engine.run.artifacts import RunArtifacts
 from agentctl.engine.run.commits import TaskOutcome
-from agentctl.engine.run.context import TaskEnv, TaskResult
 from agentctl.engine.run.frontier import StoredPlan, TaskOutputs, TaskRows
 from agentctl.engine.run.outcome import ExecutionOptions
 from agentctl.engine.run.prediction import Prediction
-from agentctl.engine.run.records import RunLog, RunRow
 from agentctl.engine.run.tasks import (
     check_contract,
     loop_exit_guard,

@@ -32,19 +32,19 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from agentctl.engine.run import tracing
-from agentctl.engine.run.artifacts import RunArtifacts
-from agentctl.engine.run.attempts import TaskAttempts
-from agentctl.engine.run.commits import TaskOutcome
-from agentctl.engine.run.frontier import StoredPlan, TaskOutputs, TaskRows
-from agentctl.engine.run.outcome import ExecutionOptions
-from agentctl.engine.run.records import (
+from agentctl.engine.core.records import (
     RunLog,
     RunRow,
     advance_memory,
     load_run,
     replay_memory,
 )
+from agentctl.engine.effects import tracing
+from agentctl.engine.run.artifacts import RunArtifacts
+from agentctl.engine.run.attempts import TaskAttempts
+from agentctl.engine.run.commits import TaskOutcome
+from agentctl.engine.run.frontier import StoredPlan, TaskOutputs, TaskRows
+from agentctl.engine.run.outcome import ExecutionOptions
 from agentctl.engine.run.task_claims import outcome_to_json
 from agentctl.errors import Cancelled, OwnershipLostError
 from agentctl.ids import Clock

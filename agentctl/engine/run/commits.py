@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING, Any
 
 from agentctl.compiler.plan import PlanTask
 from agentctl.digest import canonical_json, digest_json, sha256_hex
-from agentctl.engine.recovery.compensation import mark_compensated
+from agentctl.engine.core.records import TERMINAL_RUN_STATES, RunLog, RunRow
+from agentctl.engine.effects.journal import mark_compensated
+from agentctl.engine.effects.tracing import RunTrace
 from agentctl.engine.run.artifacts import RunArtifacts
 from agentctl.engine.run.frontier import StoredPlan, TaskOutputs, TaskRows
 from agentctl.engine.run.outcome import ExecutionOptions, RunOutcome
 from agentctl.engine.run.prediction import Prediction
-from agentctl.engine.run.records import TERMINAL_RUN_STATES, RunLog, RunRow
-from agentctl.engine.run.tracing import RunTrace
 from agentctl.ids import Clock
 from agentctl.signals import EffectBlocked
 from agentctl.spec.expressions import TemplateContext

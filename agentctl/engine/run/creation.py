@@ -15,8 +15,8 @@ from typing import Any
 
 from agentctl.compiler import CompileSettings, Plan, compile_workflow
 from agentctl.digest import canonical_json
+from agentctl.engine.core.preflight import check_providers
 from agentctl.engine.effects.budget import open_ledger
-from agentctl.engine.preflight import check_providers
 from agentctl.engine.run.frontier import hand_over
 from agentctl.errors import UsageError, ValidationError
 from agentctl.ids import Clock, IdGenerator
@@ -141,7 +141,7 @@ def derived_workspace(store: Store, source_run_id: str, given: str | None) -> Pa
     the new run sees the files the source saw whatever folder the workflow file is in
     (docs/durable-execution.md). None when neither is known (the workflow file's folder
     then applies)."""
-    from agentctl.engine.run.records import load_run
+    from agentctl.engine.core.records import load_run
 
     if given:
         return workspace_dir(given)
@@ -214,7 +214,7 @@ def create_run(
     if mode != "replay":
         check_providers(plan, prepared.workflow, workspace=prepared.workspace)
     if probe_isolation:
-        from agentctl.engine.actions.isolation import check_isolation
+        from agentctl.engine.core.isolation import check_isolation
 
         check_isolation(plan, prepared.workflow)
     run_id = ids.run_id(mode if mode != "execute" else "run")
@@ -294,7 +294,7 @@ def recorded_variables(store: Store, run_id: str) -> dict[str, Any] | None:
 
     A retry or repair compiles its workflow again with exactly these values: an identical
     workflow then has the identical digest, and a derived run never silently drops them."""
-    from agentctl.engine.run.records import load_run
+    from agentctl.engine.core.records import load_run
 
     with store.read() as conn:
         run = load_run(conn, run_id)

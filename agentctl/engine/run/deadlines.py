@@ -20,8 +20,8 @@ from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
 from agentctl import hints
+from agentctl.engine.core.records import Attempt
 from agentctl.engine.effects import journal
-from agentctl.engine.effects.gate import Attempt
 from agentctl.signals import TaskFailure
 from agentctl.store.engine import Store
 

@@ -23,8 +23,16 @@ from collections.abc import Callable
 from typing import Any
 
 from agentctl.compiler.plan import PlanTask
-from agentctl.engine.effects.gate import Attempt
-from agentctl.engine.run import deadlines, tracing
+from agentctl.engine.core.records import (
+    TERMINAL_RUN_STATES,
+    TERMINAL_TASK_STATES,
+    Attempt,
+    RunLog,
+    load_run,
+    replay_memory,
+)
+from agentctl.engine.effects import tracing
+from agentctl.engine.run import deadlines
 from agentctl.engine.run.artifacts import RunArtifacts
 from agentctl.engine.run.attempts import TaskAttempts
 from agentctl.engine.run.collector import settle_long_lived
@@ -32,13 +40,6 @@ from agentctl.engine.run.commits import RunCommits, TaskOutcome
 from agentctl.engine.run.frontier import TaskOutputs, load_frontier, take_handed
 from agentctl.engine.run.outcome import ExecutionOptions, RunOutcome, finished_outcome
 from agentctl.engine.run.prediction import Prediction
-from agentctl.engine.run.records import (
-    TERMINAL_RUN_STATES,
-    TERMINAL_TASK_STATES,
-    RunLog,
-    load_run,
-    replay_memory,
-)
 from agentctl.engine.run.watchers import RunWatchers
 from agentctl.errors import AgentctlError, Cancelled, OwnershipLostError
 from agentctl.ids import Clock

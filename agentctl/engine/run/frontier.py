@@ -150,8 +150,8 @@ class _PlanTasks(Mapping[str, PlanTask]):
 
 
 def task_row(run_id: str, state: tuple[Any, ...]) -> Any:
-    """A :class:`~agentctl.engine.run.records.TaskRow` of a ``tasks_repo.TaskState`` tuple."""
-    from agentctl.engine.run.records import TaskRow
+    """A :class:`~agentctl.engine.core.records.TaskRow` of a ``tasks_repo.TaskState`` tuple."""
+    from agentctl.engine.core.records import TaskRow
 
     task_id, ordinal, status, attempt, disposition, output, error, version = state
     if version > FORMAT_VERSION:

@@ -11,9 +11,9 @@ from typing import Any
 from pydantic.dataclasses import dataclass as record
 
 from agentctl.engine.actions.agent import ProviderPool
+from agentctl.engine.core.faults import Faults
+from agentctl.engine.core.records import TERMINAL_RUN_STATES, load_run_state
 from agentctl.engine.effects.gate import InteractiveApprover
-from agentctl.engine.faults import Faults
-from agentctl.engine.run.records import TERMINAL_RUN_STATES, load_run_state
 from agentctl.signals import PAUSE_PREFIX
 from agentctl.store import ownership
 from agentctl.store.engine import Store

@@ -14,9 +14,9 @@ from agentctl.compiler.plan import PlanTask
 from agentctl.digest import canonical_json, sha256_hex
 from agentctl.engine.actions.agent import ProviderPool, run_agent
 from agentctl.engine.actions.builtin import run_action
-from agentctl.engine.run.context import TaskEnv, TaskResult
+from agentctl.engine.actions.context import TaskEnv, TaskResult
+from agentctl.engine.core.records import TaskRow
 from agentctl.engine.run.contracts import plainly_valid
-from agentctl.engine.run.records import TaskRow
 from agentctl.errors import UsageError
 from agentctl.json_schemas import compile_schema, first_error
 from agentctl.signals import TaskFailure, as_task_failure

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import asyncio
 
+from agentctl.engine.core.records import RunRow
 from agentctl.engine.run.outcome import ExecutionOptions, RunOutcome
-from agentctl.engine.run.records import RunRow
 from agentctl.errors import AgentctlError, Cancelled, OwnershipLostError
 from agentctl.ids import Clock
 from agentctl.store import locks, ownership, runs_repo

@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parents[3]
 INGEST = """
 import sys
 from agentctl.artifacts import ArtifactStore
-from agentctl.engine.faults import Faults
+from agentctl.engine.core.faults import Faults
 from agentctl.ids import SystemClock
 from agentctl.store.engine import open_store
 
@@ -37,7 +37,7 @@ with open_store(db) as store:
 GC = """
 import sys
 from agentctl.artifacts import ArtifactStore
-from agentctl.engine.faults import Faults
+from agentctl.engine.core.faults import Faults
 from agentctl.ids import SystemClock
 from agentctl.store.engine import open_store
 

@@ -17,8 +17,8 @@ import pytest
 from pydantic import BaseModel
 
 from agentctl.engine.actions.embedding import build_embedder
+from agentctl.engine.core.workspace_check import check_workspace
 from agentctl.engine.effects.approval_policy import needs_approval, non_interactive_mode
-from agentctl.engine.workspace_check import check_workspace
 from agentctl.spec.models_common import SpecModel
 from agentctl.spec.models_definitions import Tool
 from agentctl.spec.models_policy import Compensation, Policy

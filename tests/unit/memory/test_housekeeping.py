@@ -7,7 +7,7 @@ from datetime import datetime, timedelta
 import pytest
 from sqlalchemy import event, func, insert, select
 
-from agentctl.engine.run.records import TERMINAL_RUN_STATES
+from agentctl.engine.core.records import TERMINAL_RUN_STATES
 from agentctl.errors import UsageError
 from agentctl.ids import FixedClock
 from agentctl.memory import LongTermMemory, collect_garbage

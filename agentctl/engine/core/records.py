@@ -32,6 +32,7 @@ from agentctl.typed_records import CAMEL, CamelRecord
 __all__ = [
     "TERMINAL_RUN_STATES",
     "TERMINAL_TASK_STATES",
+    "Attempt",
     "RunLog",
     "RunRow",
     "TaskRow",
@@ -325,3 +326,18 @@ class RunLog:
 
     def set_run(self, conn: SqlRunner, **values: Any) -> None:
         guarded_update(conn, "run", (self.run_id,), values)
+
+
+@dataclass
+class Attempt:
+    """One attempt of one task: effect ordinals count up from 1 in dispatch order."""
+
+    run_id: str
+    task_id: str
+    attempt: int
+    ordinal: int = 0
+    effect_ids: list[str] = field(default_factory=list)
+
+    def next_ordinal(self) -> int:
+        self.ordinal += 1
+        return self.ordinal

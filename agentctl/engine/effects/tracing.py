@@ -37,10 +37,9 @@ from agentctl.store.engine import SqlRunner
 
 if TYPE_CHECKING:
     from agentctl.compiler.plan import PlanTask
+    from agentctl.engine.core.records import Attempt, RunLog, RunRow
     from agentctl.engine.effects.approvals import Approval
-    from agentctl.engine.effects.gate import Attempt
     from agentctl.engine.effects.journal import EffectSpec
-    from agentctl.engine.run.records import RunLog, RunRow
 
 __all__ = [
     "RunTrace",

@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from agentctl.digest import sha256_hex
+from agentctl.engine.actions.context import TaskEnv, TaskResult
 from agentctl.engine.effects.approvals import create_approval, get_approval
-from agentctl.engine.run.context import TaskEnv, TaskResult
 from agentctl.errors import UsageError
 from agentctl.json_schemas import compile_schema, first_error
 from agentctl.signals import ApprovalPending, TaskFailure, as_task_failure

@@ -10,7 +10,8 @@ from typing import Any
 
 from agentctl import tracecontext
 from agentctl.compiler.plan import PlanTask
-from agentctl.engine.effects.gate import Attempt, EffectGate
+from agentctl.engine.core.records import Attempt
+from agentctl.engine.effects.gate import EffectGate
 from agentctl.policy.paths import WorkspacePolicy
 
 __all__ = ["IDEMPOTENCY_KEY_VARIABLE", "TaskEnv", "TaskResult", "effect_process_env"]

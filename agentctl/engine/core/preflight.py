@@ -112,7 +112,7 @@ def check_credentials(workflow_path: str, *, smoke: bool = False) -> list[dict[s
     The credential sources are the workflow's own (``policy.workspaceRoot`` beside the
     file), exactly as a run of it would resolve them.
     """
-    from agentctl.engine.workflow_files import compile_workflow_file
+    from agentctl.engine.core.workflow_files import compile_workflow_file
     from agentctl.policy.secrets import secret_sources
     from agentctl.spec import load_workflow
 

@@ -117,8 +117,8 @@ def auto_compensate(
     """
     if outcome.state != "failed":
         return None
+    from agentctl.engine.core.records import load_run
     from agentctl.engine.recovery.compensation import create_compensation_run, plan_compensation
-    from agentctl.engine.run.records import load_run
 
     with store.read() as conn:
         run = load_run(conn, outcome.run_id)

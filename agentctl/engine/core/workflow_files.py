@@ -66,7 +66,7 @@ def compile_workflow_with_inputs(
     compiled = compile_workflow(loaded.document, source=loaded.source, variables=layers)
     diagnostics.extend(compiled.diagnostics)
     if workspace is not None:
-        from agentctl.engine.workspace_check import check_workspace
+        from agentctl.engine.core.workspace_check import check_workspace
 
         spec = loaded.document.model_dump(mode="json", by_alias=True)["spec"]
         _, found = check_workspace(spec, Path(workspace), loaded.source)
@@ -85,7 +85,7 @@ def task_isolation(workflow: str, plan: Plan) -> dict[str, dict[str, Any]]:
     """How each process task of ``plan`` will run (``plan`` shows it): task id ->
     ``{isolation, sandbox?, text}``; tasks that start no process (neither a process action
     nor an agent on a ``kind: command`` provider) are absent."""
-    from agentctl.engine.actions import isolation
+    from agentctl.engine.core import isolation
     from agentctl.spec import load_workflow
     from agentctl.spec.models_definitions import PROCESS_ACTION_KINDS
 
