@@ -14,7 +14,7 @@ from typing import Any
 
 from agentctl import hints
 from agentctl.engine.actions.questions import validate_answer
-from agentctl.engine.core.records import TERMINAL_RUN_STATES, RunLog, load_run, load_tasks
+from agentctl.engine.core.records import TERMINAL_RUN_STATES, RunLog, RunRow, load_run, load_tasks
 from agentctl.engine.effects import journal
 from agentctl.engine.effects.approvals import list_approvals, require_approval, resolve_approval
 from agentctl.engine.effects.budget import snapshot as budget_snapshot
@@ -26,7 +26,7 @@ from agentctl.ids import Clock
 from agentctl.input_files import read_input_text
 from agentctl.json_schemas import compile_schema, first_error
 from agentctl.json_text import parse_json_text
-from agentctl.observability.audit import list_events, verify_chain
+from agentctl.observability.audit import AuditEvent, ChainReport, events_and_chain
 from agentctl.store import (
     approvals_repo,
     checkpoints_repo,
@@ -38,7 +38,7 @@ from agentctl.store import (
     tasks_repo,
 )
 from agentctl.store.conditions import task_conditions
-from agentctl.store.engine import Store
+from agentctl.store.engine import SqlRunner, Store
 from agentctl.store.ownership import clear_owner, owner_alive
 from agentctl.store.records import check_run_records
 from agentctl.store.timestamps import to_iso
@@ -379,46 +379,54 @@ def _trace_json(ids: tuple[str, str] | None) -> dict[str, str | None]:
 def inspect_run(store: Store, run_id: str) -> dict[str, Any]:
     with store.read() as conn:
         run = load_run(conn, run_id)
-        task_rows = load_tasks(conn, run_id)
-        times = {
-            row["task_id"]: (row["started_at"], row["finished_at"])
-            for row in tasks_repo.task_records(conn, run_id)
+        events, chain = events_and_chain(conn, run_id)
+        return inspect_document(conn, run, events, chain)
+
+
+def inspect_document(
+    conn: SqlRunner, run: RunRow, events: list[AuditEvent], chain: ChainReport
+) -> dict[str, Any]:
+    """What ``inspect`` reports of a run, from its row and its audit events already read
+    in the same transaction (the run page reads them once for everything it shows)."""
+    run_id = run.id
+    task_rows = load_tasks(conn, run_id)
+    times = {
+        row["task_id"]: (row["started_at"], row["finished_at"])
+        for row in tasks_repo.task_records(conn, run_id)
+    }
+    conditions = task_conditions(conn, run_id)
+    effects = journal.list_effects(conn, run_id)
+    effect_json = []
+    for effect in effects:
+        item = effect.to_json()
+        item["reconciliations"] = [
+            r.to_json() for r in journal.list_reconciliations(conn, effect.id)
+        ]
+        effect_json.append(item)
+    approvals = [a.to_json() for a in list_approvals(conn, run_id)]
+    check_run_records(conn, run_id)
+    checkpoint_count = checkpoints_repo.count(conn, run_id)
+    firing = schedules_repo.firing_of_run(conn, run_id)
+    ledger = budget_snapshot(conn, run_id)
+    sessions = [
+        {"taskId": row[0], "provider": row[1], "state": json.loads(row[2])}
+        for row in sessions_repo.sessions(conn, run_id)
+    ]
+    artifacts = [
+        {"name": row[0], "version": row[1], "digest": row[2], "taskId": row[3], "path": row[4]}
+        for row in inspect_repo.artifact_listing(conn, run_id)
+    ]
+    traces = inspect_repo.trace_index(conn, run_id)
+    calls = [
+        {
+            "effectId": row[0],
+            "taskId": row[1],
+            "tool": row[2],
+            "status": row[3],
+            "call": json.loads(row[4]),
         }
-        conditions = task_conditions(conn, run_id)
-        effects = journal.list_effects(conn, run_id)
-        effect_json = []
-        for effect in effects:
-            item = effect.to_json()
-            item["reconciliations"] = [
-                r.to_json() for r in journal.list_reconciliations(conn, effect.id)
-            ]
-            effect_json.append(item)
-        approvals = [a.to_json() for a in list_approvals(conn, run_id)]
-        check_run_records(conn, run_id)
-        checkpoint_count = checkpoints_repo.count(conn, run_id)
-        firing = schedules_repo.firing_of_run(conn, run_id)
-        events = list_events(conn, run_id)
-        chain = verify_chain(conn, run_id)
-        ledger = budget_snapshot(conn, run_id)
-        sessions = [
-            {"taskId": row[0], "provider": row[1], "state": json.loads(row[2])}
-            for row in sessions_repo.sessions(conn, run_id)
-        ]
-        artifacts = [
-            {"name": row[0], "version": row[1], "digest": row[2], "taskId": row[3], "path": row[4]}
-            for row in inspect_repo.artifact_listing(conn, run_id)
-        ]
-        traces = inspect_repo.trace_index(conn, run_id)
-        calls = [
-            {
-                "effectId": row[0],
-                "taskId": row[1],
-                "tool": row[2],
-                "status": row[3],
-                "call": json.loads(row[4]),
-            }
-            for row in effects_repo.tool_calls(conn, run_id)
-        ]
+        for row in effects_repo.tool_calls(conn, run_id)
+    ]
     # Time the run spent parked, and the backoffs between attempts, are waiting, not work.
     parked = parked_intervals(events)
     backoffs: dict[str, list[tuple[datetime, float]]] = defaultdict(list)

@@ -39,6 +39,7 @@ __all__ = [
     "append_event_after",
     "count_events",
     "event_digest",
+    "events_and_chain",
     "list_events",
     "verify_chain",
 ]
@@ -224,8 +225,19 @@ def _payload(run_id: str, seq: int, text: str) -> Any:
 
 
 def list_events(conn: SqlRunner, run_id: str) -> list[AuditEvent]:
+    return _events(run_id, audit_repo.events(conn, run_id))
+
+
+def events_and_chain(conn: SqlRunner, run_id: str) -> tuple[list[AuditEvent], ChainReport]:
+    """A run's events and the verification of its chain from one read of the rows
+    (``inspect`` and the run page show both)."""
+    rows = audit_repo.events(conn, run_id)
+    return _events(run_id, rows), _verify_rows(run_id, rows)
+
+
+def _events(run_id: str, rows: Iterable[audit_repo.AuditRow]) -> list[AuditEvent]:
     events = []
-    for row in audit_repo.events(conn, run_id):
+    for row in rows:
         check_format_version("audit event", f"{run_id}#{row.seq}", row.format_version)
         events.append(
             AuditEvent(

@@ -10,14 +10,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from sqlalchemy.engine import Connection
-
 from agentctl.errors import PersistenceError
+from agentctl.store.engine import SqlRunner
 
 __all__ = ["task_conditions"]
 
 
-def task_conditions(conn: Connection, run_id: str) -> dict[str, dict[str, Any]]:
+def task_conditions(conn: SqlRunner, run_id: str) -> dict[str, dict[str, Any]]:
     """Task id -> ``{kind, expression, result, contextDigest, …}`` for every task of the
     run whose ``when`` or loop guard was evaluated."""
     rows = conn.exec_driver_sql(

@@ -22,7 +22,7 @@ from agentctl.web.graph import child_label
 __all__ = ["MAX_ROWS", "run_timeline"]
 
 #: Rows drawn at most (a 1,000-item foreach shows its first rows and says how many more).
-MAX_ROWS = 200
+MAX_ROWS = 100
 
 _TERMINAL_EVENTS = {
     "task.succeeded",

@@ -6,6 +6,7 @@ import json
 import re
 from typing import Any
 
+from agentctl.web import views
 from tests.web.conftest import ASKING, RELEASE, SHAPES, UNCERTAIN, Runs
 
 CSRF_RE = re.compile(r'name="csrf" value="([0-9a-f]+)"')
@@ -477,7 +478,7 @@ def test_adoption_follows_the_workers_rule_for_an_owner_on_another_host(
 def test_a_long_foreach_lists_its_first_children_and_says_how_many_more(
     runs: Runs, dashboard: Any
 ) -> None:
-    """A 400-item foreach: the page lists the first 300 tasks and counts the settled
+    """A 400-item foreach: the page lists the first MAX_TASKS_SHOWN tasks and counts the settled
     children left off (``inspect`` has them); the graph folds the group into one box."""
     items = list(range(400))
     text = (
@@ -490,7 +491,8 @@ def test_a_long_foreach_lists_its_first_children_and_says_how_many_more(
     )
     run_id = runs.roll(text, "long", expect=0)["runId"]
     page = dashboard().get(f"/runs/{run_id}").text
-    assert page.count('<details class="task"') == 301  # 300 children and the aggregate
-    assert 'id="hidden-tasks">100 more settled foreach' in page
+    shown = views.MAX_TASKS_SHOWN  # children, then the aggregate
+    assert page.count('<details class="task"') == shown + 1
+    assert f'id="hidden-tasks">{400 - shown} more settled foreach' in page
     assert 'id="hidden-events">the first ' in page
-    assert page.count("<tr><td>") <= 300 + 1
+    assert page.count("<tr><td>") <= views.MAX_EVENTS_SHOWN + 1

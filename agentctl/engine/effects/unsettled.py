@@ -10,7 +10,7 @@ from typing import Any
 
 from agentctl.engine.core.records import TERMINAL_RUN_STATES, load_run
 from agentctl.engine.effects import journal
-from agentctl.store import effects_repo
+from agentctl.store import effects_repo, runs_repo
 from agentctl.store.engine import Store
 from agentctl.store.ownership import owner_alive
 
@@ -21,7 +21,7 @@ def needs_reconciliation(store: Store, run_id: str | None = None) -> list[dict[s
     """Effects whose outcome is unknown and that have no conclusion yet."""
     with store.read() as conn:
         if run_id is not None:
-            load_run(conn, run_id)
+            runs_repo.run_state(conn, run_id)  # exit 5 for an unknown run, nothing decoded
         found = []
         live: dict[str, bool] = {}
         for effect_id in effects_repo.unsettled_effect_ids(conn, run_id):
