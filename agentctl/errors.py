@@ -28,6 +28,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar, Literal, Protocol
 
+from agentctl.error_codes import ErrorCode
+
 __all__ = [
     "EXIT_BLOCKED",
     "EXIT_CANCELLED",
@@ -98,7 +100,7 @@ class AgentctlError(Exception):
     """Base of every expected error. ``message`` names the thing; ``hint`` the next step."""
 
     exit_code: ClassVar[int] = EXIT_RUN_FAILED
-    default_code: ClassVar[str] = "agentctl.error"
+    default_code: ClassVar[ErrorCode] = ErrorCode.AGENTCTL_ERROR
 
     def __init__(
         self,
@@ -111,7 +113,8 @@ class AgentctlError(Exception):
     ) -> None:
         super().__init__(message)
         self.message = message
-        self.code = code or self.default_code
+        # A plain string (an ErrorCode member is one), so an error reads the same either way.
+        self.code = str(code or self.default_code)
         self.hint = hint
         self.run_id = run_id
         self.diagnostics: list[Finding] = list(diagnostics)
@@ -122,72 +125,72 @@ class AgentctlError(Exception):
 
 class UsageError(AgentctlError):
     exit_code = EXIT_USAGE
-    default_code = "cli.usage"
+    default_code = ErrorCode.CLI_USAGE
 
 
 class ValidationError(AgentctlError):
     exit_code = EXIT_USAGE
-    default_code = "workflow.invalid"
+    default_code = ErrorCode.WORKFLOW_INVALID
 
 
 class PausedError(AgentctlError):
     exit_code = EXIT_BLOCKED
-    default_code = "run.paused"
+    default_code = ErrorCode.RUN_PAUSED
 
 
 class BlockedError(AgentctlError):
     exit_code = EXIT_BLOCKED
-    default_code = "run.blocked"
+    default_code = ErrorCode.RUN_BLOCKED
 
 
 class RunFailedError(AgentctlError):
     exit_code = EXIT_RUN_FAILED
-    default_code = "run.failed"
+    default_code = ErrorCode.RUN_FAILED
 
 
 class TaskError(RunFailedError):
     """A task failed for a reason of its own; inside a run it fails the task, not the run."""
 
-    default_code = "task.failed"
+    default_code = ErrorCode.TASK_FAILED
 
 
 class PolicyDeniedError(RunFailedError):
-    default_code = "policy.denied"
+    default_code = ErrorCode.POLICY_DENIED
 
 
 class PersistenceError(AgentctlError):
     exit_code = EXIT_PERSISTENCE
-    default_code = "store.error"
+    default_code = ErrorCode.STORE_ERROR
 
 
 class NewerSchemaError(PersistenceError):
-    default_code = "store.newer_schema"
+    default_code = ErrorCode.STORE_NEWER_SCHEMA
 
 
 class NewerFormatError(PersistenceError):
-    default_code = "store.newer_format"
+    default_code = ErrorCode.STORE_NEWER_FORMAT
 
 
 class NotFoundError(PersistenceError):
-    default_code = "store.not_found"
+    default_code = ErrorCode.STORE_NOT_FOUND
 
 
 class StateConflictError(PersistenceError):
     """A conditional state change found the record in another state: another process
     changed it first. Nothing was written."""
 
-    default_code = "store.state_conflict"
+    default_code = ErrorCode.STORE_STATE_CONFLICT
 
 
 class OwnershipLostError(PersistenceError):
     """The run was taken over by another process; this owner's writes are refused."""
 
-    default_code = "run.ownership_lost"
+    default_code = ErrorCode.RUN_OWNERSHIP_LOST
 
 
 class ProviderError(AgentctlError):
     exit_code = EXIT_PROVIDER
-    default_code = "provider.error"
+    default_code = ErrorCode.PROVIDER_ERROR
 
 
 class Cancelled(BaseException):  # noqa: N818 - a signal, not an error

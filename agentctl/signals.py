@@ -70,7 +70,7 @@ class TaskFailure(Exception):
     ) -> None:
         super().__init__(message)
         self.message = message
-        self.code = code
+        self.code = str(code)
         self.retryable = retryable
         self.stops_run = stops_run
         self.details = details

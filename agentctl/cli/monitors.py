@@ -8,6 +8,13 @@ import typer
 
 from agentctl.cli import output
 from agentctl.cli.options import DbOption, db_from_context
+from agentctl.cli.timed_groups import (
+    InputPairsOption,
+    TimedGroup,
+    WorkspaceOption,
+    add_shared_commands,
+    new_schedule,
+)
 
 app = typer.Typer(
     name="monitor",
@@ -95,10 +102,7 @@ def add_command(
         str,
         typer.Option("--debounce", help="A change must stay this long before it fires."),
     ] = "0s",
-    input_pairs: Annotated[
-        list[str] | None,
-        typer.Option("--input", help="KEY=VALUE input of every run (JSON, else a string)."),
-    ] = None,
+    input_pairs: InputPairsOption = None,
     overlap: Annotated[
         str,
         typer.Option("--overlap", help="A change while the previous run is live: skip or allow."),
@@ -107,10 +111,7 @@ def add_command(
         str | None,
         typer.Option("--start", help="Observations come after this ISO time (default: now)."),
     ] = None,
-    workspace: Annotated[
-        str | None,
-        typer.Option("--workspace", help="Base directory of the runs (default: the file's)."),
-    ] = None,
+    workspace: WorkspaceOption = None,
     db: DbOption = None,
 ) -> None:
     """Add a monitor. Each run gets the inputs previous, current and observedAt.
@@ -128,14 +129,12 @@ def add_command(
 
     Example: agentctl monitor add new-tag release --command "git describe --tags" --every 5m
     """
-    from pathlib import Path
 
-    from agentctl.engine.run.creation import parse_input_pairs, prepare_run
+    from agentctl.engine.run.creation import prepare_run
     from agentctl.errors import UsageError
     from agentctl.scheduling.monitors import MonitorTarget, add_monitor
     from agentctl.scheduling.registry import resolve_workflow
-    from agentctl.scheduling.schedules import NewSchedule
-    from agentctl.scheduling.slots import parse_duration, parse_instant
+    from agentctl.scheduling.slots import parse_duration
     from agentctl.store.engine import open_store
 
     kind, target = _target(watch_files or [], http, expect_status, command)
@@ -149,114 +148,45 @@ def add_command(
         check_command(prepared.workflow, target["argv"])
     monitor = MonitorTarget(kind, target, parse_duration(debounce, "--debounce"))
     now = _now()
-    base = NewSchedule(
+    base = new_schedule(
         name=name,
         workflow=workflow,
         workflow_file=prepared.workflow_file,
-        project_dir=str(Path.cwd().resolve()),
-        workspace=str(Path(workspace).resolve()) if workspace else None,
+        workspace=workspace,
+        pairs=pairs,
+        start=start,
+        now=now,
         cron=None,
         interval_seconds=parse_duration(every, "--every"),
         timezone="UTC",
-        inputs=parse_input_pairs(pairs),
         catch_up="latest",
         max_catch_up=1,
         overlap=overlap,
         jitter_seconds=0,
         grace_seconds=0,
-        start=parse_instant(start, "--start") if start else now,
     )
     with open_store(db_from_context(ctx, db)) as store:
         data = add_monitor(store, base, monitor, now=now)
     output.current().success("Monitor", data, human=_human(data))
 
 
-@app.command("list")
-def list_command(ctx: typer.Context, db: DbOption = None) -> None:
-    """List monitors with their last observation and firing.
-
-    Example: agentctl monitor list --output json
-    """
-    from agentctl.scheduling.monitors import list_monitors
-    from agentctl.store.engine import open_store
-
-    with open_store(db_from_context(ctx, db), create=False) as store:
-        found = list_monitors(store, now=_now())
-    text = "\n".join(_human(item) for item in found) or "no monitors"
-    output.current().success("MonitorList", {"monitors": found}, human=text)
-
-
-@app.command("show")
-def show_command(
-    ctx: typer.Context,
-    name: Annotated[str, typer.Argument(help="The monitor.")],
-    limit: Annotated[
-        int, typer.Option("--limit", help="Observations and firings shown.", min=1)
-    ] = 10,
-    db: DbOption = None,
-) -> None:
-    """Show a monitor, its recent observations and the runs its changes started.
-
-    Example: agentctl monitor show docs-changed
-    """
-    from agentctl.scheduling.monitors import get_monitor
-    from agentctl.store.engine import open_store
-
-    with open_store(db_from_context(ctx, db), create=False) as store:
-        data = get_monitor(store, name, now=_now(), observations=limit)
-    output.current().success("Monitor", data, human=_human(data))
-
-
-def _set_paused(ctx: typer.Context, db: str | None, name: str, paused: bool) -> None:
-    from agentctl.scheduling.monitors import get_monitor
-    from agentctl.scheduling.schedules import set_paused
-    from agentctl.store.engine import open_store
-
-    with open_store(db_from_context(ctx, db), create=False) as store:
-        set_paused(store, name, paused, now=_now(), monitor=True)
-        data = get_monitor(store, name, now=_now())
-    output.current().success("Monitor", data, human=_human(data))
-
-
-@app.command("pause")
-def pause_command(
-    ctx: typer.Context,
-    name: Annotated[str, typer.Argument(help="The monitor.")],
-    db: DbOption = None,
-) -> None:
-    """Stop observing (runs it started go on).
-
-    Example: agentctl monitor pause docs-changed
-    """
-    _set_paused(ctx, db, name, True)
-
-
-@app.command("resume")
-def resume_command(
-    ctx: typer.Context,
-    name: Annotated[str, typer.Argument(help="The monitor.")],
-    db: DbOption = None,
-) -> None:
-    """Observe again from the next interval.
-
-    Example: agentctl monitor resume docs-changed
-    """
-    _set_paused(ctx, db, name, False)
-
-
-@app.command("remove")
-def remove_command(
-    ctx: typer.Context,
-    name: Annotated[str, typer.Argument(help="The monitor.")],
-    db: DbOption = None,
-) -> None:
-    """Remove a monitor and its observations (the runs it started stay).
-
-    Example: agentctl monitor remove docs-changed
-    """
-    from agentctl.scheduling.schedules import remove_schedule
-    from agentctl.store.engine import open_store
-
-    with open_store(db_from_context(ctx, db), create=False) as store:
-        data = remove_schedule(store, name, monitor=True)
-    output.current().success("MonitorRemoved", data, human=f"removed monitor {name}")
+add_shared_commands(
+    app,
+    TimedGroup(
+        noun="monitor",
+        human=_human,
+        name_help="The monitor.",
+        list_help="List monitors with their last observation and firing.\n\n"
+        "Example: agentctl monitor list --output json",
+        show_help="Show a monitor, its recent observations and the runs its changes "
+        "started.\n\nExample: agentctl monitor show docs-changed",
+        show_limit=10,
+        show_limit_help="Observations and firings shown.",
+        pause_help="Stop observing (runs it started go on).\n\n"
+        "Example: agentctl monitor pause docs-changed",
+        resume_help="Observe again from the next interval.\n\n"
+        "Example: agentctl monitor resume docs-changed",
+        remove_help="Remove a monitor and its observations (the runs it started stay).\n\n"
+        "Example: agentctl monitor remove docs-changed",
+    ),
+)

@@ -8,6 +8,13 @@ import typer
 
 from agentctl.cli import output
 from agentctl.cli.options import DbOption, db_from_context
+from agentctl.cli.timed_groups import (
+    InputPairsOption,
+    TimedGroup,
+    WorkspaceOption,
+    add_shared_commands,
+    new_schedule,
+)
 
 app = typer.Typer(
     name="schedule",
@@ -67,10 +74,7 @@ def add_command(
     timezone: Annotated[
         str, typer.Option("--timezone", help="IANA time zone of the cron fields.")
     ] = "UTC",
-    input_pairs: Annotated[
-        list[str] | None,
-        typer.Option("--input", help="KEY=VALUE input of every run (JSON, else a string)."),
-    ] = None,
+    input_pairs: InputPairsOption = None,
     catch_up: Annotated[
         str,
         typer.Option(
@@ -101,10 +105,7 @@ def add_command(
         str | None,
         typer.Option("--start", help="First slots come after this ISO time (default: now)."),
     ] = None,
-    workspace: Annotated[
-        str | None,
-        typer.Option("--workspace", help="Base directory of the runs (default: the file's)."),
-    ] = None,
+    workspace: WorkspaceOption = None,
     db: DbOption = None,
 ) -> None:
     """Add a schedule. The workflow is resolved and compiled now (exit 2 when broken) and
@@ -114,13 +115,12 @@ def add_command(
 
     Example: agentctl schedule add poll-queue triage --every 10m
     """
-    from pathlib import Path
 
-    from agentctl.engine.run.creation import parse_input_pairs, prepare_run
+    from agentctl.engine.run.creation import prepare_run
     from agentctl.errors import UsageError
     from agentctl.scheduling.registry import resolve_workflow
-    from agentctl.scheduling.schedules import NewSchedule, add_schedule
-    from agentctl.scheduling.slots import parse_duration, parse_instant
+    from agentctl.scheduling.schedules import add_schedule
+    from agentctl.scheduling.slots import parse_duration
     from agentctl.store.engine import open_store
 
     if (cron is None) == (every is None):
@@ -130,115 +130,49 @@ def add_command(
     # Refuse a workflow that would fail at its first slot: compile it and its inputs now.
     prepared = prepare_run(resolved, input_pairs=pairs, workspace=workspace)
     now = _now()
-    new = NewSchedule(
+    new = new_schedule(
         name=name,
         workflow=workflow,
         workflow_file=prepared.workflow_file,
-        project_dir=str(Path.cwd().resolve()),
-        workspace=str(Path(workspace).resolve()) if workspace else None,
+        workspace=workspace,
+        pairs=pairs,
+        start=start,
+        now=now,
         cron=cron,
         interval_seconds=parse_duration(every, "--every") if every is not None else None,
         timezone=timezone,
-        inputs=parse_input_pairs(pairs),
         catch_up=catch_up,
         max_catch_up=max_catch_up,
         overlap=overlap,
         jitter_seconds=parse_duration(jitter, "--jitter"),
         grace_seconds=parse_duration(grace, "--grace"),
-        start=parse_instant(start, "--start") if start else now,
     )
     with open_store(db_from_context(ctx, db)) as store:
         data = add_schedule(store, new, now=now)
     output.current().success("Schedule", data, human=_human(data))
 
 
-@app.command("list")
-def list_command(ctx: typer.Context, db: DbOption = None) -> None:
-    """List schedules with their next due time and last firing.
-
-    Example: agentctl schedule list --output json
-    """
-    from agentctl.scheduling.schedules import list_schedules
-    from agentctl.store.engine import open_store
-
-    with open_store(db_from_context(ctx, db), create=False) as store:
-        found = list_schedules(store, now=_now())
-    text = "\n".join(_human(item) for item in found) or "no schedules"
-    output.current().success("ScheduleList", {"schedules": found}, human=text)
-
-
-@app.command("show")
-def show_command(
-    ctx: typer.Context,
-    name: Annotated[str, typer.Argument(help="The schedule.")],
-    limit: Annotated[int, typer.Option("--limit", help="Firings shown, newest first.", min=1)] = 20,
-    db: DbOption = None,
-) -> None:
-    """Show a schedule and its recent firings (slot, state, run).
-
-    Example: agentctl schedule show nightly-review
-    """
-    from agentctl.scheduling.schedules import get_schedule
-    from agentctl.store.engine import open_store
-
-    with open_store(db_from_context(ctx, db), create=False) as store:
-        data = get_schedule(store, name, now=_now(), firings=limit)
-    output.current().success("Schedule", data, human=_human(data))
-
-
-def _set_paused(ctx: typer.Context, db: str | None, name: str, paused: bool) -> None:
-    from agentctl.scheduling.schedules import get_schedule, set_paused
-    from agentctl.store.engine import open_store
-
-    with open_store(db_from_context(ctx, db), create=False) as store:
-        set_paused(store, name, paused, now=_now(), monitor=False)
-        data = get_schedule(store, name, now=_now())
-    output.current().success("Schedule", data, human=_human(data))
-
-
-@app.command("pause")
-def pause_command(
-    ctx: typer.Context,
-    name: Annotated[str, typer.Argument(help="The schedule.")],
-    db: DbOption = None,
-) -> None:
-    """Stop firing a schedule (runs it started go on).
-
-    Example: agentctl schedule pause nightly-review
-    """
-    _set_paused(ctx, db, name, True)
-
-
-@app.command("resume")
-def resume_command(
-    ctx: typer.Context,
-    name: Annotated[str, typer.Argument(help="The schedule.")],
-    db: DbOption = None,
-) -> None:
-    """Fire a paused schedule again, from its next slot (slots passed while paused are
-    counted as missed, not fired).
-
-    Example: agentctl schedule resume nightly-review
-    """
-    _set_paused(ctx, db, name, False)
-
-
-@app.command("remove")
-def remove_command(
-    ctx: typer.Context,
-    name: Annotated[str, typer.Argument(help="The schedule.")],
-    db: DbOption = None,
-) -> None:
-    """Remove a schedule and its firing records (the runs it started stay).
-
-    Example: agentctl schedule remove nightly-review
-    """
-    from agentctl.scheduling.schedules import remove_schedule
-    from agentctl.store.engine import open_store
-
-    with open_store(db_from_context(ctx, db), create=False) as store:
-        data = remove_schedule(store, name, monitor=False)
-    output.current().success("ScheduleRemoved", data, human=f"removed schedule {name}")
+add_shared_commands(
+    app,
+    TimedGroup(
+        noun="schedule",
+        human=_human,
+        name_help="The schedule.",
+        list_help="List schedules with their next due time and last firing.\n\n"
+        "Example: agentctl schedule list --output json",
+        show_help="Show a schedule and its recent firings (slot, state, run).\n\n"
+        "Example: agentctl schedule show nightly-review",
+        show_limit=20,
+        show_limit_help="Firings shown, newest first.",
+        pause_help="Stop firing a schedule (runs it started go on).\n\n"
+        "Example: agentctl schedule pause nightly-review",
+        resume_help="Fire a paused schedule again, from its next slot (slots passed while "
+        "paused are\ncounted as missed, not fired).\n\n"
+        "Example: agentctl schedule resume nightly-review",
+        remove_help="Remove a schedule and its firing records (the runs it started stay).\n\n"
+        "Example: agentctl schedule remove nightly-review",
+    ),
+)
 
 
 @app.command("trigger")

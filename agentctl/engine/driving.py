@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentctl.engine.run.outcome import ExecutionOptions, RunOutcome, finished_outcome
 from agentctl.errors import AgentctlError, Cancelled, UsageError
-from agentctl.ids import Clock, IdGenerator
+from agentctl.ids import Clock
 from agentctl.store.engine import Store
 
 if TYPE_CHECKING:
@@ -118,15 +118,11 @@ def auto_compensate(
     if outcome.state != "failed":
         return None
     from agentctl.engine.core.records import load_run
-    from agentctl.engine.recovery.compensation import create_compensation_run, plan_compensation
+    from agentctl.engine.recovery.compensation import compensate_automatically
 
     with store.read() as conn:
         run = load_run(conn, outcome.run_id)
-    setting = ((run.workflow.get("spec") or {}).get("compensation") or {}).get("onFailure")
-    if run.mode == "compensate" or setting != "automatic":
-        return None
-    plan = plan_compensation(store, run.id)
-    compensation_id = create_compensation_run(store, plan, clock=clock, ids=IdGenerator(clock))
+    compensation_id = compensate_automatically(store, run, clock=clock)
     if compensation_id is None:
         return None
     if notify is not None:

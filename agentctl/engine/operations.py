@@ -41,6 +41,7 @@ from agentctl.store.conditions import task_conditions
 from agentctl.store.engine import SqlRunner, Store
 from agentctl.store.ownership import clear_owner, owner_alive
 from agentctl.store.records import check_run_records
+from agentctl.store.states import ApprovalState
 from agentctl.store.timestamps import to_iso
 from agentctl.store.transitions import close_live_parts
 
@@ -257,11 +258,11 @@ def decide_approval(
             )
         # The same decision again is answered as a no-op: the approval row keeps the first
         # decision, so the audit chain must not gain a second resolution either.
-        unchanged = current.status != "pending"
+        unchanged = current.status != ApprovalState.PENDING
         decided = resolve_approval(
             conn,
             approval_id,
-            status="approved" if approve else "rejected",
+            status=ApprovalState.APPROVED if approve else ApprovalState.REJECTED,
             actor=actor,
             reason=reason,
             now=now,
@@ -299,9 +300,15 @@ def answer_question(
                 f"with {hints.quoted(hints.reject(approval_id))}",
             )
         validate_answer(value, current.choices, current.answer_schema)
-        unchanged = current.status != "pending"
+        unchanged = current.status != ApprovalState.PENDING
         answered = resolve_approval(
-            conn, approval_id, status="answered", actor=actor, reason=None, answer=value, now=now
+            conn,
+            approval_id,
+            status=ApprovalState.ANSWERED,
+            actor=actor,
+            reason=None,
+            answer=value,
+            now=now,
         )
         if not unchanged:
             RunLog.open(conn, answered.run_id).event(

@@ -24,7 +24,7 @@ import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from agentctl.engine.core.faults import Faults
 from agentctl.engine.core.records import RunLog, load_run
@@ -36,13 +36,15 @@ from agentctl.errors import (
     PersistenceError,
     UsageError,
 )
-from agentctl.ids import Clock, IdGenerator
+from agentctl.ids import Clock
 from agentctl.store import locks, ownership, run_queue, task_claims_repo
 from agentctl.store.adoption import adoptable_parked_runs
 from agentctl.store.engine import Store
 from agentctl.store.errors import TRANSIENT_CODES, retry_window_seconds
 
 __all__ = ["Worker", "WorkerReport", "detach_run", "require_postgres", "wait_for_run"]
+
+T = TypeVar("T")
 
 #: The longest an idle worker (or ``runs wait``) goes without looking at the database.
 IDLE_SECONDS = 1.0
@@ -215,19 +217,12 @@ class Worker:
         self._events("WorkerEvent", {"worker": self.name, "state": "stopped"})
         return self.report
 
-    def _look(self, runs: bool, tasks: bool, only_runs: set[str] | None) -> tuple[bool, bool]:
-        """Whether there are runs, and tasks, to claim (one read transaction; nothing when
-        neither is asked). An idle worker makes this read about once a second."""
-        if not runs and not tasks:
-            return False, False
-        now = self.clock.now()
+    def _or_wait(self, step: Callable[[], T], fallback: T) -> T:
+        """``step()``; a transient store error (a lock held too long, a server restarting)
+        is reported as ``waiting`` and answered with ``fallback``, so the next round tries
+        again instead of stopping the worker (and the runs it executes)."""
         try:
-            with self.store.read() as conn:
-                found_runs = runs and (
-                    run_queue.any_claimable_run(conn, now, interrupted=self.recover_interrupted)
-                    or bool(adoptable_parked_runs(conn, now, limit=1))
-                )
-                found_tasks = tasks and task_claims_repo.claimable(conn, now, only_runs)
+            return step()
         except PersistenceError as exc:
             if exc.code not in TRANSIENT_CODES:
                 raise
@@ -235,7 +230,23 @@ class Worker:
                 "WorkerEvent",
                 {"worker": self.name, "state": "waiting", "code": exc.code, "message": exc.message},
             )
+            return fallback
+
+    def _look(self, runs: bool, tasks: bool, only_runs: set[str] | None) -> tuple[bool, bool]:
+        """Whether there are runs, and tasks, to claim (one read transaction; nothing when
+        neither is asked). An idle worker makes this read about once a second."""
+        if not runs and not tasks:
             return False, False
+        return self._or_wait(lambda: self._peek(runs, tasks, only_runs), (False, False))
+
+    def _peek(self, runs: bool, tasks: bool, only_runs: set[str] | None) -> tuple[bool, bool]:
+        now = self.clock.now()
+        with self.store.read() as conn:
+            found_runs = runs and (
+                run_queue.any_claimable_run(conn, now, interrupted=self.recover_interrupted)
+                or bool(adoptable_parked_runs(conn, now, limit=1))
+            )
+            found_tasks = tasks and task_claims_repo.claimable(conn, now, only_runs)
         return found_runs, found_tasks
 
     def _claim_tasks_or_wait(
@@ -243,16 +254,7 @@ class Worker:
     ) -> list[task_claims_repo.ClaimedTask]:
         """Claim ready tasks of any running run (task-level claims); a held lock or a
         restarting server is reported and retried on the next round."""
-        try:
-            return self._claim_tasks(limit, only_runs, reclaim=reclaim)
-        except PersistenceError as exc:
-            if exc.code not in TRANSIENT_CODES:
-                raise
-            self._events(
-                "WorkerEvent",
-                {"worker": self.name, "state": "waiting", "code": exc.code, "message": exc.message},
-            )
-            return []
+        return self._or_wait(lambda: self._claim_tasks(limit, only_runs, reclaim=reclaim), [])
 
     def _claim_tasks(
         self, limit: int, only_runs: set[str] | None, *, reclaim: bool
@@ -334,16 +336,7 @@ class Worker:
     def _claim_or_wait(self, limit: int) -> list[tuple[str, str]]:
         """Claim; a lock held too long or a server restarting is reported and retried on
         the next round instead of stopping the worker (and the runs it executes)."""
-        try:
-            return self._claim(limit)
-        except PersistenceError as exc:
-            if exc.code not in TRANSIENT_CODES:
-                raise
-            self._events(
-                "WorkerEvent",
-                {"worker": self.name, "state": "waiting", "code": exc.code, "message": exc.message},
-            )
-            return []
+        return self._or_wait(lambda: self._claim(limit), [])
 
     def _claim(self, limit: int) -> list[tuple[str, str]]:
         """Claim up to ``limit`` runs in one write transaction; ``(run id, owner id)``."""
@@ -472,18 +465,12 @@ class Worker:
         to the workers like a detached run (this worker or another one executes it)."""
         if outcome.state != "failed":
             return
-        from agentctl.engine.recovery.compensation import create_compensation_run, plan_compensation
+        from agentctl.engine.recovery.compensation import compensate_automatically
 
         with self.store.read() as conn:
             run = load_run(conn, outcome.run_id)
-        setting = ((run.workflow.get("spec") or {}).get("compensation") or {}).get("onFailure")
-        if run.mode == "compensate" or setting != "automatic":
-            return
         try:
-            plan = plan_compensation(self.store, run.id)
-            created = create_compensation_run(
-                self.store, plan, clock=self.clock, ids=IdGenerator(self.clock)
-            )
+            created = compensate_automatically(self.store, run, clock=self.clock)
         except AgentctlError as exc:
             self._events(
                 "WorkerEvent",

@@ -43,6 +43,7 @@ from typing import Any
 
 from pydantic.dataclasses import dataclass as record
 
+from agentctl.error_codes import ErrorCode
 from agentctl.errors import AgentctlError, PolicyDeniedError
 from agentctl.typed_records import CAMEL, CamelRecord
 
@@ -78,7 +79,7 @@ def _current() -> _Sources:
 class SecretUnresolved(AgentctlError):
     """A well-formed reference whose value cannot be had (unset variable, failed process)."""
 
-    default_code = "secret.unresolved"
+    default_code = ErrorCode.SECRET_UNRESOLVED
 
 
 @contextmanager

@@ -24,6 +24,7 @@ from typing import Any, Literal, Protocol
 from pydantic import StrictBool, StrictFloat, StrictInt, StrictStr
 from pydantic.dataclasses import dataclass
 
+from agentctl.error_codes import ErrorCode
 from agentctl.errors import AgentctlError, ProviderError
 from agentctl.typed_records import CAMEL, CamelRecord, omitted_when
 
@@ -180,7 +181,7 @@ class ProviderCallError(ProviderError):
     when it sent one, for a retry policy that wants to honour it.
     """
 
-    default_code = "provider.call_failed"
+    default_code = ErrorCode.PROVIDER_CALL_FAILED
 
     def __init__(
         self,

@@ -47,7 +47,8 @@ def _exit_codes_by_class() -> dict[str, int]:
 
 
 def _codes_in(node: ast.AST) -> tuple[list[str], list[str]]:
-    """Literal codes and f-string patterns in a code-valued expression."""
+    """Literal codes (and ``ErrorCode`` members) and f-string patterns in a code-valued
+    expression."""
     skipped: set[int] = set()
     for sub in ast.walk(node):
         if isinstance(sub, ast.Call):
@@ -68,6 +69,15 @@ def _codes_in(node: ast.AST) -> tuple[list[str], list[str]]:
             isinstance(sub, ast.Constant) and isinstance(sub.value, str) and id(sub) not in skipped
         ):
             literals.append(sub.value)
+        elif (
+            isinstance(sub, ast.Attribute)
+            and isinstance(sub.value, ast.Name)
+            and sub.value.id == "ErrorCode"
+            and id(sub) not in skipped
+        ):
+            # A member names its code: ``ErrorCode.POLICY_DENIED`` raises "policy.denied".
+            member = ErrorCode.__members__.get(sub.attr)
+            literals.append(member.value if member is not None else f"ErrorCode.{sub.attr}")
     return literals, patterns
 
 
@@ -216,7 +226,8 @@ def test_documented_exit_codes_match_the_raising_classes() -> None:
 
 
 def test_no_registered_code_is_stale() -> None:
-    """Each member still appears in the source (a literal, or an f-string that makes it)."""
+    """Each member still appears in the source (a literal, ``ErrorCode.NAME``, or an
+    f-string that makes it)."""
     literals: set[str] = set()
     patterns: list[str] = []
     for path in SOURCE.rglob("*.py"):
@@ -225,6 +236,13 @@ def test_no_registered_code_is_stale() -> None:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Constant) and isinstance(node.value, str):
                 literals.add(node.value)
+            elif (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id == "ErrorCode"
+                and node.attr in ErrorCode.__members__
+            ):
+                literals.add(ErrorCode[node.attr].value)
         patterns.extend(collect_patterns(path))
     stale = [
         code.value

@@ -359,21 +359,8 @@ async def _memory_read(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
 
 async def _memory_write(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
     key = _require_string(env, "key")
-    declared = env.task.memory_writes
-    if (declared or env.max_concurrency > 1) and key not in declared:
-        raise TaskFailure(
-            f"memory key `{key}` is not in the task's memoryWrites {list(declared)}",
-            code="memory.undeclared_write",
-        )
-    value = env.input.get("value")
-    before = env.memory.get(key)
-    output = {
-        "status": "changed" if before != value or key not in env.memory else "unchanged",
-        "changed": before != value or key not in env.memory,
-        "before": before,
-        "after": value,
-        "key": key,
-    }
+    output = env.memory_write(key)
+    value = output["after"]
     if env.check:
         return TaskResult(output, {key: value})
     spec = EffectSpec.classified("builtin.memory.write", dict(env.input))

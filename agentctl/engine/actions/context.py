@@ -12,7 +12,9 @@ from agentctl import tracecontext
 from agentctl.compiler.plan import PlanTask
 from agentctl.engine.core.records import Attempt
 from agentctl.engine.effects.gate import EffectGate
+from agentctl.error_codes import ErrorCode
 from agentctl.policy.paths import WorkspacePolicy
+from agentctl.signals import TaskFailure
 
 __all__ = ["IDEMPOTENCY_KEY_VARIABLE", "TaskEnv", "TaskResult", "effect_process_env"]
 
@@ -66,6 +68,28 @@ class TaskEnv:
     @property
     def policy(self) -> Mapping[str, Any]:
         return self.spec.get("policy") or {}
+
+    def memory_write(self, key: str) -> dict[str, Any]:
+        """What writing ``input.value`` to working-memory ``key`` reports (``status``,
+        ``changed``, ``before``, ``after``, ``key``), after the one check of a declared
+        write: a task that declares ``memoryWrites``, or any task of a run whose tasks may
+        run concurrently, writes only the keys it declares."""
+        declared = self.task.memory_writes
+        if (declared or self.max_concurrency > 1) and key not in declared:
+            raise TaskFailure(
+                f"memory key `{key}` is not in the task's memoryWrites {list(declared)}",
+                code=ErrorCode.MEMORY_UNDECLARED_WRITE,
+            )
+        value = self.input.get("value")
+        before = self.memory.get(key)
+        changed = key not in self.memory or before != value
+        return {
+            "status": "changed" if changed else "unchanged",
+            "changed": changed,
+            "before": before,
+            "after": value,
+            "key": key,
+        }
 
 
 @dataclass

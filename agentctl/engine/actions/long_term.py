@@ -134,22 +134,8 @@ async def _search(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
 
 async def _promote(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
     key = _key(env)
-    declared = env.task.memory_writes
-    if (declared or env.max_concurrency > 1) and key not in declared:
-        raise TaskFailure(
-            f"memory key `{key}` is not in the task's memoryWrites {list(declared)}",
-            code="memory.undeclared_write",
-        )
-    value = env.input.get("value")
-    before = env.memory.get(key)
-    changed = key not in env.memory or before != value
-    output = {
-        "status": "changed" if changed else "unchanged",
-        "changed": changed,
-        "before": before,
-        "after": value,
-        "key": key,
-    }
+    output = env.memory_write(key)
+    value = output["after"]
     spec = EffectSpec.classified("builtin.long_term_memory.promote", dict(env.input))
 
     async def dispatch(_effect_id: str) -> Any:

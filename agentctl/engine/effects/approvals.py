@@ -16,10 +16,12 @@ from pydantic import Field
 from pydantic.dataclasses import dataclass as record
 
 from agentctl.digest import canonical_json
+from agentctl.error_codes import ErrorCode
 from agentctl.errors import NotFoundError, UsageError
 from agentctl.store import approvals_repo
 from agentctl.store.engine import SqlRunner
 from agentctl.store.records import check_format_version
+from agentctl.store.states import ApprovalState
 from agentctl.store.transitions import guarded_update
 from agentctl.typed_records import CAMEL, CamelRecord, IsoDateTime
 
@@ -45,7 +47,7 @@ class Approval(CamelRecord):
     answer_schema: dict[str, Any] | None
     input: Any
     risk: str | None
-    status: str
+    status: ApprovalState
     resolver: str | None
     answer: Any
     reason: str | None
@@ -142,7 +144,7 @@ def resolve_approval(
     conn: SqlRunner,
     approval_id: str,
     *,
-    status: str,
+    status: ApprovalState,
     actor: str,
     reason: str | None,
     now: datetime,
@@ -150,12 +152,12 @@ def resolve_approval(
 ) -> Approval:
     """Record a decision once; a second, different decision is refused (exit 2)."""
     current = require_approval(conn, approval_id)
-    if current.status != "pending":
+    if current.status != ApprovalState.PENDING:
         if current.status == status and current.answer == answer:
             return current
         raise UsageError(
             f"approval {approval_id} is already {current.status} by {current.resolver}",
-            code="approval.resolved",
+            code=ErrorCode.APPROVAL_RESOLVED,
             hint=f"decisions are final; inspect the run with `agentctl inspect {current.run_id}`",
         )
     guarded_update(

@@ -29,12 +29,14 @@ from agentctl.engine.effects.approval_policy import (
     non_interactive_mode,
 )
 from agentctl.engine.effects.approvals import create_approval, get_approval
+from agentctl.engine.effects.journal import ConcludedEffectState
 from agentctl.engine.effects.tracing import (
     approval_wait,
     approval_waited,
     traced_dispatch,
     traced_effect,
 )
+from agentctl.error_codes import ErrorCode
 from agentctl.errors import AgentctlError, Cancelled, OwnershipLostError, PersistenceError
 from agentctl.ids import Clock, approval_id
 from agentctl.signals import (
@@ -48,6 +50,7 @@ from agentctl.signals import (
 from agentctl.store import effects_repo
 from agentctl.store.errors import retry_transient
 from agentctl.store.ownership import OwnedRun
+from agentctl.store.states import ApprovalState, EffectState
 
 __all__ = ["EffectGate", "InteractiveApprover"]
 
@@ -123,14 +126,14 @@ class EffectGate:
             if not found.same_request:
                 # One effect per position: a different request here is refused, after the
                 # journaled one (if its outcome is unknown) has stopped the run as uncertain.
-                if existing.status in ("started", "uncertain"):
+                if existing.status in (EffectState.STARTED, EffectState.UNCERTAIN):
                     self._reuse(existing)
                 raise journal.nondeterministic(existing, spec)
             self._usage[existing.id] = (usage, failed_usage)
             reused = self._reuse(existing)
             if reused is not _PROCEED:
                 return reused
-            if existing.status == "waiting_for_approval":
+            if existing.status == EffectState.WAITING_FOR_APPROVAL:
                 return await self._after_approval(attempt, existing, spec, dispatch)
             return await self._start_and_dispatch(attempt, existing, spec, dispatch)
 
@@ -155,14 +158,14 @@ class EffectGate:
                     conn,
                     attempt,
                     record.id,
-                    status="failed",
-                    code="policy.denied",
+                    status=EffectState.FAILED,
+                    code=ErrorCode.POLICY_DENIED,
                     message=message,
                     event="effect.denied",
                     payload={"operation": spec.operation, "reason": denial},
                     now=now,
                 )
-            raise TaskFailure(message, code="policy.denied")
+            raise TaskFailure(message, code=ErrorCode.POLICY_DENIED)
 
         gated = needs_approval(
             self.policy,
@@ -203,8 +206,8 @@ class EffectGate:
                     conn,
                     attempt,
                     record.id,
-                    status="failed",
-                    code="budget.exceeded",
+                    status=EffectState.FAILED,
+                    code=ErrorCode.BUDGET_EXCEEDED,
                     message=denied.message(),
                     event="budget.exceeded",
                     payload={
@@ -217,7 +220,7 @@ class EffectGate:
                     now=now,
                 )
         if denied is not None:
-            raise TaskFailure(denied.message(), code="budget.exceeded", stops_run=True)
+            raise TaskFailure(denied.message(), code=ErrorCode.BUDGET_EXCEEDED, stops_run=True)
         self._usage[record.id] = (usage, failed_usage)
         self.faults.hit("effect.requested")
         if gated:
@@ -230,8 +233,8 @@ class EffectGate:
         attempt: Attempt,
         effect_id: str,
         *,
-        status: Any,
-        code: str,
+        status: ConcludedEffectState,
+        code: ErrorCode,
         message: str,
         event: str,
         payload: dict[str, Any],
@@ -244,7 +247,7 @@ class EffectGate:
             status=status,
             now=now,
             confirmed=True,
-            error={"code": code, "message": message},
+            error={"code": str(code), "message": message},
         )
         self.log.event(conn, event, payload, now=now, task_id=attempt.task_id, effect_id=effect_id)
 
@@ -252,34 +255,34 @@ class EffectGate:
 
     def _reuse(self, record: journal.EffectRecord) -> Any:
         """The journaled outcome, or ``_PROCEED`` when the effect may still be dispatched."""
-        if record.status == "succeeded" and record.confirmed:
+        if record.status == EffectState.SUCCEEDED and record.confirmed:
             return record.result
-        if record.status == "failed":
+        if record.status == EffectState.FAILED:
             error = record.error or {}
             raise TaskFailure(
                 str(error.get("message") or f"{record.operation} failed"),
-                code=str(error.get("code") or "effect.failed"),
+                code=str(error.get("code") or ErrorCode.EFFECT_FAILED),
                 retryable=bool(error.get("retryable")),
                 details=error.get("details"),
             )
-        if record.status == "cancelled":
+        if record.status == EffectState.CANCELLED:
             error = record.error or {}
             raise TaskFailure(
                 str(error.get("message") or "approval rejected"),
-                code=str(error.get("code") or "approval.rejected"),
+                code=str(error.get("code") or ErrorCode.APPROVAL_REJECTED),
                 stops_run=True,
             )
-        if record.status in ("started", "uncertain", "succeeded"):
+        if record.status in (EffectState.STARTED, EffectState.UNCERTAIN, EffectState.SUCCEEDED):
             with self.store.read() as conn:
                 conclusion = journal.latest_reconciliation(conn, record.id)
             if conclusion is not None and conclusion.status == "applied":
                 return conclusion.result
             if conclusion is not None:
                 raise FreshAttempt(record.id)
-            if record.status != "uncertain":
+            if record.status != EffectState.UNCERTAIN:
                 now = self.clock.now()
                 with self.store.write() as conn:
-                    journal.set_status(conn, record.id, "uncertain", now)
+                    journal.set_status(conn, record.id, EffectState.UNCERTAIN, now)
                     self.log.event(
                         conn,
                         "effect.uncertain",
@@ -342,7 +345,7 @@ class EffectGate:
                 resolve_approval(
                     conn,
                     aid,
-                    status="approved" if allowed else "rejected",
+                    status=ApprovalState.APPROVED if allowed else ApprovalState.REJECTED,
                     actor="terminal",
                     reason="answered at the terminal",
                     now=now,
@@ -371,16 +374,16 @@ class EffectGate:
                     conn,
                     attempt,
                     record.id,
-                    status="failed",
-                    code="policy.denied",
+                    status=EffectState.FAILED,
+                    code=ErrorCode.POLICY_DENIED,
                     message=message,
                     event="effect.denied",
                     payload={"reason": message},
                     now=now,
                 )
-            raise TaskFailure(message, code="policy.denied")
+            raise TaskFailure(message, code=ErrorCode.POLICY_DENIED)
         with self.store.write() as conn:
-            journal.set_status(conn, record.id, "waiting_for_approval", now)
+            journal.set_status(conn, record.id, EffectState.WAITING_FOR_APPROVAL, now)
             store_approval(conn, now)
             self.log.event(
                 conn,
@@ -402,10 +405,10 @@ class EffectGate:
         aid = approval_id(record.id)
         with self.store.read() as conn:
             approval = get_approval(conn, aid)
-        if approval is None or approval.status == "pending":
+        if approval is None or approval.status == ApprovalState.PENDING:
             raise ApprovalPending(aid)
         approval_waited(approval, record.operation)
-        if approval.status != "approved":
+        if approval.status != ApprovalState.APPROVED:
             return self._reject(attempt, record, aid)
         return await self._start_and_dispatch(attempt, record, spec, dispatch)
 
@@ -417,14 +420,14 @@ class EffectGate:
                 conn,
                 attempt,
                 record.id,
-                status="cancelled",
-                code="approval.rejected",
+                status=EffectState.CANCELLED,
+                code=ErrorCode.APPROVAL_REJECTED,
                 message=message,
                 event="effect.cancelled",
                 payload={"reason": message},
                 now=now,
             )
-        raise TaskFailure(message, code="approval.rejected", stops_run=True)
+        raise TaskFailure(message, code=ErrorCode.APPROVAL_REJECTED, stops_run=True)
 
     # -- dispatch ----------------------------------------------------------------------
 
@@ -439,26 +442,26 @@ class EffectGate:
         # One conditional update of the effect's row (and the owner's task row): a claimed
         # task's fence makes it with row locks, without queueing for the write lock.
         with self.store.row_write() as conn:
-            journal.set_status(conn, record.id, "started", now)
+            journal.set_status(conn, record.id, EffectState.STARTED, now)
             if self._on_task_running is not None:
                 self._on_task_running(conn, attempt)
         self.faults.hit("effect.started")
         try:
             result = await traced_dispatch(spec, dispatch, record.id)
         except TaskFailure as failure:
-            self._finish(attempt, record, "failed", error=failure.to_json())
+            self._finish(attempt, record, EffectState.FAILED, error=failure.to_json())
             raise
         except AgentctlError as error:
             mapped = as_task_failure(error)
-            self._finish(attempt, record, "failed", error=mapped.to_json())
+            self._finish(attempt, record, EffectState.FAILED, error=mapped.to_json())
             raise mapped from error
         except OutcomeUnknown as unknown:
             self._finish(
                 attempt,
                 record,
-                "uncertain",
+                EffectState.UNCERTAIN,
                 error={
-                    "code": "effect.uncertain",
+                    "code": ErrorCode.EFFECT_UNCERTAIN,
                     "message": unknown.message,
                     "details": unknown.details,
                 },
@@ -469,16 +472,16 @@ class EffectGate:
             self._finish(
                 attempt,
                 record,
-                "uncertain",
+                EffectState.UNCERTAIN,
                 error={
-                    "code": "effect.cancelled_in_flight",
+                    "code": ErrorCode.EFFECT_CANCELLED_IN_FLIGHT,
                     "message": "cancelled after dispatch; outcome unknown",
                 },
                 confirmed=False,
             )
             raise
         self.faults.hit("effect.dispatched")
-        self._finish(attempt, record, "succeeded", result=result)
+        self._finish(attempt, record, EffectState.SUCCEEDED, result=result)
         self.faults.hit("effect.finished")
         return result
 
@@ -486,7 +489,7 @@ class EffectGate:
         self,
         attempt: Attempt,
         record: journal.EffectRecord,
-        status: Any,
+        status: ConcludedEffectState,
         *,
         result: Any = None,
         error: Any = None,
@@ -516,10 +519,10 @@ class EffectGate:
                     error_json=None if error is None else canonical_json(error),
                     now=now,
                 )
-                if status == "succeeded":
+                if status == EffectState.SUCCEEDED:
                     actual = usage(result) if usage is not None else {}
                     overruns = budget.settle(conn, attempt.run_id, record.id, actual, now)
-                elif status in ("failed", "cancelled"):
+                elif status in (EffectState.FAILED, EffectState.CANCELLED):
                     budget.settle(conn, attempt.run_id, record.id, failed_usage or {}, now)
                 # An uncertain effect keeps its worst-case reservation: it may have consumed it.
                 for overrun in overruns:
@@ -565,7 +568,7 @@ class EffectGate:
         if overruns:
             raise TaskFailure(
                 overruns[0].overrun_message(),
-                code="budget.exceeded",
+                code=ErrorCode.BUDGET_EXCEEDED,
                 stops_run=True,
             )
 

@@ -26,12 +26,14 @@ from agentctl.compiler.effects import kind_effect
 from agentctl.digest import canonical_json, effect_id, effect_input_digest, identity_json
 from agentctl.engine.core.records import RunRow
 from agentctl.engine.effects import budget
+from agentctl.error_codes import ErrorCode
 from agentctl.errors import NotFoundError, PersistenceError
 from agentctl.observability import telemetry
 from agentctl.signals import TaskFailure
 from agentctl.store import effects_repo
 from agentctl.store.engine import SqlRunner
 from agentctl.store.records import check_format_version
+from agentctl.store.states import EffectState
 from agentctl.store.transitions import guarded_update
 from agentctl.typed_records import CAMEL, CamelRecord, IsoDateTime
 
@@ -58,7 +60,14 @@ __all__ = [
 #: tasks undoes (written by the compensation planner, read when the task commits).
 COMPENSATION_INPUT = "__agentctlCompensation"
 ReconciliationStatus = Literal["applied", "not_applied", "compensated"]
-TERMINAL_EFFECT_STATUSES = frozenset({"succeeded", "failed", "cancelled"})
+TERMINAL_EFFECT_STATUSES = frozenset(
+    {EffectState.SUCCEEDED, EffectState.FAILED, EffectState.CANCELLED}
+)
+#: The states an effect is concluded in by the gate (an uncertain one may still be
+#: reconciled by an operator).
+ConcludedEffectState = Literal[
+    EffectState.SUCCEEDED, EffectState.FAILED, EffectState.CANCELLED, EffectState.UNCERTAIN
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,7 +151,7 @@ class EffectRecord(CamelRecord):
     idempotency: str
     risk: str
     idempotency_key: str | None
-    status: str
+    status: EffectState
     confirmed: bool
     request: Any
     result: Any
@@ -167,7 +176,7 @@ def _record(row: Mapping[str, Any]) -> EffectRecord:
     except ValueError as exc:
         raise PersistenceError(
             f"effect {row['id']} of run {row['run_id']} has a corrupt record: {exc}",
-            code="store.corrupt",
+            code=ErrorCode.STORE_CORRUPT,
             hint="the database was modified outside agentctl; restore it from a backup",
             run_id=row["run_id"],
         ) from exc
@@ -305,7 +314,7 @@ def nondeterministic(record: EffectRecord, spec: EffectSpec) -> TaskFailure:
         f"{spec.operation} at effect position {record.ordinal} than the one journaled there "
         f"(effect {record.id}, {record.operation}, {record.status}); the task's body or its "
         "inputs are not deterministic",
-        code="effect.nondeterministic",
+        code=ErrorCode.EFFECT_NONDETERMINISTIC,
         stops_run=True,
         permanent=True,
         details={"effectId": record.id, "operation": spec.operation, "ordinal": record.ordinal},
@@ -334,11 +343,11 @@ def record_tool_call(
     )
 
 
-def set_status(conn: Any, effect_id_: str, status: str, now: datetime) -> None:
+def set_status(conn: Any, effect_id_: str, status: EffectState, now: datetime) -> None:
     values: dict[str, Any] = {"status": status}
-    if status == "started":
+    if status == EffectState.STARTED:
         values["started_at"] = now
-    elif status in TERMINAL_EFFECT_STATUSES or status == "uncertain":
+    elif status in TERMINAL_EFFECT_STATUSES or status == EffectState.UNCERTAIN:
         values["finished_at"] = now
     guarded_update(conn, "effect", (effect_id_,), values)
 
@@ -347,7 +356,7 @@ def finish_effect(
     conn: Any,
     effect_id_: str,
     *,
-    status: Literal["succeeded", "failed", "cancelled", "uncertain"],
+    status: ConcludedEffectState,
     now: datetime,
     result: Any = None,
     error: Any = None,
@@ -374,7 +383,7 @@ def _reconciliation(row: Mapping[str, Any]) -> Reconciliation:
     except ValueError as exc:
         raise PersistenceError(
             f"reconciliation {row['id']} of effect {row['effect_id']} has a corrupt record: {exc}",
-            code="store.corrupt",
+            code=ErrorCode.STORE_CORRUPT,
             hint="the database was modified outside agentctl; restore it from a backup",
         ) from exc
 

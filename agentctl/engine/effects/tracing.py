@@ -34,6 +34,7 @@ from agentctl.observability.telemetry import AttributeValue, Span, TraceIds, act
 from agentctl.signals import ApprovalPending, EffectBlocked, FreshAttempt, TaskFailure
 from agentctl.store import runs_repo
 from agentctl.store.engine import SqlRunner
+from agentctl.store.states import RunState
 
 if TYPE_CHECKING:
     from agentctl.compiler.plan import PlanTask
@@ -137,7 +138,7 @@ class RunTrace:
         if self.span.ids is None or self._ended:
             return
         self.span.set({"agentctl.run.state": status})
-        if status in ("failed", "cancelled") and error:
+        if status in (RunState.FAILED, RunState.CANCELLED) and error:
             self.span.fail(str(error.get("code") or f"run.{status}"), str(error.get("message")))
         active().add("agentctl.runs", 1, {"agentctl.run.state": status})
         self._end()

@@ -43,6 +43,7 @@ from agentctl.typed_records import CAMEL, CamelRecord, keys_in_order
 __all__ = [
     "CompensationPlan",
     "CompensationStep",
+    "compensate_automatically",
     "create_compensation_run",
     "plan_compensation",
 ]
@@ -316,3 +317,15 @@ def create_compensation_run(
             conn, plan.source.id, [e for step in plan.runnable for e in step.effects]
         ),
     )
+
+
+def compensate_automatically(store: Store, run: RunRow, *, clock: Clock) -> str | None:
+    """``spec.compensation.onFailure: automatic``, decided once for the executor and the
+    workers: for a run that just failed, plan and create its compensation run. Its id, or
+    None when ``run`` is itself a compensation, does not ask for automatic compensation,
+    or has nothing to undo. The caller runs it (or releases it to the workers)."""
+    setting = ((run.workflow.get("spec") or {}).get("compensation") or {}).get("onFailure")
+    if run.mode == "compensate" or setting != "automatic":
+        return None
+    plan = plan_compensation(store, run.id)
+    return create_compensation_run(store, plan, clock=clock, ids=IdGenerator(clock))
