@@ -33,7 +33,11 @@ how often some backend held the store's write lock (an advisory lock). Each scal
 gives the CPU of the workers' ``sleep`` children apart, and, from the workers' events, a
 claimed task's time from claim to outcome recorded (``task_ms``) and of recording the
 outcome (``finish_ms``). ``--max-concurrency`` changes the workflow's
-``runtime.maxConcurrency`` (the driver's batch size, 64 by default). ``BENCH_PYTHONPATH``
+``runtime.maxConcurrency`` (the driver's batch size, 64 by default). ``--runs K`` splits
+the 400 tasks over K runs of 400/K tasks executed at the same time (independent runs:
+with per-run locks their writes do not wait for each other); the probe then also says how
+often the store lock was held exclusively and how many backends waited on an advisory
+lock. ``BENCH_PYTHONPATH``
 is put in front of the workers' ``PYTHONPATH`` (a ``sitecustomize`` that traces
 statements, say).
 
@@ -85,6 +89,11 @@ from agentctl.ids import IdGenerator, SystemClock  # noqa: E402
 from agentctl.store.engine import Store, open_store  # noqa: E402
 
 PEERS_PYTHON = "/tmp/peers-venv/bin/python"
+
+#: The store lock's key ("agentctl", 0x6167656E7463746C) as pg_locks shows an advisory
+#: bigint key: (classid, objid) = (high, low) 32 bits. A constant here, so that the
+#: probe reads the same on a checkout from before per-run locks (``--checkout``).
+_STORE_LOCK = (0x6167656E, 0x7463746C)
 
 
 def scale_workflow(n: int, endpoint: str | None = None, batch: int = 64) -> str:
@@ -207,8 +216,11 @@ def _cpu_seconds(pid: int) -> float:
 class Server:
     """A database server: fresh databases at the current schema, from a template."""
 
-    def __init__(self, url: str | None) -> None:
+    def __init__(self, url: str | None, directory: str | None = None) -> None:
         self.cluster: Any = None
+        #: The data directory's parent of a server started elsewhere (``--server-dir``):
+        #: its CPU is measured too.
+        self.directory = Path(directory) if directory else None
         if url is None:
             from tests.pg.cluster import start_cluster
 
@@ -236,9 +248,10 @@ class Server:
 
     def cpu_seconds(self) -> float | None:
         """CPU time of the server this script started (its processes, live and ended)."""
-        if self.cluster is None or self.cluster.directory is None:
+        directory = self.directory or (self.cluster.directory if self.cluster else None)
+        if directory is None:
             return None
-        pid = int((self.cluster.directory / "data" / "postmaster.pid").read_text().split()[0])
+        pid = int((directory / "data" / "postmaster.pid").read_text().split()[0])
         total = _cpu_seconds(pid)
         for entry in Path("/proc").iterdir():
             if not entry.name.isdigit():
@@ -307,6 +320,8 @@ class ActivitySampler:
         self.lock_waiters = 0
         self.idle_in_transaction = 0
         self.write_lock_held = 0
+        self.store_lock_exclusive = 0
+        self.advisory_waits = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
 
@@ -326,14 +341,19 @@ class ActivitySampler:
             while not self._stop.wait(self.every):
                 rows = conn.execute(
                     "SELECT state, wait_event_type, wait_event, EXISTS (SELECT 1 FROM pg_locks l "
-                    "WHERE l.pid = a.pid AND l.locktype = 'advisory' AND l.granted) "
+                    "WHERE l.pid = a.pid AND l.locktype = 'advisory' AND l.granted), "
+                    "EXISTS (SELECT 1 FROM pg_locks l WHERE l.pid = a.pid AND l.granted "
+                    "AND l.locktype = 'advisory' AND l.mode = 'ExclusiveLock' "
+                    "AND l.classid::bigint = %s AND l.objid::bigint = %s) "
                     "FROM pg_stat_activity a WHERE datname = %s AND pid <> pg_backend_pid()",
-                    (database,),
+                    (*_STORE_LOCK, database),
                 ).fetchall()
                 self.samples += 1
                 self.write_lock_held += any(row[3] for row in rows)
+                self.store_lock_exclusive += any(row[4] for row in rows)
+                self.advisory_waits += sum(row[2] == "advisory" for row in rows)
                 self.idle_in_transaction += sum(row[0] == "idle in transaction" for row in rows)
-                for state, kind, event, _ in rows:
+                for state, kind, event, _, _ in rows:
                     if state == "active":
                         self.active += 1
                         if kind is not None:
@@ -349,9 +369,13 @@ class ActivitySampler:
             "samples": self.samples,
             "active_backends_avg": round(self.active / n, 2),
             "lock_waiting_backends_avg": round(self.lock_waiters / n, 2),
-            # How often some backend held an advisory lock (the store's write lock), and
-            # how many sat in a transaction waiting for their client.
+            # How often some backend held an advisory lock (a run's or the store's; before
+            # per-run locks, the store's one write lock), how often one held the store
+            # lock exclusively, how many backends waited on an advisory lock per sample,
+            # and how many sat in a transaction waiting for their client.
             "write_lock_held_fraction": round(self.write_lock_held / n, 3),
+            "store_lock_exclusive_fraction": round(self.store_lock_exclusive / n, 3),
+            "advisory_waiting_backends_avg": round(self.advisory_waits / n, 3),
             "idle_in_transaction_avg": round(self.idle_in_transaction / n, 2),
             "waits_per_sample": {k: round(v / n, 3) for k, v in top},
         }
@@ -384,9 +408,10 @@ def _children_cpu(pid: int) -> float:
 
 
 def with_workers(
-    server: Server, text: str, workers: int, concurrency: int, probe: bool = False
+    server: Server, text: str, workers: int, concurrency: int, probe: bool = False, runs: int = 1
 ) -> Measured:
-    """Run the workflow by ``workers`` worker processes (``probe``: sample the backends)."""
+    """Run the workflow by ``workers`` worker processes (``probe``: sample the backends);
+    ``runs`` runs of it at once (the clock stops when the last one is done)."""
     ws = _workspace(text)
     url = server.fresh()
     prepared = prepare_run(str(ws / "wf.yaml"), workspace=str(ws))
@@ -403,15 +428,23 @@ def with_workers(
         sampler = ActivitySampler(url) if probe else contextlib.nullcontext()
         with sampler:
             started = time.perf_counter()
-            run_id = create_run(store, prepared, clock=clock, ids=IdGenerator(clock))
-            detach_run(store, run_id)
-            state = asyncio.run(wait_for_run(store, run_id))
+            run_ids = [
+                create_run(store, prepared, clock=clock, ids=IdGenerator(clock))
+                for _ in range(runs)
+            ]
+            for run_id in run_ids:
+                detach_run(store, run_id)
+
+            async def wait_all() -> list[str]:
+                return list(await asyncio.gather(*(wait_for_run(store, r) for r in run_ids)))
+
+            states = asyncio.run(wait_all())
             wall = time.perf_counter() - started
         driver_cpu = _own_cpu() - driver_before
         workers_cpu = sum(_cpu_seconds(w.process.pid) for w in pool) - workers_before
         children_cpu = sum(_children_cpu(w.process.pid) for w in pool) - children_before
         server_after = server.cpu_seconds()
-        assert state == "succeeded", state
+        assert set(states) == {"succeeded"}, states
     finally:
         for worker in pool:
             worker.stop()
@@ -495,13 +528,14 @@ def scaling(
     n: int = 400,
     probe: bool = False,
     batch: int = 64,
+    runs: int = 1,
 ) -> list[dict[str, Any]]:
     out = []
     endpoint = SlowEndpoint() if variant == "http" else None
     try:
-        text = scale_workflow(n, None if endpoint is None else endpoint.url, batch)
+        text = scale_workflow(n // runs, None if endpoint is None else endpoint.url, batch)
         for workers in counts:
-            measured = with_workers(server, text, workers, concurrency, probe)
+            measured = with_workers(server, text, workers, concurrency, probe, runs)
             pool = measured.pool
             done = [e for w in pool for e in w.events if e.get("state") == "task.done"]
             waited = sorted(
@@ -514,9 +548,10 @@ def scaling(
             out.append(
                 {
                     "bench": "agentctl-postgresql",
-                    "workload": f"scale_{n}x50ms_{variant}",
+                    "workload": f"scale_{n}x50ms_{variant}" + (f"_{runs}runs" if runs > 1 else ""),
                     "durability": f"workers={workers}",
                     "checkout": str(CHECKOUT),
+                    "runs": runs,
                     "workers": workers,
                     "concurrency_per_worker": concurrency,
                     "max_concurrency": batch,
@@ -553,6 +588,10 @@ def scaling(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--url", help="a server whose user may create databases")
+    parser.add_argument(
+        "--server-dir",
+        help="with --url: the directory holding that server's data/ (its CPU is measured)",
+    )
     parser.add_argument("--workers", type=int, nargs="*", default=[1, 2, 4, 8])
     parser.add_argument("--skip-standard", action="store_true")
     parser.add_argument("--dbos", action="store_true", help="also run DBOS on the same server")
@@ -570,8 +609,14 @@ def main() -> None:
     parser.add_argument(
         "--probe", action="store_true", help="sample the server's backends (waits, locks)"
     )
+    parser.add_argument(
+        "--runs",
+        type=int,
+        default=1,
+        help="split the 400 tasks over this many runs executed at once (independent runs)",
+    )
     args = parser.parse_args()
-    server = Server(args.url)
+    server = Server(args.url, args.server_dir)
     try:
         lines = [] if args.skip_standard else standard(server)
         for line in lines:
@@ -581,7 +626,15 @@ def main() -> None:
             script = Path(__file__).with_name("pg_dbos_bench.py")
             subprocess.run([PEERS_PYTHON, str(script), dbos_url], check=True, timeout=600)
         for variant in ("sleep", "http") if args.variant == "both" else (args.variant,):
-            for line in scaling(server, args.workers, variant, args.concurrency, probe=args.probe):
+            for line in scaling(
+                server,
+                args.workers,
+                variant,
+                args.concurrency,
+                probe=args.probe,
+                batch=args.max_concurrency,
+                runs=args.runs,
+            ):
                 print(json.dumps(line), flush=True)
     finally:
         server.close()

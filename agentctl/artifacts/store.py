@@ -50,7 +50,7 @@ from agentctl.artifacts.models import (
 )
 from agentctl.errors import AgentctlError, NotFoundError, TaskError, UsageError
 from agentctl.ids import Clock, IdGenerator
-from agentctl.store import artifacts_repo
+from agentctl.store import artifacts_repo, locks
 from agentctl.store.location import artifact_root
 
 if TYPE_CHECKING:
@@ -151,7 +151,9 @@ class ArtifactStore:
             self._faults.hit("artifact.hashed")
         lease_ids = [self._ids.new("lease") for _ in sources]
         now = self.clock.now()
-        with self.store.write() as conn:
+        # Each ingestion writes its own lease rows only: scoped to no run, so it takes the
+        # store lock shared (a GC batch, which decides on every lease, takes it whole).
+        with self.store.write(locks.Locks()) as conn:
             catalog.insert_leases(
                 conn,
                 zip(lease_ids, (digest for digest, _ in expected), strict=True),
@@ -180,14 +182,14 @@ class ArtifactStore:
             for item in staged:
                 item.temp.unlink(missing_ok=True)
             # Best effort: an unreleased lease only delays gc by its hour.
-            with contextlib.suppress(AgentctlError), self.store.write() as conn:
+            with contextlib.suppress(AgentctlError), self.store.write(locks.Locks()) as conn:
                 catalog.release_leases(conn, lease_ids)
             raise
         return [IngestedBlob(item.digest, item.size, item.lease_id) for item in staged]
 
     def _bind(self, staged: list[Staged]) -> None:
         """Re-point leases at the bytes actually copied, before those are published."""
-        with self.store.write() as conn:
+        with self.store.write(locks.Locks()) as conn:
             now = self.clock.now()
             for item in staged:
                 if not catalog.bind_lease(conn, item.lease_id, item.digest, now):

@@ -33,10 +33,24 @@ def worker_command(
         str | None,
         typer.Option("--name", help="This worker's name in events and the audit log."),
     ] = None,
+    recover_interrupted: Annotated[
+        bool,
+        typer.Option(
+            "--recover-interrupted",
+            help="Also take over runs whose driving process died (after its lease), as "
+            "`agentctl resume` would; effects it left in doubt still park the run.",
+        ),
+    ] = False,
     db: DbOption = None,
 ) -> int:
-    """Execute runs released to workers: `roll --detach`, runs whose owner died, and
-    parked runs whose approval or answer arrived.
+    """Execute runs released to workers: `roll --detach`, and parked runs whose approval
+    or answer arrived; with --recover-interrupted, also runs whose owner died.
+
+    A run whose driving process (a `roll`, another worker) died is left for an operator
+    by default, as the daemon and the dashboard leave it: `agentctl resume RUN` continues
+    it. With --recover-interrupted the worker takes such runs over once their lease
+    (AGENTCTL_LEASE_SECONDS) ran out; an effect the dead owner left in doubt becomes
+    uncertain and parks the run, never re-dispatched.
 
     Needs a PostgreSQL database (--db or AGENTCTL_DB). Start as many workers as you like, on
     as many hosts as share the database and the artifact root; each claims runs with
@@ -48,6 +62,8 @@ def worker_command(
     exit 0. Events are printed one per line (`--output jsonl`).
 
     Example: agentctl worker --concurrency 8 --name w1 --db postgresql://agentctl@db/agentctl
+
+    Example: agentctl worker --recover-interrupted --db postgresql://agentctl@db/agentctl
     """
     import asyncio
     import signal
@@ -70,7 +86,12 @@ def worker_command(
     # A worker serves runs that already exist: a mistyped --db is refused, never created.
     with open_store(db_from_context(ctx, db), create=False) as store:
         worker = Worker(
-            store, name=chosen, concurrency=concurrency, clock=SystemClock(), events=emit
+            store,
+            name=chosen,
+            concurrency=concurrency,
+            clock=SystemClock(),
+            events=emit,
+            recover_interrupted=recover_interrupted,
         )
 
         async def main() -> None:

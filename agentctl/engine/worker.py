@@ -1,10 +1,12 @@
 """``agentctl worker``: execute runs released to workers on a PostgreSQL store.
 
-A worker claims runs whose lease has expired — released by ``roll --detach``, or left by
-an owner that died — and executes each exactly as ``agentctl resume`` would, up to
-``concurrency`` at a time, in one asyncio loop. Claiming is one write transaction:
-``SELECT … FOR UPDATE SKIP LOCKED`` picks the rows, and :func:`ownership.claim` takes each
-run with a fresh fencing token under the owner id the execution then uses. From there the
+A worker claims runs released to the workers (``roll --detach``, a run another worker
+gave back), and with ``recover_interrupted`` also runs whose driving owner died (left for
+an operator otherwise, as the daemon and the dashboard leave them), and executes each
+exactly as ``agentctl resume`` would, up to ``concurrency`` at a time, in one asyncio loop.
+Claiming is one write transaction: ``SELECT … FOR UPDATE SKIP LOCKED`` picks the rows, each
+run's lock is tried (a run with a write in flight is passed by), and :func:`ownership.claim`
+takes each run with a fresh fencing token under the owner id the execution then uses. From there the
 ordinary executor holds the run: its heartbeat renews the lease, every write is fenced, the
 effect protocol is the one of a single process. So two workers never execute one run at
 once, and a worker that lost its run (stopped past its lease, cut off from the database)
@@ -35,7 +37,7 @@ from agentctl.errors import (
     UsageError,
 )
 from agentctl.ids import Clock
-from agentctl.store import ownership, run_queue, task_claims_repo
+from agentctl.store import locks, ownership, run_queue, task_claims_repo
 from agentctl.store.adoption import adoptable_parked_runs
 from agentctl.store.engine import Store
 from agentctl.store.errors import TRANSIENT_CODES, retry_window_seconds
@@ -83,7 +85,7 @@ def require_postgres(store: Store, what: str) -> None:
 def detach_run(store: Store, run_id: str) -> None:
     """Release a just-created run to the workers (it has no owner yet)."""
     require_postgres(store, "roll --detach")
-    with store.write() as conn:
+    with store.write(locks.run(run_id)) as conn:
         run_queue.release_to_workers(conn, run_id)
 
 
@@ -104,6 +106,7 @@ class Worker:
         concurrency: int,
         clock: Clock,
         events: Events | None = None,
+        recover_interrupted: bool = False,
     ) -> None:
         require_postgres(store, "agentctl worker")
         if concurrency < 1:
@@ -115,6 +118,8 @@ class Worker:
         self.name = name
         self.concurrency = concurrency
         self.clock = clock
+        # Runs whose driving owner died are an operator's unless the worker was told.
+        self.recover_interrupted = recover_interrupted
         self.report = WorkerReport(name)
         self._events = events or (lambda _kind, _data: None)
         self._stopping: asyncio.Event | None = None
@@ -238,7 +243,7 @@ class Worker:
         now = self.clock.now()
         with self.store.read() as conn:
             found_runs = runs and (
-                run_queue.any_claimable_run(conn, now)
+                run_queue.any_claimable_run(conn, now, interrupted=self.recover_interrupted)
                 or bool(adoptable_parked_runs(conn, now, limit=1))
             )
             found_tasks = tasks and task_claims_repo.claimable(conn, now, only_runs)
@@ -256,10 +261,10 @@ class Worker:
     ) -> list[task_claims_repo.ClaimedTask]:
         """Claim up to ``limit`` tasks. Ready tasks are claimed with row locks only
         (``Store.row_write``); with ``reclaim``, claims whose lease ran out are taken too,
-        under the write lock, as each is recorded with an audit event of its run."""
+        each under its run's lock (tried, never waited for), as each is recorded with an
+        audit event of its run."""
         now = self.clock.now()
-        transaction = self.store.write if reclaim else self.store.row_write
-        with transaction() as conn:
+        with self.store.write(locks.Locks()) if reclaim else self.store.row_write() as conn:
             claimed = task_claims_repo.claim_ready(
                 conn,
                 self.name,
@@ -338,8 +343,12 @@ class Worker:
         now = self.clock.now()
         claimed: list[tuple[str, str]] = []
         adopted: set[str] = set()
-        with self.store.write() as conn:
-            candidates = run_queue.claimable_runs(conn, now, limit)
+        # Scoped to no run: each candidate's lock is tried below, and a run whose write is
+        # in flight (its previous owner's, an operator's) is passed by like a locked row.
+        with self.store.write(locks.Locks()) as conn:
+            candidates = run_queue.claimable_runs(
+                conn, now, limit, interrupted=self.recover_interrupted
+            )
             if len(candidates) < limit:
                 # Parked runs whose answer arrived and whose owner is gone: the same rule
                 # as the daemon's (store/adoption.py), claimed like any other run.
@@ -347,6 +356,8 @@ class Worker:
                 adopted = {p.run_id for p in parked}
                 candidates += [p.run_id for p in parked]
             for run_id in candidates:
+                if not locks.try_run_lock(conn, run_id):
+                    continue
                 owner_id = f"{ownership.new_owner_id()}:{self.name}"
                 try:
                     claim = ownership.claim(conn, run_id, owner_id, now)
@@ -426,7 +437,7 @@ class Worker:
         delay, deadline = 0.05, time.monotonic() + retry_window_seconds()
         while True:
             try:
-                with self.store.write() as conn:
+                with self.store.write(locks.run(run_id)) as conn:
                     given = run_queue.give_back(conn, run_id, owner_id, to_workers=to_workers)
                 break
             except PersistenceError as exc:
@@ -467,7 +478,7 @@ class Worker:
             )
             return
         if created is not None:
-            with self.store.write() as conn:
+            with self.store.write(locks.run(created)) as conn:
                 run_queue.release_to_workers(conn, created)
 
 

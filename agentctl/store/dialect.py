@@ -18,12 +18,12 @@ expression index on PostgreSQL), metadata filters (SQLite's ``->`` on text, Post
 
 How a transaction begins differs too, and is one table here (:func:`begin_statement`). A
 SQLite write transaction begins ``IMMEDIATE`` (the database's one write lock); a PostgreSQL
-write transaction takes one transaction-scoped advisory lock first, so writers are
-serialised exactly as on SQLite and every read-then-write of a repository (guarded
-transitions, the fencing check, claims) keeps the guarantee it has there. Reads see one
-snapshot (``REPEATABLE READ``). The workers' task claims and claim outcomes are the
-exception: each is one statement exact under PostgreSQL's row locks, so they run without
-the write lock (``Store.row_write``).
+write transaction takes the advisory locks of its scope first (:mod:`agentctl.store.locks`:
+the run it concerns, or the whole store), so every read-then-write of a repository (guarded
+transitions, the fencing check, the audit chain, claims) keeps the guarantee it has on
+SQLite while writes of different runs do not wait for each other. Reads see one snapshot
+(``REPEATABLE READ``). The workers' task claims and claim outcomes are exact under
+PostgreSQL's row locks alone, so they take no advisory lock (``Store.row_write``).
 """
 
 from __future__ import annotations
@@ -32,13 +32,14 @@ import re
 from functools import lru_cache
 from typing import Any
 
+from agentctl.store import locks
+
 __all__ = [
     "POSTGRESQL",
     "READ",
     "ROW_LOCKS",
     "SQLITE",
     "WRITE",
-    "WRITE_LOCK_KEY",
     "begin_statement",
     "dialect_name",
     "is_postgres",
@@ -48,11 +49,7 @@ __all__ = [
 SQLITE = "sqlite"
 POSTGRESQL = "postgresql"
 
-#: The advisory lock every PostgreSQL write transaction holds (an arbitrary constant that
-#: spells "agentctl" in ASCII, so an operator can recognise it in ``pg_locks``).
-WRITE_LOCK_KEY = 0x6167656E7463746C
-
-#: The kinds of transaction: a write holding the store's write lock (``Store.write``,
+#: The kinds of transaction: a write holding the locks of its scope (``Store.write``,
 #: ``DriverSession.write``), a read of one snapshot (``read``), and a write decided by row
 #: locks alone (``Store.row_write``, the workers' claims).
 WRITE, READ, ROW_LOCKS = "write", "read", "row_locks"
@@ -64,16 +61,19 @@ _BEGIN = {
     (SQLITE, WRITE): "BEGIN IMMEDIATE",
     (SQLITE, READ): "BEGIN",
     (SQLITE, ROW_LOCKS): "BEGIN IMMEDIATE",
-    # One simple query, one round trip (the key is a constant integer).
-    (POSTGRESQL, WRITE): f"BEGIN; SELECT pg_advisory_xact_lock({int(WRITE_LOCK_KEY)})",
+    # Unscoped: the whole store. A scoped write's BEGIN is locks.begin_postgres's.
+    (POSTGRESQL, WRITE): locks.begin_postgres(None),
     (POSTGRESQL, READ): "BEGIN ISOLATION LEVEL REPEATABLE READ",
     (POSTGRESQL, ROW_LOCKS): "BEGIN",  # READ COMMITTED, no write lock
 }
 
 
-def begin_statement(dialect: str, kind: str) -> str:
+def begin_statement(dialect: str, kind: str, scope: locks.Locks | None = None) -> str:
     """The statement a ``kind`` transaction (:data:`WRITE`, :data:`READ`,
-    :data:`ROW_LOCKS`) begins with on ``dialect``."""
+    :data:`ROW_LOCKS`) begins with on ``dialect``; a PostgreSQL write takes the locks of
+    its ``scope`` (None: the whole store). One simple query, one round trip."""
+    if scope is not None and (dialect, kind) == (POSTGRESQL, WRITE):
+        return locks.begin_postgres(scope)
     return _BEGIN[(dialect, kind)]
 
 

@@ -43,6 +43,7 @@ from agentctl.store.dialect import (
 )
 from agentctl.store.errors import driver_error, retry_window_seconds
 from agentctl.store.location import MEMORY, is_postgres_url
+from agentctl.store.locks import Locks
 from agentctl.store.sealing import CLEAR, SEALER_OPTION, Sealer
 from agentctl.store.sqlite_connections import (
     SQLITE_DRIVER,
@@ -137,8 +138,15 @@ class Store:
         return str(self.engine.dialect.name)
 
     @contextmanager
-    def write(self) -> Iterator[Connection]:
-        with _translate_errors(self.path), self.engine.connect() as conn, conn.begin():
+    def write(self, scope: Locks | None = None) -> Iterator[Connection]:
+        """A write transaction. On PostgreSQL it holds the locks of ``scope``
+        (:mod:`agentctl.store.locks`: ``locks.run(run_id)`` for a write that concerns one
+        run), or the whole store when it names none; on SQLite the one writer's lock."""
+        with (
+            _translate_errors(self.path),
+            self.engine.connect().execution_options(agentctl_locks=scope) as conn,
+            conn.begin(),
+        ):
             yield conn
 
     @contextmanager
@@ -169,13 +177,17 @@ class Store:
 
     @contextmanager
     def driver_session(
-        self, on_begin: Callable[[DriverSession], None] | None = None
+        self,
+        on_begin: Callable[[DriverSession], None] | None = None,
+        *,
+        scope: Locks | None = None,
     ) -> Iterator[DriverSession]:
         """One pooled connection used at the driver level, for a run's hot path.
 
         A task transition is a handful of fixed statements; going straight to the sqlite3
         driver keeps its cost near the fsync of its commit. Transactions still begin
-        IMMEDIATE and either commit whole or roll back.
+        IMMEDIATE and either commit whole or roll back; on PostgreSQL its write
+        transactions hold the locks of ``scope`` (see :meth:`write`).
         """
         # On PostgreSQL the pool's connections are in autocommit at the driver (see
         # store/postgres.py): statements outside write() see committed data and hold no
@@ -193,7 +205,13 @@ class Store:
         except DBAPIError as exc:
             raise driver_error(self.path, exc.orig) from exc
         session = DriverSession(
-            raw, self.path, on_begin, dialect=dialect, give_back=give_back, reconnect=reconnect
+            raw,
+            self.path,
+            on_begin,
+            dialect=dialect,
+            give_back=give_back,
+            reconnect=reconnect,
+            scope=scope,
         )
         session.sealer = self.sealer
         try:
@@ -293,8 +311,8 @@ class _ReadEach:
 
 class DriverSession:
     """``exec_driver_sql`` over a raw driver connection, with write transactions that take
-    the database's write lock first (``BEGIN IMMEDIATE`` on SQLite, the advisory write lock
-    on PostgreSQL)."""
+    the write's locks first (``BEGIN IMMEDIATE`` on SQLite, the advisory locks of its
+    scope on PostgreSQL)."""
 
     sealer: Sealer = CLEAR
 
@@ -307,6 +325,7 @@ class DriverSession:
         dialect: Any = None,
         give_back: Callable[[], None] | None = None,
         reconnect: Callable[[], tuple[Any, Callable[[], None]]] | None = None,
+        scope: Locks | None = None,
     ) -> None:
         self._raw = raw
         self._give_back = give_back
@@ -316,7 +335,7 @@ class DriverSession:
         self.dialect = dialect
         self._postgres = dialect is not None and dialect.name == POSTGRESQL
         name = POSTGRESQL if self._postgres else SQLITE
-        self._begin = {kind: begin_statement(name, kind) for kind in (WRITE, READ)}
+        self._begin = {kind: begin_statement(name, kind, scope) for kind in (WRITE, READ)}
 
     def exec_driver_sql(self, statement: str, parameters: Any = ()) -> _DriverResult:
         try:
@@ -335,7 +354,7 @@ class DriverSession:
         return _DriverResult(cursor)
 
     def write(self) -> AbstractContextManager[DriverSession]:
-        """A write transaction that holds the database's write lock from its start."""
+        """A write transaction that holds its locks from its start."""
         return self._transaction(self._begin[WRITE], self._on_begin)
 
     def read(self) -> AbstractContextManager[DriverSession]:

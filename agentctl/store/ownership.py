@@ -28,6 +28,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from agentctl.errors import BlockedError, NotFoundError, OwnershipLostError
+from agentctl.store import locks
 from agentctl.store.timestamps import to_db
 
 __all__ = [
@@ -244,7 +245,7 @@ class OwnedRun:
 
     The executor, the effect gate and everything they call write through this object, so
     no owner write can skip the fencing check (it runs first in each IMMEDIATE
-    transaction, under the write lock).
+    transaction, under the run's lock: every write that moves the token holds it too).
     """
 
     def __init__(self, store: Any, claimed: Claim) -> None:
@@ -262,13 +263,14 @@ class OwnedRun:
 
     @contextmanager
     def write(self) -> Iterator[Any]:
-        with self.store.write() as conn:
+        with self.store.write(locks.run(self.run_id)) as conn:
             check_fence(conn, self.run_id, self.token)
             yield conn
 
     def driver_session(self) -> Any:
         return self.store.driver_session(
-            on_begin=lambda session: check_fence(session, self.run_id, self.token)
+            on_begin=lambda session: check_fence(session, self.run_id, self.token),
+            scope=locks.run(self.run_id),
         )
 
     def row_write(self) -> Any:

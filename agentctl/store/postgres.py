@@ -8,9 +8,11 @@ The same Alembic history and the same repositories as SQLite (see
 - ``lock_timeout`` equals SQLite's busy timeout (``AGENTCTL_SQLITE_BUSY_TIMEOUT_MS``,
   10 s by default): a writer waits for the write lock that long, then fails with
   ``store.locked`` instead of waiting forever;
-- write transactions take one advisory lock (:data:`~agentctl.store.dialect.WRITE_LOCK_KEY`)
-  first: writers are serialised as on SQLite, so the fencing check, guarded transitions
-  and claims decide on rows no other writer can change before the commit;
+- write transactions take the advisory locks of their scope first
+  (:mod:`agentctl.store.locks`): a run's writes that run's lock, any other write the whole
+  store; so the fencing check, guarded transitions and claims decide on rows no other
+  writer can change before the commit, and the writes of different runs do not wait for
+  each other;
 - the workers' task claims and outcomes begin a plain ``BEGIN`` (``READ COMMITTED``, no
   advisory lock, see ``Store.row_write``): each decides on its rows with row locks, and
   taking the one write lock made every claim and outcome of every worker queue behind
@@ -18,7 +20,7 @@ The same Alembic history and the same repositories as SQLite (see
 - read transactions are ``REPEATABLE READ``: one consistent snapshot, like SQLite's;
 - every transaction begins in one round trip: connections are in autocommit at the
   driver and the ``begin`` hook sends ``BEGIN ISOLATION LEVEL REPEATABLE READ``, or
-  ``BEGIN`` and the advisory lock in one simple query (where psycopg's own implicit
+  ``BEGIN`` and the advisory locks in one simple query (where psycopg's own implicit
   ``BEGIN`` and then the lock would take two). A worker executes several transactions per
   task, each a round trip to the server at least, so these are what a task costs;
 - a pooled connection is checked with a ping only when it has been idle for
@@ -113,8 +115,10 @@ def make_engine(url: str, settings: StoreSettings) -> Engine:
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Connection) -> None:
-        kind = conn.get_execution_options().get("agentctl_begin", dialect.WRITE)
-        conn.exec_driver_sql(dialect.begin_statement(dialect.POSTGRESQL, kind))
+        options = conn.get_execution_options()
+        kind = options.get("agentctl_begin", dialect.WRITE)
+        scope = options.get("agentctl_locks")
+        conn.exec_driver_sql(dialect.begin_statement(dialect.POSTGRESQL, kind, scope))
 
     return engine
 

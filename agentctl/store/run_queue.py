@@ -1,8 +1,10 @@
 """Runs waiting for a worker (PostgreSQL): claiming them, and waking whoever waits.
 
-A run waits for a worker when it is ``running`` with a lease that has expired: its owner
-died or is cut off, or it never had one because ``roll --detach`` released it to workers
-(no owner, a lease that expired at the epoch). A run that ``roll`` or ``retry`` has just
+A run waits for a worker when it is ``running``, unowned, with a lease that has expired:
+``roll --detach`` released it to workers (a lease that expired at the epoch), or a worker
+gave it back after a transient store error. A run whose owner died or is cut off (owner
+recorded, lease expired) waits for an operator, or for a worker started with
+``--recover-interrupted``. A run that ``roll`` or ``retry`` has just
 created and is about to execute in its own process has no lease at all, so no worker
 takes it from under that process.
 Workers claim such runs with ``SELECT … FOR UPDATE SKIP LOCKED`` inside their write
@@ -76,22 +78,35 @@ def give_back(conn: Any, run_id: str, owner_id: str, *, to_workers: bool) -> boo
     return True
 
 
-def claimable_runs(conn: Any, now: datetime, limit: int) -> list[str]:
-    """Up to ``limit`` running runs whose lease has expired, oldest first, locked for this
-    transaction; rows another worker is claiming right now are skipped, not waited for."""
+def _waiting(interrupted: bool) -> str:
+    """Running runs whose lease has expired and that were released to the workers (no
+    owner recorded); with ``interrupted`` also those whose owner died or is cut off."""
+    return "status = 'running' AND owner_lease_expires_at IS NOT NULL " + (
+        "AND owner_lease_expires_at < ?"
+        if interrupted
+        else "AND owner_lease_expires_at < ? AND owner_id IS NULL"
+    )
+
+
+def claimable_runs(conn: Any, now: datetime, limit: int, *, interrupted: bool = False) -> list[str]:
+    """Up to ``limit`` runs waiting for a worker, oldest first, locked for this
+    transaction; rows another worker is claiming right now are skipped, not waited for.
+
+    A run whose driving owner died (it may have died in the middle of a task) is left for
+    an operator, as the daemon and the dashboard leave it, unless ``interrupted`` (a
+    worker started with ``--recover-interrupted``)."""
     rows = conn.exec_driver_sql(
-        "SELECT id FROM runs WHERE status = 'running' AND owner_lease_expires_at IS NOT NULL "
-        "AND owner_lease_expires_at < ? ORDER BY created_at, id LIMIT ? FOR UPDATE SKIP LOCKED",
+        f"SELECT id FROM runs WHERE {_waiting(interrupted)} "  # noqa: S608 - fixed text
+        "ORDER BY created_at, id LIMIT ? FOR UPDATE SKIP LOCKED",
         (to_db(now), limit),
     )
     return [str(row[0]) for row in rows]
 
 
-def any_claimable_run(conn: Any, now: datetime) -> bool:
+def any_claimable_run(conn: Any, now: datetime, *, interrupted: bool = False) -> bool:
     """Whether :func:`claimable_runs` would find a run (a read, without locking)."""
     row = conn.exec_driver_sql(
-        "SELECT 1 FROM runs WHERE status = 'running' AND owner_lease_expires_at IS NOT NULL "
-        "AND owner_lease_expires_at < ? LIMIT 1",
+        f"SELECT 1 FROM runs WHERE {_waiting(interrupted)} LIMIT 1",  # noqa: S608
         (to_db(now),),
     ).first()
     return row is not None

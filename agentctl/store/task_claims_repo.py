@@ -27,6 +27,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from agentctl.errors import OwnershipLostError
+from agentctl.store import locks
 from agentctl.store.run_queue import notify_run
 from agentctl.store.timestamps import to_db
 
@@ -137,11 +138,13 @@ def claim_ready(
     that does not hold the store's write lock (``Store.row_write``): two workers never
     take one row, and a row claimed, finished or withdrawn meanwhile is re-checked by
     the server before it is locked. A reclaim is recorded with an audit event of the run,
-    which needs the write lock (``Store.write``)."""
+    which needs the run's lock: a scoped write (``Store.write(locks.Locks())``) tries it
+    for each expired row, and passes by a row whose run has a write in flight (the next
+    round takes it), as it passes by a locked row."""
     stamp = to_db(now)
     expired = " OR (c.state = 'claimed' AND c.lease_expires_at < ?)" if reclaim else ""
     statement = (
-        "SELECT c.run_id, c.task_id, c.token, c.payload_json, c.ready_at, c.worker, "
+        "SELECT c.run_id, c.task_id, c.token, c.payload_json, c.ready_at, c.worker, c.state, "
         "r.owner_token, (SELECT MAX(k.seq) FROM checkpoints k WHERE k.run_id = c.run_id) "
         "FROM task_claims c JOIN runs r ON r.id = c.run_id WHERE r.status = 'running' "
         f"AND (c.state = 'ready'{expired})"
@@ -158,7 +161,9 @@ def claim_ready(
     picked = list(conn.exec_driver_sql(statement, tuple(parameters)))
     expires = to_db(now + timedelta(seconds=lease_seconds))
     claimed: list[ClaimedTask] = []
-    for run_id, task_id, token, payload, ready_at, previous, owner_token, seq in picked:
+    for run_id, task_id, token, payload, ready_at, previous, state, owner_token, seq in picked:
+        if state == "claimed" and not locks.try_run_lock(conn, str(run_id)):
+            continue
         conn.exec_driver_sql(
             "UPDATE task_claims SET state = 'claimed', worker = ?, token = ?, "
             "lease_expires_at = ?, started_at = ? WHERE run_id = ? AND task_id = ?",

@@ -59,6 +59,9 @@ class Checker:
         #: (run, task) whose effect is confirmed, or reconciled applied, or that succeeded.
         self.confirmed: set[tuple[str, str]] = set()
         self.artifact_state = ""
+        #: ledger marker -> the run whose effect reports it (a worker executes many runs
+        #: in one process, so its lines are attributed by marker, not by pid).
+        self.marker_run: dict[str, str] = {}
 
     # -- the views other parts use --------------------------------------------------------
 
@@ -163,8 +166,16 @@ class Checker:
         lines = world.ledger()
         per_identity: Counter[tuple[str, str]] = Counter()
         task_of = {label: task for (_, task), label in LABELS.items()}
+        for run_id, inspected in self.inspections.items():
+            for effect in inspected["effects"]:
+                for marker in [effect_marker(effect), *applied_markers(effect)]:
+                    if marker is not None:
+                        self.marker_run.setdefault(marker, run_id)
         for line in lines:
-            run_id = world.pid_run.get(line.pid)
+            if line.pid in world.worker_pids:
+                run_id = self.marker_run.get(line.marker)
+            else:
+                run_id = world.pid_run.get(line.pid)
             if run_id is None:
                 problems.append(f"ledger line {line} was written by no known agentctl process")
                 continue

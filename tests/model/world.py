@@ -78,6 +78,8 @@ class World:
     db: Path = field(init=False)
     #: agentctl pid -> the run it executed (roll/resume/retry/compensate).
     pid_run: dict[int, str] = field(default_factory=dict)
+    #: pids of ``agentctl worker`` processes (they execute many runs each).
+    worker_pids: set[int] = field(default_factory=set)
     #: run -> the run its lineage started from (retry/replay/compensate keep the root).
     lineage: dict[str, str] = field(default_factory=dict)
     workflow_of: dict[str, str] = field(default_factory=dict)

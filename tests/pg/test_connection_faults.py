@@ -80,7 +80,7 @@ def test_a_lock_timeout_is_store_locked_through_the_store(
 ) -> None:
     import psycopg
 
-    from agentctl.store.dialect import WRITE_LOCK_KEY
+    from agentctl.store.locks import STORE_KEY as WRITE_LOCK_KEY
 
     monkeypatch.setenv("AGENTCTL_SQLITE_BUSY_TIMEOUT_MS", "200")
     store = open_store(german_url)

@@ -86,10 +86,10 @@ def test_a_200_task_fan_out_over_three_workers_runs_every_task_once(
     assert cli("audit", run_id, "--verify", "--db", postgres_url).exit_code == 0
 
 
-def _spawn(database: str, ws: Path, name: str, concurrency: int, **env: str) -> Any:
+def _spawn(database: str, ws: Path, name: str, concurrency: int, *flags: str, **env: str) -> Any:
     return subprocess.Popen(
         [sys.executable, "-m", "agentctl", "--output", "jsonl", "worker", "--name", name]
-        + ["--concurrency", str(concurrency), "--db", database],
+        + ["--concurrency", str(concurrency), "--db", database, *flags],
         cwd=ws,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -121,7 +121,12 @@ def _crash_and_recover(
     claimed = [json.loads(line)["data"] for line in out.splitlines() if line.strip()]
     assert sum(1 for e in claimed if e.get("state") == "task.claimed") == 2
     assert len(_ledger(ledger)) == 2  # both tasks' processes ran before the kill
-    survivors = [_spawn(database, ws, name, 4, **lease) for name in ("w1", "w2")]
+    # The dead worker drove the run: only a worker told to recover interrupted runs takes
+    # it (the other one executes the tasks the new driver publishes).
+    survivors = [
+        _spawn(database, ws, "w1", 4, "--recover-interrupted", **lease),
+        _spawn(database, ws, "w2", 4, **lease),
+    ]
     try:
         for survivor in survivors:
             _ready(survivor)

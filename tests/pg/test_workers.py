@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -36,10 +37,10 @@ spec:
 """
 
 
-def _worker(database: str, cwd: Path, name: str, **env: str) -> subprocess.Popen[str]:
+def _worker(database: str, cwd: Path, name: str, *flags: str, **env: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "agentctl", "--output", "jsonl", "worker", "--name", name]
-        + ["--concurrency", "2", "--db", database],
+        + ["--concurrency", "2", "--db", database, *flags],
         cwd=cwd,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -117,8 +118,9 @@ def test_detached_runs_are_executed_once_each_by_two_workers(
 def test_a_worker_killed_mid_effect_leaves_it_uncertain_for_the_next_worker(
     cli: Any, postgres_url: str, tmp_path: Path
 ) -> None:
-    """The run is reclaimed after the dead worker's lease; the effect it dispatched is never
-    run again by another worker: it becomes uncertain and the run parks for a person."""
+    """A worker leaves the dead worker's run to an operator; one started with
+    --recover-interrupted takes it over after the lease, and the effect the dead worker
+    dispatched is never run again: it becomes uncertain and the run parks for a person."""
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "wf.yaml").write_text(TAGGED)
@@ -134,7 +136,18 @@ def test_a_worker_killed_mid_effect_leaves_it_uncertain_for_the_next_worker(
     doomed.communicate(timeout=120)
     assert doomed.returncode == -signal.SIGKILL
     assert _executions(ws) == 1
-    survivor = _worker(postgres_url, ws, "survivor")
+    while rows(postgres_url, "SELECT COUNT(*) FROM runs WHERE owner_lease_expires_at < now()") != [
+        (1,)
+    ]:
+        time.sleep(0.05)
+    bystander = _worker(postgres_url, ws, "bystander")
+    _ready(bystander)  # it looked once at ready; a second look after its idle second
+    time.sleep(1.3)
+    assert _stop(bystander)[-1]["data"]["runs"] == {}
+    assert rows(postgres_url, "SELECT status, owner_id LIKE '%doomed' FROM runs") == [
+        ("running", True)
+    ]
+    survivor = _worker(postgres_url, ws, "survivor", "--recover-interrupted")
     try:
         _ready(survivor)
         waited = cli("--output", "json", "runs", "wait", run_id, "--db", postgres_url)
@@ -191,7 +204,7 @@ def test_a_worker_waits_out_a_held_write_lock_instead_of_dying(
 ) -> None:
     import psycopg
 
-    from agentctl.store.dialect import WRITE_LOCK_KEY
+    from agentctl.store.locks import STORE_KEY as WRITE_LOCK_KEY
 
     ws = tmp_path / "ws"
     ws.mkdir()

@@ -1,14 +1,16 @@
 """Task-level claims, the worker's side: executing one task of another process's run.
 
 A worker claims a task row (:mod:`agentctl.store.task_claims_repo`) and executes the task
-with the executor's own attempt loop (retries, timeouts, the effect gate, artifact
-ingestion), over a snapshot of the run as its owner last committed it: plan, task rows,
-working memory. What differs from the owner's execution is only who may write:
+through the run's one task-attempt path (:class:`~agentctl.engine.run.attempts.TaskAttempts`:
+retries, timeouts, the effect gate, artifact ingestion), as the executor does, over a
+snapshot of the run as its owner last committed it: plan, task rows, working memory. What
+differs from the owner's execution is only who may write:
 
 - every write goes through :class:`ClaimFence`, which checks the claim's fencing token
-  inside the write transaction (under the store's write lock): after the lease ran out and
-  another worker claimed the task, or after the owner withdrew the claim (cancel, deadline,
-  takeover), this worker's writes fail and nothing of it lands;
+  inside the write transaction (under the run's lock, the claim's row read ``FOR SHARE``):
+  after the lease ran out and another worker claimed the task, or after the owner
+  withdrew the claim (cancel, deadline, takeover), this worker's writes fail and nothing
+  of it lands;
 - the outcome is written on the claim row, fenced the same way, in one transaction; the
   task row, checkpoint and audit transition are the owner's commit, in plan order;
 - a heartbeat renews the claim's lease and watches the run: a cancel request, a passed
@@ -28,7 +30,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentctl.engine.core.records import (
@@ -39,17 +40,16 @@ from agentctl.engine.core.records import (
     replay_memory,
 )
 from agentctl.engine.effects import tracing
-from agentctl.engine.effects.gate import EffectGate
+from agentctl.engine.run.artifacts import RunArtifacts
+from agentctl.engine.run.attempts import TaskAttempts
 from agentctl.engine.run.commits import TaskOutcome
-from agentctl.engine.run.executor import RunExecutor
 from agentctl.engine.run.frontier import StoredPlan, TaskOutputs, TaskRows
 from agentctl.engine.run.outcome import ExecutionOptions
 from agentctl.engine.run.task_claims import outcome_to_json
 from agentctl.errors import Cancelled, OwnershipLostError
 from agentctl.ids import Clock
-from agentctl.policy.paths import WorkspacePolicy
 from agentctl.policy.secrets import secret_sources
-from agentctl.store import ownership, task_claims_repo
+from agentctl.store import locks, ownership, task_claims_repo
 from agentctl.store.engine import SqlRunner, Store
 from agentctl.store.task_claims_repo import ClaimedTask
 
@@ -68,7 +68,9 @@ class ClaimFence(ownership.OwnedRun):
         self.task_id = claimed.task_id
 
     def _check(self, conn: Any) -> None:
-        task_claims_repo.check_claim(conn, self.run_id, self.task_id, self.token)
+        # The claim's row read FOR SHARE, as in row_write: a reclaim passes it by and a
+        # withdrawal waits, so nothing of a write lands once the claim is lost.
+        task_claims_repo.check_claim(conn, self.run_id, self.task_id, self.token, lock_row=True)
 
     @contextmanager
     def write(self) -> Iterator[Any]:
@@ -76,11 +78,13 @@ class ClaimFence(ownership.OwnedRun):
         # three of these transactions, and SQLAlchemy's per-statement work would cost
         # more CPU than the statements. Each still begins with the write lock and the
         # fencing check, and commits whole or rolls back.
-        with self.store.driver_session(on_begin=self._check) as session, session.write() as conn:
+        with self.driver_session() as session, session.write() as conn:
             yield conn
 
     def driver_session(self) -> Any:
-        return self.store.driver_session(on_begin=self._check)
+        # The run's lock: the gate appends to the run's audit chain and reserves on its
+        # budget, read-then-writes the run's owner does under the same lock.
+        return self.store.driver_session(on_begin=self._check, scope=locks.run(self.run_id))
 
     @contextmanager
     def row_write(self) -> Iterator[Any]:
@@ -212,65 +216,44 @@ class RunSnapshots:
         return self.store.reads_one_by_one()
 
 
-class _ClaimedTaskRunner(RunExecutor):
-    """The executor's attempt loop for one claimed task, writing through the claim."""
+def _attempts(
+    store: Store,
+    claimed: ClaimedTask,
+    snapshot: _Snapshot,
+    *,
+    clock: Clock,
+    options: ExecutionOptions,
+) -> TaskAttempts:
+    """The run's one task-attempt path (engine/run/attempts.py) over the snapshot, writing
+    through the claim's fence. The task row is the owner's to write (in its ordered batch
+    commit), so nothing here marks it running; a worker has no terminal to ask at."""
+    fence = ClaimFence(store, claimed)
+    run = snapshot.run
+    return TaskAttempts(
+        run=run,
+        plan=snapshot.plan,
+        rows=snapshot.rows,
+        outputs=TaskOutputs(snapshot.rows),
+        writer=fence,
+        log=RunLog(run.id, checkpoint_seq=snapshot.checkpoint_seq),
+        trace=tracing.RunTrace.off(run.id),
+        clock=clock,
+        options=options,
+        artifacts=RunArtifacts(store, clock, run.id),
+        session=lambda: fence,
+    )
 
-    def __init__(
-        self,
-        store: Store,
-        claimed: ClaimedTask,
-        snapshot: _Snapshot,
-        *,
-        clock: Clock,
-        options: ExecutionOptions,
-    ) -> None:
-        super().__init__(store, claimed.run_id, clock=clock, options=options)
-        run = snapshot.run
-        self.run = run
-        self.plan = snapshot.plan
-        self.rows = snapshot.rows
-        self.memory = snapshot.memory
-        self.spec = run.workflow.get("spec") or {}
-        self.outputs = TaskOutputs(self.rows)
-        self.prediction = None
-        self.owned = ClaimFence(store, claimed)
-        self.artifacts.writer = self.owned
-        self._session = self.owned
-        self.log = RunLog(run.id, checkpoint_seq=snapshot.checkpoint_seq)
-        self.trace = tracing.RunTrace.off(run.id)
-        policy = dict(self.spec.get("policy") or {})
-        self.base_dir = Path(options.workspace or run.workspace or ".")
-        self.workspace = WorkspacePolicy(
-            self.base_dir,
-            str(policy.get("workspaceRoot") or "."),
-            list(policy.get("writableRoots") or []),
-        )
-        self.policy = policy
-        self.gate = EffectGate(
-            self.owned,
-            self.log,
-            clock,
-            policy=policy,
-            faults=options.faults,
-            approver=None,
-            # The task row is the owner's to write (in its ordered batch commit).
-            on_task_running=lambda _conn, _attempt: None,
-            approval_mode=self._compensation_approval(),
-        )
-        runtime = self.spec.get("runtime") or {}
-        self.default_timeout = int(runtime.get("defaultTimeoutSeconds") or 120)
-        self.claimed = claimed
 
-    async def run_claimed(self) -> TaskOutcome:
-        payload = json.loads(self.claimed.payload_json)
-        task = self.plan.tasks[self.claimed.task_id]
-        with secret_sources(self.workspace.workspace_root, self.policy):
-            try:
-                return await self._run_task(
-                    task, dict(payload.get("vars") or {}), self.memory, payload.get("condition")
-                )
-            finally:
-                self.artifacts.close()
+async def _run_claimed(attempts: TaskAttempts, claimed: ClaimedTask, memory: Any) -> TaskOutcome:
+    payload = json.loads(claimed.payload_json)
+    task = attempts.plan.tasks[claimed.task_id]
+    with secret_sources(attempts.workspace.workspace_root, attempts.policy):
+        try:
+            return await attempts.run_task(
+                task, dict(payload.get("vars") or {}), memory, payload.get("condition")
+            )
+        finally:
+            attempts.artifacts.close()
 
 
 async def execute_claimed(
@@ -292,8 +275,8 @@ async def execute_claimed(
     snapshot = snapshots.cached(claimed)
     if snapshot is None:
         snapshot = await asyncio.to_thread(snapshots.get, claimed)
-    runner = _ClaimedTaskRunner(store, claimed, snapshot, clock=clock, options=options)
-    work = asyncio.create_task(runner.run_claimed())
+    attempts = _attempts(store, claimed, snapshot, clock=clock, options=options)
+    work = asyncio.create_task(_run_claimed(attempts, claimed, snapshot.memory))
     watch = asyncio.create_task(_heartbeat(store, claimed, snapshot.run, clock, work))
     try:
         outcome = await work

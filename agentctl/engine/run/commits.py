@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentctl.compiler.plan import PlanTask
 from agentctl.digest import canonical_json, digest_json, sha256_hex
@@ -29,6 +29,9 @@ from agentctl.spec.template_exceptions import TemplateError
 from agentctl.spec.templates import render
 from agentctl.store import tasks_repo
 from agentctl.store.transitions import close_live_parts
+
+if TYPE_CHECKING:
+    from agentctl.engine.run.attempts import TaskAttempts
 
 __all__ = ["RunCommits", "TaskOutcome"]
 
@@ -69,19 +72,12 @@ class RunCommits:
     artifacts: RunArtifacts
     log: RunLog
     trace: RunTrace
+    attempts: TaskAttempts
     _session: Any
     _released: bool
 
     def _context(self, task_vars: Mapping[str, Any], memory: Mapping[str, Any]) -> TemplateContext:
-        return TemplateContext(
-            inputs=self.run.inputs,
-            vars=task_vars,
-            memory=memory,
-            tasks=self.outputs,
-            artifacts=self.artifacts.template_values(
-                {tid: self.plan.tasks[tid] for tid in self.plan.artifact_tasks}
-            ),
-        )
+        return self.attempts.context(task_vars, memory)
 
     def _commit_batch(self, items: list[tuple[PlanTask, TaskOutcome]]) -> None:
         """Commit a batch's task transitions in plan order, in one transaction.
@@ -198,9 +194,7 @@ class RunCommits:
         return memory
 
     def _emit(self, kind: str, data: dict[str, Any]) -> None:
-        if self.options.events is not None:
-            ids = self.trace.event_fields(data.get("taskId"))
-            self.options.events(kind, {"runId": self.run_id, **ids, **data})
+        self.attempts.emit(kind, data)
 
     def _finish_run(
         self,

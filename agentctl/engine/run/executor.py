@@ -19,14 +19,10 @@ import asyncio
 import contextlib
 import heapq
 import sys
-from collections.abc import Callable, Mapping
-from datetime import UTC
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 from agentctl.compiler.plan import PlanTask
-from agentctl.digest import digest_json
-from agentctl.engine.actions.context import TaskEnv, TaskResult
 from agentctl.engine.core.records import (
     TERMINAL_RUN_STATES,
     TERMINAL_TASK_STATES,
@@ -36,36 +32,22 @@ from agentctl.engine.core.records import (
     replay_memory,
 )
 from agentctl.engine.effects import tracing
-from agentctl.engine.effects.gate import EffectGate
-from agentctl.engine.run import deadlines, retrying
+from agentctl.engine.run import deadlines
 from agentctl.engine.run.artifacts import RunArtifacts
+from agentctl.engine.run.attempts import TaskAttempts
 from agentctl.engine.run.collector import settle_long_lived
 from agentctl.engine.run.commits import RunCommits, TaskOutcome
 from agentctl.engine.run.frontier import TaskOutputs, load_frontier, take_handed
 from agentctl.engine.run.outcome import ExecutionOptions, RunOutcome, finished_outcome
 from agentctl.engine.run.prediction import Prediction
-from agentctl.engine.run.tasks import (
-    check_contract,
-    loop_exit_guard,
-    run_body,
-    when_condition,
-    when_skip_output,
-)
 from agentctl.engine.run.watchers import RunWatchers
-from agentctl.errors import AgentctlError, Cancelled, OwnershipLostError, PersistenceError
+from agentctl.errors import AgentctlError, Cancelled, OwnershipLostError
 from agentctl.ids import Clock
-from agentctl.policy.paths import WorkspacePolicy
 from agentctl.policy.secrets import secret_sources
 from agentctl.signals import (
-    ApprovalPending,
     EffectBlocked,
-    FreshAttempt,
-    TaskFailure,
-    as_task_failure,
 )
-from agentctl.spec.template_exceptions import TemplateError
-from agentctl.spec.templates import render
-from agentctl.store import ownership
+from agentctl.store import locks, ownership
 from agentctl.store.engine import Store
 from agentctl.store.records import check_run_records
 from agentctl.store.states import check_run_transition
@@ -74,12 +56,6 @@ __all__ = ["ExecutionOptions", "RunExecutor", "RunOutcome", "finished_outcome"]
 
 EventSink = Callable[[str, dict[str, Any]], None]
 Sleep = Callable[[float], Any]
-
-
-# Records the run cannot read: the run stops (exit 5, still resumable once the database
-# is repaired) instead of recording a task failure it cannot vouch for.
-
-_WAITING = frozenset({"running", "waiting_for_approval", "waiting_for_effect"})
 
 
 class RunExecutor(RunCommits, RunWatchers):
@@ -106,7 +82,10 @@ class RunExecutor(RunCommits, RunWatchers):
         # anyway, and answers a finished one without writing (``drive_run`` answers a
         # re-submitted run from one read before it makes an executor).
         # At the driver, like the run's later writes: the claim is a dozen statements.
-        with self.store.driver_session() as claiming, claiming.write() as conn:
+        with (
+            self.store.driver_session(scope=locks.run(self.run_id)) as claiming,
+            claiming.write() as conn,
+        ):
             run = load_run(conn, self.run_id)
             if run.status in TERMINAL_RUN_STATES:
                 return RunOutcome(run.id, run.status, run.output, run.error)
@@ -148,38 +127,35 @@ class RunExecutor(RunCommits, RunWatchers):
             self._last_cancel_check = self.clock.monotonic()
         # From here on every write of this execution is fenced by the claim's token.
         self.owned = ownership.OwnedRun(self.store, claimed)
-        self.artifacts.writer = self.owned
         self.run = run
         self.plan = plan
         self.rows = rows
         self.memory = memory
         self.spec = spec
         self.outputs = TaskOutputs(rows)
-        policy = dict(spec.get("policy") or {})
-        base_dir = Path(opts.workspace or run.workspace or ".")
-        self.workspace = WorkspacePolicy(
-            base_dir,
-            str(policy.get("workspaceRoot") or "."),
-            list(policy.get("writableRoots") or []),
-        )
-        self.base_dir = base_dir
-        self.workflow_dir = Path(run.workflow_file).parent if run.workflow_file else None
-        self.gate = EffectGate(
-            self.owned,
-            self.log,
-            self.clock,
-            policy=policy,
-            faults=opts.faults,
+        # The one task-attempt path (engine/run/attempts.py), writing through the claim.
+        self.attempts = TaskAttempts(
+            run=run,
+            plan=plan,
+            rows=rows,
+            outputs=self.outputs,
+            writer=self.owned,
+            log=self.log,
+            trace=self.trace,
+            clock=self.clock,
+            options=opts,
+            artifacts=self.artifacts,
+            session=lambda: self._session,
             approver=deadlines.excluding_person_waits(opts.approver),
             on_task_running=self._mark_running,
-            approval_mode=self._compensation_approval(),
+            prediction=self.prediction,
         )
-        runtime = spec.get("runtime") or {}
-        self.default_timeout = int(runtime.get("defaultTimeoutSeconds") or 120)
         opts.faults.hit("run.created")
         session_scope = contextlib.ExitStack()
         self._session = session_scope.enter_context(self.owned.driver_session())
-        session_scope.enter_context(secret_sources(self.workspace.workspace_root, policy))
+        session_scope.enter_context(
+            secret_sources(self.attempts.workspace.workspace_root, self.attempts.policy)
+        )
         drive = asyncio.create_task(self._drive(), context=self.trace.context())
         watcher = asyncio.create_task(self._watch_cancel(drive))
         heartbeat = asyncio.create_task(self._heartbeat(drive))
@@ -215,17 +191,13 @@ class RunExecutor(RunCommits, RunWatchers):
             self.artifacts.close()
             self.trace.close(sys.exc_info()[1])  # ends the span if no state was reached
             if not self._released:
-                with contextlib.suppress(AgentctlError), self.store.write() as conn:
+                with (
+                    contextlib.suppress(AgentctlError),
+                    self.store.write(locks.run(self.run_id)) as conn,
+                ):
                     ownership.release(conn, self.run_id, self.owned.token)
             if self._lost is not None:
                 raise self._lost
-
-    def _compensation_approval(self) -> str | None:
-        """A compensation run's approval: keep the policy, remove the gate, or always ask."""
-        if self.run.mode != "compensate":
-            return None
-        setting = str((self.spec.get("compensation") or {}).get("approval") or "policy")
-        return {"never": "never", "always": "always"}.get(setting)
 
     # -- the loop ----------------------------------------------------------------------
 
@@ -313,263 +285,27 @@ class RunExecutor(RunCommits, RunWatchers):
         runnable: list[tuple[PlanTask, dict[str, Any], dict[str, Any] | None]] = []
         for tid in batch:
             task = self.plan.tasks[tid]
-            decided = self._pre_check(task, snapshot)
+            decided = self.attempts.pre_check(task, snapshot)
             if isinstance(decided, TaskOutcome):
                 outcomes[tid] = decided
             else:
                 runnable.append((task, *decided))
         if len(runnable) == 1:
             task, task_vars, condition = runnable[0]
-            outcomes[task.id] = await self._run_task(task, task_vars, snapshot, condition)
+            outcomes[task.id] = await self.attempts.run_task(task, task_vars, snapshot, condition)
         elif runnable and self.options.task_claims is not None:
             # PostgreSQL workers: the batch spreads over workers (engine/run/task_claims.py).
             outcomes.update(await self.options.task_claims.run_batch(self, runnable))
         elif runnable:
             results = await asyncio.gather(
                 *(
-                    self._run_task(task, task_vars, snapshot, condition)
+                    self.attempts.run_task(task, task_vars, snapshot, condition)
                     for task, task_vars, condition in runnable
                 )
             )
             for (task, _, _), result in zip(runnable, results, strict=True):
                 outcomes[task.id] = result
         return outcomes
-
-    # -- one task ----------------------------------------------------------------------
-
-    def _pre_check(
-        self, task: PlanTask, memory: Mapping[str, Any]
-    ) -> TaskOutcome | tuple[dict[str, Any], dict[str, Any] | None]:
-        """Skip rules of docs/running.md, then the rendered vars the task will run with and the
-        condition decision (``when`` or loop guard) that let it run, if it has one.
-
-        A task that already started (waiting for approval or an effect) is not decided
-        again: its decision was recorded when it first ran."""
-        row = self.rows[task.id]
-        if row.status in _WAITING:
-            return self._render_vars(task, memory), None
-        aggregate = task.uses.kind in ("aggregate", "loop_aggregate", "subworkflow_aggregate")
-        if not aggregate:
-            for need in task.needs:
-                if self.rows[need].status != "succeeded":
-                    return TaskOutcome(
-                        "skipped",
-                        row.attempt,
-                        error={
-                            "code": "dependency.not_succeeded",
-                            "message": f"dependency did not succeed: {need} is "
-                            f"{self.rows[need].status}",
-                        },
-                    )
-        try:
-            task_vars = self._render_vars(task, memory)
-            for guard in task.route_guards:
-                route = self.outputs.get(guard.router) or {}
-                if task.id not in (route.get("destinations") or []):
-                    return TaskOutcome(
-                        "skipped",
-                        row.attempt,
-                        has_output=True,
-                        output={
-                            "reason": "route not selected",
-                            "route": {
-                                "router": guard.router,
-                                "selected": route.get("selected"),
-                                "matched": route.get("matched"),
-                            },
-                        },
-                    )
-            condition: dict[str, Any] | None = None
-            if task.when is not None:
-                condition = when_condition(task, self._context(task_vars, memory))
-                if not condition["result"]:
-                    return TaskOutcome(
-                        "skipped",
-                        row.attempt,
-                        has_output=True,
-                        output=when_skip_output(condition),
-                        condition=condition,
-                    )
-            elif task.uses.kind == "loop_aggregate":
-                condition = loop_exit_guard(task, self.rows, self._context(task_vars, memory))
-        except TemplateError as exc:
-            predicted = self._unpredictable(task, exc)
-            if predicted is not None:
-                return predicted
-            # Unlike upstream (docs/running.md): a template error in vars/when fails the
-            # task, not the run driver, so the run ends in a truthful state instead of
-            # stranding `running`.
-            return TaskOutcome(
-                "failed",
-                row.attempt + 1,
-                error={"code": "template.error", "message": f"task {task.id}: {exc}"},
-            )
-        return task_vars, condition
-
-    def _unpredictable(self, task: PlanTask, exc: TemplateError) -> TaskOutcome | None:
-        """In check mode, a task that cannot render an unpredicted dependency's output is
-        itself unpredicted rather than failed."""
-        if self.prediction is None:
-            return None
-        output = self.prediction.placeholder(task.id, exc)
-        if output is None:
-            return None
-        return TaskOutcome(
-            "succeeded", self.rows[task.id].attempt + 1, output=output, has_output=True
-        )
-
-    def _render_vars(self, task: PlanTask, memory: Mapping[str, Any]) -> dict[str, Any]:
-        rendered = render(dict(task.vars), self._context({}, memory))
-        return dict(rendered) if isinstance(rendered, Mapping) else {}
-
-    async def _run_task(
-        self,
-        task: PlanTask,
-        task_vars: dict[str, Any],
-        memory: Mapping[str, Any],
-        condition: dict[str, Any] | None,
-    ) -> TaskOutcome:
-        outcome = await self._attempts(task, task_vars, memory, condition)
-        outcome.condition = condition
-        return outcome
-
-    async def _attempts(
-        self,
-        task: PlanTask,
-        task_vars: dict[str, Any],
-        memory: Mapping[str, Any],
-        condition: dict[str, Any] | None,
-    ) -> TaskOutcome:
-        row = self.rows[task.id]
-        attempt_no = row.attempt if row.status in _WAITING and row.attempt else row.attempt + 1
-        attempts_used = 0
-        while True:
-            attempts_used += 1
-            attempt = Attempt(self.run_id, task.id, attempt_no)
-            self._emit("task.started", {"taskId": task.id, "attempt": attempt_no})
-            try:
-                context = self._context(task_vars, memory)
-                rendered = render(dict(task.input), context)
-                env = TaskEnv(
-                    run_id=self.run_id,
-                    task=task,
-                    attempt=attempt,
-                    input=rendered,
-                    vars=task_vars,
-                    memory=memory,
-                    workflow=self.run.workflow,
-                    gate=self.gate,
-                    workspace=self.workspace,
-                    base_dir=self.base_dir,
-                    environ=self.options.environ,
-                    check=self.options.check,
-                    diff=self.options.diff,
-                    max_concurrency=self.plan.max_concurrency,
-                    default_timeout_seconds=self.default_timeout,
-                    compensation=self.run.mode == "compensate",
-                    run_created_at=self.run.created_at.replace(tzinfo=UTC),
-                    condition=condition,
-                    workflow_dir=self.workflow_dir,
-                )
-                result: TaskResult = await tracing.traced_attempt(
-                    self.trace,
-                    task,
-                    attempt,
-                    deadlines.bounded(
-                        run_body(env, self.rows, context, self.options.pool),
-                        seconds=task.timeout_seconds,
-                        store=self.store,
-                        attempt=attempt,
-                    ),
-                )
-                if not self.options.check:
-                    check_contract(task, result.output)
-                ingested = (
-                    []
-                    if self.options.check
-                    else await self.artifacts.ingest(task, attempt_no, env.written, self.workspace)
-                )
-                return TaskOutcome(
-                    "succeeded",
-                    attempt_no,
-                    output=result.output,
-                    has_output=True,
-                    memory_delta=result.memory_delta,
-                    # Repair compares it: a task is reusable only with the same inputs.
-                    input_digest=digest_json(rendered),
-                    effect_ids=list(attempt.effect_ids),
-                    artifacts=ingested,
-                )
-            except ApprovalPending as pending:
-                return TaskOutcome(
-                    "waiting_for_approval",
-                    attempt_no,
-                    approval=pending.approval_id,
-                    error=pending.task_error(),
-                )
-            except EffectBlocked as blocked:
-                return TaskOutcome(
-                    "waiting_for_effect",
-                    attempt_no,
-                    blocked=blocked,
-                    error={
-                        "code": "effect.uncertain",
-                        "message": f"effect {blocked.effect_id} ({blocked.operation}) is uncertain",
-                    },
-                )
-            except FreshAttempt:
-                attempt_no += 1
-                attempts_used -= 1
-                continue
-            except TemplateError as exc:
-                predicted = self._unpredictable(task, exc)
-                if predicted is not None:
-                    return predicted
-                failure = TaskFailure(f"task {task.id}: {exc}", code="template.error")
-            except TaskFailure as exc:
-                failure = exc
-            except PersistenceError:
-                # The store could not record something (lost ownership, a held lock, a full
-                # disk): nothing about the task is concluded; the run stays resumable.
-                raise
-            except AgentctlError as exc:
-                failure = as_task_failure(exc)
-            if attempts_used < task.retry.max_attempts and not retrying.not_retried_reason(
-                task.retry, failure
-            ):
-                await self._wait_to_retry(task, attempt, failure, attempts_used)
-                attempt_no += 1
-                continue
-            return TaskOutcome(
-                "failed", attempt_no, error=failure.to_json(), stops_run=failure.stops_run
-            )
-
-    async def _wait_to_retry(
-        self, task: PlanTask, attempt: Attempt, failure: TaskFailure, retry_number: int
-    ) -> None:
-        """Record the failed attempt and the wait (``inspect`` shows both), then wait."""
-        seconds = retrying.wait_seconds(
-            task.retry,
-            retry_number=retry_number,
-            seed=f"{self.run_id}\0{task.id}\0{attempt.attempt}",
-            failure=failure,
-        )
-        now = self.clock.now()
-        with self._session.write() as conn:
-            self.log.event(
-                conn,
-                "task.retry_scheduled",
-                {
-                    "failedAttempt": attempt.attempt,
-                    "nextAttempt": attempt.attempt + 1,
-                    "error": failure.to_json(),
-                    "waitMs": round(seconds * 1000),
-                },
-                now=now,
-                task_id=task.id,
-            )
-        if seconds:
-            await self.options.sleep(seconds)
 
     def _mark_running(self, conn: Any, attempt: Attempt) -> None:
         row = self.rows[attempt.task_id]

@@ -135,7 +135,7 @@ class TaskClaims:
         remote = asyncio.ensure_future(self._spread(executor, spread) if spread else _nothing())
         try:
             computed = await asyncio.gather(
-                *(executor._run_task(task, tv, snapshot, cond) for task, tv, cond in local)
+                *(executor.attempts.run_task(task, tv, snapshot, cond) for task, tv, cond in local)
             )
             outcomes = await remote
         finally:

@@ -14,7 +14,7 @@ from agentctl.engine.core.records import RunRow
 from agentctl.engine.run.outcome import ExecutionOptions, RunOutcome
 from agentctl.errors import AgentctlError, Cancelled, OwnershipLostError
 from agentctl.ids import Clock
-from agentctl.store import ownership, runs_repo
+from agentctl.store import locks, ownership, runs_repo
 from agentctl.store.engine import Store
 
 __all__ = ["RunWatchers"]
@@ -70,7 +70,7 @@ class RunWatchers:
                 continue  # a busy database: the next beat tries again, well within the lease
 
     def _renew_lease(self) -> None:
-        with self.store.write() as conn:
+        with self.store.write(locks.run(self.run_id)) as conn:
             ownership.renew(conn, self.run_id, self.owned.token, self.clock.now())
 
     def _check_cancel_and_deadline(self, *, force: bool = True) -> None:

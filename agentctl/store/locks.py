@@ -1,0 +1,80 @@
+"""What a PostgreSQL write transaction serialises on: the store's lock table in code.
+
+SQLite has one writer at a time (``BEGIN IMMEDIATE``) and ignores all of this. On
+PostgreSQL a write transaction names what it writes, and takes transaction-scoped advisory
+locks for exactly that, in the one round trip of its ``BEGIN``:
+
+- every write takes the store lock (:data:`STORE_KEY`): **shared** when it names its
+  scope, **exclusive** when it names none. A write with no scope (an operator's command, a
+  migration, a GC batch, the scheduler) therefore still has the whole store to itself, as
+  every write had before; the writes of runs never wait for each other on it;
+- a write that concerns one run (its transitions, journal, audit chain, checkpoints,
+  budgets, the ownership claim and the fencing check) takes that run's lock
+  (:func:`run`), exclusive: two writes of one run are serialised, so every read-then-write
+  of that run's rows (the fencing check, the audit chain's head, a guarded transition, a
+  budget reservation) decides on rows no other writer can change before the commit;
+  writes of different runs do not wait for each other;
+- the keys are taken in one order (the store lock first, then by key), so two writes never
+  deadlock on them.
+
+A lock is an advisory key: a signed 64-bit hash of its name (:func:`key`), so an operator
+can match ``pg_locks.objid`` with ``agentctl``'s names. ``lock_timeout`` bounds every wait
+(``store.locked`` after it). docs/postgresql.md ("Locks") has the table: each lock, the
+invariant it protects, who takes it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["STORE_KEY", "Locks", "begin_postgres", "key", "run", "try_run_lock"]
+
+#: The store lock (an arbitrary constant that spells "agentctl" in ASCII, so an operator
+#: recognises it in ``pg_locks``): shared by every scoped write, exclusive for the others.
+STORE_KEY = 0x6167656E7463746C
+
+
+@dataclass(frozen=True, slots=True)
+class Locks:
+    """The scope of a write: the names it holds exclusively (``run:ID``) and shared."""
+
+    exclusive: tuple[str, ...] = ()
+    shared: tuple[str, ...] = ()
+
+
+def run(*run_ids: str) -> Locks:
+    """The scope of a write that concerns these runs only."""
+    return Locks(exclusive=tuple(f"run:{run_id}" for run_id in run_ids))
+
+
+def key(name: str) -> int:
+    """The advisory lock key of ``name``: its BLAKE2b-64, as a signed ``bigint``."""
+    digest = hashlib.blake2b(name.encode("utf-8"), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+def begin_postgres(locks: Locks | None) -> str:
+    """``BEGIN`` and the write's locks in one simple query (one round trip; the keys are
+    integers, never text from outside). ``None``: the whole store, exclusive."""
+    if locks is None:
+        return f"BEGIN; SELECT pg_advisory_xact_lock({STORE_KEY})"
+    modes = {key(name): "_shared" for name in locks.shared}
+    modes.update({key(name): "" for name in locks.exclusive})
+    taken = "; ".join(
+        f"SELECT pg_advisory_xact_lock{mode}({value})" for value, mode in sorted(modes.items())
+    )
+    return f"BEGIN; SELECT pg_advisory_xact_lock_shared({STORE_KEY})" + (
+        f"; {taken}" if taken else ""
+    )
+
+
+def try_run_lock(conn: Any, run_id: str) -> bool:
+    """Take ``run_id``'s lock inside a scoped write without waiting (a worker claiming
+    runs it found with ``SKIP LOCKED``): False when a write of that run is in flight, and
+    the run is passed by like a locked row. Always True on SQLite (one writer)."""
+    if str(conn.dialect.name) != "postgresql":
+        return True
+    row = conn.exec_driver_sql(f"SELECT pg_try_advisory_xact_lock({key('run:' + run_id)})").first()
+    return bool(row[0])
