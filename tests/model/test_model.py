@@ -67,6 +67,9 @@ def test_known_defect_moves_name_real_moves() -> None:
     assert KNOWN_DEFECT_MOVES <= set(MOVES)
 
 
+# Slow on purpose: DEFAULT_SCHEDULES schedules of real processes took 347 s under -n 2 on a
+# loaded two-core machine, past the suite's 300 s per-test limit (pyproject.toml).
+@pytest.mark.timeout(1800)
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
 def test_random_schedules_keep_every_invariant(
     backend: str, request: pytest.FixtureRequest, tmp_path: Path
