@@ -33,9 +33,10 @@ from agentctl.compiler.effects import REPEATABLE_BODIES, STEP_ASK, STEP_NOW, STE
 from agentctl.digest import sha256_hex
 from agentctl.engine.actions.context import TaskEnv, TaskResult, effect_process_env
 from agentctl.engine.actions.environment import process_timeout, resolve_environment
+from agentctl.engine.actions.questions import put_question
 from agentctl.engine.core import isolation
 from agentctl.engine.effects import journal
-from agentctl.engine.effects.approvals import create_approval, get_approval
+from agentctl.engine.effects.approvals import get_approval
 from agentctl.engine.effects.journal import EffectSpec
 from agentctl.errors import AgentctlError, UsageError
 from agentctl.json_schemas import compile_schema, first_error
@@ -431,30 +432,8 @@ class _Operations:
             return {"answer": answered.answer, "answeredBy": answered.resolver}
 
         if not gate.journaled(env.attempt, spec):
-            with gate.store.read() as conn:
-                question = get_approval(conn, qid)
-            if question is None:
-                now = gate.clock.now()
-                with gate.store.write() as conn:
-                    create_approval(
-                        conn,
-                        approval_id=qid,
-                        run_id=env.run_id,
-                        task_id=env.task.id,
-                        kind="question",
-                        prompt=prompt,
-                        now=now,
-                        choices=choices,
-                    )
-                    gate.log.event(
-                        conn,
-                        "question.asked",
-                        {"approvalId": qid, "prompt": prompt, "choices": choices},
-                        now=now,
-                        task_id=env.task.id,
-                    )
-                raise ApprovalPending(qid, kind="question")
-            if question.status == "pending":
+            question = put_question(env, qid, prompt, choices)
+            if question is None or question.status == "pending":
                 raise ApprovalPending(qid, kind="question")
             if question.status != "answered":
                 raise TaskFailure(f"question {qid} was {question.status}", code="question.closed")

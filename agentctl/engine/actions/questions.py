@@ -14,12 +14,12 @@ from typing import Any
 
 from agentctl.digest import sha256_hex
 from agentctl.engine.actions.context import TaskEnv, TaskResult
-from agentctl.engine.effects.approvals import create_approval, get_approval
+from agentctl.engine.effects.approvals import Approval, create_approval, get_approval
 from agentctl.errors import UsageError
 from agentctl.json_schemas import compile_schema, first_error
 from agentctl.signals import ApprovalPending, TaskFailure, as_task_failure
 
-__all__ = ["ask", "question_id", "validate_answer"]
+__all__ = ["ask", "put_question", "question_id", "validate_answer"]
 
 
 def question_id(run_id: str, task_id: str, attempt: int) -> str:
@@ -67,32 +67,47 @@ async def ask(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
         except UsageError as error:
             raise as_task_failure(error) from error
     qid = question_id(env.run_id, env.task.id, env.attempt.attempt)
-    gate = env.gate
-    with gate.store.read() as conn:
-        existing = get_approval(conn, qid)
+    existing = put_question(env, qid, prompt, choices, schema)
     if existing is not None and existing.status == "answered":
         return TaskResult({"answer": existing.answer, "answeredBy": existing.resolver})
-    if existing is None:
-        now = gate.clock.now()
-        with gate.store.write() as conn:
-            create_approval(
-                conn,
-                approval_id=qid,
-                run_id=env.run_id,
-                task_id=env.task.id,
-                kind="question",
-                prompt=prompt,
-                now=now,
-                choices=choices,
-                answer_schema=dict(schema) if schema is not None else None,
-            )
-            gate.log.event(
-                conn,
-                "question.asked",
-                {"approvalId": qid, "prompt": prompt, "choices": choices},
-                now=now,
-                task_id=env.task.id,
-            )
     if existing is not None and existing.status != "pending":
         raise TaskFailure(f"question {qid} was {existing.status}", code="question.closed")
     raise ApprovalPending(qid, kind="question")
+
+
+def put_question(
+    env: TaskEnv,
+    qid: str,
+    prompt: str,
+    choices: Any,
+    schema: Mapping[str, Any] | None = None,
+) -> Approval | None:
+    """The question ``qid`` of the task as recorded, or None when it was not asked yet: then
+    it is asked now (the record and its ``question.asked`` event, in one transaction).
+    ``builtin.ask`` and a function step's ``ctx.ask`` both ask through here."""
+    gate = env.gate
+    with gate.store.read() as conn:
+        existing = get_approval(conn, qid)
+    if existing is not None:
+        return existing
+    now = gate.clock.now()
+    with gate.store.write() as conn:
+        create_approval(
+            conn,
+            approval_id=qid,
+            run_id=env.run_id,
+            task_id=env.task.id,
+            kind="question",
+            prompt=prompt,
+            now=now,
+            choices=choices,
+            answer_schema=dict(schema) if schema is not None else None,
+        )
+        gate.log.event(
+            conn,
+            "question.asked",
+            {"approvalId": qid, "prompt": prompt, "choices": choices},
+            now=now,
+            task_id=env.task.id,
+        )
+    return None
