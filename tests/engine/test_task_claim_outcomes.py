@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 from agentctl.artifacts.models import IngestedBlob
 from agentctl.engine.run.artifacts import IngestedFile, RunArtifacts
-from agentctl.engine.run.commits import TaskOutcome
+from agentctl.engine.run.outcome import TaskOutcome
 from agentctl.engine.run.task_claims import TaskClaims, outcome_from_json, outcome_to_json
 from agentctl.ids import SystemClock
 from agentctl.signals import EffectBlocked

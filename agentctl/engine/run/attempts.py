@@ -27,9 +27,8 @@ from agentctl.engine.effects import tracing
 from agentctl.engine.effects.gate import EffectGate
 from agentctl.engine.run import deadlines, retrying
 from agentctl.engine.run.artifacts import RunArtifacts
-from agentctl.engine.run.commits import TaskOutcome
 from agentctl.engine.run.frontier import StoredPlan, TaskOutputs, TaskRows
-from agentctl.engine.run.outcome import ExecutionOptions
+from agentctl.engine.run.outcome import ExecutionOptions, TaskOutcome
 from agentctl.engine.run.prediction import Prediction
 from agentctl.engine.run.tasks import (
     check_contract,

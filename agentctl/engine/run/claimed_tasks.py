@@ -42,9 +42,8 @@ from agentctl.engine.core.records import (
 from agentctl.engine.effects import tracing
 from agentctl.engine.run.artifacts import RunArtifacts
 from agentctl.engine.run.attempts import TaskAttempts
-from agentctl.engine.run.commits import TaskOutcome
 from agentctl.engine.run.frontier import StoredPlan, TaskOutputs, TaskRows
-from agentctl.engine.run.outcome import ExecutionOptions
+from agentctl.engine.run.outcome import ExecutionOptions, TaskOutcome
 from agentctl.engine.run.task_claims import outcome_to_json
 from agentctl.errors import Cancelled, OwnershipLostError
 from agentctl.ids import Clock

@@ -10,7 +10,6 @@ to run commits with the run's end (docs/durable-execution.md).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from agentctl.compiler.plan import PlanTask
@@ -20,7 +19,7 @@ from agentctl.engine.effects.journal import mark_compensated
 from agentctl.engine.effects.tracing import RunTrace
 from agentctl.engine.run.artifacts import RunArtifacts
 from agentctl.engine.run.frontier import StoredPlan, TaskOutputs, TaskRows
-from agentctl.engine.run.outcome import ExecutionOptions, RunOutcome
+from agentctl.engine.run.outcome import ExecutionOptions, RunOutcome, TaskOutcome
 from agentctl.engine.run.prediction import Prediction
 from agentctl.ids import Clock
 from agentctl.signals import EffectBlocked
@@ -33,27 +32,7 @@ from agentctl.store.transitions import close_live_parts
 if TYPE_CHECKING:
     from agentctl.engine.run.attempts import TaskAttempts
 
-__all__ = ["RunCommits", "TaskOutcome"]
-
-
-@dataclass
-class TaskOutcome:
-    """How one task's turn in a batch ended (before its transition commits)."""
-
-    status: str
-    attempt: int
-    output: Any = None
-    has_output: bool = False
-    error: dict[str, Any] | None = None
-    memory_delta: dict[str, Any] = field(default_factory=dict)
-    stops_run: bool = False
-    approval: str | None = None
-    blocked: EffectBlocked | None = None
-    input_digest: str | None = None
-    effect_ids: list[str] = field(default_factory=list)
-    artifacts: list[Any] = field(default_factory=list)
-    # The `when` or loop-guard decision that let the task run or skipped it.
-    condition: dict[str, Any] | None = None
+__all__ = ["RunCommits"]
 
 
 class RunCommits:

@@ -36,9 +36,9 @@ from agentctl.engine.run import deadlines
 from agentctl.engine.run.artifacts import RunArtifacts
 from agentctl.engine.run.attempts import TaskAttempts
 from agentctl.engine.run.collector import settle_long_lived
-from agentctl.engine.run.commits import RunCommits, TaskOutcome
+from agentctl.engine.run.commits import RunCommits
 from agentctl.engine.run.frontier import TaskOutputs, load_frontier, take_handed
-from agentctl.engine.run.outcome import ExecutionOptions, RunOutcome, finished_outcome
+from agentctl.engine.run.outcome import ExecutionOptions, RunOutcome, TaskOutcome, finished_outcome
 from agentctl.engine.run.prediction import Prediction
 from agentctl.engine.run.watchers import RunWatchers
 from agentctl.errors import AgentctlError, Cancelled, OwnershipLostError

@@ -14,12 +14,19 @@ from agentctl.engine.actions.agent import ProviderPool
 from agentctl.engine.core.faults import Faults
 from agentctl.engine.core.records import TERMINAL_RUN_STATES, load_run_state
 from agentctl.engine.effects.gate import InteractiveApprover
-from agentctl.signals import PAUSE_PREFIX
+from agentctl.signals import PAUSE_PREFIX, EffectBlocked
 from agentctl.store import ownership
 from agentctl.store.engine import Store
 from agentctl.typed_records import CAMEL, CamelRecord, omitted_when, omitted_when_empty
 
-__all__ = ["EventSink", "ExecutionOptions", "RunDocument", "RunOutcome", "finished_outcome"]
+__all__ = [
+    "EventSink",
+    "ExecutionOptions",
+    "RunDocument",
+    "RunOutcome",
+    "TaskOutcome",
+    "finished_outcome",
+]
 
 EventSink = Callable[[str, dict[str, Any]], None]
 Sleep = Callable[[float], Any]
@@ -101,3 +108,23 @@ def finished_outcome(store: Store, run_id: str) -> RunOutcome | None:
     if status in TERMINAL_RUN_STATES:
         return RunOutcome(run_id, status, output, error)
     return None
+
+
+@dataclass
+class TaskOutcome:
+    """How one task's turn in a batch ended (before its transition commits)."""
+
+    status: str
+    attempt: int
+    output: Any = None
+    has_output: bool = False
+    error: dict[str, Any] | None = None
+    memory_delta: dict[str, Any] = field(default_factory=dict)
+    stops_run: bool = False
+    approval: str | None = None
+    blocked: EffectBlocked | None = None
+    input_digest: str | None = None
+    effect_ids: list[str] = field(default_factory=list)
+    artifacts: list[Any] = field(default_factory=list)
+    # The `when` or loop-guard decision that let the task run or skipped it.
+    condition: dict[str, Any] | None = None

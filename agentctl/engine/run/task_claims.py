@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentctl.digest import canonical_json, digest_json
 from agentctl.engine.run.artifacts import IngestedFile
-from agentctl.engine.run.commits import TaskOutcome
+from agentctl.engine.run.outcome import TaskOutcome
 from agentctl.errors import AgentctlError, OwnershipLostError
 from agentctl.signals import EffectBlocked
 from agentctl.store import task_claims_repo
