@@ -288,7 +288,11 @@ def _container(spec: dict[str, Any]) -> None:
 CHANGES: dict[tuple[str, str], tuple[set[str], Change]] = {
     ("Action", "kind"): ({"action:put"}, _set("actions", "put", "kind", "builtin.assign")),
     ("Action", "description"): ({"action:sh"}, _set("actions", "sh", "description", "d")),
-    ("Action", "with"): ({"action:set"}, _set("actions", "set", "with", {"extra": 1})),
+    # ``set`` is also one of agent ``rev``'s tools: its definition is part of rev's identity.
+    ("Action", "with"): (
+        {"action:set", "agent:rev"},
+        _set("actions", "set", "with", {"extra": 1}),
+    ),
     ("Action", "command"): ({"action:sh"}, _set("actions", "sh", "command", "python3")),
     ("Action", "args"): ({"action:sh"}, _set("actions", "sh", "args", ["two"])),
     ("Action", "cwd"): ({"action:sh"}, _set("actions", "sh", "cwd", "out")),
