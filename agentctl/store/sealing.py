@@ -34,9 +34,11 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from agentctl.errors import PersistenceError, UsageError
+from agentctl.store.timestamps import to_db
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.ciphers.aead import AESGCM
@@ -101,6 +103,9 @@ PAYLOAD_COLUMNS: Mapping[str, PayloadColumns] = {
         PayloadColumns("audit_events", ("run_id", "seq"), ("payload_json",)),
         PayloadColumns("provider_sessions", ("run_id", "task_id"), ("state_json",)),
         PayloadColumns("tool_calls", ("id",), ("arguments_json", "result_json", "error_json")),
+        PayloadColumns("schedules", ("name",), ("inputs_json", "observed_json", "pending_json")),
+        PayloadColumns("schedule_firings", ("schedule_name", "slot_at"), ("inputs_json",)),
+        PayloadColumns("monitor_observations", ("monitor_name", "slot_at"), ("value_json",)),
     )
 }
 
@@ -262,8 +267,14 @@ def sealer_of(conn: Any) -> Sealer:
     return CLEAR
 
 
+def _record_part(part: Any) -> str:
+    # A timestamp in a record's key (a firing's slot) names it by its stored text: SQLite
+    # hands that text back, PostgreSQL a datetime, and both must give the same bytes.
+    return to_db(part) if isinstance(part, datetime) else str(part)
+
+
 def _aad(table: str, column: str, record: tuple[Any, ...]) -> bytes:
-    return f"{table}.{column}/{'/'.join(str(part) for part in record)}".encode()
+    return f"{table}.{column}/{'/'.join(_record_part(part) for part in record)}".encode()
 
 
 def seal(
