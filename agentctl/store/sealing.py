@@ -49,31 +49,41 @@ __all__ = [
     "KEYS_ENV",
     "PAYLOAD_COLUMNS",
     "SEALED_PREFIX",
+    "SEALED_BYTES_PREFIX",
     "PayloadColumns",
     "Sealer",
+    "binary_key_id",
     "blob_is_sealed",
     "blob_key_id",
     "check_key_id",
     "is_sealed",
     "key_from_text",
     "key_id_of",
+    "open_binary",
     "open_blob",
+    "open_value",
+    "reseal",
+    "reseal_binary",
     "seal",
+    "seal_binary",
     "seal_blob",
     "sealer_of",
     "unseal",
+    "unseal_binary",
     "unseal_columns",
     "unseal_record",
     "unseal_records",
 ]
 
 SEALED_PREFIX = "aes256gcm:"
+SEALED_BYTES_PREFIX = SEALED_PREFIX.encode()
 #: ``ID=BASE64`` pairs, comma-separated: keys offered besides the recorded variables.
 KEYS_ENV = "AGENTCTL_ENCRYPTION_KEYS"
 #: Execution option that carries a store's sealer on its SQLAlchemy connections.
 SEALER_OPTION = "agentctl_sealer"
 
 _NONCE_BYTES = 12
+_SEARCH_INFO = b"agentctl long-term memory search tokens v1"
 _KEY_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
@@ -171,6 +181,7 @@ class Sealer:
     #: keys given directly (``enable``/``rotate`` in this process, tests).
     given: dict[str, bytes] = field(default_factory=dict)
     _ciphers: dict[str, AESGCM] = field(default_factory=dict)
+    _search_keys: dict[str, bytes] = field(default_factory=dict)
 
     @property
     def enabled(self) -> bool:
@@ -198,6 +209,22 @@ class Sealer:
 
             cipher = self._ciphers[key_id] = AESGCM(key)
         return cipher
+
+    def search_key(self, key_id: str) -> bytes:
+        """The key long-term memory's search tokens are made with under ``key_id``:
+        derived from the encryption key with HKDF-SHA256, so the AES key itself never
+        doubles as a MAC key (store/memory_sealing.py)."""
+        derived = self._search_keys.get(key_id)
+        if derived is None:
+            key = self.key(key_id)
+            if key is None:
+                raise _missing(key_id, self.variables.get(key_id), "long-term memory's text index")
+            from cryptography.hazmat.primitives import hashes
+            from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
+            hkdf = HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=_SEARCH_INFO)
+            derived = self._search_keys[key_id] = hkdf.derive(key)
+        return derived
 
     def seal_bytes(self, data: bytes, aad: bytes, *, key_id: str | None = None) -> bytes:
         key_id = key_id or self.active
@@ -294,6 +321,66 @@ def unseal(conn: Any, table: str, column: str, record: tuple[Any, ...], stored: 
     if not is_sealed(stored):
         return stored
     return sealer_of(conn).open_text(stored, _aad(table, column, record))
+
+
+def seal_binary(
+    conn: Any, table: str, column: str, record: tuple[Any, ...], value: bytes | None
+) -> bytes | None:
+    """A binary column's value (an embedding) as stored: ``aes256gcm:KEY_ID:`` then
+    nonce ‖ ciphertext ‖ tag as raw bytes, when encryption is on."""
+    if value is None:
+        return None
+    sealer = sealer_of(conn)
+    if sealer.active is None:
+        return value
+    head = f"{SEALED_PREFIX}{sealer.active}:".encode()
+    return head + sealer.seal_bytes(value, _aad(table, column, record))
+
+
+def binary_key_id(stored: bytes) -> str | None:
+    """The key id a stored binary value was sealed under (None: clear)."""
+    if not stored.startswith(SEALED_BYTES_PREFIX):
+        return None
+    return stored[len(SEALED_BYTES_PREFIX) :].split(b":", 1)[0].decode("ascii", "replace")
+
+
+def unseal_binary(
+    conn: Any, table: str, column: str, record: tuple[Any, ...], stored: Any
+) -> bytes | None:
+    """The plaintext of a stored binary value (clear values pass through)."""
+    if stored is None:
+        return None
+    data = bytes(stored)
+    return open_binary(sealer_of(conn), table, column, record, data)
+
+
+def open_binary(
+    sealer: Sealer, table: str, column: str, record: tuple[Any, ...], data: bytes
+) -> bytes:
+    key_id = binary_key_id(data)
+    if key_id is None:
+        return data
+    body = data[len(SEALED_BYTES_PREFIX) + len(key_id) + 1 :]
+    return sealer.open_bytes(body, _aad(table, column, record), key_id)
+
+
+def reseal_binary(
+    sealer: Sealer, table: str, column: str, record: tuple[Any, ...], stored: bytes
+) -> bytes:
+    """A stored binary value sealed under the sealer's active key (``enable``/``rotate``)."""
+    assert sealer.active is not None
+    plain = open_binary(sealer, table, column, record, stored)
+    head = f"{SEALED_PREFIX}{sealer.active}:".encode()
+    return head + sealer.seal_bytes(plain, _aad(table, column, record))
+
+
+def open_value(
+    sealer: Sealer, table: str, column: str, record: tuple[Any, ...], stored: str
+) -> str:
+    """The plaintext of a stored ``table.column`` value, opened with ``sealer``."""
+    if not is_sealed(stored):
+        return stored
+    return sealer.open_text(stored, _aad(table, column, record))
 
 
 def reseal(sealer: Sealer, table: str, column: str, record: tuple[Any, ...], stored: str) -> str:

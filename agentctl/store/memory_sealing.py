@@ -1,0 +1,412 @@
+"""Long-term memory sealed at rest, with its text search still working (docs/encryption.md).
+
+A memory entry is named by (namespace, key), which stay readable like every other record
+name. With encryption on, its payloads are stored as follows:
+
+- ``value_json`` and ``provenance_json`` are sealed like any payload column
+  (``aes256gcm:KEY_ID:…``), the associated data naming the entry;
+- ``embedding`` is sealed as bytes (``aes256gcm:KEY_ID:`` then nonce ‖ ciphertext ‖ tag)
+  and opened when a namespace's embedding matrix is loaded for vector search;
+- ``text_sealed`` holds the searchable text sealed, and ``text`` — the column the text
+  index (FTS5, PostgreSQL ``tsvector``) reads — holds one **search token** per word of the
+  text, in the text's order: ``m`` and the base32 of the first 80 bits of
+  HMAC-SHA256(search key, namespace NUL word). The search key is derived from the
+  encryption key with HKDF (:meth:`Sealer.search_key`), one per key id.
+
+A word is what SQLite's ``unicode61 remove_diacritics 2`` tokenizer makes of the text
+(:func:`index_words` follows its rules: letters, digits and private-use characters, folded
+to lower case without diacritics). A query's words become the same tokens, so the index
+matches the same entries; one token per word keeps every word count, so BM25 scores are
+the very numbers it computes over the clear words. A query also keeps its clear words, so
+entries written before ``enable`` (still clear) are found during the walk.
+
+The tokens are deterministic per (key, namespace, word): whoever reads the database can
+count how often a token occurs and which entries share it, and sees each text's length in
+words (docs/encryption.md, "What sealed memory still shows"). ``metadata_json`` stays
+clear: metadata filters are exact comparisons made in SQL.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import unicodedata
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from agentctl.store.sealing import (
+    SEALED_BYTES_PREFIX,
+    SEALED_PREFIX,
+    Sealer,
+    open_value,
+    reseal,
+    reseal_binary,
+    seal,
+    seal_binary,
+    sealer_of,
+    unseal,
+)
+
+if TYPE_CHECKING:
+    from agentctl.store.encryption_repo import ColumnCount
+    from agentctl.store.engine import SqlRunner, Store
+
+__all__ = [
+    "SEALED_TEXT_COLUMNS",
+    "TABLE",
+    "SealedEntry",
+    "column_counts",
+    "index_words",
+    "open_text",
+    "query_phrases",
+    "record",
+    "seal_entry",
+    "seal_memory",
+    "search_tokens",
+]
+
+TABLE = "memory_entries"
+#: The text columns sealed as payloads (the embedding and the searchable text have their
+#: own forms, above).
+SEALED_TEXT_COLUMNS = ("value_json", "provenance_json")
+_TOKEN_BYTES = 10
+
+
+def record(namespace: str, key: str) -> tuple[str, str, str]:
+    """What names an entry in its values' associated data: the namespace's length first,
+    so ``a/b`` + ``c`` and ``a`` + ``b/c`` are different entries."""
+    return (str(len(namespace)), namespace, key)
+
+
+# -- words and tokens -----------------------------------------------------------------------
+
+
+def _fold(char: str) -> str:
+    lower = char.lower()
+    if char < "\u1f00":  # the Latin, Greek and Cyrillic letters unicode61 strips
+        bare = "".join(
+            c for c in unicodedata.normalize("NFD", lower) if not unicodedata.combining(c)
+        )
+        if len(bare) == 1:
+            lower = bare
+    if len(lower) != 1:
+        lower = char
+    return "σ" if lower == "ς" else lower
+
+
+def index_words(text: str) -> list[str]:
+    """The words FTS5's ``unicode61 remove_diacritics 2`` tokenizer finds in ``text``, in
+    order and folded as it folds them (a combining mark belongs to its word and is
+    dropped)."""
+    words: list[str] = []
+    current: list[str] = []
+    for char in text:
+        category = unicodedata.category(char)
+        if category[0] in "LN" or category == "Co":
+            current.append(_fold(char))
+        elif category == "Mn":
+            current.append("")
+        elif current:
+            word = "".join(current)
+            current = []
+            if word:
+                words.append(word)
+    word = "".join(current)
+    if word:
+        words.append(word)
+    return words
+
+
+def search_tokens(sealer: Sealer, key_id: str, namespace: str, words: Sequence[str]) -> list[str]:
+    """One token per word: ``m`` + base32(HMAC-SHA256(search key, namespace NUL word))[:80 bits]."""
+    key = sealer.search_key(key_id)
+    prefix = namespace.encode() + b"\0"
+    out = []
+    for word in words:
+        mac = hmac.new(key, prefix + word.encode(), hashlib.sha256).digest()[:_TOKEN_BYTES]
+        out.append("m" + base64.b32encode(mac).decode("ascii").lower())
+    return out
+
+
+# -- writing and reading one entry -------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SealedEntry:
+    """The stored form of an entry's payload columns."""
+
+    value_json: str
+    provenance_json: str | None
+    text: str | None
+    text_sealed: str | None
+    embedding: bytes | None
+
+
+def seal_entry(
+    conn: Any,
+    namespace: str,
+    key: str,
+    value_json: str,
+    provenance_json: str | None,
+    text: str | None,
+    embedding: bytes | None,
+) -> SealedEntry:
+    """The entry as stored: unchanged with encryption off, sealed and tokenized with it on."""
+    sealer = sealer_of(conn)
+    if sealer.active is None:
+        return SealedEntry(value_json, provenance_json, text, None, embedding)
+    return _sealed(sealer, namespace, key, value_json, provenance_json, text, embedding, conn)
+
+
+def _sealed(
+    sealer: Sealer,
+    namespace: str,
+    key: str,
+    value_json: str,
+    provenance_json: str | None,
+    text: str | None,
+    embedding: bytes | None,
+    conn: Any,
+) -> SealedEntry:
+    assert sealer.active is not None
+    name = record(namespace, key)
+    tokens = None
+    if text is not None:
+        tokens = " ".join(search_tokens(sealer, sealer.active, namespace, index_words(text)))
+    return SealedEntry(
+        value_json=str(seal(conn, TABLE, "value_json", name, value_json)),
+        provenance_json=seal(conn, TABLE, "provenance_json", name, provenance_json),
+        text=tokens,
+        text_sealed=seal(conn, TABLE, "text", name, text),
+        embedding=seal_binary(conn, TABLE, "embedding", name, embedding),
+    )
+
+
+def open_text(conn: Any, namespace: str, key: str, text: Any, text_sealed: Any) -> str | None:
+    """An entry's searchable text: from ``text_sealed`` when it is sealed, else ``text``."""
+    if text_sealed is None:
+        return None if text is None else str(text)
+    return str(unseal(conn, TABLE, "text", record(namespace, key), text_sealed))
+
+
+# -- searching -------------------------------------------------------------------------
+
+
+def _keys_in_use(conn: SqlRunner, sealer: Sealer, namespace: str) -> list[str]:
+    """The key ids whose tokens ``namespace``'s text index may hold: the active key, and a
+    retired one only while an entry of the namespace is still sealed under it (a
+    rotation in progress)."""
+    found = [] if sealer.active is None else [sealer.active]
+    for key_id in sealer.variables:
+        if key_id == sealer.active:
+            continue
+        prefix = f"{SEALED_PREFIX}{key_id}:"
+        row = conn.exec_driver_sql(
+            "SELECT 1 FROM memory_entries WHERE namespace = ? "
+            "AND substr(text_sealed, 1, ?) = ? LIMIT 1",
+            (namespace, len(prefix), prefix),
+        ).first()
+        if row is not None:
+            found.append(key_id)
+    return found
+
+
+def query_phrases(conn: SqlRunner, namespace: str, terms: Sequence[str]) -> list[list[str]]:
+    """The token phrases that stand for the query ``terms`` in a sealed index: for each
+    term and each key in use, the tokens of the term's words in order (a term FTS5 splits
+    into several words matches them as a phrase). Empty with encryption off. Needs every
+    key in use: a search that cannot see every entry refuses (``encryption.key_missing``)
+    rather than answering from part of them."""
+    sealer = sealer_of(conn)
+    if not sealer.variables and sealer.active is None:
+        return []
+    phrases: list[list[str]] = []
+    for key_id in _keys_in_use(conn, sealer, namespace):
+        for term in terms:
+            words = index_words(term)
+            if words:
+                phrases.append(search_tokens(sealer, key_id, namespace, words))
+    return phrases
+
+
+# -- enable / rotate ---------------------------------------------------------------------
+
+_COLUMNS = "id, namespace, key, value_json, provenance_json, text, text_sealed, embedding"
+
+
+def _pages(store: Store, batch: int) -> Iterator[list[Any]]:
+    """Entries in (namespace, key) order, ``batch`` at a time (keyset pagination on the
+    unique index)."""
+    after: tuple[str, str] | None = None
+    select = f"SELECT {_COLUMNS} FROM memory_entries"  # noqa: S608 - fixed identifiers
+    while True:
+        with store.read() as conn:
+            if after is None:
+                rows = list(
+                    conn.exec_driver_sql(select + " ORDER BY namespace, key LIMIT ?", (batch,))
+                )
+            else:
+                rows = list(
+                    conn.exec_driver_sql(
+                        select + " WHERE (namespace, key) > (?, ?) ORDER BY namespace, key LIMIT ?",
+                        (*after, batch),
+                    )
+                )
+        if not rows:
+            return
+        yield rows
+        after = (str(rows[-1][1]), str(rows[-1][2]))
+
+
+def _under(target: str, value: Any) -> bool:
+    return value is None or str(value).startswith(target)
+
+
+def _resealed(sealer: Sealer, row: Sequence[Any]) -> tuple[dict[str, Any], int] | None:
+    """The new values of an entry not wholly sealed under the active key (None: it is)."""
+    assert sealer.active is not None
+    target = f"{SEALED_PREFIX}{sealer.active}:"
+    _, namespace, key, value_json, provenance, text, text_sealed, embedding = row
+    embedding = None if embedding is None else bytes(embedding)
+    text_done = text_sealed is not None and str(text_sealed).startswith(target)
+    if text is None and text_sealed is None:
+        text_done = True
+    embedding_done = embedding is None or embedding.startswith(target.encode())
+    if _under(target, value_json) and _under(target, provenance) and text_done and embedding_done:
+        return None
+    name = record(str(namespace), str(key))
+    new: dict[str, Any] = {}
+    if not _under(target, value_json):
+        new["value_json"] = reseal(sealer, TABLE, "value_json", name, str(value_json))
+    if not _under(target, provenance):
+        new["provenance_json"] = reseal(sealer, TABLE, "provenance_json", name, str(provenance))
+    if not text_done:
+        plain = (
+            open_value(sealer, TABLE, "text", name, str(text_sealed))
+            if text_sealed is not None
+            else str(text)
+        )
+        words = index_words(plain)
+        new["text"] = " ".join(search_tokens(sealer, sealer.active, str(namespace), words))
+        new["text_sealed"] = reseal(sealer, TABLE, "text", name, plain)
+    if not embedding_done:
+        assert embedding is not None
+        new["embedding"] = reseal_binary(sealer, TABLE, "embedding", name, embedding)
+    return new, len(new) - (1 if "text_sealed" in new else 0)
+
+
+def seal_memory(
+    store: Store,
+    sealer: Sealer,
+    *,
+    batch: int,
+    after_batch: Callable[[], None] | None = None,
+) -> tuple[int, int, int]:
+    """Re-write every entry not wholly sealed under ``sealer.active``, a batch per write
+    transaction, each update conditional on the values it read (a concurrent write wins
+    and is sealed by its writer). Returns (rows changed, values sealed, batches)."""
+    rows_changed = values_sealed = batches = 0
+    for rows in _pages(store, batch):
+        updates: list[tuple[str, tuple[Any, ...]]] = []
+        for row in rows:
+            found = _resealed(sealer, row)
+            if found is None:
+                continue
+            new, count = found
+            values_sealed += count
+            sets = ", ".join(f"{column} = ?" for column in new)
+            where = ["id = ?"]
+            params: list[Any] = [*new.values(), row[0]]
+            for column, old in zip(
+                ("value_json", "text", "embedding"), (row[3], row[5], row[7]), strict=True
+            ):
+                if old is None:
+                    where.append(f"{column} IS NULL")
+                else:
+                    where.append(f"{column} = ?")
+                    params.append(old)
+            updates.append(
+                (f"UPDATE memory_entries SET {sets} WHERE {' AND '.join(where)}", tuple(params))  # noqa: S608
+            )
+        if not updates:
+            continue
+        with store.write() as conn:
+            for statement, params_ in updates:
+                rows_changed += conn.exec_driver_sql(statement, params_).rowcount
+        batches += 1
+        if after_batch is not None:
+            after_batch()
+    return rows_changed, values_sealed, batches
+
+
+def rebuild_index(store: Store) -> None:
+    """Rebuild SQLite's FTS5 index from the table after a walk: its segments would
+    otherwise keep the clear words of entries the walk tokenized until they merge."""
+    if store.dialect != "sqlite":
+        return
+    with store.write() as conn:
+        conn.exec_driver_sql("INSERT INTO memory_search_fts (memory_search_fts) VALUES ('rebuild')")
+
+
+# -- inventory ---------------------------------------------------------------------------
+
+
+def column_counts(conn: SqlRunner, key_ids: list[str]) -> list[ColumnCount]:
+    """Clear and sealed values of memory's payloads (value, provenance, searchable text,
+    embedding) per key id, counted without opening any (``db encryption inventory``)."""
+
+    out: list[ColumnCount] = []
+    # The searchable text: sealed when text_sealed is set (its key made the tokens).
+    measured = {
+        "value_json": "value_json",
+        "provenance_json": "provenance_json",
+        "text": "text_sealed",
+    }
+    for shown, column in measured.items():
+        sums = "".join(
+            f", SUM(CASE WHEN substr({column}, 1, ?) = ? THEN 1 ELSE 0 END)" for _ in key_ids
+        )
+        params: list[Any] = []
+        for key_id in key_ids:
+            prefix = f"{SEALED_PREFIX}{key_id}:"
+            params.extend((len(prefix), prefix))
+        total = "COUNT(text)" if shown == "text" else f"COUNT({column})"
+        row = conn.exec_driver_sql(
+            f"SELECT {total}, "  # noqa: S608 - fixed identifiers
+            f"SUM(CASE WHEN substr({column}, 1, ?) = ? THEN 1 ELSE 0 END){sums} "
+            "FROM memory_entries",
+            (len(SEALED_PREFIX), SEALED_PREFIX, *params),
+        ).first()
+        out.append(_count(shown, row, key_ids))
+    sums = "".join(
+        ", SUM(CASE WHEN substr(embedding, 1, ?) = ? THEN 1 ELSE 0 END)" for _ in key_ids
+    )
+    params = []
+    for key_id in key_ids:
+        head = f"{SEALED_PREFIX}{key_id}:".encode()
+        params.extend((len(head), head))
+    row = conn.exec_driver_sql(
+        "SELECT COUNT(embedding), SUM(CASE WHEN substr(embedding, 1, ?) = ? THEN 1 ELSE 0 END)"
+        f"{sums} FROM memory_entries",  # noqa: S608 - fixed identifiers
+        (len(SEALED_BYTES_PREFIX), SEALED_BYTES_PREFIX, *params),
+    ).first()
+    out.append(_count("embedding", row, key_ids))
+    return out
+
+
+def _count(column: str, row: Any, key_ids: list[str]) -> ColumnCount:
+    from agentctl.store.encryption_repo import ColumnCount
+
+    total, sealed = int(row[0] or 0), int(row[1] or 0)
+    count = ColumnCount(TABLE, column, clear=total - sealed)
+    named = 0
+    for position, key_id in enumerate(key_ids):
+        value = int(row[2 + position] or 0)
+        named += value
+        if value:
+            count.sealed[key_id] = value
+    if sealed - named:
+        count.sealed["?"] = sealed - named
+    return count
