@@ -10,19 +10,21 @@ name. With encryption on, its payloads are stored as follows:
 - ``text_sealed`` holds the searchable text sealed, and ``text`` — the column the text
   index (FTS5, PostgreSQL ``tsvector``) reads — holds one **search token** per word of the
   text, in the text's order: ``m`` and the base32 of the first 80 bits of
-  HMAC-SHA256(search key, namespace NUL word). The search key is derived from the
-  encryption key with HKDF (:meth:`Sealer.search_key`), one per key id.
+  HMAC-SHA256(search key, word). The search key is derived from the encryption key with
+  HKDF (:meth:`Sealer.search_key`), one per key id. A token does not depend on the
+  namespace: FTS5 computes BM25's word rarity over the whole index, and one token per
+  word across namespaces keeps those counts, hence the scores, those of the clear words.
 
 A word is what SQLite's ``unicode61 remove_diacritics 2`` tokenizer makes of the text
-(:func:`index_words` follows its rules: letters, digits and private-use characters, folded
-to lower case without diacritics). A query's words become the same tokens, so the index
-matches the same entries; one token per word keeps every word count, so BM25 scores are
-the very numbers it computes over the clear words. A query also keeps its clear words, so
+(:func:`words_of` runs that tokenizer on an in-memory table, on either store). A query's
+words become the same tokens, so the index matches the same entries; one token per word
+keeps every word count, so BM25 scores are the very numbers it computes over the clear
+words. A query also keeps its clear words, so
 entries written before ``enable`` (still clear) are found during the walk.
 
-The tokens are deterministic per (key, namespace, word): whoever reads the database can
-count how often a token occurs and which entries share it, and sees each text's length in
-words (docs/encryption.md, "What sealed memory still shows"). ``metadata_json`` stays
+The tokens are deterministic per (key, word): whoever reads the database can count how
+often a token occurs and which entries (of any namespace) share it, and sees each text's
+length in words (docs/encryption.md, "What sealed memory still shows"). ``metadata_json`` stays
 clear: metadata filters are exact comparisons made in SQL.
 """
 
@@ -31,7 +33,8 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-import unicodedata
+import sqlite3
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -83,49 +86,52 @@ def record(namespace: str, key: str) -> tuple[str, str, str]:
 # -- words and tokens -----------------------------------------------------------------------
 
 
-def _fold(char: str) -> str:
-    lower = char.lower()
-    if char < "\u1f00":  # the Latin, Greek and Cyrillic letters unicode61 strips
-        bare = "".join(
-            c for c in unicodedata.normalize("NFD", lower) if not unicodedata.combining(c)
+#: The text index's tokenizer (migration ``0003_memory_search``).
+_TOKENIZER = "unicode61 remove_diacritics 2"
+_WORDS = threading.local()
+
+
+def _word_index() -> sqlite3.Connection:
+    """This thread's in-memory FTS5 table: the text index's own tokenizer, asked directly."""
+    conn: sqlite3.Connection | None = getattr(_WORDS, "conn", None)
+    if conn is None:
+        conn = sqlite3.connect(":memory:", isolation_level=None)
+        conn.execute(f"CREATE VIRTUAL TABLE w USING fts5(t, content='', tokenize='{_TOKENIZER}')")
+        conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab(w, 'instance')")
+        _WORDS.conn = conn
+    return conn
+
+
+def words_of(texts: Sequence[str]) -> list[list[str]]:
+    """The words SQLite's FTS5 tokenizer finds in each text, in order and folded as the
+    text index folds them: the tokenizer itself is run (on a scratch in-memory table whose
+    rows are rolled back), so sealed and clear search see the very same words."""
+    conn = _word_index()
+    found: list[list[str]] = [[] for _ in texts]
+    conn.execute("BEGIN")
+    try:
+        conn.executemany(
+            "INSERT INTO w (rowid, t) VALUES (?, ?)",
+            [(position + 1, text) for position, text in enumerate(texts)],
         )
-        if len(bare) == 1:
-            lower = bare
-    if len(lower) != 1:
-        lower = char
-    return "σ" if lower == "ς" else lower
+        for doc, term in conn.execute("SELECT doc, term FROM v ORDER BY doc, offset"):
+            found[int(doc) - 1].append(str(term))
+    finally:
+        conn.execute("ROLLBACK")
+    return found
 
 
 def index_words(text: str) -> list[str]:
-    """The words FTS5's ``unicode61 remove_diacritics 2`` tokenizer finds in ``text``, in
-    order and folded as it folds them (a combining mark belongs to its word and is
-    dropped)."""
-    words: list[str] = []
-    current: list[str] = []
-    for char in text:
-        category = unicodedata.category(char)
-        if category[0] in "LN" or category == "Co":
-            current.append(_fold(char))
-        elif category == "Mn":
-            current.append("")
-        elif current:
-            word = "".join(current)
-            current = []
-            if word:
-                words.append(word)
-    word = "".join(current)
-    if word:
-        words.append(word)
-    return words
+    """The words the text index sees in ``text`` (:func:`words_of`)."""
+    return words_of([text])[0]
 
 
-def search_tokens(sealer: Sealer, key_id: str, namespace: str, words: Sequence[str]) -> list[str]:
-    """One token per word: ``m`` + base32(HMAC-SHA256(search key, namespace NUL word))[:80 bits]."""
+def search_tokens(sealer: Sealer, key_id: str, words: Sequence[str]) -> list[str]:
+    """One token per word: ``m`` + base32(HMAC-SHA256(search key, word))[:80 bits]."""
     key = sealer.search_key(key_id)
-    prefix = namespace.encode() + b"\0"
     out = []
     for word in words:
-        mac = hmac.new(key, prefix + word.encode(), hashlib.sha256).digest()[:_TOKEN_BYTES]
+        mac = hmac.new(key, word.encode(), hashlib.sha256).digest()[:_TOKEN_BYTES]
         out.append("m" + base64.b32encode(mac).decode("ascii").lower())
     return out
 
@@ -174,7 +180,7 @@ def _sealed(
     name = record(namespace, key)
     tokens = None
     if text is not None:
-        tokens = " ".join(search_tokens(sealer, sealer.active, namespace, index_words(text)))
+        tokens = " ".join(search_tokens(sealer, sealer.active, index_words(text)))
     return SealedEntry(
         value_json=str(seal(conn, TABLE, "value_json", name, value_json)),
         provenance_json=seal(conn, TABLE, "provenance_json", name, provenance_json),
@@ -223,11 +229,12 @@ def query_phrases(conn: SqlRunner, namespace: str, terms: Sequence[str]) -> list
     if not sealer.variables and sealer.active is None:
         return []
     phrases: list[list[str]] = []
-    for key_id in _keys_in_use(conn, sealer, namespace):
-        for term in terms:
-            words = index_words(term)
-            if words:
-                phrases.append(search_tokens(sealer, key_id, namespace, words))
+    keys = _keys_in_use(conn, sealer, namespace)
+    if not keys:
+        return phrases
+    term_words = [words for words in words_of(terms) if words]
+    for key_id in keys:
+        phrases.extend(search_tokens(sealer, key_id, words) for words in term_words)
     return phrases
 
 
@@ -289,7 +296,7 @@ def _resealed(sealer: Sealer, row: Sequence[Any]) -> tuple[dict[str, Any], int] 
             else str(text)
         )
         words = index_words(plain)
-        new["text"] = " ".join(search_tokens(sealer, sealer.active, str(namespace), words))
+        new["text"] = " ".join(search_tokens(sealer, sealer.active, words))
         new["text_sealed"] = reseal(sealer, TABLE, "text", name, plain)
     if not embedding_done:
         assert embedding is not None

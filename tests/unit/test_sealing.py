@@ -100,3 +100,24 @@ def test_enable_refuses_a_missing_variable_and_a_second_key(
         assert other.value.code == "encryption.key_mismatch"
     finally:
         store.close()
+
+
+def test_memory_words_are_the_words_the_text_index_sees() -> None:
+    """Sealed memory finds the words of a text itself (store/memory_sealing.py), with the
+    text index's own tokenizer: the two must not drift apart."""
+    import sqlite3
+
+    from agentctl.store import memory_sealing
+    from agentctl.store.migrate import migrations_dir
+
+    migration = (migrations_dir() / "versions" / "0003_memory_search.py").read_text()
+    assert f"tokenize='{memory_sealing._TOKENIZER}'" in migration
+    text = "Ünïcode_Café-crème, ΣΊΣΥΦΟΣ ς İstanbul x\u0301y 中文 Ǆemal 42nd ßtraße"
+    conn = sqlite3.connect(":memory:")
+    conn.execute(f"CREATE VIRTUAL TABLE f USING fts5(t, tokenize='{memory_sealing._TOKENIZER}')")
+    conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab(f, 'instance')")
+    conn.execute("INSERT INTO f (rowid, t) VALUES (1, ?)", (text,))
+    indexed = [row[0] for row in conn.execute("SELECT term FROM v ORDER BY offset")]
+    conn.close()
+    assert memory_sealing.index_words(text) == indexed
+    assert memory_sealing.words_of(["foo_bar", "", "Café"]) == [["foo", "bar"], [], ["cafe"]]
