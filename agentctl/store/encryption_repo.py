@@ -196,7 +196,10 @@ def column_counts(conn: SqlRunner, key_ids: list[str]) -> list[ColumnCount]:
             if sealed - named:
                 count.sealed["?"] = sealed - named
             out.append(count)
-    out.extend(memory_sealing.column_counts(conn, key_ids))
+    out.extend(
+        ColumnCount(memory_sealing.TABLE, column, clear, sealed)
+        for column, clear, sealed in memory_sealing.column_counts(conn, key_ids)
+    )
     return out
 
 

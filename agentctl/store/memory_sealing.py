@@ -53,7 +53,6 @@ from agentctl.store.sealing import (
 )
 
 if TYPE_CHECKING:
-    from agentctl.store.encryption_repo import ColumnCount
     from agentctl.store.engine import SqlRunner, Store
 
 __all__ = [
@@ -360,11 +359,14 @@ def rebuild_index(store: Store) -> None:
 # -- inventory ---------------------------------------------------------------------------
 
 
-def column_counts(conn: SqlRunner, key_ids: list[str]) -> list[ColumnCount]:
+#: One column's count: (column, clear values, key id -> sealed values).
+Count = tuple[str, int, dict[str, int]]
+
+
+def column_counts(conn: SqlRunner, key_ids: list[str]) -> list[Count]:
     """Clear and sealed values of memory's payloads (value, provenance, searchable text,
     embedding) per key id, counted without opening any (``db encryption inventory``)."""
-
-    out: list[ColumnCount] = []
+    out: list[Count] = []
     # The searchable text: sealed when text_sealed is set (its key made the tokens).
     measured = {
         "value_json": "value_json",
@@ -403,17 +405,15 @@ def column_counts(conn: SqlRunner, key_ids: list[str]) -> list[ColumnCount]:
     return out
 
 
-def _count(column: str, row: Any, key_ids: list[str]) -> ColumnCount:
-    from agentctl.store.encryption_repo import ColumnCount
-
+def _count(column: str, row: Any, key_ids: list[str]) -> Count:
     total, sealed = int(row[0] or 0), int(row[1] or 0)
-    count = ColumnCount(TABLE, column, clear=total - sealed)
+    by_key: dict[str, int] = {}
     named = 0
     for position, key_id in enumerate(key_ids):
         value = int(row[2 + position] or 0)
         named += value
         if value:
-            count.sealed[key_id] = value
+            by_key[key_id] = value
     if sealed - named:
-        count.sealed["?"] = sealed - named
-    return count
+        by_key["?"] = sealed - named
+    return (column, total - sealed, by_key)

@@ -98,7 +98,8 @@ class PayloadColumns:
 
 #: Every payload column that is sealed when encryption is on (docs/encryption.md lists
 #: them). Every reader and writer of these columns goes through :func:`seal`/:func:`unseal`;
-#: ``db encryption enable`` and ``rotate`` walk exactly this table.
+#: ``db encryption enable`` and ``rotate`` walk exactly this table, then long-term memory,
+#: whose text index and embeddings have forms of their own (store/memory_sealing.py).
 PAYLOAD_COLUMNS: Mapping[str, PayloadColumns] = {
     p.table: p
     for p in (
