@@ -35,7 +35,7 @@ from agentctl.digest import canonical_json
 from agentctl.store import memory_sealing
 from agentctl.store.dialect import is_postgres
 from agentctl.store.records import check_format_version
-from agentctl.store.sealing import seal_binary, unseal, unseal_binary
+from agentctl.store.sealing import open_binary, seal_binary, sealer_of, unseal
 from agentctl.store.timestamps import from_db, to_db
 
 if TYPE_CHECKING:
@@ -86,7 +86,8 @@ class EntryValues:
 
 @dataclass(frozen=True, slots=True)
 class EntryRow:
-    """One stored entry (its embedding stays in the table: searches read it in bulk)."""
+    """One stored entry (its embedding stays in the table: searches read it in bulk).
+    ``text`` is None when it is sealed (:func:`entry_texts` opens it)."""
 
     id: int
     namespace: str
@@ -143,7 +144,9 @@ def _entry(conn: SqlRunner, row: Sequence[Any]) -> EntryRow:
         key=key,
         value_type=str(row[4]),
         value_json=str(unseal(conn, table, "value_json", name, row[5])),
-        text=memory_sealing.open_text(conn, namespace, key, row[6], row[13]),
+        # Sealed, the searchable text is not opened here: a search reads ten rows per
+        # query and nothing reads their text (entry_texts does, for re-embedding).
+        text=None if row[13] is not None else row[6],
         metadata_json=str(row[7]),
         embedding_model=row[8],
         provenance_json=unseal(conn, table, "provenance_json", name, row[9]),
@@ -153,17 +156,10 @@ def _entry(conn: SqlRunner, row: Sequence[Any]) -> EntryRow:
     )
 
 
-def _parameters(conn: SqlRunner, values: EntryValues, now: datetime) -> tuple[Any, ...]:
+def _parameters(
+    values: EntryValues, stored: memory_sealing.SealedEntry, now: datetime
+) -> tuple[Any, ...]:
     stamp = to_db(now)
-    stored = memory_sealing.seal_entry(
-        conn,
-        values.namespace,
-        values.key,
-        values.value_json,
-        values.provenance_json,
-        values.text,
-        values.embedding,
-    )
     return (
         values.format_version,
         values.namespace,
@@ -218,7 +214,18 @@ def upsert_entries(conn: SqlRunner, entries: Sequence[EntryValues], now: datetim
     ``created_at`` and everything else is replaced. ``updated_at`` is ``now``."""
     if not entries:
         return
-    rows = [_parameters(conn, values, now) for values in entries]
+    stored = memory_sealing.seal_entries(
+        conn,
+        [
+            memory_sealing.PlainEntry(
+                v.namespace, v.key, v.value_json, v.provenance_json, v.text, v.embedding
+            )
+            for v in entries
+        ],
+    )
+    rows = [
+        _parameters(values, sealed, now) for values, sealed in zip(entries, stored, strict=True)
+    ]
     conn.exec_driver_sql(_UPSERT, rows[0] if len(rows) == 1 else rows)
 
 
@@ -424,16 +431,17 @@ def embeddings(conn: SqlRunner, namespace: str, identity: str) -> list[tuple[int
         "WHERE namespace = ? AND embedding_model = ? AND embedding IS NOT NULL",
         (namespace, identity),
     )
-    table = memory_sealing.TABLE
+    sealer = sealer_of(conn)
     return [
         (
             int(row[0]),
             str(row[1]),
-            bytes(
-                unseal_binary(
-                    conn, table, "embedding", memory_sealing.record(namespace, str(row[1])), row[2]
-                )
-                or b""
+            open_binary(
+                sealer,
+                memory_sealing.TABLE,
+                "embedding",
+                memory_sealing.record(namespace, str(row[1])),
+                bytes(row[2]),
             ),
         )
         for row in rows

@@ -33,6 +33,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import re
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -58,13 +59,14 @@ if TYPE_CHECKING:
 __all__ = [
     "SEALED_TEXT_COLUMNS",
     "TABLE",
+    "PlainEntry",
     "SealedEntry",
     "column_counts",
     "index_words",
     "open_text",
     "query_phrases",
     "record",
-    "seal_entry",
+    "seal_entries",
     "seal_memory",
     "search_tokens",
 ]
@@ -88,6 +90,7 @@ def record(namespace: str, key: str) -> tuple[str, str, str]:
 #: The text index's tokenizer (migration ``0003_memory_search``).
 _TOKENIZER = "unicode61 remove_diacritics 2"
 _WORDS = threading.local()
+_ASCII_WORD = re.compile(r"[a-z0-9]+")
 
 
 def _word_index() -> sqlite3.Connection:
@@ -103,16 +106,23 @@ def _word_index() -> sqlite3.Connection:
 
 def words_of(texts: Sequence[str]) -> list[list[str]]:
     """The words SQLite's FTS5 tokenizer finds in each text, in order and folded as the
-    text index folds them: the tokenizer itself is run (on a scratch in-memory table whose
-    rows are rolled back), so sealed and clear search see the very same words."""
-    conn = _word_index()
+    text index folds them. ASCII text is split where unicode61 splits it (every character
+    but a letter or digit separates; letters fold to lower case); any other text is given
+    to the tokenizer itself (on a scratch in-memory table whose rows are rolled back), so
+    sealed and clear search see the very same words."""
     found: list[list[str]] = [[] for _ in texts]
+    others = []
+    for position, text in enumerate(texts):
+        if text.isascii():
+            found[position] = _ASCII_WORD.findall(text.lower())
+        else:
+            others.append((position + 1, text))
+    if not others:
+        return found
+    conn = _word_index()
     conn.execute("BEGIN")
     try:
-        conn.executemany(
-            "INSERT INTO w (rowid, t) VALUES (?, ?)",
-            [(position + 1, text) for position, text in enumerate(texts)],
-        )
+        conn.executemany("INSERT INTO w (rowid, t) VALUES (?, ?)", others)
         for doc, term in conn.execute("SELECT doc, term FROM v ORDER BY doc, offset"):
             found[int(doc) - 1].append(str(term))
     finally:
@@ -149,37 +159,38 @@ class SealedEntry:
     embedding: bytes | None
 
 
-def seal_entry(
-    conn: Any,
-    namespace: str,
-    key: str,
-    value_json: str,
-    provenance_json: str | None,
-    text: str | None,
-    embedding: bytes | None,
-) -> SealedEntry:
-    """The entry as stored: unchanged with encryption off, sealed and tokenized with it on."""
+@dataclass(frozen=True, slots=True)
+class PlainEntry:
+    """An entry's payload columns in clear, as a write gives them."""
+
+    namespace: str
+    key: str
+    value_json: str
+    provenance_json: str | None
+    text: str | None
+    embedding: bytes | None
+
+
+def seal_entries(conn: Any, entries: Sequence[PlainEntry]) -> list[SealedEntry]:
+    """The entries as stored: unchanged with encryption off, sealed and tokenized with it
+    on (the texts' words found in one pass)."""
     sealer = sealer_of(conn)
     if sealer.active is None:
-        return SealedEntry(value_json, provenance_json, text, None, embedding)
-    return _sealed(sealer, namespace, key, value_json, provenance_json, text, embedding, conn)
+        return [
+            SealedEntry(e.value_json, e.provenance_json, e.text, None, e.embedding) for e in entries
+        ]
+    words = words_of([e.text or "" for e in entries])
+    return [_sealed(sealer, e, w, conn) for e, w in zip(entries, words, strict=True)]
 
 
-def _sealed(
-    sealer: Sealer,
-    namespace: str,
-    key: str,
-    value_json: str,
-    provenance_json: str | None,
-    text: str | None,
-    embedding: bytes | None,
-    conn: Any,
-) -> SealedEntry:
+def _sealed(sealer: Sealer, entry: PlainEntry, words: list[str], conn: Any) -> SealedEntry:
     assert sealer.active is not None
+    namespace, key, value_json = entry.namespace, entry.key, entry.value_json
+    provenance_json, text, embedding = entry.provenance_json, entry.text, entry.embedding
     name = record(namespace, key)
     tokens = None
     if text is not None:
-        tokens = " ".join(search_tokens(sealer, sealer.active, index_words(text)))
+        tokens = " ".join(search_tokens(sealer, sealer.active, words))
     return SealedEntry(
         value_json=str(seal(conn, TABLE, "value_json", name, value_json)),
         provenance_json=seal(conn, TABLE, "provenance_json", name, provenance_json),

@@ -69,7 +69,6 @@ __all__ = [
     "seal_blob",
     "sealer_of",
     "unseal",
-    "unseal_binary",
     "unseal_columns",
     "unseal_record",
     "unseal_records",
@@ -343,16 +342,6 @@ def binary_key_id(stored: bytes) -> str | None:
     if not stored.startswith(SEALED_BYTES_PREFIX):
         return None
     return stored[len(SEALED_BYTES_PREFIX) :].split(b":", 1)[0].decode("ascii", "replace")
-
-
-def unseal_binary(
-    conn: Any, table: str, column: str, record: tuple[Any, ...], stored: Any
-) -> bytes | None:
-    """The plaintext of a stored binary value (clear values pass through)."""
-    if stored is None:
-        return None
-    data = bytes(stored)
-    return open_binary(sealer_of(conn), table, column, record, data)
 
 
 def open_binary(
