@@ -35,7 +35,7 @@ from agentctl.digest import canonical_json
 from agentctl.store import memory_sealing
 from agentctl.store.dialect import is_postgres
 from agentctl.store.records import check_format_version
-from agentctl.store.sealing import open_binary, seal_binary, sealer_of, unseal
+from agentctl.store.sealing import seal_binary, unseal
 from agentctl.store.timestamps import from_db, to_db
 
 if TYPE_CHECKING:
@@ -431,21 +431,9 @@ def embeddings(conn: SqlRunner, namespace: str, identity: str) -> list[tuple[int
         "WHERE namespace = ? AND embedding_model = ? AND embedding IS NOT NULL",
         (namespace, identity),
     )
-    sealer = sealer_of(conn)
-    return [
-        (
-            int(row[0]),
-            str(row[1]),
-            open_binary(
-                sealer,
-                memory_sealing.TABLE,
-                "embedding",
-                memory_sealing.record(namespace, str(row[1])),
-                bytes(row[2]),
-            ),
-        )
-        for row in rows
-    ]
+    return memory_sealing.open_embeddings(
+        conn, namespace, [(int(row[0]), str(row[1]), row[2]) for row in rows]
+    )
 
 
 def expired_ids(conn: SqlRunner, namespace: str, now: datetime) -> list[int]:

@@ -44,6 +44,7 @@ from agentctl.store.sealing import (
     SEALED_BYTES_PREFIX,
     SEALED_PREFIX,
     Sealer,
+    binary_key_id,
     open_value,
     reseal,
     reseal_binary,
@@ -63,6 +64,7 @@ __all__ = [
     "SealedEntry",
     "column_counts",
     "index_words",
+    "open_embeddings",
     "open_text",
     "query_phrases",
     "record",
@@ -205,6 +207,25 @@ def open_text(conn: Any, namespace: str, key: str, text: Any, text_sealed: Any) 
     if text_sealed is None:
         return None if text is None else str(text)
     return str(unseal(conn, TABLE, "text", record(namespace, key), text_sealed))
+
+
+def open_embeddings(
+    conn: Any, namespace: str, rows: Sequence[tuple[int, str, Any]]
+) -> list[tuple[int, str, bytes]]:
+    """``(id, key, embedding)`` rows with each embedding opened (clear ones pass through).
+    A namespace's whole matrix is opened at once when vector search loads it, so the
+    associated data's common part is built once, not per row."""
+    sealer = sealer_of(conn)
+    head = f"{TABLE}.embedding/{len(namespace)}/{namespace}/"
+    out = []
+    for entry_id, key, stored in rows:
+        data = bytes(stored)
+        key_id = binary_key_id(data)
+        if key_id is not None:
+            body = data[len(SEALED_BYTES_PREFIX) + len(key_id) + 1 :]
+            data = sealer.open_bytes(body, (head + key).encode(), key_id)
+        out.append((entry_id, key, data))
+    return out
 
 
 # -- searching -------------------------------------------------------------------------
