@@ -9,7 +9,7 @@ name. With encryption on, its payloads are stored as follows:
   and opened when a namespace's embedding matrix is loaded for vector search;
 - ``text_sealed`` holds the searchable text sealed, and ``text`` — the column the text
   index (FTS5, PostgreSQL ``tsvector``) reads — holds one **search token** per word of the
-  text, in the text's order: ``m`` and the base32 of the first 80 bits of
+  text, in the text's order: ``m`` and the hex of the first 80 bits of
   HMAC-SHA256(search key, word). The search key is derived from the encryption key with
   HKDF (:meth:`Sealer.search_key`), one per key id. A token does not depend on the
   namespace: FTS5 computes BM25's word rarity over the whole index, and one token per
@@ -30,8 +30,6 @@ clear: metadata filters are exact comparisons made in SQL.
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import hmac
 import re
 import sqlite3
@@ -78,6 +76,7 @@ TABLE = "memory_entries"
 #: own forms, above).
 SEALED_TEXT_COLUMNS = ("value_json", "provenance_json")
 _TOKEN_BYTES = 10
+_TOKEN_CACHE = 100_000
 
 
 def record(namespace: str, key: str) -> tuple[str, str, str]:
@@ -138,12 +137,20 @@ def index_words(text: str) -> list[str]:
 
 
 def search_tokens(sealer: Sealer, key_id: str, words: Sequence[str]) -> list[str]:
-    """One token per word: ``m`` + base32(HMAC-SHA256(search key, word))[:80 bits]."""
-    key = sealer.search_key(key_id)
+    """One token per word: ``m`` + hex(HMAC-SHA256(search key, word))[:80 bits]. Tokens
+    are remembered per key (up to :data:`_TOKEN_CACHE` words): words repeat a lot."""
+    cache = sealer.search_token_cache.setdefault(key_id, {})
     out = []
+    key: bytes | None = None
     for word in words:
-        mac = hmac.new(key, word.encode(), hashlib.sha256).digest()[:_TOKEN_BYTES]
-        out.append("m" + base64.b32encode(mac).decode("ascii").lower())
+        token = cache.get(word)
+        if token is None:
+            if key is None:
+                key = sealer.search_key(key_id)
+            token = "m" + hmac.digest(key, word.encode(), "sha256")[:_TOKEN_BYTES].hex()
+            if len(cache) < _TOKEN_CACHE:
+                cache[word] = token
+        out.append(token)
     return out
 
 

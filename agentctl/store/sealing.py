@@ -182,6 +182,8 @@ class Sealer:
     given: dict[str, bytes] = field(default_factory=dict)
     _ciphers: dict[str, AESGCM] = field(default_factory=dict)
     _search_keys: dict[str, bytes] = field(default_factory=dict)
+    #: key id -> word -> its search token (store/memory_sealing.py), bounded there.
+    search_token_cache: dict[str, dict[str, str]] = field(default_factory=dict)
 
     @property
     def enabled(self) -> bool:

@@ -131,6 +131,10 @@ def test_memory_and_schedule_inputs_are_sealed_and_read_back_with_the_key_only(
         error = refused.error_json()["error"]
         assert error["code"] == "encryption.key_missing" and "'k1'" in error["message"]
         assert "Traceback" not in refused.stderr
+    # A write that needs the key writes nothing.
+    put = cli("--output", "json", "memory", "put", "notes", "k2", '"more"', "--db", database)
+    assert put.exit_code == 5 and put.error_json()["error"]["code"] == "encryption.key_missing"
+    assert rows(database, "SELECT key FROM memory_entries") == [("k",)]
 
 
 # -- search over sealed memory finds what it finds in clear ----------------------------------
