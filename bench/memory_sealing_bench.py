@@ -58,18 +58,14 @@ def one_round(
 ) -> dict[str, float]:
     memory = LongTermMemory(store, SystemClock(), LocalHashEmbedder())
     out: dict[str, float] = {}
-    out["put_many per entry"] = (
-        sum(
-            cpu_ms(lambda chunk=entries[i : i + 500]: memory.put_many(namespace, chunk))
-            for i in range(0, len(entries), 500)
-        )
-        / len(entries)
-    )
+    out["put_many per entry"] = sum(
+        cpu_ms(lambda chunk=entries[i : i + 500]: memory.put_many(namespace, chunk))
+        for i in range(0, len(entries), 500)
+    ) / len(entries)
     singles = entries[:200]
-    out["put per entry"] = (
-        sum(cpu_ms(lambda k=k, e=e: memory.put(namespace, f"single-{k}", e)) for k, e in singles)
-        / len(singles)
-    )
+    out["put per entry"] = sum(
+        cpu_ms(lambda k=k, e=e: memory.put(namespace, f"single-{k}", e)) for k, e in singles
+    ) / len(singles)
     out["text per query"] = statistics.median(
         cpu_ms(lambda q=q: memory.search(namespace, q, mode="text")) for q in queries
     )

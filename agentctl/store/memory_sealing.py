@@ -42,7 +42,6 @@ from agentctl.store.sealing import (
     SEALED_BYTES_PREFIX,
     SEALED_PREFIX,
     Sealer,
-    binary_key_id,
     open_value,
     reseal,
     reseal_binary,
@@ -225,12 +224,13 @@ def open_embeddings(
     sealer = sealer_of(conn)
     head = f"{TABLE}.embedding/{len(namespace)}/{namespace}/"
     out = []
+    start = len(SEALED_BYTES_PREFIX)
     for entry_id, key, stored in rows:
         data = bytes(stored)
-        key_id = binary_key_id(data)
-        if key_id is not None:
-            body = data[len(SEALED_BYTES_PREFIX) + len(key_id) + 1 :]
-            data = sealer.open_bytes(body, (head + key).encode(), key_id)
+        if data.startswith(SEALED_BYTES_PREFIX):
+            end = data.index(b":", start)
+            key_id = data[start:end].decode("ascii", "replace")
+            data = sealer.open_bytes(data[end + 1 :], (head + key).encode(), key_id)
         out.append((entry_id, key, data))
     return out
 

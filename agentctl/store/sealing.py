@@ -201,12 +201,12 @@ class Sealer:
             return key_from_text(os.environ[variable], f"${variable} (key {key_id})")
         return None
 
-    def _cipher(self, key_id: str, what: str) -> AESGCM:
+    def _cipher(self, key_id: str, aad: bytes) -> AESGCM:
         cipher = self._ciphers.get(key_id)
         if cipher is None:
             key = self.key(key_id)
             if key is None:
-                raise _missing(key_id, self.variables.get(key_id), what)
+                raise _missing(key_id, self.variables.get(key_id), aad.decode())
             from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
             cipher = self._ciphers[key_id] = AESGCM(key)
@@ -232,16 +232,18 @@ class Sealer:
         key_id = key_id or self.active
         assert key_id is not None, "sealing needs a key id"
         nonce = os.urandom(_NONCE_BYTES)
-        return nonce + self._cipher(key_id, aad.decode()).encrypt(nonce, data, aad)
+        return nonce + self._cipher(key_id, aad).encrypt(nonce, data, aad)
 
     def open_bytes(self, sealed: bytes, aad: bytes, key_id: str) -> bytes:
-        from cryptography.exceptions import InvalidTag
-
-        cipher = self._cipher(key_id, aad.decode())
+        cipher = self._cipher(key_id, aad)
         try:
             return cipher.decrypt(sealed[:_NONCE_BYTES], sealed[_NONCE_BYTES:], aad)
-        except InvalidTag:
-            raise _mismatch(key_id, aad.decode()) from None
+        except Exception as exc:  # imported only when needed: this path runs per value
+            from cryptography.exceptions import InvalidTag
+
+            if isinstance(exc, InvalidTag):
+                raise _mismatch(key_id, aad.decode()) from None
+            raise
 
     def seal_text(self, text: str, aad: bytes, *, key_id: str | None = None) -> str:
         key_id = key_id or self.active
