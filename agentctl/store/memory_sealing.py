@@ -16,16 +16,16 @@ name. With encryption on, its payloads are stored as follows:
   word across namespaces keeps those counts, hence the scores, those of the clear words.
 
 A word is what SQLite's ``unicode61 remove_diacritics 2`` tokenizer makes of the text
-(:func:`words_of` runs that tokenizer on an in-memory table, on either store). A query's
-words become the same tokens, so the index matches the same entries; one token per word
-keeps every word count, so BM25 scores are the very numbers it computes over the clear
-words. A query also keeps its clear words, so
-entries written before ``enable`` (still clear) are found during the walk.
+(:func:`words_of` runs that tokenizer on an in-memory table, on either store; ASCII text
+is split by the same rule without it). A query's words become the same tokens, so the
+index matches the same entries; one token per word keeps every word count, so BM25 scores
+are the very numbers it computes over the clear words. A query also keeps its clear words,
+so entries written before ``enable`` (still clear) are found during the walk.
 
 The tokens are deterministic per (key, word): whoever reads the database can count how
 often a token occurs and which entries (of any namespace) share it, and sees each text's
-length in words (docs/encryption.md, "What sealed memory still shows"). ``metadata_json`` stays
-clear: metadata filters are exact comparisons made in SQL.
+length in words (docs/encryption.md, "Long-term memory"). ``metadata_json`` stays clear:
+metadata filters are exact comparisons made in SQL.
 """
 
 from __future__ import annotations
@@ -55,8 +55,8 @@ if TYPE_CHECKING:
     from agentctl.store.engine import SqlRunner, Store
 
 __all__ = [
-    "SEALED_TEXT_COLUMNS",
     "TABLE",
+    "TOKENIZER",
     "PlainEntry",
     "SealedEntry",
     "column_counts",
@@ -64,16 +64,15 @@ __all__ = [
     "open_embeddings",
     "open_text",
     "query_phrases",
+    "rebuild_index",
     "record",
     "seal_entries",
     "seal_memory",
     "search_tokens",
+    "words_of",
 ]
 
 TABLE = "memory_entries"
-#: The text columns sealed as payloads (the embedding and the searchable text have their
-#: own forms, above).
-SEALED_TEXT_COLUMNS = ("value_json", "provenance_json")
 _TOKEN_BYTES = 10
 _TOKEN_CACHE = 100_000
 
@@ -88,7 +87,7 @@ def record(namespace: str, key: str) -> tuple[str, str, str]:
 
 
 #: The text index's tokenizer (migration ``0003_memory_search``).
-_TOKENIZER = "unicode61 remove_diacritics 2"
+TOKENIZER = "unicode61 remove_diacritics 2"
 _WORDS = threading.local()
 _ASCII_WORD = re.compile(r"[a-z0-9]+")
 
@@ -98,7 +97,7 @@ def _word_index() -> sqlite3.Connection:
     conn: sqlite3.Connection | None = getattr(_WORDS, "conn", None)
     if conn is None:
         conn = sqlite3.connect(":memory:", isolation_level=None)
-        conn.execute(f"CREATE VIRTUAL TABLE w USING fts5(t, content='', tokenize='{_TOKENIZER}')")
+        conn.execute(f"CREATE VIRTUAL TABLE w USING fts5(t, content='', tokenize='{TOKENIZER}')")
         conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab(w, 'instance')")
         _WORDS.conn = conn
     return conn

@@ -111,14 +111,14 @@ def test_memory_words_are_the_words_the_text_index_sees() -> None:
     from agentctl.store.migrate import migrations_dir
 
     migration = (migrations_dir() / "versions" / "0003_memory_search.py").read_text()
-    assert f"tokenize='{memory_sealing._TOKENIZER}'" in migration
+    assert f"tokenize='{memory_sealing.TOKENIZER}'" in migration
     texts = [
         "Ünïcode_Café-crème, ΣΊΣΥΦΟΣ ς İstanbul x\u0301y 中文 Ǆemal 42nd ßtraße",
         # ASCII takes a shorter path than the tokenizer; it must split the same way.
         "Foo_bar-BAZ, x.y@z.io 42nd\t(hi)! it's C++ v1.2 ~/a/b `q` \x7f\x01end",
     ]
     conn = sqlite3.connect(":memory:")
-    conn.execute(f"CREATE VIRTUAL TABLE f USING fts5(t, tokenize='{memory_sealing._TOKENIZER}')")
+    conn.execute(f"CREATE VIRTUAL TABLE f USING fts5(t, tokenize='{memory_sealing.TOKENIZER}')")
     conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab(f, 'instance')")
     for text in texts:
         conn.execute("DELETE FROM f")
