@@ -304,3 +304,59 @@ def test_a_containerised_step_runs_through_the_container_runtime(
     run = next(call for call in _calls(log) if call[1] == "run")
     assert run[run.index(IMAGE) + 1 : run.index(IMAGE) + 3] == ["python3", "-c"]
     assert "--network" in run and run[run.index("--network") + 1] == "none"
+
+
+RECORDING = """
+def main(ctx, inputs):
+    stamp = ctx.now().isoformat()
+    ident = ctx.uuid()
+    answer = ctx.ask("ship it?", choices=["yes", "no"])
+    ctx.write("out/answer.txt", answer)
+    return {"answer": answer, "stamp": stamp, "id": ident}
+"""
+
+
+def _pending(cli: Any, run_id: str, db: Path) -> list[dict[str, Any]]:
+    listed = cli("--output", "json", "approvals", "list", run_id, "--db", db).json()["data"]
+    return [a for a in listed["approvals"] if a["status"] == "pending"]
+
+
+def test_recorded_operations_ask_no_approval_under_approval_always(
+    cli: Any, tmp_path: Path
+) -> None:
+    """`ctx.now`, `ctx.uuid` and `ctx.ask` only record a value: `approval: always` (and a
+    `toolsAllow` list) concern effects on the world, here the write alone."""
+    ws = tmp_path / "ws"
+    db = _setup(ws, RECORDING)
+    text = (ws / "wf.yaml").read_text()
+    (ws / "wf.yaml").write_text(
+        text.replace("approval: never", "approval: always, toolsAllow: [filesystem.write]")
+    )
+    parked = cli("--output", "json", "roll", ws / "wf.yaml", "--db", db)
+    assert parked.exit_code == 3, parked.stdout + parked.stderr
+    run_id = parked.json()["data"]["runId"]
+    (question,) = _pending(cli, run_id, db)
+    assert question["kind"] == "question" and question["prompt"] == "ship it?"
+    answered = cli("approvals", "answer", question["approvalId"], '"yes"', "--db", db)
+    assert answered.exit_code == 0, answered.stderr
+
+    gated = cli("--output", "json", "resume", run_id, "--db", db)
+    assert gated.exit_code == 3, gated.stdout + gated.stderr
+    (approval,) = _pending(cli, run_id, db)
+    with sqlite3.connect(db) as conn:
+        (operation,) = conn.execute(
+            "SELECT operation FROM effects WHERE id = ?", (approval["effectId"],)
+        ).fetchone()
+    conn.close()
+    assert approval["kind"] == "approval" and operation == "builtin.write"
+    approved = cli("approvals", "approve", approval["approvalId"], "--reason", "ok", "--db", db)
+    assert approved.exit_code == 0, approved.stderr
+    done = cli("--output", "json", "resume", run_id, "--db", db)
+    assert done.exit_code == 0, done.stdout + done.stderr
+    assert done.json()["data"]["output"]["work"]["answer"] == "yes"
+    assert [op for _, op, _ in _effects(db)] == [
+        "step.now",
+        "step.uuid",
+        "step.ask",
+        "builtin.write",
+    ]
