@@ -360,3 +360,71 @@ def test_recorded_operations_ask_no_approval_under_approval_always(
         "step.ask",
         "builtin.write",
     ]
+
+
+def _workflow(ws: Path, extra: str, function: str = "steps:main") -> None:
+    text = textwrap.dedent(WORKFLOW % {"timeout": 60}).replace("steps:main", function)
+    (ws / "wf.yaml").write_text(text.replace("spec:\n", "spec:\n" + extra, 1))
+
+
+def test_spec_python_path_is_where_functions_import_from(cli: Any, tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    (ws / "lib" / "release").mkdir(parents=True)
+    (ws / "lib" / "release" / "__init__.py").write_text("")
+    (ws / "lib" / "release" / "steps.py").write_text(
+        "from release.names import greet\n\ndef main(ctx, inputs):\n"
+        "    return {'hello': greet(inputs['name'])}\n"
+    )
+    (ws / "lib" / "release" / "names.py").write_text("def greet(name):\n    return name.upper()\n")
+    _workflow(ws, "  python: {path: [lib]}\n", "release.steps:main")
+    done = cli("--output", "json", "roll", ws / "wf.yaml", "--db", ws / "r.db")
+    assert done.exit_code == 0, done.stdout + done.stderr
+    assert done.json()["data"]["output"]["work"] == {"hello": "ADA"}
+
+
+def test_check_names_the_field_and_task_of_a_missing_folder_or_module(
+    cli: Any, tmp_path: Path
+) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    cases = [
+        ("  python: {path: [lib]}\n", "steps:main", "spec.python.path[0]", "lib"),
+        ("", "nowhere.steps:main", "spec.actions.step.function", "module `nowhere.steps`"),
+        ("", "missing.py:main", "spec.actions.step.function", "missing.py"),
+        ("", "broken:main", "spec.actions.step.function", "does not parse"),
+    ]
+    (ws / "broken.py").write_text("def main(ctx, inputs)\n    return 1\n")
+    for extra, function, field, named in cases:
+        _workflow(ws, extra, function)
+        checked = cli("--output", "json", "check", ws / "wf.yaml")
+        assert checked.exit_code == 2, (function, checked.stdout + checked.stderr)
+        (problem,) = json.loads(checked.stdout + checked.stderr)["diagnostics"]
+        assert problem["path"] == field, problem
+        assert named in problem["message"] and "work" in problem["message"], problem
+        assert problem["line"] > 1, problem
+
+
+LEDGER_ONCE = """
+def main(ctx, inputs):
+    ctx.shell("sh", ["-c", "echo a >> ledger.txt"])
+    return {}
+"""
+
+
+def test_repair_reruns_a_yaml_function_whose_module_changed(cli: Any, tmp_path: Path) -> None:
+    """A YAML `python.function` without `sourceDigest` gets its module's digest: a changed
+    module is a changed step, so `repair` runs it again; an unchanged one is reused."""
+    ws = tmp_path / "ws"
+    db = _setup(ws, LEDGER_ONCE)
+    rolled = cli("--output", "json", "roll", ws / "wf.yaml", "--db", db)
+    assert rolled.exit_code == 0, rolled.stdout + rolled.stderr
+    first = rolled.json()["data"]["runId"]
+
+    same = cli("--output", "json", "repair", ws / "wf.yaml", first, "--db", db)
+    assert same.exit_code == 0, same.stdout + same.stderr
+    assert _ledger(ws) == ["a"]  # unchanged code: reused, not run again
+
+    (ws / "steps.py").write_text((ws / "steps.py").read_text().replace("echo a", "echo b"))
+    repaired = cli("--output", "json", "repair", ws / "wf.yaml", first, "--db", db)
+    assert repaired.exit_code == 0, repaired.stdout + repaired.stderr
+    assert _ledger(ws) == ["a", "b"]  # the changed function ran again
