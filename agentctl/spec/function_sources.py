@@ -121,7 +121,8 @@ def _users(spec: Mapping[str, Any]) -> dict[str, list[str]]:
 
 def _named(users: Mapping[str, list[str]], actions: Mapping[str, Any]) -> str:
     tasks = sorted({task for name in actions for task in users.get(name, [])})
-    return "tasks " + ", ".join(tasks) if tasks else "actions " + ", ".join(sorted(actions))
+    named, what = (tasks, "task") if tasks else (sorted(actions), "action")
+    return f"{what}{'s' if len(named) > 1 else ''} {', '.join(named)}"
 
 
 def _digest(files: Sequence[tuple[str, Path]]) -> str:

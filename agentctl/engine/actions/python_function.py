@@ -359,8 +359,8 @@ class _Operations:
             f"holds {json.dumps(held, sort_keys=True, default=str)[:300]} there: the function "
             "changed, or it is not deterministic. Take times and random values from ctx.now() "
             "and ctx.uuid() and reach the outside world only through ctx. To drop the change, "
-            "revert it and resume; to keep it, run the step afresh with `agentctl retry "
-            "WORKFLOW RUN --failed` (or `agentctl repair` for a changed workflow)",
+            "revert it and resume; to keep it, run the step afresh in a new run with "
+            "`agentctl repair WORKFLOW RUN`, which reuses every other task that still fits",
             code="step.nondeterministic",
             stops_run=True,
             permanent=True,
