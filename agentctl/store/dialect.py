@@ -30,19 +30,31 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentctl.store import locks
 
+if TYPE_CHECKING:
+    from sqlalchemy import Table
+    from sqlalchemy.engine import Dialect
+    from sqlalchemy.sql.dml import Insert
+    from sqlalchemy.sql.elements import ColumnElement
+
 __all__ = [
     "POSTGRESQL",
+    "POSTGRESQL_SQL",
     "READ",
     "ROW_LOCKS",
     "SQLITE",
+    "SQLITE_SQL",
     "WRITE",
+    "PostgresqlSql",
+    "SqlDialect",
+    "SqliteSql",
     "begin_statement",
     "dialect_name",
     "is_postgres",
+    "sql_dialect",
     "to_postgres",
 ]
 
@@ -115,3 +127,105 @@ def to_postgres(statement: str, has_parameters: bool) -> str:
         text = _INSERT_OR_IGNORE.sub("INSERT INTO", text, count=1).rstrip().rstrip(";")
         text += " ON CONFLICT DO NOTHING"
     return text
+
+
+class SqlDialect:
+    """What differs between the two dialects, for the repositories' statements
+    (:mod:`agentctl.store.statements` builds each statement with the pair member of the
+    dialect it compiles for). One subclass per dialect; nothing else branches on the name.
+    """
+
+    name: str
+
+    def compiler(self) -> Dialect:
+        """The SQLAlchemy dialect statements are compiled with."""
+        raise NotImplementedError
+
+    def begin(self, kind: str, scope: locks.Locks | None = None) -> str:
+        """The statement a ``kind`` transaction begins with (see :func:`begin_statement`)."""
+        return begin_statement(self.name, kind, scope)
+
+    def insert_ignoring(self, table: Table) -> Insert:
+        """``INSERT`` into ``table`` that leaves an existing row (same key) as it is."""
+        raise NotImplementedError
+
+    def unindexed(self, column: ColumnElement[Any]) -> ColumnElement[Any]:
+        """``column`` compared without its index (a planner hint where the dialect has one)."""
+        raise NotImplementedError
+
+    def skip_locked(self) -> str:
+        """The clause that locks selected rows and skips rows other transactions hold
+        (empty where one writer holds the whole database)."""
+        raise NotImplementedError
+
+    def notify(self, channel: str) -> str | None:
+        """The statement that wakes listeners of ``channel`` at commit (one parameter,
+        the payload), or None where nobody listens."""
+        raise NotImplementedError
+
+
+class SqliteSql(SqlDialect):
+    name = SQLITE
+
+    def compiler(self) -> Dialect:
+        from sqlalchemy.dialects.sqlite.pysqlite import SQLiteDialect_pysqlite
+
+        return SQLiteDialect_pysqlite()
+
+    def insert_ignoring(self, table: Table) -> Insert:
+        from sqlalchemy import insert
+
+        return insert(table).prefix_with("OR IGNORE")
+
+    def unindexed(self, column: ColumnElement[Any]) -> ColumnElement[Any]:
+        # SQLite's unary plus makes the column an expression no index can serve.
+        from sqlalchemy import literal_column
+
+        return literal_column(f"+{column.compile(dialect=self.compiler())}")
+
+    def skip_locked(self) -> str:
+        return ""
+
+    def notify(self, channel: str) -> str | None:
+        return None
+
+
+class PostgresqlSql(SqlDialect):
+    name = POSTGRESQL
+
+    def compiler(self) -> Dialect:
+        from sqlalchemy.dialects.postgresql.psycopg import PGDialect_psycopg
+        from sqlalchemy.engine.interfaces import BindTyping
+
+        # Positional ``%s`` as the driver-level SQL has always used, and no ``::TYPE``
+        # casts on parameters: the repositories pass the values the columns store.
+        found = PGDialect_psycopg(paramstyle="format")  # type: ignore[no-untyped-call]
+        found.bind_typing = BindTyping.NONE
+        return found
+
+    def insert_ignoring(self, table: Table) -> Insert:
+        from sqlalchemy.dialects.postgresql import insert
+
+        return insert(table).on_conflict_do_nothing()
+
+    def unindexed(self, column: ColumnElement[Any]) -> ColumnElement[Any]:
+        return column  # no unary plus on text; its planner needs no hint here
+
+    def skip_locked(self) -> str:
+        return "FOR UPDATE SKIP LOCKED"
+
+    def notify(self, channel: str) -> str | None:
+        return f"SELECT pg_notify('{channel}', %s)"
+
+
+SQLITE_SQL = SqliteSql()
+POSTGRESQL_SQL = PostgresqlSql()
+_PAIR = {SQLITE: SQLITE_SQL, POSTGRESQL: POSTGRESQL_SQL}
+
+
+def sql_dialect(name: str) -> SqlDialect:
+    """The pair member named ``name`` (``sqlite`` or ``postgresql``)."""
+    try:
+        return _PAIR[name]
+    except KeyError:
+        raise ValueError(f"agentctl has no statements for the {name!r} dialect") from None
