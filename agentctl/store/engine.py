@@ -352,7 +352,9 @@ class DriverSession:
                 assert self._reconnect is not None
                 self._raw, self._give_back = self._reconnect()
             cursor = self._raw.cursor()
-            if self._postgres and is_compiled(statement):
+            if isinstance(parameters, list):  # one execution per row, as SQLAlchemy's
+                cursor.executemany(statement, parameters)
+            elif self._postgres and is_compiled(statement):
                 cursor.execute(statement, parameters)
             elif self._postgres:
                 cursor.execute(to_postgres(statement, bool(parameters)), parameters or None)

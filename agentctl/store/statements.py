@@ -31,7 +31,7 @@ filter) is one :class:`Statement` per shape: build them in a function cached by 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -89,6 +89,14 @@ class Statement:
         for its named parameters; the driver's result."""
         compiled = self.compiled(conn.dialect.name)
         return conn.exec_driver_sql(compiled.text, compiled.parameters(values))
+
+    def run_many(self, conn: Any, rows: Iterable[dict[str, Any]]) -> None:
+        """Execute once per row of ``rows`` in one driver call (``executemany``: the text
+        is prepared once, whatever the number of rows)."""
+        compiled = self.compiled(conn.dialect.name)
+        parameters = [compiled.parameters(row) for row in rows]
+        if parameters:  # none: nothing to execute (an empty list would run it once)
+            conn.exec_driver_sql(compiled.text, parameters)
 
     def __repr__(self) -> str:
         return f"<statement {self.__name__}>"
