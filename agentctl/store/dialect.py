@@ -38,7 +38,6 @@ if TYPE_CHECKING:
     from sqlalchemy import Table
     from sqlalchemy.engine import Dialect
     from sqlalchemy.sql.dml import Insert
-    from sqlalchemy.sql.elements import ColumnElement
 
 __all__ = [
     "POSTGRESQL",
@@ -149,19 +148,9 @@ class SqlDialect:
         """``INSERT`` into ``table`` that leaves an existing row (same key) as it is."""
         raise NotImplementedError
 
-    def unindexed(self, column: ColumnElement[Any]) -> ColumnElement[Any]:
-        """``column`` compared without its index (a planner hint where the dialect has one)."""
-        raise NotImplementedError
-
-    def skip_locked(self) -> str:
-        """The clause that locks selected rows and skips rows other transactions hold
-        (empty where one writer holds the whole database)."""
-        raise NotImplementedError
-
-    def notify(self, channel: str) -> str | None:
-        """The statement that wakes listeners of ``channel`` at commit (one parameter,
-        the payload), or None where nobody listens."""
-        raise NotImplementedError
+    #: Whether a committed change can wake listeners (PostgreSQL's ``NOTIFY``); on SQLite
+    #: waiters look again after a short sleep.
+    notifies: bool = False
 
 
 class SqliteSql(SqlDialect):
@@ -177,21 +166,10 @@ class SqliteSql(SqlDialect):
 
         return insert(table).prefix_with("OR IGNORE")
 
-    def unindexed(self, column: ColumnElement[Any]) -> ColumnElement[Any]:
-        # SQLite's unary plus makes the column an expression no index can serve.
-        from sqlalchemy import literal_column
-
-        return literal_column(f"+{column.compile(dialect=self.compiler())}")
-
-    def skip_locked(self) -> str:
-        return ""
-
-    def notify(self, channel: str) -> str | None:
-        return None
-
 
 class PostgresqlSql(SqlDialect):
     name = POSTGRESQL
+    notifies = True
 
     def compiler(self) -> Dialect:
         from sqlalchemy.dialects.postgresql.psycopg import PGDialect_psycopg
@@ -207,15 +185,6 @@ class PostgresqlSql(SqlDialect):
         from sqlalchemy.dialects.postgresql import insert
 
         return insert(table).on_conflict_do_nothing()
-
-    def unindexed(self, column: ColumnElement[Any]) -> ColumnElement[Any]:
-        return column  # no unary plus on text; its planner needs no hint here
-
-    def skip_locked(self) -> str:
-        return "FOR UPDATE SKIP LOCKED"
-
-    def notify(self, channel: str) -> str | None:
-        return f"SELECT pg_notify('{channel}', %s)"
 
 
 SQLITE_SQL = SqliteSql()

@@ -32,7 +32,7 @@ filter) is one :class:`Statement` per shape: build them in a function cached by 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from agentctl.store.dialect import SqlDialect, sql_dialect
@@ -45,24 +45,26 @@ if TYPE_CHECKING:
 
 __all__ = ["Compiled", "Statement", "columns", "compile_for", "is_compiled", "one_of", "statement"]
 
-_MISSING = object()
 
-
-@dataclass(frozen=True, slots=True)
 class Compiled:
-    """A statement's text for one dialect and the parameters in placeholder order, each
-    a name the caller passes or the constant written into the statement."""
+    """A statement's text for one dialect and its parameters in placeholder order, each
+    a name the caller passes or a constant written into the statement."""
 
-    text: str
-    names: tuple[str, ...]
-    constants: tuple[Any, ...]  # per name: its constant, or _MISSING for a caller's value
+    __slots__ = ("_constants", "_pick", "names", "text")
+
+    def __init__(self, text: str, names: tuple[str, ...], constants: dict[str, Any]) -> None:
+        self.text = text
+        self.names = names
+        self._constants = constants
+        # One C-level call picks every parameter (this runs on every execution).
+        pick = itemgetter(*names) if names else (lambda _values: ())
+        self._pick: Callable[[dict[str, Any]], Any] = (
+            pick if len(names) != 1 else (lambda values: (pick(values),))
+        )
 
     def parameters(self, values: dict[str, Any]) -> tuple[Any, ...]:
         try:
-            return tuple(
-                values[name] if constant is _MISSING else constant
-                for name, constant in zip(self.names, self.constants, strict=True)
-            )
+            return self._pick({**values, **self._constants} if self._constants else values)  # type: ignore[no-any-return]
         except KeyError as exc:
             raise TypeError(f"statement parameter {exc.args[0]!r} was not given") from exc
 
@@ -129,7 +131,7 @@ def compile_for(clause: Executable, dialect: str) -> Compiled:
         )
     names = tuple(compiled.positiontup or ())
     binds = compiled.binds
-    constants = tuple(_MISSING if binds[name].required else binds[name].value for name in names)
+    constants = {name: binds[name].value for name in names if not binds[name].required}
     if dialect == "postgresql":
         _POSTGRES_TEXTS.add(text)
     return Compiled(text, names, constants)
