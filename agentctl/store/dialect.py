@@ -148,6 +148,11 @@ class SqlDialect:
         """``INSERT`` into ``table`` that leaves an existing row (same key) as it is."""
         raise NotImplementedError
 
+    def insert(self, table: Table) -> Any:
+        """The dialect's own ``INSERT`` into ``table``: with its ``on_conflict_do_update``
+        (an upsert: both dialects spell it ``ON CONFLICT … DO UPDATE``)."""
+        raise NotImplementedError
+
     #: Whether a committed change can wake listeners (PostgreSQL's ``NOTIFY``); on SQLite
     #: waiters look again after a short sleep.
     notifies: bool = False
@@ -165,6 +170,11 @@ class SqliteSql(SqlDialect):
         from sqlalchemy import insert
 
         return insert(table).prefix_with("OR IGNORE")
+
+    def insert(self, table: Table) -> Any:
+        from sqlalchemy.dialects.sqlite import insert
+
+        return insert(table)
 
 
 class PostgresqlSql(SqlDialect):
@@ -185,6 +195,11 @@ class PostgresqlSql(SqlDialect):
         from sqlalchemy.dialects.postgresql import insert
 
         return insert(table).on_conflict_do_nothing()
+
+    def insert(self, table: Table) -> Any:
+        from sqlalchemy.dialects.postgresql import insert
+
+        return insert(table)
 
 
 SQLITE_SQL = SqliteSql()

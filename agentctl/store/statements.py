@@ -38,12 +38,21 @@ from typing import TYPE_CHECKING, Any
 from agentctl.store.dialect import SqlDialect, sql_dialect
 
 if TYPE_CHECKING:
-    from sqlalchemy import Column, Table
+    from sqlalchemy import FromClause
     from sqlalchemy.engine import Dialect
     from sqlalchemy.sql.elements import ColumnElement
     from sqlalchemy.sql.expression import Executable
 
-__all__ = ["Compiled", "Statement", "columns", "compile_for", "is_compiled", "one_of", "statement"]
+__all__ = [
+    "Compiled",
+    "Statement",
+    "columns",
+    "compile_for",
+    "is_compiled",
+    "one_of",
+    "padded",
+    "statement",
+]
 
 
 class Compiled:
@@ -142,8 +151,9 @@ def is_compiled(text: str) -> bool:
     return text in _POSTGRES_TEXTS
 
 
-def columns(table: Table, names: Sequence[str]) -> list[Column[Any]]:
-    """``table``'s columns named ``names``, in that order (a repository's column list)."""
+def columns(table: FromClause, names: Sequence[str]) -> list[ColumnElement[Any]]:
+    """``table``'s (or an alias's) columns named ``names``, in that order (a repository's
+    column list)."""
     return [table.c[name] for name in names]
 
 
@@ -152,3 +162,11 @@ def one_of(column: ColumnElement[Any], values: Sequence[Any]) -> ColumnElement[b
     from sqlalchemy import literal
 
     return column.in_([literal(value) for value in values])
+
+
+def padded(values: Sequence[Any]) -> list[Any]:
+    """``values`` (not empty) lengthened to the next power of two by repeating the last:
+    for an ``IN`` list, where a repeated value changes nothing, so a list of any length
+    takes one of a few statements (compiled once each) instead of one per length."""
+    size = 1 << (len(values) - 1).bit_length()
+    return [*values, *([values[-1]] * (size - len(values)))]

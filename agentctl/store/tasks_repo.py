@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from agentctl.store.formats import FORMAT_VERSION
 from agentctl.store.rows import row_dicts
 from agentctl.store.sealing import unseal, unseal_columns
-from agentctl.store.statements import Statement, columns, one_of, statement
+from agentctl.store.statements import Statement, columns, one_of, padded, statement
 
 if TYPE_CHECKING:
     from sqlalchemy.sql.expression import Executable
@@ -149,7 +149,7 @@ def _opened_state(conn: SqlRunner, run_id: str, row: Any) -> TaskState:
 
 _STATE_SEALED = {"output_json": 5, "error_json": 6}
 _UNFINISHED = ("pending", "running", "waiting_for_approval", "waiting_for_effect")
-_ID_CHUNK = 1_000
+_ID_CHUNK = 1_024  # ids per IN list: a power of two (statements.padded)
 
 
 def unfinished_task_states(conn: SqlRunner, run_id: str) -> list[TaskState]:
@@ -174,7 +174,7 @@ def task_states_of(conn: SqlRunner, run_id: str, task_ids: Sequence[str]) -> lis
     """The given tasks of a run (those that exist), in plan order."""
     out: list[TaskState] = []
     for start in range(0, len(task_ids), _ID_CHUNK):
-        chunk = task_ids[start : start + _ID_CHUNK]
+        chunk = padded(task_ids[start : start + _ID_CHUNK])
         ids = {f"task_id_{n}": task_id for n, task_id in enumerate(chunk)}
         out.extend(
             _opened_state(conn, run_id, row)
