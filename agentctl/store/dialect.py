@@ -1,9 +1,15 @@
 """The store's two SQL dialects: SQLite (the embedded default) and PostgreSQL.
 
-Repositories write one statement per query in SQLite's spelling with ``?`` placeholders.
-On PostgreSQL every driver-level statement passes through :func:`to_postgres` (the engine
-hooks it in for SQLAlchemy connections, :class:`~agentctl.store.engine.DriverSession` calls
-it itself), which rewrites what differs mechanically:
+Repositories write their statements with SQLAlchemy Core (:mod:`agentctl.store.statements`),
+compiled once per dialect; what the two spell differently and the compiler does not
+decide is a method of the dialect's member of the pair below (:class:`SqliteSql`,
+:class:`PostgresqlSql`): how a transaction begins, an ``INSERT`` that leaves an existing
+row alone, the dialect's own ``INSERT`` for an upsert, whether a commit wakes listeners.
+
+Statements not yet moved to Core are still written in SQLite's spelling with ``?``
+placeholders; on PostgreSQL they pass through :func:`to_postgres` (the engine hooks it in
+for SQLAlchemy connections, :class:`~agentctl.store.engine.DriverSession` calls it
+itself), which rewrites what differs mechanically:
 
 - ``?`` placeholders become psycopg's ``%s`` (and a literal ``%`` becomes ``%%`` when the
   statement has parameters); text inside quotes is left alone;
@@ -11,10 +17,11 @@ it itself), which rewrites what differs mechanically:
 - a unary ``+`` before a column (SQLite's way of steering the planner off an index) is
   dropped: PostgreSQL has no unary plus on text.
 
-What cannot be rewritten mechanically is chosen by the repository itself with
-:func:`is_postgres`: the long-term memory text index (FTS5 on SQLite, a ``tsvector``
-expression index on PostgreSQL), metadata filters (SQLite's ``->`` on text, PostgreSQL's on
-``json``), and the PRAGMA-based checks and statistics, which are SQLite's alone.
+A compiled statement's text is never rewritten (``statements.is_compiled``). What cannot
+be rewritten mechanically is still chosen by such a repository with :func:`is_postgres`:
+the long-term memory text index (FTS5 on SQLite, a ``tsvector`` expression index on
+PostgreSQL), metadata filters (SQLite's ``->`` on text, PostgreSQL's on ``json``), and the
+PRAGMA-based checks and statistics, which are SQLite's alone.
 
 How a transaction begins differs too, and is one table here (:func:`begin_statement`). A
 SQLite write transaction begins ``IMMEDIATE`` (the database's one write lock); a PostgreSQL
