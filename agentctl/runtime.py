@@ -357,6 +357,30 @@ class Runtime(RecoveryOperations):
         with open_store(self.db, create=False) as store:
             return reconcile_effect(store, request, clock=self.clock)
 
+    def continue_remote(
+        self,
+        effect_id: str,
+        *,
+        reason: str,
+        actor: str = "python",
+        timeout_seconds: float | None = None,
+    ) -> dict[str, Any]:
+        """Follow the A2A task a delegation's peer returned before its owner died, without
+        sending the message again; when the task has finished, conclude the effect
+        ``applied`` with the task as its result (then :meth:`resume` the run)."""
+        from agentctl.engine.remote_tasks import ContinueRemoteRequest, continue_remote
+        from agentctl.store.engine import open_store
+
+        request = ContinueRemoteRequest(
+            effect_id=effect_id,
+            reason=reason,
+            actor=actor,
+            timeout_seconds=timeout_seconds,
+            environ=self.environ,
+        )
+        with open_store(self.db, create=False) as store:
+            return continue_remote(store, request, clock=self.clock)
+
     # -- internals -----------------------------------------------------------------------
 
     @property

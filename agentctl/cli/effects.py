@@ -250,3 +250,56 @@ def effects_reconcile_command(
         False,
         db,
     )
+
+
+@app.command("continue-remote")
+def continue_remote_command(
+    ctx: typer.Context,
+    effect_id: Annotated[
+        str, typer.Argument(help="The A2A delegation's effect id (or a unique prefix).")
+    ],
+    reason: ReasonOption,
+    actor: ActorOption = "cli-user",
+    approved: Annotated[
+        bool,
+        typer.Option(
+            "--approved",
+            help="Record the conclusion without asking. Without it, a terminal asks first; "
+            "without a terminal (scripts, CI) it is recorded as observed.",
+        ),
+    ] = False,
+    timeout_seconds: Annotated[
+        float | None,
+        typer.Option(
+            "--timeout-seconds",
+            help="How long to follow the remote task (default: the peer's timeoutSeconds, "
+            "else 120).",
+        ),
+    ] = None,
+    db: DbOption = None,
+) -> None:
+    """Follow the A2A task a delegation's peer returned before its owner died, without
+    sending the message again.
+
+    When the peer reports the task finished, the effect is concluded `applied` with the
+    task as its result (audited); `resume` then continues the run. A task still working
+    exits 3 and records nothing; a failed one exits 4 and leaves the decision to you.
+
+    Example: agentctl effects continue-remote EFFECT --reason 'owner died' --approved
+    """
+    from agentctl.runtime import Runtime
+
+    out = output.current()
+    runtime = Runtime(db_from_context(ctx, db))
+    if not approved and sys.stdin.isatty():
+        _confirm(runtime.effect(effect_id), "applied (when the remote task finished)", reason)
+    data = runtime.continue_remote(
+        effect_id, reason=reason, actor=actor, timeout_seconds=timeout_seconds
+    )
+    remote = data["remoteTask"]
+    out.success(
+        "RemoteContinuation",
+        data,
+        human=f"{data['effect']['effectId']} reconciled applied: A2A task {remote['taskId']} "
+        f"{remote['state']}" + next_lines(data["next"]),
+    )
