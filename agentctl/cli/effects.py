@@ -118,19 +118,16 @@ def inspect_command(
     ],
     db: DbOption = None,
 ) -> None:
-    """Show one effect with its request, result and reconciliations; for a process, its
-    command, exit code and the last lines of its stderr.
+    """Show one effect with its request, result and reconciliations (and the remote task
+    an A2A peer returned for it); for a process, its command, exit code and the last lines
+    of its stderr.
 
     Example: agentctl effects inspect EFFECT
     """
     from agentctl.cli.effect_view import render_effect
-    from agentctl.engine.effects.journal import list_reconciliations, require_effect
-    from agentctl.store.engine import open_store
+    from agentctl.runtime import Runtime
 
-    with open_store(db_from_context(ctx, db), create=False) as store, store.read() as conn:
-        effect = require_effect(conn, effect_id)
-        data: dict[str, Any] = effect.to_json()
-        data["reconciliations"] = [r.to_json() for r in list_reconciliations(conn, effect.id)]
+    data: dict[str, Any] = Runtime(db_from_context(ctx, db)).effect(effect_id)
     output.current().success("Effect", data, human=render_effect(data))
 
 

@@ -124,6 +124,7 @@ def continue_remote(
                 effect_id=effect.id,
             )
         return {
+            "status": conclusion.status,
             "effect": current.to_json(),
             "remoteTask": {"peer": peer_name, "taskId": task_id, "state": state},
             "reconciliation": conclusion.to_json(),

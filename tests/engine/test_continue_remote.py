@@ -55,6 +55,8 @@ def test_a_killed_delegation_is_continued_without_a_second_send(
         (effect,) = _effects(cli, run_id, db)
         assert (effect["operation"], effect["status"]) == ("a2a.delegate", "started")
         effect_id = effect["effectId"]
+        shown = cli("--output", "json", "effects", "inspect", effect_id, "--db", db).json()
+        assert shown["data"]["remoteTask"]["taskId"] == "task-hold"
 
         continue_args = ("effects", "continue-remote", effect_id, "--reason", "owner died")
         # Still working when the time is up: exit 3, nothing recorded.
@@ -72,6 +74,7 @@ def test_a_killed_delegation_is_continued_without_a_second_send(
         document = continued.json()
         assert document["kind"] == "RemoteContinuation"
         data = document["data"]
+        assert data["status"] == "applied"
         assert data["remoteTask"] == {"peer": "helper", "taskId": "task-hold", "state": "completed"}
         assert data["reconciliation"]["status"] == "applied"
         assert data["reconciliation"]["actor"] == "ops"
