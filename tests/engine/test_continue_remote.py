@@ -126,3 +126,37 @@ def test_only_an_unfinished_a2a_delegation_can_be_continued(
     )
     assert unknown.exit_code == 5
     assert "unknown effect" in unknown.error_json()["error"]["message"]
+
+
+def test_a_delegation_whose_polls_failed_is_continued_once_the_peer_answers(
+    cli: Any, write_workflow: Any, workspace: Path
+) -> None:
+    db = workspace / "state.db"
+    with A2APeer() as peer:
+        path = write_workflow(WORKFLOW.format(card=peer.card_url, message="hold"))
+        peer.unavailable_polls = True
+        stopped = cli("--output", "json", "roll", path, "--db", db)
+        # The message was accepted, then its task could not be polled: uncertain, exit 3.
+        assert stopped.exit_code == 3, stopped.stdout + stopped.stderr
+        run_id = stopped.json()["data"]["runId"]
+        (effect,) = _effects(cli, run_id, db)
+        assert effect["status"] == "uncertain"
+        peer.unavailable_polls = False
+        peer.release()
+        continued = cli(
+            "--output",
+            "json",
+            "effects",
+            "continue-remote",
+            effect["effectId"],
+            "--reason",
+            "the gateway is back",
+            "--approved",
+            "--db",
+            db,
+        )
+        assert continued.exit_code == 0, continued.stdout + continued.stderr
+        resumed = cli("--output", "json", "resume", run_id, "--db", db)
+        assert resumed.exit_code == 0, resumed.stdout + resumed.stderr
+        assert resumed.json()["data"]["output"]["after"]["output"] == {"task": "task-hold"}
+        assert peer.methods().count("SendMessage") == 1
