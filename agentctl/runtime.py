@@ -280,14 +280,20 @@ class Runtime(RecoveryOperations):
             return [a.to_json() for a in list_approvals(conn, run_id, status=status)]
 
     def effect(self, effect_id: str) -> dict[str, Any]:
-        """One journaled effect (id or a unique prefix) with its reconciliations."""
-        from agentctl.engine.effects.journal import list_reconciliations, require_effect
+        """One journaled effect (id or a unique prefix) with its reconciliations and the
+        remote task its peer returned, if any (``effects continue-remote``)."""
+        from agentctl.engine.effects.journal import (
+            list_reconciliations,
+            remote_task,
+            require_effect,
+        )
         from agentctl.store.engine import open_store
 
         with open_store(self.db, create=False) as store, store.read() as conn:
             record = require_effect(conn, effect_id)
             data = record.to_json()
             data["reconciliations"] = [r.to_json() for r in list_reconciliations(conn, record.id)]
+            data["remoteTask"] = remote_task(conn, record)
         return data
 
     def needs_reconciliation(self, run_id: str | None = None) -> list[dict[str, Any]]:
@@ -356,6 +362,30 @@ class Runtime(RecoveryOperations):
         )
         with open_store(self.db, create=False) as store:
             return reconcile_effect(store, request, clock=self.clock)
+
+    def continue_remote(
+        self,
+        effect_id: str,
+        *,
+        reason: str,
+        actor: str = "python",
+        timeout_seconds: float | None = None,
+    ) -> dict[str, Any]:
+        """Follow the A2A task a delegation's peer returned before its owner died, without
+        sending the message again; when the task has finished, conclude the effect
+        ``applied`` with the task as its result (then :meth:`resume` the run)."""
+        from agentctl.engine.remote_tasks import ContinueRemoteRequest, continue_remote
+        from agentctl.store.engine import open_store
+
+        request = ContinueRemoteRequest(
+            effect_id=effect_id,
+            reason=reason,
+            actor=actor,
+            timeout_seconds=timeout_seconds,
+            environ=self.environ,
+        )
+        with open_store(self.db, create=False) as store:
+            return continue_remote(store, request, clock=self.clock)
 
     # -- internals -----------------------------------------------------------------------
 

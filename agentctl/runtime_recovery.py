@@ -246,6 +246,35 @@ class RecoveryOperations:
         assert outcome is not None, "a replay is finished when it is created"
         return RunResult.from_outcome(outcome)
 
+    def analyze_run(self, run_id: str) -> dict[str, Any]:
+        """``agentctl runs analyze``: which tasks of a run an older release recorded can be
+        given this release's reuse metadata, proven from the stored records (and why not,
+        task by task); writes nothing."""
+        from agentctl.engine.recovery.legacy_upgrade import analyze_run
+        from agentctl.store.engine import open_store
+
+        with open_store(self.db, create=False) as store:
+            return analyze_run(store, run_id).to_json()
+
+    def upgrade_run(
+        self, run_id: str, *, dry_run: bool = False, actor: str = "python"
+    ) -> dict[str, Any]:
+        """``agentctl runs upgrade``: persist exactly what :meth:`analyze_run` proves (one
+        conditional update per task, audited); ``dry_run`` changes nothing."""
+        from agentctl.engine.recovery.legacy_upgrade import upgrade_run
+        from agentctl.ids import IdGenerator
+        from agentctl.store.engine import open_store
+
+        with open_store(self.db, create=False) as store:
+            return upgrade_run(
+                store,
+                run_id,
+                clock=self.clock,
+                ids=IdGenerator(self.clock),
+                dry_run=dry_run,
+                actor=actor,
+            )
+
     def _plan(self, request: RecoveryRequest) -> dict[str, Any]:
         from agentctl.engine.driving import recovery_plan
         from agentctl.store.engine import open_store

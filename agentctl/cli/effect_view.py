@@ -57,8 +57,17 @@ def render_effect(data: dict[str, Any]) -> str:
             f"  reconciled {item['status']} by {item['actor']} at {time_text(item['createdAt'])}: "
             f"{item['reason']}"
         )
-    if data["status"] == "uncertain" and not data.get("reconciliations"):
-        lines.append(
-            "  uncertain: check the outside world, then " + hints.reconcile(data["effectId"])
-        )
+    remote = data.get("remoteTask") if isinstance(data.get("remoteTask"), dict) else None
+    if remote:
+        lines.append(f"  remote     A2A task {remote.get('taskId')} at peer {remote.get('peer')}")
+    if data["status"] in ("started", "uncertain") and not data.get("reconciliations"):
+        if remote and data["status"] == "uncertain":
+            lines.append(
+                "  uncertain: follow the remote task with agentctl effects continue-remote "
+                f"{data['effectId']} --reason TEXT, or " + hints.reconcile(data["effectId"])
+            )
+        elif data["status"] == "uncertain":
+            lines.append(
+                "  uncertain: check the outside world, then " + hints.reconcile(data["effectId"])
+            )
     return "\n".join(lines)

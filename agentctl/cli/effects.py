@@ -118,19 +118,16 @@ def inspect_command(
     ],
     db: DbOption = None,
 ) -> None:
-    """Show one effect with its request, result and reconciliations; for a process, its
-    command, exit code and the last lines of its stderr.
+    """Show one effect with its request, result and reconciliations (and the remote task
+    an A2A peer returned for it); for a process, its command, exit code and the last lines
+    of its stderr.
 
     Example: agentctl effects inspect EFFECT
     """
     from agentctl.cli.effect_view import render_effect
-    from agentctl.engine.effects.journal import list_reconciliations, require_effect
-    from agentctl.store.engine import open_store
+    from agentctl.runtime import Runtime
 
-    with open_store(db_from_context(ctx, db), create=False) as store, store.read() as conn:
-        effect = require_effect(conn, effect_id)
-        data: dict[str, Any] = effect.to_json()
-        data["reconciliations"] = [r.to_json() for r in list_reconciliations(conn, effect.id)]
+    data: dict[str, Any] = Runtime(db_from_context(ctx, db)).effect(effect_id)
     output.current().success("Effect", data, human=render_effect(data))
 
 
@@ -249,4 +246,57 @@ def effects_reconcile_command(
         approved,
         False,
         db,
+    )
+
+
+@app.command("continue-remote")
+def continue_remote_command(
+    ctx: typer.Context,
+    effect_id: Annotated[
+        str, typer.Argument(help="The A2A delegation's effect id (or a unique prefix).")
+    ],
+    reason: ReasonOption,
+    actor: ActorOption = "cli-user",
+    approved: Annotated[
+        bool,
+        typer.Option(
+            "--approved",
+            help="Record the conclusion without asking. Without it, a terminal asks first; "
+            "without a terminal (scripts, CI) it is recorded as observed.",
+        ),
+    ] = False,
+    timeout_seconds: Annotated[
+        float | None,
+        typer.Option(
+            "--timeout-seconds",
+            help="How long to follow the remote task (default: the peer's timeoutSeconds, "
+            "else 120).",
+        ),
+    ] = None,
+    db: DbOption = None,
+) -> None:
+    """Follow the A2A task a delegation's peer returned before its owner died, without
+    sending the message again.
+
+    When the peer reports the task finished, the effect is concluded `applied` with the
+    task as its result (audited); `resume` then continues the run. A task still working
+    exits 3 and records nothing; a failed one exits 4 and leaves the decision to you.
+
+    Example: agentctl effects continue-remote EFFECT --reason 'owner died' --approved
+    """
+    from agentctl.runtime import Runtime
+
+    out = output.current()
+    runtime = Runtime(db_from_context(ctx, db))
+    if not approved and sys.stdin.isatty():
+        _confirm(runtime.effect(effect_id), "applied (when the remote task finished)", reason)
+    data = runtime.continue_remote(
+        effect_id, reason=reason, actor=actor, timeout_seconds=timeout_seconds
+    )
+    remote = data["remoteTask"]
+    out.success(
+        "RemoteContinuation",
+        data,
+        human=f"{data['effect']['effectId']} reconciled applied: A2A task {remote['taskId']} "
+        f"{remote['state']}" + next_lines(data["next"]),
     )

@@ -16,11 +16,71 @@ runs_app = typer.Typer(name="runs", no_args_is_help=True)
 
 @runs_app.callback()
 def _runs_group(ctx: typer.Context, db: DbOption = None) -> None:
-    """List runs.
+    """List runs; analyze and upgrade runs an older release recorded.
 
     Example: agentctl runs list --state failed
     """
     ctx.obj = {"db": db}
+
+
+@runs_app.command("analyze")
+def runs_analyze_command(
+    ctx: typer.Context,
+    run_id: Annotated[str, typer.Argument(help="The run to analyze.")],
+    db: DbOption = None,
+) -> None:
+    """Prove, task by task, which results of a run an older release recorded can carry
+    this release's reuse metadata, and why not when not; writes nothing.
+
+    Example: agentctl runs analyze RUN --output json
+    """
+    from agentctl.runtime import Runtime
+
+    analysis = Runtime(db_from_context(ctx, db)).analyze_run(run_id)
+    output.current().success("LegacyRunUpgradeAnalysis", analysis, human=_analysis_line(analysis))
+
+
+@runs_app.command("upgrade")
+def runs_upgrade_command(
+    ctx: typer.Context,
+    run_id: Annotated[str, typer.Argument(help="The run to upgrade.")],
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Show what would be written; change nothing.")
+    ] = False,
+    db: DbOption = None,
+) -> None:
+    """Persist the reuse metadata `runs analyze` proves for a finished run (conditional
+    updates, audited as run.upgraded); running it again changes nothing.
+
+    Example: agentctl runs upgrade RUN --dry-run
+    """
+    from agentctl.runtime import Runtime
+
+    data = Runtime(db_from_context(ctx, db)).upgrade_run(run_id, dry_run=dry_run, actor="cli-user")
+    tasks = data["upgradedTasks"]
+    verb = "would upgrade" if data["dryRun"] else "upgraded"
+    output.current().success(
+        "LegacyRunUpgrade",
+        data,
+        human=f"{run_id}: {verb} {len(tasks)} task(s)"
+        + (f": {', '.join(tasks)}" if tasks else "")
+        + "\n"
+        + _analysis_line(data["analysisAfter"] or data["analysisBefore"]),
+    )
+
+
+def _analysis_line(analysis: dict[str, Any]) -> str:
+    roots = ", ".join(analysis["recommendedRepairRoots"]) or "none"
+    lines = [
+        f"{analysis['runId']}: {len(analysis['upgradeableTasks'])} upgradeable, "
+        f"{len(analysis['unavailableTasks'])} unavailable"
+        + (" (already current)" if analysis["alreadyCurrent"] else "")
+        + f"; repair roots: {roots}"
+    ]
+    for task in analysis["tasks"]:
+        why = "; ".join(task["reasons"])
+        lines.append(f"  {task['taskId']:<24} {task['confidence']:<16} {why}".rstrip())
+    return "\n".join(lines)
 
 
 @runs_app.command("list")

@@ -95,10 +95,30 @@ def _declared(model: type[BaseModel], definition: Any) -> Any:
     if not isinstance(definition, Mapping):
         return definition
     try:
-        parsed = model.model_validate(dict(definition))
+        # Fields at their defaults go first: a stored dump states every one of them, and a
+        # model may refuse a field its kind does not take even at its default (an action's
+        # `capabilities: []`), which would leave the dump's defaults in the digest.
+        parsed = model.model_validate(_stated(model, definition))
     except ValueError:
         return {key: value for key, value in definition.items() if value is not None}
     return parsed.model_dump(by_alias=True, exclude_defaults=True, mode="json")
+
+
+def _stated(model: type[BaseModel], definition: Mapping[str, Any]) -> dict[str, Any]:
+    """``definition`` without the fields whose value is the model's default."""
+    stated: dict[str, Any] = {}
+    for key, value in definition.items():
+        field = model.model_fields.get(key) or next(
+            (f for f in model.model_fields.values() if f.alias == key), None
+        )
+        if field is not None and not field.is_required():
+            default = field.get_default(call_default_factory=True, validated_data={})
+            if isinstance(default, BaseModel):
+                default = default.model_dump(by_alias=True, mode="json")
+            if value == default:
+                continue
+        stated[key] = value
+    return stated
 
 
 def resolved_definitions(spec: Mapping[str, Any]) -> dict[str, str]:

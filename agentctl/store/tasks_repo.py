@@ -7,7 +7,7 @@ reused task record is copied by :mod:`agentctl.store.copying`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +27,7 @@ __all__ = [
     "insert_pending",
     "outputs",
     "outputs_in_order",
+    "replace_metadata",
     "state_counts",
     "task_records",
     "task_states",
@@ -301,3 +302,44 @@ def _outputs_in_order(_: SqlDialect) -> Executable:
 
 def _output(conn: SqlRunner, run_id: str, task_id: str, stored: str) -> str:
     return str(unseal(conn, "tasks", "output_json", (run_id, task_id), stored))
+
+
+#: The reuse metadata of a task row ``replace_metadata`` may rewrite.
+_METADATA = frozenset(
+    {
+        "definition_fingerprint",
+        "input_digest",
+        "output_contract_fingerprint",
+        "output_digest",
+        "state_delta_digest",
+    }
+)
+
+
+def replace_metadata(
+    conn: SqlRunner,
+    run_id: str,
+    task_id: str,
+    expected: Mapping[str, str | None],
+    values: Mapping[str, str | None],
+) -> bool:
+    """Set a succeeded task's reuse metadata to ``values`` if every column still holds
+    ``expected`` (``runs upgrade``); False when the row changed in between."""
+    if not set(values) <= _METADATA or not set(expected) <= _METADATA:
+        raise ValueError(f"not task reuse metadata: {sorted({*values, *expected} - _METADATA)}")
+    names = sorted(values)
+    checked = sorted(expected)
+    conditions = " AND ".join(
+        f"{name} IS NULL" if expected[name] is None else f"{name} = ?" for name in checked
+    )
+    sql = (
+        f"UPDATE tasks SET {', '.join(f'{name} = ?' for name in names)} "  # noqa: S608
+        f"WHERE run_id = ? AND task_id = ? AND status = 'succeeded' AND {conditions}"
+    )
+    parameters = (
+        *(values[name] for name in names),
+        run_id,
+        task_id,
+        *(expected[name] for name in checked if expected[name] is not None),
+    )
+    return int(conn.exec_driver_sql(sql, parameters).rowcount or 0) == 1

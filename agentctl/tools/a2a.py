@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, NoReturn
 from urllib.parse import urlsplit
 
@@ -33,12 +33,20 @@ from agentctl.tools.mcp_transport import MAX_RESPONSE_BYTES, resolve_headers
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["RETURNING_STATES", "a2a_delegate", "normalize_state"]
+__all__ = [
+    "FAILED_STATES",
+    "RETURNING_STATES",
+    "a2a_delegate",
+    "a2a_observe",
+    "normalize_state",
+    "task_state",
+]
 
 RETURNING_STATES = frozenset({"completed", "input_required", "auth_required"})
 """Task states that end the delegation successfully (the task object is the output)."""
 
-_FAILED_STATES = frozenset({"failed", "rejected", "canceled", "cancelled"})
+FAILED_STATES = frozenset({"failed", "rejected", "canceled", "cancelled"})
+"""Task states that end the delegation as a failure."""
 _METHODS = {
     "1": {"send": "SendMessage", "get": "GetTask", "cancel": "CancelTask"},
     "0": {"send": "message/send", "get": "tasks/get", "cancel": "tasks/cancel"},
@@ -60,11 +68,14 @@ async def a2a_delegate(
     poll_interval_ms: int | None = None,
     max_polls: int | None = None,
     timeout_seconds: float | None = None,
+    on_task: Callable[[Mapping[str, Any]], None] | None = None,
 ) -> Any:
     """Delegate ``message`` to ``peer`` (a ``spec.a2aPeers`` entry, camelCase keys).
 
     Returns the peer's direct message object, or the final task object. Unset bounds fall
     back to the peer entry, then to the reference defaults (100 ms, 100 polls, 120 s).
+    ``on_task`` is called with the peer's task as soon as the peer answers with one, before
+    any poll.
     """
     import httpx
 
@@ -82,11 +93,15 @@ async def a2a_delegate(
         if "task" not in reply:
             return reply["message"]
         task = reply["task"]
+        if on_task is not None:
+            # Before the first poll: from here on, the peer's task can be followed by its id
+            # even if this process dies (`agentctl effects continue-remote`).
+            on_task(task)
         for _ in range(polls):
-            state = normalize_state(_state_of(task))
+            state = normalize_state(task_state(task))
             if state in RETURNING_STATES:
                 return task
-            if state in _FAILED_STATES:
+            if state in FAILED_STATES:
                 raise TaskFailure(
                     f"A2A peer task `{task.get('id')}` ended in state `{state}`",
                     code="a2a.task_failed",
@@ -94,7 +109,7 @@ async def a2a_delegate(
                 )
             await asyncio.sleep(interval)
             task = await rpc.get_task(str(task.get("id")))
-        state = normalize_state(_state_of(task))
+        state = normalize_state(task_state(task))
         if state in RETURNING_STATES:
             return task
         await rpc.cancel_task(str(task.get("id")))
@@ -106,7 +121,48 @@ async def a2a_delegate(
         )
 
 
-def _state_of(task: Mapping[str, Any]) -> Any:
+async def a2a_observe(
+    peer: Mapping[str, Any],
+    task_id: str,
+    *,
+    environ: Mapping[str, str],
+    timeout_seconds: float,
+    poll_interval_ms: int | None = None,
+) -> dict[str, Any]:
+    """Follow the peer's task ``task_id`` with ``GetTask`` (``tasks/get`` at 0.3) until it
+    stops or ``timeout_seconds`` pass; return the last task object seen.
+
+    Never sends a message: this is how a delegation whose owner died is picked up again
+    (docs/protocols.md). The caller reads the state (:func:`task_state`); a peer that cannot
+    be asked raises ``TaskFailure`` (card, refusal, RPC error) or ``OutcomeUnknown`` (the
+    answer was lost).
+    """
+    import httpx
+
+    interval = (poll_interval_ms or int(peer.get("pollIntervalMs") or 100)) / 1000
+    version = str(peer.get("protocolVersion") or "1.0")
+    headers = {"A2A-Version": version, **resolve_headers(peer, environ), **tracecontext.headers()}
+    per_request = float(peer.get("timeoutSeconds") or 120)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + max(0.0, timeout_seconds)
+    async with httpx.AsyncClient(
+        headers=headers,
+        timeout=httpx.Timeout(min(per_request, max(timeout_seconds, 1.0))),
+        follow_redirects=False,
+    ) as http:
+        rpc = _Rpc(http, await _discover(http, peer, version), version)
+        while True:
+            task = await rpc.get_task(task_id)
+            state = normalize_state(task_state(task))
+            if state in RETURNING_STATES or state in FAILED_STATES:
+                return task
+            if loop.time() + interval > deadline:
+                return task
+            await asyncio.sleep(interval)
+
+
+def task_state(task: Mapping[str, Any]) -> Any:
+    """The state a task object reports, as the peer wrote it."""
     status = task.get("status")
     return status.get("state") if isinstance(status, Mapping) else None
 

@@ -132,8 +132,24 @@ async def _a2a_delegate(env: TaskEnv, action: Mapping[str, Any]) -> TaskResult:
     _check_host(env, str(peer.get("cardUrl")), f"A2A peer `{peer_name}`")
     spec = EffectSpec.classified("a2a.delegate", dict(env.input))
 
-    async def dispatch(_effect_id: str) -> Any:
-        return await a2a_delegate(peer, message_id, message, environ=allowed_environ(env))
+    async def dispatch(effect_id: str) -> Any:
+        def accepted(task: Mapping[str, Any]) -> None:
+            if task.get("id") is None:
+                return
+            env.gate.note_remote_task(
+                env.attempt,
+                effect_id,
+                {
+                    "protocol": "a2a",
+                    "peer": peer_name,
+                    "taskId": str(task["id"]),
+                    "contextId": task.get("contextId"),
+                },
+            )
+
+        return await a2a_delegate(
+            peer, message_id, message, environ=allowed_environ(env), on_task=accepted
+        )
 
     return TaskResult(
         await env.gate.perform(

@@ -8,6 +8,11 @@ task commit, so tests/crash can prove the recovery rules at each one:
 - ``effect.started``    after ``started`` committed, before dispatch
 - ``effect.dispatched`` after the dispatch returned, before its outcome committed
 - ``effect.finished``   after the outcome committed, before the task transition
+- ``effect.remote_noted`` after a remote peer's handle for an in-flight effect (an A2A
+                        task id) committed, while the remote work goes on; only A2A
+                        delegations pass it, so it is not in :data:`FAULT_POINTS` (the
+                        crash suite's every-workflow sweep) and its test lives with the
+                        protocol tests
 - ``task.committed``    after a task transition committed (the last batch's commits the
                         run's end too: a kill there leaves the run finished)
 - ``run.created``       after the run row committed, before the first task

@@ -95,6 +95,17 @@ class EffectGate:
         # Anything journaled at that position may be what made the world look done.
         return found is not None
 
+    def note_remote_task(self, attempt: Attempt, effect_id: str, handle: Mapping[str, Any]) -> None:
+        """Journal, while ``effect_id`` is in flight, the handle its peer returned (an A2A
+        task id): if this process dies before the outcome commits, the effect is uncertain
+        and an operator can follow the remote work by that handle instead of redoing it."""
+        now = self.clock.now()
+        with self.store.write() as conn:
+            journal.note_remote_task(
+                conn, self.log, effect_id, handle, task_id=attempt.task_id, now=now
+            )
+        self.faults.hit("effect.remote_noted")
+
     @traced_effect
     async def perform(
         self,

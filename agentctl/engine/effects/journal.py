@@ -39,6 +39,7 @@ from agentctl.typed_records import CAMEL, CamelRecord, IsoDateTime
 
 __all__ = [
     "COMPENSATION_INPUT",
+    "REMOTE_TASK_EVENT",
     "mark_compensated",
     "EffectRecord",
     "EffectSpec",
@@ -51,7 +52,9 @@ __all__ = [
     "journaled_effect",
     "latest_reconciliation",
     "list_effects",
+    "note_remote_task",
     "record_tool_call",
+    "remote_task",
     "require_effect",
     "set_status",
 ]
@@ -59,6 +62,9 @@ __all__ = [
 #: The input key under which a compensation run records which source effects each of its
 #: tasks undoes (written by the compensation planner, read when the task commits).
 COMPENSATION_INPUT = "__agentctlCompensation"
+#: The audit event that journals the handle a remote peer gave an in-flight effect (an A2A
+#: task id): the one record ``effects continue-remote`` follows the remote work by.
+REMOTE_TASK_EVENT = "effect.remote_task"
 ReconciliationStatus = Literal["applied", "not_applied", "compensated"]
 TERMINAL_EFFECT_STATUSES = frozenset(
     {EffectState.SUCCEEDED, EffectState.FAILED, EffectState.CANCELLED}
@@ -480,3 +486,30 @@ def mark_compensated(conn: Any, run: RunRow, task_id: str, effect_ids: list[str]
                 task_id=mapping.get("sourceTaskId"),
                 effect_id=undone,
             )
+
+
+def note_remote_task(
+    conn: SqlRunner,
+    log: Any,
+    effect: EffectRecord | str,
+    handle: Mapping[str, Any],
+    *,
+    task_id: str,
+    now: datetime,
+) -> None:
+    """Journal the remote peer's handle for an effect still in flight (an A2A task id), in
+    the run's audit chain: a later process follows the remote work by it instead of
+    dispatching the effect again (docs/protocols.md, "Continuing a delegation")."""
+    effect_id_ = effect if isinstance(effect, str) else effect.id
+    log.event(conn, REMOTE_TASK_EVENT, dict(handle), now=now, task_id=task_id, effect_id=effect_id_)
+
+
+def remote_task(conn: SqlRunner, effect: EffectRecord) -> dict[str, Any] | None:
+    """The handle :func:`note_remote_task` journaled for ``effect`` (the latest), or None."""
+    from agentctl.observability.audit import list_events
+
+    found: dict[str, Any] | None = None
+    for event in list_events(conn, effect.run_id):
+        if event.kind == REMOTE_TASK_EVENT and event.effect_id == effect.id:
+            found = dict(event.payload) if isinstance(event.payload, Mapping) else None
+    return found

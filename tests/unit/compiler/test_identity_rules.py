@@ -567,3 +567,31 @@ def test_each_change_keeps_the_workflow_valid(key: tuple[str, str]) -> None:
     }
     CHANGES[key][1](data["spec"])
     _compile(data)
+
+
+def test_a_stored_document_resolves_to_the_compiled_definitions() -> None:
+    """A run keeps its workflow as a full dump (every field at its default stated). Its
+    definitions must resolve to the digests the compiler recorded from the declared file:
+    an action's ``capabilities: []`` (refused, even empty, on a kind other than
+    ``extension.process``) once kept every default of the dump in the digest."""
+    loaded = parse_workflow_text(
+        """
+        apiVersion: agentctl.dev/v1
+        kind: Workflow
+        metadata: {name: stored}
+        spec:
+          policy: {approval: never, processAllowlist: [sh]}
+          actions:
+            apply: {kind: builtin.shell.exec, command: sh, args: ["-c", "true"]}
+          tasks:
+            - {id: change, uses: "action:apply"}
+        """.replace("\n        ", "\n")
+    )
+    assert loaded.document is not None
+    compiled = compile_workflow(loaded.document)
+    assert compiled.plan is not None
+    stored = loaded.document.model_dump(by_alias=True, mode="json")
+    task = compiled.plan.tasks["change"]
+    resolved = resolved_definitions(stored["spec"])
+    assert resolved["action:apply"] == task.resolved_definition
+    assert task_fingerprint(task, resolved) == task.definition_fingerprint

@@ -143,3 +143,32 @@ def test_http_4xx_refusal_of_send_message_is_a_definite_failure() -> None:
         assert caught.value.code == "a2a.http_error"
         assert caught.value.details == {"status": 401}
         assert peer.methods() == ["SendMessage"]
+
+
+def test_the_accepted_task_is_announced_before_the_first_poll() -> None:
+    with A2APeer() as peer:
+        seen: list[tuple[str, list[str]]] = []
+        _delegate(
+            {"cardUrl": peer.card_url},
+            "task",
+            on_task=lambda task: seen.append((str(task["id"]), peer.methods())),
+        )
+        assert seen == [("task-task", ["SendMessage"])]
+
+
+def test_observing_a_task_never_sends_a_message() -> None:
+    from agentctl.tools.a2a import a2a_observe
+
+    with A2APeer(legacy=True) as peer:
+        with pytest.raises(TaskFailure):  # a delegation that gave up on a working task
+            _delegate({"cardUrl": peer.card_url, "protocolVersion": "0.3"}, "hold", max_polls=1)
+        # Still working when the time is up: the last task seen is returned.
+        entry = {"cardUrl": peer.card_url, "protocolVersion": "0.3", "pollIntervalMs": 10}
+        working = asyncio.run(a2a_observe(entry, "task-hold", environ={}, timeout_seconds=0.05))
+        assert normalize_state(working["status"]["state"]) == "working"
+        peer.release()
+        done = asyncio.run(a2a_observe(entry, "task-hold", environ={}, timeout_seconds=2))
+        assert normalize_state(done["status"]["state"]) == "completed"
+        methods = peer.methods()
+        assert methods.count("message/send") == 1
+        assert set(methods) == {"message/send", "tasks/get", "tasks/cancel"}
