@@ -38,7 +38,7 @@ if _typing.TYPE_CHECKING:
         ValidationError,
     )
     from agentctl.results import EventSink, RunResult
-    from agentctl.runtime import Runtime
+    from agentctl.runtime import RecoveryRequest, Runtime
     from agentctl.store.states import ApprovalState, EffectState, RunState, TaskState
 
 __all__ = [
@@ -58,6 +58,7 @@ __all__ = [
     "PersistenceError",
     "PolicyDeniedError",
     "ProviderError",
+    "RecoveryRequest",
     "RunFailedError",
     "RunResult",
     "RunState",
@@ -74,6 +75,7 @@ _HOMES = {
     "ErrorCode": "agentctl.error_codes",
     "EventSink": "agentctl.results",
     "RunResult": "agentctl.results",
+    "RecoveryRequest": "agentctl.runtime_recovery",
     "Runtime": "agentctl.runtime",
     **{name: "agentctl.store.states" for name in __all__ if name.endswith("State")},
     **{

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agentctl.results import Approver, EventSink, RunResult
-from agentctl.runtime_recovery import RecoveryOperations, optional_path
+from agentctl.runtime_recovery import RecoveryOperations, RecoveryRequest, optional_path
 
 if TYPE_CHECKING:
     from agentctl.engine.run.creation import PreparedRun
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from agentctl.store.engine import Store
 
 
-__all__ = ["EventSink", "RunResult", "Runtime"]
+__all__ = ["EventSink", "RecoveryRequest", "RunResult", "Runtime"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,6 +25,7 @@ PUBLIC = [
     "PersistenceError",
     "PolicyDeniedError",
     "ProviderError",
+    "RecoveryRequest",
     "RunFailedError",
     "RunResult",
     "RunState",
