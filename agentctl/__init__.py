@@ -39,36 +39,84 @@ if _typing.TYPE_CHECKING:
     )
     from agentctl.results import EventSink, RunResult
     from agentctl.runtime import RecoveryRequest, Runtime
+    from agentctl.runtime_records import (
+        Approval,
+        ApprovalDecision,
+        AuditCheck,
+        CancelRequest,
+        CompensationPlan,
+        Conclusion,
+        EffectDetail,
+        EffectRecord,
+        NextStep,
+        Reconciliation,
+        RecoveryPlan,
+        RunReport,
+        RunSummary,
+        TaskProgress,
+    )
     from agentctl.store.states import ApprovalState, EffectState, RunState, TaskState
 
 __all__ = [
     "__version__",
     "AgentctlError",
+    "Approval",
+    "ApprovalDecision",
     "ApprovalState",
+    "AuditCheck",
     "BlockedError",
+    "CancelRequest",
     "Cancelled",
+    "CompensationPlan",
+    "Conclusion",
+    "EffectDetail",
+    "EffectRecord",
     "EffectState",
     "ErrorCode",
     "EventSink",
     "NewerFormatError",
     "NewerSchemaError",
+    "NextStep",
     "NotFoundError",
     "OwnershipLostError",
     "PausedError",
     "PersistenceError",
     "PolicyDeniedError",
     "ProviderError",
+    "Reconciliation",
+    "RecoveryPlan",
     "RecoveryRequest",
     "RunFailedError",
+    "RunReport",
     "RunResult",
     "RunState",
+    "RunSummary",
     "Runtime",
     "StateConflictError",
     "TaskError",
+    "TaskProgress",
     "TaskState",
     "UsageError",
     "ValidationError",
 ]
+
+# The typed records Runtime returns (docs/python-api.md, "Typed records").
+_RECORDS = (
+    "Approval",
+    "ApprovalDecision",
+    "AuditCheck",
+    "CancelRequest",
+    "CompensationPlan",
+    "Conclusion",
+    "EffectDetail",
+    "EffectRecord",
+    "NextStep",
+    "Reconciliation",
+    "RecoveryPlan",
+    "RunReport",
+    "RunSummary",
+    "TaskProgress",
+)
 
 # Where each exported name lives; imported the first time it is used.
 _HOMES = {
@@ -77,6 +125,7 @@ _HOMES = {
     "RunResult": "agentctl.results",
     "RecoveryRequest": "agentctl.runtime_recovery",
     "Runtime": "agentctl.runtime",
+    **dict.fromkeys(_RECORDS, "agentctl.runtime_records"),
     **{name: "agentctl.store.states" for name in __all__ if name.endswith("State")},
     **{
         name: "agentctl.errors" for name in __all__ if name.endswith("Error") or name == "Cancelled"

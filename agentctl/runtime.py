@@ -34,6 +34,16 @@ if TYPE_CHECKING:
     from agentctl.engine.run.creation import PreparedRun
     from agentctl.engine.run.outcome import ExecutionOptions
     from agentctl.ids import Clock
+    from agentctl.runtime_records import (
+        Approval,
+        ApprovalDecision,
+        CancelRequest,
+        Conclusion,
+        EffectDetail,
+        EffectRecord,
+        RunReport,
+        RunSummary,
+    )
     from agentctl.store.engine import Store
 
 
@@ -235,39 +245,43 @@ class Runtime(RecoveryOperations):
         with open_store(self.db, create=False) as store:
             return self._drive(store, run_id, options, timeout)
 
-    def cancel(self, run_id: str, reason: str | None = None) -> dict[str, Any]:
+    def cancel(self, run_id: str, reason: str | None = None) -> CancelRequest:
         """Ask the process executing ``run_id`` to stop (it ends ``cancelled``); a run no
-        process executes is cancelled at once. Returns the ``CancelRequest`` document."""
+        process executes is cancelled at once."""
         from agentctl.engine.operations import cancel_run
+        from agentctl.runtime_records import CancelRequest
         from agentctl.store.engine import open_store
 
         with open_store(self.db, create=False) as store:
-            return cancel_run(store, run_id, reason, clock=self.clock)
+            return CancelRequest.from_json(cancel_run(store, run_id, reason, clock=self.clock))
 
     # -- reading -------------------------------------------------------------------------
 
-    def inspect(self, run_id: str) -> dict[str, Any]:
+    def inspect(self, run_id: str) -> RunReport:
         """The whole stored run: tasks, effects and their reconciliations, approvals,
         budget, provider sessions, tool calls, artifacts, retries and the audit check."""
         from agentctl.engine.operations import inspect_run
+        from agentctl.runtime_records import RunReport
         from agentctl.store.engine import open_store
 
         with open_store(self.db, create=False) as store:
-            return inspect_run(store, run_id)
+            return RunReport.from_json(inspect_run(store, run_id))
 
     def runs(
         self, *, status: str | None = None, workflow: str | None = None, limit: int = 50
-    ) -> list[dict[str, Any]]:
+    ) -> list[RunSummary]:
         """Runs, newest first, optionally only those in ``status`` or of ``workflow``."""
         from agentctl.engine.operations import list_runs
+        from agentctl.runtime_records import RunSummary
         from agentctl.store.engine import open_store
 
         with open_store(self.db, create=False) as store:
-            return list_runs(store, status=status, workflow=workflow, limit=limit)
+            found = list_runs(store, status=status, workflow=workflow, limit=limit)
+        return [RunSummary.from_json(run) for run in found]
 
     def approvals(
         self, run_id: str | None = None, *, include_resolved: bool = False
-    ) -> list[dict[str, Any]]:
+    ) -> list[Approval]:
         """Pending approvals and questions (of one run, or of all), oldest first."""
         from agentctl.engine.core.records import load_run
         from agentctl.engine.effects.approvals import list_approvals
@@ -277,46 +291,49 @@ class Runtime(RecoveryOperations):
             if run_id is not None:
                 load_run(conn, run_id)
             status = None if include_resolved else "pending"
-            return [a.to_json() for a in list_approvals(conn, run_id, status=status)]
+            return list_approvals(conn, run_id, status=status)
 
-    def effect(self, effect_id: str) -> dict[str, Any]:
+    def effect(self, effect_id: str) -> EffectDetail:
         """One journaled effect (id or a unique prefix) with its reconciliations."""
         from agentctl.engine.effects.journal import list_reconciliations, require_effect
+        from agentctl.runtime_records import EffectDetail
         from agentctl.store.engine import open_store
 
         with open_store(self.db, create=False) as store, store.read() as conn:
             record = require_effect(conn, effect_id)
-            data = record.to_json()
-            data["reconciliations"] = [r.to_json() for r in list_reconciliations(conn, record.id)]
-        return data
+            return EffectDetail(record, list_reconciliations(conn, record.id))
 
-    def needs_reconciliation(self, run_id: str | None = None) -> list[dict[str, Any]]:
+    def needs_reconciliation(self, run_id: str | None = None) -> list[EffectRecord]:
         """Effects whose outcome is unknown and that no conclusion settles yet."""
         from agentctl.engine.effects.unsettled import needs_reconciliation
+        from agentctl.runtime_records import EffectRecord
         from agentctl.store.engine import open_store
 
         with open_store(self.db, create=False) as store:
-            return needs_reconciliation(store, run_id)
+            found = needs_reconciliation(store, run_id)
+        return [EffectRecord.from_json(effect) for effect in found]
 
     # -- deciding ------------------------------------------------------------------------
 
-    def approve(self, approval_id: str, *, reason: str, actor: str = "python") -> dict[str, Any]:
+    def approve(self, approval_id: str, *, reason: str, actor: str = "python") -> ApprovalDecision:
         """Approve a gated effect; :meth:`resume` then dispatches it."""
         return self._decide(approval_id, approve=True, reason=reason, actor=actor)
 
-    def reject(self, approval_id: str, *, reason: str, actor: str = "python") -> dict[str, Any]:
+    def reject(self, approval_id: str, *, reason: str, actor: str = "python") -> ApprovalDecision:
         """Reject a gated effect; on :meth:`resume` its task fails."""
         return self._decide(approval_id, approve=False, reason=reason, actor=actor)
 
-    def answer(self, approval_id: str, value: Any, *, actor: str = "python") -> dict[str, Any]:
+    def answer(self, approval_id: str, value: Any, *, actor: str = "python") -> ApprovalDecision:
         """Answer a question (a ``builtin.ask`` task): ``value`` becomes its output after
         it passes the question's choices or answer schema."""
         from agentctl.engine.operations import answer_question
+        from agentctl.runtime_records import ApprovalDecision
         from agentctl.store.engine import open_store
 
         raw = json.dumps(value)  # answer_question parses JSON: this round-trips any value
         with open_store(self.db, create=False) as store:
-            return answer_question(store, approval_id, raw, actor=actor, clock=self.clock)
+            data = answer_question(store, approval_id, raw, actor=actor, clock=self.clock)
+        return ApprovalDecision.from_json(data)
 
     def reconcile(
         self,
@@ -332,13 +349,14 @@ class Runtime(RecoveryOperations):
         evidence_file: str | os.PathLike[str] | None = None,
         result_file: str | os.PathLike[str] | None = None,
         result_schema_file: str | os.PathLike[str] | None = None,
-    ) -> dict[str, Any]:
+    ) -> Conclusion:
         """Append a conclusion to an uncertain effect: ``applied``, ``not-applied`` or
         ``compensated``. ``result`` is what an applied operation produced (validated
         against ``result_schema`` when given); ``evidence`` is text kept with it. The
         ``*_file`` forms read the same from files (JSON for the result and schema), as
         ``agentctl reconcile`` does."""
         from agentctl.engine.operations import ReconcileRequest, reconcile_effect
+        from agentctl.runtime_records import Conclusion
         from agentctl.store.engine import open_store
 
         request = ReconcileRequest(
@@ -355,7 +373,7 @@ class Runtime(RecoveryOperations):
             result_schema_file=optional_path(result_schema_file),
         )
         with open_store(self.db, create=False) as store:
-            return reconcile_effect(store, request, clock=self.clock)
+            return Conclusion.from_json(reconcile_effect(store, request, clock=self.clock))
 
     # -- internals -----------------------------------------------------------------------
 
@@ -369,14 +387,16 @@ class Runtime(RecoveryOperations):
 
     def _decide(
         self, approval_id: str, *, approve: bool, reason: str, actor: str
-    ) -> dict[str, Any]:
+    ) -> ApprovalDecision:
         from agentctl.engine.operations import decide_approval
+        from agentctl.runtime_records import ApprovalDecision
         from agentctl.store.engine import open_store
 
         with open_store(self.db, create=False) as store:
-            return decide_approval(
+            data = decide_approval(
                 store, approval_id, approve=approve, reason=reason, actor=actor, clock=self.clock
             )
+        return ApprovalDecision.from_json(data)
 
     def _options(self, *, check: bool, diff: bool, workspace: str | None) -> ExecutionOptions:
         from agentctl.engine.run.outcome import ExecutionOptions

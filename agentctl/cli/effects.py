@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import sys
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from agentctl.cli import output
 from agentctl.cli.options import DbOption, db_from_context
 from agentctl.cli.output import next_lines
+
+if TYPE_CHECKING:
+    from agentctl.runtime_records import EffectRecord
 
 app = typer.Typer(name="effects", no_args_is_help=True)
 
@@ -41,20 +44,20 @@ ApprovedOption = Annotated[
 ]
 
 
-def _confirm(effect: dict[str, Any], status: str, reason: str) -> None:
+def _confirm(effect: EffectRecord, status: str, reason: str) -> None:
     """Show the effect on the terminal and ask before recording; ``n`` records nothing."""
     from agentctl.errors import BlockedError
 
     typer.echo(
-        f"effect {effect['effectId']}\n  {effect['operation']} ({effect['effectClass']}), task "
-        f"{effect['taskId']} attempt {effect['attempt']}, run {effect['runId']}, now "
-        f"{effect['status']}",
+        f"effect {effect.id}\n  {effect.operation} ({effect.effect_class}), task "
+        f"{effect.task_id} attempt {effect.attempt}, run {effect.run_id}, now "
+        f"{effect.status}",
         err=True,
     )
     question = f"Record `{status}` for this effect (reason: {reason})?"
     if not typer.confirm(question, default=False, err=True):
         raise BlockedError(
-            f"effect {effect['effectId']} was not reconciled: the conclusion was not confirmed",
+            f"effect {effect.id} was not reconciled: the conclusion was not confirmed",
             code="reconcile.declined",
             hint="run the command again and answer y, or pass --approved",
         )
@@ -182,13 +185,12 @@ def reconcile_command(
                 print("nothing needs reconciliation", file=out.stdout)
             for effect in found:
                 print(
-                    f"{effect['effectId']}  {effect['status']:<10} "
-                    f"{effect['operation']}  run {effect['runId']} task "
-                    f"{effect['taskId']}",
+                    f"{effect.id}  {effect.status:<10} {effect.operation}  run {effect.run_id} "
+                    f"task {effect.task_id}",
                     file=out.stdout,
                 )
 
-        out.success("EffectList", {"effects": found}, human=human)
+        out.success("EffectList", {"effects": [e.to_json() for e in found]}, human=human)
         return
     if effect_id is None or status is None or reason is None:
         raise UsageError(
@@ -197,8 +199,8 @@ def reconcile_command(
             "file'; or agentctl reconcile --list",
         )
     if not approved and sys.stdin.isatty():
-        _confirm(runtime.effect(effect_id), status, reason)
-    data = runtime.reconcile(
+        _confirm(runtime.effect(effect_id).effect, status, reason)
+    concluded = runtime.reconcile(
         effect_id,
         status,
         reason=reason,
@@ -208,11 +210,11 @@ def reconcile_command(
         result_schema_file=result_schema_file,
         compensation_effect_id=compensation_effect,
     )
-    effect = data["effect"]
+    data = concluded.to_json()
     out.success(
         "Reconciliation",
         data,
-        human=f"{effect['effectId']} reconciled {data['reconciliation']['status']}"
+        human=f"{concluded.effect.id} reconciled {concluded.reconciliation.status}"
         + next_lines(data["next"]),
     )
 

@@ -436,7 +436,15 @@ def test_storeys_order_units_and_package_cycles_count_type_only_imports(
 # ``agentctl.engine``: those are the Runtime's to open.
 
 DOORS = ("agentctl.cli", "agentctl.web")
-FACADE = frozenset({"agentctl", "agentctl.runtime", "agentctl.results"})
+FACADE = frozenset(
+    {
+        "agentctl",
+        "agentctl.runtime",
+        "agentctl.runtime_recovery",
+        "agentctl.runtime_records",
+        "agentctl.results",
+    }
+)
 BEHIND_THE_RUNTIME = ("agentctl.store", "agentctl.engine")
 
 # The commands and dashboard modules that still reach past the door, as

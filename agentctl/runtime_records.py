@@ -1,0 +1,139 @@
+"""The typed records :class:`agentctl.Runtime` returns, beside the engine's own
+(``Approval``, ``EffectRecord``, ``Reconciliation``, ``NextStep``, ``RecoveryPlan``,
+``CompensationPlan``), which it names here too so the facade has one place to export
+them from.
+
+Each is the document the matching command prints with ``--output json``, with attributes
+instead of keys: ``to_json()`` gives that document byte for byte (``agentctl cancel``
+prints ``CancelRequest.to_json()``). The engine's operations assemble them as JSON views
+over several stored rows; :meth:`~agentctl.typed_records.CamelRecord.from_json` reads
+such a view into its record, so the facade adds types without a second copy of what the
+engine decides. docs/python-api.md lists every field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic.dataclasses import dataclass as record
+
+from agentctl.engine.effects.approvals import Approval
+from agentctl.engine.effects.journal import EffectRecord, Reconciliation
+from agentctl.engine.next_steps import NextStep
+from agentctl.engine.recovery.compensation import CompensationPlan
+from agentctl.engine.recovery.planner import RecoveryPlan
+from agentctl.typed_records import CAMEL, CamelRecord, omitted_when
+
+__all__ = [
+    "Approval",
+    "ApprovalDecision",
+    "AuditCheck",
+    "CancelRequest",
+    "CompensationPlan",
+    "Conclusion",
+    "EffectDetail",
+    "EffectRecord",
+    "NextStep",
+    "Reconciliation",
+    "RecoveryPlan",
+    "RunReport",
+    "RunSummary",
+    "TaskProgress",
+]
+
+
+@record(frozen=True, slots=True, config=CAMEL)
+class CancelRequest(CamelRecord):
+    """What ``cancel`` did: the run's state after it, whether the cancel flag was set,
+    and a ``note`` when the run was already finished or another process will stop it."""
+
+    run_id: str
+    state: str
+    cancel_requested: bool
+    note: str | None = omitted_when(None)
+
+
+@record(frozen=True, slots=True, config=CAMEL)
+class ApprovalDecision(CamelRecord):
+    """An approval or question after ``approve``/``reject``/``answer``; ``unchanged`` when
+    it had been decided the same way before, and the run's next steps."""
+
+    approval: Approval
+    unchanged: bool
+    next: list[NextStep]
+
+
+@record(frozen=True, slots=True, config=CAMEL)
+class Conclusion(CamelRecord):
+    """An effect and the conclusion ``reconcile`` appended to it, with the next steps."""
+
+    effect: EffectRecord
+    reconciliation: Reconciliation
+    next: list[NextStep]
+
+
+@record(frozen=True, slots=True, config=CAMEL)
+class EffectDetail:
+    """One journaled effect with every conclusion appended to it, oldest first. Its JSON
+    form is the effect's with a ``reconciliations`` key (``effects inspect``)."""
+
+    effect: EffectRecord
+    reconciliations: list[Reconciliation]
+
+    def to_json(self) -> dict[str, Any]:
+        data = self.effect.to_json()
+        data["reconciliations"] = [r.to_json() for r in self.reconciliations]
+        return data
+
+
+@record(frozen=True, slots=True, config=CAMEL)
+class TaskProgress(CamelRecord):
+    done: int
+    total: int
+
+
+@record(frozen=True, slots=True, config=CAMEL)
+class RunSummary(CamelRecord):
+    """One run of ``runs``/``agentctl runs list``: where it is and how far."""
+
+    run_id: str
+    workflow: str
+    state: str
+    mode: str
+    source_run_id: str | None
+    created_at: str
+    updated_at: str
+    tasks: TaskProgress
+    waiting_approvals: int
+
+
+@record(frozen=True, slots=True, config=CAMEL)
+class AuditCheck(CamelRecord):
+    """The audit chain's check: how many events, whether every link verifies, and the
+    sequence number of the first broken one."""
+
+    events: int
+    verified: bool
+    broken_at: int | None
+
+
+@record(frozen=True, slots=True, config=CAMEL)
+class RunReport(CamelRecord):
+    """The whole stored run, as ``agentctl inspect --output json`` prints it.
+
+    ``run``, each of ``tasks`` and each of ``effects`` are views joining several records
+    (the task row with its times and trace ids, the effect with its reconciliations and
+    trace ids), kept as their JSON documents (docs/cli.md, ``inspect``)."""
+
+    run: Mapping[str, Any]
+    tasks: list[Mapping[str, Any]]
+    effects: list[Mapping[str, Any]]
+    approvals: list[Approval]
+    checkpoints: int
+    budget: Any
+    provider_sessions: list[Mapping[str, Any]]
+    tool_calls: list[Mapping[str, Any]]
+    artifacts: list[Mapping[str, Any]]
+    retries: list[Mapping[str, Any]]
+    audit: AuditCheck
