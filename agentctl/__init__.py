@@ -53,7 +53,9 @@ if _typing.TYPE_CHECKING:
         RecoveryPlan,
         RunReport,
         RunSummary,
+        StoredPlan,
         TaskProgress,
+        TracedEffect,
     )
     from agentctl.store.states import ApprovalState, EffectState, RunState, TaskState
 
@@ -93,9 +95,11 @@ __all__ = [
     "RunSummary",
     "Runtime",
     "StateConflictError",
+    "StoredPlan",
     "TaskError",
     "TaskProgress",
     "TaskState",
+    "TracedEffect",
     "UsageError",
     "ValidationError",
 ]
@@ -115,7 +119,9 @@ _RECORDS = (
     "RecoveryPlan",
     "RunReport",
     "RunSummary",
+    "StoredPlan",
     "TaskProgress",
+    "TracedEffect",
 )
 
 # Where each exported name lives; imported the first time it is used.

@@ -25,6 +25,7 @@ import os
 from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from agentctl.results import Approver, EventSink, RunResult
@@ -41,8 +42,11 @@ if TYPE_CHECKING:
         Conclusion,
         EffectDetail,
         EffectRecord,
+        NextStep,
         RunReport,
         RunSummary,
+        StoredPlan,
+        TracedEffect,
     )
     from agentctl.store.engine import Store
 
@@ -268,16 +272,60 @@ class Runtime(RecoveryOperations):
             return RunReport.from_json(inspect_run(store, run_id))
 
     def runs(
-        self, *, status: str | None = None, workflow: str | None = None, limit: int = 50
+        self,
+        *,
+        status: str | None = None,
+        workflow: str | None = None,
+        limit: int = 50,
+        since: datetime | None = None,
+        schedule: str | None = None,
     ) -> list[RunSummary]:
-        """Runs, newest first, optionally only those in ``status`` or of ``workflow``."""
+        """Runs, newest first, optionally only those in ``status``, of ``workflow``,
+        created at or after ``since``, or started by the schedule named ``schedule``."""
         from agentctl.engine.operations import list_runs
         from agentctl.runtime_records import RunSummary
         from agentctl.store.engine import open_store
 
         with open_store(self.db, create=False) as store:
-            found = list_runs(store, status=status, workflow=workflow, limit=limit)
+            found = list_runs(
+                store,
+                status=status,
+                workflow=workflow,
+                limit=limit,
+                since=since,
+                schedule=schedule,
+            )
         return [RunSummary.from_json(run) for run in found]
+
+    def next_steps(self, run_id: str) -> list[NextStep]:
+        """The commands that move ``run_id`` on from where it is now (docs/cli.md)."""
+        from agentctl.engine.next_steps import for_run
+        from agentctl.store.engine import open_store
+
+        with open_store(self.db, create=False) as store:
+            return for_run(store, run_id)
+
+    def plan_of(self, run_id: str) -> StoredPlan:
+        """The compiled plan ``run_id`` executes, with each task's state."""
+        from agentctl.compiler import Plan
+        from agentctl.engine.operations import stored_plan
+        from agentctl.runtime_records import StoredPlan
+        from agentctl.store.engine import open_store
+
+        with open_store(self.db, create=False) as store:
+            run, states = stored_plan(store, run_id)
+        return StoredPlan(run_id, Plan.from_json(run.plan), states)
+
+    def effects(self, run_id: str, *, task: str | None = None) -> list[TracedEffect]:
+        """A run's journaled effects (of one task, when given) in the order they were
+        requested, each with the ids of its telemetry span."""
+        from agentctl.engine.operations import traced_effects
+        from agentctl.runtime_records import TracedEffect
+        from agentctl.store.engine import open_store
+
+        with open_store(self.db, create=False) as store:
+            found = traced_effects(store, run_id, task)
+        return [TracedEffect(effect, *(span or (None, None))) for effect, span in found]
 
     def approvals(
         self, run_id: str | None = None, *, include_resolved: bool = False

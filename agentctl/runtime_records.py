@@ -13,11 +13,13 @@ engine decides. docs/python-api.md lists every field.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
 from pydantic.dataclasses import dataclass as record
 
+from agentctl.compiler import Plan
 from agentctl.engine.effects.approvals import Approval
 from agentctl.engine.effects.journal import EffectRecord, Reconciliation
 from agentctl.engine.next_steps import NextStep
@@ -39,7 +41,9 @@ __all__ = [
     "RecoveryPlan",
     "RunReport",
     "RunSummary",
+    "StoredPlan",
     "TaskProgress",
+    "TracedEffect",
 ]
 
 
@@ -85,6 +89,28 @@ class EffectDetail:
         data = self.effect.to_json()
         data["reconciliations"] = [r.to_json() for r in self.reconciliations]
         return data
+
+
+@record(frozen=True, slots=True, config=CAMEL)
+class TracedEffect:
+    """An effect with the ids of its telemetry span (None when telemetry was off); its
+    JSON form is the effect's with ``traceId`` and ``spanId`` (``effects list``)."""
+
+    effect: EffectRecord
+    trace_id: str | None
+    span_id: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.effect.to_json(), "traceId": self.trace_id, "spanId": self.span_id}
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class StoredPlan:
+    """The compiled plan a run executes, with each task's state (``inspect --graph``)."""
+
+    run_id: str
+    plan: Plan
+    task_states: Mapping[str, str]
 
 
 @record(frozen=True, slots=True, config=CAMEL)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -86,18 +86,10 @@ def list_command(
 
     Example: agentctl effects list RUN --output json
     """
-    from agentctl.engine.core.records import load_run
-    from agentctl.engine.effects.journal import list_effects
-    from agentctl.store.engine import open_store
-    from agentctl.store.inspect_repo import trace_index
+    from agentctl import Runtime
 
-    with open_store(db_from_context(ctx, db), create=False) as store, store.read() as conn:
-        load_run(conn, run_id)
-        spans = trace_index(conn, run_id).effects
-        found = []
-        for effect in list_effects(conn, run_id, task_id=task):
-            trace_id, span_id = spans.get(effect.id, (None, None))
-            found.append({**effect.to_json(), "traceId": trace_id, "spanId": span_id})
+    listed = Runtime(db_from_context(ctx, db)).effects(run_id, task=task)
+    found = [effect.to_json() for effect in listed]
     out = output.current()
 
     def human() -> None:
@@ -126,14 +118,10 @@ def inspect_command(
 
     Example: agentctl effects inspect EFFECT
     """
+    from agentctl import Runtime
     from agentctl.cli.effect_view import render_effect
-    from agentctl.engine.effects.journal import list_reconciliations, require_effect
-    from agentctl.store.engine import open_store
 
-    with open_store(db_from_context(ctx, db), create=False) as store, store.read() as conn:
-        effect = require_effect(conn, effect_id)
-        data: dict[str, Any] = effect.to_json()
-        data["reconciliations"] = [r.to_json() for r in list_reconciliations(conn, effect.id)]
+    data = Runtime(db_from_context(ctx, db)).effect(effect_id).to_json()
     output.current().success("Effect", data, human=render_effect(data))
 
 

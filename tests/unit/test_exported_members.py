@@ -44,9 +44,11 @@ PUBLIC = [
     "RunSummary",
     "Runtime",
     "StateConflictError",
+    "StoredPlan",
     "TaskError",
     "TaskProgress",
     "TaskState",
+    "TracedEffect",
     "UsageError",
     "ValidationError",
 ]
