@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from agentctl.runtime_records import (
         Approval,
         ApprovalDecision,
+        AuditLog,
         CancelRequest,
         Conclusion,
         EffectDetail,
@@ -45,6 +46,8 @@ if TYPE_CHECKING:
         NextStep,
         RunReport,
         RunSummary,
+        SessionDetail,
+        SessionSummary,
         StoredPlan,
         TracedEffect,
     )
@@ -296,6 +299,38 @@ class Runtime(RecoveryOperations):
                 schedule=schedule,
             )
         return [RunSummary.from_json(run) for run in found]
+
+    def audit(self, run_id: str, *, verify: bool = False) -> AuditLog:
+        """A run's audit events and the check of their hash chain. With ``verify`` a
+        broken chain raises :class:`~agentctl.errors.PersistenceError` (``audit.broken``)."""
+        from agentctl.engine.operations import audit_trail
+        from agentctl.runtime_records import AuditLog
+        from agentctl.store.engine import open_store
+
+        with open_store(self.db, create=False) as store:
+            chain, events = audit_trail(store, run_id, verify=verify)
+        return AuditLog(run_id, events, chain)
+
+    def sessions(
+        self, *, run_id: str | None = None, name: str | None = None
+    ) -> list[SessionSummary]:
+        """Recorded provider sessions, newest first, of one run or saved under ``name``."""
+        from agentctl.engine.actions.sessions import list_sessions
+        from agentctl.runtime_records import SessionSummary
+        from agentctl.store.engine import open_store
+
+        with open_store(self.db, create=False) as store:
+            found = list_sessions(store, run_id=run_id, name=name)
+        return [SessionSummary.from_json(session) for session in found]
+
+    def session(self, run_id: str, task_id: str) -> SessionDetail:
+        """One provider session with its transcript."""
+        from agentctl.engine.actions.sessions import show_session
+        from agentctl.runtime_records import SessionDetail
+        from agentctl.store.engine import open_store
+
+        with open_store(self.db, create=False) as store:
+            return SessionDetail.from_json(show_session(store, run_id, task_id))
 
     def next_steps(self, run_id: str) -> list[NextStep]:
         """The commands that move ``run_id`` on from where it is now (docs/cli.md)."""

@@ -25,12 +25,16 @@ from agentctl.engine.effects.journal import EffectRecord, Reconciliation
 from agentctl.engine.next_steps import NextStep
 from agentctl.engine.recovery.compensation import CompensationPlan
 from agentctl.engine.recovery.planner import RecoveryPlan
+from agentctl.observability.audit import AuditEvent, ChainReport
 from agentctl.typed_records import CAMEL, CamelRecord, omitted_when
 
 __all__ = [
     "Approval",
     "ApprovalDecision",
     "AuditCheck",
+    "AuditEvent",
+    "AuditLog",
+    "ChainReport",
     "CancelRequest",
     "CompensationPlan",
     "Conclusion",
@@ -41,6 +45,8 @@ __all__ = [
     "RecoveryPlan",
     "RunReport",
     "RunSummary",
+    "SessionDetail",
+    "SessionSummary",
     "StoredPlan",
     "TaskProgress",
     "TracedEffect",
@@ -111,6 +117,39 @@ class StoredPlan:
     run_id: str
     plan: Plan
     task_states: Mapping[str, str]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class AuditLog:
+    """A run's audit events, oldest first, and the check of their hash chain (``audit``)."""
+
+    run_id: str
+    events: list[AuditEvent]
+    chain: ChainReport
+
+    def to_json(self) -> dict[str, Any]:
+        events = [event.to_json() for event in self.events]
+        return {"runId": self.run_id, "events": events, "chain": self.chain.to_json()}
+
+
+@record(frozen=True, slots=True, config=CAMEL)
+class SessionSummary(CamelRecord):
+    """A recorded provider session (``sessions list``): whose, under which name, and the
+    provider's continuation state without its transcript."""
+
+    run_id: str
+    task_id: str
+    name: str | None
+    provider: str
+    updated_at: str
+    state: Mapping[str, Any]
+
+
+@record(frozen=True, slots=True, config=CAMEL)
+class SessionDetail(SessionSummary):
+    """A session with the transcript a later run would continue (``sessions show``)."""
+
+    transcript: Any = None
 
 
 @record(frozen=True, slots=True, config=CAMEL)

@@ -198,27 +198,12 @@ def audit_command(
 
     Example: agentctl audit RUN --verify
     """
-    from agentctl.engine.core.records import load_run
-    from agentctl.errors import PersistenceError
-    from agentctl.observability.audit import list_events, verify_chain
-    from agentctl.store.engine import open_store
+    from agentctl import Runtime
 
-    with open_store(db_from_context(ctx, db), create=False) as store, store.read() as conn:
-        load_run(conn, run_id)
-        report = verify_chain(conn, run_id)
-        # A broken chain is reported as such, before any event is parsed.
-        events = (
-            [] if verify and not report.ok else [e.to_json() for e in list_events(conn, run_id)]
-        )
+    log = Runtime(db_from_context(ctx, db)).audit(run_id, verify=verify)
     out = output.current()
-    if verify and not report.ok:
-        raise PersistenceError(
-            f"audit chain of run {run_id} is broken at event {report.broken_at}: {report.problem}",
-            code="audit.broken",
-            hint="the database was modified outside agentctl; keep a copy for investigation",
-            run_id=run_id,
-        )
-    data: dict[str, Any] = {"runId": run_id, "events": events, "chain": report.to_json()}
+    data = log.to_json()
+    events, report = data["events"], log.chain
 
     def human() -> None:
         for event in events:
