@@ -283,7 +283,7 @@ def roll_command(
     Example: agentctl roll hello --input changeFile=change.txt
     """
     from agentctl.scheduling.registry import resolve_workflow
-    from agentctl.spec.inputs import merge_inputs
+    from agentctl.spec import merge_inputs
 
     workflow = resolve_workflow(workflow)
 
