@@ -20,7 +20,17 @@ install: $(STAMP)
 # The whole suite, as CI runs it. Every test has a time limit (pytest-timeout, set in
 # pyproject.toml): a hang fails with the stacks of every thread instead of stalling the run.
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -n 2
+	$(BIN)/python -m pytest -q -n 2 --durations=25
+
+# The same properties with many more generated cases: the model test's random schedules
+# (on both stores), the identity rules, the spec fuzzer and the budget ledger. Minutes to
+# an hour; run it after a change to the engine or the store, never in CI.
+soak: $(STAMP)
+	AGENTCTL_MODEL_SCHEDULES=1000 AGENTCTL_MODEL_PG_SCHEDULES=100 \
+	AGENTCTL_IDENTITY_EXAMPLES=3000 AGENTCTL_FUZZ_EXAMPLES=3000 AGENTCTL_SOAK=1 \
+	$(BIN)/python -m pytest -q -n 2 --timeout 0 \
+	    tests/model tests/unit/compiler tests/unit/spec tests/crash/test_identity_crash.py \
+	    tests/engine/test_budget_properties.py
 
 # The edit loop: unit tests (the compiler's among them) and the CLI tests, under a minute
 # on two cores. Run `make test` before pushing; CI runs only that.

@@ -193,6 +193,7 @@ class ErrorCode(StrEnum):
     STORE_BAD_SETTING = "store.bad_setting"
     STORE_CHECK = "store.check"
     STORE_CHECK_FAILED = "store.check_failed"
+    STORE_CONSTRAINT = "store.constraint"
     STORE_CORRUPT = "store.corrupt"
     STORE_DAMAGED = "store.damaged"
     STORE_DATABASE_ERROR = "store.database_error"

@@ -224,11 +224,12 @@ def w3b(n: int, *, declared: bool = False) -> dict[str, Any]:
     )
     assert child.returncode == -9, child.stderr  # SIGKILLed right after task n committed
     run_id = child.stdout.strip().splitlines()[0]
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     store = open_store(str(db))
     opened = time.perf_counter() - started
     outcome = _execute(store, run_id)
     wall = time.perf_counter() - started
+    cpu = time.process_time() - cpu
     assert outcome.state == "succeeded"
     assert outcome.output == {"last": n} if declared else len(outcome.output) == n + 1
     store.close()
@@ -236,6 +237,7 @@ def w3b(n: int, *, declared: bool = False) -> dict[str, Any]:
         "bench": "agentctl",
         "workload": "W3b_crash_recovery" + ("_declared_output" if declared else ""),
         "wall_s": wall,
+        "cpu_s": cpu,
         "launch_s": opened,
         "replay_only_s": 0.0,
     }

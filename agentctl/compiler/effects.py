@@ -29,6 +29,7 @@ __all__ = [
     "MCP_LIST_TOOLS",
     "MUTATING_EFFECT_CLASSES",
     "NON_MUTATING_EFFECT_CLASSES",
+    "RECORDED_OPERATIONS",
     "REPEATABLE_BODIES",
     "STEP_ASK",
     "STEP_NOW",
@@ -90,6 +91,11 @@ MCP_LIST_TOOLS = _spec(
 STEP_ASK = _spec("step.ask", "internal_state", "low", "keyed", "step.ask", "internal_state")
 STEP_NOW = _spec("step.now", "internal_state", "low", "keyed", "step.now", "internal_state")
 STEP_UUID = _spec("step.uuid", "internal_state", "low", "keyed", "step.uuid", "internal_state")
+
+#: The ``ctx`` operations that only record a value — the owner's clock, a random id, a
+#: person's answer — and reach nothing outside: policy neither refuses nor gates them, so
+#: ``approval: always`` asks about effects on the world, not about reading the time.
+RECORDED_OPERATIONS = frozenset(row.operation for row in (STEP_ASK, STEP_NOW, STEP_UUID))
 
 #: A function step's body is journaled as an effect of its own only when what it does
 #: outside ``ctx`` may not be repeated; these bodies are re-run from the top instead.

@@ -6,8 +6,9 @@ gives, for every action and agent of a workflow, the digest of that resolved def
 
 - an action: every field but its description — for a ``python.function`` step that
   includes ``sourceDigest``, the digest of the function's source, so changed code is a
-  changed step —, the MCP server an ``mcp.call`` names, and the workflow's policy items
-  that change what a step does (``IDENTITY_POLICY``);
+  changed step, and ``spec.python`` (the folders it imports from) —, the MCP server an
+  ``mcp.call`` names, and the workflow's policy items that change what a step does
+  (``IDENTITY_POLICY``);
 - an agent: every field but its description, its provider, each tool it is offered (a
   declared tool, an action offered as a tool, or an MCP server's tool), and the same
   policy items.
@@ -29,6 +30,7 @@ from agentctl.compiler.plan import PlanTask
 from agentctl.digest import digest_json
 from agentctl.spec.models_definitions import A2APeer, Action, Agent, McpServer, Provider, Tool
 from agentctl.spec.models_policy import Policy
+from agentctl.spec.models_runtime import PythonSettings
 
 __all__ = [
     "IDENTITY_FIELDS",
@@ -51,6 +53,8 @@ IDENTITY_FIELDS: Mapping[str, frozenset[str]] = {
     "Tool": frozenset({"*"}),
     "McpServer": frozenset({"*"}),
     "Policy": frozenset(IDENTITY_POLICY),
+    # Where a function step imports from decides which code runs; other actions ignore it.
+    "PythonSettings": frozenset({"*"}),
 }
 
 #: Fields that do not change what a task does, and why (the docs table says the same).
@@ -107,7 +111,10 @@ def resolved_definitions(spec: Mapping[str, Any]) -> dict[str, str]:
     agents = {name: _declared(Agent, a) for name, a in (spec.get("agents") or {}).items()}
     servers = {name: _declared(McpServer, m) for name, m in (spec.get("mcpServers") or {}).items()}
     peers = {name: _declared(A2APeer, p) for name, p in (spec.get("a2aPeers") or {}).items()}
-    action_bodies = {name: _action(action, servers, peers) for name, action in actions.items()}
+    python = _declared(PythonSettings, spec.get("python") or {})
+    action_bodies = {
+        name: _action(action, servers, peers, python) for name, action in actions.items()
+    }
     out: dict[str, str] = {}
     for name, body in action_bodies.items():
         out[f"action:{name}"] = digest_json({"action": body, "policy": identity_policy})
@@ -128,9 +135,14 @@ def resolved_definitions(spec: Mapping[str, Any]) -> dict[str, str]:
 
 
 def _action(
-    action: Mapping[str, Any], servers: Mapping[str, Any], peers: Mapping[str, Any]
+    action: Mapping[str, Any],
+    servers: Mapping[str, Any],
+    peers: Mapping[str, Any],
+    python: Any,
 ) -> dict[str, Any]:
     body = _without(action, _NOT_IDENTITY_ACTION)
+    if action.get("kind") == "python.function" and python:
+        body["python"] = python
     named = {
         "mcp.call": ("server", "mcpServers", servers),
         "a2a.delegate": ("peer", "a2aPeers", peers),

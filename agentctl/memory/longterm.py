@@ -339,17 +339,17 @@ class LongTermMemory:
         validate_namespace(namespace)
         with self.store.read() as conn:
             rows = memory_repo.entry_texts(conn, namespace)
-        updates: list[tuple[int, str | None, bytes]] = []
+        updates: list[tuple[memory_repo.EntryText, bytes]] = []
         for start in range(0, len(rows), _REINDEX_BATCH):
             batch = rows[start : start + _REINDEX_BATCH]
-            vectors = self.embedder.embed([text or "" for _, text in batch])
+            vectors = self.embedder.embed([row.text or "" for row in batch])
             updates.extend(
-                (entry_id, text, vector.astype("<f4").tobytes())
-                for (entry_id, text), vector in zip(batch, vectors, strict=True)
+                (row, vector.astype("<f4").tobytes())
+                for row, vector in zip(batch, vectors, strict=True)
             )
         identity = self.embedder.identity
         with self.store.write() as conn:
-            memory_repo.set_embeddings(conn, updates, identity)
+            memory_repo.set_embeddings(conn, namespace, updates, identity)
             memory_repo.rebuild_text_index(conn)
         return ReindexReport(namespace=namespace, entries=len(rows), embedding_model=identity)
 

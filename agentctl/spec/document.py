@@ -24,7 +24,7 @@ from agentctl.spec.models_definitions import (
 )
 from agentctl.spec.models_packs import Pack, PackTrust
 from agentctl.spec.models_policy import Compensation, Policy
-from agentctl.spec.models_runtime import Memory, OutputSettings, Runtime
+from agentctl.spec.models_runtime import Memory, OutputSettings, PythonSettings, Runtime
 from agentctl.spec.models_tasks import Task
 
 __all__ = ["API_VERSION", "KIND", "Metadata", "Spec", "Workflow"]
@@ -63,6 +63,7 @@ class Spec(SpecModel):
     packs: list[Pack] = Field(default_factory=list)
     pack_trust: PackTrust = Field(default_factory=PackTrust)
     runtime: Runtime = Field(default_factory=Runtime)
+    python: PythonSettings = Field(default_factory=PythonSettings)
     output: OutputSettings = Field(default_factory=OutputSettings)
 
 

@@ -54,7 +54,9 @@ def load_workflow(path: str | os.PathLike[str]) -> LoadResult:
     """Load ``path``: ``.py`` runs a Python definition, ``.json`` is JSON, anything else YAML.
 
     Declared packs are verified (integrity, lock file, trust) and their items added to the
-    document here, so nothing can compile a workflow whose packs did not verify."""
+    document here, so nothing can compile a workflow whose packs did not verify. Function
+    steps' modules are found and digested here too (:mod:`agentctl.spec.function_sources`),
+    so every run of a changed function has a changed fingerprint."""
     name = os.fspath(path)
     try:
         loaded = load_workflow_document(name)
@@ -62,6 +64,10 @@ def load_workflow(path: str | os.PathLike[str]) -> LoadResult:
             from agentctl.spec.packs import apply_packs
 
             loaded = apply_packs(loaded)
+        if loaded.document is not None and loaded.document.spec.actions:
+            from agentctl.spec.function_sources import with_function_sources
+
+            loaded = with_function_sources(loaded)
         return loaded
     except Exception as exc:
         # The loader's contract is "diagnostics, never raise"; a bug must not crash the CLI.

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from agentctl.spec.models_common import JsonObject, SpecModel, TimeoutSeconds
 
@@ -20,6 +20,7 @@ __all__ = [
     "OutputSettings",
     "PriceEntry",
     "Pricing",
+    "PythonSettings",
     "Runtime",
 ]
 
@@ -128,6 +129,26 @@ class Memory(SpecModel):
 
     working: JsonObject = Field(default_factory=dict)
     long_term: LongTermMemory | None = None
+
+
+def _import_folder(value: str) -> str:
+    if "\0" in value or "${{" in value:
+        raise ValueError("a spec.python.path entry must be a literal folder name")
+    return value
+
+
+ImportFolder = Annotated[str, Field(min_length=1), AfterValidator(_import_folder)]
+
+
+class PythonSettings(SpecModel):
+    """How ``python.function`` steps find their code (docs/python-steps.md).
+
+    ``path`` lists folders, relative to the workflow file's folder (or absolute), that a
+    step's process puts on its import path after that folder; ``agentctl check`` refuses
+    one that does not exist.
+    """
+
+    path: list[ImportFolder] = Field(default_factory=list)
 
 
 class OutputSettings(SpecModel):

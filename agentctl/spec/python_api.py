@@ -51,7 +51,7 @@ from agentctl.spec.models_definitions import (
     Tool,
 )
 from agentctl.spec.models_policy import Compensation, Policy
-from agentctl.spec.models_runtime import Memory, OutputSettings, Runtime
+from agentctl.spec.models_runtime import Memory, OutputSettings, PythonSettings, Runtime
 from agentctl.spec.models_tasks import Compensate, Foreach, Loop, Matrix, Route, RouteCase, Task
 from agentctl.spec.source_map import SourceMap, join_path
 from agentctl.spec.validate import validate_document
@@ -396,6 +396,11 @@ class WorkflowBuilder:
     def runtime(self, **options: Any) -> WorkflowBuilder:
         """``spec.runtime``: ``max_concurrency``, ``default_timeout_seconds``, ``budgets`` …"""
         return self._set("runtime", Runtime, options)
+
+    def python(self, **options: Any) -> WorkflowBuilder:
+        """``spec.python``: ``path``, the folders function steps import from besides the
+        workflow's own (docs/python-steps.md)."""
+        return self._set("python", PythonSettings, options)
 
     def memory(self, **options: Any) -> WorkflowBuilder:
         """``spec.memory``: ``working`` (initial working memory) and ``long_term``."""

@@ -27,12 +27,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from agentctl.store.dialect import is_postgres
 from agentctl.store.ownership import holder_gone, naive
+from agentctl.store.statements import Statement, one_of
 
 if TYPE_CHECKING:
+    from sqlalchemy.sql.expression import Executable
+
+    from agentctl.store.dialect import SqlDialect
     from agentctl.store.engine import SqlRunner
 
 __all__ = ["ParkedRun", "adoptable_parked_runs", "may_adopt"]
@@ -45,15 +49,36 @@ class ParkedRun:
     workflow_file: str | None
 
 
-_ANSWERED = (
-    "SELECT r.id, r.owner_id, r.owner_lease_expires_at, r.workflow_file FROM runs r "
-    "WHERE r.status = 'paused' "
-    "AND NOT EXISTS (SELECT 1 FROM approvals p WHERE p.run_id = r.id "
-    "AND p.status = 'pending') "
-    "AND EXISTS (SELECT 1 FROM approvals a WHERE a.run_id = r.id "
-    "AND a.status IN ('approved', 'rejected', 'answered') "
-    "AND a.resolved_at >= r.updated_at) ORDER BY r.updated_at, r.id"
-)
+@lru_cache(maxsize=2)
+def _answered(lock: bool) -> Statement:
+    """Paused runs with no pending approval and one decided since they parked; ``lock``
+    locks their rows skipping those another transaction holds (PostgreSQL: SQLite has no
+    row locks, its one writer holds them all)."""
+
+    def build(_: SqlDialect) -> Executable:
+        from sqlalchemy import exists, select
+
+        from agentctl.store.tables import approvals, runs
+
+        r = runs.alias("r")
+        pending = approvals.alias("p")
+        decided = approvals.alias("a")
+        query = (
+            select(r.c.id, r.c.owner_id, r.c.owner_lease_expires_at, r.c.workflow_file)
+            .where(
+                r.c.status == "paused",
+                ~exists().where(pending.c.run_id == r.c.id, pending.c.status == "pending"),
+                exists().where(
+                    decided.c.run_id == r.c.id,
+                    one_of(decided.c.status, ("approved", "rejected", "answered")),
+                    decided.c.resolved_at >= r.c.updated_at,
+                ),
+            )
+            .order_by(r.c.updated_at, r.c.id)
+        )
+        return query.with_for_update(of=r, skip_locked=True) if lock else query
+
+    return Statement(build, f"answered(lock={lock})")
 
 
 def adoptable_parked_runs(
@@ -65,11 +90,8 @@ def adoptable_parked_runs(
     rows another transaction holds; on SQLite the write transaction already excludes every
     other writer, and ``lock`` changes nothing.
     """
-    statement = _ANSWERED
-    if lock and is_postgres(conn):
-        statement += " FOR UPDATE OF r SKIP LOCKED"
     found: list[ParkedRun] = []
-    for row in conn.exec_driver_sql(statement):
+    for row in _answered(lock).run(conn):
         if not holder_gone(row[1], naive(row[2]), now):
             continue
         found.append(ParkedRun(str(row[0]), row[1], row[3]))

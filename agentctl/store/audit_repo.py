@@ -14,9 +14,14 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from agentctl.store.sealing import seal, unseal
+from agentctl.store.statements import columns, statement
 from agentctl.store.timestamps import from_db, to_db
 
 if TYPE_CHECKING:
+    from sqlalchemy import Select
+    from sqlalchemy.sql.expression import Executable
+
+    from agentctl.store.dialect import SqlDialect
     from agentctl.store.engine import SqlRunner
 
 __all__ = [
@@ -48,9 +53,31 @@ class AuditRow:
 
 
 _COLUMNS = (
-    "run_id, seq, format_version, kind, task_id, effect_id, payload_json, prev_digest, "
-    "digest, created_at, trace_id, span_id"
+    "run_id",
+    "seq",
+    "format_version",
+    "kind",
+    "task_id",
+    "effect_id",
+    "payload_json",
+    "prev_digest",
+    "digest",
+    "created_at",
+    "trace_id",
+    "span_id",
 )
+
+
+def _events_of_run() -> Select[Any]:
+    from sqlalchemy import bindparam, select
+
+    from agentctl.store.tables import audit_events
+
+    return (
+        select(*columns(audit_events, _COLUMNS))
+        .where(audit_events.c.run_id == bindparam("run_id"))
+        .order_by(audit_events.c.seq)
+    )
 
 
 def _row(conn: SqlRunner, row: Sequence[Any]) -> AuditRow:
@@ -74,63 +101,102 @@ def _row(conn: SqlRunner, row: Sequence[Any]) -> AuditRow:
 
 def chain_head(conn: SqlRunner, run_id: str) -> tuple[int, str] | None:
     """``(seq, digest)`` of the run's last event, or None before its first."""
-    row = conn.exec_driver_sql(
-        "SELECT seq, digest FROM audit_events WHERE run_id = ? ORDER BY seq DESC LIMIT 1",
-        (run_id,),
-    ).first()
+    row = _chain_head.run(conn, run_id=run_id).first()
     return None if row is None else (int(row[0]), str(row[1]))
 
 
-def insert_event(conn: SqlRunner, row: AuditRow) -> None:
-    conn.exec_driver_sql(
-        f"INSERT INTO audit_events ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",  # noqa: S608
-        (
-            row.run_id,
-            row.seq,
-            row.format_version,
-            row.kind,
-            row.task_id,
-            row.effect_id,
-            seal(conn, "audit_events", "payload_json", (row.run_id, row.seq), row.payload_json),
-            row.prev_digest,
-            row.digest,
-            to_db(row.created_at),
-            row.trace_id,
-            row.span_id,
-        ),
+@statement
+def _chain_head(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, select
+
+    from agentctl.store.tables import audit_events
+
+    c = audit_events.c
+    return (
+        select(c.seq, c.digest)
+        .where(c.run_id == bindparam("run_id"))
+        .order_by(c.seq.desc())
+        .limit(1)
     )
+
+
+def insert_event(conn: SqlRunner, row: AuditRow) -> None:
+    _insert_event.run(
+        conn,
+        run_id=row.run_id,
+        seq=row.seq,
+        format_version=row.format_version,
+        kind=row.kind,
+        task_id=row.task_id,
+        effect_id=row.effect_id,
+        payload_json=seal(
+            conn, "audit_events", "payload_json", (row.run_id, row.seq), row.payload_json
+        ),
+        prev_digest=row.prev_digest,
+        digest=row.digest,
+        created_at=to_db(row.created_at),
+        trace_id=row.trace_id,
+        span_id=row.span_id,
+    )
+
+
+@statement
+def _insert_event(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, insert
+
+    from agentctl.store.tables import audit_events
+
+    return insert(audit_events).values(**{name: bindparam(name) for name in _COLUMNS})
 
 
 def events(conn: SqlRunner, run_id: str) -> list[AuditRow]:
     """Every event of the run, by sequence number."""
-    rows = conn.exec_driver_sql(
-        f"SELECT {_COLUMNS} FROM audit_events WHERE run_id = ? ORDER BY seq",  # noqa: S608
-        (run_id,),
-    )
-    return [_row(conn, row) for row in rows]
+    return [_row(conn, row) for row in _events.run(conn, run_id=run_id)]
+
+
+@statement
+def _events(_: SqlDialect) -> Executable:
+    return _events_of_run()
 
 
 def events_after(conn: SqlRunner, run_id: str, seq: int) -> list[AuditRow]:
     """The run's events after sequence number ``seq`` (what a follower has not seen yet)."""
-    rows = conn.exec_driver_sql(
-        f"SELECT {_COLUMNS} FROM audit_events WHERE run_id = ? AND seq > ? ORDER BY seq",  # noqa: S608
-        (run_id, seq),
-    )
-    return [_row(conn, row) for row in rows]
+    return [_row(conn, row) for row in _events_after.run(conn, run_id=run_id, seq=seq)]
+
+
+@statement
+def _events_after(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam
+
+    from agentctl.store.tables import audit_events
+
+    return _events_of_run().where(audit_events.c.seq > bindparam("seq"))
 
 
 def count_events(conn: SqlRunner, run_id: str) -> int:
-    row = conn.exec_driver_sql(
-        "SELECT COUNT(*) FROM audit_events WHERE run_id = ?", (run_id,)
-    ).first()
+    row = _count_events.run(conn, run_id=run_id).first()
     return 0 if row is None else int(row[0])
+
+
+@statement
+def _count_events(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, func, select
+
+    from agentctl.store.tables import audit_events
+
+    return select(func.count()).where(audit_events.c.run_id == bindparam("run_id"))
 
 
 def audited_runs(conn: SqlRunner) -> list[str]:
     """Every run that has an audit chain, oldest first."""
-    return [
-        str(row[0])
-        for row in conn.exec_driver_sql(
-            "SELECT run_id FROM audit_events WHERE seq = 1 ORDER BY created_at, run_id"
-        )
-    ]
+    return [str(row[0]) for row in _audited_runs.run(conn)]
+
+
+@statement
+def _audited_runs(_: SqlDialect) -> Executable:
+    from sqlalchemy import select
+
+    from agentctl.store.tables import audit_events
+
+    c = audit_events.c
+    return select(c.run_id).where(c.seq == 1).order_by(c.created_at, c.run_id)

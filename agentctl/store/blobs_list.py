@@ -11,7 +11,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from agentctl.store.statements import statement
+
 if TYPE_CHECKING:
+    from sqlalchemy.sql.expression import Executable
+
+    from agentctl.store.dialect import SqlDialect
     from agentctl.store.engine import SqlRunner
 
 __all__ = ["BlobRow", "blob_rows", "live_lease_counts"]
@@ -33,22 +38,43 @@ def _stamp(value: datetime) -> str:
 
 def blob_rows(conn: SqlRunner, now: datetime) -> list[BlobRow]:
     """Every blob row, oldest first, with its ref count and live lease count at ``now``."""
-    rows = conn.exec_driver_sql(
-        "SELECT b.digest, b.size_bytes, b.media_type, b.created_at, "
-        "(SELECT COUNT(*) FROM artifact_refs r WHERE r.blob_digest = b.digest), "
-        "(SELECT COUNT(*) FROM artifact_leases l "
-        " WHERE l.blob_digest = b.digest AND l.expires_at > ?) "
-        "FROM artifact_blobs b ORDER BY b.created_at, b.digest",
-        (_stamp(now),),
-    )
+    rows = _blob_rows.run(conn, now=_stamp(now))
     return [BlobRow(str(r[0]), int(r[1]), r[2], r[3], int(r[4]), int(r[5])) for r in rows]
 
 
 def live_lease_counts(conn: SqlRunner, now: datetime) -> dict[str, int]:
     """Digest -> unexpired leases naming it (a lease may name bytes that have no row yet)."""
-    rows = conn.exec_driver_sql(
-        "SELECT blob_digest, COUNT(*) FROM artifact_leases "
-        "WHERE expires_at > ? AND blob_digest IS NOT NULL GROUP BY blob_digest",
-        (_stamp(now),),
-    )
+    rows = _live_lease_counts.run(conn, now=_stamp(now))
     return {str(r[0]): int(r[1]) for r in rows}
+
+
+@statement
+def _blob_rows(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, func, select
+
+    from agentctl.store.tables import artifact_blobs, artifact_leases, artifact_refs
+
+    b, r, lease = artifact_blobs.alias("b"), artifact_refs.alias("r"), artifact_leases.alias("l")
+    refs = select(func.count()).where(r.c.blob_digest == b.c.digest).scalar_subquery()
+    leases = (
+        select(func.count())
+        .where(lease.c.blob_digest == b.c.digest, lease.c.expires_at > bindparam("now"))
+        .scalar_subquery()
+    )
+    return select(
+        b.c.digest, b.c.size_bytes, b.c.media_type, b.c.created_at, refs, leases
+    ).order_by(b.c.created_at, b.c.digest)
+
+
+@statement
+def _live_lease_counts(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, func, select
+
+    from agentctl.store.tables import artifact_leases
+
+    c = artifact_leases.c
+    return (
+        select(c.blob_digest, func.count())
+        .where(c.expires_at > bindparam("now"), c.blob_digest.is_not(None))
+        .group_by(c.blob_digest)
+    )

@@ -8,13 +8,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from agentctl.store.formats import FORMAT_VERSION
 from agentctl.store.sealing import seal, unseal
+from agentctl.store.statements import statement
 from agentctl.store.timestamps import to_db
 
 if TYPE_CHECKING:
+    from sqlalchemy import Select
+    from sqlalchemy.sql.expression import Executable
+
+    from agentctl.store.dialect import SqlDialect
     from agentctl.store.engine import SqlRunner
 
 __all__ = ["CheckpointRow", "count", "insert", "last_seq", "last_snapshot_seq", "since"]
@@ -31,33 +36,40 @@ class CheckpointRow:
 
 
 def last_seq(conn: SqlRunner, run_id: str) -> int | None:
-    row = conn.exec_driver_sql(
-        "SELECT MAX(seq) FROM checkpoints WHERE run_id = ?", (run_id,)
-    ).first()
+    row = _last_seq.run(conn, run_id=run_id).first()
     return None if row is None or row[0] is None else int(row[0])
+
+
+@statement
+def _last_seq(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, func, select
+
+    from agentctl.store.tables import checkpoints
+
+    return select(func.max(checkpoints.c.seq)).where(checkpoints.c.run_id == bindparam("run_id"))
 
 
 def last_snapshot_seq(conn: SqlRunner, run_id: str) -> int | None:
-    row = conn.exec_driver_sql(
-        "SELECT MAX(seq) FROM checkpoints WHERE run_id = ? AND is_snapshot = 1", (run_id,)
-    ).first()
+    row = _last_snapshot_seq.run(conn, run_id=run_id).first()
     return None if row is None or row[0] is None else int(row[0])
+
+
+@statement
+def _last_snapshot_seq(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, func, select
+
+    from agentctl.store.tables import checkpoints
+
+    c = checkpoints.c
+    return select(func.max(c.seq)).where(c.run_id == bindparam("run_id"), c.is_snapshot == 1)
 
 
 def since(conn: SqlRunner, run_id: str, seq: int | None) -> list[CheckpointRow]:
     """A run's checkpoints from ``seq`` on (all of them when None), in order."""
     if seq is None:
-        rows = conn.exec_driver_sql(
-            "SELECT seq, format_version, transition, memory_delta_json, is_snapshot, checksum "
-            "FROM checkpoints WHERE run_id = ? ORDER BY seq",
-            (run_id,),
-        )
+        rows = _all_of_run.run(conn, run_id=run_id)
     else:
-        rows = conn.exec_driver_sql(
-            "SELECT seq, format_version, transition, memory_delta_json, is_snapshot, checksum "
-            "FROM checkpoints WHERE run_id = ? AND seq >= ? ORDER BY seq",
-            (run_id, seq),
-        )
+        rows = _since.run(conn, run_id=run_id, seq=seq)
     return [
         CheckpointRow(
             int(row[0]),
@@ -71,6 +83,38 @@ def since(conn: SqlRunner, run_id: str, seq: int | None) -> list[CheckpointRow]:
     ]
 
 
+_READ = ("seq", "format_version", "transition", "memory_delta_json", "is_snapshot", "checksum")
+
+
+def _of_run() -> Select[Any]:
+    from sqlalchemy import bindparam, select
+
+    from agentctl.store.tables import checkpoints
+
+    c = checkpoints.c
+    return (
+        select(
+            c.seq, c.format_version, c.transition, c.memory_delta_json, c.is_snapshot, c.checksum
+        )
+        .where(c.run_id == bindparam("run_id"))
+        .order_by(c.seq)
+    )
+
+
+@statement
+def _all_of_run(_: SqlDialect) -> Executable:
+    return _of_run()
+
+
+@statement
+def _since(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam
+
+    from agentctl.store.tables import checkpoints
+
+    return _of_run().where(checkpoints.c.seq >= bindparam("seq"))
+
+
 def insert(
     conn: SqlRunner,
     run_id: str,
@@ -82,24 +126,41 @@ def insert(
     checksum: str,
     now: datetime,
 ) -> None:
-    conn.exec_driver_sql(
-        "INSERT INTO checkpoints (run_id, seq, format_version, transition, "
-        "memory_delta_json, is_snapshot, checksum, created_at) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        (
-            run_id,
-            seq,
-            FORMAT_VERSION,
-            transition,
-            seal(conn, "checkpoints", "memory_delta_json", (run_id, seq), delta_json),
-            int(is_snapshot),
-            checksum,
-            to_db(now),
-        ),
+    _insert.run(
+        conn,
+        run_id=run_id,
+        seq=seq,
+        transition=transition,
+        memory_delta_json=seal(conn, "checkpoints", "memory_delta_json", (run_id, seq), delta_json),
+        is_snapshot=int(is_snapshot),
+        checksum=checksum,
+        created_at=to_db(now),
+    )
+
+
+@statement
+def _insert(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, insert
+
+    from agentctl.store.tables import checkpoints
+
+    given = ("run_id", "seq", "transition", "memory_delta_json", "is_snapshot", "checksum")
+    return insert(checkpoints).values(
+        format_version=FORMAT_VERSION,
+        created_at=bindparam("created_at"),
+        **{name: bindparam(name) for name in given},
     )
 
 
 def count(conn: SqlRunner, run_id: str) -> int:
-    row = conn.exec_driver_sql("SELECT COUNT(*) FROM checkpoints WHERE run_id = ?", (run_id,))
-    first = row.first()
+    first = _count.run(conn, run_id=run_id).first()
     return int(first[0]) if first is not None else 0
+
+
+@statement
+def _count(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, func, select
+
+    from agentctl.store.tables import checkpoints
+
+    return select(func.count()).where(checkpoints.c.run_id == bindparam("run_id"))

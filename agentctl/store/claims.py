@@ -10,20 +10,22 @@ partial unique index on ``runs`` backs the rule up in the database itself.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentctl import hints
 from agentctl.errors import BlockedError
+from agentctl.store.statements import one_of, statement
+
+if TYPE_CHECKING:
+    from sqlalchemy.sql.expression import Executable
+
+    from agentctl.store.dialect import SqlDialect
 
 __all__ = ["claim_compensation"]
 
 
 def claim_compensation(conn: Any, source_run_id: str, effect_ids: Iterable[str]) -> None:
-    live = conn.exec_driver_sql(
-        "SELECT id, status FROM runs WHERE source_run_id = ? AND mode = 'compensate' "
-        "AND status IN ('running', 'paused') ORDER BY created_at LIMIT 1",
-        (source_run_id,),
-    ).first()
+    live = _live_compensation.run(conn, source_run_id=source_run_id).first()
     if live is not None:
         raise BlockedError(
             f"run {source_run_id} is already being compensated by run {live[0]} ({live[1]})",
@@ -37,11 +39,7 @@ def claim_compensation(conn: Any, source_run_id: str, effect_ids: Iterable[str])
             run_id=source_run_id,
         )
     for effect_id in effect_ids:
-        concluded = conn.exec_driver_sql(
-            "SELECT status, reason FROM reconciliations WHERE effect_id = ? "
-            "ORDER BY id DESC LIMIT 1",
-            (effect_id,),
-        ).first()
+        concluded = _latest_conclusion.run(conn, effect_id=effect_id).first()
         if concluded is not None and concluded[0] in ("compensated", "not_applied"):
             raise BlockedError(
                 f"effect {effect_id} of run {source_run_id} was concluded {concluded[0]} "
@@ -50,3 +48,37 @@ def claim_compensation(conn: Any, source_run_id: str, effect_ids: Iterable[str])
                 hint=f"plan again with {hints.quoted(hints.compensate(source_run_id) + ' --plan')}",
                 run_id=source_run_id,
             )
+
+
+@statement
+def _live_compensation(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, select
+
+    from agentctl.store.tables import runs
+
+    c = runs.c
+    return (
+        select(c.id, c.status)
+        .where(
+            c.source_run_id == bindparam("source_run_id"),
+            c.mode == "compensate",
+            one_of(c.status, ("running", "paused")),
+        )
+        .order_by(c.created_at)
+        .limit(1)
+    )
+
+
+@statement
+def _latest_conclusion(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, select
+
+    from agentctl.store.tables import reconciliations
+
+    c = reconciliations.c
+    return (
+        select(c.status, c.reason)
+        .where(c.effect_id == bindparam("effect_id"))
+        .order_by(c.id.desc())
+        .limit(1)
+    )

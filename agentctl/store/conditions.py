@@ -8,10 +8,16 @@ a task ran or was skipped.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentctl.errors import PersistenceError
 from agentctl.store.engine import SqlRunner
+from agentctl.store.statements import statement
+
+if TYPE_CHECKING:
+    from sqlalchemy.sql.expression import Executable
+
+    from agentctl.store.dialect import SqlDialect
 
 __all__ = ["task_conditions"]
 
@@ -19,11 +25,7 @@ __all__ = ["task_conditions"]
 def task_conditions(conn: SqlRunner, run_id: str) -> dict[str, dict[str, Any]]:
     """Task id -> ``{kind, expression, result, contextDigest, …}`` for every task of the
     run whose ``when`` or loop guard was evaluated."""
-    rows = conn.exec_driver_sql(
-        "SELECT task_id, condition_json FROM tasks "
-        "WHERE run_id = ? AND condition_json IS NOT NULL ORDER BY ordinal",
-        (run_id,),
-    )
+    rows = _conditions.run(conn, run_id=run_id)
     out: dict[str, dict[str, Any]] = {}
     for task_id, text in rows:
         try:
@@ -38,3 +40,17 @@ def task_conditions(conn: SqlRunner, run_id: str) -> dict[str, dict[str, Any]]:
         if isinstance(value, dict):
             out[str(task_id)] = value
     return out
+
+
+@statement
+def _conditions(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, select
+
+    from agentctl.store.tables import tasks
+
+    c = tasks.c
+    return (
+        select(c.task_id, c.condition_json)
+        .where(c.run_id == bindparam("run_id"), c.condition_json.is_not(None))
+        .order_by(c.ordinal)
+    )

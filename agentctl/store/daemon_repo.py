@@ -10,7 +10,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from agentctl.store.statements import statement
+
 if TYPE_CHECKING:
+    from sqlalchemy.sql.expression import Executable
+
+    from agentctl.store.dialect import SqlDialect
     from agentctl.store.engine import SqlRunner
 
 __all__ = ["unstarted_scheduled_runs"]
@@ -20,8 +25,20 @@ def unstarted_scheduled_runs(conn: SqlRunner) -> list[tuple[str, str | None]]:
     """``(run id, owner id)`` of runs a schedule created that are still ``running``: either
     nothing executes them yet (no owner: the daemon stopped right after creating them) or
     the owner recorded may be gone; the caller checks the owner."""
-    rows = conn.exec_driver_sql(
-        "SELECT r.id, r.owner_id FROM schedule_firings f JOIN runs r ON r.id = f.run_id "
-        "WHERE f.status = 'started' AND r.status = 'running' ORDER BY r.created_at, r.id"
-    )
+    rows = _unstarted.run(conn)
     return [(str(row[0]), row[1]) for row in rows]
+
+
+@statement
+def _unstarted(_: SqlDialect) -> Executable:
+    from sqlalchemy import select
+
+    from agentctl.store.tables import runs, schedule_firings
+
+    r, f = runs.alias("r"), schedule_firings.alias("f")
+    return (
+        select(r.c.id, r.c.owner_id)
+        .select_from(f.join(r, r.c.id == f.c.run_id))
+        .where(f.c.status == "started", r.c.status == "running")
+        .order_by(r.c.created_at, r.c.id)
+    )

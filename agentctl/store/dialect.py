@@ -1,9 +1,15 @@
 """The store's two SQL dialects: SQLite (the embedded default) and PostgreSQL.
 
-Repositories write one statement per query in SQLite's spelling with ``?`` placeholders.
-On PostgreSQL every driver-level statement passes through :func:`to_postgres` (the engine
-hooks it in for SQLAlchemy connections, :class:`~agentctl.store.engine.DriverSession` calls
-it itself), which rewrites what differs mechanically:
+Repositories write their statements with SQLAlchemy Core (:mod:`agentctl.store.statements`),
+compiled once per dialect; what the two spell differently and the compiler does not
+decide is a method of the dialect's member of the pair below (:class:`SqliteSql`,
+:class:`PostgresqlSql`): how a transaction begins, an ``INSERT`` that leaves an existing
+row alone, the dialect's own ``INSERT`` for an upsert, whether a commit wakes listeners.
+
+Statements not yet moved to Core are still written in SQLite's spelling with ``?``
+placeholders; on PostgreSQL they pass through :func:`to_postgres` (the engine hooks it in
+for SQLAlchemy connections, :class:`~agentctl.store.engine.DriverSession` calls it
+itself), which rewrites what differs mechanically:
 
 - ``?`` placeholders become psycopg's ``%s`` (and a literal ``%`` becomes ``%%`` when the
   statement has parameters); text inside quotes is left alone;
@@ -11,10 +17,11 @@ it itself), which rewrites what differs mechanically:
 - a unary ``+`` before a column (SQLite's way of steering the planner off an index) is
   dropped: PostgreSQL has no unary plus on text.
 
-What cannot be rewritten mechanically is chosen by the repository itself with
-:func:`is_postgres`: the long-term memory text index (FTS5 on SQLite, a ``tsvector``
-expression index on PostgreSQL), metadata filters (SQLite's ``->`` on text, PostgreSQL's on
-``json``), and the PRAGMA-based checks and statistics, which are SQLite's alone.
+A compiled statement's text is never rewritten (``statements.is_compiled``). What cannot
+be rewritten mechanically is still chosen by such a repository with :func:`is_postgres`:
+the long-term memory text index (FTS5 on SQLite, a ``tsvector`` expression index on
+PostgreSQL), metadata filters (SQLite's ``->`` on text, PostgreSQL's on ``json``), and the
+PRAGMA-based checks and statistics, which are SQLite's alone.
 
 How a transaction begins differs too, and is one table here (:func:`begin_statement`). A
 SQLite write transaction begins ``IMMEDIATE`` (the database's one write lock); a PostgreSQL
@@ -30,19 +37,30 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentctl.store import locks
 
+if TYPE_CHECKING:
+    from sqlalchemy import Table
+    from sqlalchemy.engine import Dialect
+    from sqlalchemy.sql.dml import Insert
+
 __all__ = [
     "POSTGRESQL",
+    "POSTGRESQL_SQL",
     "READ",
     "ROW_LOCKS",
     "SQLITE",
+    "SQLITE_SQL",
     "WRITE",
+    "PostgresqlSql",
+    "SqlDialect",
+    "SqliteSql",
     "begin_statement",
     "dialect_name",
     "is_postgres",
+    "sql_dialect",
     "to_postgres",
 ]
 
@@ -115,3 +133,90 @@ def to_postgres(statement: str, has_parameters: bool) -> str:
         text = _INSERT_OR_IGNORE.sub("INSERT INTO", text, count=1).rstrip().rstrip(";")
         text += " ON CONFLICT DO NOTHING"
     return text
+
+
+class SqlDialect:
+    """What differs between the two dialects, for the repositories' statements
+    (:mod:`agentctl.store.statements` builds each statement with the pair member of the
+    dialect it compiles for). One subclass per dialect; nothing else branches on the name.
+    """
+
+    name: str
+
+    def compiler(self) -> Dialect:
+        """The SQLAlchemy dialect statements are compiled with."""
+        raise NotImplementedError
+
+    def begin(self, kind: str, scope: locks.Locks | None = None) -> str:
+        """The statement a ``kind`` transaction begins with (see :func:`begin_statement`)."""
+        return begin_statement(self.name, kind, scope)
+
+    def insert_ignoring(self, table: Table) -> Insert:
+        """``INSERT`` into ``table`` that leaves an existing row (same key) as it is."""
+        raise NotImplementedError
+
+    def insert(self, table: Table) -> Any:
+        """The dialect's own ``INSERT`` into ``table``: with its ``on_conflict_do_update``
+        (an upsert: both dialects spell it ``ON CONFLICT … DO UPDATE``)."""
+        raise NotImplementedError
+
+    #: Whether a committed change can wake listeners (PostgreSQL's ``NOTIFY``); on SQLite
+    #: waiters look again after a short sleep.
+    notifies: bool = False
+
+
+class SqliteSql(SqlDialect):
+    name = SQLITE
+
+    def compiler(self) -> Dialect:
+        from sqlalchemy.dialects.sqlite.pysqlite import SQLiteDialect_pysqlite
+
+        return SQLiteDialect_pysqlite()
+
+    def insert_ignoring(self, table: Table) -> Insert:
+        from sqlalchemy import insert
+
+        return insert(table).prefix_with("OR IGNORE")
+
+    def insert(self, table: Table) -> Any:
+        from sqlalchemy.dialects.sqlite import insert
+
+        return insert(table)
+
+
+class PostgresqlSql(SqlDialect):
+    name = POSTGRESQL
+    notifies = True
+
+    def compiler(self) -> Dialect:
+        from sqlalchemy.dialects.postgresql.psycopg import PGDialect_psycopg
+        from sqlalchemy.engine.interfaces import BindTyping
+
+        # Positional ``%s`` as the driver-level SQL has always used, and no ``::TYPE``
+        # casts on parameters: the repositories pass the values the columns store.
+        found = PGDialect_psycopg(paramstyle="format")  # type: ignore[no-untyped-call]
+        found.bind_typing = BindTyping.NONE
+        return found
+
+    def insert_ignoring(self, table: Table) -> Insert:
+        from sqlalchemy.dialects.postgresql import insert
+
+        return insert(table).on_conflict_do_nothing()
+
+    def insert(self, table: Table) -> Any:
+        from sqlalchemy.dialects.postgresql import insert
+
+        return insert(table)
+
+
+SQLITE_SQL = SqliteSql()
+POSTGRESQL_SQL = PostgresqlSql()
+_PAIR = {SQLITE: SQLITE_SQL, POSTGRESQL: POSTGRESQL_SQL}
+
+
+def sql_dialect(name: str) -> SqlDialect:
+    """The pair member named ``name`` (``sqlite`` or ``postgresql``)."""
+    try:
+        return _PAIR[name]
+    except KeyError:
+        raise ValueError(f"agentctl has no statements for the {name!r} dialect") from None

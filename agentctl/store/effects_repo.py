@@ -10,14 +10,20 @@ through :func:`agentctl.store.transitions.guarded_update`, not through this modu
 from __future__ import annotations
 
 from datetime import datetime
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from agentctl.store.formats import FORMAT_VERSION
-from agentctl.store.rows import columns_sql, row_dict, row_dicts
+from agentctl.store.rows import row_dict, row_dicts
 from agentctl.store.sealing import seal, unseal, unseal_record, unseal_records
+from agentctl.store.statements import Statement, columns, one_of, statement
 from agentctl.store.timestamps import to_db
 
 if TYPE_CHECKING:
+    from sqlalchemy import Select
+    from sqlalchemy.sql.expression import Executable
+
+    from agentctl.store.dialect import SqlDialect
     from agentctl.store.engine import SqlRunner
 
 __all__ = [
@@ -62,7 +68,6 @@ EFFECT_COLUMNS = (
     "finished_at",
 )
 _EFFECT_TIMES = frozenset({"requested_at", "started_at", "finished_at"})
-_EFFECTS = columns_sql(EFFECT_COLUMNS)
 
 RECONCILIATION_COLUMNS = (
     "id",
@@ -79,7 +84,6 @@ RECONCILIATION_COLUMNS = (
     "created_at",
 )
 _RECONCILIATION_TIMES = frozenset({"created_at"})
-_RECONCILIATIONS = columns_sql(RECONCILIATION_COLUMNS)
 
 
 # -- effects ----------------------------------------------------------------------------
@@ -87,11 +91,17 @@ _RECONCILIATIONS = columns_sql(RECONCILIATION_COLUMNS)
 
 def effect(conn: SqlRunner, effect_id: str) -> dict[str, Any] | None:
     """The effect's row as ``{column: value}`` (timestamps naive UTC), or None."""
-    row = conn.exec_driver_sql(
-        f"SELECT {_EFFECTS} FROM effects WHERE id = ?",  # noqa: S608 - fixed columns
-        (effect_id,),
-    ).first()
+    row = _effect.run(conn, effect_id=effect_id).first()
     return unseal_record(conn, "effects", row_dict(row, EFFECT_COLUMNS, _EFFECT_TIMES))
+
+
+@statement
+def _effect(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, select
+
+    from agentctl.store.tables import effects
+
+    return select(*columns(effects, EFFECT_COLUMNS)).where(effects.c.id == bindparam("effect_id"))
 
 
 def effect_at(
@@ -99,20 +109,48 @@ def effect_at(
 ) -> dict[str, Any] | None:
     """The effect journaled at one position of one attempt (the first, should a database
     written before positions were checked hold two), or None."""
-    row = conn.exec_driver_sql(
-        f"SELECT {_EFFECTS} FROM effects "  # noqa: S608 - fixed columns
-        "WHERE run_id = ? AND task_id = ? AND attempt = ? AND ordinal = ? "
-        "ORDER BY requested_at, id LIMIT 1",
-        (run_id, task_id, attempt, ordinal),
+    row = _effect_at.run(
+        conn, run_id=run_id, task_id=task_id, attempt=attempt, ordinal=ordinal
     ).first()
     return unseal_record(conn, "effects", row_dict(row, EFFECT_COLUMNS, _EFFECT_TIMES))
 
 
-def effect_ids_with_prefix(conn: SqlRunner, prefix: str, limit: int = 2) -> list[str]:
-    rows = conn.exec_driver_sql(
-        "SELECT id FROM effects WHERE id LIKE ? LIMIT ?", (prefix + "%", limit)
+@statement
+def _effect_at(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, select
+
+    from agentctl.store.tables import effects
+
+    c = effects.c
+    return (
+        select(*columns(effects, EFFECT_COLUMNS))
+        .where(
+            c.run_id == bindparam("run_id"),
+            c.task_id == bindparam("task_id"),
+            c.attempt == bindparam("attempt"),
+            c.ordinal == bindparam("ordinal"),
+        )
+        .order_by(c.requested_at, c.id)
+        .limit(1)
     )
+
+
+def effect_ids_with_prefix(conn: SqlRunner, prefix: str, limit: int = 2) -> list[str]:
+    rows = _effect_ids_like.run(conn, pattern=prefix + "%", limit=limit)
     return [str(row[0]) for row in rows]
+
+
+@statement
+def _effect_ids_like(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, select
+
+    from agentctl.store.tables import effects
+
+    return (
+        select(effects.c.id)
+        .where(effects.c.id.like(bindparam("pattern")))
+        .limit(bindparam("limit"))
+    )
 
 
 def effects(
@@ -123,35 +161,66 @@ def effects(
     statuses: tuple[str, ...] = (),
 ) -> list[dict[str, Any]]:
     """A run's effects in journal order (requested, then task, attempt and ordinal)."""
-    where = "run_id = ?"
-    params: list[Any] = [run_id]
-    if task_id is not None:
-        where += " AND task_id = ?"
-        params.append(task_id)
-    if statuses:
-        where += f" AND status IN ({', '.join('?' for _ in statuses)})"
-        params.extend(statuses)
-    rows = conn.exec_driver_sql(
-        f"SELECT {_EFFECTS} FROM effects WHERE {where} "  # noqa: S608 - fixed columns
-        "ORDER BY requested_at, task_id, attempt, ordinal",
-        tuple(params),
+    values = {f"status_{n}": status for n, status in enumerate(statuses)}
+    rows = _effects_of(task_id is not None, len(statuses)).run(
+        conn, run_id=run_id, task_id=task_id, **values
     )
     return unseal_records(conn, "effects", row_dicts(rows, EFFECT_COLUMNS, _EFFECT_TIMES))
+
+
+@lru_cache(maxsize=32)
+def _effects_of(of_task: bool, statuses: int) -> Statement:
+    """The statement of :func:`effects`, per shape: one task or all, how many statuses."""
+
+    def build(_: SqlDialect) -> Executable:
+        from sqlalchemy import bindparam, select
+
+        from agentctl.store.tables import effects
+
+        c = effects.c
+        query = select(*columns(effects, EFFECT_COLUMNS)).where(c.run_id == bindparam("run_id"))
+        if of_task:
+            query = query.where(c.task_id == bindparam("task_id"))
+        if statuses:
+            query = query.where(c.status.in_([bindparam(f"status_{n}") for n in range(statuses)]))
+        return query.order_by(c.requested_at, c.task_id, c.attempt, c.ordinal)
+
+    return Statement(build, f"effects_of({of_task}, {statuses})")
 
 
 def unsettled_effect_ids(conn: SqlRunner, run_id: str | None = None) -> list[str]:
     """Ids of started or uncertain effects (of one run, or of all), oldest request first."""
     if run_id is None:
-        rows = conn.exec_driver_sql(
-            "SELECT id FROM effects WHERE status IN ('started', 'uncertain') ORDER BY requested_at"
-        )
+        rows = _unsettled.run(conn)
     else:
-        rows = conn.exec_driver_sql(
-            "SELECT id FROM effects WHERE status IN ('started', 'uncertain') AND run_id = ? "
-            "ORDER BY requested_at",
-            (run_id,),
-        )
+        rows = _unsettled_of_run.run(conn, run_id=run_id)
     return [str(row[0]) for row in rows]
+
+
+def _unsettled_query() -> Select[tuple[str]]:
+    from sqlalchemy import select
+
+    from agentctl.store.tables import effects
+
+    return (
+        select(effects.c.id)
+        .where(one_of(effects.c.status, ("started", "uncertain")))
+        .order_by(effects.c.requested_at)
+    )
+
+
+@statement
+def _unsettled(_: SqlDialect) -> Executable:
+    return _unsettled_query()
+
+
+@statement
+def _unsettled_of_run(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam
+
+    from agentctl.store.tables import effects
+
+    return _unsettled_query().where(effects.c.run_id == bindparam("run_id"))
 
 
 def insert_effect(
@@ -176,29 +245,22 @@ def insert_effect(
     read it back (without the round trip of reading it)."""
     stamp = to_db(now)
     trace_id = None if trace_ids is None else trace_ids[0]
-    conn.exec_driver_sql(
-        "INSERT INTO effects (id, format_version, run_id, task_id, attempt, ordinal, "
-        "operation, input_digest, effect_class, idempotency, risk, idempotency_key, status, "
-        "request_json, confirmed, requested_at, trace_id, span_id) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'requested', ?, 0, ?, ?, ?)",
-        (
-            effect_id,
-            FORMAT_VERSION,
-            run_id,
-            task_id,
-            attempt,
-            ordinal,
-            operation,
-            input_digest,
-            effect_class,
-            idempotency,
-            risk,
-            effect_id,
-            seal(conn, "effects", "request_json", (effect_id,), request_json),
-            stamp,
-            trace_id,
-            None if trace_ids is None else trace_ids[1],
-        ),
+    _insert_effect.run(
+        conn,
+        id=effect_id,
+        run_id=run_id,
+        task_id=task_id,
+        attempt=attempt,
+        ordinal=ordinal,
+        operation=operation,
+        input_digest=input_digest,
+        effect_class=effect_class,
+        idempotency=idempotency,
+        risk=risk,
+        request_json=seal(conn, "effects", "request_json", (effect_id,), request_json),
+        requested_at=stamp,
+        trace_id=trace_id,
+        span_id=None if trace_ids is None else trace_ids[1],
     )
     inserted = {
         "id": effect_id,
@@ -228,28 +290,80 @@ def insert_effect(
     return found
 
 
+@statement
+def _insert_effect(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, insert
+
+    from agentctl.store.tables import effects
+
+    given = (
+        "id",
+        "run_id",
+        "task_id",
+        "attempt",
+        "ordinal",
+        "operation",
+        "input_digest",
+        "effect_class",
+        "idempotency",
+        "risk",
+        "request_json",
+        "requested_at",
+        "trace_id",
+        "span_id",
+    )
+    return insert(effects).values(
+        format_version=FORMAT_VERSION,
+        idempotency_key=bindparam("id"),  # an effect's idempotency key is its id
+        status="requested",
+        confirmed=0,
+        **{name: bindparam(name) for name in given},
+    )
+
+
 # -- reconciliations --------------------------------------------------------------------
 
 
 def latest_reconciliation(conn: SqlRunner, effect_id: str) -> dict[str, Any] | None:
-    row = conn.exec_driver_sql(
-        f"SELECT {_RECONCILIATIONS} FROM reconciliations "  # noqa: S608 - fixed columns
-        "WHERE effect_id = ? ORDER BY id DESC LIMIT 1",
-        (effect_id,),
-    ).first()
+    row = _latest_reconciliation.run(conn, effect_id=effect_id).first()
     return unseal_record(
         conn, "reconciliations", row_dict(row, RECONCILIATION_COLUMNS, _RECONCILIATION_TIMES)
     )
 
 
-def reconciliations(conn: SqlRunner, effect_id: str) -> list[dict[str, Any]]:
-    rows = conn.exec_driver_sql(
-        f"SELECT {_RECONCILIATIONS} FROM reconciliations "  # noqa: S608 - fixed columns
-        "WHERE effect_id = ? ORDER BY id",
-        (effect_id,),
+@statement
+def _latest_reconciliation(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, select
+
+    from agentctl.store.tables import reconciliations
+
+    c = reconciliations.c
+    return (
+        select(*columns(reconciliations, RECONCILIATION_COLUMNS))
+        .where(c.effect_id == bindparam("effect_id"))
+        .order_by(c.id.desc())
+        .limit(1)
     )
+
+
+def reconciliations(conn: SqlRunner, effect_id: str) -> list[dict[str, Any]]:
+    rows = _reconciliations.run(conn, effect_id=effect_id)
     return unseal_records(
         conn, "reconciliations", row_dicts(rows, RECONCILIATION_COLUMNS, _RECONCILIATION_TIMES)
+    )
+
+
+@statement
+def _reconciliations(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, select
+
+    from agentctl.store.tables import reconciliations
+
+    c = reconciliations.c
+    return (
+        select(*columns(reconciliations, RECONCILIATION_COLUMNS))
+        .where(c.effect_id == bindparam("effect_id"))
+        .order_by(c.id)
     )
 
 
@@ -271,43 +385,79 @@ def insert_reconciliation(
     # RETURNING (SQLite 3.35+, PostgreSQL) names the new row on both dialects. The payload
     # is sealed under the new row's id, so it is written once that id is known (same
     # transaction: nothing is ever stored in clear).
-    inserted = conn.exec_driver_sql(
-        "INSERT INTO reconciliations (format_version, effect_id, status, reason, actor, "
-        "result_validated, compensation_effect_id, supersedes_id, "
-        "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-        (
-            FORMAT_VERSION,
-            effect_id,
-            status,
-            reason,
-            actor,
-            int(result_validated),
-            compensation_effect_id,
-            supersedes_id,
-            to_db(now),
-        ),
+    inserted = _insert_reconciliation.run(
+        conn,
+        effect_id=effect_id,
+        status=status,
+        reason=reason,
+        actor=actor,
+        result_validated=int(result_validated),
+        compensation_effect_id=compensation_effect_id,
+        supersedes_id=supersedes_id,
+        created_at=to_db(now),
     )
     new_id = inserted.first()[0]
     if evidence is not None or result_json is not None:
         record = (new_id,)
-        conn.exec_driver_sql(
-            "UPDATE reconciliations SET evidence = ?, result_json = ? WHERE id = ?",
-            (
-                seal(conn, "reconciliations", "evidence", record, evidence),
-                seal(conn, "reconciliations", "result_json", record, result_json),
-                new_id,
-            ),
+        _seal_reconciliation.run(
+            conn,
+            evidence=seal(conn, "reconciliations", "evidence", record, evidence),
+            result_json=seal(conn, "reconciliations", "result_json", record, result_json),
+            id=new_id,
         )
-    row = conn.exec_driver_sql(
-        f"SELECT {_RECONCILIATIONS} FROM reconciliations "  # noqa: S608 - fixed columns
-        "WHERE id = ?",
-        (new_id,),
-    ).first()
+    row = _reconciliation.run(conn, id=new_id).first()
     found = unseal_record(
         conn, "reconciliations", row_dict(row, RECONCILIATION_COLUMNS, _RECONCILIATION_TIMES)
     )
     assert found is not None
     return found
+
+
+@statement
+def _insert_reconciliation(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, insert
+
+    from agentctl.store.tables import reconciliations
+
+    given = (
+        "effect_id",
+        "status",
+        "reason",
+        "actor",
+        "result_validated",
+        "compensation_effect_id",
+        "supersedes_id",
+        "created_at",
+    )
+    return (
+        insert(reconciliations)
+        .values(format_version=FORMAT_VERSION, **{name: bindparam(name) for name in given})
+        .returning(reconciliations.c.id)
+    )
+
+
+@statement
+def _seal_reconciliation(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, update
+
+    from agentctl.store.tables import reconciliations
+
+    return (
+        update(reconciliations)
+        .where(reconciliations.c.id == bindparam("id"))
+        .values(evidence=bindparam("evidence"), result_json=bindparam("result_json"))
+    )
+
+
+@statement
+def _reconciliation(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, select
+
+    from agentctl.store.tables import reconciliations
+
+    return select(*columns(reconciliations, RECONCILIATION_COLUMNS)).where(
+        reconciliations.c.id == bindparam("id")
+    )
 
 
 def append_compensated(
@@ -320,22 +470,17 @@ def append_compensated(
     now: datetime,
 ) -> None:
     """Append ``compensated`` to an effect, superseding its latest conclusion."""
-    previous = conn.exec_driver_sql(
-        "SELECT id FROM reconciliations WHERE effect_id = ? ORDER BY id DESC LIMIT 1",
-        (effect_id,),
-    ).first()
-    conn.exec_driver_sql(
-        "INSERT INTO reconciliations (format_version, effect_id, status, reason, actor,"
-        " result_validated, compensation_effect_id, supersedes_id, created_at) VALUES"
-        " (1, ?, 'compensated', ?, ?, 0, ?, ?, ?)",
-        (
-            effect_id,
-            reason,
-            actor,
-            compensation_effect_id,
-            None if previous is None else previous[0],
-            to_db(now),
-        ),
+    previous = _latest_reconciliation.run(conn, effect_id=effect_id).first()
+    _insert_reconciliation.run(
+        conn,
+        effect_id=effect_id,
+        status="compensated",
+        reason=reason,
+        actor=actor,
+        result_validated=0,
+        compensation_effect_id=compensation_effect_id,
+        supersedes_id=None if previous is None else previous[0],
+        created_at=to_db(now),
     )
 
 
@@ -353,18 +498,29 @@ def insert_tool_call(
     now: datetime,
 ) -> None:
     """Record a model's tool call as ``requested`` (once: its id is its effect's)."""
-    conn.exec_driver_sql(
-        "INSERT OR IGNORE INTO tool_calls (id, format_version, run_id, task_id, effect_id, "
-        "tool, status, arguments_json, created_at) VALUES (?, 1, ?, ?, ?, ?, 'requested', ?, ?)",
-        (
-            effect_id,
-            run_id,
-            task_id,
-            effect_id,
-            tool,
-            seal(conn, "tool_calls", "arguments_json", (effect_id,), arguments_json),
-            to_db(now),
-        ),
+    _insert_tool_call.run(
+        conn,
+        effect_id=effect_id,
+        run_id=run_id,
+        task_id=task_id,
+        tool=tool,
+        arguments_json=seal(conn, "tool_calls", "arguments_json", (effect_id,), arguments_json),
+        created_at=to_db(now),
+    )
+
+
+@statement
+def _insert_tool_call(sql: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam
+
+    from agentctl.store.tables import tool_calls
+
+    given = ("run_id", "task_id", "effect_id", "tool", "arguments_json", "created_at")
+    return sql.insert_ignoring(tool_calls).values(
+        id=bindparam("effect_id"),  # a tool call's id is its effect's
+        format_version=1,
+        status="requested",
+        **{name: bindparam(name) for name in given},
     )
 
 
@@ -378,29 +534,50 @@ def finish_tool_call(
     now: datetime,
 ) -> None:
     """The tool call's terminal status: call it in the transaction of its effect's."""
-    conn.exec_driver_sql(
-        "UPDATE tool_calls SET status = ?, result_json = ?, error_json = ?, "
-        "finished_at = ? WHERE effect_id = ?",
-        (
-            status,
-            seal(conn, "tool_calls", "result_json", (effect_id,), result_json),
-            seal(conn, "tool_calls", "error_json", (effect_id,), error_json),
-            to_db(now),
-            effect_id,
-        ),
+    _finish_tool_call.run(
+        conn,
+        status=status,
+        result_json=seal(conn, "tool_calls", "result_json", (effect_id,), result_json),
+        error_json=seal(conn, "tool_calls", "error_json", (effect_id,), error_json),
+        finished_at=to_db(now),
+        effect_id=effect_id,
+    )
+
+
+@statement
+def _finish_tool_call(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, update
+
+    from agentctl.store.tables import tool_calls
+
+    given = ("status", "result_json", "error_json", "finished_at")
+    return (
+        update(tool_calls)
+        .where(tool_calls.c.effect_id == bindparam("effect_id"))
+        .values(**{name: bindparam(name) for name in given})
     )
 
 
 def tool_calls(conn: SqlRunner, run_id: str) -> list[tuple[str, str, str, str, str]]:
     """``(effect_id, task_id, tool, status, arguments_json)`` of a run's tool calls."""
-    rows = conn.exec_driver_sql(
-        "SELECT effect_id, task_id, tool, status, arguments_json FROM tool_calls "
-        "WHERE run_id = ? ORDER BY created_at, id",
-        (run_id,),
-    )
+    rows = _tool_calls.run(conn, run_id=run_id)
     # A tool call's id is its effect's id.
     return [
         (row[0], row[1], row[2], row[3], unseal(conn, "tool_calls", "arguments_json", key, row[4]))
         for row in rows
         for key in [(row[0],)]
     ]
+
+
+@statement
+def _tool_calls(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, select
+
+    from agentctl.store.tables import tool_calls
+
+    c = tool_calls.c
+    return (
+        select(c.effect_id, c.task_id, c.tool, c.status, c.arguments_json)
+        .where(c.run_id == bindparam("run_id"))
+        .order_by(c.created_at, c.id)
+    )

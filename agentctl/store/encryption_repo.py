@@ -8,6 +8,8 @@ the active key. Each update is conditional on the value it read, so a row anothe
 changed meanwhile is left to the next pass instead of being overwritten; an interrupted
 walk (SIGKILL, a lost server) leaves every batch it committed sealed and the rest readable,
 and running it again finishes the job. The database stays usable throughout.
+Long-term memory has its own walk and counts (store/memory_sealing.py): its text index
+holds search tokens derived from the key, not sealed values.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy.exc import SQLAlchemyError
 
 from agentctl.errors import PersistenceError, UsageError
+from agentctl.store import memory_sealing
 from agentctl.store.sealing import (
     CLEAR,
     PAYLOAD_COLUMNS,
@@ -193,6 +196,10 @@ def column_counts(conn: SqlRunner, key_ids: list[str]) -> list[ColumnCount]:
             if sealed - named:
                 count.sealed["?"] = sealed - named
             out.append(count)
+    out.extend(
+        ColumnCount(memory_sealing.TABLE, column, clear, sealed)
+        for column, clear, sealed in memory_sealing.column_counts(conn, key_ids)
+    )
     return out
 
 
@@ -266,6 +273,14 @@ def seal_existing(
             report.batches += 1
             if after_batch is not None:
                 after_batch()
+    memory_rows, values, batches = memory_sealing.seal_memory(
+        store, sealer, batch=batch, after_batch=after_batch
+    )
+    report.rows_changed += memory_rows
+    report.values_sealed += values
+    report.batches += batches
+    if batches:
+        memory_sealing.rebuild_index(store)
     return report
 
 

@@ -52,6 +52,7 @@ from agentctl.store.sqlite_connections import (
     connect,
     make_engine,
 )
+from agentctl.store.statements import is_compiled
 
 __all__ = ["DriverSession", "SqlRunner", "Store", "StoreSettings", "open_store"]
 
@@ -266,6 +267,9 @@ class Store:
 class SqlRunner(Protocol):
     """Anything that runs driver-level SQL: a SQLAlchemy Connection or a DriverSession."""
 
+    @property
+    def dialect(self) -> Any: ...
+
     def exec_driver_sql(self, statement: str, parameters: Any = ...) -> Any: ...
 
 
@@ -303,6 +307,11 @@ class _ReadEach:
     def __init__(self, store: Store) -> None:
         self._store = store
         self.sealer = store.sealer
+
+    @property
+    def dialect(self) -> Any:
+        store = self._store
+        return SQLITE_DRIVER if store.dialect == SQLITE else store.engine.dialect
 
     def exec_driver_sql(self, statement: str, parameters: Any = ()) -> _Fetched:
         with self._store.read() as conn:
@@ -343,7 +352,11 @@ class DriverSession:
                 assert self._reconnect is not None
                 self._raw, self._give_back = self._reconnect()
             cursor = self._raw.cursor()
-            if self._postgres:
+            if isinstance(parameters, list):  # one execution per row, as SQLAlchemy's
+                cursor.executemany(statement, parameters)
+            elif self._postgres and is_compiled(statement):
+                cursor.execute(statement, parameters)
+            elif self._postgres:
                 cursor.execute(to_postgres(statement, bool(parameters)), parameters or None)
             else:
                 cursor.execute(statement, parameters)

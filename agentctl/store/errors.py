@@ -4,6 +4,12 @@ Each error names the database and the cause an operator can act on. Causes that 
 themselves (another writer holds the lock, a full disk being cleared, a passing I/O error)
 carry a code in :data:`TRANSIENT_CODES`; :func:`retry_transient` retries work that must not
 be abandoned (the outcome of an effect that already ran) for a bounded time.
+
+Errors are told apart by the codes the databases define, never by their message text:
+SQLite's result codes (``sqlite3.Error.sqlite_errorcode``, its extended code: busy, locked,
+full, I/O, read-only, corrupt, not a database, and each kind of constraint), PostgreSQL's
+SQLSTATE. A write the schema refused (a duplicate key, a reference to a missing record, a
+check) is ``store.constraint`` on both.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ __all__ = [
     "open_error",
     "retry_transient",
     "retry_window_seconds",
+    "sqlite_code",
 ]
 
 T = TypeVar("T")
@@ -32,69 +39,110 @@ TRANSIENT_CODES = frozenset(
     {"store.locked", "store.disk_full", "store.io_error", "store.unreachable"}
 )
 
-# SQLite's causes: (substring of the driver's message, code, what it means, next step).
-_CAUSES = (
-    (
-        "locked",
+# SQLite's causes by result code (the primary code, the low byte of the extended code the
+# driver gives as ``sqlite_errorcode``), never by the message text: the message is SQLite's
+# wording of the moment, the code its interface.
+_SQLITE_BUSY, _SQLITE_LOCKED, _SQLITE_READONLY, _SQLITE_CORRUPT = 5, 6, 8, 11
+_SQLITE_IOERR, _SQLITE_FULL, _SQLITE_CANTOPEN, _SQLITE_CONSTRAINT = 10, 13, 14, 19
+_SQLITE_NOTADB = 26
+# primary code: (code, what it means, next step)
+_SQLITE_CODES = {
+    _SQLITE_BUSY: (
         "store.locked",
         "is locked by another process",
         "wait for the other agentctl process (or the program holding the database) to "
         "finish, then retry",
     ),
-    (
-        "busy",
+    _SQLITE_LOCKED: (
         "store.locked",
-        "is locked by another process",
-        "wait for the other process holding the database to finish, then retry",
+        "is locked by another connection",
+        "wait for the other connection holding the database to finish, then retry",
     ),
-    (
-        "disk is full",
+    _SQLITE_FULL: (
         "store.disk_full",
         "cannot grow: the disk (or a file-size limit) is full",
         "free disk space, then retry",
     ),
-    (
-        "readonly",
+    _SQLITE_READONLY: (
         "store.read_only",
         "is read-only",
         "reading commands work on it; to write, make the file and its folder writable",
     ),
-    (
-        "disk i/o error",
+    _SQLITE_IOERR: (
         "store.io_error",
         "could not be read or written (I/O error)",
         "check the disk and the file system, then retry",
     ),
-    (
-        "malformed",
+    _SQLITE_CORRUPT: (
         "store.corrupt",
         "is damaged",
         "check it with `agentctl db check` and restore it from a backup",
     ),
-    (
-        "not a database",
+    _SQLITE_NOTADB: (
         "store.corrupt",
         "is not an SQLite database or is damaged",
         "check the --db path; restore the file from a backup if it is damaged",
     ),
+}
+
+# A write the schema refused, by SQLite's extended code or PostgreSQL's SQLSTATE:
+# (extended name, SQLSTATE, what it means). Nothing of the transaction was written.
+_CONSTRAINTS = (
+    ("SQLITE_CONSTRAINT_UNIQUE", "23505", "already holds a record with this key"),
+    ("SQLITE_CONSTRAINT_PRIMARYKEY", "23505", "already holds a record with this key"),
+    ("SQLITE_CONSTRAINT_FOREIGNKEY", "23503", "holds no record this write refers to"),
+    ("SQLITE_CONSTRAINT_CHECK", "23514", "refused a value its schema does not allow"),
+    ("SQLITE_CONSTRAINT_NOTNULL", "23502", "refused an empty value its schema requires"),
 )
+_CONSTRAINT_HINT = (
+    "nothing of this write was stored; another process may have written the same record "
+    "first: inspect it, then run the command again"
+)
+
+
+def _constraint(where: str, key: str, detail: str) -> PersistenceError:
+    meaning = next(
+        (meaning for name, state, meaning in _CONSTRAINTS if key in (name, state)),
+        "refused a write its schema does not allow",
+    )
+    return PersistenceError(
+        f"database {where} {meaning} ({detail})", code="store.constraint", hint=_CONSTRAINT_HINT
+    )
+
+
+def sqlite_code(exc: BaseException | None) -> tuple[int, str] | None:
+    """SQLite's extended result code and its name for a driver error, or None for an
+    error SQLite did not report (a closed connection, a misuse of the driver)."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if not isinstance(code, int):
+        return None
+    return code, str(getattr(exc, "sqlite_errorname", "") or "")
 
 
 def driver_error(where: str, exc: BaseException | None) -> PersistenceError:
     if _is_postgres_error(exc):
         return _postgres_error(where, exc)
     text = str(exc)
-    lowered = text.lower()
-    if "unable to open" in lowered or "readonly" in lowered:
+    found = sqlite_code(exc)
+    if found is None:
+        return PersistenceError(f"database error on {where}: {text}", code="store.database_error")
+    code, name = found
+    primary = code & 0xFF
+    detail = f"{name}: {text}" if name else text
+    if primary in (_SQLITE_CANTOPEN, _SQLITE_READONLY):
         # SQLite says the same for a read-only mount, a missing permission and a folder
         # where its side files cannot be created: the file system tells them apart.
-        found = _file_system_cause(Path(where), text)
-        if found is not None:
-            return found
-    for needle, code, meaning, hint in _CAUSES:
-        if needle in lowered:
-            return PersistenceError(f"database {where} {meaning} ({text})", code=code, hint=hint)
-    return PersistenceError(f"database error on {where}: {text}", code="store.database_error")
+        cause = _file_system_cause(Path(where), detail)
+        if cause is not None:
+            return cause
+    if primary == _SQLITE_CONSTRAINT:
+        return _constraint(where, name, detail)
+    if primary in _SQLITE_CODES:
+        store_code, meaning, hint = _SQLITE_CODES[primary]
+        return PersistenceError(
+            f"database {where} {meaning} ({detail})", code=store_code, hint=hint
+        )
+    return PersistenceError(f"database error on {where}: {detail}", code="store.database_error")
 
 
 _UNREACHABLE_HINT = (
@@ -186,6 +234,8 @@ def _postgres_error(where: str, exc: BaseException | None) -> PersistenceError:
     gone mid-use, a connection already closed), which is transient like a restart."""
     text = str(exc).strip()
     state = getattr(exc, "sqlstate", None) or ""
+    if state[:2] == "23":
+        return _constraint(where, state, f"SQLSTATE {state}: {text}")
     for key, code, meaning, hint in _SQLSTATES:
         if state == key or (len(key) == 2 and state[:2] == key):
             return PersistenceError(
@@ -212,7 +262,8 @@ def _is_operational(exc: BaseException | None) -> bool:
 
 def open_error(path: Path, exc: BaseException) -> PersistenceError:
     """Why an existing database file could not be read when it was first opened."""
-    if "file is not a database" in str(exc).lower():
+    found = sqlite_code(exc)
+    if found is not None and found[0] & 0xFF == _SQLITE_NOTADB:
         if _has_sqlite_header(path):
             return PersistenceError(
                 f"database {path} is damaged: it starts like an SQLite database but its "

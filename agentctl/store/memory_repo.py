@@ -17,6 +17,10 @@ On PostgreSQL the text index is PostgreSQL full-text search (``to_tsvector('simp
 under a GIN index, migration ``0003_memory_search``) ranked by ``ts_rank_cd``: the same
 entries match, but scores and the order of entries with different scores are PostgreSQL's,
 not BM25's.
+
+With encryption on, an entry's value, provenance, searchable text and embedding are
+sealed, and the text index sees keyed tokens of the words instead of the words
+(store/memory_sealing.py); metadata stays clear so filters remain SQL comparisons.
 """
 
 from __future__ import annotations
@@ -28,8 +32,10 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from agentctl.digest import canonical_json
+from agentctl.store import memory_sealing
 from agentctl.store.dialect import is_postgres
 from agentctl.store.records import check_format_version
+from agentctl.store.sealing import seal_binary, unseal
 from agentctl.store.timestamps import from_db, to_db
 
 if TYPE_CHECKING:
@@ -37,6 +43,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EntryRow",
+    "EntryText",
     "EntryValues",
     "count_expired",
     "delete_entry",
@@ -79,7 +86,8 @@ class EntryValues:
 
 @dataclass(frozen=True, slots=True)
 class EntryRow:
-    """One stored entry (its embedding stays in the table: searches read it in bulk)."""
+    """One stored entry (its embedding stays in the table: searches read it in bulk).
+    ``text`` is None when it is sealed (:func:`entry_texts` opens it)."""
 
     id: int
     namespace: str
@@ -97,7 +105,7 @@ class EntryRow:
 
 _ENTRY_COLUMNS = (
     "id, format_version, namespace, key, value_type, value_json, text, metadata_json, "
-    "embedding_model, provenance_json, created_at, updated_at, expires_at"
+    "embedding_model, provenance_json, created_at, updated_at, expires_at, text_sealed"
 )
 
 _WRITTEN = (
@@ -114,6 +122,7 @@ _WRITTEN = (
     "created_at",
     "updated_at",
     "expires_at",
+    "text_sealed",
 )
 _KEPT_ON_CONFLICT = ("namespace", "key", "created_at")
 _UPSERT = (
@@ -124,40 +133,48 @@ _UPSERT = (
 )
 
 
-def _entry(row: Sequence[Any]) -> EntryRow:
+def _entry(conn: SqlRunner, row: Sequence[Any]) -> EntryRow:
     check_format_version("memory entry", f"{row[2]}/{row[3]}", int(row[1]))
+    namespace, key = str(row[2]), str(row[3])
+    name = memory_sealing.record(namespace, key)
+    table = memory_sealing.TABLE
     return EntryRow(
         id=int(row[0]),
-        namespace=str(row[2]),
-        key=str(row[3]),
+        namespace=namespace,
+        key=key,
         value_type=str(row[4]),
-        value_json=str(row[5]),
-        text=row[6],
+        value_json=str(unseal(conn, table, "value_json", name, row[5])),
+        # Sealed, the searchable text is not opened here: a search reads ten rows per
+        # query and nothing reads their text (entry_texts does, for re-embedding).
+        text=None if row[13] is not None else row[6],
         metadata_json=str(row[7]),
         embedding_model=row[8],
-        provenance_json=row[9],
+        provenance_json=unseal(conn, table, "provenance_json", name, row[9]),
         created_at=from_db(row[10]),
         updated_at=from_db(row[11]),
         expires_at=from_db(row[12]),
     )
 
 
-def _parameters(values: EntryValues, now: datetime) -> tuple[Any, ...]:
+def _parameters(
+    values: EntryValues, stored: memory_sealing.SealedEntry, now: datetime
+) -> tuple[Any, ...]:
     stamp = to_db(now)
     return (
         values.format_version,
         values.namespace,
         values.key,
         values.value_type,
-        values.value_json,
-        values.text,
+        stored.value_json,
+        stored.text,
         values.metadata_json,
-        values.embedding,
+        stored.embedding,
         values.embedding_model,
-        values.provenance_json,
+        stored.provenance_json,
         stamp,
         stamp,
         to_db(values.expires_at),
+        stored.text_sealed,
     )
 
 
@@ -197,7 +214,18 @@ def upsert_entries(conn: SqlRunner, entries: Sequence[EntryValues], now: datetim
     ``created_at`` and everything else is replaced. ``updated_at`` is ``now``."""
     if not entries:
         return
-    rows = [_parameters(values, now) for values in entries]
+    stored = memory_sealing.seal_entries(
+        conn,
+        [
+            memory_sealing.PlainEntry(
+                v.namespace, v.key, v.value_json, v.provenance_json, v.text, v.embedding
+            )
+            for v in entries
+        ],
+    )
+    rows = [
+        _parameters(values, sealed, now) for values, sealed in zip(entries, stored, strict=True)
+    ]
     conn.exec_driver_sql(_UPSERT, rows[0] if len(rows) == 1 else rows)
 
 
@@ -226,20 +254,57 @@ def delete_expired(conn: SqlRunner, now: datetime, limit: int) -> int:
     return int(result.rowcount)
 
 
-def entry_texts(conn: SqlRunner, namespace: str) -> list[tuple[int, str | None]]:
-    """``(id, searchable text)`` of every entry of ``namespace``, by id."""
+@dataclass(frozen=True, slots=True)
+class EntryText:
+    """An entry's searchable text (``text``) and the ``text`` column as stored
+    (``stored``: the same text, or its search tokens when sealed)."""
+
+    id: int
+    key: str
+    text: str | None
+    stored: str | None
+
+
+def entry_texts(conn: SqlRunner, namespace: str) -> list[EntryText]:
+    """The searchable text of every entry of ``namespace``, by id."""
     rows = conn.exec_driver_sql(
-        "SELECT id, text FROM memory_entries WHERE namespace = ? ORDER BY id", (namespace,)
+        "SELECT id, key, text, text_sealed FROM memory_entries WHERE namespace = ? ORDER BY id",
+        (namespace,),
     )
-    return [(int(row[0]), row[1]) for row in rows]
+    return [
+        EntryText(
+            int(row[0]),
+            str(row[1]),
+            memory_sealing.open_text(conn, namespace, str(row[1]), row[2], row[3]),
+            row[2],
+        )
+        for row in rows
+    ]
 
 
 def set_embeddings(
-    conn: SqlRunner, updates: Iterable[tuple[int, str | None, bytes]], identity: str
+    conn: SqlRunner,
+    namespace: str,
+    updates: Iterable[tuple[EntryText, bytes]],
+    identity: str,
 ) -> None:
-    """Store ``(id, text it embedded, embedding)``; a row whose text changed since is left
-    alone (it holds a newer embedding already)."""
-    rows = [(blob, identity, entry_id, text) for entry_id, text, blob in updates]
+    """Store each entry's new embedding; a row whose text changed since it was read is
+    left alone (it holds a newer embedding already)."""
+    rows = [
+        (
+            seal_binary(
+                conn,
+                memory_sealing.TABLE,
+                "embedding",
+                memory_sealing.record(namespace, item.key),
+                blob,
+            ),
+            identity,
+            item.id,
+            item.stored,
+        )
+        for item, blob in updates
+    ]
     if rows:
         conn.exec_driver_sql(
             "UPDATE memory_entries SET embedding = ?, embedding_model = ? "
@@ -264,7 +329,7 @@ def entry(conn: SqlRunner, namespace: str, key: str) -> EntryRow | None:
         "WHERE namespace = ? AND key = ?",
         (namespace, key),
     ).first()
-    return None if row is None else _entry(row)
+    return None if row is None else _entry(conn, row)
 
 
 def entries_by_id(conn: SqlRunner, ids: Sequence[int]) -> dict[int, EntryRow]:
@@ -276,7 +341,7 @@ def entries_by_id(conn: SqlRunner, ids: Sequence[int]) -> dict[int, EntryRow]:
             f"SELECT {_ENTRY_COLUMNS} FROM memory_entries WHERE id IN ({marks})",  # noqa: S608
             tuple(chunk),
         ):
-            item = _entry(row)
+            item = _entry(conn, row)
             found[item.id] = item
     return found
 
@@ -306,8 +371,14 @@ def text_matches(
     ``expression``, score desc then key."""
     postgres = is_postgres(conn)
     where, params = _live_entry_sql("e", namespace, now, filters, postgres)
+    terms = re.findall(r'"([^"]+)"', expression)
+    phrases = memory_sealing.query_phrases(conn, namespace, terms)
     if postgres:
-        return _postgres_text_matches(conn, expression, where, params, limit)
+        return _postgres_text_matches(conn, terms, phrases, where, params, limit)
+    if phrases:
+        # Sealed entries match the tokens of the words; clear ones (written before
+        # `enable`, or by a process that opened the store before it) the words.
+        expression = " OR ".join([expression, *('"' + " ".join(p) + '"' for p in phrases)])
     rows = conn.exec_driver_sql(
         "SELECT e.id, e.key, -bm25(memory_search_fts) AS score "
         "FROM memory_search_fts JOIN memory_entries AS e ON e.id = memory_search_fts.rowid "
@@ -319,13 +390,20 @@ def text_matches(
 
 
 def _postgres_text_matches(
-    conn: SqlRunner, expression: str, where: str, params: list[Any], limit: int
+    conn: SqlRunner,
+    terms: list[str],
+    phrases: list[list[str]],
+    where: str,
+    params: list[Any],
+    limit: int,
 ) -> list[tuple[int, str, float]]:
-    """The FTS5 expression's quoted terms (word characters only) as an OR ``tsquery``."""
-    terms = re.findall(r'"([^"]+)"', expression)
+    """The FTS5 expression's quoted terms (word characters only) as an OR ``tsquery``;
+    a sealed index's token phrases join it with ``<->`` (followed by)."""
     if not terms:
         return []
-    query = " | ".join("'" + term.replace("'", "''") + "'" for term in terms)
+    alternatives = ["'" + term.replace("'", "''") + "'" for term in terms]
+    alternatives.extend("(" + " <-> ".join(phrase) + ")" for phrase in phrases)
+    query = " | ".join(alternatives)
     document = "to_tsvector('simple', COALESCE(e.text, ''))"
     rows = conn.exec_driver_sql(
         f"SELECT e.id, e.key, ts_rank_cd({document}, q.query) AS score "  # noqa: S608
@@ -353,7 +431,9 @@ def embeddings(conn: SqlRunner, namespace: str, identity: str) -> list[tuple[int
         "WHERE namespace = ? AND embedding_model = ? AND embedding IS NOT NULL",
         (namespace, identity),
     )
-    return [(int(row[0]), str(row[1]), row[2]) for row in rows]
+    return memory_sealing.open_embeddings(
+        conn, namespace, [(int(row[0]), str(row[1]), row[2]) for row in rows]
+    )
 
 
 def expired_ids(conn: SqlRunner, namespace: str, now: datetime) -> list[int]:

@@ -25,11 +25,17 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentctl.errors import BlockedError, NotFoundError, OwnershipLostError
 from agentctl.store import locks
+from agentctl.store.statements import statement
 from agentctl.store.timestamps import to_db
+
+if TYPE_CHECKING:
+    from sqlalchemy.sql.expression import Executable
+
+    from agentctl.store.dialect import SqlDialect
 
 __all__ = [
     "Claim",
@@ -152,9 +158,7 @@ def naive(value: Any) -> datetime | None:
 
 
 def _read_owner(conn: Any, run_id: str) -> tuple[str | None, int, datetime | None]:
-    row = conn.exec_driver_sql(
-        "SELECT owner_id, owner_token, owner_lease_expires_at FROM runs WHERE id = ?", (run_id,)
-    ).first()
+    row = _read_owner_row.run(conn, run_id=run_id).first()
     if row is None:
         raise NotFoundError(
             f"unknown run {run_id!r}",
@@ -181,10 +185,13 @@ def claim(conn: Any, run_id: str, owner_id: str, now: datetime) -> Claim:
                 run_id=run_id,
             )
     new_token = token + 1
-    updated = conn.exec_driver_sql(
-        "UPDATE runs SET owner_id = ?, owner_token = ?, owner_lease_expires_at = ? "
-        "WHERE id = ? AND owner_token = ?",
-        (owner_id, new_token, to_db(now + timedelta(seconds=lease_seconds())), run_id, token),
+    updated = _claim.run(
+        conn,
+        owner_id=owner_id,
+        new_token=new_token,
+        expires_at=to_db(now + timedelta(seconds=lease_seconds())),
+        run_id=run_id,
+        token=token,
     )
     if updated.rowcount != 1:
         raise OwnershipLostError(
@@ -198,9 +205,7 @@ def claim(conn: Any, run_id: str, owner_id: str, now: datetime) -> Claim:
 def check_fence(conn: Any, run_id: str, token: int) -> None:
     """Fail unless ``token`` is still the run's fencing token (inside a write transaction,
     so no other writer can change it before this transaction commits)."""
-    row = conn.exec_driver_sql(
-        "SELECT owner_token, owner_id FROM runs WHERE id = ?", (run_id,)
-    ).first()
+    row = _fence.run(conn, run_id=run_id).first()
     if row is None or int(row[0] or 0) != token:
         holder = None if row is None else row[1]
         raise OwnershipLostError(
@@ -214,9 +219,11 @@ def check_fence(conn: Any, run_id: str, token: int) -> None:
 
 def renew(conn: Any, run_id: str, token: int, now: datetime) -> None:
     """Extend the lease (the heartbeat); fails when the run was taken over."""
-    updated = conn.exec_driver_sql(
-        "UPDATE runs SET owner_lease_expires_at = ? WHERE id = ? AND owner_token = ?",
-        (to_db(now + timedelta(seconds=lease_seconds())), run_id, token),
+    updated = _renew.run(
+        conn,
+        expires_at=to_db(now + timedelta(seconds=lease_seconds())),
+        run_id=run_id,
+        token=token,
     )
     if updated.rowcount != 1:
         check_fence(conn, run_id, token)
@@ -224,19 +231,92 @@ def renew(conn: Any, run_id: str, token: int, now: datetime) -> None:
 
 def release(conn: Any, run_id: str, token: int) -> None:
     """Give the run up (no-op when it was already taken over)."""
-    conn.exec_driver_sql(
-        "UPDATE runs SET owner_id = NULL, owner_lease_expires_at = NULL "
-        "WHERE id = ? AND owner_token = ?",
-        (run_id, token),
-    )
+    _release.run(conn, run_id=run_id, token=token)
 
 
 def clear_owner(conn: Any, run_id: str) -> None:
     """Drop the owner of a run that has no live owner (an operator ended it)."""
-    conn.exec_driver_sql(
-        "UPDATE runs SET owner_id = NULL, owner_lease_expires_at = NULL, "
-        "owner_token = owner_token + 1 WHERE id = ?",
-        (run_id,),
+    _clear_owner.run(conn, run_id=run_id)
+
+
+# -- statements -------------------------------------------------------------------------
+
+
+def _fenced() -> Any:
+    """The run named ``run_id`` while its fencing token is still ``token``."""
+    from sqlalchemy import and_, bindparam
+
+    from agentctl.store.tables import runs
+
+    return and_(runs.c.id == bindparam("run_id"), runs.c.owner_token == bindparam("token"))
+
+
+@statement
+def _read_owner_row(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, select
+
+    from agentctl.store.tables import runs
+
+    c = runs.c
+    return select(c.owner_id, c.owner_token, c.owner_lease_expires_at).where(
+        c.id == bindparam("run_id")
+    )
+
+
+@statement
+def _fence(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, select
+
+    from agentctl.store.tables import runs
+
+    return select(runs.c.owner_token, runs.c.owner_id).where(runs.c.id == bindparam("run_id"))
+
+
+@statement
+def _claim(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, update
+
+    from agentctl.store.tables import runs
+
+    return (
+        update(runs)
+        .where(_fenced())
+        .values(
+            owner_id=bindparam("owner_id"),
+            owner_token=bindparam("new_token"),
+            owner_lease_expires_at=bindparam("expires_at"),
+        )
+    )
+
+
+@statement
+def _renew(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, update
+
+    from agentctl.store.tables import runs
+
+    return update(runs).where(_fenced()).values(owner_lease_expires_at=bindparam("expires_at"))
+
+
+@statement
+def _release(_: SqlDialect) -> Executable:
+    from sqlalchemy import null, update
+
+    from agentctl.store.tables import runs
+
+    return update(runs).where(_fenced()).values(owner_id=null(), owner_lease_expires_at=null())
+
+
+@statement
+def _clear_owner(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, null, update
+
+    from agentctl.store.tables import runs
+
+    return (
+        update(runs)
+        .where(runs.c.id == bindparam("run_id"))
+        .values(owner_id=null(), owner_lease_expires_at=null(), owner_token=runs.c.owner_token + 1)
     )
 
 

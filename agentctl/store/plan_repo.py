@@ -9,28 +9,43 @@ views, retry, fork, compensation). Every function runs in the caller's transacti
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+from agentctl.store.statements import Statement, padded, statement
 
 if TYPE_CHECKING:
+    from sqlalchemy.sql.expression import Executable
+
+    from agentctl.store.dialect import SqlDialect
     from agentctl.store.engine import SqlRunner
 
 __all__ = ["insert_records", "insert_workflow", "records", "workflow_document"]
 
-#: Rows per multi-row INSERT (4 parameters each) and ids per ``IN (...)`` list: well
-#: below SQLite's default limit of 32,766 bound parameters.
-_CHUNK = 1_000
+#: Ids per ``IN (...)`` list: a power of two (statements.padded), well below SQLite's
+#: default limit of 32,766 bound parameters.
+_CHUNK = 1_024
 
 
 def insert_records(conn: SqlRunner, run_id: str, rows: Iterable[tuple[str, str]]) -> None:
     """One row per ``(task id, record JSON)``, numbered in the order given (plan order)."""
-    values = [(run_id, task_id, ordinal, record) for ordinal, (task_id, record) in enumerate(rows)]
-    for start in range(0, len(values), _CHUNK):
-        chunk = values[start : start + _CHUNK]
-        conn.exec_driver_sql(
-            "INSERT INTO plan_tasks (run_id, task_id, ordinal, record_json) VALUES "  # noqa: S608
-            + ", ".join("(?, ?, ?, ?)" for _ in chunk),
-            tuple(value for row in chunk for value in row),
-        )
+    _insert_record.run_many(
+        conn,
+        (
+            {"run_id": run_id, "task_id": task_id, "ordinal": ordinal, "record_json": record}
+            for ordinal, (task_id, record) in enumerate(rows)
+        ),
+    )
+
+
+@statement
+def _insert_record(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, insert
+
+    from agentctl.store.tables import plan_tasks
+
+    given = ("run_id", "task_id", "ordinal", "record_json")
+    return insert(plan_tasks).values(**{name: bindparam(name) for name in given})
 
 
 def records(
@@ -38,36 +53,74 @@ def records(
 ) -> list[tuple[str, str]]:
     """``(task id, record JSON)`` of the given tasks (every task when None), in plan order."""
     if task_ids is None:
-        rows = conn.exec_driver_sql(
-            "SELECT task_id, record_json FROM plan_tasks WHERE run_id = ? ORDER BY ordinal",
-            (run_id,),
-        )
+        rows = _all_records.run(conn, run_id=run_id)
         return [(row[0], row[1]) for row in rows]
     found: list[tuple[int, str, str]] = []
     for start in range(0, len(task_ids), _CHUNK):
-        chunk = tuple(task_ids[start : start + _CHUNK])
-        marks = ", ".join("?" * len(chunk))
+        chunk = padded(task_ids[start : start + _CHUNK])
+        ids = {f"task_id_{n}": task_id for n, task_id in enumerate(chunk)}
         found.extend(
             (row[0], row[1], row[2])
-            for row in conn.exec_driver_sql(
-                "SELECT ordinal, task_id, record_json FROM plan_tasks "  # noqa: S608
-                f"WHERE run_id = ? AND task_id IN ({marks})",
-                (run_id, *chunk),
-            )
+            for row in _records_of(len(chunk)).run(conn, run_id=run_id, **ids)
         )
     found.sort()
     return [(task_id, record) for _, task_id, record in found]
 
 
+@statement
+def _all_records(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, select
+
+    from agentctl.store.tables import plan_tasks
+
+    c = plan_tasks.c
+    return (
+        select(c.task_id, c.record_json).where(c.run_id == bindparam("run_id")).order_by(c.ordinal)
+    )
+
+
+@lru_cache(maxsize=16)
+def _records_of(count: int) -> Statement:
+    def build(_: SqlDialect) -> Executable:
+        from sqlalchemy import bindparam, select
+
+        from agentctl.store.tables import plan_tasks
+
+        c = plan_tasks.c
+        ids: list[Any] = [bindparam(f"task_id_{n}") for n in range(count)]
+        return select(c.ordinal, c.task_id, c.record_json).where(
+            c.run_id == bindparam("run_id"), c.task_id.in_(ids)
+        )
+
+    return Statement(build, f"records_of({count})")
+
+
 def insert_workflow(conn: SqlRunner, run_id: str, workflow_json: str) -> None:
-    conn.exec_driver_sql(
-        "INSERT INTO run_workflows (run_id, workflow_json) VALUES (?, ?)", (run_id, workflow_json)
+    _insert_workflow.run(conn, run_id=run_id, workflow_json=workflow_json)
+
+
+@statement
+def _insert_workflow(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, insert
+
+    from agentctl.store.tables import run_workflows
+
+    return insert(run_workflows).values(
+        run_id=bindparam("run_id"), workflow_json=bindparam("workflow_json")
     )
 
 
 def workflow_document(conn: SqlRunner, run_id: str) -> str | None:
     """The whole workflow document of a run, None when the run has none stored apart."""
-    row = conn.exec_driver_sql(
-        "SELECT workflow_json FROM run_workflows WHERE run_id = ?", (run_id,)
-    ).first()
+    row = _workflow_document.run(conn, run_id=run_id).first()
     return None if row is None else str(row[0])
+
+
+@statement
+def _workflow_document(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, select
+
+    from agentctl.store.tables import run_workflows
+
+    c = run_workflows.c
+    return select(c.workflow_json).where(c.run_id == bindparam("run_id"))

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 from agentctl.errors import PersistenceError
 from agentctl.redaction import masked_url
 from agentctl.store import dialect, migrate
+from agentctl.store.statements import is_compiled
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
@@ -109,7 +110,7 @@ def make_engine(url: str, settings: StoreSettings) -> Engine:
     ) -> tuple[str, Any]:
         # Only driver-level SQL is in SQLite's spelling; compiled statements (SQLAlchemy
         # Core, Alembic) are already rendered for psycopg.
-        if context is not None and context.compiled is not None:
+        if (context is not None and context.compiled is not None) or is_compiled(statement):
             return statement, parameters
         return dialect.to_postgres(statement, bool(parameters)), parameters
 

@@ -11,17 +11,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
+from agentctl.store.statements import Statement, statement
 from agentctl.store.timestamps import to_db
 
 if TYPE_CHECKING:
+    from sqlalchemy.sql.expression import Executable
+
+    from agentctl.store.dialect import SqlDialect
     from agentctl.store.engine import SqlRunner
 
 __all__ = ["delete_runs", "old_terminal_runs"]
-
-#: Ids per ``IN (...)`` list: below SQLite's default limit of 32,766 bound parameters.
-_ID_CHUNK = 10_000
 
 
 def old_terminal_runs(
@@ -34,22 +36,41 @@ def old_terminal_runs(
 ) -> list[str]:
     """Ids of runs in one of ``statuses`` last updated before ``updated_before``, by id;
     only ids greater than ``after`` when given, at most ``limit`` when given."""
-    marks = ", ".join("?" * len(statuses))
-    sql = f"SELECT id FROM runs WHERE status IN ({marks}) AND updated_at < ?"  # noqa: S608
-    params: list[object] = [*statuses, to_db(updated_before)]
-    if after is not None:
-        sql += " AND id > ?"
-        params.append(after)
-    sql += " ORDER BY id"
-    if limit is not None:
-        sql += " LIMIT ?"
-        params.append(limit)
-    return [str(row[0]) for row in conn.exec_driver_sql(sql, tuple(params))]
+    wanted = {f"status_{n}": status for n, status in enumerate(statuses)}
+    listing = _old_terminal_runs(len(statuses), after is not None, limit is not None)
+    rows = listing.run(conn, before=to_db(updated_before), after=after, limit=limit, **wanted)
+    return [str(row[0]) for row in rows]
+
+
+@lru_cache(maxsize=8)
+def _old_terminal_runs(statuses: int, after: bool, limit: bool) -> Statement:
+    def build(_: SqlDialect) -> Executable:
+        from sqlalchemy import bindparam, select
+
+        from agentctl.store.tables import runs
+
+        c = runs.c
+        query = select(c.id).where(
+            c.status.in_([bindparam(f"status_{n}") for n in range(statuses)]),
+            c.updated_at < bindparam("before"),
+        )
+        if after:
+            query = query.where(c.id > bindparam("after"))
+        query = query.order_by(c.id)
+        return query.limit(bindparam("limit")) if limit else query
+
+    return Statement(build, f"old_terminal_runs({statuses}, {after}, {limit})")
 
 
 def delete_runs(conn: SqlRunner, run_ids: Sequence[str]) -> None:
     """Delete the runs (and, by cascade, every row that belongs to them)."""
-    for start in range(0, len(run_ids), _ID_CHUNK):
-        chunk = tuple(run_ids[start : start + _ID_CHUNK])
-        marks = ", ".join("?" * len(chunk))
-        conn.exec_driver_sql(f"DELETE FROM runs WHERE id IN ({marks})", chunk)  # noqa: S608
+    _delete_run.run_many(conn, ({"run_id": run_id} for run_id in run_ids))
+
+
+@statement
+def _delete_run(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, delete
+
+    from agentctl.store.tables import runs
+
+    return delete(runs).where(runs.c.id == bindparam("run_id"))

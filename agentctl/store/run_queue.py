@@ -21,10 +21,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from datetime import datetime
-from typing import Any
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
 
-from agentctl.store.dialect import is_postgres
+from agentctl.store.dialect import sql_dialect
+from agentctl.store.statements import Statement, statement
 from agentctl.store.timestamps import to_db
+
+if TYPE_CHECKING:
+    from sqlalchemy.sql.expression import Executable
+
+    from agentctl.store.dialect import SqlDialect
 
 __all__ = [
     "CHANNEL",
@@ -43,17 +50,20 @@ _EPOCH = "1970-01-01 00:00:00.000000"
 
 def notify_run(conn: Any, run_id: str) -> None:
     """Wake listeners when this transaction commits (nothing to do on SQLite)."""
-    if is_postgres(conn):
-        conn.exec_driver_sql("SELECT pg_notify(?, ?)", (CHANNEL, run_id))
+    if sql_dialect(conn.dialect.name).notifies:
+        _notify.run(conn, payload=run_id)
+
+
+@statement
+def _notify(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, func, select
+
+    return select(func.pg_notify(CHANNEL, bindparam("payload")))
 
 
 def release_to_workers(conn: Any, run_id: str) -> bool:
     """Hand an unowned running run to the workers (False when someone owns it already)."""
-    updated = conn.exec_driver_sql(
-        "UPDATE runs SET owner_lease_expires_at = ? "
-        "WHERE id = ? AND status = 'running' AND owner_id IS NULL",
-        (_EPOCH, run_id),
-    )
+    updated = _release_to_workers.run(conn, run_id=run_id)
     if updated.rowcount != 1:
         return False
     notify_run(conn, run_id)
@@ -66,11 +76,8 @@ def give_back(conn: Any, run_id: str, owner_id: str, *, to_workers: bool) -> boo
     unreachable for a moment) with an expired lease, so another worker takes it too. Also
     when the executor already released it on its way out (no owner, no lease), but never
     a run someone else has claimed since."""
-    updated = conn.exec_driver_sql(
-        "UPDATE runs SET owner_id = NULL, owner_lease_expires_at = ? "
-        "WHERE id = ? AND status = 'running' "
-        "AND (owner_id = ? OR (owner_id IS NULL AND owner_lease_expires_at IS NULL))",
-        (_EPOCH if to_workers else None, run_id, owner_id),
+    updated = _give_back.run(
+        conn, expires_at=_EPOCH if to_workers else None, run_id=run_id, owner_id=owner_id
     )
     if updated.rowcount != 1:
         return False
@@ -78,14 +85,72 @@ def give_back(conn: Any, run_id: str, owner_id: str, *, to_workers: bool) -> boo
     return True
 
 
-def _waiting(interrupted: bool) -> str:
-    """Running runs whose lease has expired and that were released to the workers (no
-    owner recorded); with ``interrupted`` also those whose owner died or is cut off."""
-    return "status = 'running' AND owner_lease_expires_at IS NOT NULL " + (
-        "AND owner_lease_expires_at < ?"
-        if interrupted
-        else "AND owner_lease_expires_at < ? AND owner_id IS NULL"
+@statement
+def _release_to_workers(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, update
+
+    from agentctl.store.tables import runs
+
+    c = runs.c
+    return (
+        update(runs)
+        .where(c.id == bindparam("run_id"), c.status == "running", c.owner_id.is_(None))
+        .values(owner_lease_expires_at=_EPOCH)
     )
+
+
+@statement
+def _give_back(_: SqlDialect) -> Executable:
+    from sqlalchemy import and_, bindparam, null, or_, update
+
+    from agentctl.store.tables import runs
+
+    c = runs.c
+    return (
+        update(runs)
+        .where(
+            c.id == bindparam("run_id"),
+            c.status == "running",
+            or_(
+                c.owner_id == bindparam("owner_id"),
+                and_(c.owner_id.is_(None), c.owner_lease_expires_at.is_(None)),
+            ),
+        )
+        .values(owner_id=null(), owner_lease_expires_at=bindparam("expires_at"))
+    )
+
+
+@lru_cache(maxsize=4)
+def _waiting(interrupted: bool, *, claim: bool) -> Statement:
+    """Running runs whose lease has expired and that were released to the workers (no
+    owner recorded); with ``interrupted`` also those whose owner died or is cut off. To
+    ``claim`` them: the oldest ``limit``, locked, skipping rows another transaction holds
+    (PostgreSQL; SQLite's one writer holds them all); else whether there is one."""
+
+    def build(_: SqlDialect) -> Executable:
+        from sqlalchemy import bindparam, literal_column, select
+
+        from agentctl.store.tables import runs
+
+        c = runs.c
+        waiting = [
+            c.status == "running",
+            c.owner_lease_expires_at.is_not(None),
+            c.owner_lease_expires_at < bindparam("now"),
+        ]
+        if not interrupted:
+            waiting.append(c.owner_id.is_(None))
+        if not claim:
+            return select(literal_column("1")).select_from(runs).where(*waiting).limit(1)
+        return (
+            select(c.id)
+            .where(*waiting)
+            .order_by(c.created_at, c.id)
+            .limit(bindparam("limit"))
+            .with_for_update(skip_locked=True)
+        )
+
+    return Statement(build, f"waiting({interrupted}, claim={claim})")
 
 
 def claimable_runs(conn: Any, now: datetime, limit: int, *, interrupted: bool = False) -> list[str]:
@@ -95,26 +160,28 @@ def claimable_runs(conn: Any, now: datetime, limit: int, *, interrupted: bool = 
     A run whose driving owner died (it may have died in the middle of a task) is left for
     an operator, as the daemon and the dashboard leave it, unless ``interrupted`` (a
     worker started with ``--recover-interrupted``)."""
-    rows = conn.exec_driver_sql(
-        f"SELECT id FROM runs WHERE {_waiting(interrupted)} "  # noqa: S608 - fixed text
-        "ORDER BY created_at, id LIMIT ? FOR UPDATE SKIP LOCKED",
-        (to_db(now), limit),
-    )
+    rows = _waiting(interrupted, claim=True).run(conn, now=to_db(now), limit=limit)
     return [str(row[0]) for row in rows]
 
 
 def any_claimable_run(conn: Any, now: datetime, *, interrupted: bool = False) -> bool:
     """Whether :func:`claimable_runs` would find a run (a read, without locking)."""
-    row = conn.exec_driver_sql(
-        f"SELECT 1 FROM runs WHERE {_waiting(interrupted)} LIMIT 1",  # noqa: S608
-        (to_db(now),),
-    ).first()
+    row = _waiting(interrupted, claim=False).run(conn, now=to_db(now)).first()
     return row is not None
 
 
 def run_status(conn: Any, run_id: str) -> str | None:
-    row = conn.exec_driver_sql("SELECT status FROM runs WHERE id = ?", (run_id,)).first()
+    row = _run_status.run(conn, run_id=run_id).first()
     return None if row is None else str(row[0])
+
+
+@statement
+def _run_status(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, select
+
+    from agentctl.store.tables import runs
+
+    return select(runs.c.status).where(runs.c.id == bindparam("run_id"))
 
 
 class RunsListener:

@@ -9,15 +9,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from agentctl.store.formats import FORMAT_VERSION
 from agentctl.store.records import check_format_version, unknown_run
-from agentctl.store.rows import columns_sql, naive, row_dict
+from agentctl.store.rows import naive, row_dict
 from agentctl.store.sealing import seal, unseal, unseal_record
+from agentctl.store.statements import Statement, columns, statement
 from agentctl.store.timestamps import to_db
 
 if TYPE_CHECKING:
+    from sqlalchemy.sql.expression import Executable
+
+    from agentctl.store.dialect import SqlDialect
     from agentctl.store.engine import SqlRunner
 
 __all__ = [
@@ -60,7 +65,6 @@ RUN_COLUMNS = (
     "owner_token",
 )
 _TIMES = frozenset({"created_at", "updated_at", "deadline_at", "owner_lease_expires_at"})
-_COLUMNS = columns_sql(RUN_COLUMNS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,43 +100,81 @@ class RunListRow:
 
 
 def insert_run(conn: SqlRunner, new: NewRun) -> None:
-    conn.exec_driver_sql(
-        "INSERT INTO runs (id, format_version, workflow_name, workflow_digest, plan_digest, "
-        "plan_json, workflow_json, workflow_file, inputs_json, mode, status, workspace, "
-        "source_run_id, relation, reason, created_at, updated_at, deadline_at) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'running', ?, ?, ?, ?, ?, ?, ?)",
-        (
-            new.id,
-            FORMAT_VERSION,
-            new.workflow_name,
-            new.workflow_digest,
-            new.plan_digest,
-            new.plan_json,
-            new.workflow_json,
-            new.workflow_file,
-            seal(conn, "runs", "inputs_json", (new.id,), new.inputs_json),
-            new.mode,
-            new.workspace,
-            new.source_run_id,
-            new.relation,
-            new.reason,
-            to_db(new.created_at),
-            to_db(new.created_at),
-            to_db(new.deadline_at),
-        ),
+    _insert_run.run(
+        conn,
+        id=new.id,
+        workflow_name=new.workflow_name,
+        workflow_digest=new.workflow_digest,
+        plan_digest=new.plan_digest,
+        plan_json=new.plan_json,
+        workflow_json=new.workflow_json,
+        workflow_file=new.workflow_file,
+        inputs_json=seal(conn, "runs", "inputs_json", (new.id,), new.inputs_json),
+        mode=new.mode,
+        workspace=new.workspace,
+        source_run_id=new.source_run_id,
+        relation=new.relation,
+        reason=new.reason,
+        created_at=to_db(new.created_at),
+        deadline_at=to_db(new.deadline_at),
     )
+
+
+_GIVEN_AT_INSERT = (
+    "id",
+    "workflow_name",
+    "workflow_digest",
+    "plan_digest",
+    "plan_json",
+    "workflow_json",
+    "workflow_file",
+    "inputs_json",
+    "mode",
+    "workspace",
+    "source_run_id",
+    "relation",
+    "reason",
+    "created_at",
+    "deadline_at",
+)
+
+
+@statement
+def _insert_run(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, insert
+
+    from agentctl.store.tables import runs
+
+    return insert(runs).values(
+        format_version=FORMAT_VERSION,
+        status="running",
+        updated_at=bindparam("created_at"),
+        **{name: bindparam(name) for name in _GIVEN_AT_INSERT},
+    )
+
+
+def _of_run(*names: str) -> Statement:
+    """``SELECT names FROM runs WHERE id = :run_id``."""
+
+    def build(_: SqlDialect) -> Executable:
+        from sqlalchemy import bindparam, select
+
+        from agentctl.store.tables import runs
+
+        return select(*columns(runs, names)).where(runs.c.id == bindparam("run_id"))
+
+    return Statement(build, f"of_run{names}")
+
+
+_RUN = _of_run(*RUN_COLUMNS)
+_RUN_STATE = _of_run("status", "output_json", "error_json", "format_version")
+_TRACE_IDS = _of_run("trace_id", "span_id")
+_CANCEL_FLAG = _of_run("cancel_requested", "cancel_reason")
 
 
 def run(conn: SqlRunner, run_id: str) -> dict[str, Any]:
     """The run's row as ``{column: value}`` (timestamps naive UTC), or exit 5 naming it."""
-    row = row_dict(
-        conn.exec_driver_sql(
-            f"SELECT {_COLUMNS} FROM runs WHERE id = ?",  # noqa: S608 - fixed columns
-            (run_id,),
-        ).first(),
-        RUN_COLUMNS,
-        _TIMES,
-    )
+    row = row_dict(_RUN.run(conn, run_id=run_id).first(), RUN_COLUMNS, _TIMES)
     if row is None:
         raise unknown_run(run_id)
     check_format_version("run", run_id, int(row["format_version"]))
@@ -143,10 +185,7 @@ def run(conn: SqlRunner, run_id: str) -> dict[str, Any]:
 
 def run_state(conn: SqlRunner, run_id: str) -> tuple[str, str | None, str | None]:
     """``(status, output_json, error_json)`` without reading the plan; exit 5 when unknown."""
-    row = conn.exec_driver_sql(
-        "SELECT status, output_json, error_json, format_version FROM runs WHERE id = ?",
-        (run_id,),
-    ).first()
+    row = _RUN_STATE.run(conn, run_id=run_id).first()
     if row is None:
         raise unknown_run(run_id)
     check_format_version("run", run_id, int(row[3]))
@@ -161,7 +200,7 @@ def run_state(conn: SqlRunner, run_id: str) -> tuple[str, str | None, str | None
 def trace_ids(conn: SqlRunner, run_id: str) -> tuple[str, str] | None:
     """``(trace id, span id)`` of the run's latest execution root span, None when unknown
     or never traced."""
-    row = conn.exec_driver_sql("SELECT trace_id, span_id FROM runs WHERE id = ?", (run_id,)).first()
+    row = _TRACE_IDS.run(conn, run_id=run_id).first()
     if row is None or not row[0] or not row[1]:
         return None
     return str(row[0]), str(row[1])
@@ -169,9 +208,7 @@ def trace_ids(conn: SqlRunner, run_id: str) -> tuple[str, str] | None:
 
 def cancel_flag(conn: SqlRunner, run_id: str) -> tuple[bool, str | None] | None:
     """``(cancel requested, reason)`` of a run (a one-column read), None when unknown."""
-    row = conn.exec_driver_sql(
-        "SELECT cancel_requested, cancel_reason FROM runs WHERE id = ?", (run_id,)
-    ).first()
+    row = _CANCEL_FLAG.run(conn, run_id=run_id).first()
     return None if row is None else (bool(row[0]), row[1])
 
 
@@ -186,26 +223,14 @@ def list_runs(
 ) -> list[RunListRow]:
     """Newest first, optionally of one status, one workflow and one schedule, created at
     or after ``since``."""
-    where: list[str] = []
-    params: list[Any] = []
-    if schedule:
-        where.append("id IN (SELECT run_id FROM schedule_firings WHERE schedule_name = ?)")
-        params.append(schedule)
-    if since is not None:
-        where.append("created_at >= ?")
-        params.append(to_db(since))
-    if status:
-        where.append("status = ?")
-        params.append(status)
-    if workflow:
-        where.append("workflow_name = ?")
-        params.append(workflow)
-    clause = f" WHERE {' AND '.join(where)}" if where else ""
-    params.append(limit)
-    rows = conn.exec_driver_sql(
-        "SELECT id, workflow_name, status, mode, source_run_id, created_at, updated_at "
-        f"FROM runs{clause} ORDER BY created_at DESC, id DESC LIMIT ?",  # noqa: S608
-        tuple(params),
+    listing = _list_runs(bool(schedule), since is not None, bool(status), bool(workflow))
+    rows = listing.run(
+        conn,
+        schedule=schedule,
+        since=to_db(since),
+        status=status,
+        workflow=workflow,
+        limit=limit,
     )
     out: list[RunListRow] = []
     for row in rows:
@@ -213,3 +238,32 @@ def list_runs(
         assert created is not None and updated is not None
         out.append(RunListRow(row[0], row[1], row[2], row[3], row[4], created, updated))
     return out
+
+
+@lru_cache(maxsize=16)
+def _list_runs(schedule: bool, since: bool, status: bool, workflow: bool) -> Statement:
+    """The statement of :func:`list_runs` with the filters it was given."""
+
+    def build(_: SqlDialect) -> Executable:
+        from sqlalchemy import bindparam, select
+
+        from agentctl.store.tables import runs, schedule_firings
+
+        c = runs.c
+        query = select(
+            c.id, c.workflow_name, c.status, c.mode, c.source_run_id, c.created_at, c.updated_at
+        )
+        if schedule:
+            fired = select(schedule_firings.c.run_id).where(
+                schedule_firings.c.schedule_name == bindparam("schedule")
+            )
+            query = query.where(c.id.in_(fired))
+        if since:
+            query = query.where(c.created_at >= bindparam("since"))
+        if status:
+            query = query.where(c.status == bindparam("status"))
+        if workflow:
+            query = query.where(c.workflow_name == bindparam("workflow"))
+        return query.order_by(c.created_at.desc(), c.id.desc()).limit(bindparam("limit"))
+
+    return Statement(build, f"list_runs{(schedule, since, status, workflow)}")

@@ -5,6 +5,12 @@ Every function runs in the caller's transaction. A firing is inserted with
 decides which of two daemons records a slot, and the loser learns it from the row count.
 The firing's move to ``started`` goes through :func:`guarded_update` inside the run's
 creating transaction, so a slot is linked to exactly one run.
+
+Inputs and observed values are payloads (docs/encryption.md): a schedule's
+``inputs_json``, ``observed_json`` and ``pending_json``, a firing's ``inputs_json`` and an
+observation's ``value_json`` go through :func:`~agentctl.store.sealing.seal` on the way in
+and :func:`~agentctl.store.sealing.unseal` on the way out; a firing and an observation are
+named by (schedule, slot), which is known before their row exists.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from agentctl.store.formats import FORMAT_VERSION
 from agentctl.store.records import check_format_version
 from agentctl.store.rows import columns_sql
+from agentctl.store.sealing import seal, unseal
 from agentctl.store.timestamps import from_db, to_db
 from agentctl.store.transitions import guarded_update
 
@@ -130,18 +137,27 @@ class FiringRow:
     updated_at: datetime
 
 
-def _schedule(row: Any) -> ScheduleRow:
+_SCHEDULE_SEALED = ("inputs_json", "observed_json", "pending_json")
+
+
+def _schedule(conn: SqlRunner, row: Any) -> ScheduleRow:
     values = dict(zip(_SCHEDULE_COLUMNS, row, strict=True))
     check_format_version("schedule", values["name"], int(values.pop("format_version")))
+    for column in _SCHEDULE_SEALED:
+        values[column] = unseal(conn, "schedules", column, (values["name"],), values[column])
     for column in ("anchor_at", "cursor_at", "created_at", "updated_at"):
         values[column] = from_db(values[column])
     values["paused"] = bool(values["paused"])
     return ScheduleRow(**values)
 
 
-def _firing(row: Any) -> FiringRow:
+def _firing(conn: SqlRunner, row: Any) -> FiringRow:
     values = dict(zip(_FIRING_COLUMNS, row, strict=True))
     check_format_version("schedule firing", values["id"], int(values.pop("format_version")))
+    record = (values["schedule_name"], values["slot_at"])
+    values["inputs_json"] = unseal(
+        conn, "schedule_firings", "inputs_json", record, values["inputs_json"]
+    )
     for column in ("slot_at", "created_at", "updated_at"):
         values[column] = from_db(values[column])
     return FiringRow(**values)
@@ -150,7 +166,12 @@ def _firing(row: Any) -> FiringRow:
 def insert_schedule(conn: SqlRunner, row: ScheduleRow) -> bool:
     """Insert a new schedule; False (nothing written) when the name is taken."""
     values = [
-        getattr(row, c) if c != "format_version" else FORMAT_VERSION for c in _SCHEDULE_COLUMNS
+        seal(conn, "schedules", c, (row.name,), getattr(row, c))
+        if c in _SCHEDULE_SEALED
+        else getattr(row, c)
+        if c != "format_version"
+        else FORMAT_VERSION
+        for c in _SCHEDULE_COLUMNS
     ]
     # ``paused`` stays a bool: the column is BOOLEAN on PostgreSQL (an integer there is
     # refused), and SQLite stores a bool as 0/1.
@@ -168,14 +189,14 @@ def schedule(conn: SqlRunner, name: str) -> ScheduleRow | None:
         f"SELECT {columns_sql(_SCHEDULE_COLUMNS)} FROM schedules WHERE name = ?",  # noqa: S608
         (name,),
     ).first()
-    return None if row is None else _schedule(row)
+    return None if row is None else _schedule(conn, row)
 
 
 def list_schedules(conn: SqlRunner) -> list[ScheduleRow]:
     rows = conn.exec_driver_sql(
         f"SELECT {columns_sql(_SCHEDULE_COLUMNS)} FROM schedules ORDER BY name"  # noqa: S608
     )
-    return [_schedule(row) for row in rows]
+    return [_schedule(conn, row) for row in rows]
 
 
 def set_paused(conn: SqlRunner, name: str, paused: bool, now: datetime) -> bool:
@@ -232,7 +253,7 @@ def record_firing(
             status,
             missed,
             reason,
-            inputs_json,
+            seal(conn, "schedule_firings", "inputs_json", (name, to_db(slot)), inputs_json),
             to_db(now),
             to_db(now),
         ),
@@ -251,7 +272,7 @@ def firing(conn: SqlRunner, firing_id: int) -> FiringRow | None:
         f"SELECT {columns_sql(_FIRING_COLUMNS)} FROM schedule_firings WHERE id = ?",  # noqa: S608
         (firing_id,),
     ).first()
-    return None if row is None else _firing(row)
+    return None if row is None else _firing(conn, row)
 
 
 def firings(conn: SqlRunner, name: str, limit: int) -> list[FiringRow]:
@@ -261,7 +282,7 @@ def firings(conn: SqlRunner, name: str, limit: int) -> list[FiringRow]:
         "WHERE schedule_name = ? ORDER BY slot_at DESC, id DESC LIMIT ?",
         (name, limit),
     )
-    return [_firing(row) for row in rows]
+    return [_firing(conn, row) for row in rows]
 
 
 def recorded_firings(conn: SqlRunner) -> list[FiringRow]:
@@ -270,7 +291,7 @@ def recorded_firings(conn: SqlRunner) -> list[FiringRow]:
         f"SELECT {columns_sql(_FIRING_COLUMNS)} FROM schedule_firings "  # noqa: S608
         "WHERE status = 'recorded' ORDER BY slot_at, id"
     )
-    return [_firing(row) for row in rows]
+    return [_firing(conn, row) for row in rows]
 
 
 def link_run(conn: SqlRunner, firing_id: int, run_id: str, now: datetime) -> None:
@@ -305,7 +326,7 @@ def firing_of_run(conn: SqlRunner, run_id: str) -> FiringRow | None:
         "WHERE run_id = ? LIMIT 1",
         (run_id,),
     ).first()
-    return None if row is None else _firing(row)
+    return None if row is None else _firing(conn, row)
 
 
 @dataclass(frozen=True, slots=True)
@@ -325,7 +346,13 @@ def record_observation(
         "INSERT INTO monitor_observations (monitor_name, slot_at, digest, value_json, outcome, "
         "created_at) VALUES (?, ?, ?, ?, 'pending', ?) "
         "ON CONFLICT (monitor_name, slot_at) DO NOTHING",
-        (name, to_db(slot), digest, value_json, to_db(now)),
+        (
+            name,
+            to_db(slot),
+            digest,
+            seal(conn, "monitor_observations", "value_json", (name, to_db(slot)), value_json),
+            to_db(now),
+        ),
     )
     return int(result.rowcount) == 1
 
@@ -351,7 +378,14 @@ def set_observed(
         "UPDATE schedules SET observed_json = ?, pending_json = ?, "
         "cursor_at = CASE WHEN cursor_at < ? THEN ? ELSE cursor_at END, updated_at = ? "
         "WHERE name = ?",
-        (observed_json, pending_json, to_db(cursor), to_db(cursor), to_db(now), name),
+        (
+            seal(conn, "schedules", "observed_json", (name,), observed_json),
+            seal(conn, "schedules", "pending_json", (name,), pending_json),
+            to_db(cursor),
+            to_db(cursor),
+            to_db(now),
+            name,
+        ),
     )
 
 
@@ -362,4 +396,12 @@ def observations(conn: SqlRunner, name: str, limit: int) -> list[ObservationRow]
         "WHERE monitor_name = ? ORDER BY slot_at DESC LIMIT ?",
         (name, limit),
     )
-    return [ObservationRow(from_db(r[0]), str(r[1]), str(r[2]), str(r[3])) for r in rows]
+    return [
+        ObservationRow(
+            from_db(r[0]),
+            str(r[1]),
+            str(unseal(conn, "monitor_observations", "value_json", (name, r[0]), r[2])),
+            str(r[3]),
+        )
+        for r in rows
+    ]

@@ -34,9 +34,11 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from agentctl.errors import PersistenceError, UsageError
+from agentctl.store.timestamps import to_db
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.ciphers.aead import AESGCM
@@ -47,16 +49,23 @@ __all__ = [
     "KEYS_ENV",
     "PAYLOAD_COLUMNS",
     "SEALED_PREFIX",
+    "SEALED_BYTES_PREFIX",
     "PayloadColumns",
     "Sealer",
+    "binary_key_id",
     "blob_is_sealed",
     "blob_key_id",
     "check_key_id",
     "is_sealed",
     "key_from_text",
     "key_id_of",
+    "open_binary",
     "open_blob",
+    "open_value",
+    "reseal",
+    "reseal_binary",
     "seal",
+    "seal_binary",
     "seal_blob",
     "sealer_of",
     "unseal",
@@ -66,12 +75,14 @@ __all__ = [
 ]
 
 SEALED_PREFIX = "aes256gcm:"
+SEALED_BYTES_PREFIX = SEALED_PREFIX.encode()
 #: ``ID=BASE64`` pairs, comma-separated: keys offered besides the recorded variables.
 KEYS_ENV = "AGENTCTL_ENCRYPTION_KEYS"
 #: Execution option that carries a store's sealer on its SQLAlchemy connections.
 SEALER_OPTION = "agentctl_sealer"
 
 _NONCE_BYTES = 12
+_SEARCH_INFO = b"agentctl long-term memory search tokens v1"
 _KEY_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
@@ -86,7 +97,8 @@ class PayloadColumns:
 
 #: Every payload column that is sealed when encryption is on (docs/encryption.md lists
 #: them). Every reader and writer of these columns goes through :func:`seal`/:func:`unseal`;
-#: ``db encryption enable`` and ``rotate`` walk exactly this table.
+#: ``db encryption enable`` and ``rotate`` walk exactly this table, then long-term memory,
+#: whose text index and embeddings have forms of their own (store/memory_sealing.py).
 PAYLOAD_COLUMNS: Mapping[str, PayloadColumns] = {
     p.table: p
     for p in (
@@ -101,6 +113,9 @@ PAYLOAD_COLUMNS: Mapping[str, PayloadColumns] = {
         PayloadColumns("audit_events", ("run_id", "seq"), ("payload_json",)),
         PayloadColumns("provider_sessions", ("run_id", "task_id"), ("state_json",)),
         PayloadColumns("tool_calls", ("id",), ("arguments_json", "result_json", "error_json")),
+        PayloadColumns("schedules", ("name",), ("inputs_json", "observed_json", "pending_json")),
+        PayloadColumns("schedule_firings", ("schedule_name", "slot_at"), ("inputs_json",)),
+        PayloadColumns("monitor_observations", ("monitor_name", "slot_at"), ("value_json",)),
     )
 }
 
@@ -166,6 +181,9 @@ class Sealer:
     #: keys given directly (``enable``/``rotate`` in this process, tests).
     given: dict[str, bytes] = field(default_factory=dict)
     _ciphers: dict[str, AESGCM] = field(default_factory=dict)
+    _search_keys: dict[str, bytes] = field(default_factory=dict)
+    #: key id -> word -> its search token (store/memory_sealing.py), bounded there.
+    search_token_cache: dict[str, dict[str, str]] = field(default_factory=dict)
 
     @property
     def enabled(self) -> bool:
@@ -183,31 +201,49 @@ class Sealer:
             return key_from_text(os.environ[variable], f"${variable} (key {key_id})")
         return None
 
-    def _cipher(self, key_id: str, what: str) -> AESGCM:
+    def _cipher(self, key_id: str, aad: bytes) -> AESGCM:
         cipher = self._ciphers.get(key_id)
         if cipher is None:
             key = self.key(key_id)
             if key is None:
-                raise _missing(key_id, self.variables.get(key_id), what)
+                raise _missing(key_id, self.variables.get(key_id), aad.decode())
             from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
             cipher = self._ciphers[key_id] = AESGCM(key)
         return cipher
 
+    def search_key(self, key_id: str) -> bytes:
+        """The key long-term memory's search tokens are made with under ``key_id``:
+        derived from the encryption key with HKDF-SHA256, so the AES key itself never
+        doubles as a MAC key (store/memory_sealing.py)."""
+        derived = self._search_keys.get(key_id)
+        if derived is None:
+            key = self.key(key_id)
+            if key is None:
+                raise _missing(key_id, self.variables.get(key_id), "long-term memory's text index")
+            from cryptography.hazmat.primitives import hashes
+            from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
+            hkdf = HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=_SEARCH_INFO)
+            derived = self._search_keys[key_id] = hkdf.derive(key)
+        return derived
+
     def seal_bytes(self, data: bytes, aad: bytes, *, key_id: str | None = None) -> bytes:
         key_id = key_id or self.active
         assert key_id is not None, "sealing needs a key id"
         nonce = os.urandom(_NONCE_BYTES)
-        return nonce + self._cipher(key_id, aad.decode()).encrypt(nonce, data, aad)
+        return nonce + self._cipher(key_id, aad).encrypt(nonce, data, aad)
 
     def open_bytes(self, sealed: bytes, aad: bytes, key_id: str) -> bytes:
-        from cryptography.exceptions import InvalidTag
-
-        cipher = self._cipher(key_id, aad.decode())
+        cipher = self._cipher(key_id, aad)
         try:
             return cipher.decrypt(sealed[:_NONCE_BYTES], sealed[_NONCE_BYTES:], aad)
-        except InvalidTag:
-            raise _mismatch(key_id, aad.decode()) from None
+        except Exception as exc:  # imported only when needed: this path runs per value
+            from cryptography.exceptions import InvalidTag
+
+            if isinstance(exc, InvalidTag):
+                raise _mismatch(key_id, aad.decode()) from None
+            raise
 
     def seal_text(self, text: str, aad: bytes, *, key_id: str | None = None) -> str:
         key_id = key_id or self.active
@@ -262,8 +298,14 @@ def sealer_of(conn: Any) -> Sealer:
     return CLEAR
 
 
+def _record_part(part: Any) -> str:
+    # A timestamp in a record's key (a firing's slot) names it by its stored text: SQLite
+    # hands that text back, PostgreSQL a datetime, and both must give the same bytes.
+    return to_db(part) if isinstance(part, datetime) else str(part)
+
+
 def _aad(table: str, column: str, record: tuple[Any, ...]) -> bytes:
-    return f"{table}.{column}/{'/'.join(str(part) for part in record)}".encode()
+    return f"{table}.{column}/{'/'.join(_record_part(part) for part in record)}".encode()
 
 
 def seal(
@@ -283,6 +325,56 @@ def unseal(conn: Any, table: str, column: str, record: tuple[Any, ...], stored: 
     if not is_sealed(stored):
         return stored
     return sealer_of(conn).open_text(stored, _aad(table, column, record))
+
+
+def seal_binary(
+    conn: Any, table: str, column: str, record: tuple[Any, ...], value: bytes | None
+) -> bytes | None:
+    """A binary column's value (an embedding) as stored: ``aes256gcm:KEY_ID:`` then
+    nonce ‖ ciphertext ‖ tag as raw bytes, when encryption is on."""
+    if value is None:
+        return None
+    sealer = sealer_of(conn)
+    if sealer.active is None:
+        return value
+    head = f"{SEALED_PREFIX}{sealer.active}:".encode()
+    return head + sealer.seal_bytes(value, _aad(table, column, record))
+
+
+def binary_key_id(stored: bytes) -> str | None:
+    """The key id a stored binary value was sealed under (None: clear)."""
+    if not stored.startswith(SEALED_BYTES_PREFIX):
+        return None
+    return stored[len(SEALED_BYTES_PREFIX) :].split(b":", 1)[0].decode("ascii", "replace")
+
+
+def open_binary(
+    sealer: Sealer, table: str, column: str, record: tuple[Any, ...], data: bytes
+) -> bytes:
+    key_id = binary_key_id(data)
+    if key_id is None:
+        return data
+    body = data[len(SEALED_BYTES_PREFIX) + len(key_id) + 1 :]
+    return sealer.open_bytes(body, _aad(table, column, record), key_id)
+
+
+def reseal_binary(
+    sealer: Sealer, table: str, column: str, record: tuple[Any, ...], stored: bytes
+) -> bytes:
+    """A stored binary value sealed under the sealer's active key (``enable``/``rotate``)."""
+    assert sealer.active is not None
+    plain = open_binary(sealer, table, column, record, stored)
+    head = f"{SEALED_PREFIX}{sealer.active}:".encode()
+    return head + sealer.seal_bytes(plain, _aad(table, column, record))
+
+
+def open_value(
+    sealer: Sealer, table: str, column: str, record: tuple[Any, ...], stored: str
+) -> str:
+    """The plaintext of a stored ``table.column`` value, opened with ``sealer``."""
+    if not is_sealed(stored):
+        return stored
+    return sealer.open_text(stored, _aad(table, column, record))
 
 
 def reseal(sealer: Sealer, table: str, column: str, record: tuple[Any, ...], stored: str) -> str:

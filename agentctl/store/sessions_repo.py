@@ -10,27 +10,52 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from agentctl.store.records import check_format_version
 from agentctl.store.sealing import seal, unseal
+from agentctl.store.statements import Statement, columns, statement
 from agentctl.store.timestamps import from_db, to_db
 
 if TYPE_CHECKING:
+    from sqlalchemy import Select
+    from sqlalchemy.sql.expression import Executable
+
+    from agentctl.store.dialect import SqlDialect
     from agentctl.store.engine import SqlRunner
 
 __all__ = ["SessionRow", "find", "latest_for_task", "latest_named", "listed", "save", "sessions"]
 
-_COLUMNS = "run_id, task_id, provider, state_json, session_name, updated_at, format_version"
-_EARLIER_COLUMNS = (
-    "s.run_id, s.task_id, s.provider, s.state_json, s.session_name, s.updated_at, s.format_version"
+_COLUMNS = (
+    "run_id",
+    "task_id",
+    "provider",
+    "state_json",
+    "session_name",
+    "updated_at",
+    "format_version",
 )
-# Sessions of runs created before the given one, newest run first: what "latest" means, so
-# a resumed run resolves the same source however many runs started since.
-_EARLIER = (
-    f"SELECT {_EARLIER_COLUMNS} FROM provider_sessions s JOIN runs r ON r.id = s.run_id "
-    "WHERE r.created_at < (SELECT created_at FROM runs WHERE id = ?) AND s.run_id != ? "
-)
+
+
+def _earlier() -> tuple[Select[Any], Any, Any]:
+    """Sessions of runs created before the run ``before_run``, with the session table and
+    the run table it joins: "latest" means newest such run, so a resumed run resolves the
+    same source however many runs started since."""
+    from sqlalchemy import bindparam, select
+
+    from agentctl.store.tables import provider_sessions, runs
+
+    s, r = provider_sessions.alias("s"), runs.alias("r")
+    created = (
+        select(runs.c.created_at).where(runs.c.id == bindparam("before_run")).scalar_subquery()
+    )
+    query = (
+        select(*columns(s, _COLUMNS))
+        .join(r, r.c.id == s.c.run_id)
+        .where(r.c.created_at < created, s.c.run_id != bindparam("before_run"))
+    )
+    return query, s, r
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,80 +92,134 @@ def save(
     name: str | None = None,
 ) -> None:
     """Insert or replace the task's session state."""
-    conn.exec_driver_sql(
-        "INSERT INTO provider_sessions (run_id, task_id, format_version, provider, "
-        "state_json, updated_at, session_name) VALUES (?, ?, 1, ?, ?, ?, ?) "
-        "ON CONFLICT (run_id, task_id) DO UPDATE SET provider = excluded.provider, "
-        "state_json = excluded.state_json, updated_at = excluded.updated_at, "
-        "session_name = excluded.session_name",
-        (
-            run_id,
-            task_id,
-            provider,
-            seal(conn, "provider_sessions", "state_json", (run_id, task_id), state_json),
-            to_db(now),
-            name,
-        ),
+    _save.run(
+        conn,
+        run_id=run_id,
+        task_id=task_id,
+        provider=provider,
+        state_json=seal(conn, "provider_sessions", "state_json", (run_id, task_id), state_json),
+        updated_at=to_db(now),
+        session_name=name,
+    )
+
+
+@statement
+def _save(sql: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam
+
+    from agentctl.store.tables import provider_sessions
+
+    replaced = ("provider", "state_json", "updated_at", "session_name")
+    new = sql.insert(provider_sessions).values(
+        run_id=bindparam("run_id"),
+        task_id=bindparam("task_id"),
+        format_version=1,
+        **{name: bindparam(name) for name in replaced},
+    )
+    return new.on_conflict_do_update(  # type: ignore[no-any-return]
+        index_elements=["run_id", "task_id"],
+        set_={name: new.excluded[name] for name in replaced},
     )
 
 
 def sessions(conn: SqlRunner, run_id: str) -> list[tuple[str, str, str]]:
     """``(task_id, provider, state_json)`` of a run's sessions, by task id."""
-    rows = conn.exec_driver_sql(
-        "SELECT task_id, provider, state_json FROM provider_sessions WHERE run_id = ?"
-        " ORDER BY task_id",
-        (run_id,),
-    )
+    rows = _sessions.run(conn, run_id=run_id)
     return [
         (row[0], row[1], unseal(conn, "provider_sessions", "state_json", (run_id, row[0]), row[2]))
         for row in rows
     ]
 
 
+@statement
+def _sessions(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, select
+
+    from agentctl.store.tables import provider_sessions
+
+    c = provider_sessions.c
+    return (
+        select(c.task_id, c.provider, c.state_json)
+        .where(c.run_id == bindparam("run_id"))
+        .order_by(c.task_id)
+    )
+
+
 def find(conn: SqlRunner, run_id: str, task_id: str) -> SessionRow | None:
-    row = conn.exec_driver_sql(
-        f"SELECT {_COLUMNS} FROM provider_sessions WHERE run_id = ? AND task_id = ?",  # noqa: S608
-        (run_id, task_id),
-    ).first()
+    row = _find.run(conn, run_id=run_id, task_id=task_id).first()
     return None if row is None else _row(conn, row)
+
+
+@statement
+def _find(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, select
+
+    from agentctl.store.tables import provider_sessions
+
+    c = provider_sessions.c
+    return select(*columns(provider_sessions, _COLUMNS)).where(
+        c.run_id == bindparam("run_id"), c.task_id == bindparam("task_id")
+    )
 
 
 def latest_for_task(conn: SqlRunner, task_id: str, *, before_run: str) -> SessionRow | None:
     """The session of ``task_id`` in the newest run created before ``before_run``."""
-    row = conn.exec_driver_sql(
-        _EARLIER + "AND s.task_id = ? ORDER BY r.created_at DESC, s.run_id DESC LIMIT 1",
-        (before_run, before_run, task_id),
-    ).first()
+    row = _latest_for_task.run(conn, before_run=before_run, task_id=task_id).first()
     return None if row is None else _row(conn, row)
+
+
+@statement
+def _latest_for_task(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam
+
+    query, s, r = _earlier()
+    return (
+        query.where(s.c.task_id == bindparam("task_id"))
+        .order_by(r.c.created_at.desc(), s.c.run_id.desc())
+        .limit(1)
+    )
 
 
 def latest_named(conn: SqlRunner, name: str, *, before_run: str) -> SessionRow | None:
     """The session called ``name`` in the newest run created before ``before_run`` (the
     most recently updated, if that run holds several)."""
-    row = conn.exec_driver_sql(
-        _EARLIER + "AND s.session_name = ? "
-        "ORDER BY r.created_at DESC, s.run_id DESC, s.updated_at DESC LIMIT 1",
-        (before_run, before_run, name),
-    ).first()
+    row = _latest_named.run(conn, before_run=before_run, name=name).first()
     return None if row is None else _row(conn, row)
+
+
+@statement
+def _latest_named(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam
+
+    query, s, r = _earlier()
+    return (
+        query.where(s.c.session_name == bindparam("name"))
+        .order_by(r.c.created_at.desc(), s.c.run_id.desc(), s.c.updated_at.desc())
+        .limit(1)
+    )
 
 
 def listed(
     conn: SqlRunner, *, run_id: str | None = None, name: str | None = None
 ) -> list[SessionRow]:
     """Sessions matching the filters given, newest first."""
-    where: list[str] = []
-    params: list[Any] = []
-    if run_id is not None:
-        where.append("run_id = ?")
-        params.append(run_id)
-    if name is not None:
-        where.append("session_name = ?")
-        params.append(name)
-    clause = f"WHERE {' AND '.join(where)}" if where else ""
-    rows = conn.exec_driver_sql(
-        f"SELECT {_COLUMNS} FROM provider_sessions {clause} "  # noqa: S608 - fixed identifiers
-        "ORDER BY updated_at DESC, run_id DESC, task_id",
-        tuple(params),
-    )
+    rows = _listed(run_id is not None, name is not None).run(conn, run_id=run_id, name=name)
     return [_row(conn, row) for row in rows]
+
+
+@lru_cache(maxsize=4)
+def _listed(of_run: bool, named: bool) -> Statement:
+    def build(_: SqlDialect) -> Executable:
+        from sqlalchemy import bindparam, select
+
+        from agentctl.store.tables import provider_sessions
+
+        c = provider_sessions.c
+        query = select(*columns(provider_sessions, _COLUMNS))
+        if of_run:
+            query = query.where(c.run_id == bindparam("run_id"))
+        if named:
+            query = query.where(c.session_name == bindparam("name"))
+        return query.order_by(c.updated_at.desc(), c.run_id.desc(), c.task_id)
+
+    return Statement(build, f"listed({of_run}, {named})")

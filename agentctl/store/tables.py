@@ -443,6 +443,8 @@ memory_entries = Table(
     _ts("created_at", nullable=False),
     _ts("updated_at", nullable=False),
     _ts("expires_at"),
+    # Encryption on (docs/encryption.md): ``text`` holds keyed tokens, this the sealed text.
+    Column("text_sealed", Text, nullable=True),
     CheckConstraint("value_type IN ('text', 'json')", name="value_type"),
     UniqueConstraint("namespace", "key"),
     Index(None, "expires_at"),

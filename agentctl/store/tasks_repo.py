@@ -8,13 +8,18 @@ reused task record is copied by :mod:`agentctl.store.copying`.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from agentctl.store.formats import FORMAT_VERSION
-from agentctl.store.rows import columns_sql, row_dicts
+from agentctl.store.rows import row_dicts
 from agentctl.store.sealing import unseal, unseal_columns
+from agentctl.store.statements import Statement, columns, one_of, padded, statement
 
 if TYPE_CHECKING:
+    from sqlalchemy.sql.expression import Executable
+
+    from agentctl.store.dialect import SqlDialect
     from agentctl.store.engine import SqlRunner
 
 __all__ = [
@@ -55,10 +60,6 @@ TASK_COLUMNS = (
 _TIMES = frozenset({"started_at", "finished_at"})
 _SEALED = ("output_json", "error_json", "state_delta_json")
 
-#: Rows per multi-row INSERT: 6 parameters each, well below SQLite's default limit of
-#: 32,766 bound parameters.
-ROWS_PER_INSERT = 1_000
-_COLUMNS = columns_sql(TASK_COLUMNS)
 
 #: ``(task_id, ordinal, status, attempt, disposition, output_json, error_json,
 #: format_version)``: what the executor reads of each task.
@@ -69,31 +70,76 @@ def insert_pending(
     conn: SqlRunner, run_id: str, tasks: Iterable[tuple[str, str | None, str | None]]
 ) -> None:
     """One ``pending`` row per ``(task_id, definition fingerprint, output contract
-    fingerprint)``, numbered in the order given: multi-row statements of at most
-    :data:`ROWS_PER_INSERT` rows (a plan of hundreds of tasks is a few statements)."""
-    rows = [
-        (run_id, task_id, FORMAT_VERSION, ordinal, definition, contract)
-        for ordinal, (task_id, definition, contract) in enumerate(tasks)
-    ]
-    for start in range(0, len(rows), ROWS_PER_INSERT):
-        chunk = rows[start : start + ROWS_PER_INSERT]
-        conn.exec_driver_sql(
-            "INSERT INTO tasks (run_id, task_id, format_version, ordinal, status, attempt, "
-            "definition_fingerprint, output_contract_fingerprint) VALUES "  # noqa: S608
-            + ", ".join("(?, ?, ?, ?, 'pending', 0, ?, ?)" for _ in chunk),
-            tuple(value for row in chunk for value in row),
-        )
+    fingerprint)``, numbered in the order given: one statement executed per row in one
+    driver call (a plan of hundreds of tasks is prepared once)."""
+    _insert_pending.run_many(
+        conn,
+        (
+            {
+                "run_id": run_id,
+                "task_id": task_id,
+                "ordinal": ordinal,
+                "definition_fingerprint": definition,
+                "output_contract_fingerprint": contract,
+            }
+            for ordinal, (task_id, definition, contract) in enumerate(tasks)
+        ),
+    )
+
+
+@statement
+def _insert_pending(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, insert
+
+    from agentctl.store.tables import tasks
+
+    given = (
+        "run_id",
+        "task_id",
+        "ordinal",
+        "definition_fingerprint",
+        "output_contract_fingerprint",
+    )
+    return insert(tasks).values(
+        format_version=FORMAT_VERSION,
+        status="pending",
+        attempt=0,
+        **{name: bindparam(name) for name in given},
+    )
 
 
 def task_states(conn: SqlRunner, run_id: str) -> list[TaskState]:
     """Every task of a run in plan order (one driver-level query: resume reads hundreds
     of rows, and statement compilation would cost more than the read)."""
-    rows = conn.exec_driver_sql(
-        "SELECT task_id, ordinal, status, attempt, disposition, output_json, error_json, "
-        "format_version FROM tasks WHERE run_id = ? ORDER BY ordinal",
-        (run_id,),
-    )
+    rows = _task_states.run(conn, run_id=run_id)
     return [_opened_state(conn, run_id, row) for row in rows]
+
+
+_STATE_COLUMNS = (
+    "task_id",
+    "ordinal",
+    "status",
+    "attempt",
+    "disposition",
+    "output_json",
+    "error_json",
+    "format_version",
+)
+
+
+def _states_of_run() -> Any:
+    from sqlalchemy import bindparam, select
+
+    from agentctl.store.tables import tasks
+
+    return select(*columns(tasks, _STATE_COLUMNS)).where(tasks.c.run_id == bindparam("run_id"))
+
+
+@statement
+def _task_states(_: SqlDialect) -> Executable:
+    from agentctl.store.tables import tasks
+
+    return _states_of_run().order_by(tasks.c.ordinal)  # type: ignore[no-any-return]
 
 
 def _opened_state(conn: SqlRunner, run_id: str, row: Any) -> TaskState:
@@ -101,12 +147,9 @@ def _opened_state(conn: SqlRunner, run_id: str, row: Any) -> TaskState:
     return tuple(opened)  # type: ignore[return-value,unused-ignore]
 
 
-_STATE_COLUMNS = (
-    "task_id, ordinal, status, attempt, disposition, output_json, error_json, format_version"
-)
 _STATE_SEALED = {"output_json": 5, "error_json": 6}
-_UNFINISHED = "('pending', 'running', 'waiting_for_approval', 'waiting_for_effect')"
-_ID_CHUNK = 1_000
+_UNFINISHED = ("pending", "running", "waiting_for_approval", "waiting_for_effect")
+_ID_CHUNK = 1_024  # ids per IN list: a power of two (statements.padded)
 
 
 def unfinished_task_states(conn: SqlRunner, run_id: str) -> list[TaskState]:
@@ -114,49 +157,72 @@ def unfinished_task_states(conn: SqlRunner, run_id: str) -> list[TaskState]:
     still has to run (an indexed read of those rows only, however long the run is)."""
     # Sorted here: with ORDER BY, SQLite's planner walks the (run_id, ordinal) index over
     # every task of the run instead of the (run_id, status) index over the unfinished ones.
-    rows = conn.exec_driver_sql(
-        f"SELECT {_STATE_COLUMNS} FROM tasks WHERE run_id = ? "  # noqa: S608 - fixed text
-        f"AND status IN {_UNFINISHED}",
-        (run_id,),
-    )
+    rows = _unfinished_states.run(conn, run_id=run_id)
     return sorted((_opened_state(conn, run_id, row) for row in rows), key=lambda row: row[1])
+
+
+@statement
+def _unfinished_states(_: SqlDialect) -> Executable:
+    from agentctl.store.tables import tasks
+
+    return _states_of_run().where(  # type: ignore[no-any-return]
+        one_of(tasks.c.status, _UNFINISHED)
+    )
 
 
 def task_states_of(conn: SqlRunner, run_id: str, task_ids: Sequence[str]) -> list[TaskState]:
     """The given tasks of a run (those that exist), in plan order."""
     out: list[TaskState] = []
     for start in range(0, len(task_ids), _ID_CHUNK):
-        chunk = tuple(task_ids[start : start + _ID_CHUNK])
-        marks = ", ".join("?" * len(chunk))
+        chunk = padded(task_ids[start : start + _ID_CHUNK])
+        ids = {f"task_id_{n}": task_id for n, task_id in enumerate(chunk)}
         out.extend(
             _opened_state(conn, run_id, row)
-            for row in conn.exec_driver_sql(
-                f"SELECT {_STATE_COLUMNS} FROM tasks "  # noqa: S608 - fixed text
-                f"WHERE run_id = ? AND task_id IN ({marks})",
-                (run_id, *chunk),
-            )
+            for row in _states_of_tasks(len(chunk)).run(conn, run_id=run_id, **ids)
         )
     out.sort(key=lambda row: row[1])
     return out
 
 
+@lru_cache(maxsize=16)
+def _states_of_tasks(count: int) -> Statement:
+    def build(_: SqlDialect) -> Executable:
+        from sqlalchemy import bindparam
+
+        from agentctl.store.tables import tasks
+
+        ids: list[Any] = [bindparam(f"task_id_{n}") for n in range(count)]
+        return _states_of_run().where(tasks.c.task_id.in_(ids))  # type: ignore[no-any-return]
+
+    return Statement(build, f"states_of_tasks({count})")
+
+
 def tasks_in_states(conn: SqlRunner, run_id: str, statuses: Sequence[str]) -> list[tuple[str, str]]:
     """``(task_id, status)`` of a run's tasks in one of ``statuses``, in plan order."""
-    marks = ", ".join("?" * len(statuses))
-    rows = conn.exec_driver_sql(
-        "SELECT task_id, status, ordinal FROM tasks "  # noqa: S608 - fixed text
-        f"WHERE run_id = ? AND status IN ({marks})",  # sorted here, as above
-        (run_id, *statuses),
-    )
-    return [(row[0], row[1]) for row in sorted(rows, key=lambda row: row[2])]
+    wanted = {f"status_{n}": status for n, status in enumerate(statuses)}
+    rows = _tasks_in_states(len(statuses)).run(conn, run_id=run_id, **wanted)
+    return [(row[0], row[1]) for row in sorted(rows, key=lambda row: row[2])]  # as above
+
+
+@lru_cache(maxsize=16)
+def _tasks_in_states(count: int) -> Statement:
+    def build(_: SqlDialect) -> Executable:
+        from sqlalchemy import bindparam, select
+
+        from agentctl.store.tables import tasks
+
+        c = tasks.c
+        return select(c.task_id, c.status, c.ordinal).where(
+            c.run_id == bindparam("run_id"),
+            c.status.in_([bindparam(f"status_{n}") for n in range(count)]),
+        )
+
+    return Statement(build, f"tasks_in_states({count})")
 
 
 def task_records(conn: SqlRunner, run_id: str) -> list[dict[str, Any]]:
     """Every column of every task of a run in plan order (timestamps naive UTC)."""
-    rows = conn.exec_driver_sql(
-        f"SELECT {_COLUMNS} FROM tasks WHERE run_id = ? ORDER BY ordinal",  # noqa: S608
-        (run_id,),
-    )
+    rows = _task_records.run(conn, run_id=run_id)
     records = row_dicts(rows, TASK_COLUMNS, _TIMES)
     for record in records:
         for column in _SEALED:
@@ -166,31 +232,71 @@ def task_records(conn: SqlRunner, run_id: str) -> list[dict[str, Any]]:
     return records
 
 
+@statement
+def _task_records(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, select
+
+    from agentctl.store.tables import tasks
+
+    return (
+        select(*columns(tasks, TASK_COLUMNS))
+        .where(tasks.c.run_id == bindparam("run_id"))
+        .order_by(tasks.c.ordinal)
+    )
+
+
 def state_counts(conn: SqlRunner, run_id: str) -> dict[str, int]:
     """How many of a run's tasks are in each state."""
-    rows = conn.exec_driver_sql(
-        "SELECT status, COUNT(*) FROM tasks WHERE run_id = ? GROUP BY status", (run_id,)
-    )
+    rows = _state_counts.run(conn, run_id=run_id)
     return {str(row[0]): int(row[1]) for row in rows}
+
+
+@statement
+def _state_counts(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, func, select
+
+    from agentctl.store.tables import tasks
+
+    return (
+        select(tasks.c.status, func.count())
+        .where(tasks.c.run_id == bindparam("run_id"))
+        .group_by(tasks.c.status)
+    )
 
 
 def outputs(conn: SqlRunner, run_id: str) -> list[tuple[str, str]]:
     """``(task_id, output_json)`` of every task of a run that has an output."""
-    rows = conn.exec_driver_sql(
-        "SELECT task_id, output_json FROM tasks WHERE run_id = ? AND output_json IS NOT NULL",
-        (run_id,),
-    )
+    rows = _outputs.run(conn, run_id=run_id)
     return [(row[0], _output(conn, run_id, row[0], row[1])) for row in rows]
 
 
 def outputs_in_order(conn: SqlRunner, run_id: str) -> list[tuple[str, str]]:
     """``(task_id, output_json)`` of every task of a run that has an output, in plan order."""
-    rows = conn.exec_driver_sql(
-        "SELECT task_id, output_json FROM tasks WHERE run_id = ? AND output_json IS NOT NULL "
-        "ORDER BY ordinal",
-        (run_id,),
-    )
+    rows = _outputs_in_order.run(conn, run_id=run_id)
     return [(row[0], _output(conn, run_id, row[0], row[1])) for row in rows]
+
+
+def _outputs_query() -> Any:
+    from sqlalchemy import bindparam, select
+
+    from agentctl.store.tables import tasks
+
+    c = tasks.c
+    return select(c.task_id, c.output_json).where(
+        c.run_id == bindparam("run_id"), c.output_json.is_not(None)
+    )
+
+
+@statement
+def _outputs(_: SqlDialect) -> Executable:
+    return _outputs_query()  # type: ignore[no-any-return]
+
+
+@statement
+def _outputs_in_order(_: SqlDialect) -> Executable:
+    from agentctl.store.tables import tasks
+
+    return _outputs_query().order_by(tasks.c.ordinal)  # type: ignore[no-any-return]
 
 
 def _output(conn: SqlRunner, run_id: str, task_id: str, stored: str) -> str:

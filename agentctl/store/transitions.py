@@ -12,13 +12,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import datetime
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentctl.errors import StateConflictError
 from agentctl.store.run_queue import notify_run
 from agentctl.store.sealing import PAYLOAD_COLUMNS, seal
+from agentctl.store.statements import Statement, one_of, statement
 from agentctl.store.states import allowed_priors
 from agentctl.store.timestamps import to_db
+
+if TYPE_CHECKING:
+    from sqlalchemy.sql.expression import Executable
+
+    from agentctl.store.dialect import SqlDialect
 
 __all__ = ["close_live_parts", "driver_value", "guarded_update"]
 
@@ -43,19 +49,45 @@ def driver_value(value: Any) -> Any:
     return value
 
 
+def _table(kind: str) -> Any:
+    from agentctl.store import tables
+
+    return getattr(tables, _RECORDS[kind][0])
+
+
+def _is_key(kind: str) -> Any:
+    """The WHERE clause naming one record of ``kind`` (parameters ``key_COLUMN``)."""
+    from sqlalchemy import and_, bindparam
+
+    table = _table(kind)
+    return and_(*(table.c[c] == bindparam(f"key_{c}") for c in _RECORDS[kind][1]))
+
+
 @lru_cache(maxsize=512)
-def _statement(
-    kind: str, columns: tuple[str, ...], status: str | None
-) -> tuple[str, tuple[str, ...]]:
-    """The UPDATE text for these columns (built once per shape) and the allowed priors."""
-    table, key_columns = _RECORDS[kind]
-    assignments = ", ".join(f"{column} = ?" for column in columns)
-    where = " AND ".join(f"{column} = ?" for column in key_columns)
-    priors: tuple[str, ...] = ()
-    if status is not None:
-        priors = allowed_priors(kind, status)
-        where += f" AND status IN ({', '.join('?' for _ in priors) or 'NULL'})"
-    return f"UPDATE {table} SET {assignments} WHERE {where}", priors  # noqa: S608
+def _statement(kind: str, columns: tuple[str, ...], status: str | None) -> Statement:
+    """The UPDATE of these columns, from the priors ``status`` allows (one per shape)."""
+
+    def build(_: SqlDialect) -> Executable:
+        from sqlalchemy import bindparam, false, update
+
+        table = _table(kind)
+        query = update(table).where(_is_key(kind))
+        if status is not None:
+            priors = allowed_priors(kind, status)
+            query = query.where(one_of(table.c.status, priors) if priors else false())
+        return query.values(**{column: bindparam(column) for column in columns})
+
+    return Statement(build, f"guarded_update({kind}, {columns}, {status})")
+
+
+@lru_cache(maxsize=8)
+def _status_of(kind: str) -> Statement:
+    def build(_: SqlDialect) -> Executable:
+        from sqlalchemy import select
+
+        return select(_table(kind).c.status).where(_is_key(kind))
+
+    return Statement(build, f"status_of({kind})")
 
 
 def guarded_update(conn: Any, kind: str, key: tuple[Any, ...], values: Mapping[str, Any]) -> None:
@@ -65,18 +97,17 @@ def guarded_update(conn: Any, kind: str, key: tuple[Any, ...], values: Mapping[s
     executor's driver session). Column names come from our code, never from input.
     """
     status = values.get("status")
-    statement, priors = _statement(kind, tuple(values), None if status is None else str(status))
-    table, _ = _RECORDS[kind]
+    update = _statement(kind, tuple(values), None if status is None else str(status))
+    table, key_columns = _RECORDS[kind]
     sealed = PAYLOAD_COLUMNS.get(table)
-    params: list[Any] = [
-        seal(conn, table, column, key, value)
+    params = {
+        column: seal(conn, table, column, key, value)
         if sealed is not None and column in sealed.columns
         else driver_value(value)
         for column, value in values.items()
-    ]
-    params.extend(key)
-    params.extend(priors)
-    result = conn.exec_driver_sql(statement, tuple(params))
+    }
+    keys = {f"key_{column}": part for column, part in zip(key_columns, key, strict=True)}
+    result = update.run(conn, **params, **keys)
     if result.rowcount == 1:
         if kind == "run" and status is not None:
             notify_run(conn, str(key[0]))  # wakes `runs wait` and idle workers on commit
@@ -84,11 +115,7 @@ def guarded_update(conn: Any, kind: str, key: tuple[Any, ...], values: Mapping[s
             # A decision may let a worker adopt the parked run (store/adoption.py).
             notify_run(conn, f"approval:{key[0]}")
         return
-    key_columns = _RECORDS[kind][1]
-    found = conn.exec_driver_sql(
-        f"SELECT status FROM {table} WHERE {' AND '.join(f'{c} = ?' for c in key_columns)}",  # noqa: S608
-        tuple(key),
-    ).first()
+    found = _status_of(kind).run(conn, **keys).first()
     name = "/".join(str(part) for part in key)
     if found is None:
         raise StateConflictError(f"{kind} {name} does not exist; nothing was written")
@@ -104,13 +131,36 @@ def close_live_parts(conn: Any, run_id: str, now: datetime) -> None:
     ``cancelled`` and pending approvals and questions ``expired`` (they can no longer be
     answered). Both moves are in the transition tables."""
     stamp = to_db(now)
-    conn.exec_driver_sql(
-        "UPDATE tasks SET status = 'cancelled', finished_at = ? WHERE run_id = ? AND status IN "
-        "('running', 'waiting_for_approval', 'waiting_for_effect')",
-        (stamp, run_id),
+    _cancel_live_tasks.run(conn, finished_at=stamp, run_id=run_id)
+    _expire_pending_approvals.run(conn, resolved_at=stamp, run_id=run_id)
+
+
+@statement
+def _cancel_live_tasks(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, update
+
+    from agentctl.store.tables import tasks
+
+    live = ("running", "waiting_for_approval", "waiting_for_effect")
+    return (
+        update(tasks)
+        .where(tasks.c.run_id == bindparam("run_id"), one_of(tasks.c.status, live))
+        .values(status="cancelled", finished_at=bindparam("finished_at"))
     )
-    conn.exec_driver_sql(
-        "UPDATE approvals SET status = 'expired', resolved_at = ?, reason = "
-        "'the run ended before a decision' WHERE run_id = ? AND status = 'pending'",
-        (stamp, run_id),
+
+
+@statement
+def _expire_pending_approvals(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, update
+
+    from agentctl.store.tables import approvals
+
+    return (
+        update(approvals)
+        .where(approvals.c.run_id == bindparam("run_id"), approvals.c.status == "pending")
+        .values(
+            status="expired",
+            resolved_at=bindparam("resolved_at"),
+            reason="the run ended before a decision",
+        )
     )

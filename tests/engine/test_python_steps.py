@@ -304,3 +304,127 @@ def test_a_containerised_step_runs_through_the_container_runtime(
     run = next(call for call in _calls(log) if call[1] == "run")
     assert run[run.index(IMAGE) + 1 : run.index(IMAGE) + 3] == ["python3", "-c"]
     assert "--network" in run and run[run.index("--network") + 1] == "none"
+
+
+RECORDING = """
+def main(ctx, inputs):
+    stamp = ctx.now().isoformat()
+    ident = ctx.uuid()
+    answer = ctx.ask("ship it?", choices=["yes", "no"])
+    ctx.write("out/answer.txt", answer)
+    return {"answer": answer, "stamp": stamp, "id": ident}
+"""
+
+
+def _pending(cli: Any, run_id: str, db: Path) -> list[dict[str, Any]]:
+    listed = cli("--output", "json", "approvals", "list", run_id, "--db", db).json()["data"]
+    return [a for a in listed["approvals"] if a["status"] == "pending"]
+
+
+def test_recorded_operations_ask_no_approval_under_approval_always(
+    cli: Any, tmp_path: Path
+) -> None:
+    """`ctx.now`, `ctx.uuid` and `ctx.ask` only record a value: `approval: always` (and a
+    `toolsAllow` list) concern effects on the world, here the write alone."""
+    ws = tmp_path / "ws"
+    db = _setup(ws, RECORDING)
+    text = (ws / "wf.yaml").read_text()
+    (ws / "wf.yaml").write_text(
+        text.replace("approval: never", "approval: always, toolsAllow: [filesystem.write]")
+    )
+    parked = cli("--output", "json", "roll", ws / "wf.yaml", "--db", db)
+    assert parked.exit_code == 3, parked.stdout + parked.stderr
+    run_id = parked.json()["data"]["runId"]
+    (question,) = _pending(cli, run_id, db)
+    assert question["kind"] == "question" and question["prompt"] == "ship it?"
+    answered = cli("approvals", "answer", question["approvalId"], '"yes"', "--db", db)
+    assert answered.exit_code == 0, answered.stderr
+
+    gated = cli("--output", "json", "resume", run_id, "--db", db)
+    assert gated.exit_code == 3, gated.stdout + gated.stderr
+    (approval,) = _pending(cli, run_id, db)
+    with sqlite3.connect(db) as conn:
+        (operation,) = conn.execute(
+            "SELECT operation FROM effects WHERE id = ?", (approval["effectId"],)
+        ).fetchone()
+    conn.close()
+    assert approval["kind"] == "approval" and operation == "builtin.write"
+    approved = cli("approvals", "approve", approval["approvalId"], "--reason", "ok", "--db", db)
+    assert approved.exit_code == 0, approved.stderr
+    done = cli("--output", "json", "resume", run_id, "--db", db)
+    assert done.exit_code == 0, done.stdout + done.stderr
+    assert done.json()["data"]["output"]["work"]["answer"] == "yes"
+    assert [op for _, op, _ in _effects(db)] == [
+        "step.now",
+        "step.uuid",
+        "step.ask",
+        "builtin.write",
+    ]
+
+
+def _workflow(ws: Path, extra: str, function: str = "steps:main") -> None:
+    text = textwrap.dedent(WORKFLOW % {"timeout": 60}).replace("steps:main", function)
+    (ws / "wf.yaml").write_text(text.replace("spec:\n", "spec:\n" + extra, 1))
+
+
+def test_spec_python_path_is_where_functions_import_from(cli: Any, tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    (ws / "lib" / "release").mkdir(parents=True)
+    (ws / "lib" / "release" / "__init__.py").write_text("")
+    (ws / "lib" / "release" / "steps.py").write_text(
+        "from release.names import greet\n\ndef main(ctx, inputs):\n"
+        "    return {'hello': greet(inputs['name'])}\n"
+    )
+    (ws / "lib" / "release" / "names.py").write_text("def greet(name):\n    return name.upper()\n")
+    _workflow(ws, "  python: {path: [lib]}\n", "release.steps:main")
+    done = cli("--output", "json", "roll", ws / "wf.yaml", "--db", ws / "r.db")
+    assert done.exit_code == 0, done.stdout + done.stderr
+    assert done.json()["data"]["output"]["work"] == {"hello": "ADA"}
+
+
+def test_check_names_the_field_and_task_of_a_missing_folder_or_module(
+    cli: Any, tmp_path: Path
+) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    cases = [
+        ("  python: {path: [lib]}\n", "steps:main", "spec.python.path[0]", "lib"),
+        ("", "nowhere.steps:main", "spec.actions.step.function", "module `nowhere.steps`"),
+        ("", "missing.py:main", "spec.actions.step.function", "missing.py"),
+        ("", "broken:main", "spec.actions.step.function", "does not parse"),
+    ]
+    (ws / "broken.py").write_text("def main(ctx, inputs)\n    return 1\n")
+    for extra, function, field, named in cases:
+        _workflow(ws, extra, function)
+        checked = cli("--output", "json", "check", ws / "wf.yaml")
+        assert checked.exit_code == 2, (function, checked.stdout + checked.stderr)
+        (problem,) = json.loads(checked.stdout + checked.stderr)["diagnostics"]
+        assert problem["path"] == field, problem
+        assert named in problem["message"] and "work" in problem["message"], problem
+        assert problem["line"] > 1, problem
+
+
+LEDGER_ONCE = """
+def main(ctx, inputs):
+    ctx.shell("sh", ["-c", "echo a >> ledger.txt"])
+    return {}
+"""
+
+
+def test_repair_reruns_a_yaml_function_whose_module_changed(cli: Any, tmp_path: Path) -> None:
+    """A YAML `python.function` without `sourceDigest` gets its module's digest: a changed
+    module is a changed step, so `repair` runs it again; an unchanged one is reused."""
+    ws = tmp_path / "ws"
+    db = _setup(ws, LEDGER_ONCE)
+    rolled = cli("--output", "json", "roll", ws / "wf.yaml", "--db", db)
+    assert rolled.exit_code == 0, rolled.stdout + rolled.stderr
+    first = rolled.json()["data"]["runId"]
+
+    same = cli("--output", "json", "repair", ws / "wf.yaml", first, "--db", db)
+    assert same.exit_code == 0, same.stdout + same.stderr
+    assert _ledger(ws) == ["a"]  # unchanged code: reused, not run again
+
+    (ws / "steps.py").write_text((ws / "steps.py").read_text().replace("echo a", "echo b"))
+    repaired = cli("--output", "json", "repair", ws / "wf.yaml", first, "--db", db)
+    assert repaired.exit_code == 0, repaired.stdout + repaired.stderr
+    assert _ledger(ws) == ["a", "b"]  # the changed function ran again

@@ -6,6 +6,8 @@ of two workers; each worker forks its agentctl commands, see launcher.py). A lon
 
     AGENTCTL_MODEL_SCHEDULES=2000 AGENTCTL_MODEL_SEED=7 .venv/bin/python -m pytest tests/model
 
+(``make soak`` runs 1,000 on SQLite and 100 on PostgreSQL, with the other generated tests.)
+
 The same schedules run on PostgreSQL too (the ``postgresql`` parameter, one fresh database
 per schedule from the tests/pg cluster): AGENTCTL_MODEL_PG_SCHEDULES of them, 6 by default,
 about half a minute (each command there costs a connection and server round trips).
@@ -37,7 +39,9 @@ from tests.model.schedule import MOVES, Outcome, schedule_for_seed
 # concurrent compensations) are fixed, and their moves run in every schedule.
 KNOWN_DEFECT_MOVES: frozenset[str] = frozenset()
 
-DEFAULT_SCHEDULES = 100
+#: Enough for each of the 27 moves to be drawn several times per run (a schedule draws 3-6
+#: of them, weighted) while keeping ``make test`` within its budget; ``make soak`` runs 1,000.
+DEFAULT_SCHEDULES = 40
 #: PostgreSQL commands cost more (a connection per process, a server round trip per
 #: statement): a modest count keeps the suite fast; AGENTCTL_MODEL_PG_SCHEDULES raises it.
 DEFAULT_PG_SCHEDULES = 6
@@ -67,7 +71,7 @@ def test_known_defect_moves_name_real_moves() -> None:
     assert KNOWN_DEFECT_MOVES <= set(MOVES)
 
 
-# Slow on purpose: DEFAULT_SCHEDULES schedules of real processes took 347 s under -n 2 on a
+# Slow on purpose: 100 schedules of real processes took 347 s under -n 2 on a
 # loaded two-core machine, past the suite's 300 s per-test limit (pyproject.toml).
 @pytest.mark.timeout(1800)
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])

@@ -139,6 +139,9 @@ def test_connection_classes_and_states_by_code() -> None:
         "58030": "store.io_error",
         "25006": "store.read_only",
         "42P01": "store.database_error",
+        "23505": "store.constraint",
+        "23503": "store.constraint",
+        "23514": "store.constraint",
     }
     for state, code in cases.items():
         error = errors.lookup(state)("Meldung in einer anderen Sprache")

@@ -100,3 +100,30 @@ def test_enable_refuses_a_missing_variable_and_a_second_key(
         assert other.value.code == "encryption.key_mismatch"
     finally:
         store.close()
+
+
+def test_memory_words_are_the_words_the_text_index_sees() -> None:
+    """Sealed memory finds the words of a text itself (store/memory_sealing.py), with the
+    text index's own tokenizer: the two must not drift apart."""
+    import sqlite3
+
+    from agentctl.store import memory_sealing
+    from agentctl.store.migrate import migrations_dir
+
+    migration = (migrations_dir() / "versions" / "0003_memory_search.py").read_text()
+    assert f"tokenize='{memory_sealing.TOKENIZER}'" in migration
+    texts = [
+        "Ünïcode_Café-crème, ΣΊΣΥΦΟΣ ς İstanbul x\u0301y 中文 Ǆemal 42nd ßtraße",
+        # ASCII takes a shorter path than the tokenizer; it must split the same way.
+        "Foo_bar-BAZ, x.y@z.io 42nd\t(hi)! it's C++ v1.2 ~/a/b `q` \x7f\x01end",
+    ]
+    conn = sqlite3.connect(":memory:")
+    conn.execute(f"CREATE VIRTUAL TABLE f USING fts5(t, tokenize='{memory_sealing.TOKENIZER}')")
+    conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab(f, 'instance')")
+    for text in texts:
+        conn.execute("DELETE FROM f")
+        conn.execute("INSERT INTO f (rowid, t) VALUES (1, ?)", (text,))
+        indexed = [row[0] for row in conn.execute("SELECT term FROM v ORDER BY offset")]
+        assert memory_sealing.index_words(text) == indexed, text
+    conn.close()
+    assert memory_sealing.words_of(["foo_bar", "", "Café"]) == [["foo", "bar"], [], ["cafe"]]

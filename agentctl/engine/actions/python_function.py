@@ -48,6 +48,7 @@ from agentctl.signals import (
     TaskFailure,
     as_task_failure,
 )
+from agentctl.spec.function_sources import import_folders
 from agentctl.spec.models_definitions import DEFAULT_OUTPUT_LIMIT_BYTES
 
 __all__ = ["OPERATIONS", "Bodies", "run_function", "step_question_id"]
@@ -146,8 +147,8 @@ async def run_function(env: TaskEnv, action: Mapping[str, Any], bodies: Bodies) 
             stderr_limit_bytes=stderr_limit,
             combined_limit_bytes=stderr_limit + 1,
         )
-        root = _module_root(env, launch.isolation, cwd)
-        start = {"function": function, "input": env.input, "root": root, "path": []}
+        root, *path = _import_folders(env, launch.isolation, cwd)
+        start = {"function": function, "input": env.input, "root": root, "path": path}
         last: dict[str, Any] = {}
 
         async def converse(reader: Any, writer: Any) -> None:
@@ -216,23 +217,29 @@ async def run_function(env: TaskEnv, action: Mapping[str, Any], bodies: Bodies) 
     return TaskResult(output)
 
 
-def _module_root(env: TaskEnv, level: str, cwd: Path) -> str:
+def _import_folders(env: TaskEnv, level: str, cwd: Path) -> list[str]:
     """Where the step's process imports its function from: the workflow file's folder (the
-    run's workspace when it has none). A container sees the workspace elsewhere, so there
-    the folder is given relative to the process's working directory."""
+    run's workspace when it has none), then the ``spec.python.path`` folders. A container
+    sees the workspace elsewhere, so there each folder is given relative to the process's
+    working directory."""
     root = env.workflow_dir or env.base_dir
+    declared = (env.spec.get("python") or {}).get("path") or []
+    folders = import_folders(root, [str(entry) for entry in declared])
     if level != "container":
-        return str(root)
+        return [str(folder) for folder in folders]
     workspace = os.path.realpath(env.workspace.workspace_root)
-    real = os.path.realpath(root)
-    if real != workspace and not real.startswith(workspace + os.sep):
-        raise TaskFailure(
-            f"task {env.task.id}: the function's folder `{root}` is outside the workspace "
-            f"`{workspace}`, which is all a container sees",
-            code="isolation.unavailable",
-            stops_run=True,
-        )
-    return os.path.relpath(real, os.path.realpath(cwd))
+    seen: list[str] = []
+    for folder in folders:
+        real = os.path.realpath(folder)
+        if real != workspace and not real.startswith(workspace + os.sep):
+            raise TaskFailure(
+                f"task {env.task.id}: the function's import folder `{folder}` is outside the "
+                f"workspace `{workspace}`, which is all a container sees",
+                code="isolation.unavailable",
+                stops_run=True,
+            )
+        seen.append(os.path.relpath(real, os.path.realpath(cwd)))
+    return seen
 
 
 def _decode(line: bytes, task_id: str) -> dict[str, Any]:
@@ -352,8 +359,8 @@ class _Operations:
             f"holds {json.dumps(held, sort_keys=True, default=str)[:300]} there: the function "
             "changed, or it is not deterministic. Take times and random values from ctx.now() "
             "and ctx.uuid() and reach the outside world only through ctx. To drop the change, "
-            "revert it and resume; to keep it, run the step afresh with `agentctl retry "
-            "WORKFLOW RUN --failed` (or `agentctl repair` for a changed workflow)",
+            "revert it and resume; to keep it, run the step afresh in a new run with "
+            "`agentctl repair WORKFLOW RUN`, which reuses every other task that still fits",
             code="step.nondeterministic",
             stops_run=True,
             permanent=True,

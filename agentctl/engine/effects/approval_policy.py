@@ -9,7 +9,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from agentctl.compiler.effects import APPROVAL_EFFECT_CLASSES, approval_required
+from agentctl.compiler.effects import (
+    APPROVAL_EFFECT_CLASSES,
+    RECORDED_OPERATIONS,
+    approval_required,
+)
 from agentctl.spec.models_policy import Policy
 
 __all__ = ["MUTATING_CLASSES", "deny_reason", "needs_approval"]
@@ -17,8 +21,14 @@ __all__ = ["MUTATING_CLASSES", "deny_reason", "needs_approval"]
 MUTATING_CLASSES = APPROVAL_EFFECT_CLASSES
 
 
-def deny_reason(policy: Mapping[str, Any], label: str, *, model: bool) -> str | None:
-    """Why policy denies an effect with this label, or None when it is allowed."""
+def deny_reason(
+    policy: Mapping[str, Any], label: str, *, model: bool, operation: str | None = None
+) -> str | None:
+    """Why policy denies an effect with this label, or None when it is allowed. A step's
+    recorded operation (``RECORDED_OPERATIONS``: a time, an id, an answer) reaches nothing
+    that policy guards, so it is never denied."""
+    if operation in RECORDED_OPERATIONS:
+        return None
     if model:
         providers = list(policy.get("providers") or [])
         if providers and label not in providers:
@@ -39,8 +49,13 @@ def needs_approval(
     risk: str,
     tool_approval: str | None = None,
     mode_override: str | None = None,
+    operation: str | None = None,
 ) -> bool:
-    """Whether the approval mode (or a tool's ``approval: always``) gates this effect."""
+    """Whether the approval mode (or a tool's ``approval: always``) gates this effect. A
+    step's recorded operation (``RECORDED_OPERATIONS``) is never gated: even ``always``
+    asks about effects on the outside world, not about reading the clock."""
+    if operation in RECORDED_OPERATIONS:
+        return False
     mode = mode_override or str(policy.get("approval") or Policy.default_of("approval"))
     return approval_required(mode, effect_class, risk, tool_approval)
 

@@ -141,7 +141,7 @@ class EffectGate:
             spec.effect_id(attempt.run_id, attempt.task_id, attempt.attempt, ordinal)
         )
         now = self.clock.now()
-        denial = deny_reason(self.policy, spec.policy_label, model=model)
+        denial = deny_reason(self.policy, spec.policy_label, model=model, operation=spec.operation)
         if denial is not None:
             message = f"policy denied effect: {spec.operation} ({denial})"
             with self.store.write() as conn:
@@ -173,6 +173,7 @@ class EffectGate:
             risk=spec.risk,
             tool_approval=tool_approval,
             mode_override=self.approval_mode,
+            operation=spec.operation,
         )
         with self.store.write() as conn:
             record = journal.insert_requested(

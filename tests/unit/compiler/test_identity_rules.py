@@ -37,6 +37,7 @@ from agentctl.spec import Workflow
 from agentctl.spec.loader import parse_workflow_text
 from agentctl.spec.models_definitions import Action, Agent, McpServer, Provider, Tool
 from agentctl.spec.models_policy import Policy
+from agentctl.spec.models_runtime import PythonSettings
 from tests.generators import STYLES, shuffled, yaml_text
 
 TOOL = {
@@ -270,6 +271,10 @@ def _instructions_file(spec: dict[str, Any]) -> None:
     spec["agents"]["cli"]["instructionsFile"] = "prompts/cli.md"
 
 
+def _python_path(spec: dict[str, Any]) -> None:
+    spec["python"] = {"path": ["lib"]}
+
+
 def _sandboxed(section: str, name: str) -> Change:
     def change(spec: dict[str, Any]) -> None:
         spec[section][name]["isolation"] = "sandbox"
@@ -451,6 +456,8 @@ CHANGES: dict[tuple[str, str], tuple[set[str], Change]] = {
         _set("mcpServers", "local", "env", {"T": {"env": "TOKEN"}}),
     ),
     ("McpServer", "cwd"): ({"agent:rev"}, _set("mcpServers", "local", "cwd", "out")),
+    # Where a function step imports from decides which code runs: its steps only.
+    ("PythonSettings", "path"): ({"action:fn"}, _python_path),
     ("Policy", "workspaceRoot"): ({"*"}, _policy("workspaceRoot", "out")),
     ("Policy", "writableRoots"): (set(), _policy("writableRoots", ["out", "tmp"])),
     ("Policy", "environmentAllowlist"): (
@@ -480,6 +487,7 @@ MODELS: dict[str, type[pydantic.BaseModel]] = {
     "Tool": Tool,
     "McpServer": McpServer,
     "Policy": Policy,
+    "PythonSettings": PythonSettings,
 }
 
 

@@ -1,0 +1,457 @@
+"""Long-term memory sealed at rest, with its text search still working (docs/encryption.md).
+
+A memory entry is named by (namespace, key), which stay readable like every other record
+name. With encryption on, its payloads are stored as follows:
+
+- ``value_json`` and ``provenance_json`` are sealed like any payload column
+  (``aes256gcm:KEY_ID:…``), the associated data naming the entry;
+- ``embedding`` is sealed as bytes (``aes256gcm:KEY_ID:`` then nonce ‖ ciphertext ‖ tag)
+  and opened when a namespace's embedding matrix is loaded for vector search;
+- ``text_sealed`` holds the searchable text sealed, and ``text`` — the column the text
+  index (FTS5, PostgreSQL ``tsvector``) reads — holds one **search token** per word of the
+  text, in the text's order: ``m`` and the hex of the first 80 bits of
+  HMAC-SHA256(search key, word). The search key is derived from the encryption key with
+  HKDF (:meth:`Sealer.search_key`), one per key id. A token does not depend on the
+  namespace: FTS5 computes BM25's word rarity over the whole index, and one token per
+  word across namespaces keeps those counts, hence the scores, those of the clear words.
+
+A word is what SQLite's ``unicode61 remove_diacritics 2`` tokenizer makes of the text
+(:func:`words_of` runs that tokenizer on an in-memory table, on either store; ASCII text
+is split by the same rule without it). A query's words become the same tokens, so the
+index matches the same entries; one token per word keeps every word count, so BM25 scores
+are the very numbers it computes over the clear words. A query also keeps its clear words,
+so entries written before ``enable`` (still clear) are found during the walk.
+
+The tokens are deterministic per (key, word): whoever reads the database can count how
+often a token occurs and which entries (of any namespace) share it, and sees each text's
+length in words (docs/encryption.md, "Long-term memory"). ``metadata_json`` stays clear:
+metadata filters are exact comparisons made in SQL.
+"""
+
+from __future__ import annotations
+
+import hmac
+import re
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from agentctl.store.sealing import (
+    SEALED_BYTES_PREFIX,
+    SEALED_PREFIX,
+    Sealer,
+    open_value,
+    reseal,
+    reseal_binary,
+    seal,
+    seal_binary,
+    sealer_of,
+    unseal,
+)
+
+if TYPE_CHECKING:
+    from agentctl.store.engine import SqlRunner, Store
+
+__all__ = [
+    "TABLE",
+    "TOKENIZER",
+    "PlainEntry",
+    "SealedEntry",
+    "column_counts",
+    "index_words",
+    "open_embeddings",
+    "open_text",
+    "query_phrases",
+    "rebuild_index",
+    "record",
+    "seal_entries",
+    "seal_memory",
+    "search_tokens",
+    "words_of",
+]
+
+TABLE = "memory_entries"
+_TOKEN_BYTES = 10
+_TOKEN_CACHE = 100_000
+
+
+def record(namespace: str, key: str) -> tuple[str, str, str]:
+    """What names an entry in its values' associated data: the namespace's length first,
+    so ``a/b`` + ``c`` and ``a`` + ``b/c`` are different entries."""
+    return (str(len(namespace)), namespace, key)
+
+
+# -- words and tokens -----------------------------------------------------------------------
+
+
+#: The text index's tokenizer (migration ``0003_memory_search``).
+TOKENIZER = "unicode61 remove_diacritics 2"
+_WORDS = threading.local()
+_ASCII_WORD = re.compile(r"[a-z0-9]+")
+
+
+def _word_index() -> sqlite3.Connection:
+    """This thread's in-memory FTS5 table: the text index's own tokenizer, asked directly."""
+    conn: sqlite3.Connection | None = getattr(_WORDS, "conn", None)
+    if conn is None:
+        conn = sqlite3.connect(":memory:", isolation_level=None)
+        conn.execute(f"CREATE VIRTUAL TABLE w USING fts5(t, content='', tokenize='{TOKENIZER}')")
+        conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab(w, 'instance')")
+        _WORDS.conn = conn
+    return conn
+
+
+def words_of(texts: Sequence[str]) -> list[list[str]]:
+    """The words SQLite's FTS5 tokenizer finds in each text, in order and folded as the
+    text index folds them. ASCII text is split where unicode61 splits it (every character
+    but a letter or digit separates; letters fold to lower case); any other text is given
+    to the tokenizer itself (on a scratch in-memory table whose rows are rolled back), so
+    sealed and clear search see the very same words."""
+    found: list[list[str]] = [[] for _ in texts]
+    others = []
+    for position, text in enumerate(texts):
+        if text.isascii():
+            found[position] = _ASCII_WORD.findall(text.lower())
+        else:
+            others.append((position + 1, text))
+    if not others:
+        return found
+    conn = _word_index()
+    conn.execute("BEGIN")
+    try:
+        conn.executemany("INSERT INTO w (rowid, t) VALUES (?, ?)", others)
+        for doc, term in conn.execute("SELECT doc, term FROM v ORDER BY doc, offset"):
+            found[int(doc) - 1].append(str(term))
+    finally:
+        conn.execute("ROLLBACK")
+    return found
+
+
+def index_words(text: str) -> list[str]:
+    """The words the text index sees in ``text`` (:func:`words_of`)."""
+    return words_of([text])[0]
+
+
+def search_tokens(sealer: Sealer, key_id: str, words: Sequence[str]) -> list[str]:
+    """One token per word: ``m`` + hex(HMAC-SHA256(search key, word))[:80 bits]. Tokens
+    are remembered per key (up to :data:`_TOKEN_CACHE` words): words repeat a lot."""
+    cache = sealer.search_token_cache.setdefault(key_id, {})
+    out = []
+    key: bytes | None = None
+    for word in words:
+        token = cache.get(word)
+        if token is None:
+            if key is None:
+                key = sealer.search_key(key_id)
+            token = "m" + hmac.digest(key, word.encode(), "sha256")[:_TOKEN_BYTES].hex()
+            if len(cache) < _TOKEN_CACHE:
+                cache[word] = token
+        out.append(token)
+    return out
+
+
+# -- writing and reading one entry -------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SealedEntry:
+    """The stored form of an entry's payload columns."""
+
+    value_json: str
+    provenance_json: str | None
+    text: str | None
+    text_sealed: str | None
+    embedding: bytes | None
+
+
+@dataclass(frozen=True, slots=True)
+class PlainEntry:
+    """An entry's payload columns in clear, as a write gives them."""
+
+    namespace: str
+    key: str
+    value_json: str
+    provenance_json: str | None
+    text: str | None
+    embedding: bytes | None
+
+
+def seal_entries(conn: Any, entries: Sequence[PlainEntry]) -> list[SealedEntry]:
+    """The entries as stored: unchanged with encryption off, sealed and tokenized with it
+    on (the texts' words found in one pass)."""
+    sealer = sealer_of(conn)
+    if sealer.active is None:
+        return [
+            SealedEntry(e.value_json, e.provenance_json, e.text, None, e.embedding) for e in entries
+        ]
+    words = words_of([e.text or "" for e in entries])
+    return [_sealed(sealer, e, w, conn) for e, w in zip(entries, words, strict=True)]
+
+
+def _sealed(sealer: Sealer, entry: PlainEntry, words: list[str], conn: Any) -> SealedEntry:
+    assert sealer.active is not None
+    namespace, key, value_json = entry.namespace, entry.key, entry.value_json
+    provenance_json, text, embedding = entry.provenance_json, entry.text, entry.embedding
+    name = record(namespace, key)
+    tokens = None
+    if text is not None:
+        tokens = " ".join(search_tokens(sealer, sealer.active, words))
+    return SealedEntry(
+        value_json=str(seal(conn, TABLE, "value_json", name, value_json)),
+        provenance_json=seal(conn, TABLE, "provenance_json", name, provenance_json),
+        text=tokens,
+        text_sealed=seal(conn, TABLE, "text", name, text),
+        embedding=seal_binary(conn, TABLE, "embedding", name, embedding),
+    )
+
+
+def open_text(conn: Any, namespace: str, key: str, text: Any, text_sealed: Any) -> str | None:
+    """An entry's searchable text: from ``text_sealed`` when it is sealed, else ``text``."""
+    if text_sealed is None:
+        return None if text is None else str(text)
+    return str(unseal(conn, TABLE, "text", record(namespace, key), text_sealed))
+
+
+def open_embeddings(
+    conn: Any, namespace: str, rows: Sequence[tuple[int, str, Any]]
+) -> list[tuple[int, str, bytes]]:
+    """``(id, key, embedding)`` rows with each embedding opened (clear ones pass through).
+    A namespace's whole matrix is opened at once when vector search loads it, so the
+    associated data's common part is built once, not per row."""
+    sealer = sealer_of(conn)
+    head = f"{TABLE}.embedding/{len(namespace)}/{namespace}/"
+    out = []
+    start = len(SEALED_BYTES_PREFIX)
+    for entry_id, key, stored in rows:
+        data = bytes(stored)
+        if data.startswith(SEALED_BYTES_PREFIX):
+            end = data.index(b":", start)
+            key_id = data[start:end].decode("ascii", "replace")
+            data = sealer.open_bytes(data[end + 1 :], (head + key).encode(), key_id)
+        out.append((entry_id, key, data))
+    return out
+
+
+# -- searching -------------------------------------------------------------------------
+
+
+def _keys_in_use(conn: SqlRunner, sealer: Sealer, namespace: str) -> list[str]:
+    """The key ids whose tokens ``namespace``'s text index may hold: the active key, and a
+    retired one only while an entry of the namespace is still sealed under it (a
+    rotation in progress)."""
+    found = [] if sealer.active is None else [sealer.active]
+    for key_id in sealer.variables:
+        if key_id == sealer.active:
+            continue
+        prefix = f"{SEALED_PREFIX}{key_id}:"
+        row = conn.exec_driver_sql(
+            "SELECT 1 FROM memory_entries WHERE namespace = ? "
+            "AND substr(text_sealed, 1, ?) = ? LIMIT 1",
+            (namespace, len(prefix), prefix),
+        ).first()
+        if row is not None:
+            found.append(key_id)
+    return found
+
+
+def query_phrases(conn: SqlRunner, namespace: str, terms: Sequence[str]) -> list[list[str]]:
+    """The token phrases that stand for the query ``terms`` in a sealed index: for each
+    term and each key in use, the tokens of the term's words in order (a term FTS5 splits
+    into several words matches them as a phrase). Empty with encryption off. Needs every
+    key in use: a search that cannot see every entry refuses (``encryption.key_missing``)
+    rather than answering from part of them."""
+    sealer = sealer_of(conn)
+    if not sealer.variables and sealer.active is None:
+        return []
+    phrases: list[list[str]] = []
+    keys = _keys_in_use(conn, sealer, namespace)
+    if not keys:
+        return phrases
+    term_words = [words for words in words_of(terms) if words]
+    for key_id in keys:
+        phrases.extend(search_tokens(sealer, key_id, words) for words in term_words)
+    return phrases
+
+
+# -- enable / rotate ---------------------------------------------------------------------
+
+_COLUMNS = "id, namespace, key, value_json, provenance_json, text, text_sealed, embedding"
+
+
+def _pages(store: Store, batch: int) -> Iterator[list[Any]]:
+    """Entries in (namespace, key) order, ``batch`` at a time (keyset pagination on the
+    unique index)."""
+    after: tuple[str, str] | None = None
+    select = f"SELECT {_COLUMNS} FROM memory_entries"  # noqa: S608 - fixed identifiers
+    while True:
+        with store.read() as conn:
+            if after is None:
+                rows = list(
+                    conn.exec_driver_sql(select + " ORDER BY namespace, key LIMIT ?", (batch,))
+                )
+            else:
+                rows = list(
+                    conn.exec_driver_sql(
+                        select + " WHERE (namespace, key) > (?, ?) ORDER BY namespace, key LIMIT ?",
+                        (*after, batch),
+                    )
+                )
+        if not rows:
+            return
+        yield rows
+        after = (str(rows[-1][1]), str(rows[-1][2]))
+
+
+def _under(target: str, value: Any) -> bool:
+    return value is None or str(value).startswith(target)
+
+
+def _resealed(sealer: Sealer, row: Sequence[Any]) -> tuple[dict[str, Any], int] | None:
+    """The new values of an entry not wholly sealed under the active key (None: it is)."""
+    assert sealer.active is not None
+    target = f"{SEALED_PREFIX}{sealer.active}:"
+    _, namespace, key, value_json, provenance, text, text_sealed, embedding = row
+    embedding = None if embedding is None else bytes(embedding)
+    text_done = text_sealed is not None and str(text_sealed).startswith(target)
+    if text is None and text_sealed is None:
+        text_done = True
+    embedding_done = embedding is None or embedding.startswith(target.encode())
+    if _under(target, value_json) and _under(target, provenance) and text_done and embedding_done:
+        return None
+    name = record(str(namespace), str(key))
+    new: dict[str, Any] = {}
+    if not _under(target, value_json):
+        new["value_json"] = reseal(sealer, TABLE, "value_json", name, str(value_json))
+    if not _under(target, provenance):
+        new["provenance_json"] = reseal(sealer, TABLE, "provenance_json", name, str(provenance))
+    if not text_done:
+        plain = (
+            open_value(sealer, TABLE, "text", name, str(text_sealed))
+            if text_sealed is not None
+            else str(text)
+        )
+        words = index_words(plain)
+        new["text"] = " ".join(search_tokens(sealer, sealer.active, words))
+        new["text_sealed"] = reseal(sealer, TABLE, "text", name, plain)
+    if not embedding_done:
+        assert embedding is not None
+        new["embedding"] = reseal_binary(sealer, TABLE, "embedding", name, embedding)
+    return new, len(new) - (1 if "text_sealed" in new else 0)
+
+
+def seal_memory(
+    store: Store,
+    sealer: Sealer,
+    *,
+    batch: int,
+    after_batch: Callable[[], None] | None = None,
+) -> tuple[int, int, int]:
+    """Re-write every entry not wholly sealed under ``sealer.active``, a batch per write
+    transaction, each update conditional on the values it read (a concurrent write wins
+    and is sealed by its writer). Returns (rows changed, values sealed, batches)."""
+    rows_changed = values_sealed = batches = 0
+    for rows in _pages(store, batch):
+        updates: list[tuple[str, tuple[Any, ...]]] = []
+        for row in rows:
+            found = _resealed(sealer, row)
+            if found is None:
+                continue
+            new, count = found
+            values_sealed += count
+            sets = ", ".join(f"{column} = ?" for column in new)
+            where = ["id = ?"]
+            params: list[Any] = [*new.values(), row[0]]
+            for column, old in zip(
+                ("value_json", "text", "embedding"), (row[3], row[5], row[7]), strict=True
+            ):
+                if old is None:
+                    where.append(f"{column} IS NULL")
+                else:
+                    where.append(f"{column} = ?")
+                    params.append(old)
+            updates.append(
+                (f"UPDATE memory_entries SET {sets} WHERE {' AND '.join(where)}", tuple(params))  # noqa: S608
+            )
+        if not updates:
+            continue
+        with store.write() as conn:
+            for statement, params_ in updates:
+                rows_changed += conn.exec_driver_sql(statement, params_).rowcount
+        batches += 1
+        if after_batch is not None:
+            after_batch()
+    return rows_changed, values_sealed, batches
+
+
+def rebuild_index(store: Store) -> None:
+    """Rebuild SQLite's FTS5 index from the table after a walk: its segments would
+    otherwise keep the clear words of entries the walk tokenized until they merge."""
+    if store.dialect != "sqlite":
+        return
+    with store.write() as conn:
+        conn.exec_driver_sql("INSERT INTO memory_search_fts (memory_search_fts) VALUES ('rebuild')")
+
+
+# -- inventory ---------------------------------------------------------------------------
+
+
+#: One column's count: (column, clear values, key id -> sealed values).
+Count = tuple[str, int, dict[str, int]]
+
+
+def column_counts(conn: SqlRunner, key_ids: list[str]) -> list[Count]:
+    """Clear and sealed values of memory's payloads (value, provenance, searchable text,
+    embedding) per key id, counted without opening any (``db encryption inventory``)."""
+    out: list[Count] = []
+    # The searchable text: sealed when text_sealed is set (its key made the tokens).
+    measured = {
+        "value_json": "value_json",
+        "provenance_json": "provenance_json",
+        "text": "text_sealed",
+    }
+    for shown, column in measured.items():
+        sums = "".join(
+            f", SUM(CASE WHEN substr({column}, 1, ?) = ? THEN 1 ELSE 0 END)" for _ in key_ids
+        )
+        params: list[Any] = []
+        for key_id in key_ids:
+            prefix = f"{SEALED_PREFIX}{key_id}:"
+            params.extend((len(prefix), prefix))
+        total = "COUNT(text)" if shown == "text" else f"COUNT({column})"
+        row = conn.exec_driver_sql(
+            f"SELECT {total}, "  # noqa: S608 - fixed identifiers
+            f"SUM(CASE WHEN substr({column}, 1, ?) = ? THEN 1 ELSE 0 END){sums} "
+            "FROM memory_entries",
+            (len(SEALED_PREFIX), SEALED_PREFIX, *params),
+        ).first()
+        out.append(_count(shown, row, key_ids))
+    sums = "".join(
+        ", SUM(CASE WHEN substr(embedding, 1, ?) = ? THEN 1 ELSE 0 END)" for _ in key_ids
+    )
+    params = []
+    for key_id in key_ids:
+        head = f"{SEALED_PREFIX}{key_id}:".encode()
+        params.extend((len(head), head))
+    row = conn.exec_driver_sql(
+        "SELECT COUNT(embedding), SUM(CASE WHEN substr(embedding, 1, ?) = ? THEN 1 ELSE 0 END)"
+        f"{sums} FROM memory_entries",  # noqa: S608 - fixed identifiers
+        (len(SEALED_BYTES_PREFIX), SEALED_BYTES_PREFIX, *params),
+    ).first()
+    out.append(_count("embedding", row, key_ids))
+    return out
+
+
+def _count(column: str, row: Any, key_ids: list[str]) -> Count:
+    total, sealed = int(row[0] or 0), int(row[1] or 0)
+    by_key: dict[str, int] = {}
+    named = 0
+    for position, key_id in enumerate(key_ids):
+        value = int(row[2 + position] or 0)
+        named += value
+        if value:
+            by_key[key_id] = value
+    if sealed - named:
+        by_key["?"] = sealed - named
+    return (column, total - sealed, by_key)

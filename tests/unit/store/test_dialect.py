@@ -1,0 +1,85 @@
+"""The dialect pair (agentctl/store/dialect.py): one test per method of what the two
+dialects spell differently."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import bindparam
+
+from agentctl.store import locks
+from agentctl.store.dialect import (
+    POSTGRESQL_SQL,
+    READ,
+    ROW_LOCKS,
+    SQLITE_SQL,
+    WRITE,
+    SqlDialect,
+    sql_dialect,
+)
+from agentctl.store.engine import open_store
+from agentctl.store.statements import compile_for
+from agentctl.store.tables import tool_calls
+
+
+def test_each_name_has_its_member() -> None:
+    assert sql_dialect("sqlite") is SQLITE_SQL and sql_dialect("postgresql") is POSTGRESQL_SQL
+    with pytest.raises(ValueError, match="'mysql'"):
+        sql_dialect("mysql")
+
+
+def test_compiler_places_parameters_as_each_driver_takes_them() -> None:
+    assert SQLITE_SQL.compiler().paramstyle == "qmark"
+    assert POSTGRESQL_SQL.compiler().paramstyle == "format"
+
+
+def test_begin() -> None:
+    assert SQLITE_SQL.begin(WRITE) == "BEGIN IMMEDIATE"
+    assert SQLITE_SQL.begin(READ) == "BEGIN"
+    assert SQLITE_SQL.begin(WRITE, locks.run("r1")) == "BEGIN IMMEDIATE"  # one writer anyway
+    assert POSTGRESQL_SQL.begin(READ) == "BEGIN ISOLATION LEVEL REPEATABLE READ"
+    assert POSTGRESQL_SQL.begin(ROW_LOCKS) == "BEGIN"
+    scoped = POSTGRESQL_SQL.begin(WRITE, locks.run("r1"))
+    assert scoped.startswith("BEGIN") and "pg_advisory_xact_lock" in scoped
+    assert scoped != POSTGRESQL_SQL.begin(WRITE)  # the run's lock, not the whole store's
+
+
+def _insert(member: SqlDialect) -> Any:
+    return member.insert_ignoring(tool_calls).values(
+        id=bindparam("id"),
+        format_version=1,
+        run_id="r",
+        task_id="t",
+        effect_id=bindparam("id"),
+        tool="x",
+        status="requested",
+        arguments_json="{}",
+        created_at="2026-01-01 00:00:00.000000",
+    )
+
+
+def test_insert_ignoring_leaves_an_existing_row_on_sqlite(tmp_path: Path) -> None:
+    compiled = compile_for(_insert(SQLITE_SQL), "sqlite")
+    assert compiled.text.startswith("INSERT OR IGNORE INTO tool_calls")
+    db = tmp_path / "s.db"
+    open_store(str(db)).close()  # the schema
+    conn = sqlite3.connect(db)
+    conn.execute("PRAGMA foreign_keys = OFF")  # a tool call without its run, for the test
+    for _ in range(2):
+        conn.execute(compiled.text, compiled.parameters({"id": "e1"}))
+    assert conn.execute("SELECT count(*) FROM tool_calls").fetchone() == (1,)
+    conn.close()
+
+
+def test_insert_ignoring_is_on_conflict_do_nothing_on_postgresql() -> None:
+    compiled = compile_for(_insert(POSTGRESQL_SQL), "postgresql")
+    assert compiled.text.startswith("INSERT INTO tool_calls")
+    assert compiled.text.endswith("ON CONFLICT DO NOTHING")
+    assert compiled.text.count("%s") == len(compiled.names)
+
+
+def test_notifies() -> None:
+    assert POSTGRESQL_SQL.notifies and not SQLITE_SQL.notifies
