@@ -25,19 +25,36 @@ import os
 from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from agentctl.results import Approver, EventSink, RunResult
-from agentctl.runtime_recovery import RecoveryOperations, optional_path
+from agentctl.runtime_recovery import RecoveryOperations, RecoveryRequest, optional_path
 
 if TYPE_CHECKING:
     from agentctl.engine.run.creation import PreparedRun
     from agentctl.engine.run.outcome import ExecutionOptions
     from agentctl.ids import Clock
+    from agentctl.runtime_records import (
+        Approval,
+        ApprovalDecision,
+        AuditLog,
+        CancelRequest,
+        Conclusion,
+        EffectDetail,
+        EffectRecord,
+        NextStep,
+        RunReport,
+        RunSummary,
+        SessionDetail,
+        SessionSummary,
+        StoredPlan,
+        TracedEffect,
+    )
     from agentctl.store.engine import Store
 
 
-__all__ = ["EventSink", "RunResult", "Runtime"]
+__all__ = ["EventSink", "RecoveryRequest", "RunResult", "Runtime"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,39 +252,119 @@ class Runtime(RecoveryOperations):
         with open_store(self.db, create=False) as store:
             return self._drive(store, run_id, options, timeout)
 
-    def cancel(self, run_id: str, reason: str | None = None) -> dict[str, Any]:
+    def cancel(self, run_id: str, reason: str | None = None) -> CancelRequest:
         """Ask the process executing ``run_id`` to stop (it ends ``cancelled``); a run no
-        process executes is cancelled at once. Returns the ``CancelRequest`` document."""
+        process executes is cancelled at once."""
         from agentctl.engine.operations import cancel_run
+        from agentctl.runtime_records import CancelRequest
         from agentctl.store.engine import open_store
 
         with open_store(self.db, create=False) as store:
-            return cancel_run(store, run_id, reason, clock=self.clock)
+            return CancelRequest.from_json(cancel_run(store, run_id, reason, clock=self.clock))
 
     # -- reading -------------------------------------------------------------------------
 
-    def inspect(self, run_id: str) -> dict[str, Any]:
+    def inspect(self, run_id: str) -> RunReport:
         """The whole stored run: tasks, effects and their reconciliations, approvals,
         budget, provider sessions, tool calls, artifacts, retries and the audit check."""
         from agentctl.engine.operations import inspect_run
+        from agentctl.runtime_records import RunReport
         from agentctl.store.engine import open_store
 
         with open_store(self.db, create=False) as store:
-            return inspect_run(store, run_id)
+            return RunReport.from_json(inspect_run(store, run_id))
 
     def runs(
-        self, *, status: str | None = None, workflow: str | None = None, limit: int = 50
-    ) -> list[dict[str, Any]]:
-        """Runs, newest first, optionally only those in ``status`` or of ``workflow``."""
+        self,
+        *,
+        status: str | None = None,
+        workflow: str | None = None,
+        limit: int = 50,
+        since: datetime | None = None,
+        schedule: str | None = None,
+    ) -> list[RunSummary]:
+        """Runs, newest first, optionally only those in ``status``, of ``workflow``,
+        created at or after ``since``, or started by the schedule named ``schedule``."""
         from agentctl.engine.operations import list_runs
+        from agentctl.runtime_records import RunSummary
         from agentctl.store.engine import open_store
 
         with open_store(self.db, create=False) as store:
-            return list_runs(store, status=status, workflow=workflow, limit=limit)
+            found = list_runs(
+                store,
+                status=status,
+                workflow=workflow,
+                limit=limit,
+                since=since,
+                schedule=schedule,
+            )
+        return [RunSummary.from_json(run) for run in found]
+
+    def audit(self, run_id: str, *, verify: bool = False) -> AuditLog:
+        """A run's audit events and the check of their hash chain. With ``verify`` a
+        broken chain raises :class:`~agentctl.errors.PersistenceError` (``audit.broken``)."""
+        from agentctl.engine.operations import audit_trail
+        from agentctl.runtime_records import AuditLog
+        from agentctl.store.engine import open_store
+
+        with open_store(self.db, create=False) as store:
+            chain, events = audit_trail(store, run_id, verify=verify)
+        return AuditLog(run_id, events, chain)
+
+    def sessions(
+        self, *, run_id: str | None = None, name: str | None = None
+    ) -> list[SessionSummary]:
+        """Recorded provider sessions, newest first, of one run or saved under ``name``."""
+        from agentctl.engine.actions.sessions import list_sessions
+        from agentctl.runtime_records import SessionSummary
+        from agentctl.store.engine import open_store
+
+        with open_store(self.db, create=False) as store:
+            found = list_sessions(store, run_id=run_id, name=name)
+        return [SessionSummary.from_json(session) for session in found]
+
+    def session(self, run_id: str, task_id: str) -> SessionDetail:
+        """One provider session with its transcript."""
+        from agentctl.engine.actions.sessions import show_session
+        from agentctl.runtime_records import SessionDetail
+        from agentctl.store.engine import open_store
+
+        with open_store(self.db, create=False) as store:
+            return SessionDetail.from_json(show_session(store, run_id, task_id))
+
+    def next_steps(self, run_id: str) -> list[NextStep]:
+        """The commands that move ``run_id`` on from where it is now (docs/cli.md)."""
+        from agentctl.engine.next_steps import for_run
+        from agentctl.store.engine import open_store
+
+        with open_store(self.db, create=False) as store:
+            return for_run(store, run_id)
+
+    def plan_of(self, run_id: str) -> StoredPlan:
+        """The compiled plan ``run_id`` executes, with each task's state."""
+        from agentctl.compiler import Plan
+        from agentctl.engine.operations import stored_plan
+        from agentctl.runtime_records import StoredPlan
+        from agentctl.store.engine import open_store
+
+        with open_store(self.db, create=False) as store:
+            run, states = stored_plan(store, run_id)
+        return StoredPlan(run_id, Plan.from_json(run.plan), states)
+
+    def effects(self, run_id: str, *, task: str | None = None) -> list[TracedEffect]:
+        """A run's journaled effects (of one task, when given) in the order they were
+        requested, each with the ids of its telemetry span."""
+        from agentctl.engine.operations import traced_effects
+        from agentctl.runtime_records import TracedEffect
+        from agentctl.store.engine import open_store
+
+        with open_store(self.db, create=False) as store:
+            found = traced_effects(store, run_id, task)
+        return [TracedEffect(effect, *(span or (None, None))) for effect, span in found]
 
     def approvals(
         self, run_id: str | None = None, *, include_resolved: bool = False
-    ) -> list[dict[str, Any]]:
+    ) -> list[Approval]:
         """Pending approvals and questions (of one run, or of all), oldest first."""
         from agentctl.engine.core.records import load_run
         from agentctl.engine.effects.approvals import list_approvals
@@ -277,9 +374,9 @@ class Runtime(RecoveryOperations):
             if run_id is not None:
                 load_run(conn, run_id)
             status = None if include_resolved else "pending"
-            return [a.to_json() for a in list_approvals(conn, run_id, status=status)]
+            return list_approvals(conn, run_id, status=status)
 
-    def effect(self, effect_id: str) -> dict[str, Any]:
+    def effect(self, effect_id: str) -> EffectDetail:
         """One journaled effect (id or a unique prefix) with its reconciliations and the
         remote task its peer returned, if any (``effects continue-remote``)."""
         from agentctl.engine.effects.journal import (
@@ -287,42 +384,46 @@ class Runtime(RecoveryOperations):
             remote_task,
             require_effect,
         )
+        from agentctl.runtime_records import EffectDetail
         from agentctl.store.engine import open_store
 
         with open_store(self.db, create=False) as store, store.read() as conn:
             record = require_effect(conn, effect_id)
-            data = record.to_json()
-            data["reconciliations"] = [r.to_json() for r in list_reconciliations(conn, record.id)]
-            data["remoteTask"] = remote_task(conn, record)
-        return data
+            return EffectDetail(
+                record, list_reconciliations(conn, record.id), remote_task(conn, record)
+            )
 
-    def needs_reconciliation(self, run_id: str | None = None) -> list[dict[str, Any]]:
+    def needs_reconciliation(self, run_id: str | None = None) -> list[EffectRecord]:
         """Effects whose outcome is unknown and that no conclusion settles yet."""
         from agentctl.engine.effects.unsettled import needs_reconciliation
+        from agentctl.runtime_records import EffectRecord
         from agentctl.store.engine import open_store
 
         with open_store(self.db, create=False) as store:
-            return needs_reconciliation(store, run_id)
+            found = needs_reconciliation(store, run_id)
+        return [EffectRecord.from_json(effect) for effect in found]
 
     # -- deciding ------------------------------------------------------------------------
 
-    def approve(self, approval_id: str, *, reason: str, actor: str = "python") -> dict[str, Any]:
+    def approve(self, approval_id: str, *, reason: str, actor: str = "python") -> ApprovalDecision:
         """Approve a gated effect; :meth:`resume` then dispatches it."""
         return self._decide(approval_id, approve=True, reason=reason, actor=actor)
 
-    def reject(self, approval_id: str, *, reason: str, actor: str = "python") -> dict[str, Any]:
+    def reject(self, approval_id: str, *, reason: str, actor: str = "python") -> ApprovalDecision:
         """Reject a gated effect; on :meth:`resume` its task fails."""
         return self._decide(approval_id, approve=False, reason=reason, actor=actor)
 
-    def answer(self, approval_id: str, value: Any, *, actor: str = "python") -> dict[str, Any]:
+    def answer(self, approval_id: str, value: Any, *, actor: str = "python") -> ApprovalDecision:
         """Answer a question (a ``builtin.ask`` task): ``value`` becomes its output after
         it passes the question's choices or answer schema."""
         from agentctl.engine.operations import answer_question
+        from agentctl.runtime_records import ApprovalDecision
         from agentctl.store.engine import open_store
 
         raw = json.dumps(value)  # answer_question parses JSON: this round-trips any value
         with open_store(self.db, create=False) as store:
-            return answer_question(store, approval_id, raw, actor=actor, clock=self.clock)
+            data = answer_question(store, approval_id, raw, actor=actor, clock=self.clock)
+        return ApprovalDecision.from_json(data)
 
     def reconcile(
         self,
@@ -338,13 +439,14 @@ class Runtime(RecoveryOperations):
         evidence_file: str | os.PathLike[str] | None = None,
         result_file: str | os.PathLike[str] | None = None,
         result_schema_file: str | os.PathLike[str] | None = None,
-    ) -> dict[str, Any]:
+    ) -> Conclusion:
         """Append a conclusion to an uncertain effect: ``applied``, ``not-applied`` or
         ``compensated``. ``result`` is what an applied operation produced (validated
         against ``result_schema`` when given); ``evidence`` is text kept with it. The
         ``*_file`` forms read the same from files (JSON for the result and schema), as
         ``agentctl reconcile`` does."""
         from agentctl.engine.operations import ReconcileRequest, reconcile_effect
+        from agentctl.runtime_records import Conclusion
         from agentctl.store.engine import open_store
 
         request = ReconcileRequest(
@@ -361,7 +463,7 @@ class Runtime(RecoveryOperations):
             result_schema_file=optional_path(result_schema_file),
         )
         with open_store(self.db, create=False) as store:
-            return reconcile_effect(store, request, clock=self.clock)
+            return Conclusion.from_json(reconcile_effect(store, request, clock=self.clock))
 
     def continue_remote(
         self,
@@ -399,14 +501,16 @@ class Runtime(RecoveryOperations):
 
     def _decide(
         self, approval_id: str, *, approve: bool, reason: str, actor: str
-    ) -> dict[str, Any]:
+    ) -> ApprovalDecision:
         from agentctl.engine.operations import decide_approval
+        from agentctl.runtime_records import ApprovalDecision
         from agentctl.store.engine import open_store
 
         with open_store(self.db, create=False) as store:
-            return decide_approval(
+            data = decide_approval(
                 store, approval_id, approve=approve, reason=reason, actor=actor, clock=self.clock
             )
+        return ApprovalDecision.from_json(data)
 
     def _options(self, *, check: bool, diff: bool, workspace: str | None) -> ExecutionOptions:
         from agentctl.engine.run.outcome import ExecutionOptions

@@ -1,25 +1,93 @@
 """The recovery half of :class:`agentctl.Runtime`: plan, create and execute the retry,
 repair, fork, compensation and replay of a finished run (docs/durable-execution.md,
-docs/python-api.md). :class:`agentctl.Runtime` inherits these methods; this module is
-internal, import the facade.
+docs/python-api.md). A :class:`RecoveryRequest` says what is asked;
+``Runtime.plan(request)`` shows what would happen and ``Runtime.recover(request)`` does it.
+:class:`agentctl.Runtime` inherits these methods; this module is internal, import the
+facade (``agentctl.RecoveryRequest``).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
 
 from agentctl.results import EventSink, RunResult
 
 if TYPE_CHECKING:
-    from agentctl.engine.driving import RecoveryRequest
+    from agentctl.engine.driving import RecoveryRequest as EngineRequest
+    from agentctl.engine.recovery.compensation import CompensationPlan
     from agentctl.engine.recovery.planner import RecoveryPlan
     from agentctl.engine.run.outcome import ExecutionOptions
     from agentctl.ids import Clock
 
-__all__ = ["RecoveryOperations", "optional_path", "recovery_request"]
+__all__ = ["RecoveryMode", "RecoveryOperations", "RecoveryRequest", "optional_path"]
+
+RecoveryMode = Literal["retry", "repair", "fork", "compensate", "replay"]
+_MODES = ("retry", "repair", "fork", "compensate", "replay")
+
+
+@dataclass(frozen=True, slots=True)
+class RecoveryRequest:
+    """What to derive from the finished run ``source_run_id`` (docs/python-api.md):
+
+    - ``retry``: rerun ``workflow`` (identical to the source's) reusing every successful
+      boundary; the failed tasks (``failed``) or ``from_tasks`` and their descendants run
+      with fresh attempts (``restart_successful`` also reruns succeeded tasks among them);
+    - ``repair``: run a changed ``workflow``, reusing the results still compatible;
+      ``vars_files``/``var_pairs`` replace the variables the source recorded;
+    - ``fork``: a new linked run of the stored workflow that runs every effect;
+    - ``compensate``: undo the confirmed mutations with their declared inverses (only the
+      tasks named in ``tasks`` when given);
+    - ``replay``: rebuild the run from its records; nothing is called.
+
+    ``workspace`` replaces the source run's recorded workspace; ``reason`` and ``actor``
+    are recorded in the new run's ``run.created`` event.
+    """
+
+    mode: RecoveryMode
+    source_run_id: str
+    workflow: str | os.PathLike[str] | None = None
+    failed: bool = False
+    from_tasks: Sequence[str] = ()
+    restart_successful: bool = False
+    tasks: Sequence[str] = ()
+    workspace: str | os.PathLike[str] | None = None
+    vars_files: Sequence[str | os.PathLike[str]] = ()
+    var_pairs: Sequence[str] = ()
+    reason: str | None = None
+    actor: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.mode not in _MODES:
+            from agentctl.errors import UsageError
+
+            raise UsageError(
+                f"unknown recovery mode {self.mode!r}",
+                hint="use one of: " + ", ".join(_MODES),
+            )
+
+    @property
+    def only(self) -> list[str] | None:
+        """The tasks a compensation is limited to (None: every one)."""
+        return list(self.tasks) or None
+
+    def engine_request(self) -> EngineRequest:
+        """The engine's form of a retry, repair or fork (paths as strings)."""
+        from agentctl.engine.driving import RecoveryRequest as EngineRequest
+
+        return EngineRequest(
+            mode=self.mode,
+            source_run_id=self.source_run_id,
+            workflow=optional_path(self.workflow),
+            workspace=optional_path(self.workspace),
+            failed=self.failed,
+            from_tasks=tuple(self.from_tasks),
+            restart_successful=self.restart_successful,
+            vars_files=tuple(os.fspath(f) for f in self.vars_files),
+            var_pairs=tuple(self.var_pairs),
+        )
 
 
 class RecoveryOperations:
@@ -44,170 +112,78 @@ class RecoveryOperations:
 
     # -- recovery ------------------------------------------------------------------------
 
-    def plan_retry(
-        self,
-        workflow: str | os.PathLike[str],
-        source_run_id: str,
-        *,
-        failed: bool = False,
-        from_tasks: Sequence[str] = (),
-        restart_successful: bool = False,
-        workspace: str | os.PathLike[str] | None = None,
-    ) -> dict[str, Any]:
-        """What :meth:`retry` would reuse, execute or find blocked, per task; creates nothing."""
-        request = recovery_request("retry", source_run_id, workflow, workspace, failed, from_tasks)
-        return self._plan(dataclasses.replace(request, restart_successful=restart_successful))
+    def plan(self, request: RecoveryRequest) -> RecoveryPlan | CompensationPlan:
+        """What :meth:`recover` would do with ``request``, creating nothing: for a retry,
+        repair or fork a :class:`RecoveryPlan` (per task: reuse, execute or blocked), for a
+        compensation a :class:`CompensationPlan` (the inverse steps, and whether anything
+        blocks them). Both have ``to_json()``, the document ``--plan`` prints."""
+        if request.mode == "compensate":
+            from agentctl.engine.recovery.compensation import plan_compensation
+            from agentctl.store.engine import open_store
 
-    def retry(
-        self,
-        workflow: str | os.PathLike[str],
-        source_run_id: str,
-        *,
-        failed: bool = False,
-        from_tasks: Sequence[str] = (),
-        restart_successful: bool = False,
-        reason: str | None = None,
-        workspace: str | os.PathLike[str] | None = None,
-        timeout: float | None = None,
-    ) -> RunResult:
-        """``agentctl retry``: rerun a finished run of the identical workflow, reusing every
-        successful boundary; the failed tasks (``failed``) or ``from_tasks`` and their
-        descendants run with fresh attempts."""
-        request = recovery_request("retry", source_run_id, workflow, workspace, failed, from_tasks)
-        request = dataclasses.replace(request, restart_successful=restart_successful)
-        return self._recover(request, reason=reason, timeout=timeout)
+            with open_store(self.db, create=False) as store:
+                return plan_compensation(store, request.source_run_id, only=request.only)
+        if request.mode == "replay":
+            from agentctl.errors import UsageError
 
-    def plan_repair(
-        self,
-        workflow: str | os.PathLike[str],
-        source_run_id: str,
-        *,
-        from_tasks: Sequence[str] = (),
-        restart_successful: bool = False,
-        workspace: str | os.PathLike[str] | None = None,
-        vars_files: Sequence[str] = (),
-        var_pairs: Sequence[str] = (),
-    ) -> dict[str, Any]:
-        """What :meth:`repair` would reuse, execute or find blocked; creates nothing."""
-        request = recovery_request("repair", source_run_id, workflow, workspace, False, from_tasks)
-        return self._plan(
-            dataclasses.replace(
-                request,
-                restart_successful=restart_successful,
-                vars_files=tuple(vars_files),
-                var_pairs=tuple(var_pairs),
+            raise UsageError(
+                f"a replay of {request.source_run_id} has no plan: it rebuilds every task "
+                "from the run's records and calls nothing",
+                hint=f"run it with `agentctl replay {request.source_run_id}`",
             )
-        )
-
-    def repair(
-        self,
-        workflow: str | os.PathLike[str],
-        source_run_id: str,
-        *,
-        from_tasks: Sequence[str] = (),
-        restart_successful: bool = False,
-        reason: str | None = None,
-        workspace: str | os.PathLike[str] | None = None,
-        timeout: float | None = None,
-        vars_files: Sequence[str] = (),
-        var_pairs: Sequence[str] = (),
-    ) -> RunResult:
-        """``agentctl repair``: run a changed workflow, reusing the source's results that
-        are still compatible. Variables given here replace the ones the source recorded."""
-        request = recovery_request("repair", source_run_id, workflow, workspace, False, from_tasks)
-        request = dataclasses.replace(
-            request,
-            restart_successful=restart_successful,
-            vars_files=tuple(vars_files),
-            var_pairs=tuple(var_pairs),
-        )
-        return self._recover(request, reason=reason, timeout=timeout)
-
-    def plan_fork(self, source_run_id: str) -> dict[str, Any]:
-        """The plan of :meth:`fork`: every task executes."""
-        return self._plan(recovery_request("fork", source_run_id))
-
-    def fork(
-        self,
-        source_run_id: str,
-        *,
-        reason: str | None = None,
-        workspace: str | os.PathLike[str] | None = None,
-        timeout: float | None = None,
-    ) -> RunResult:
-        """``agentctl fork``: a new linked run of the stored workflow that runs every effect."""
-        request = recovery_request("fork", source_run_id, workspace=workspace)
-        return self._recover(request, reason=reason, timeout=timeout)
-
-    def create_retry(
-        self,
-        workflow: str | os.PathLike[str],
-        source_run_id: str,
-        *,
-        failed: bool = False,
-        from_tasks: Sequence[str] = (),
-        restart_successful: bool = False,
-        reason: str | None = None,
-        actor: str = "python",
-        workspace: str | os.PathLike[str] | None = None,
-    ) -> str:
-        """The first half of :meth:`retry`: plan and create the retry run (reused results
-        copied in, ``actor`` and ``reason`` recorded in its ``run.created`` event) without
-        executing it; returns its id. :meth:`resume` (or ``agentctl resume RUN`` in
-        another process, as the dashboard does) executes it."""
-        request = recovery_request("retry", source_run_id, workflow, workspace, failed, from_tasks)
-        request = dataclasses.replace(request, restart_successful=restart_successful)
-        return self._derive(request, reason=reason, actor=actor)[0]
-
-    def create_fork(
-        self,
-        source_run_id: str,
-        *,
-        reason: str | None = None,
-        actor: str = "python",
-        workspace: str | os.PathLike[str] | None = None,
-    ) -> str:
-        """The first half of :meth:`fork`: create the fork run without executing it."""
-        request = recovery_request("fork", source_run_id, workspace=workspace)
-        return self._derive(request, reason=reason, actor=actor)[0]
-
-    def plan_compensation(
-        self, source_run_id: str, *, tasks: Sequence[str] | None = None
-    ) -> dict[str, Any]:
-        """Which confirmed mutations :meth:`compensate` would undo (``steps``), and whether
-        anything blocks it (``complete``); creates nothing."""
-        from agentctl.engine.recovery.compensation import plan_compensation
+        from agentctl.engine.driving import recovery_plan
         from agentctl.store.engine import open_store
 
         with open_store(self.db, create=False) as store:
-            return plan_compensation(store, source_run_id, only=list(tasks or []) or None).to_json()
+            return recovery_plan(store, request.engine_request())
 
-    def compensate(
-        self,
-        source_run_id: str,
-        *,
-        tasks: Sequence[str] | None = None,
-        workspace: str | os.PathLike[str] | None = None,
-        timeout: float | None = None,
+    def recover(
+        self, request: RecoveryRequest, *, timeout: float | None = None
     ) -> RunResult | None:
-        """``agentctl compensate``: undo a finished run's confirmed mutations with their
-        declared inverses, in a new linked run; None when there is nothing to undo."""
+        """Create the run ``request`` asks for and execute it: ``agentctl retry``,
+        ``repair``, ``fork``, ``compensate`` and ``replay``. Returns where the new run
+        stopped; None only for a compensation with nothing to undo. A blocked plan raises
+        :class:`~agentctl.errors.BlockedError` (exit 3) and creates nothing."""
+        if request.mode == "compensate":
+            return self._compensate(request, timeout)
+        if request.mode == "replay":
+            return self._replay(request.source_run_id)
+        return self._recover(request, timeout=timeout)
+
+    def create(self, request: RecoveryRequest) -> str:
+        """The first half of :meth:`recover` for a retry, repair or fork: plan and create
+        the run (reused results copied in, ``request.actor`` and ``request.reason``
+        recorded in its ``run.created`` event) without executing it; returns its id.
+        :meth:`resume` (or ``agentctl resume RUN`` in another process, as the dashboard
+        does) executes it."""
+        if request.mode not in ("retry", "repair", "fork"):
+            from agentctl.errors import UsageError
+
+            raise UsageError(
+                f"only a retry, repair or fork is created without executing it, not a "
+                f"{request.mode}",
+                hint="call Runtime.recover(request) instead",
+            )
+        return self._derive(request.engine_request(), reason=request.reason, actor=request.actor)[0]
+
+    def _compensate(self, request: RecoveryRequest, timeout: float | None) -> RunResult | None:
         from agentctl.engine.driving import drive_run
         from agentctl.engine.recovery.compensation import create_compensation_run, plan_compensation
         from agentctl.engine.run.creation import derived_workspace
         from agentctl.ids import IdGenerator
         from agentctl.store.engine import open_store
 
-        options = self._options(check=False, diff=False, workspace=optional_path(workspace))
+        source_run_id, workspace = request.source_run_id, optional_path(request.workspace)
+        options = self._options(check=False, diff=False, workspace=workspace)
         with open_store(self.db, create=False) as store:
-            plan = plan_compensation(store, source_run_id, only=list(tasks or []) or None)
+            plan = plan_compensation(store, source_run_id, only=request.only)
             ids = IdGenerator(self.clock)
             run_id = create_compensation_run(
                 store,
                 plan,
                 clock=self.clock,
                 ids=ids,
-                workspace=derived_workspace(store, source_run_id, optional_path(workspace)),
+                workspace=derived_workspace(store, source_run_id, workspace),
             )
             if run_id is None:
                 return None
@@ -231,9 +207,7 @@ class RecoveryOperations:
             )
         return RunResult.from_outcome(outcome)
 
-    def replay(self, source_run_id: str) -> RunResult:
-        """``agentctl replay``: rebuild a finished run from its records into a new run; no
-        provider, tool or process is called."""
+    def _replay(self, source_run_id: str) -> RunResult:
         from agentctl.engine.recovery.planner import replay_run
         from agentctl.engine.run.outcome import finished_outcome
         from agentctl.ids import IdGenerator
@@ -275,15 +249,8 @@ class RecoveryOperations:
                 actor=actor,
             )
 
-    def _plan(self, request: RecoveryRequest) -> dict[str, Any]:
-        from agentctl.engine.driving import recovery_plan
-        from agentctl.store.engine import open_store
-
-        with open_store(self.db, create=False) as store:
-            return recovery_plan(store, request).to_json()
-
     def _derive(
-        self, request: RecoveryRequest, *, reason: str | None, actor: str | None
+        self, request: EngineRequest, *, reason: str | None, actor: str | None
     ) -> tuple[str, RecoveryPlan]:
         """Plan a retry, repair or fork and create its run (nothing executes here)."""
         from agentctl.engine.driving import recovery_plan
@@ -299,14 +266,13 @@ class RecoveryOperations:
             )
         return run_id, plan
 
-    def _recover(
-        self, request: RecoveryRequest, *, reason: str | None, timeout: float | None
-    ) -> RunResult:
+    def _recover(self, request: RecoveryRequest, *, timeout: float | None) -> RunResult:
         from agentctl.engine.driving import drive_run
         from agentctl.store.engine import open_store
 
-        options = self._options(check=False, diff=False, workspace=request.workspace)
-        run_id, plan = self._derive(request, reason=reason, actor=None)
+        wanted = request.engine_request()
+        options = self._options(check=False, diff=False, workspace=wanted.workspace)
+        run_id, plan = self._derive(wanted, reason=request.reason, actor=request.actor)
         self._notify(
             "created",
             {
@@ -329,26 +295,6 @@ class RecoveryOperations:
                 handle_signals=self.handle_signals,
             )
         return RunResult.from_outcome(outcome)
-
-
-def recovery_request(
-    mode: str,
-    source_run_id: str,
-    workflow: str | os.PathLike[str] | None = None,
-    workspace: str | os.PathLike[str] | None = None,
-    failed: bool = False,
-    from_tasks: Sequence[str] = (),
-) -> RecoveryRequest:
-    from agentctl.engine.driving import RecoveryRequest
-
-    return RecoveryRequest(
-        mode=mode,
-        source_run_id=source_run_id,
-        workflow=optional_path(workflow),
-        workspace=optional_path(workspace),
-        failed=failed,
-        from_tasks=tuple(from_tasks),
-    )
 
 
 def optional_path(path: str | os.PathLike[str] | None) -> str | None:

@@ -6,6 +6,7 @@ transaction as the task's completion. See :mod:`agentctl.artifacts.store` for th
 ingestion protocol and :mod:`agentctl.artifacts.gc` for why collection is safe.
 """
 
+from agentctl.artifacts.listing import list_blobs
 from agentctl.artifacts.models import (
     ArtifactProblem,
     ArtifactRef,
@@ -16,6 +17,7 @@ from agentctl.artifacts.models import (
     LeaseInfo,
     VerifyReport,
 )
+from agentctl.artifacts.named import find_version
 from agentctl.artifacts.store import (
     DEFAULT_GC_DAYS,
     LEASE_SECONDS,
@@ -36,4 +38,6 @@ __all__ = [
     "IngestedBlob",
     "LeaseInfo",
     "VerifyReport",
+    "find_version",
+    "list_blobs",
 ]

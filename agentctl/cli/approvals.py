@@ -46,14 +46,14 @@ def list_command(
         if not found:
             print("no pending approvals", file=out.stdout)
         for item in found:
-            extra = f" choices {item['choices']}" if item.get("choices") else ""
+            extra = f" choices {item.choices}" if item.choices else ""
             print(
-                f"{item['approvalId']}  {item['status']:<9} {item['kind']:<9} run "
-                f"{item['runId']} task {item['taskId']}: {item['prompt']}{extra}",
+                f"{item.id}  {item.status:<9} {item.kind:<9} run "
+                f"{item.run_id} task {item.task_id}: {item.prompt}{extra}",
                 file=out.stdout,
             )
 
-    out.success("ApprovalList", {"approvals": found}, human=human)
+    out.success("ApprovalList", {"approvals": [a.to_json() for a in found]}, human=human)
 
 
 def _decide(
@@ -63,12 +63,13 @@ def _decide(
 
     runtime = Runtime(db_from_context(ctx, db))
     decide = runtime.approve if approve else runtime.reject
-    data = decide(approval_id, reason=reason, actor=actor)
-    status = data["approval"]["status"]
-    if data["unchanged"]:
+    decided = decide(approval_id, reason=reason, actor=actor)
+    status = decided.approval.status
+    if decided.unchanged:
         said = f"{approval_id} already {status}; nothing changed"
     else:
         said = f"{approval_id} {status}"
+    data = decided.to_json()
     output.current().success("ApprovalDecision", data, human=said + next_lines(data["next"]))
 
 
@@ -121,8 +122,9 @@ def answer_command(
         answer: object = parse_json_text(value)
     except ValueError:
         answer = value
-    data = Runtime(db_from_context(ctx, db)).answer(approval_id, answer, actor=actor)
-    said = f"{approval_id} already answered; nothing changed" if data["unchanged"] else None
+    answered = Runtime(db_from_context(ctx, db)).answer(approval_id, answer, actor=actor)
+    said = f"{approval_id} already answered; nothing changed" if answered.unchanged else None
+    data = answered.to_json()
     output.current().success(
         "ApprovalDecision",
         data,

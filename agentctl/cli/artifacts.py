@@ -170,7 +170,7 @@ def _age(seconds: float) -> str:
 
 
 def _list_blobs(ctx: typer.Context, db: str | None, older_than_days: int) -> None:
-    from agentctl.artifacts.listing import list_blobs
+    from agentctl.artifacts import list_blobs
 
     with _opened(ctx, db) as artifacts:
         found = list_blobs(artifacts, older_than_days=older_than_days)
@@ -283,7 +283,7 @@ def export_command(
 
     Example: agentctl artifacts export report@2 /tmp/report-v2.md --force
     """
-    from agentctl.artifacts.named import find_version
+    from agentctl.artifacts import find_version
 
     with _opened(ctx, db) as artifacts:
         ref = find_version(artifacts, artifact)

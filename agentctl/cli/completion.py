@@ -174,19 +174,15 @@ def _from_store(typed: list[str], kind: str) -> Iterator[str]:
     path = _database(typed)
     if path is None or not os.path.isfile(os.path.expanduser(path)):
         return
-    from agentctl.engine.effects.approvals import list_approvals
-    from agentctl.engine.effects.unsettled import needs_reconciliation
-    from agentctl.engine.operations import list_runs
-    from agentctl.store.engine import open_store
+    from agentctl import Runtime
     from agentctl.store.location import resolve_db_path
 
-    with open_store(resolve_db_path(path), create=False) as store:
-        if kind == "runs":
-            yield from (run["runId"] for run in list_runs(store, limit=200))
-        elif kind == "workflows":
-            yield from sorted({run["workflow"] for run in list_runs(store, limit=1000)})
-        elif kind == "approvals":
-            with store.read() as conn:
-                yield from (a.id for a in list_approvals(conn, None, status="pending"))
-        elif kind == "effects":
-            yield from (effect["effectId"] for effect in needs_reconciliation(store))
+    runtime = Runtime(resolve_db_path(path))
+    if kind == "runs":
+        yield from (run.run_id for run in runtime.runs(limit=200))
+    elif kind == "workflows":
+        yield from sorted({run.workflow for run in runtime.runs(limit=1000)})
+    elif kind == "approvals":
+        yield from (approval.id for approval in runtime.approvals())
+    elif kind == "effects":
+        yield from (effect.id for effect in runtime.needs_reconciliation())

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import sys
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from agentctl.cli import output
 from agentctl.cli.options import DbOption, db_from_context
 from agentctl.cli.output import next_lines
+
+if TYPE_CHECKING:
+    from agentctl.runtime_records import EffectRecord
 
 app = typer.Typer(name="effects", no_args_is_help=True)
 
@@ -41,20 +44,20 @@ ApprovedOption = Annotated[
 ]
 
 
-def _confirm(effect: dict[str, Any], status: str, reason: str) -> None:
+def _confirm(effect: EffectRecord, status: str, reason: str) -> None:
     """Show the effect on the terminal and ask before recording; ``n`` records nothing."""
     from agentctl.errors import BlockedError
 
     typer.echo(
-        f"effect {effect['effectId']}\n  {effect['operation']} ({effect['effectClass']}), task "
-        f"{effect['taskId']} attempt {effect['attempt']}, run {effect['runId']}, now "
-        f"{effect['status']}",
+        f"effect {effect.id}\n  {effect.operation} ({effect.effect_class}), task "
+        f"{effect.task_id} attempt {effect.attempt}, run {effect.run_id}, now "
+        f"{effect.status}",
         err=True,
     )
     question = f"Record `{status}` for this effect (reason: {reason})?"
     if not typer.confirm(question, default=False, err=True):
         raise BlockedError(
-            f"effect {effect['effectId']} was not reconciled: the conclusion was not confirmed",
+            f"effect {effect.id} was not reconciled: the conclusion was not confirmed",
             code="reconcile.declined",
             hint="run the command again and answer y, or pass --approved",
         )
@@ -83,18 +86,10 @@ def list_command(
 
     Example: agentctl effects list RUN --output json
     """
-    from agentctl.engine.core.records import load_run
-    from agentctl.engine.effects.journal import list_effects
-    from agentctl.store.engine import open_store
-    from agentctl.store.inspect_repo import trace_index
+    from agentctl import Runtime
 
-    with open_store(db_from_context(ctx, db), create=False) as store, store.read() as conn:
-        load_run(conn, run_id)
-        spans = trace_index(conn, run_id).effects
-        found = []
-        for effect in list_effects(conn, run_id, task_id=task):
-            trace_id, span_id = spans.get(effect.id, (None, None))
-            found.append({**effect.to_json(), "traceId": trace_id, "spanId": span_id})
+    listed = Runtime(db_from_context(ctx, db)).effects(run_id, task=task)
+    found = [effect.to_json() for effect in listed]
     out = output.current()
 
     def human() -> None:
@@ -124,10 +119,10 @@ def inspect_command(
 
     Example: agentctl effects inspect EFFECT
     """
+    from agentctl import Runtime
     from agentctl.cli.effect_view import render_effect
-    from agentctl.runtime import Runtime
 
-    data: dict[str, Any] = Runtime(db_from_context(ctx, db)).effect(effect_id)
+    data = Runtime(db_from_context(ctx, db)).effect(effect_id).to_json()
     output.current().success("Effect", data, human=render_effect(data))
 
 
@@ -179,13 +174,12 @@ def reconcile_command(
                 print("nothing needs reconciliation", file=out.stdout)
             for effect in found:
                 print(
-                    f"{effect['effectId']}  {effect['status']:<10} "
-                    f"{effect['operation']}  run {effect['runId']} task "
-                    f"{effect['taskId']}",
+                    f"{effect.id}  {effect.status:<10} {effect.operation}  run {effect.run_id} "
+                    f"task {effect.task_id}",
                     file=out.stdout,
                 )
 
-        out.success("EffectList", {"effects": found}, human=human)
+        out.success("EffectList", {"effects": [e.to_json() for e in found]}, human=human)
         return
     if effect_id is None or status is None or reason is None:
         raise UsageError(
@@ -194,8 +188,8 @@ def reconcile_command(
             "file'; or agentctl reconcile --list",
         )
     if not approved and sys.stdin.isatty():
-        _confirm(runtime.effect(effect_id), status, reason)
-    data = runtime.reconcile(
+        _confirm(runtime.effect(effect_id).effect, status, reason)
+    concluded = runtime.reconcile(
         effect_id,
         status,
         reason=reason,
@@ -205,11 +199,11 @@ def reconcile_command(
         result_schema_file=result_schema_file,
         compensation_effect_id=compensation_effect,
     )
-    effect = data["effect"]
+    data = concluded.to_json()
     out.success(
         "Reconciliation",
         data,
-        human=f"{effect['effectId']} reconciled {data['reconciliation']['status']}"
+        human=f"{concluded.effect.id} reconciled {concluded.reconciliation.status}"
         + next_lines(data["next"]),
     )
 
@@ -289,7 +283,9 @@ def continue_remote_command(
     out = output.current()
     runtime = Runtime(db_from_context(ctx, db))
     if not approved and sys.stdin.isatty():
-        _confirm(runtime.effect(effect_id), "applied (when the remote task finished)", reason)
+        _confirm(
+            runtime.effect(effect_id).effect, "applied (when the remote task finished)", reason
+        )
     data = runtime.continue_remote(
         effect_id, reason=reason, actor=actor, timeout_seconds=timeout_seconds
     )

@@ -122,10 +122,8 @@ def runs_list_command(
     Example: agentctl runs list --state paused --since 2h --limit 10
     Example: agentctl runs list --schedule nightly-review --state failed
     """
-    from agentctl.engine.operations import list_runs
+    from agentctl import RunState, Runtime
     from agentctl.errors import UsageError
-    from agentctl.store.engine import open_store
-    from agentctl.store.states import RunState
 
     states = [state.value for state in RunState]
     if status is not None and status not in states:
@@ -138,15 +136,10 @@ def runs_list_command(
 
     now = SystemClock().now()  # a running run's duration and --since count from here
     cutoff = None if since is None else parse_since(since, now)
-    with open_store(db_from_context(ctx, db), create=False) as store:
-        found = list_runs(
-            store,
-            status=status,
-            workflow=workflow,
-            limit=limit,
-            since=cutoff,
-            schedule=schedule,
-        )
+    listed = Runtime(db_from_context(ctx, db)).runs(
+        status=status, workflow=workflow, limit=limit, since=cutoff, schedule=schedule
+    )
+    found = [run.to_json() for run in listed]
     out = output.current()
 
     def human() -> None:
@@ -217,22 +210,20 @@ def inspect_command(
 
     Example: agentctl inspect RUN --graph mermaid
     """
+    from agentctl import Runtime
     from agentctl.cli.run_view import render_inspection
-    from agentctl.engine.next_steps import for_run
-    from agentctl.engine.operations import inspect_run
-    from agentctl.store.engine import open_store
 
     if graph is not None:
         _print_run_graph(ctx, db, run_id, graph)
         return
-    with open_store(db_from_context(ctx, db), create=False) as store:
-        data = inspect_run(store, run_id)
-        # Inspecting is what the `inspect` step suggests: the others are what is next.
-        data["next"] = [
-            step.to_json()
-            for step in for_run(store, run_id)
-            if not step.command.startswith("agentctl inspect ")
-        ]
+    runtime = Runtime(db_from_context(ctx, db))
+    data = runtime.inspect(run_id).to_json()
+    # Inspecting is what the `inspect` step suggests: the others are what is next.
+    data["next"] = [
+        step.to_json()
+        for step in runtime.next_steps(run_id)
+        if not step.command.startswith("agentctl inspect ")
+    ]
     out = output.current()
 
     def human() -> None:
@@ -242,15 +233,11 @@ def inspect_command(
 
 
 def _print_run_graph(ctx: typer.Context, db: str | None, run_id: str, fmt: GraphFormat) -> None:
+    from agentctl import Runtime
     from agentctl.cli.graphs import plan_graph
-    from agentctl.compiler.plan import Plan
-    from agentctl.engine.core.records import load_run, load_tasks
-    from agentctl.store.engine import open_store
 
-    with open_store(db_from_context(ctx, db), create=False) as store, store.read() as conn:
-        run = load_run(conn, run_id, whole=True)
-        states = {task_id: row.status for task_id, row in load_tasks(conn, run_id).items()}
-    text = plan_graph(Plan.from_json(run.plan), fmt.value, states)
+    stored = Runtime(db_from_context(ctx, db)).plan_of(run_id)
+    text = plan_graph(stored.plan, fmt.value, stored.task_states)
     out = output.current()
     if out.machine:
         out.success("RunGraph", {"runId": run_id, "format": fmt.value, "graph": text})
@@ -271,27 +258,12 @@ def audit_command(
 
     Example: agentctl audit RUN --verify
     """
-    from agentctl.engine.core.records import load_run
-    from agentctl.errors import PersistenceError
-    from agentctl.observability.audit import list_events, verify_chain
-    from agentctl.store.engine import open_store
+    from agentctl import Runtime
 
-    with open_store(db_from_context(ctx, db), create=False) as store, store.read() as conn:
-        load_run(conn, run_id)
-        report = verify_chain(conn, run_id)
-        # A broken chain is reported as such, before any event is parsed.
-        events = (
-            [] if verify and not report.ok else [e.to_json() for e in list_events(conn, run_id)]
-        )
+    log = Runtime(db_from_context(ctx, db)).audit(run_id, verify=verify)
     out = output.current()
-    if verify and not report.ok:
-        raise PersistenceError(
-            f"audit chain of run {run_id} is broken at event {report.broken_at}: {report.problem}",
-            code="audit.broken",
-            hint="the database was modified outside agentctl; keep a copy for investigation",
-            run_id=run_id,
-        )
-    data: dict[str, Any] = {"runId": run_id, "events": events, "chain": report.to_json()}
+    data = log.to_json()
+    events, report = data["events"], log.chain
 
     def human() -> None:
         for event in events:

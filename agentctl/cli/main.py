@@ -81,7 +81,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # --offline needs nothing here: packs are only ever read from local files (a git or
     # https source is refused), so no command reaches the network for a pack.
     if options.locked or "agentctl.spec.packs" in sys.modules:  # (a cheap start otherwise)
-        from agentctl.spec.packs import require_lock
+        from agentctl.spec import require_lock
 
         require_lock(options.locked)
 

@@ -46,8 +46,7 @@ def _opened(
     ctx: typer.Context, db: str | None, namespace: str, *, create: bool = False
 ) -> Iterator[LongTermMemory]:
     from agentctl.ids import SystemClock
-    from agentctl.memory import LocalHashEmbedder, LongTermMemory
-    from agentctl.memory.embedders import DEFAULT_DIMENSIONS
+    from agentctl.memory import DEFAULT_DIMENSIONS, LocalHashEmbedder, LongTermMemory
     from agentctl.store.engine import open_store
 
     with open_store(db_from_context(ctx, db), create=create) as store:

@@ -36,10 +36,14 @@ def migrate_command(
 
     from agentctl.errors import UsageError, ValidationError
     from agentctl.input_files import read_input_text
-    from agentctl.spec.loader import parse_workflow_text
-    from agentctl.spec.migrate_legacy import is_legacy, migrate_document
-    from agentctl.spec.result import MAX_DOCUMENT_BYTES
-    from agentctl.spec.yaml_source import YamlProblem, parse_yaml
+    from agentctl.spec import (
+        MAX_DOCUMENT_BYTES,
+        YamlProblem,
+        is_legacy,
+        migrate_document,
+        parse_workflow_text,
+        parse_yaml,
+    )
 
     text = read_input_text(workflow, "workflow file", limit=MAX_DOCUMENT_BYTES)
     try:

@@ -53,7 +53,7 @@ def lock_command(workflow: WorkflowArgument) -> None:
 
     Example: agentctl packs lock deploy.yaml
     """
-    from agentctl.spec.pack_ops import lock_packs
+    from agentctl.spec import lock_packs
 
     _render("PackLock", lock_packs(workflow), "locked")
 
@@ -64,7 +64,7 @@ def verify_lock_command(workflow: WorkflowArgument) -> None:
 
     Example: agentctl packs verify-lock deploy.yaml --output json
     """
-    from agentctl.spec.pack_ops import verify_packs
+    from agentctl.spec import verify_packs
 
     _render("PackVerification", verify_packs(workflow), "verified")
 
@@ -93,7 +93,7 @@ def verify_command(
     if integrity is None:
         verify_lock_command(path)
         return
-    from agentctl.spec.pack_ops import verify_manifest
+    from agentctl.spec import verify_manifest
 
     data = verify_manifest(path, integrity)
     output.current().success(
@@ -111,7 +111,7 @@ def inspect_command(
 
     Example: agentctl packs inspect packs/utility/agentctl-pack.yaml
     """
-    from agentctl.spec.pack_ops import inspect_manifest
+    from agentctl.spec import inspect_manifest
 
     data = inspect_manifest(manifest)
     out = output.current()
@@ -143,6 +143,6 @@ def update_command(
 
     Example: agentctl packs update deploy.yaml --pack example.utility
     """
-    from agentctl.spec.pack_ops import update_lock
+    from agentctl.spec import update_lock
 
     _render("PackLock", update_lock(workflow, pack or ()), "updated")

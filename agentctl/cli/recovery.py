@@ -6,7 +6,7 @@ why, per task) and creates nothing. A blocked plan exits 3.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -14,6 +14,10 @@ from agentctl.cli import output
 from agentctl.cli.options import DbOption, VarOption, VarsFileOption, db_from_context
 from agentctl.cli.running import TimeoutOption, report_result, runtime_for
 from agentctl.errors import EXIT_BLOCKED, EXIT_OK
+from agentctl.runtime import RecoveryRequest, Runtime
+
+if TYPE_CHECKING:
+    from agentctl.cli.progress import Progress
 
 SourceArgument = Annotated[str, typer.Argument(help="The source run.")]
 FileArgument = Annotated[str, typer.Argument(help="The workflow file.")]
@@ -38,8 +42,9 @@ WorkspaceOption = Annotated[
 ]
 
 
-def _print_plan(data: dict[str, Any]) -> int:
+def _print_plan(runtime: Runtime, request: RecoveryRequest) -> int:
     out = output.current()
+    data = runtime.plan(request).to_json()
 
     def human() -> None:
         counts = data["counts"]
@@ -82,19 +87,17 @@ def retry_command(
     Example: agentctl retry review.yaml RUN --failed --workspace ./checkout
     """
     runtime, progress = runtime_for(db_from_context(ctx, db), interactive=False)
-    chosen: dict[str, Any] = {
-        "failed": failed,
-        "from_tasks": from_tasks or [],
-        "restart_successful": restart_successful,
-        "workspace": workspace,
-    }
-    if plan:
-        return _print_plan(runtime.plan_retry(workflow, source_run_id, **chosen))
-    with progress:
-        result = runtime.retry(
-            workflow, source_run_id, **chosen, reason=reason, timeout=timeout_seconds
-        )
-    return report_result(result, db=db_from_context(ctx, db))
+    request = RecoveryRequest(
+        "retry",
+        source_run_id,
+        workflow,
+        failed=failed,
+        from_tasks=from_tasks or (),
+        restart_successful=restart_successful,
+        workspace=workspace,
+        reason=reason,
+    )
+    return _recover(ctx, db, runtime, progress, request, plan=plan, timeout=timeout_seconds)
 
 
 def repair_command(
@@ -122,20 +125,18 @@ def repair_command(
     Example: agentctl repair deploy.yaml run-0192… --from build --var replicas=4
     """
     runtime, progress = runtime_for(db_from_context(ctx, db), interactive=False)
-    chosen: dict[str, Any] = {
-        "from_tasks": from_tasks or [],
-        "restart_successful": restart_successful,
-        "workspace": workspace,
-        "vars_files": vars_files or (),
-        "var_pairs": var_pairs or (),
-    }
-    if plan:
-        return _print_plan(runtime.plan_repair(workflow, source_run_id, **chosen))
-    with progress:
-        result = runtime.repair(
-            workflow, source_run_id, **chosen, reason=reason, timeout=timeout_seconds
-        )
-    return report_result(result, db=db_from_context(ctx, db))
+    request = RecoveryRequest(
+        "repair",
+        source_run_id,
+        workflow,
+        from_tasks=from_tasks or (),
+        restart_successful=restart_successful,
+        workspace=workspace,
+        vars_files=vars_files or (),
+        var_pairs=var_pairs or (),
+        reason=reason,
+    )
+    return _recover(ctx, db, runtime, progress, request, plan=plan, timeout=timeout_seconds)
 
 
 def fork_command(
@@ -152,12 +153,26 @@ def fork_command(
     Example: agentctl fork RUN --plan
     """
     runtime, progress = runtime_for(db_from_context(ctx, db), interactive=False)
+    request = RecoveryRequest("fork", source_run_id, workspace=workspace, reason=reason)
+    return _recover(ctx, db, runtime, progress, request, plan=plan, timeout=timeout_seconds)
+
+
+def _recover(
+    ctx: typer.Context,
+    db: str | None,
+    runtime: Runtime,
+    progress: Progress,
+    request: RecoveryRequest,
+    *,
+    plan: bool,
+    timeout: float | None,
+) -> int:
+    """``--plan`` prints the plan; otherwise the new run is created and executed."""
     if plan:
-        return _print_plan(runtime.plan_fork(source_run_id))
+        return _print_plan(runtime, request)
     with progress:
-        result = runtime.fork(
-            source_run_id, reason=reason, workspace=workspace, timeout=timeout_seconds
-        )
+        result = runtime.recover(request, timeout=timeout)
+    assert result is not None, "only a compensation can find nothing to do"
     return report_result(result, db=db_from_context(ctx, db))
 
 
@@ -170,9 +185,8 @@ def replay_command(
 
     Example: agentctl replay RUN
     """
-    from agentctl.runtime import Runtime
-
-    result = Runtime(db_from_context(ctx, db)).replay(source_run_id)
+    result = Runtime(db_from_context(ctx, db)).recover(RecoveryRequest("replay", source_run_id))
+    assert result is not None, "a replay always creates a run"
     if result.state == "failed":
         return report_result(result, db=db_from_context(ctx, db))
     data = result.to_json()
@@ -205,8 +219,9 @@ def compensate_command(
     """
     out = output.current()
     runtime, progress = runtime_for(db_from_context(ctx, db), interactive=False)
+    request = RecoveryRequest("compensate", source_run_id, tasks=task or (), workspace=workspace)
     if plan:
-        data = runtime.plan_compensation(source_run_id, tasks=task)
+        data = runtime.plan(request).to_json()
 
         def human() -> None:
             if not data["steps"]:
@@ -220,13 +235,11 @@ def compensate_command(
         out.success("CompensationPlan", data, human=human)
         return EXIT_OK if data["complete"] else EXIT_BLOCKED
     with progress:
-        result = runtime.compensate(
-            source_run_id, tasks=task, workspace=workspace, timeout=timeout_seconds
-        )
+        result = runtime.recover(request, timeout=timeout_seconds)
     if result is None:
         out.success(
             "CompensationPlan",
-            runtime.plan_compensation(source_run_id, tasks=task),
+            runtime.plan(request).to_json(),
             human=f"nothing to compensate in {source_run_id}",
         )
         return EXIT_OK

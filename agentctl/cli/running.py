@@ -283,7 +283,7 @@ def roll_command(
     Example: agentctl roll hello --input changeFile=change.txt
     """
     from agentctl.scheduling.registry import resolve_workflow
-    from agentctl.spec.inputs import merge_inputs
+    from agentctl.spec import merge_inputs
 
     workflow = resolve_workflow(workflow)
 
@@ -397,8 +397,6 @@ def cancel_command(
     """
     from agentctl.runtime import Runtime
 
-    data = Runtime(db_from_context(ctx, db)).cancel(run_id, reason)
-    note = data.get("note")
-    output.current().success(
-        "CancelRequest", data, human=f"{run_id} {data['state']}" + (f" ({note})" if note else "")
-    )
+    done = Runtime(db_from_context(ctx, db)).cancel(run_id, reason)
+    note = f" ({done.note})" if done.note else ""
+    output.current().success("CancelRequest", done.to_json(), human=f"{run_id} {done.state}{note}")

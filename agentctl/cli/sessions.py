@@ -46,11 +46,10 @@ def list_command(
 
     Example: agentctl sessions list --name reviewer-main
     """
-    from agentctl.engine.actions.sessions import list_sessions
-    from agentctl.store.engine import open_store
+    from agentctl import Runtime
 
-    with open_store(db_from_context(ctx, db), create=False) as store:
-        found = list_sessions(store, run_id=run, name=name)
+    listed = Runtime(db_from_context(ctx, db)).sessions(run_id=run, name=name)
+    found = [session.to_json() for session in listed]
     out = output.current()
 
     def human() -> None:
@@ -79,11 +78,9 @@ def show_command(
 
     Example: agentctl sessions show RUN review
     """
-    from agentctl.engine.actions.sessions import show_session
-    from agentctl.store.engine import open_store
+    from agentctl import Runtime
 
-    with open_store(db_from_context(ctx, db), create=False) as store:
-        session = show_session(store, run_id, task_id)
+    session = Runtime(db_from_context(ctx, db)).session(run_id, task_id).to_json()
     out = output.current()
 
     def human() -> None:

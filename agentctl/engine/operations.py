@@ -490,3 +490,44 @@ def inspect_document(
         "retries": retry_history(events),
         "audit": {"events": len(events), "verified": chain.ok, "brokenAt": chain.broken_at},
     }
+
+
+def traced_effects(
+    store: Store, run_id: str, task_id: str | None = None
+) -> list[tuple[journal.EffectRecord, tuple[str, str] | None]]:
+    """A run's effects (of one task, when given) in request order, each with the
+    ``(traceId, spanId)`` of its span (None when telemetry was off): ``effects list``."""
+    with store.read() as conn:
+        load_run(conn, run_id)
+        spans = inspect_repo.trace_index(conn, run_id).effects
+        return [(e, spans.get(e.id)) for e in journal.list_effects(conn, run_id, task_id=task_id)]
+
+
+def stored_plan(store: Store, run_id: str) -> tuple[RunRow, dict[str, str]]:
+    """The run with its whole plan, and each task's state: ``inspect --graph``."""
+    with store.read() as conn:
+        run = load_run(conn, run_id, whole=True)
+        states = {task_id: row.status for task_id, row in load_tasks(conn, run_id).items()}
+    return run, states
+
+
+def audit_trail(
+    store: Store, run_id: str, *, verify: bool = False
+) -> tuple[ChainReport, list[AuditEvent]]:
+    """A run's audit events and the check of their hash chain: ``audit``. With ``verify``
+    a broken chain is refused (exit 5) before any event is parsed."""
+    from agentctl.errors import PersistenceError
+    from agentctl.observability.audit import list_events, verify_chain
+
+    with store.read() as conn:
+        load_run(conn, run_id)
+        report = verify_chain(conn, run_id)
+        if verify and not report.ok:
+            raise PersistenceError(
+                f"audit chain of run {run_id} is broken at event {report.broken_at}: "
+                f"{report.problem}",
+                code="audit.broken",
+                hint="the database was modified outside agentctl; keep a copy for investigation",
+                run_id=run_id,
+            )
+        return report, list_events(conn, run_id)

@@ -5,12 +5,14 @@
 """
 
 from agentctl.spec.document import API_VERSION, KIND, Metadata, Spec, Workflow
+from agentctl.spec.inputs import merge_inputs
 from agentctl.spec.loader import (
     MAX_DOCUMENT_BYTES,
     LoadResult,
     load_workflow,
     parse_workflow_text,
 )
+from agentctl.spec.migrate_legacy import is_legacy, migrate_document
 from agentctl.spec.models_common import (
     EnvSecretRef,
     FileSecretRef,
@@ -59,8 +61,17 @@ from agentctl.spec.models_tasks import (
     UsesRef,
     parse_uses,
 )
+from agentctl.spec.pack_ops import (
+    inspect_manifest,
+    lock_packs,
+    update_lock,
+    verify_manifest,
+    verify_packs,
+)
+from agentctl.spec.packs import require_lock
 from agentctl.spec.schema import workflow_json_schema
 from agentctl.spec.source_map import SourceMap, diagnostic_at
+from agentctl.spec.yaml_source import YamlProblem, parse_yaml
 
 __all__ = [
     "API_VERSION",
@@ -112,10 +123,21 @@ __all__ = [
     "UsageLimit",
     "UsesRef",
     "Workflow",
+    "YamlProblem",
     "diagnostic_at",
+    "inspect_manifest",
     "is_identifier",
+    "is_legacy",
     "load_workflow",
+    "lock_packs",
+    "merge_inputs",
+    "migrate_document",
     "parse_uses",
     "parse_workflow_text",
+    "parse_yaml",
+    "require_lock",
+    "update_lock",
+    "verify_manifest",
+    "verify_packs",
     "workflow_json_schema",
 ]

@@ -40,7 +40,7 @@ from starlette.staticfiles import StaticFiles
 from agentctl.engine import operations, pauses
 from agentctl.errors import AgentctlError, NotFoundError, UsageError
 from agentctl.ids import SystemClock
-from agentctl.runtime import Runtime
+from agentctl.runtime import RecoveryRequest, Runtime
 from agentctl.store import dashboard_repo
 from agentctl.store.engine import Store
 from agentctl.web import reconcile_form, views
@@ -360,18 +360,20 @@ def create_app(config: DashboardConfig) -> Starlette:
             runtime = Runtime(store.path, clock=clock)
             reason = _text(form, "reason") or None
             if mode == "fork":
-                return runtime.create_fork(source, reason=reason, actor=ACTOR)
+                return runtime.create(RecoveryRequest("fork", source, reason=reason, actor=ACTOR))
             workflow_file, workspace = views.recorded_source(store, source)
             scope = _text(form, "scope") or "failed"
-            return runtime.create_retry(
-                workflow_file,
+            request = RecoveryRequest(
+                "retry",
                 source,
+                workflow_file,
                 failed=scope == "failed",
                 from_tasks=[scope.removeprefix("from:")] if scope.startswith("from:") else [],
+                workspace=workspace,
                 reason=reason,
                 actor=ACTOR,
-                workspace=workspace,
             )
+            return runtime.create(request)
 
         async def endpoint(request: Request) -> Response:
             form = await request.form()

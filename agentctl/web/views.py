@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from agentctl import hints
+from agentctl import RunState, hints
 from agentctl.engine.core.records import TERMINAL_RUN_STATES, load_run
 from agentctl.engine.effects.approvals import list_approvals
 from agentctl.engine.effects.unsettled import needs_reconciliation
@@ -25,7 +25,6 @@ from agentctl.observability.audit import events_and_chain
 from agentctl.store import dashboard_repo
 from agentctl.store.engine import Store
 from agentctl.store.ownership import holder_gone
-from agentctl.store.states import RunState
 from agentctl.store.tasks_repo import task_states
 from agentctl.web.graph import run_graph
 from agentctl.web.reconcile_form import shape_of

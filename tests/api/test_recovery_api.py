@@ -8,6 +8,9 @@ from typing import Any
 import pytest
 
 import agentctl
+from agentctl import RecoveryRequest
+from agentctl.engine.recovery.compensation import CompensationPlan
+from agentctl.engine.recovery.planner import RecoveryPlan
 
 FLAKY = """
 apiVersion: agentctl.dev/v1
@@ -63,15 +66,18 @@ def test_retry_reuses_what_succeeded(write_workflow: Any, workspace: Path, tmp_p
     failed = runtime.roll(path)
     assert failed.state == "failed"
     with pytest.raises(agentctl.UsageError, match="--failed or --from"):
-        runtime.plan_retry(path, failed.run_id)
-    planned = runtime.plan_retry(path, failed.run_id, failed=True)
-    assert planned["counts"] == {"reuse": 1, "execute": 1, "blocked": 0}
-    assert {t["taskId"]: t["action"] for t in planned["tasks"]} == {
+        runtime.plan(RecoveryRequest("retry", failed.run_id, path))
+    retry = RecoveryRequest("retry", failed.run_id, path, failed=True, reason="ready now")
+    planned = runtime.plan(retry)
+    assert isinstance(planned, RecoveryPlan)
+    assert planned.to_json()["counts"] == {"reuse": 1, "execute": 1, "blocked": 0}
+    assert {d.task_id: d.action for d in planned.decisions} == {
         "first": "reuse",
         "gate": "execute",
     }
     (workspace / "ready").write_text("")
-    retried = runtime.retry(path, failed.run_id, failed=True, reason="ready now")
+    retried = runtime.recover(retry)
+    assert retried is not None
     assert retried.state == "succeeded", retried.error
     assert retried.run_id.startswith("retry-")
     # `first` was reused, not run again.
@@ -80,17 +86,29 @@ def test_retry_reuses_what_succeeded(write_workflow: Any, workspace: Path, tmp_p
     assert created["mode"] == "retry" and created["reused"] == 1
     assert created["sourceRunId"] == failed.run_id
     # A repair of the same file reuses everything that still holds.
-    repaired = runtime.repair(path, retried.run_id)
-    assert repaired.state == "succeeded" and repaired.run_id.startswith("repair-")
+    repaired = runtime.recover(RecoveryRequest("repair", retried.run_id, path))
+    assert (
+        repaired is not None
+        and repaired.state == "succeeded"
+        and repaired.run_id.startswith("repair-")
+    )
     assert (workspace / "runs.txt").read_text() == "x\n"
     # A fork runs every effect again.
-    assert runtime.plan_fork(retried.run_id)["counts"]["execute"] == 2
-    forked = runtime.fork(retried.run_id)
-    assert forked.state == "succeeded" and forked.run_id.startswith("fork-")
+    fork = RecoveryRequest("fork", retried.run_id)
+    assert [d.action for d in runtime.plan(fork).decisions] == ["execute", "execute"]  # type: ignore[union-attr]
+    forked = runtime.recover(fork)
+    assert forked is not None and forked.state == "succeeded" and forked.run_id.startswith("fork-")
     assert (workspace / "runs.txt").read_text() == "x\nx\n"
     # A replay rebuilds the run from its records and runs nothing.
-    replayed = runtime.replay(retried.run_id)
-    assert replayed.state == "succeeded" and replayed.run_id.startswith("replay-")
+    replay = RecoveryRequest("replay", retried.run_id)
+    with pytest.raises(agentctl.UsageError, match="has no plan"):
+        runtime.plan(replay)
+    replayed = runtime.recover(replay)
+    assert (
+        replayed is not None
+        and replayed.state == "succeeded"
+        and replayed.run_id.startswith("replay-")
+    )
     assert replayed.output == runtime.resume(retried.run_id).output
     assert (workspace / "runs.txt").read_text() == "x\nx\n"
 
@@ -103,20 +121,22 @@ def test_compensate_undoes_a_failed_rollout(
     runtime = agentctl.Runtime(tmp_path / "runs.db")
     failed = runtime.roll(write_workflow(ROLLOUT))
     assert failed.state == "failed" and failed.compensation is None
-    planned = runtime.plan_compensation(failed.run_id)
-    assert planned["complete"] is True
-    assert [(s["compensationTaskId"], s["action"]) for s in planned["steps"]] == [
+    compensate = RecoveryRequest("compensate", failed.run_id)
+    planned = runtime.plan(compensate)
+    assert isinstance(planned, CompensationPlan)
+    assert planned.to_json()["complete"] is True
+    assert [(s.compensation_task_id, s.action) for s in planned.steps] == [
         ("compensate--deploy", "compensate")
     ]
     assert (workspace / "conf" / "app.conf").read_text() == "version=2\n"
-    undone = runtime.compensate(failed.run_id)
+    undone = runtime.recover(compensate)
     assert undone is not None and undone.state == "succeeded"
     assert undone.run_id.startswith("compensate-")
     assert (workspace / "conf" / "app.conf").read_text() == "version=1\n"
     # Nothing is left to undo: no second compensation run.
-    assert runtime.compensate(failed.run_id) is None
+    assert runtime.recover(compensate) is None
     with pytest.raises(agentctl.BlockedError) as running:
-        runtime.plan_compensation(runtime.roll(_paused(write_workflow)).run_id)
+        runtime.plan(RecoveryRequest("compensate", runtime.roll(_paused(write_workflow)).run_id))
     assert running.value.code == "run.not_terminal"
 
 

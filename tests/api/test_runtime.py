@@ -140,14 +140,15 @@ def test_roll_merges_inputs_and_the_run_is_durable(
     # A second Runtime on the same file reads what the first one committed.
     again = agentctl.Runtime(str(db))
     (listed,) = again.runs()
-    assert listed["runId"] == result.run_id and listed["state"] == "succeeded"
+    assert listed.run_id == result.run_id and listed.state == "succeeded" and listed.tasks.done == 2
     inspection = again.inspect(result.run_id)
-    assert inspection["run"]["inputs"] == {"service": "api", "replicas": 1}
-    assert [t["state"] for t in inspection["tasks"]] == ["succeeded", "succeeded"]
-    assert inspection["audit"]["verified"] is True
+    assert isinstance(inspection, agentctl.RunReport)
+    assert inspection.run["inputs"] == {"service": "api", "replicas": 1}
+    assert [t["state"] for t in inspection.tasks] == ["succeeded", "succeeded"]
+    assert inspection.audit.verified is True and inspection.audit.broken_at is None
     # Resuming a finished run answers with its stored result and runs nothing.
     assert again.resume(result.run_id).state == "succeeded"
-    assert len(again.inspect(result.run_id)["effects"]) == len(inspection["effects"])
+    assert len(again.inspect(result.run_id).effects) == len(inspection.effects)
 
 
 def test_inputs_must_be_a_mapping(write_workflow: Any, tmp_path: Path) -> None:
@@ -162,13 +163,14 @@ def test_approve_then_resume(tmp_path: Path) -> None:
     paused = runtime.roll(path)
     assert paused.state == "paused" and not (path.parent / "out").exists()
     (approval,) = paused.pending_approvals
-    assert [a["approvalId"] for a in runtime.approvals()] == [approval]
-    assert [a["approvalId"] for a in runtime.approvals(paused.run_id)] == [approval]
+    assert [a.id for a in runtime.approvals()] == [approval]
+    assert [a.id for a in runtime.approvals(paused.run_id)] == [approval]
     decided = runtime.approve(approval, reason="checked", actor="alice")
-    assert decided["approval"]["status"] == "approved"
-    assert decided["next"][0]["command"] == f"agentctl resume {paused.run_id}"
+    assert isinstance(decided, agentctl.ApprovalDecision)
+    assert decided.approval.status == agentctl.ApprovalState.APPROVED and not decided.unchanged
+    assert decided.next[0].command == f"agentctl resume {paused.run_id}"
     assert runtime.approvals() == []
-    assert [a["status"] for a in runtime.approvals(include_resolved=True)] == ["approved"]
+    assert [a.status for a in runtime.approvals(include_resolved=True)] == ["approved"]
     done = runtime.resume(paused.run_id)
     assert done.state == "succeeded", done.error
     assert (path.parent / "out" / "escalation.txt").read_text() == "disk full on db-2"
@@ -208,8 +210,9 @@ def test_reconcile_an_uncertain_effect(
     blocked = runtime.roll(write_workflow(SLOW))
     (effect,) = blocked.uncertain_effects
     assert blocked.state == "paused"
-    assert [e["effectId"] for e in runtime.needs_reconciliation()] == [effect["effectId"]]
-    assert runtime.effect(effect["effectId"])["status"] == "uncertain"
+    assert [e.id for e in runtime.needs_reconciliation()] == [effect["effectId"]]
+    detail = runtime.effect(effect["effectId"])
+    assert detail.effect.status == agentctl.EffectState.UNCERTAIN and detail.reconciliations == []
     # An `applied` result is validated against the schema given as a Python object.
     schema = {"type": "object", "properties": {"exitCode": {"const": 0}}}
     with pytest.raises(agentctl.UsageError, match="does not satisfy the schema"):
@@ -225,8 +228,12 @@ def test_reconcile_an_uncertain_effect(
     concluded = runtime.reconcile(
         effect["effectId"], "not-applied", reason="the sleep was killed", evidence="ps showed none"
     )
-    assert concluded["reconciliation"]["status"] == "not_applied"
-    assert concluded["reconciliation"]["evidence"] == "ps showed none"
+    assert concluded.reconciliation.status == "not_applied"
+    assert concluded.reconciliation.evidence == "ps showed none"
+    assert concluded.effect.id == effect["effectId"]
+    assert [r.id for r in runtime.effect(effect["effectId"]).reconciliations] == [
+        concluded.reconciliation.id
+    ]
     assert runtime.needs_reconciliation(blocked.run_id) == []
     done = runtime.resume(blocked.run_id)
     assert done.state == "succeeded", done.error
@@ -236,10 +243,11 @@ def test_reconcile_an_uncertain_effect(
 def test_cancel_a_paused_run(tmp_path: Path) -> None:
     runtime = agentctl.Runtime(tmp_path / "runs.db")
     paused = runtime.roll(_triage_workspace(tmp_path))
-    data = runtime.cancel(paused.run_id, "no longer needed")
-    assert data["state"] == "cancelled" and data["cancelRequested"] is True
+    done = runtime.cancel(paused.run_id, "no longer needed")
+    assert done.state == "cancelled" and done.cancel_requested is True and done.note is None
+    assert done.to_json() == {"runId": paused.run_id, "state": "cancelled", "cancelRequested": True}
     assert runtime.resume(paused.run_id).state == "cancelled"
-    assert runtime.cancel(paused.run_id)["note"] == "run is already cancelled"
+    assert runtime.cancel(paused.run_id).note == "run is already cancelled"
 
 
 def test_dry_run_keeps_no_database_and_lists_changes(

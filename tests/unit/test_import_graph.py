@@ -424,3 +424,178 @@ def test_storeys_order_units_and_package_cycles_count_type_only_imports(
         ["agentctl.diagnostics", "agentctl.errors"],
         ["agentctl.engine.core", "agentctl.engine.run"],
     ]
+
+
+# -- One door (issue 31, "The door" in docs/architecture.md) ------------------------------
+#
+# cli/ and web/ reach the engine and the store only through ``agentctl.Runtime``: they may
+# import the facade (``agentctl``, ``agentctl.runtime``, ``agentctl.results``), each other,
+# the foundation modules directly in ``agentctl/`` (errors, ids, hints, ...), and the face
+# a lower package publishes in its ``__init__`` (``agentctl.compiler``, ``agentctl.spec``,
+# ...). Never a module inside a lower package, and never the face of ``agentctl.store`` or
+# ``agentctl.engine``: those are the Runtime's to open.
+
+DOORS = ("agentctl.cli", "agentctl.web")
+FACADE = frozenset(
+    {
+        "agentctl",
+        "agentctl.runtime",
+        "agentctl.runtime_recovery",
+        "agentctl.runtime_records",
+        "agentctl.results",
+    }
+)
+BEHIND_THE_RUNTIME = ("agentctl.store", "agentctl.engine")
+
+# The commands and dashboard modules that still reach past the door, as
+# (importer, imported) pairs. This list only shrinks: route the command through a Runtime
+# method (or import the lower package's face) and delete its line; a line that no longer
+# matches an import fails the test below, so the list cannot go stale.
+THROUGH_THE_WALL: frozenset[tuple[str, str]] = frozenset(
+    {
+        ("agentctl.cli.artifacts", "agentctl.store.engine"),
+        ("agentctl.cli.artifacts", "agentctl.store.records"),
+        ("agentctl.cli.authoring", "agentctl.engine.core.workflow_files"),
+        ("agentctl.cli.completion", "agentctl.store.location"),
+        ("agentctl.cli.daemon", "agentctl.engine.core.faults"),
+        ("agentctl.cli.daemon", "agentctl.engine.scheduled_runs"),
+        ("agentctl.cli.daemon", "agentctl.scheduling.daemon"),
+        ("agentctl.cli.daemon", "agentctl.scheduling.slots"),
+        ("agentctl.cli.daemon", "agentctl.store.engine"),
+        ("agentctl.cli.db", "agentctl.engine.dbcheck"),
+        ("agentctl.cli.db", "agentctl.store.engine"),
+        ("agentctl.cli.db", "agentctl.store.health"),
+        ("agentctl.cli.db", "agentctl.store.migrate"),
+        ("agentctl.cli.db", "agentctl.store.stats"),
+        ("agentctl.cli.db_encryption", "agentctl.artifacts.layout"),
+        ("agentctl.cli.db_encryption", "agentctl.artifacts.sealing"),
+        ("agentctl.cli.db_encryption", "agentctl.engine.core.faults"),
+        ("agentctl.cli.db_encryption", "agentctl.store.encryption_repo"),
+        ("agentctl.cli.db_encryption", "agentctl.store.engine"),
+        ("agentctl.cli.db_encryption", "agentctl.store.location"),
+        ("agentctl.cli.doctor", "agentctl.engine.core.doctor"),
+        ("agentctl.cli.explain", "agentctl.engine.explain"),
+        ("agentctl.cli.main", "agentctl.observability.telemetry"),
+        ("agentctl.cli.memory", "agentctl.store.engine"),
+        ("agentctl.cli.meta", "agentctl.store.formats"),
+        ("agentctl.cli.meta", "agentctl.store.migrate"),
+        ("agentctl.cli.monitors", "agentctl.engine.monitor_commands"),
+        ("agentctl.cli.monitors", "agentctl.engine.run.creation"),
+        ("agentctl.cli.monitors", "agentctl.scheduling.monitors"),
+        ("agentctl.cli.monitors", "agentctl.scheduling.registry"),
+        ("agentctl.cli.monitors", "agentctl.scheduling.slots"),
+        ("agentctl.cli.monitors", "agentctl.store.engine"),
+        ("agentctl.cli.options", "agentctl.store.location"),
+        ("agentctl.cli.providers", "agentctl.engine.core.preflight"),
+        ("agentctl.cli.providers", "agentctl.engine.core.workflow_files"),
+        ("agentctl.cli.run_view", "agentctl.engine.effects.budget"),
+        ("agentctl.cli.running", "agentctl.engine.next_steps"),
+        ("agentctl.cli.running", "agentctl.engine.summary"),
+        ("agentctl.cli.running", "agentctl.observability.telemetry"),
+        ("agentctl.cli.running", "agentctl.scheduling.registry"),
+        ("agentctl.cli.running", "agentctl.store.engine"),
+        ("agentctl.cli.schedules", "agentctl.engine.run.creation"),
+        ("agentctl.cli.schedules", "agentctl.engine.scheduled_runs"),
+        ("agentctl.cli.schedules", "agentctl.scheduling.daemon"),
+        ("agentctl.cli.schedules", "agentctl.scheduling.registry"),
+        ("agentctl.cli.schedules", "agentctl.scheduling.schedules"),
+        ("agentctl.cli.schedules", "agentctl.scheduling.slots"),
+        ("agentctl.cli.schedules", "agentctl.store.engine"),
+        ("agentctl.cli.timed_groups", "agentctl.engine.run.creation"),
+        ("agentctl.cli.timed_groups", "agentctl.scheduling.monitors"),
+        ("agentctl.cli.timed_groups", "agentctl.scheduling.schedules"),
+        ("agentctl.cli.timed_groups", "agentctl.scheduling.slots"),
+        ("agentctl.cli.timed_groups", "agentctl.store.engine"),
+        ("agentctl.cli.ui", "agentctl.store.engine"),
+        ("agentctl.cli.ui", "agentctl.store.location"),
+        ("agentctl.cli.watch", "agentctl.engine.watching"),
+        ("agentctl.cli.watch", "agentctl.store.engine"),
+        ("agentctl.cli.workers", "agentctl.engine.worker"),
+        ("agentctl.cli.workers", "agentctl.store.engine"),
+        ("agentctl.cli.workflows", "agentctl.scheduling.catalog"),
+        ("agentctl.cli.workflows", "agentctl.scheduling.registry"),
+        ("agentctl.cli.workflows", "agentctl.store.engine"),
+        ("agentctl.web.adoption", "agentctl.engine.core.records"),
+        ("agentctl.web.adoption", "agentctl.engine.effects.approvals"),
+        ("agentctl.web.adoption", "agentctl.engine.effects.unsettled"),
+        ("agentctl.web.adoption", "agentctl.store.adoption"),
+        ("agentctl.web.adoption", "agentctl.store.engine"),
+        ("agentctl.web.app", "agentctl.engine.operations"),
+        ("agentctl.web.app", "agentctl.engine.pauses"),
+        ("agentctl.web.app", "agentctl.store.dashboard_repo"),
+        ("agentctl.web.app", "agentctl.store.engine"),
+        ("agentctl.web.reconcile_form", "agentctl.engine.actions.result_shapes"),
+        ("agentctl.web.reconcile_form", "agentctl.engine.operations"),
+        ("agentctl.web.timeline", "agentctl.engine.run.timing"),
+        ("agentctl.web.units", "agentctl.engine.effects.budget"),
+        ("agentctl.web.views", "agentctl.engine.core.records"),
+        ("agentctl.web.views", "agentctl.engine.effects.approvals"),
+        ("agentctl.web.views", "agentctl.engine.effects.unsettled"),
+        ("agentctl.web.views", "agentctl.engine.operations"),
+        ("agentctl.web.views", "agentctl.engine.pauses"),
+        ("agentctl.web.views", "agentctl.observability.audit"),
+        ("agentctl.web.views", "agentctl.store.dashboard_repo"),
+        ("agentctl.web.views", "agentctl.store.engine"),
+        ("agentctl.web.views", "agentctl.store.ownership"),
+        ("agentctl.web.views", "agentctl.store.tasks_repo"),
+    }
+)
+
+
+def door_violations(modules: dict[str, Path], edges: list[Edge]) -> set[tuple[str, str]]:
+    """The (importer, imported) pairs of cli/ and web/ that pass by the door."""
+    packages = {m for m, path in modules.items() if path.name == "__init__.py"}
+    found = set()
+    for edge in edges:
+        source, target = edge.source, edge.target
+        if not source.startswith(DOORS) or target.startswith(DOORS) or target in FACADE:
+            continue
+        foundation = target.count(".") == 1 and target not in packages
+        face = target in packages and not target.startswith(BEHIND_THE_RUNTIME)
+        if not (foundation or face):
+            found.add((source, target))
+    return found
+
+
+def test_cli_and_web_go_through_the_door(graph) -> None:  # type: ignore[no-untyped-def]
+    modules, edges, _, _ = graph
+    found = door_violations(modules, edges)
+    new = sorted(found - THROUGH_THE_WALL)
+    assert new == [], (
+        "cli/ and web/ go through agentctl.Runtime (docs/architecture.md, 'The door'); "
+        "add a Runtime method or import the package's face instead of:\n"
+        + "\n".join(f"{src} imports {target}" for src, target in new)
+    )
+    gone = sorted(THROUGH_THE_WALL - found)
+    assert gone == [], f"no longer imported: remove these from THROUGH_THE_WALL: {gone}"
+
+
+def test_the_door_check_can_fail(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(f"{__name__}.ROOT", tmp_path)
+    modules = _write(
+        tmp_path,
+        {
+            "agentctl/__init__.py": "",
+            "agentctl/runtime.py": "",
+            "agentctl/errors.py": "",
+            "agentctl/compiler/__init__.py": "",
+            "agentctl/compiler/plan.py": "",
+            "agentctl/store/__init__.py": "",
+            "agentctl/store/runs_repo.py": "",
+            "agentctl/cli/__init__.py": "",
+            "agentctl/cli/good.py": (
+                "from agentctl.runtime import Runtime\nfrom agentctl.errors import E\n"
+                "from agentctl.compiler import Plan\nfrom agentctl import Runtime\n"
+            ),
+            "agentctl/cli/bad.py": (
+                "from agentctl.store import runs_repo\nimport agentctl.store\n"
+                "def f():\n    from agentctl.compiler.plan import Plan\n"
+            ),
+        },
+    )
+    edges, _ = parse_edges(modules)
+    assert door_violations(modules, edges) == {
+        ("agentctl.cli.bad", "agentctl.store.runs_repo"),
+        ("agentctl.cli.bad", "agentctl.store"),
+        ("agentctl.cli.bad", "agentctl.compiler.plan"),
+    }

@@ -19,6 +19,8 @@ def test_public_names_are_pinned() -> None:
         "LeaseInfo",
         "MAX_FILE_BYTES",
         "VerifyReport",
+        "find_version",
+        "list_blobs",
     ]
     assert artifacts.MAX_FILE_BYTES == 16 * 1024 * 1024  # docs/workflow-language.md
     assert artifacts.LEASE_SECONDS == 3600.0

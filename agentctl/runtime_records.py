@@ -1,0 +1,207 @@
+"""The typed records :class:`agentctl.Runtime` returns, beside the engine's own
+(``Approval``, ``EffectRecord``, ``Reconciliation``, ``NextStep``, ``RecoveryPlan``,
+``CompensationPlan``), which it names here too so the facade has one place to export
+them from.
+
+Each is the document the matching command prints with ``--output json``, with attributes
+instead of keys: ``to_json()`` gives that document byte for byte (``agentctl cancel``
+prints ``CancelRequest.to_json()``). The engine's operations assemble them as JSON views
+over several stored rows; :meth:`~agentctl.typed_records.CamelRecord.from_json` reads
+such a view into its record, so the facade adds types without a second copy of what the
+engine decides. docs/python-api.md lists every field.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic.dataclasses import dataclass as record
+
+from agentctl.compiler import Plan
+from agentctl.engine.effects.approvals import Approval
+from agentctl.engine.effects.journal import EffectRecord, Reconciliation
+from agentctl.engine.next_steps import NextStep
+from agentctl.engine.recovery.compensation import CompensationPlan
+from agentctl.engine.recovery.planner import RecoveryPlan
+from agentctl.observability.audit import AuditEvent, ChainReport
+from agentctl.typed_records import CAMEL, CamelRecord, omitted_when
+
+__all__ = [
+    "Approval",
+    "ApprovalDecision",
+    "AuditCheck",
+    "AuditEvent",
+    "AuditLog",
+    "ChainReport",
+    "CancelRequest",
+    "CompensationPlan",
+    "Conclusion",
+    "EffectDetail",
+    "EffectRecord",
+    "NextStep",
+    "Reconciliation",
+    "RecoveryPlan",
+    "RunReport",
+    "RunSummary",
+    "SessionDetail",
+    "SessionSummary",
+    "StoredPlan",
+    "TaskProgress",
+    "TracedEffect",
+]
+
+
+@record(frozen=True, slots=True, config=CAMEL)
+class CancelRequest(CamelRecord):
+    """What ``cancel`` did: the run's state after it, whether the cancel flag was set,
+    and a ``note`` when the run was already finished or another process will stop it."""
+
+    run_id: str
+    state: str
+    cancel_requested: bool
+    note: str | None = omitted_when(None)
+
+
+@record(frozen=True, slots=True, config=CAMEL)
+class ApprovalDecision(CamelRecord):
+    """An approval or question after ``approve``/``reject``/``answer``; ``unchanged`` when
+    it had been decided the same way before, and the run's next steps."""
+
+    approval: Approval
+    unchanged: bool
+    next: list[NextStep]
+
+
+@record(frozen=True, slots=True, config=CAMEL)
+class Conclusion(CamelRecord):
+    """An effect and the conclusion ``reconcile`` appended to it, with the next steps."""
+
+    effect: EffectRecord
+    reconciliation: Reconciliation
+    next: list[NextStep]
+
+
+@record(frozen=True, slots=True, config=CAMEL)
+class EffectDetail:
+    """One journaled effect with every conclusion appended to it, oldest first, and the
+    remote task an A2A peer returned for it (None when there is none). Its JSON form is the
+    effect's with ``reconciliations`` and ``remoteTask`` keys (``effects inspect``)."""
+
+    effect: EffectRecord
+    reconciliations: list[Reconciliation]
+    remote_task: dict[str, Any] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        data = self.effect.to_json()
+        data["reconciliations"] = [r.to_json() for r in self.reconciliations]
+        data["remoteTask"] = self.remote_task
+        return data
+
+
+@record(frozen=True, slots=True, config=CAMEL)
+class TracedEffect:
+    """An effect with the ids of its telemetry span (None when telemetry was off); its
+    JSON form is the effect's with ``traceId`` and ``spanId`` (``effects list``)."""
+
+    effect: EffectRecord
+    trace_id: str | None
+    span_id: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.effect.to_json(), "traceId": self.trace_id, "spanId": self.span_id}
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class StoredPlan:
+    """The compiled plan a run executes, with each task's state (``inspect --graph``)."""
+
+    run_id: str
+    plan: Plan
+    task_states: Mapping[str, str]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class AuditLog:
+    """A run's audit events, oldest first, and the check of their hash chain (``audit``)."""
+
+    run_id: str
+    events: list[AuditEvent]
+    chain: ChainReport
+
+    def to_json(self) -> dict[str, Any]:
+        events = [event.to_json() for event in self.events]
+        return {"runId": self.run_id, "events": events, "chain": self.chain.to_json()}
+
+
+@record(frozen=True, slots=True, config=CAMEL)
+class SessionSummary(CamelRecord):
+    """A recorded provider session (``sessions list``): whose, under which name, and the
+    provider's continuation state without its transcript."""
+
+    run_id: str
+    task_id: str
+    name: str | None
+    provider: str
+    updated_at: str
+    state: Mapping[str, Any]
+
+
+@record(frozen=True, slots=True, config=CAMEL)
+class SessionDetail(SessionSummary):
+    """A session with the transcript a later run would continue (``sessions show``)."""
+
+    transcript: Any = None
+
+
+@record(frozen=True, slots=True, config=CAMEL)
+class TaskProgress(CamelRecord):
+    done: int
+    total: int
+
+
+@record(frozen=True, slots=True, config=CAMEL)
+class RunSummary(CamelRecord):
+    """One run of ``runs``/``agentctl runs list``: where it is and how far."""
+
+    run_id: str
+    workflow: str
+    state: str
+    mode: str
+    source_run_id: str | None
+    created_at: str
+    updated_at: str
+    tasks: TaskProgress
+    waiting_approvals: int
+
+
+@record(frozen=True, slots=True, config=CAMEL)
+class AuditCheck(CamelRecord):
+    """The audit chain's check: how many events, whether every link verifies, and the
+    sequence number of the first broken one."""
+
+    events: int
+    verified: bool
+    broken_at: int | None
+
+
+@record(frozen=True, slots=True, config=CAMEL)
+class RunReport(CamelRecord):
+    """The whole stored run, as ``agentctl inspect --output json`` prints it.
+
+    ``run``, each of ``tasks`` and each of ``effects`` are views joining several records
+    (the task row with its times and trace ids, the effect with its reconciliations and
+    trace ids), kept as their JSON documents (docs/cli.md, ``inspect``)."""
+
+    run: Mapping[str, Any]
+    tasks: list[Mapping[str, Any]]
+    effects: list[Mapping[str, Any]]
+    approvals: list[Approval]
+    checkpoints: int
+    budget: Any
+    provider_sessions: list[Mapping[str, Any]]
+    tool_calls: list[Mapping[str, Any]]
+    artifacts: list[Mapping[str, Any]]
+    retries: list[Mapping[str, Any]]
+    audit: AuditCheck
