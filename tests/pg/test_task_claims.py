@@ -123,9 +123,14 @@ def _crash_and_recover(
     assert len(_ledger(ledger)) == 2  # both tasks' processes ran before the kill
     # The dead worker drove the run: only a worker told to recover interrupted runs takes
     # it (the other one executes the tasks the new driver publishes).
+    # The survivors hold longer leases: with one second each, a survivor starved of CPU
+    # for a second (load above ten) lost its own claim, and a third task parked uncertain —
+    # correct, but not the one case this test pins. Leases are stored with each claim, so
+    # the dead worker's expire after its own second.
+    steady = {"AGENTCTL_LEASE_SECONDS": "15"}
     survivors = [
-        _spawn(database, ws, "w1", 4, "--recover-interrupted", **lease),
-        _spawn(database, ws, "w2", 4, **lease),
+        _spawn(database, ws, "w1", 4, "--recover-interrupted", **steady),
+        _spawn(database, ws, "w2", 4, **steady),
     ]
     try:
         for survivor in survivors:
