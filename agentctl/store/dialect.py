@@ -36,6 +36,7 @@ PostgreSQL's row locks alone, so they take no advisory lock (``Store.row_write``
 from __future__ import annotations
 
 import re
+from abc import ABC, abstractmethod
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -135,7 +136,7 @@ def to_postgres(statement: str, has_parameters: bool) -> str:
     return text
 
 
-class SqlDialect:
+class SqlDialect(ABC):
     """What differs between the two dialects, for the repositories' statements
     (:mod:`agentctl.store.statements` builds each statement with the pair member of the
     dialect it compiles for). One subclass per dialect; nothing else branches on the name.
@@ -143,22 +144,25 @@ class SqlDialect:
 
     name: str
 
+    @abstractmethod
     def compiler(self) -> Dialect:
         """The SQLAlchemy dialect statements are compiled with."""
-        raise NotImplementedError
+        ...
 
     def begin(self, kind: str, scope: locks.Locks | None = None) -> str:
         """The statement a ``kind`` transaction begins with (see :func:`begin_statement`)."""
         return begin_statement(self.name, kind, scope)
 
+    @abstractmethod
     def insert_ignoring(self, table: Table) -> Insert:
         """``INSERT`` into ``table`` that leaves an existing row (same key) as it is."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def insert(self, table: Table) -> Any:
         """The dialect's own ``INSERT`` into ``table``: with its ``on_conflict_do_update``
         (an upsert: both dialects spell it ``ON CONFLICT … DO UPDATE``)."""
-        raise NotImplementedError
+        ...
 
     #: Whether a committed change can wake listeners (PostgreSQL's ``NOTIFY``); on SQLite
     #: waiters look again after a short sleep.

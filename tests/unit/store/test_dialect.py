@@ -83,3 +83,18 @@ def test_insert_ignoring_is_on_conflict_do_nothing_on_postgresql() -> None:
 
 def test_notifies() -> None:
     assert POSTGRESQL_SQL.notifies and not SQLITE_SQL.notifies
+
+
+def test_a_dialect_without_every_method_cannot_be_made() -> None:
+    """What differs between dialects is abstract: a new dialect that forgets one method
+    fails when it is made, not when a statement first needs the method."""
+    from agentctl.store.dialect import SqlDialect, SqliteSql
+
+    class Partial(SqlDialect):
+        name = "partial"
+
+        def compiler(self):  # type: ignore[no-untyped-def]
+            return SqliteSql().compiler()
+
+    with pytest.raises(TypeError, match="insert"):
+        Partial()  # type: ignore[abstract]
