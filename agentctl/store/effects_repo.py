@@ -18,7 +18,7 @@ import json
 from collections.abc import Mapping
 from datetime import datetime
 from functools import lru_cache
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field
 from pydantic.dataclasses import dataclass as record
@@ -45,6 +45,8 @@ if TYPE_CHECKING:
 __all__ = [
     "EFFECT_COLUMNS",
     "EffectRecord",
+    "Reconciliation",
+    "ReconciliationStatus",
     "RECONCILIATION_COLUMNS",
     "append_compensated",
     "effect",
@@ -346,12 +348,59 @@ def _insert_effect(_: SqlDialect) -> Executable:
 
 # -- reconciliations --------------------------------------------------------------------
 
+ReconciliationStatus = Literal["applied", "not_applied", "compensated"]
 
-def latest_reconciliation(conn: SqlRunner, effect_id: str) -> dict[str, Any] | None:
-    row = _latest_reconciliation.run(conn, effect_id=effect_id).first()
-    return unseal_record(
-        conn, "reconciliations", row_dict(row, RECONCILIATION_COLUMNS, _RECONCILIATION_TIMES)
+
+@record(frozen=True, slots=True, config=CAMEL)
+class Reconciliation(CamelRecord):
+    """An operator's conclusion on an effect (append-only); its JSON form is what
+    ``effects inspect`` and ``inspect`` show."""
+
+    id: int
+    effect_id: str
+    status: ReconciliationStatus
+    reason: str
+    actor: str
+    evidence: str | None
+    result: Any
+    result_validated: bool
+    compensation_effect_id: str | None
+    created_at: IsoDateTime
+
+
+_RECONCILIATION_SAME_NAME = tuple(
+    name for name in Reconciliation.__dataclass_fields__ if name != "result"
+)
+
+
+def _reconciliation(row: dict[str, Any] | None) -> Reconciliation | None:
+    """The record of an (unsealed) reconciliation row, as :func:`_effect_record` does."""
+    if row is None:
+        return None
+    check_format_version("reconciliation", row["id"], int(row["format_version"]))
+    try:
+        return Reconciliation(
+            **{name: row[name] for name in _RECONCILIATION_SAME_NAME},
+            result=_loads(row["result_json"]),
+        )
+    except ValueError as exc:
+        raise PersistenceError(
+            f"reconciliation {row['id']} of effect {row['effect_id']} has a corrupt record: {exc}",
+            code=ErrorCode.STORE_CORRUPT,
+            hint="the database was modified outside agentctl; restore it from a backup",
+        ) from exc
+
+
+def _read_reconciliation(conn: SqlRunner, row: Any) -> Reconciliation | None:
+    return _reconciliation(
+        unseal_record(
+            conn, "reconciliations", row_dict(row, RECONCILIATION_COLUMNS, _RECONCILIATION_TIMES)
+        )
     )
+
+
+def latest_reconciliation(conn: SqlRunner, effect_id: str) -> Reconciliation | None:
+    return _read_reconciliation(conn, _latest_reconciliation.run(conn, effect_id=effect_id).first())
 
 
 @statement
@@ -369,11 +418,12 @@ def _latest_reconciliation(_: SqlDialect) -> Executable:
     )
 
 
-def reconciliations(conn: SqlRunner, effect_id: str) -> list[dict[str, Any]]:
+def reconciliations(conn: SqlRunner, effect_id: str) -> list[Reconciliation]:
     rows = _reconciliations.run(conn, effect_id=effect_id)
-    return unseal_records(
+    opened = unseal_records(
         conn, "reconciliations", row_dicts(rows, RECONCILIATION_COLUMNS, _RECONCILIATION_TIMES)
     )
+    return [found for row in opened if (found := _reconciliation(row)) is not None]
 
 
 @statement
@@ -394,7 +444,7 @@ def insert_reconciliation(
     conn: SqlRunner,
     effect_id: str,
     *,
-    status: str,
+    status: ReconciliationStatus,
     reason: str,
     actor: str,
     evidence: str | None,
@@ -403,7 +453,7 @@ def insert_reconciliation(
     compensation_effect_id: str | None,
     supersedes_id: int | None,
     now: datetime,
-) -> dict[str, Any]:
+) -> Reconciliation:
     """Append one conclusion (append-only; the latest wins) and return its row."""
     # RETURNING (SQLite 3.35+, PostgreSQL) names the new row on both dialects. The payload
     # is sealed under the new row's id, so it is written once that id is known (same
@@ -428,10 +478,7 @@ def insert_reconciliation(
             result_json=seal(conn, "reconciliations", "result_json", record, result_json),
             id=new_id,
         )
-    row = _reconciliation.run(conn, id=new_id).first()
-    found = unseal_record(
-        conn, "reconciliations", row_dict(row, RECONCILIATION_COLUMNS, _RECONCILIATION_TIMES)
-    )
+    found = _read_reconciliation(conn, _reconciliation_by_id.run(conn, id=new_id).first())
     assert found is not None
     return found
 
@@ -473,7 +520,7 @@ def _seal_reconciliation(_: SqlDialect) -> Executable:
 
 
 @statement
-def _reconciliation(_: SqlDialect) -> Executable:
+def _reconciliation_by_id(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, select
 
     from agentctl.store.tables import reconciliations

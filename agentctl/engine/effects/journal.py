@@ -12,13 +12,10 @@ together.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
-
-from pydantic.dataclasses import dataclass as record
 
 from agentctl.compiler.effects import EffectSpec as Classification
 from agentctl.compiler.effects import kind_effect
@@ -26,16 +23,14 @@ from agentctl.digest import canonical_json, effect_id, effect_input_digest, iden
 from agentctl.engine.core.records import RunRow
 from agentctl.engine.effects import budget
 from agentctl.error_codes import ErrorCode
-from agentctl.errors import NotFoundError, PersistenceError
+from agentctl.errors import NotFoundError
 from agentctl.observability import telemetry
 from agentctl.signals import TaskFailure
 from agentctl.store import effects_repo
-from agentctl.store.effects_repo import EffectRecord
+from agentctl.store.effects_repo import EffectRecord, Reconciliation, ReconciliationStatus
 from agentctl.store.engine import SqlRunner
-from agentctl.store.records import check_format_version
 from agentctl.store.states import EffectState
 from agentctl.store.transitions import guarded_update
-from agentctl.typed_records import CAMEL, CamelRecord, IsoDateTime
 
 __all__ = [
     "COMPENSATION_INPUT",
@@ -65,7 +60,6 @@ COMPENSATION_INPUT = "__agentctlCompensation"
 #: The audit event that journals the handle a remote peer gave an in-flight effect (an A2A
 #: task id): the one record ``effects continue-remote`` follows the remote work by.
 REMOTE_TASK_EVENT = "effect.remote_task"
-ReconciliationStatus = Literal["applied", "not_applied", "compensated"]
 TERMINAL_EFFECT_STATUSES = frozenset(
     {EffectState.SUCCEEDED, EffectState.FAILED, EffectState.CANCELLED}
 )
@@ -122,27 +116,6 @@ class EffectSpec:
 
     def effect_id(self, run_id: str, task_id: str, attempt: int, ordinal: int) -> str:
         return effect_id(run_id, task_id, attempt, ordinal, self.operation, self.input_digest())
-
-
-@record(frozen=True, slots=True, config=CAMEL)
-class Reconciliation(CamelRecord):
-    """An operator's conclusion on an effect (append-only); its JSON form is what
-    ``effects inspect`` and ``inspect`` show."""
-
-    id: int
-    effect_id: str
-    status: ReconciliationStatus
-    reason: str
-    actor: str
-    evidence: str | None
-    result: Any
-    result_validated: bool
-    compensation_effect_id: str | None
-    created_at: IsoDateTime
-
-
-def _loads(text: str | None) -> Any:
-    return None if text is None else json.loads(text)
 
 
 def _dumps(value: Any) -> str | None:
@@ -321,41 +294,12 @@ def finish_effect(
     )
 
 
-def _reconciliation(row: Mapping[str, Any]) -> Reconciliation:
-    check_format_version("reconciliation", row["id"], int(row["format_version"]))
-    try:
-        return _parse_reconciliation(row)
-    except ValueError as exc:
-        raise PersistenceError(
-            f"reconciliation {row['id']} of effect {row['effect_id']} has a corrupt record: {exc}",
-            code=ErrorCode.STORE_CORRUPT,
-            hint="the database was modified outside agentctl; restore it from a backup",
-        ) from exc
-
-
-def _parse_reconciliation(row: Mapping[str, Any]) -> Reconciliation:
-    return Reconciliation(
-        id=int(row["id"]),
-        effect_id=row["effect_id"],
-        status=row["status"],
-        reason=row["reason"],
-        actor=row["actor"],
-        evidence=row["evidence"],
-        result=_loads(row["result_json"]),
-        result_validated=bool(row["result_validated"]),
-        compensation_effect_id=row["compensation_effect_id"],
-        created_at=row["created_at"],
-    )
-
-
 def latest_reconciliation(conn: SqlRunner, effect_id_: str) -> Reconciliation | None:
-    row = effects_repo.latest_reconciliation(conn, effect_id_)
-    return None if row is None else _reconciliation(row)
+    return effects_repo.latest_reconciliation(conn, effect_id_)
 
 
 def list_reconciliations(conn: SqlRunner, effect_id_: str) -> list[Reconciliation]:
-    rows = effects_repo.reconciliations(conn, effect_id_)
-    return [_reconciliation(row) for row in rows]
+    return effects_repo.reconciliations(conn, effect_id_)
 
 
 def add_reconciliation(
@@ -372,7 +316,7 @@ def add_reconciliation(
     compensation_effect_id: str | None = None,
 ) -> Reconciliation:
     previous = latest_reconciliation(conn, effect_id_)
-    row = effects_repo.insert_reconciliation(
+    conclusion = effects_repo.insert_reconciliation(
         conn,
         effect_id_,
         status=status,
@@ -396,7 +340,7 @@ def add_reconciliation(
         outcome_recorded=effect.status in TERMINAL_EFFECT_STATUSES,
         now=now,
     )
-    return _reconciliation(row)
+    return conclusion
 
 
 def mark_compensated(conn: Any, run: RunRow, task_id: str, effect_ids: list[str], now: Any) -> None:
