@@ -6,10 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
+from agentctl.engine.run.creation import create_run, prepare_run
 from agentctl.errors import OwnershipLostError, PersistenceError
+from agentctl.ids import IdGenerator, SystemClock
 from agentctl.store import locks, ownership
 from agentctl.store.engine import Store, StoreSettings, open_store
 from tests.pg.cluster import Cluster
@@ -116,3 +119,39 @@ def test_lock_keys_are_stable_and_taken_in_one_order() -> None:
     assert begin.startswith(f"BEGIN; SELECT pg_advisory_xact_lock_shared({locks.STORE_KEY})")
     assert f"pg_advisory_xact_lock_shared({locks.key('cat')})" in begin
     assert locks.begin_postgres(None) == f"BEGIN; SELECT pg_advisory_xact_lock({locks.STORE_KEY})"
+
+
+WORKFLOW = """
+apiVersion: agentctl.dev/v1
+kind: Workflow
+metadata: {name: created-beside}
+spec:
+  actions:
+    set: {kind: builtin.assign}
+  tasks:
+    - {id: one, uses: action:set, with: {value: 1}}
+"""
+
+
+def test_a_run_is_created_while_another_runs_write_is_open(
+    stores: tuple[Store, Store], tmp_path: Path
+) -> None:
+    """Creating a run writes only that run's rows, so it takes only the new run's lock: it
+    commits while a write of another run is held open (before, it took the whole store and
+    waited). A creation that decides on other rows (a guard) still takes the whole store."""
+    first, second = stores
+    workflow = tmp_path / "wf.yaml"
+    workflow.write_text(WORKFLOW)
+    prepared = prepare_run(str(workflow), workspace=str(tmp_path))
+    clock = SystemClock()
+    with first.write(locks.run("run-a")) as held:
+        _touch(held, "run-a", "held while a run is created")
+        created = create_run(second, prepared, clock=clock, ids=IdGenerator(clock))
+        with pytest.raises(PersistenceError) as guarded:
+            create_run(
+                second, prepared, clock=clock, ids=IdGenerator(clock), guard=lambda conn: None
+            )
+        assert guarded.value.code == "store.locked"
+    with second.read() as conn:
+        row = conn.exec_driver_sql("SELECT status FROM runs WHERE id = ?", (created,)).first()
+    assert row is not None and row[0] == "running"

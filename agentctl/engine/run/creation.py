@@ -25,7 +25,7 @@ from agentctl.spec import LoadResult, load_workflow
 from agentctl.spec.inputs import merge_inputs, parse_input_pairs, require_declared_inputs
 from agentctl.spec.loader import require_workflow_file
 from agentctl.spec.vars_files import load_variables
-from agentctl.store import plan_repo, runs_repo, tasks_repo
+from agentctl.store import locks, plan_repo, runs_repo, tasks_repo
 from agentctl.store.engine import Store
 
 __all__ = [
@@ -228,7 +228,12 @@ def create_run(
     budgets = ((prepared.workflow.get("spec") or {}).get("runtime") or {}).get("budgets") or {}
     wall = budgets.get("maxWallTimeSeconds")
     deadline = now + timedelta(seconds=int(wall)) if wall else None
-    with store.write() as conn:
+    # A new run's rows are its own: on PostgreSQL its creation takes only its run lock, so
+    # a busy server's runs keep writing while another is created. A guard or a link decides
+    # on rows beyond the new run (a compensation claim, a schedule's firing) and keeps the
+    # whole store (docs/postgresql.md, "Locks").
+    scope = locks.run(run_id) if guard is None and link is None else None
+    with store.write(scope) as conn:
         if guard is not None:
             guard(conn)
         runs_repo.insert_run(
