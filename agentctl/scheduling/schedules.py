@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentctl.errors import AgentctlError, NotFoundError, UsageError
 from agentctl.scheduling.slots import Timing, jitter_offset
-from agentctl.store import schedules_repo
+from agentctl.store import locks, schedules_repo
 from agentctl.store.schedules_repo import Firing, Schedule
 from agentctl.store.timestamps import to_iso
 
@@ -124,7 +124,7 @@ def list_schedules(store: Store, *, now: datetime) -> list[dict[str, Any]]:
 def set_paused(store: Store, name: str, paused: bool, *, now: datetime, monitor: bool) -> None:
     """Pause or resume. Resuming does not bring back the slots that passed while paused:
     the cursor moves to now and they are added to the missed count."""
-    with store.write() as conn:
+    with store.write(locks.schedule(name)) as conn:
         row = require_kind(schedules_repo.schedule(conn, name), name, monitor=monitor)
         schedules_repo.set_paused(conn, name, paused, now)
         if not paused and row.paused:
