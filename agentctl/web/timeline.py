@@ -12,10 +12,11 @@ Segment kinds: ``attempt`` (the task executing), ``backoff`` (between two attemp
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from agentctl.engine.run.timing import parked_intervals
+from agentctl.runtime_dashboard import parked_intervals
 from agentctl.signals import PAUSE_PREFIX
 from agentctl.web.graph import child_label
 
@@ -62,7 +63,7 @@ def _seconds(value: float) -> str:
 def run_timeline(
     data: dict[str, Any],
     events: list[Any],
-    plan_tasks: dict[str, Any],
+    plan_tasks: Mapping[str, Any],
     now: datetime,
 ) -> dict[str, Any]:
     """``{rows, markers, span, hidden}`` for the run page (``data`` is ``inspect_run``'s)."""
