@@ -7,9 +7,10 @@ imports nothing of the store or the engine but through here (docs/architecture.m
 door"). Each read is one read transaction, so a dashboard never holds the write lock a
 running ``roll`` needs; each operation is the engine operation the CLI calls.
 
-A run's whole plan is read once per plan version and kept (:meth:`Dashboard.run_view`):
-plan task records are only ever inserted, and every insert rewrites the plan's header
-(its ``taskCount``), so a header read in the same transaction names exactly one plan.
+A run's whole plan is decoded once and kept (:meth:`Dashboard.run_view`): its task records
+are written once, with the run (agentctl/engine/run/creation.py), and never changed, so a
+plan kept under the run's id, creation time and plan header cannot go stale; task states,
+events and everything else are read on every request.
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ __all__ = [
     "result_shape",
 ]
 
-#: Plans kept decoded (each is a run's plan at one version; a 1,000-task plan is ~1 MB).
+#: Plans kept decoded (the runs last viewed; a 1,000-task plan is about 1 MB).
 PLANS_KEPT = 16
 
 
@@ -88,8 +89,8 @@ class RunsView:
 class RunView:
     """Everything the run page shows, from one read transaction.
 
-    ``plan_key`` names the plan's version (equal keys, equal plans), so what is derived
-    from ``plan`` may be kept under it. ``document`` is what ``inspect`` reports, its
+    ``plan_key`` names the plan (equal keys, equal plans), so what is derived from
+    ``plan`` may be kept under it. ``document`` is what ``inspect`` reports, its
     ``tasks`` limited to the ones the page chose to detail (in plan order)."""
 
     row: RunRow
@@ -181,7 +182,7 @@ class Dashboard:
         return GraphView(run_id, row.status, key, plan, states)
 
     def _plan(self, conn: Any, row: RunRow) -> tuple[tuple[str, str, str], Mapping[str, Any]]:
-        """The run's whole plan, decoded once per version (see the module's docstring)."""
+        """The run's whole plan, decoded once (see the module's docstring)."""
         header = json.dumps(row.plan, sort_keys=True, default=str)
         key = (row.id, row.created_at.isoformat(), header)
         with self._lock:

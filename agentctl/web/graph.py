@@ -20,7 +20,7 @@ from typing import Any
 
 __all__ = ["PlanShape", "child_label", "plan_shape", "run_graph"]
 
-#: Plan shapes kept (one per run and plan version; a 1,000-task shape is a few hundred KB).
+#: Plan shapes kept (the runs last viewed; a 1,000-task shape is a few hundred KB).
 SHAPES_KEPT = 16
 
 _LABEL_LIMIT = 40
@@ -117,7 +117,7 @@ def run_graph(plan: dict[str, Any], states: dict[str, str]) -> dict[str, Any]:
 
 @dataclass(frozen=True, slots=True)
 class PlanShape:
-    """What the run page derives from a plan alone, once per plan version: the graph's
+    """What the run page derives from a plan alone, once per run: the graph's
     nodes (without states), edges and groups, each task's label, and the tasks a retry
     may start from."""
 
@@ -141,8 +141,8 @@ _shapes_lock = threading.Lock()
 
 
 def plan_shape(key: Hashable, plan: Mapping[str, Any]) -> PlanShape:
-    """The :class:`PlanShape` of ``plan``, kept under ``key``: a key names one version of
-    one run's plan (``Dashboard.run_view``'s ``plan_key``), so what is kept is never stale."""
+    """The :class:`PlanShape` of ``plan``, kept under ``key``: a key names one run's plan,
+    which never changes (``RunView.plan_key``), so what is kept is never stale."""
     with _shapes_lock:
         kept = _shapes.get(key)
         if kept is not None:

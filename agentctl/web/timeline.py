@@ -124,6 +124,9 @@ def run_timeline(
         if last is None:
             continue
         finished[task_id] = last
+        if len(rows) >= MAX_ROWS:
+            hidden += 1  # counted only: no later row is drawn to need its times
+            continue
         first = _at(task.get("startedAt"))
         if first is None:
             # Not recorded for a task without effects: it began once its needs had finished
@@ -134,9 +137,6 @@ def run_timeline(
             ready = [finished[n] for n in needs if n in finished]
             began = max([r for r in resumes if r <= anchor] or [start])
             first = min(max(ready + [began]), anchor)
-        if len(rows) >= MAX_ROWS:
-            hidden += 1
-            continue
         segments: list[dict[str, Any]] = []
         attempt_start = first
         for retry in sorted(retries.get(task_id, []), key=lambda r: r["at"]):

@@ -65,15 +65,54 @@ def format_seconds(seconds: float) -> str:
 
 def pretty(value: Any) -> str:
     """JSON for a ``<pre>`` block, cut at a size a page can hold."""
-    # The compact form comes from the C encoder (indenting uses the pure-Python one, which
-    # took seconds over the outputs of a 1,000-item foreach); only what fits is indented.
-    compact = json.dumps(value, sort_keys=True, default=str, ensure_ascii=False)
-    if len(compact) > MAX_SHOWN_JSON:
-        return compact[:MAX_SHOWN_JSON] + f"\n… ({len(compact) - MAX_SHOWN_JSON} more characters)"
+    # Only what fits is indented (the indenting encoder is pure Python, and took seconds
+    # over the outputs of a 1,000-item foreach); a longer value is written compact and
+    # only as far as it is shown (a fan-out's join holds every child's output: a megabyte).
+    head = _compact_head(value, MAX_SHOWN_JSON)
+    if len(head) > MAX_SHOWN_JSON:
+        return head[:MAX_SHOWN_JSON] + "\n… (cut here; `agentctl inspect` shows all of it)"
     text = json.dumps(value, indent=2, sort_keys=True, default=str, ensure_ascii=False)
     if len(text) > MAX_SHOWN_JSON:
         return text[:MAX_SHOWN_JSON] + f"\n… ({len(text) - MAX_SHOWN_JSON} more characters)"
     return text
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=str, ensure_ascii=False)
+
+
+def _compact_head(value: Any, limit: int) -> str:
+    """The start of ``_compact(value)``: all of it when it is at most ``limit`` characters,
+    else at least ``limit + 1`` of them, written without encoding the rest."""
+    parts: list[str] = []
+    size = 0
+
+    def put(text: str) -> bool:
+        nonlocal size
+        parts.append(text)
+        size += len(text)
+        return size > limit
+
+    def walk(item: Any) -> bool:
+        """Write ``item``; True once past the limit (the caller stops)."""
+        if isinstance(item, dict) and item and all(isinstance(k, str) for k in item):
+            if put("{"):
+                return True
+            for n, key in enumerate(sorted(item)):
+                if put((", " if n else "") + _compact(key) + ": ") or walk(item[key]):
+                    return True
+            return put("}")
+        if isinstance(item, list | tuple) and item:
+            if put("["):
+                return True
+            for n, element in enumerate(item):
+                if (n and put(", ")) or walk(element):
+                    return True
+            return put("]")
+        return put(_compact(item))
+
+    walk(value)
+    return "".join(parts)
 
 
 def _now() -> datetime:
