@@ -442,6 +442,7 @@ FACADE = frozenset(
         "agentctl.runtime",
         "agentctl.runtime_recovery",
         "agentctl.runtime_records",
+        "agentctl.runtime_dashboard",
         "agentctl.results",
     }
 )
