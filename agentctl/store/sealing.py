@@ -411,10 +411,16 @@ def _record_part(part: Any) -> str:
 
 
 def _aad(table: str, column: str, record: tuple[Any, ...]) -> bytes:
-    try:  # most records are all text: one join
-        tail = "/".join(record)
-    except TypeError:
-        tail = "/".join(_record_part(part) for part in record)
+    # Per value on every write: a record of text is one join; one that ends in a number
+    # (a checkpoint's or audit event's sequence) skips the join's TypeError.
+    tail = None
+    if type(record[-1]) is str:
+        try:
+            tail = "/".join(record)
+        except TypeError:
+            pass
+    if tail is None:
+        tail = "/".join([part if type(part) is str else _record_part(part) for part in record])
     return f"{table}.{column}/{tail}".encode()
 
 
