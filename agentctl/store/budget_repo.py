@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from agentctl.store.timestamps import to_db
 
 if TYPE_CHECKING:
-    from agentctl.store.engine import SqlRunner
+    from agentctl.store.runner import SqlRunner
 
 __all__ = [
     "LedgerRow",

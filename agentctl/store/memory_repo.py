@@ -39,7 +39,7 @@ from agentctl.store.sealing import seal_binary, unseal
 from agentctl.store.timestamps import from_db, to_db
 
 if TYPE_CHECKING:
-    from agentctl.store.engine import SqlRunner
+    from agentctl.store.runner import SqlRunner
 
 __all__ = [
     "EntryRow",

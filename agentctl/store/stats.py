@@ -12,7 +12,7 @@ from sqlalchemy import func, select
 
 from agentctl.store import migrate
 from agentctl.store.dialect import is_postgres
-from agentctl.store.engine import Store
+from agentctl.store.runner import Store
 from agentctl.store.tables import metadata
 from agentctl.typed_records import CAMEL, CamelRecord, keys_in_order
 
