@@ -34,6 +34,7 @@ from agentctl.store.statements import Statement, padded, statement
 from agentctl.store.timestamps import to_db
 
 if TYPE_CHECKING:
+    from sqlalchemy import Select
     from sqlalchemy.sql.elements import ColumnElement
     from sqlalchemy.sql.expression import Executable
 
@@ -192,7 +193,7 @@ def _claimable(runs: int | None) -> Statement:
         from agentctl.store.tables import task_claims
 
         c, r = task_claims.alias("c"), runs_table.alias("r")
-        query = (
+        query: Select[Any] = (
             select(literal_column("1"))
             .select_from(c.join(r, r.c.id == c.c.run_id))
             .where(
