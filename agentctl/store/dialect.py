@@ -168,6 +168,10 @@ class SqlDialect(ABC):
     #: waiters look again after a short sleep.
     notifies: bool = False
 
+    #: Whether writes serialise on advisory locks (:mod:`agentctl.store.locks`), which a
+    #: write can also try to take without waiting; SQLite has one writer and none.
+    advisory_locks: bool = False
+
 
 class SqliteSql(SqlDialect):
     name = SQLITE
@@ -191,6 +195,7 @@ class SqliteSql(SqlDialect):
 class PostgresqlSql(SqlDialect):
     name = POSTGRESQL
     notifies = True
+    advisory_locks = True
 
     def compiler(self) -> Dialect:
         from sqlalchemy.dialects.postgresql.psycopg import PGDialect_psycopg

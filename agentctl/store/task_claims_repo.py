@@ -28,8 +28,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from agentctl.errors import OwnershipLostError
-from agentctl.store import locks
-from agentctl.store.run_queue import notify_run
+from agentctl.store import run_queue
 from agentctl.store.statements import Statement, padded, statement
 from agentctl.store.timestamps import to_db
 
@@ -116,7 +115,7 @@ def publish(conn: Any, run_id: str, items: Sequence[Published], now: datetime) -
             "stamp": stamp,
         }
         (_republish if found is not None else _publish).run(conn, **given)
-    notify_run(conn, f"tasks:{run_id}")
+    run_queue.notify_run(conn, f"tasks:{run_id}")
 
 
 @statement
@@ -246,7 +245,7 @@ def claim_ready(
     expires = to_db(now + timedelta(seconds=lease_seconds))
     claimed: list[ClaimedTask] = []
     for run_id, task_id, token, payload, ready_at, previous, state, owner_token, seq in picked:
-        if state == "claimed" and not locks.try_run_lock(conn, str(run_id)):
+        if state == "claimed" and not run_queue.try_run_lock(conn, str(run_id)):
             continue
         _claim.run(
             conn,
@@ -432,7 +431,7 @@ def finish_claim(
     if updated.rowcount != 1:
         check_claim(conn, run_id, task_id, token)
         raise _lost(run_id, task_id, token, None)  # pragma: no cover - check_claim raised
-    notify_run(conn, f"done:{run_id}")  # wakes the run's owner, not idle workers
+    run_queue.notify_run(conn, f"done:{run_id}")  # wakes the run's owner, not idle workers
 
 
 @statement

@@ -85,6 +85,17 @@ def test_notifies() -> None:
     assert POSTGRESQL_SQL.notifies and not SQLITE_SQL.notifies
 
 
+def test_only_postgresql_writes_take_advisory_locks(tmp_path: Path) -> None:
+    """On SQLite a worker's try of a run's lock always succeeds (one writer holds the whole
+    database); PostgreSQL's is tested on the server (tests/pg/test_run_locks.py)."""
+    from agentctl.store import locks, run_queue
+    from agentctl.store.engine import open_store
+
+    assert POSTGRESQL_SQL.advisory_locks and not SQLITE_SQL.advisory_locks
+    with open_store(str(tmp_path / "state.db")) as store, store.write(locks.Locks()) as conn:
+        assert run_queue.try_run_lock(conn, "run-a") is True
+
+
 def test_a_dialect_without_every_method_cannot_be_made() -> None:
     """What differs between dialects is abstract: a new dialect that forgets one method
     fails when it is made, not when a statement first needs the method."""
