@@ -4,11 +4,15 @@ Repositories write their statements with SQLAlchemy Core (:mod:`agentctl.store.s
 compiled once per dialect; what the two spell differently and the compiler does not
 decide is a method of the dialect's member of the pair below (:class:`SqliteSql`,
 :class:`PostgresqlSql`): how a transaction begins, an ``INSERT`` that leaves an existing
-row alone, the dialect's own ``INSERT`` for an upsert, whether a commit wakes listeners.
+row alone, the dialect's own ``INSERT`` for an upsert, whether a commit wakes listeners and
+whether writes take advisory locks, a condition kept off an index (SQLite's unary ``+``),
+a JSON member's text (SQLite's ``->`` on text, PostgreSQL's on ``json``), the long-term
+memory text index (FTS5 on SQLite, a ``tsvector`` expression index on PostgreSQL), and the
+storage settings ``db stats`` reports. Nothing else branches on the dialect's name.
 
 Statements not yet moved to Core are still written in SQLite's spelling with ``?``
 placeholders; on PostgreSQL they pass through :func:`to_postgres` (the engine hooks it in
-for SQLAlchemy connections, :class:`~agentctl.store.engine.DriverSession` calls it
+for SQLAlchemy connections, :class:`~agentctl.store.runner.DriverSession` calls it
 itself), which rewrites what differs mechanically:
 
 - ``?`` placeholders become psycopg's ``%s`` (and a literal ``%`` becomes ``%%`` when the
@@ -17,11 +21,7 @@ itself), which rewrites what differs mechanically:
 - a unary ``+`` before a column (SQLite's way of steering the planner off an index) is
   dropped: PostgreSQL has no unary plus on text.
 
-A compiled statement's text is never rewritten (``statements.is_compiled``). What cannot
-be rewritten mechanically is still chosen by such a repository with :func:`is_postgres`:
-the long-term memory text index (FTS5 on SQLite, a ``tsvector`` expression index on
-PostgreSQL), metadata filters (SQLite's ``->`` on text, PostgreSQL's on ``json``), and the
-PRAGMA-based checks and statistics, which are SQLite's alone.
+A compiled statement's text is never rewritten (``statements.is_compiled``).
 
 How a transaction begins differs too, and is one table here (:func:`begin_statement`). A
 SQLite write transaction begins ``IMMEDIATE`` (the database's one write lock); a PostgreSQL
@@ -64,7 +64,6 @@ __all__ = [
     "SqliteSql",
     "begin_statement",
     "dialect_name",
-    "is_postgres",
     "sql_dialect",
     "to_postgres",
 ]
@@ -107,10 +106,6 @@ _UNARY_PLUS = re.compile(r"(?<=[\s(=,])\+(?=[A-Za-z_])")
 def dialect_name(conn: Any) -> str:
     """``sqlite`` or ``postgresql`` for a SQLAlchemy Connection or a DriverSession."""
     return str(conn.dialect.name)
-
-
-def is_postgres(conn: Any) -> bool:
-    return dialect_name(conn) == POSTGRESQL
 
 
 @lru_cache(maxsize=4096)
@@ -208,6 +203,13 @@ class SqlDialect(ABC):
         """The statement that rebuilds the long-term memory text index from the entries."""
         ...
 
+    @abstractmethod
+    def storage_settings(self) -> Executable:
+        """One row for ``db stats``: the journal mode, the name of the durability setting
+        in force (SQLite's ``synchronous``, PostgreSQL's ``synchronous_commit``), and the
+        database's size in bytes (NULL: the size of its file is read from the file)."""
+        ...
+
     #: Whether a committed change can wake listeners (PostgreSQL's ``NOTIFY``); on SQLite
     #: waiters look again after a short sleep.
     notifies: bool = False
@@ -276,6 +278,16 @@ class SqliteSql(SqlDialect):
 
         return text("INSERT INTO memory_search_fts (memory_search_fts) VALUES ('rebuild')")
 
+    def storage_settings(self) -> Executable:
+        from sqlalchemy import text
+
+        # The pragmas as table-valued functions: one row, in one statement.
+        return text(
+            "SELECT journal_mode, CASE synchronous WHEN 0 THEN 'OFF' WHEN 1 THEN 'NORMAL' "
+            "WHEN 2 THEN 'FULL' WHEN 3 THEN 'EXTRA' ELSE CAST(synchronous AS TEXT) END, NULL "
+            "FROM pragma_journal_mode, pragma_synchronous"
+        )
+
 
 class PostgresqlSql(SqlDialect):
     name = POSTGRESQL
@@ -341,6 +353,15 @@ class PostgresqlSql(SqlDialect):
         from sqlalchemy import text
 
         return text("REINDEX INDEX memory_search_text")
+
+    def storage_settings(self) -> Executable:
+        from sqlalchemy import text
+
+        # The server's own write-ahead log: no journal mode to report.
+        return text(
+            "SELECT 'postgresql', upper(current_setting('synchronous_commit')), "
+            "pg_database_size(current_database())"
+        )
 
 
 SQLITE_SQL = SqliteSql()

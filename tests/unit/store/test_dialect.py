@@ -185,3 +185,19 @@ def test_memory_text_search_uses_each_dialects_index() -> None:
     assert compile_for(POSTGRESQL_SQL.rebuild_memory_text_index(), "postgresql").text == (
         "REINDEX INDEX memory_search_text"
     )
+
+
+@pytest.mark.parametrize(
+    ("setting", "name"), [(0, "OFF"), (1, "NORMAL"), (2, "FULL"), (3, "EXTRA")]
+)
+def test_storage_settings_name_sqlites_synchronous_level(
+    tmp_path: Path, setting: int, name: str
+) -> None:
+    conn = sqlite3.connect(tmp_path / "s.db")
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute(f"PRAGMA synchronous={setting}")
+    text = compile_for(SQLITE_SQL.storage_settings(), "sqlite").text
+    assert conn.execute(text).fetchone() == ("wal", name, None)
+    assert "pg_database_size(current_database())" in (
+        compile_for(POSTGRESQL_SQL.storage_settings(), "postgresql").text
+    )
