@@ -204,6 +204,12 @@ class SqlDialect(ABC):
         ...
 
     @abstractmethod
+    def audit_position(self) -> ColumnElement[Any]:
+        """A value that changes whenever an audit event is appended (every transition
+        appends one), read in O(1): the dashboard's change marker."""
+        ...
+
+    @abstractmethod
     def storage_settings(self) -> Executable:
         """One row for ``db stats``: the journal mode, the name of the durability setting
         in force (SQLite's ``synchronous``, PostgreSQL's ``synchronous_commit``), and the
@@ -277,6 +283,14 @@ class SqliteSql(SqlDialect):
         from sqlalchemy import text
 
         return text("INSERT INTO memory_search_fts (memory_search_fts) VALUES ('rebuild')")
+
+    def audit_position(self) -> ColumnElement[Any]:
+        from sqlalchemy import func, literal_column, select
+
+        from agentctl.store.tables import audit_events
+
+        # The newest event's rowid: one step down the table's b-tree.
+        return select(func.max(literal_column("rowid"))).select_from(audit_events).scalar_subquery()
 
     def storage_settings(self) -> Executable:
         from sqlalchemy import text
@@ -353,6 +367,14 @@ class PostgresqlSql(SqlDialect):
         from sqlalchemy import text
 
         return text("REINDEX INDEX memory_search_text")
+
+    def audit_position(self) -> ColumnElement[Any]:
+        from sqlalchemy import Text, cast, func
+
+        # No rowid: the position of the server's write-ahead log, which every committed
+        # write moves (other writes too: a marker that changes more often than needed
+        # costs a page a refresh, never a missed change).
+        return cast(func.pg_current_wal_lsn(), Text)
 
     def storage_settings(self) -> Executable:
         from sqlalchemy import text
