@@ -73,6 +73,7 @@ __all__ = [
     "reseal_binary",
     "seal",
     "sealed_head",
+    "sealed_head_of",
     "sealed_under",
     "seal_binary",
     "seal_blob",
@@ -382,6 +383,16 @@ def _mismatch(key_id: str, what: str) -> PersistenceError:
         hint=f"offer the key that was enabled as {key_id} (`agentctl db encryption "
         "inventory` names the variable); restore the record from a backup if it was altered",
     )
+
+
+def sealed_head_of(column: Any, length: Any) -> Any:
+    """``column``'s first ``length`` characters (a parameter) as text, to compare with a
+    sealed value's head (``aes256gcm:KEY_ID:``) whichever its form: a bytes value's head
+    is ASCII, read as text on SQLite; on PostgreSQL's text columns the CAST changes nothing.
+    A SQLAlchemy Core expression, for the repositories' statements."""
+    from sqlalchemy import Text, cast, func, literal_column
+
+    return cast(func.substr(column, literal_column("1"), length), Text)
 
 
 def sealed_head(column: str) -> str:
