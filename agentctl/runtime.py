@@ -66,6 +66,25 @@ class QueuedRun:
     tasks: int
 
 
+@dataclass(frozen=True, slots=True)
+class VersionInfo:
+    """What ``agentctl version`` prints: this agentctl's version, the newest schema
+    revision and record format it writes, and the Python running it."""
+
+    version: str
+    schema_revision: str
+    record_format_version: int
+    python: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "version": self.version,
+            "schemaRevision": self.schema_revision,
+            "recordFormatVersion": self.record_format_version,
+            "python": self.python,
+        }
+
+
 class Runtime(RecoveryOperations):
     """Runs workflows against one SQLite database file.
 
@@ -96,6 +115,19 @@ class Runtime(RecoveryOperations):
 
     def __repr__(self) -> str:
         return f"Runtime({self.db!r})"
+
+    @staticmethod
+    def version_info() -> VersionInfo:
+        """This agentctl's version, the newest schema revision and record format it
+        writes, and the Python running it (``agentctl version``). Opens no database and
+        loads no database library."""
+        import platform
+
+        from agentctl.store.formats import FORMAT_VERSION
+        from agentctl.store.migrate import SCHEMA_HEAD
+        from agentctl.version import __version__
+
+        return VersionInfo(__version__, SCHEMA_HEAD, FORMAT_VERSION, platform.python_version())
 
     # -- running -------------------------------------------------------------------------
 
@@ -256,7 +288,7 @@ class Runtime(RecoveryOperations):
         """Ask the process executing ``run_id`` to stop (it ends ``cancelled``); a run no
         process executes is cancelled at once."""
         from agentctl.engine.operations import cancel_run
-        from agentctl.runtime_records import CancelRequest
+        from agentctl.runtime_views import CancelRequest
         from agentctl.store.engine import open_store
 
         with open_store(self.db, create=False) as store:
@@ -285,8 +317,8 @@ class Runtime(RecoveryOperations):
     ) -> list[RunSummary]:
         """Runs, newest first, optionally only those in ``status``, of ``workflow``,
         created at or after ``since``, or started by the schedule named ``schedule``."""
-        from agentctl.engine.operations import list_runs
-        from agentctl.runtime_records import RunSummary
+        from agentctl.engine.run_listing import list_runs
+        from agentctl.runtime_views import RunSummary
         from agentctl.store.engine import open_store
 
         with open_store(self.db, create=False) as store:
@@ -316,7 +348,7 @@ class Runtime(RecoveryOperations):
     ) -> list[SessionSummary]:
         """Recorded provider sessions, newest first, of one run or saved under ``name``."""
         from agentctl.engine.actions.sessions import list_sessions
-        from agentctl.runtime_records import SessionSummary
+        from agentctl.runtime_views import SessionSummary
         from agentctl.store.engine import open_store
 
         with open_store(self.db, create=False) as store:
@@ -326,7 +358,7 @@ class Runtime(RecoveryOperations):
     def session(self, run_id: str, task_id: str) -> SessionDetail:
         """One provider session with its transcript."""
         from agentctl.engine.actions.sessions import show_session
-        from agentctl.runtime_records import SessionDetail
+        from agentctl.runtime_views import SessionDetail
         from agentctl.store.engine import open_store
 
         with open_store(self.db, create=False) as store:

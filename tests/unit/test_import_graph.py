@@ -442,6 +442,7 @@ FACADE = frozenset(
         "agentctl.runtime",
         "agentctl.runtime_recovery",
         "agentctl.runtime_records",
+        "agentctl.runtime_views",
         "agentctl.results",
     }
 )
@@ -477,8 +478,6 @@ THROUGH_THE_WALL: frozenset[tuple[str, str]] = frozenset(
         ("agentctl.cli.explain", "agentctl.engine.explain"),
         ("agentctl.cli.main", "agentctl.observability.telemetry"),
         ("agentctl.cli.memory", "agentctl.store.engine"),
-        ("agentctl.cli.meta", "agentctl.store.formats"),
-        ("agentctl.cli.meta", "agentctl.store.migrate"),
         ("agentctl.cli.monitors", "agentctl.engine.monitor_commands"),
         ("agentctl.cli.monitors", "agentctl.engine.run.creation"),
         ("agentctl.cli.monitors", "agentctl.scheduling.monitors"),
