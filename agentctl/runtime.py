@@ -44,6 +44,7 @@ if TYPE_CHECKING:
         EffectDetail,
         EffectRecord,
         NextStep,
+        RemoteContinuation,
         RunReport,
         RunSummary,
         SessionDetail,
@@ -51,10 +52,11 @@ if TYPE_CHECKING:
         StoredPlan,
         TracedEffect,
     )
+    from agentctl.runtime_views import DoctorReport, Explanation
     from agentctl.store.engine import Store
 
 
-__all__ = ["EventSink", "RecoveryRequest", "RunResult", "Runtime"]
+__all__ = ["EventSink", "RecoveryRequest", "RunResult", "Runtime", "VersionInfo"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +119,16 @@ class Runtime(RecoveryOperations):
         return f"Runtime({self.db!r})"
 
     @staticmethod
+    def locate(db: str | os.PathLike[str] | None = None) -> str:
+        """The database every command means by ``--db``: ``db``, else ``$AGENTCTL_DB``,
+        else ``.agentctl/runtime.db``; a file path comes back absolute, a URL as given.
+        Opens nothing; a URL of an unsupported scheme or a path that cannot be a database
+        file raises (:class:`~agentctl.errors.UsageError`)."""
+        from agentctl.store.location import resolve_db_path
+
+        return resolve_db_path(db)
+
+    @staticmethod
     def version_info() -> VersionInfo:
         """This agentctl's version, the newest schema revision and record format it
         writes, and the Python running it (``agentctl version``). Opens no database and
@@ -128,6 +140,50 @@ class Runtime(RecoveryOperations):
         from agentctl.version import __version__
 
         return VersionInfo(__version__, SCHEMA_HEAD, FORMAT_VERSION, platform.python_version())
+
+    # -- workflow files (no database) ---------------------------------------------------
+
+    @staticmethod
+    def doctor(
+        workflow: str | os.PathLike[str], workspace: str | os.PathLike[str] | None = None
+    ) -> DoctorReport:
+        """Check ``workflow``'s prerequisites without dispatching anything: commands on
+        PATH, credentials, endpoints, sandbox runtimes, writable roots."""
+        from agentctl.engine.core.doctor import diagnose
+        from agentctl.runtime_views import DoctorCheck, DoctorReport
+
+        found = diagnose(os.fspath(workflow), optional_path(workspace))
+        checks = [DoctorCheck.from_json(check) for check in found["checks"]]
+        return DoctorReport(found["workflow"], checks, found["ok"])
+
+    @staticmethod
+    def explain(
+        workflow: str | os.PathLike[str],
+        *,
+        vars_files: Sequence[str | os.PathLike[str]] = (),
+        var_pairs: Sequence[str] = (),
+        workspace: str | os.PathLike[str] | None = None,
+    ) -> Explanation:
+        """Each variable of ``workflow`` with its resolved value and where it came from,
+        given the command-line layers ``vars_files`` and ``var_pairs``."""
+        from agentctl.engine.explain import explain_workflow
+        from agentctl.runtime_views import Explanation
+
+        found = explain_workflow(
+            os.fspath(workflow),
+            vars_files=[os.fspath(f) for f in vars_files],
+            var_pairs=var_pairs,
+            workspace=optional_path(workspace),
+        )
+        return Explanation(
+            found["workflow"],
+            found["workflowDigest"],
+            found["planDigest"],
+            found["variables"],
+            found["tasks"],
+            found["diagnostics"],
+            found.get("workspace"),
+        )
 
     # -- running -------------------------------------------------------------------------
 
@@ -504,11 +560,12 @@ class Runtime(RecoveryOperations):
         reason: str,
         actor: str = "python",
         timeout_seconds: float | None = None,
-    ) -> dict[str, Any]:
+    ) -> RemoteContinuation:
         """Follow the A2A task a delegation's peer returned before its owner died, without
         sending the message again; when the task has finished, conclude the effect
         ``applied`` with the task as its result (then :meth:`resume` the run)."""
         from agentctl.engine.remote_tasks import ContinueRemoteRequest, continue_remote
+        from agentctl.runtime_records import RemoteContinuation
         from agentctl.store.engine import open_store
 
         request = ContinueRemoteRequest(
@@ -519,7 +576,8 @@ class Runtime(RecoveryOperations):
             environ=self.environ,
         )
         with open_store(self.db, create=False) as store:
-            return continue_remote(store, request, clock=self.clock)
+            found = continue_remote(store, request, clock=self.clock)
+        return RemoteContinuation.from_json(found)
 
     # -- internals -----------------------------------------------------------------------
 

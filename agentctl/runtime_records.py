@@ -25,11 +25,19 @@ from agentctl.engine.effects.approvals import Approval
 from agentctl.engine.effects.journal import EffectRecord, Reconciliation
 from agentctl.engine.next_steps import NextStep
 from agentctl.engine.recovery.compensation import CompensationPlan
+from agentctl.engine.recovery.legacy_upgrade import (
+    LegacyRunUpgrade,
+    LegacyRunUpgradeAnalysis,
+    LegacyTaskUpgradeAnalysis,
+)
 from agentctl.engine.recovery.planner import RecoveryPlan
 from agentctl.observability.audit import AuditEvent, ChainReport
 from agentctl.runtime_views import (
     AuditCheck,
     CancelRequest,
+    DoctorCheck,
+    DoctorReport,
+    Explanation,
     RunSummary,
     SessionDetail,
     SessionSummary,
@@ -47,11 +55,19 @@ __all__ = [
     "CancelRequest",
     "CompensationPlan",
     "Conclusion",
+    "DoctorCheck",
+    "DoctorReport",
     "EffectDetail",
     "EffectRecord",
+    "Explanation",
+    "LegacyRunUpgrade",
+    "LegacyRunUpgradeAnalysis",
+    "LegacyTaskUpgradeAnalysis",
     "NextStep",
     "Reconciliation",
     "RecoveryPlan",
+    "RemoteContinuation",
+    "RemoteTask",
     "RunReport",
     "RunSummary",
     "SessionDetail",
@@ -77,6 +93,27 @@ class Conclusion(CamelRecord):
     """An effect and the conclusion ``reconcile`` appended to it, with the next steps."""
 
     effect: EffectRecord
+    reconciliation: Reconciliation
+    next: list[NextStep]
+
+
+@record(frozen=True, slots=True, config=CAMEL)
+class RemoteTask(CamelRecord):
+    """The A2A task a delegation's peer returned: which peer, its task id, its state."""
+
+    peer: str
+    task_id: str
+    state: str
+
+
+@record(frozen=True, slots=True, config=CAMEL)
+class RemoteContinuation(CamelRecord):
+    """What ``continue_remote`` concluded: the effect, the remote task it followed, the
+    conclusion appended to the effect (``status``: ``applied``) and the next steps."""
+
+    status: str
+    effect: EffectRecord
+    remote_task: RemoteTask
     reconciliation: Reconciliation
     next: list[NextStep]
 

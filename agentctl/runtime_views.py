@@ -9,16 +9,23 @@ document the matching command prints with ``--output json`` (``to_json()``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from pydantic.dataclasses import dataclass as record
 
 from agentctl.typed_records import CAMEL, CamelRecord, omitted_when
 
+if TYPE_CHECKING:
+    from agentctl.diagnostics import Diagnostic
+
 __all__ = [
     "AuditCheck",
     "CancelRequest",
+    "DoctorCheck",
+    "DoctorReport",
+    "Explanation",
     "RunSummary",
     "SessionDetail",
     "SessionSummary",
@@ -86,3 +93,67 @@ class AuditCheck(CamelRecord):
     events: int
     verified: bool
     broken_at: int | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class DoctorCheck:
+    """One prerequisite ``doctor`` checked: what, on which target, ``ok`` or not, why,
+    and the ``fix`` when there is one."""
+
+    check: str
+    target: str
+    status: str
+    detail: str
+    fix: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        data = {"check": self.check, "target": self.target, "status": self.status}
+        data["detail"] = self.detail
+        if self.fix is not None:
+            data["fix"] = self.fix
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> DoctorCheck:
+        return cls(data["check"], data["target"], data["status"], data["detail"], data.get("fix"))
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class DoctorReport:
+    """A workflow's prerequisites (``agentctl doctor``); ``ok`` when every check passed."""
+
+    workflow: str
+    checks: Sequence[DoctorCheck]
+    ok: bool
+
+    def to_json(self) -> dict[str, Any]:
+        checks = [check.to_json() for check in self.checks]
+        return {"workflow": self.workflow, "checks": checks, "ok": self.ok}
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Explanation:
+    """Each variable's resolved value and its source (``agentctl explain``): ``variables``
+    is the scope every task shares, ``tasks`` each task definition's own layers (their
+    JSON views), ``workspace`` the folder checked when one was given. ``diagnostics`` are
+    the warnings found on the way; they are not part of the JSON form."""
+
+    workflow: str
+    workflow_digest: str
+    plan_digest: str
+    variables: Sequence[Mapping[str, Any]]
+    tasks: Sequence[Mapping[str, Any]]
+    diagnostics: Sequence[Diagnostic] = ()
+    workspace: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "workflow": self.workflow,
+            "workflowDigest": self.workflow_digest,
+            "planDigest": self.plan_digest,
+            "variables": list(self.variables),
+            "tasks": list(self.tasks),
+        }
+        if self.workspace is not None:
+            data["workspace"] = self.workspace
+        return data
