@@ -52,7 +52,7 @@ if TYPE_CHECKING:
         StoredPlan,
         TracedEffect,
     )
-    from agentctl.runtime_views import DoctorReport, Explanation
+    from agentctl.runtime_views import CompiledWorkflow, DoctorReport, Explanation
     from agentctl.store.engine import Store
 
 
@@ -142,6 +142,45 @@ class Runtime(RecoveryOperations):
         return VersionInfo(__version__, SCHEMA_HEAD, FORMAT_VERSION, platform.python_version())
 
     # -- workflow files (no database) ---------------------------------------------------
+
+    @staticmethod
+    def compile(
+        workflow: str | os.PathLike[str],
+        *,
+        workspace: str | os.PathLike[str] | None = None,
+        vars_files: Sequence[str | os.PathLike[str]] = (),
+        var_pairs: Sequence[str] = (),
+        input_pairs: Sequence[str] = (),
+        isolation: bool = False,
+    ) -> CompiledWorkflow:
+        """Load and compile ``workflow`` with the command-line variable layers, as
+        ``agentctl check`` and ``plan`` do: with ``workspace`` its paths are checked there,
+        ``input_pairs`` (``KEY=VALUE``) are checked as :meth:`roll` checks them, and
+        ``isolation`` also says how each process task would run. An invalid workflow raises
+        :class:`~agentctl.errors.ValidationError` with its diagnostics."""
+        from agentctl.engine.core.workflow_files import (
+            compile_workflow_with_inputs,
+            input_readings,
+            task_isolation,
+        )
+        from agentctl.runtime_views import CompiledWorkflow
+
+        path = os.fspath(workflow)
+        pairs = list(input_pairs)
+        plan, diagnostics, overrides = compile_workflow_with_inputs(
+            path,
+            optional_path(workspace),
+            [os.fspath(f) for f in vars_files],
+            list(var_pairs),
+            pairs,
+        )
+        return CompiledWorkflow(
+            plan,
+            diagnostics,
+            overrides,
+            input_readings(path, pairs) if overrides else {},
+            task_isolation(path, plan) if isolation else {},
+        )
 
     @staticmethod
     def doctor(

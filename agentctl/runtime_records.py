@@ -35,6 +35,7 @@ from agentctl.observability.audit import AuditEvent, ChainReport
 from agentctl.runtime_views import (
     AuditCheck,
     CancelRequest,
+    CompiledWorkflow,
     DoctorCheck,
     DoctorReport,
     Explanation,
@@ -54,6 +55,7 @@ __all__ = [
     "ChainReport",
     "CancelRequest",
     "CompensationPlan",
+    "CompiledWorkflow",
     "Conclusion",
     "DoctorCheck",
     "DoctorReport",

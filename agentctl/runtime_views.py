@@ -18,11 +18,13 @@ from pydantic.dataclasses import dataclass as record
 from agentctl.typed_records import CAMEL, CamelRecord, omitted_when
 
 if TYPE_CHECKING:
+    from agentctl.compiler import Plan
     from agentctl.diagnostics import Diagnostic
 
 __all__ = [
     "AuditCheck",
     "CancelRequest",
+    "CompiledWorkflow",
     "DoctorCheck",
     "DoctorReport",
     "Explanation",
@@ -157,3 +159,17 @@ class Explanation:
         if self.workspace is not None:
             data["workspace"] = self.workspace
         return data
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class CompiledWorkflow:
+    """A workflow file compiled with its variables (``check``, ``plan``): the ``plan``, the
+    warnings found on the way, the ``--input`` overrides checked against its declared
+    inputs with how each was read (text or JSON), and, when asked for, how each process
+    task will be isolated (task id -> ``{isolation, sandbox?, text}``)."""
+
+    plan: Plan
+    diagnostics: Sequence[Diagnostic] = ()
+    input_overrides: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    inputs_read_as: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    isolation: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)

@@ -141,3 +141,26 @@ def test_listing_runs_reads_the_store_without_the_engine_or_the_compiler(
     assert made.returncode == 0, made.stderr
     loaded = _imported_after(["runs", "list", "--db", db], ENGINE + ("sqlalchemy",))
     assert loaded == ["sqlalchemy"]  # it did read the store
+
+
+def test_registering_every_command_imports_no_engine_no_store_and_no_compiler() -> None:
+    # The whole tree (what --version, completion and an unknown name build) only names
+    # the commands: each imports what it needs when it runs.
+    probe = (
+        "import json, sys\n"
+        "from typer.main import get_command\n"
+        "from agentctl.cli.app import app\n"
+        "get_command(app)\n"
+        f"names = {sorted(set(HEAVY + STORE + ENGINE + ('agentctl.engine',)))!r}\n"
+        "print(json.dumps(sorted(m for m in names if m in sys.modules)))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == []

@@ -22,6 +22,7 @@ PUBLIC = [
     "Cancelled",
     "ChainReport",
     "CompensationPlan",
+    "CompiledWorkflow",
     "Conclusion",
     "DoctorCheck",
     "DoctorReport",

@@ -456,7 +456,6 @@ THROUGH_THE_WALL: frozenset[tuple[str, str]] = frozenset(
     {
         ("agentctl.cli.artifacts", "agentctl.store.engine"),
         ("agentctl.cli.artifacts", "agentctl.store.records"),
-        ("agentctl.cli.authoring", "agentctl.engine.core.workflow_files"),
         ("agentctl.cli.daemon", "agentctl.engine.core.faults"),
         ("agentctl.cli.daemon", "agentctl.engine.scheduled_runs"),
         ("agentctl.cli.daemon", "agentctl.scheduling.daemon"),
@@ -482,7 +481,6 @@ THROUGH_THE_WALL: frozenset[tuple[str, str]] = frozenset(
         ("agentctl.cli.monitors", "agentctl.scheduling.slots"),
         ("agentctl.cli.monitors", "agentctl.store.engine"),
         ("agentctl.cli.providers", "agentctl.engine.core.preflight"),
-        ("agentctl.cli.providers", "agentctl.engine.core.workflow_files"),
         ("agentctl.cli.run_view", "agentctl.engine.effects.budget"),
         ("agentctl.cli.running", "agentctl.engine.next_steps"),
         ("agentctl.cli.running", "agentctl.engine.summary"),
