@@ -29,6 +29,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from agentctl.results import Approver, EventSink, RunResult
+from agentctl.runtime_admin import AdminOperations
 from agentctl.runtime_recovery import RecoveryOperations, RecoveryRequest, optional_path
 
 if TYPE_CHECKING:
@@ -87,7 +88,7 @@ class VersionInfo:
         }
 
 
-class Runtime(RecoveryOperations):
+class Runtime(RecoveryOperations, AdminOperations):
     """Runs workflows against one SQLite database file.
 
     ``environ`` is the environment credentials and process secrets resolve from (default:

@@ -21,6 +21,7 @@ from typing import Any
 from pydantic.dataclasses import dataclass as record
 
 from agentctl.compiler import Plan
+from agentctl.engine.dbcheck import DatabaseCheck
 from agentctl.engine.effects.approvals import Approval
 from agentctl.engine.effects.journal import EffectRecord, Reconciliation
 from agentctl.engine.next_steps import NextStep
@@ -32,6 +33,7 @@ from agentctl.engine.recovery.legacy_upgrade import (
 )
 from agentctl.engine.recovery.planner import RecoveryPlan
 from agentctl.observability.audit import AuditEvent, ChainReport
+from agentctl.runtime_admin import DbMigration
 from agentctl.runtime_views import (
     AuditCheck,
     CancelRequest,
@@ -44,6 +46,7 @@ from agentctl.runtime_views import (
     SessionSummary,
     TaskProgress,
 )
+from agentctl.store.stats import DatabaseStats
 from agentctl.typed_records import CAMEL, CamelRecord
 
 __all__ = [
@@ -57,6 +60,9 @@ __all__ = [
     "CompensationPlan",
     "CompiledWorkflow",
     "Conclusion",
+    "DatabaseCheck",
+    "DatabaseStats",
+    "DbMigration",
     "DoctorCheck",
     "DoctorReport",
     "EffectDetail",

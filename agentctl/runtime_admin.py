@@ -1,0 +1,97 @@
+"""The operator half of :class:`agentctl.Runtime`: the database itself (migrate, stats,
+check) and the processes that serve it. :class:`agentctl.Runtime` inherits these methods;
+this module is internal, use the facade.
+
+Each method opens the store, calls one store or engine operation and closes it again, like
+the rest of the facade; the records it returns are the documents the matching ``agentctl
+db`` command prints with ``--output json`` (``to_json()``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agentctl.engine.dbcheck import DatabaseCheck
+    from agentctl.ids import Clock
+    from agentctl.store.stats import DatabaseStats
+
+__all__ = ["AdminOperations", "DbMigration"]
+
+
+@dataclass(frozen=True, slots=True)
+class DbMigration:
+    """What ``db migrate`` did: the database (a URL without its password), its schema
+    revision before (None: an empty database) and after, and whether it changed."""
+
+    path: str
+    from_revision: str | None
+    to_revision: str | None
+
+    @property
+    def changed(self) -> bool:
+        return self.from_revision != self.to_revision
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "fromRevision": self.from_revision,
+            "toRevision": self.to_revision,
+            "changed": self.changed,
+        }
+
+
+class AdminOperations:
+    """``agentctl db``'s operations; the state they use (``db``, ``clock``) is the facade's."""
+
+    db: str
+
+    if TYPE_CHECKING:
+        # Declared for the type checker only: Runtime defines it.
+        @property
+        def clock(self) -> Clock: ...
+
+    # -- the database --------------------------------------------------------------------
+
+    def migrate(self) -> DbMigration:
+        """Upgrade the database to this release's schema (opening it does too). A database
+        a newer release wrote is refused and left unchanged; a PostgreSQL database must
+        exist already."""
+        from agentctl.store import migrate as migrations
+        from agentctl.store.engine import open_store
+
+        with open_store(self.db, migrate_schema=False) as store:
+            before = store.revision()
+            with store.write() as conn:
+                migrations.require_known_revision(migrations.current_revision(conn), store.path)
+                migrations.upgrade(conn)
+            return DbMigration(store.path, before, store.revision())
+
+    def stats(self) -> DatabaseStats:
+        """The schema revision, the record counts, the database's and its WAL's size."""
+        from agentctl.store.engine import open_store
+        from agentctl.store.stats import database_stats
+
+        with open_store(self.db, create=False) as store:
+            return database_stats(store)
+
+    def check_database(self) -> DatabaseCheck:
+        """SQLite integrity, foreign keys, audit chains and artifact bytes, check by check
+        (``ok`` when all are sound). A database found corrupt while it is read is marked
+        damaged, so no run starts on it until a later check finds it sound, and the error
+        is raised."""
+        from agentctl.engine.dbcheck import check_database
+        from agentctl.errors import PersistenceError
+        from agentctl.store.engine import open_store
+
+        with open_store(self.db, migrate_schema=False, create=False) as store:
+            try:
+                return check_database(store, self.clock)
+            except PersistenceError as exc:
+                if exc.code != "store.corrupt":
+                    raise
+                from agentctl.store.health import mark_damaged
+
+                mark_damaged(self.db, [exc.message])
+                raise
