@@ -1,6 +1,6 @@
 """The operator half of :class:`agentctl.Runtime`: the database itself (migrate, stats,
-check) and the processes that serve it. :class:`agentctl.Runtime` inherits these methods;
-this module is internal, use the facade.
+check) and the processes that serve it (a worker, waiting for a run).
+:class:`agentctl.Runtime` inherits these methods; this module is internal, use the facade.
 
 Each method opens the store, calls one store or engine operation and closes it again, like
 the rest of the facade; the records it returns are the documents the matching ``agentctl
@@ -14,10 +14,15 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from agentctl.engine.dbcheck import DatabaseCheck
+    from agentctl.engine.worker import WorkerReport
     from agentctl.ids import Clock
+    from agentctl.results import EventSink
     from agentctl.store.stats import DatabaseStats
 
 __all__ = ["AdminOperations", "DbMigration"]
+
+#: A worker's default number of runs and tasks in hand at once (``agentctl worker``).
+WORKER_CONCURRENCY = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,9 +48,12 @@ class DbMigration:
 
 
 class AdminOperations:
-    """``agentctl db``'s operations; the state they use (``db``, ``clock``) is the facade's."""
+    """``agentctl db``'s operations, the worker and the wait for a run; the state they use
+    (``db``, ``clock``, ``on_event``, ``handle_signals``) is the facade's."""
 
     db: str
+    handle_signals: bool
+    on_event: EventSink | None
 
     if TYPE_CHECKING:
         # Declared for the type checker only: Runtime defines it.
@@ -95,3 +103,55 @@ class AdminOperations:
 
                 mark_damaged(self.db, [exc.message])
                 raise
+
+    # -- serving -------------------------------------------------------------------------
+
+    def serve(
+        self, *, name: str, concurrency: int = WORKER_CONCURRENCY, recover_interrupted: bool = False
+    ) -> WorkerReport:
+        """Be a worker of this PostgreSQL database named ``name``: claim runs and tasks
+        (``concurrency`` at once) until stopped; each step is reported to ``on_event``.
+        With ``handle_signals``, SIGINT and SIGTERM drain (no new claims; the runs and tasks
+        in hand finish or park) and this returns. A mistyped database is refused, never
+        created."""
+        import asyncio
+        import signal
+
+        from agentctl.engine.worker import Worker
+        from agentctl.store.engine import open_store
+
+        with open_store(self.db, create=False) as store:
+            worker = Worker(
+                store,
+                name=name,
+                concurrency=concurrency,
+                clock=self.clock,
+                events=self.on_event,
+                recover_interrupted=recover_interrupted,
+            )
+            handled = (signal.SIGINT, signal.SIGTERM) if self.handle_signals else ()
+
+            async def main() -> None:
+                loop = asyncio.get_running_loop()
+                for sig in handled:
+                    loop.add_signal_handler(sig, worker.stop)
+                try:
+                    await worker.serve()
+                finally:
+                    for sig in handled:
+                        loop.remove_signal_handler(sig)
+
+            asyncio.run(main())
+        return worker.report
+
+    def wait(self, run_id: str) -> str:
+        """Block until ``run_id`` is finished or parked; its state (a ``RunState`` value).
+        On PostgreSQL a notification wakes the wait at once; on SQLite the run is looked at
+        twice a second."""
+        import asyncio
+
+        from agentctl.engine.worker import wait_for_run
+        from agentctl.store.engine import open_store
+
+        with open_store(self.db, create=False) as store:
+            return asyncio.run(wait_for_run(store, run_id))
