@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import datetime
@@ -46,6 +46,7 @@ if TYPE_CHECKING:
         EffectRecord,
         NextStep,
         RemoteContinuation,
+        RunLook,
         RunReport,
         RunSummary,
         SessionDetail,
@@ -427,6 +428,24 @@ class Runtime(RecoveryOperations, AdminOperations):
                 schedule=schedule,
             )
         return [RunSummary.from_json(run) for run in found]
+
+    def follow(self, run_id: str, *, interval: float = 0.5) -> Generator[RunLook, None, None]:
+        """Look at ``run_id`` now and then every ``interval`` seconds, each look with the
+        audit events since the previous one (``agentctl watch``); the caller stops when it
+        has seen enough (a finished or parked run is not looked at again unless asked).
+        The database stays open while the looks are read and closes when they stop."""
+        import time
+
+        from agentctl.engine.watching import look
+        from agentctl.store.engine import open_store
+
+        with open_store(self.db, create=False) as store:
+            seq = 0
+            while True:
+                now = look(store, run_id, after_seq=seq)
+                seq = now.last_seq
+                yield now
+                time.sleep(interval)
 
     def audit(self, run_id: str, *, verify: bool = False) -> AuditLog:
         """A run's audit events and the check of their hash chain. With ``verify`` a

@@ -32,6 +32,7 @@ from agentctl.engine.recovery.legacy_upgrade import (
     LegacyTaskUpgradeAnalysis,
 )
 from agentctl.engine.recovery.planner import RecoveryPlan
+from agentctl.engine.watching import RunLook, TaskLook
 from agentctl.observability.audit import AuditEvent, ChainReport
 from agentctl.runtime_admin import DbMigration
 from agentctl.runtime_views import (
@@ -76,11 +77,13 @@ __all__ = [
     "RecoveryPlan",
     "RemoteContinuation",
     "RemoteTask",
+    "RunLook",
     "RunReport",
     "RunSummary",
     "SessionDetail",
     "SessionSummary",
     "StoredPlan",
+    "TaskLook",
     "TaskProgress",
     "TracedEffect",
 ]

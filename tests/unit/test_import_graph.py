@@ -497,8 +497,6 @@ THROUGH_THE_WALL: frozenset[tuple[str, str]] = frozenset(
         ("agentctl.cli.timed_groups", "agentctl.store.engine"),
         ("agentctl.cli.ui", "agentctl.store.engine"),
         ("agentctl.cli.ui", "agentctl.store.location"),
-        ("agentctl.cli.watch", "agentctl.engine.watching"),
-        ("agentctl.cli.watch", "agentctl.store.engine"),
         ("agentctl.cli.workflows", "agentctl.scheduling.catalog"),
         ("agentctl.cli.workflows", "agentctl.scheduling.registry"),
         ("agentctl.cli.workflows", "agentctl.store.engine"),
