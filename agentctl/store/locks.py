@@ -29,9 +29,8 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Any
 
-__all__ = ["STORE_KEY", "Locks", "begin_postgres", "key", "run", "schedule", "try_run_lock"]
+__all__ = ["STORE_KEY", "Locks", "begin_postgres", "key", "run", "schedule"]
 
 #: The store lock (an arbitrary constant that spells "agentctl" in ASCII, so an operator
 #: recognises it in ``pg_locks``): shared by every scoped write, exclusive for the others.
@@ -77,13 +76,3 @@ def begin_postgres(locks: Locks | None) -> str:
     return f"BEGIN; SELECT pg_advisory_xact_lock_shared({STORE_KEY})" + (
         f"; {taken}" if taken else ""
     )
-
-
-def try_run_lock(conn: Any, run_id: str) -> bool:
-    """Take ``run_id``'s lock inside a scoped write without waiting (a worker claiming
-    runs it found with ``SKIP LOCKED``): False when a write of that run is in flight, and
-    the run is passed by like a locked row. Always True on SQLite (one writer)."""
-    if str(conn.dialect.name) != "postgresql":
-        return True
-    row = conn.exec_driver_sql(f"SELECT pg_try_advisory_xact_lock({key('run:' + run_id)})").first()
-    return bool(row[0])

@@ -16,7 +16,7 @@ from agentctl.errors import OwnershipLostError, PersistenceError
 from agentctl.ids import IdGenerator, SystemClock
 from agentctl.scheduling.daemon import fire_now
 from agentctl.scheduling.schedules import NewSchedule, add_schedule
-from agentctl.store import locks, ownership, schedules_repo
+from agentctl.store import locks, ownership, run_queue, schedules_repo
 from agentctl.store.engine import Store, StoreSettings, open_store
 from tests.pg.cluster import Cluster
 
@@ -79,8 +79,8 @@ def test_run_b_commits_while_a_write_of_run_a_is_open(stores: tuple[Store, Store
         assert whole.value.code == "store.locked"
         # A worker's claim passes a run whose write is in flight by, without waiting.
         with second.write(locks.Locks()) as conn:
-            assert locks.try_run_lock(conn, "run-a") is False
-            assert locks.try_run_lock(conn, "run-b") is True
+            assert run_queue.try_run_lock(conn, "run-a") is False
+            assert run_queue.try_run_lock(conn, "run-b") is True
     assert _reason(first, "run-a") == "a, still open"
 
 
