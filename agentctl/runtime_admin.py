@@ -9,6 +9,8 @@ db`` command prints with ``--output json`` (``to_json()``).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +18,7 @@ if TYPE_CHECKING:
     from agentctl.engine.dbcheck import DatabaseCheck
     from agentctl.engine.worker import WorkerReport
     from agentctl.ids import Clock
+    from agentctl.memory import GcReport, LongTermMemory
     from agentctl.results import EventSink
     from agentctl.store.stats import DatabaseStats
 
@@ -155,3 +158,33 @@ class AdminOperations:
 
         with open_store(self.db, create=False) as store:
             return asyncio.run(wait_for_run(store, run_id))
+
+    # -- long-term memory ----------------------------------------------------------------
+
+    @contextmanager
+    def long_term_memory(self, namespace: str, *, create: bool = False) -> Iterator[LongTermMemory]:
+        """The database's long-term memory, open for the block (``agentctl memory``), with
+        the local embedder of the dimensions ``namespace``'s entries were written with.
+        ``create`` makes the database when it is missing (a write); reads refuse it."""
+        from agentctl.memory import DEFAULT_DIMENSIONS, LocalHashEmbedder, LongTermMemory
+        from agentctl.store.engine import open_store
+
+        with open_store(self.db, create=create) as store:
+            memory = LongTermMemory(store, self.clock, LocalHashEmbedder(DEFAULT_DIMENSIONS))
+            spaces = memory.embedding_models(namespace)
+            local = sorted(model for model in spaces if model.startswith("local_hash@"))
+            if local:
+                dimensions = int(local[0].rsplit("@", 1)[1])
+                memory.embedder = LocalHashEmbedder(dimensions)
+            yield memory
+
+    def collect_garbage(self, *, older_than_days: int, dry_run: bool = False) -> GcReport:
+        """Remove expired long-term memory entries and the terminal runs last updated
+        more than ``older_than_days`` ago (``agentctl gc``); ``dry_run`` only counts them."""
+        from agentctl.memory import collect_garbage
+        from agentctl.store.engine import open_store
+
+        with open_store(self.db, create=False) as store:
+            return collect_garbage(
+                store, self.clock.now(), older_than_days=older_than_days, dry_run=dry_run
+            )

@@ -468,7 +468,6 @@ THROUGH_THE_WALL: frozenset[tuple[str, str]] = frozenset(
         ("agentctl.cli.db_encryption", "agentctl.store.encryption_repo"),
         ("agentctl.cli.db_encryption", "agentctl.store.engine"),
         ("agentctl.cli.db_encryption", "agentctl.store.location"),
-        ("agentctl.cli.memory", "agentctl.store.engine"),
         ("agentctl.cli.monitors", "agentctl.engine.monitor_commands"),
         ("agentctl.cli.monitors", "agentctl.engine.run.creation"),
         ("agentctl.cli.monitors", "agentctl.scheduling.monitors"),
