@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from agentctl.artifacts import ArtifactRef, ArtifactStore
     from agentctl.engine.dbcheck import DatabaseCheck
     from agentctl.engine.worker import WorkerReport
     from agentctl.ids import Clock
@@ -188,3 +189,28 @@ class AdminOperations:
             return collect_garbage(
                 store, self.clock.now(), older_than_days=older_than_days, dry_run=dry_run
             )
+
+    # -- artifacts -----------------------------------------------------------------------
+
+    @contextmanager
+    def artifact_store(self) -> Iterator[ArtifactStore]:
+        """The content-addressed artifact store beside the database, open for the block
+        (``agentctl artifacts``)."""
+        from agentctl.artifacts import ArtifactStore
+        from agentctl.store.engine import open_store
+
+        with open_store(self.db, create=False) as store:
+            yield ArtifactStore.beside(store, self.clock)
+
+    def artifacts(
+        self, *, run_id: str | None = None, task_id: str | None = None, name: str | None = None
+    ) -> list[ArtifactRef]:
+        """Artifact versions, of one run, task or name (``artifacts list``); an unknown
+        ``run_id`` raises :class:`~agentctl.errors.NotFoundError`."""
+        from agentctl.store.records import get_run
+
+        with self.artifact_store() as found:
+            if run_id is not None:
+                with found.store.read() as conn:
+                    get_run(conn, run_id)
+            return found.refs(run_id=run_id, task_id=task_id, name=name)

@@ -455,8 +455,6 @@ BEHIND_THE_RUNTIME = ("agentctl.store", "agentctl.engine")
 # matches an import fails the test below, so the list cannot go stale.
 THROUGH_THE_WALL: frozenset[tuple[str, str]] = frozenset(
     {
-        ("agentctl.cli.artifacts", "agentctl.store.engine"),
-        ("agentctl.cli.artifacts", "agentctl.store.records"),
         ("agentctl.cli.daemon", "agentctl.engine.core.faults"),
         ("agentctl.cli.daemon", "agentctl.engine.scheduled_runs"),
         ("agentctl.cli.daemon", "agentctl.scheduling.daemon"),
