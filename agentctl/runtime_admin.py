@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from agentctl.ids import Clock
     from agentctl.memory import GcReport, LongTermMemory
     from agentctl.results import EventSink
+    from agentctl.runtime_views import RegisteredWorkflow, WorkflowRegistry
     from agentctl.store.stats import DatabaseStats
 
 __all__ = ["AdminOperations", "DbMigration"]
@@ -214,3 +215,38 @@ class AdminOperations:
                 with found.store.read() as conn:
                     get_run(conn, run_id)
             return found.refs(run_id=run_id, task_id=task_id, name=name)
+
+    # -- the workflow registry -----------------------------------------------------------
+
+    def workflows(self, *, missing_ok: bool = False) -> WorkflowRegistry:
+        """Every workflow of the registry (``$AGENTCTL_WORKFLOW_PATH``, the project's
+        config, else its workflow folders) with its newest run in this database. With
+        ``missing_ok`` a database that does not exist yet lists them as never run instead
+        of raising."""
+        from agentctl.runtime_views import WorkflowRegistry
+        from agentctl.scheduling.registry import discover, search_path
+
+        found = self._with_last_runs(discover(), missing_ok=missing_ok)
+        return WorkflowRegistry(found, search_path())
+
+    def workflow(self, name: str, *, missing_ok: bool = False) -> RegisteredWorkflow:
+        """The one registered workflow answering to ``name`` (a ``UsageError`` when none or
+        several do), with its newest run, as :meth:`workflows` gives it."""
+        from agentctl.scheduling.registry import find_workflow
+
+        return self._with_last_runs([find_workflow(name)], missing_ok=missing_ok)[0]
+
+    def _with_last_runs(self, entries: list[Any], *, missing_ok: bool) -> list[RegisteredWorkflow]:
+        from agentctl.errors import PersistenceError
+        from agentctl.runtime_views import RegisteredWorkflow
+        from agentctl.scheduling.catalog import last_runs
+        from agentctl.store.engine import open_store
+
+        try:
+            with open_store(self.db, create=False) as store:
+                latest = last_runs(store, [entry.name for entry in entries])
+        except PersistenceError as error:
+            if error.code != "store.missing" or not missing_ok:
+                raise
+            latest = {}
+        return [RegisteredWorkflow(entry, latest.get(entry.name)) for entry in entries]

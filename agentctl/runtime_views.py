@@ -18,8 +18,11 @@ from pydantic.dataclasses import dataclass as record
 from agentctl.typed_records import CAMEL, CamelRecord, omitted_when
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from agentctl.compiler import Plan
     from agentctl.diagnostics import Diagnostic
+    from agentctl.scheduling.registry import WorkflowEntry
 
 __all__ = [
     "AuditCheck",
@@ -28,6 +31,7 @@ __all__ = [
     "DoctorCheck",
     "DoctorReport",
     "Explanation",
+    "RegisteredWorkflow",
     "RunSummary",
     "SessionDetail",
     "SessionSummary",
@@ -173,3 +177,29 @@ class CompiledWorkflow:
     input_overrides: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     inputs_read_as: Mapping[str, str] = dataclasses.field(default_factory=dict)
     isolation: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RegisteredWorkflow:
+    """A workflow of the registry (``workflows list``/``show``): its entry (name, file,
+    digest, description, problem) and its newest run (``runId``, ``state``,
+    ``createdAt``), None when it never ran."""
+
+    entry: WorkflowEntry
+    last_run: Mapping[str, Any] | None
+
+    @property
+    def name(self) -> str:
+        return self.entry.name
+
+    def to_json(self) -> dict[str, Any]:
+        last = None if self.last_run is None else dict(self.last_run)
+        return {**self.entry.to_json(), "lastRun": last}
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class WorkflowRegistry:
+    """The registered workflows, and the directories searched for them in order."""
+
+    workflows: Sequence[RegisteredWorkflow]
+    search_path: Sequence[Path]
