@@ -27,7 +27,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agentctl.artifacts import catalog
 from agentctl.artifacts.ingest import FaultPoint
 from agentctl.artifacts.layout import DIGEST_PREFIX, Layout
 from agentctl.artifacts.models import GcReport
@@ -55,7 +54,7 @@ class _Plan:
 def _reachable(conn: SqlRunner, now: datetime) -> tuple[set[str], set[str], set[str]]:
     """``(referenced digests, leased digests, live lease ids)``."""
     referenced = artifacts_repo.referenced_digests(conn)
-    live = catalog.live_leases(conn, now)
+    live = artifacts_repo.live_leases(conn, now)
     leased = {lease.digest for lease in live if lease.digest}
     return referenced, leased, {lease.id for lease in live}
 

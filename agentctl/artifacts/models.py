@@ -2,17 +2,19 @@
 
 Each is a typed record (:mod:`agentctl.typed_records`): ``to_json`` gives the CLI's
 camelCase keys, so the CLI and ``inspect`` render the same shapes, and an ``ArtifactRef``
-reads back from a task's stored artifact manifest with ``from_json``.
+reads back from a task's stored artifact manifest with ``from_json``. A ref and a lease are
+declared with the catalog's rows (:mod:`agentctl.store.artifacts_repo`), which reads them
+straight into these records.
 """
 
 from __future__ import annotations
 
 from dataclasses import field
-from typing import Annotated, Literal
+from typing import Literal
 
-from pydantic import Field
 from pydantic.dataclasses import dataclass
 
+from agentctl.store.artifacts_repo import ArtifactRef, LeaseInfo
 from agentctl.typed_records import CAMEL, CamelRecord, IsoDateTime
 
 __all__ = [
@@ -41,33 +43,6 @@ class IngestedBlob(CamelRecord):
     digest: str
     size: int
     lease_id: str
-
-
-@dataclass(frozen=True, slots=True, config=CAMEL)
-class ArtifactRef(CamelRecord):
-    """One version of a named artifact: which run and task wrote which blob."""
-
-    id: int
-    digest: str
-    run_id: str
-    task_id: str
-    name: str
-    version: int
-    path: str | None
-    size: int
-    definition_fingerprint: str | None
-    input_digest: str | None
-    output_digest: str | None
-    created_at: IsoDateTime
-
-
-@dataclass(frozen=True, slots=True, config=CAMEL)
-class LeaseInfo(CamelRecord):
-    id: Annotated[str, Field(alias="leaseId")]
-    digest: str | None
-    holder: str
-    created_at: IsoDateTime
-    expires_at: IsoDateTime
 
 
 @dataclass(frozen=True, slots=True, config=CAMEL)

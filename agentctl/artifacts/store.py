@@ -154,7 +154,7 @@ class ArtifactStore:
         # Each ingestion writes its own lease rows only: scoped to no run, so it takes the
         # store lock shared (a GC batch, which decides on every lease, takes it whole).
         with self.store.write(locks.Locks()) as conn:
-            catalog.insert_leases(
+            artifacts_repo.insert_leases(
                 conn,
                 zip(lease_ids, (digest for digest, _ in expected), strict=True),
                 holder,
@@ -183,7 +183,7 @@ class ArtifactStore:
                 item.temp.unlink(missing_ok=True)
             # Best effort: an unreleased lease only delays gc by its hour.
             with contextlib.suppress(AgentctlError), self.store.write(locks.Locks()) as conn:
-                catalog.release_leases(conn, lease_ids)
+                artifacts_repo.delete_leases(conn, lease_ids)
             raise
         return [IngestedBlob(item.digest, item.size, item.lease_id) for item in staged]
 
@@ -220,7 +220,7 @@ class ArtifactStore:
         quarantines inside its own write transaction, so this one sees a consistent state.
         """
         now = self.clock.now()
-        lease = catalog.lease_row(conn, blob.lease_id)
+        lease = artifacts_repo.lease(conn, blob.lease_id)
         protected = lease is not None and lease.expires_at > now and lease.digest == blob.digest
         if not protected and not self.layout.blob_path(blob.digest).is_file():
             raise TaskError(
@@ -230,8 +230,8 @@ class ArtifactStore:
                 hint="retry the task; its files are ingested again",
             )
         media_type = mimetypes.guess_type(path or name)[0]
-        catalog.insert_blob(conn, blob.digest, blob.size, media_type, now)
-        ref = catalog.insert_ref(
+        artifacts_repo.insert_blob(conn, blob.digest, blob.size, media_type, now)
+        ref = artifacts_repo.insert_ref(
             conn,
             digest=blob.digest,
             run_id=run_id,
@@ -243,13 +243,13 @@ class ArtifactStore:
             output_digest=output_digest,
             now=now,
         )
-        catalog.release_leases(conn, [blob.lease_id])
+        artifacts_repo.delete_leases(conn, [blob.lease_id])
         return ref
 
     def release(self, conn: SqlRunner, blobs: Iterable[IngestedBlob]) -> None:
         """Drop the leases of ingested blobs that will not be recorded (the task failed),
         so gc may reclaim them without waiting for the hour."""
-        catalog.release_leases(conn, [blob.lease_id for blob in blobs])
+        artifacts_repo.delete_leases(conn, [blob.lease_id for blob in blobs])
 
     # -- reading ------------------------------------------------------------------------
 
@@ -257,7 +257,7 @@ class ArtifactStore:
         self, *, run_id: str | None = None, task_id: str | None = None, name: str | None = None
     ) -> list[ArtifactRef]:
         with self.store.read() as conn:
-            return catalog.list_refs(conn, run_id=run_id, task_id=task_id, name=name)
+            return artifacts_repo.refs(conn, run_id=run_id, task_id=task_id, name=name)
 
     def versions(self, name: str) -> list[ArtifactRef]:
         """Every version of the artifact ``name``, oldest first."""
@@ -265,17 +265,14 @@ class ArtifactStore:
 
     def latest(self, name: str) -> ArtifactRef | None:
         with self.store.read() as conn:
-            return catalog.latest(conn, name)
+            return artifacts_repo.latest_ref(conn, name)
 
     def _resolve(self, conn: SqlRunner, text: str) -> str:
         digest = catalog.resolve_digest(conn, text)
-        if digest is not None:
-            try:
-                catalog.blob_row(conn, digest)
-                return digest
-            except LookupError:
-                if self.layout.blob_path(digest).is_file():
-                    return digest
+        if digest is not None and (
+            artifacts_repo.blob(conn, digest) is not None or self.layout.blob_path(digest).is_file()
+        ):
+            return digest
         raise NotFoundError(
             f"unknown artifact {text!r}",
             code="artifact.not_found",
@@ -290,23 +287,18 @@ class ArtifactStore:
     def inspect(self, text: str) -> BlobInfo:
         with self.store.read() as conn:
             digest = self._resolve(conn, text)
-            try:
-                size, media_type, created, verified = catalog.blob_row(conn, digest)
-                tracked: bool = True
-            except LookupError:
-                size, media_type, created, verified, tracked = None, None, None, None, False
-            refs = catalog.list_refs(conn, digest=digest)
-            leases = catalog.leases_for(conn, digest)
+            row = artifacts_repo.blob(conn, digest)
+            refs = artifacts_repo.refs(conn, digest=digest)
+            leases = artifacts_repo.leases_for_blob(conn, digest)
         blob = self.layout.blob_path(digest)
-        if size is None and blob.is_file():
-            size = blob.stat().st_size
+        size = row.size if row is not None else blob.stat().st_size if blob.is_file() else None
         return BlobInfo(
             digest=digest,
             size=size,
-            media_type=media_type,
-            created_at=created,
-            verified_at=verified,
-            tracked=tracked,
+            media_type=None if row is None else row.media_type,
+            created_at=None if row is None else row.created_at,
+            verified_at=None if row is None else row.verified_at,
+            tracked=row is not None,
             present=blob.is_file(),
             path=str(blob),
             refs=refs,
@@ -335,7 +327,7 @@ class ArtifactStore:
                 if found is None:
                     intact.append(digest)
                     continue
-                refs = catalog.list_refs(conn, digest=digest)
+                refs = artifacts_repo.refs(conn, digest=digest)
                 problems.extend(self._problems(digest, found, refs))
         if intact:
             with self.store.write() as conn:
@@ -357,9 +349,7 @@ class ArtifactStore:
         present: list[ArtifactRef] = []
         problems: list[ArtifactProblem] = []
         for ref in refs:
-            try:
-                catalog.blob_row(conn, ref.digest)
-            except LookupError:
+            if artifacts_repo.blob(conn, ref.digest) is None:
                 problems.append(
                     ArtifactProblem(
                         digest=ref.digest,

@@ -19,7 +19,7 @@ from agentctl.cli import output
 from agentctl.cli.options import DbOption, db_from_context
 
 if TYPE_CHECKING:
-    from agentctl.scheduling.schedules import NewSchedule
+    from agentctl.scheduling.schedules import Schedule
 
 __all__ = [
     "InputPairsOption",
@@ -173,7 +173,7 @@ def new_schedule(
     start: str | None,
     now: Any,
     **rule: Any,
-) -> "NewSchedule":
+) -> "Schedule":
     """The schedule ``schedule add`` and ``monitor add`` record: the workflow as given and
     as resolved, this directory, the runs' workspace and inputs, and the first instant
     (``--start``, else now); ``rule`` is the rest (cron or interval, catch-up, overlap …).
@@ -181,17 +181,23 @@ def new_schedule(
     inputs prepare_run merged: a string spec.inputSchema declares keeps its text)."""
     from pathlib import Path
 
+    from agentctl.digest import canonical_json
     from agentctl.engine.run.creation import parse_input_pairs
-    from agentctl.scheduling.schedules import NewSchedule
+    from agentctl.scheduling.schedules import Schedule
     from agentctl.scheduling.slots import parse_instant
 
-    return NewSchedule(
+    inputs = {key: prepared_inputs[key] for key in parse_input_pairs(pairs)}
+    first = parse_instant(start, "--start") if start else now
+    return Schedule(
         name=name,
         workflow=workflow,
         workflow_file=workflow_file,
         project_dir=str(Path.cwd().resolve()),
         workspace=str(Path(workspace).resolve()) if workspace else None,
-        inputs={key: prepared_inputs[key] for key in parse_input_pairs(pairs)},
-        start=parse_instant(start, "--start") if start else now,
+        inputs_json=canonical_json(inputs),
+        anchor_at=first,
+        cursor_at=first,
+        created_at=now,
+        updated_at=now,
         **rule,
     )

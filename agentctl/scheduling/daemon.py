@@ -37,7 +37,7 @@ from agentctl.store import daemon_repo, locks, schedules_repo
 from agentctl.store.adoption import adoptable_parked_runs
 from agentctl.store.errors import TRANSIENT_CODES
 from agentctl.store.ownership import owner_alive
-from agentctl.store.schedules_repo import FiringRow, ScheduleRow
+from agentctl.store.schedules_repo import Firing, Schedule
 from agentctl.store.timestamps import to_iso
 from agentctl.typed_records import CAMEL, CamelRecord
 
@@ -105,7 +105,7 @@ class TickReport(CamelRecord):
     resumed: list[str] = field(default_factory=list)
 
 
-def _request(schedule: ScheduleRow, firing: FiringRow) -> LaunchRequest:
+def _request(schedule: Schedule, firing: Firing) -> LaunchRequest:
     """Resolve the schedule's workflow again for this slot (a name may now point at another
     file; a path was made absolute when the schedule was added)."""
     inputs = json.loads(schedule.inputs_json)
@@ -121,7 +121,7 @@ def _request(schedule: ScheduleRow, firing: FiringRow) -> LaunchRequest:
     )
 
 
-def _request_file(schedule: ScheduleRow) -> str:
+def _request_file(schedule: Schedule) -> str:
     workflow = resolve_workflow(schedule.workflow, project=Path(schedule.project_dir))
     return workflow if Path(workflow).is_absolute() else schedule.workflow_file
 
@@ -139,7 +139,7 @@ class _Tick:
     fault: Callable[[str], None]
     report: TickReport = field(default_factory=TickReport)
 
-    def launch(self, firing: FiringRow, schedule: ScheduleRow) -> str | None:
+    def launch(self, firing: Firing, schedule: Schedule) -> str | None:
         slot = to_iso(firing.slot_at)
         try:
             run_id = self.launcher.create(_request(schedule, firing))
@@ -175,7 +175,7 @@ class _Tick:
             if schedule is not None:
                 self.launch(firing, schedule)
 
-    def due_slots(self, schedule: ScheduleRow) -> tuple[list[datetime], int]:
+    def due_slots(self, schedule: Schedule) -> tuple[list[datetime], int]:
         keep = schedule.max_catch_up if schedule.catch_up == "all" else 1
         # One more than kept: the newest slot may still wait for its jitter.
         slots, total = timing_of(schedule).newest(schedule.cursor_at, self.now, keep + 1)
@@ -193,7 +193,7 @@ class _Tick:
         total -= len(slots) - len(prefix)
         return prefix[-keep:], total
 
-    def decide(self, schedule: ScheduleRow) -> None:
+    def decide(self, schedule: Schedule) -> None:
         due, total = self.due_slots(schedule)
         if not due:
             return
@@ -222,7 +222,7 @@ class _Tick:
             if not self.fire_slot(schedule, slot, trigger, missed if index == 0 else 0):
                 return
 
-    def fire_slot(self, schedule: ScheduleRow, slot: datetime, trigger: str, missed: int) -> bool:
+    def fire_slot(self, schedule: Schedule, slot: datetime, trigger: str, missed: int) -> bool:
         """Record ``slot`` (or its overlap skip) and launch it; False to stop this schedule
         for this tick (the slot waits in the queue)."""
         with self.store.write(locks.schedule(schedule.name)) as conn:
@@ -256,7 +256,7 @@ class _Tick:
         self.launch(firing, schedule)
         return True
 
-    def observe(self, row: ScheduleRow) -> None:
+    def observe(self, row: Schedule) -> None:
         """A monitor: observe at its newest due slot (older ones are not observed late)."""
         slots, _ = timing_of(row).newest(row.cursor_at, self.now, 1)
         if not slots:

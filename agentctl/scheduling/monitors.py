@@ -12,6 +12,7 @@ for the debounce; the change fires a run with the inputs ``previous``, ``current
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -19,9 +20,9 @@ from pydantic.dataclasses import dataclass as record
 
 from agentctl.digest import canonical_json
 from agentctl.scheduling.observers import digest_of
-from agentctl.scheduling.schedules import NewSchedule, add_schedule, require_kind
+from agentctl.scheduling.schedules import add_schedule, require_kind
 from agentctl.store import locks, schedules_repo
-from agentctl.store.schedules_repo import FiringRow, ScheduleRow
+from agentctl.store.schedules_repo import Firing, Observation, Schedule
 from agentctl.store.timestamps import to_iso
 from agentctl.typed_records import CAMEL, CamelRecord
 
@@ -46,9 +47,9 @@ class MonitorTarget(CamelRecord):
 
 
 def add_monitor(
-    store: Store, base: NewSchedule, target: MonitorTarget, *, now: datetime
+    store: Store, base: Schedule, target: MonitorTarget, *, now: datetime
 ) -> dict[str, Any]:
-    add_schedule(store, base, now=now, monitor_json=canonical_json(target.to_json()))
+    add_schedule(store, replace(base, monitor_json=canonical_json(target.to_json())), now=now)
     return get_monitor(store, base.name, now=now)
 
 
@@ -77,9 +78,9 @@ def list_monitors(store: Store, *, now: datetime) -> list[dict[str, Any]]:
 
 
 def describe_monitor(
-    row: ScheduleRow,
-    observations: list[schedules_repo.ObservationRow],
-    firings: list[FiringRow],
+    row: Schedule,
+    observations: list[Observation],
+    firings: list[Firing],
     *,
     now: datetime,
 ) -> dict[str, Any]:
@@ -116,8 +117,8 @@ def describe_monitor(
 
 
 def record_observation(
-    store: Store, row: ScheduleRow, slot: datetime, value: dict[str, Any], now: datetime
-) -> tuple[str, FiringRow | None] | None:
+    store: Store, row: Schedule, slot: datetime, value: dict[str, Any], now: datetime
+) -> tuple[str, Firing | None] | None:
     """Commit the observation of ``slot`` and what it means, in one transaction:
     ``(outcome, firing)`` where the firing is the run to start (a change, recorded
     ``recorded``, or ``skipped`` under ``--overlap skip``); None when another daemon
@@ -135,7 +136,7 @@ def record_observation(
         observed = json.loads(fresh.observed_json) if fresh.observed_json else None
         pending = json.loads(fresh.pending_json) if fresh.pending_json else None
         current = {"digest": digest, "value": value}
-        firing: FiringRow | None = None
+        firing: Firing | None = None
         if observed is None:
             outcome, observed, pending = "baseline", current, None
         elif observed["digest"] == digest:
@@ -164,12 +165,12 @@ def record_observation(
 
 def _record_change(
     conn: Any,
-    row: ScheduleRow,
+    row: Schedule,
     slot: datetime,
     previous: Any,
     current: Any,
     now: datetime,
-) -> FiringRow | None:
+) -> Firing | None:
     live = schedules_repo.live_run(conn, row.name)
     skip = live is not None and row.overlap != "allow"
     reason = f"run {live[0]} of this monitor is still {live[1]}" if skip and live else None

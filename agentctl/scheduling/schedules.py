@@ -9,16 +9,15 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agentctl.digest import canonical_json
 from agentctl.errors import AgentctlError, NotFoundError, UsageError
 from agentctl.scheduling.slots import Timing, jitter_offset
 from agentctl.store import locks, schedules_repo
-from agentctl.store.schedules_repo import FiringRow, ScheduleRow
+from agentctl.store.schedules_repo import Firing, Schedule
 from agentctl.store.timestamps import to_iso
 
 if TYPE_CHECKING:
@@ -27,7 +26,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CATCH_UP",
     "OVERLAP",
-    "NewSchedule",
+    "Schedule",
     "add_schedule",
     "describe",
     "firing_json",
@@ -45,30 +44,11 @@ OVERLAP = ("skip", "queue", "allow")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 
-@dataclass(frozen=True, slots=True)
-class NewSchedule:
-    name: str
-    workflow: str
-    workflow_file: str
-    project_dir: str
-    workspace: str | None
-    cron: str | None
-    interval_seconds: int | None
-    timezone: str
-    inputs: dict[str, Any]
-    catch_up: str
-    max_catch_up: int
-    overlap: str
-    jitter_seconds: int
-    grace_seconds: int
-    start: datetime
-
-
-def timing_of(row: ScheduleRow) -> Timing:
+def timing_of(row: Schedule) -> Timing:
     return Timing(row.cron, row.interval_seconds, row.timezone, row.anchor_at)
 
 
-def _check(new: NewSchedule) -> Timing:
+def _check(new: Schedule) -> Timing:
     if not _NAME.match(new.name):
         raise UsageError(
             f"schedule name {new.name!r} is not valid",
@@ -82,8 +62,8 @@ def _check(new: NewSchedule) -> Timing:
         raise UsageError(f"--overlap {new.overlap!r} is not one of skip, queue, allow")
     if new.max_catch_up < 1:
         raise UsageError("--max-catch-up must be at least 1")
-    timing = Timing(new.cron, new.interval_seconds, new.timezone, new.start)
-    if timing.next_slot(new.start) is None:
+    timing = timing_of(new)
+    if timing.next_slot(new.anchor_at) is None:
         raise UsageError(
             f"--cron {new.cron!r} matches no time in the next five years",
             hint="check the day-of-month and month fields",
@@ -91,43 +71,20 @@ def _check(new: NewSchedule) -> Timing:
     return timing
 
 
-def add_schedule(
-    store: Store, new: NewSchedule, *, now: datetime, monitor_json: str | None = None
-) -> dict[str, Any]:
-    """Record a schedule (a monitor with ``monitor_json``) whose first slot comes after
-    ``new.start``; exit 2 when the name is taken or an option is invalid."""
-    _check(new)
-    row = ScheduleRow(
-        name=new.name,
-        workflow=new.workflow,
-        workflow_file=new.workflow_file,
-        project_dir=new.project_dir,
-        workspace=new.workspace,
-        cron=new.cron,
-        interval_seconds=new.interval_seconds,
-        timezone=new.timezone,
-        inputs_json=canonical_json(new.inputs),
-        catch_up="skip" if new.catch_up == "none" else new.catch_up,
-        max_catch_up=new.max_catch_up,
-        overlap=new.overlap,
-        jitter_seconds=new.jitter_seconds,
-        grace_seconds=new.grace_seconds,
-        paused=False,
-        anchor_at=new.start,
-        cursor_at=new.start,
-        missed=0,
-        created_at=now,
-        updated_at=now,
-        monitor_json=monitor_json,
-    )
+def add_schedule(store: Store, schedule: Schedule, *, now: datetime) -> dict[str, Any]:
+    """Record a schedule (a monitor when it has ``monitor_json``) whose first slot comes
+    after its ``anchor_at``; exit 2 when the name is taken or an option is invalid."""
+    _check(schedule)
+    if schedule.catch_up == "none":
+        schedule = replace(schedule, catch_up="skip")
     with store.write() as conn:
-        if not schedules_repo.insert_schedule(conn, row):
+        if not schedules_repo.insert_schedule(conn, schedule):
             raise UsageError(
-                f"a schedule or monitor named {new.name!r} already exists",
+                f"a schedule or monitor named {schedule.name!r} already exists",
                 code="schedule.exists",
                 hint="pick another name, or remove the existing one first",
             )
-    return describe(row, [], now=now)
+    return describe(schedule, [], now=now)
 
 
 def unknown_schedule(name: str, *, monitor: bool = False) -> NotFoundError:
@@ -139,7 +96,7 @@ def unknown_schedule(name: str, *, monitor: bool = False) -> NotFoundError:
     )
 
 
-def require_kind(row: ScheduleRow | None, name: str, *, monitor: bool) -> ScheduleRow:
+def require_kind(row: Schedule | None, name: str, *, monitor: bool) -> Schedule:
     """The row, when it is of the kind the command works on (a schedule or a monitor)."""
     if row is None:
         raise unknown_schedule(name, monitor=monitor)
@@ -182,7 +139,7 @@ def remove_schedule(store: Store, name: str, *, monitor: bool) -> dict[str, Any]
     return {"name": name, "removed": True}
 
 
-def firing_json(firing: FiringRow) -> dict[str, Any]:
+def firing_json(firing: Firing) -> dict[str, Any]:
     return {
         "schedule": firing.schedule_name,
         "slot": to_iso(firing.slot_at),
@@ -195,7 +152,7 @@ def firing_json(firing: FiringRow) -> dict[str, Any]:
     }
 
 
-def describe(row: ScheduleRow, firings: list[FiringRow], *, now: datetime) -> dict[str, Any]:
+def describe(row: Schedule, firings: list[Firing], *, now: datetime) -> dict[str, Any]:
     problem = None
     try:
         upcoming = timing_of(row).next_slot(max(row.cursor_at, now))

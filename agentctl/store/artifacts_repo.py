@@ -1,4 +1,4 @@
-"""The artifact catalog's rows: blobs, named versioned refs and ingestion leases.
+"""The artifact catalog: blobs, named versioned refs and ingestion leases.
 
 Every function runs inside the transaction its caller holds, on a
 :class:`~agentctl.store.engine.SqlRunner`: a SQLAlchemy ``Connection`` from
@@ -6,29 +6,41 @@ Every function runs inside the transaction its caller holds, on a
 artifact refs commit in the same transaction as the task completion that produced them.
 Times are stored with :mod:`agentctl.store.timestamps`.
 
-The rows come back as the small typed records below; ``agentctl.artifacts`` turns them
-into the values it hands out. Decisions (is a lease still live enough to bind, which
-blob is unreachable) stay there; this module only reads and writes.
+A ref and a lease come back as the records the artifact store hands out
+(:class:`ArtifactRef`, :class:`LeaseInfo`, published by :mod:`agentctl.artifacts`); they
+are declared here, where their rows are read, so there is one record per family and no
+copying between twins. Decisions (is a lease still live enough to bind, which blob is
+unreachable) stay in :mod:`agentctl.artifacts`; this module only reads and writes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass as plain_dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from functools import lru_cache
+from typing import TYPE_CHECKING, Annotated, Any
+
+from pydantic import Field
+from pydantic.dataclasses import dataclass
 
 from agentctl.store.formats import FORMAT_VERSION
 from agentctl.store.records import check_format_version
+from agentctl.store.statements import Statement, statement
 from agentctl.store.timestamps import from_db, to_db
+from agentctl.typed_records import CAMEL, CamelRecord, IsoDateTime
 
 if TYPE_CHECKING:
+    from sqlalchemy import Select
+    from sqlalchemy.sql.expression import Executable
+
+    from agentctl.store.dialect import SqlDialect
     from agentctl.store.engine import SqlRunner
 
 __all__ = [
+    "ArtifactRef",
     "BlobRow",
-    "LeaseRow",
-    "RefRow",
+    "LeaseInfo",
     "all_blobs",
     "blob",
     "count_expired_leases",
@@ -47,12 +59,13 @@ __all__ = [
     "point_lease",
     "referenced_digests",
     "refs",
-    "run_refs",
 ]
 
 
-@dataclass(frozen=True, slots=True)
-class RefRow:
+@dataclass(frozen=True, slots=True, config=CAMEL)
+class ArtifactRef(CamelRecord):
+    """One version of a named artifact: which run and task wrote which blob."""
+
     id: int
     digest: str
     run_id: str
@@ -64,20 +77,25 @@ class RefRow:
     definition_fingerprint: str | None
     input_digest: str | None
     output_digest: str | None
-    created_at: datetime
+    created_at: IsoDateTime
 
 
-@dataclass(frozen=True, slots=True)
-class LeaseRow:
-    id: str
+@dataclass(frozen=True, slots=True, config=CAMEL)
+class LeaseInfo(CamelRecord):
+    """An ingestion lease: it keeps gc away from ``digest`` (unknown until the bytes are
+    hashed) until it expires or is released."""
+
+    id: Annotated[str, Field(alias="leaseId")]
     digest: str | None
     holder: str
-    created_at: datetime
-    expires_at: datetime
+    created_at: IsoDateTime
+    expires_at: IsoDateTime
 
 
-@dataclass(frozen=True, slots=True)
+@plain_dataclass(frozen=True, slots=True)
 class BlobRow:
+    """A blob's row (what ``artifacts inspect`` and ``verify`` read of it)."""
+
     digest: str
     size: int
     media_type: str | None
@@ -85,51 +103,22 @@ class BlobRow:
     verified_at: datetime | None
 
 
-_REF_COLUMNS = (
-    "r.id, r.blob_digest, r.run_id, r.task_id, r.name, r.version, r.path, b.size_bytes, "
-    "r.definition_fingerprint, r.input_digest, r.output_digest, r.created_at, r.format_version"
-)
-_REF_FROM = "FROM artifact_refs r JOIN artifact_blobs b ON b.digest = r.blob_digest"
-_LEASE_COLUMNS = "id, blob_digest, holder, created_at, expires_at"
-_BLOB_COLUMNS = "digest, size_bytes, media_type, created_at, verified_at"
-
-
-def _ref(row: Sequence[Any]) -> RefRow:
+def _ref(row: Sequence[Any]) -> ArtifactRef:
+    # The columns of _ref_query, in ArtifactRef's order, then format_version.
     check_format_version("artifact ref", row[0], int(row[12]))
-    return RefRow(
-        id=int(row[0]),
-        digest=str(row[1]),
-        run_id=str(row[2]),
-        task_id=str(row[3]),
-        name=str(row[4]),
-        version=int(row[5]),
-        path=row[6],
-        size=int(row[7]),
-        definition_fingerprint=row[8],
-        input_digest=row[9],
-        output_digest=row[10],
-        created_at=from_db(row[11]),
-    )
+    id_, digest, run_id, task_id, name, version, path, size, fingerprint, input_, output = row[:11]
+    return ArtifactRef(
+        id_, digest, run_id, task_id, name, version, path, size, fingerprint, input_, output,
+        from_db(row[11]),
+    )  # fmt: skip
 
 
-def _lease(row: Sequence[Any]) -> LeaseRow:
-    return LeaseRow(
-        id=str(row[0]),
-        digest=row[1],
-        holder=str(row[2]),
-        created_at=from_db(row[3]),
-        expires_at=from_db(row[4]),
-    )
+def _lease(row: Sequence[Any]) -> LeaseInfo:
+    return LeaseInfo(row[0], row[1], row[2], from_db(row[3]), from_db(row[4]))
 
 
 def _blob(row: Sequence[Any]) -> BlobRow:
-    return BlobRow(
-        digest=str(row[0]),
-        size=int(row[1]),
-        media_type=row[2],
-        created_at=from_db(row[3]),
-        verified_at=from_db(row[4]),
-    )
+    return BlobRow(row[0], int(row[1]), row[2], from_db(row[3]), from_db(row[4]))
 
 
 # -- leases -------------------------------------------------------------------------------
@@ -144,121 +133,292 @@ def insert_leases(
 ) -> None:
     """Insert ``(lease id, digest)`` leases; the digest may be unknown yet (None)."""
     created, until = to_db(created_at), to_db(expires_at)
-    for lease_id, digest in leases:
-        conn.exec_driver_sql(
-            "INSERT INTO artifact_leases (id, blob_digest, holder, created_at, expires_at) "
-            "VALUES (?, ?, ?, ?, ?)",
-            (lease_id, digest, holder, created, until),
-        )
+    _insert_lease.run_many(
+        conn,
+        (
+            {"id": lease_id, "digest": digest, "holder": holder, "created": created, "until": until}
+            for lease_id, digest in leases
+        ),
+    )
 
 
-def lease(conn: SqlRunner, lease_id: str) -> LeaseRow | None:
-    row = conn.exec_driver_sql(
-        f"SELECT {_LEASE_COLUMNS} FROM artifact_leases WHERE id = ?",  # noqa: S608
-        (lease_id,),
-    ).first()
+@statement
+def _insert_lease(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, insert
+
+    from agentctl.store.tables import artifact_leases
+
+    return insert(artifact_leases).values(
+        id=bindparam("id"),
+        blob_digest=bindparam("digest"),
+        holder=bindparam("holder"),
+        created_at=bindparam("created"),
+        expires_at=bindparam("until"),
+    )
+
+
+def _lease_query() -> Select[Any]:
+    from sqlalchemy import select
+
+    from agentctl.store.tables import artifact_leases
+
+    c = artifact_leases.c
+    return select(c.id, c.blob_digest, c.holder, c.created_at, c.expires_at)
+
+
+def lease(conn: SqlRunner, lease_id: str) -> LeaseInfo | None:
+    row = _lease_by_id.run(conn, lease_id=lease_id).first()
     return None if row is None else _lease(row)
 
 
+@statement
+def _lease_by_id(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam
+
+    from agentctl.store.tables import artifact_leases
+
+    return _lease_query().where(artifact_leases.c.id == bindparam("lease_id"))
+
+
 def point_lease(conn: SqlRunner, lease_id: str, digest: str) -> None:
-    conn.exec_driver_sql(
-        "UPDATE artifact_leases SET blob_digest = ? WHERE id = ?", (digest, lease_id)
+    _point_lease.run(conn, digest=digest, lease_id=lease_id)
+
+
+@statement
+def _point_lease(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, update
+
+    from agentctl.store.tables import artifact_leases
+
+    return (
+        update(artifact_leases)
+        .where(artifact_leases.c.id == bindparam("lease_id"))
+        .values(blob_digest=bindparam("digest"))
     )
 
 
 def delete_leases(conn: SqlRunner, lease_ids: Iterable[str]) -> None:
-    for lease_id in lease_ids:
-        conn.exec_driver_sql("DELETE FROM artifact_leases WHERE id = ?", (lease_id,))
+    _delete_lease.run_many(conn, ({"lease_id": lease_id} for lease_id in lease_ids))
 
 
-def live_leases(conn: SqlRunner, now: datetime) -> list[LeaseRow]:
-    rows = conn.exec_driver_sql(
-        f"SELECT {_LEASE_COLUMNS} FROM artifact_leases WHERE expires_at > ?",  # noqa: S608
-        (to_db(now),),
-    )
-    return [_lease(row) for row in rows]
+@statement
+def _delete_lease(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, delete
+
+    from agentctl.store.tables import artifact_leases
+
+    return delete(artifact_leases).where(artifact_leases.c.id == bindparam("lease_id"))
 
 
-def leases_for_blob(conn: SqlRunner, digest: str) -> list[LeaseRow]:
-    rows = conn.exec_driver_sql(
-        f"SELECT {_LEASE_COLUMNS} FROM artifact_leases "  # noqa: S608
-        "WHERE blob_digest = ? ORDER BY created_at",
-        (digest,),
-    )
-    return [_lease(row) for row in rows]
+def live_leases(conn: SqlRunner, now: datetime) -> list[LeaseInfo]:
+    return [_lease(row) for row in _live_leases.run(conn, now=to_db(now))]
+
+
+@statement
+def _live_leases(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam
+
+    from agentctl.store.tables import artifact_leases
+
+    return _lease_query().where(artifact_leases.c.expires_at > bindparam("now"))
+
+
+def leases_for_blob(conn: SqlRunner, digest: str) -> list[LeaseInfo]:
+    return [_lease(row) for row in _leases_for_blob.run(conn, digest=digest)]
+
+
+@statement
+def _leases_for_blob(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam
+
+    from agentctl.store.tables import artifact_leases
+
+    c = artifact_leases.c
+    return _lease_query().where(c.blob_digest == bindparam("digest")).order_by(c.created_at)
 
 
 def count_expired_leases(conn: SqlRunner, now: datetime) -> int:
-    row = conn.exec_driver_sql(
-        "SELECT COUNT(*) FROM artifact_leases WHERE expires_at <= ?", (to_db(now),)
-    ).first()
+    row = _count_expired_leases.run(conn, now=to_db(now)).first()
     return int(row[0]) if row is not None else 0
 
 
+@statement
+def _count_expired_leases(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, func, select
+
+    from agentctl.store.tables import artifact_leases
+
+    return (
+        select(func.count())
+        .select_from(artifact_leases)
+        .where(artifact_leases.c.expires_at <= bindparam("now"))
+    )
+
+
 def delete_expired_leases(conn: SqlRunner, now: datetime) -> None:
-    conn.exec_driver_sql("DELETE FROM artifact_leases WHERE expires_at <= ?", (to_db(now),))
+    _delete_expired_leases.run(conn, now=to_db(now))
+
+
+@statement
+def _delete_expired_leases(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, delete
+
+    from agentctl.store.tables import artifact_leases
+
+    return delete(artifact_leases).where(artifact_leases.c.expires_at <= bindparam("now"))
 
 
 # -- blobs --------------------------------------------------------------------------------
 
 
+def _blob_query() -> Select[Any]:
+    from sqlalchemy import select
+
+    from agentctl.store.tables import artifact_blobs
+
+    c = artifact_blobs.c
+    return select(c.digest, c.size_bytes, c.media_type, c.created_at, c.verified_at)
+
+
 def blob(conn: SqlRunner, digest: str) -> BlobRow | None:
-    row = conn.exec_driver_sql(
-        f"SELECT {_BLOB_COLUMNS} FROM artifact_blobs WHERE digest = ?",  # noqa: S608
-        (digest,),
-    ).first()
+    row = _blob_by_digest.run(conn, digest=digest).first()
     return None if row is None else _blob(row)
 
 
+@statement
+def _blob_by_digest(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam
+
+    from agentctl.store.tables import artifact_blobs
+
+    return _blob_query().where(artifact_blobs.c.digest == bindparam("digest"))
+
+
 def all_blobs(conn: SqlRunner) -> list[BlobRow]:
-    rows = conn.exec_driver_sql(f"SELECT {_BLOB_COLUMNS} FROM artifact_blobs")  # noqa: S608
-    return [_blob(row) for row in rows]
+    return [_blob(row) for row in _all_blobs.run(conn)]
+
+
+@statement
+def _all_blobs(_: SqlDialect) -> Executable:
+    return _blob_query()
 
 
 def insert_blob(
     conn: SqlRunner, digest: str, size: int, media_type: str | None, now: datetime
 ) -> None:
     """Record a blob unless it is already recorded (its first row wins)."""
-    conn.exec_driver_sql(
-        "INSERT OR IGNORE INTO artifact_blobs (digest, size_bytes, media_type, created_at) "
-        "VALUES (?, ?, ?, ?)",
-        (digest, size, media_type, to_db(now)),
+    _insert_blob.run(conn, digest=digest, size=size, media_type=media_type, now=to_db(now))
+
+
+@statement
+def _insert_blob(sql: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam
+
+    from agentctl.store.tables import artifact_blobs
+
+    return sql.insert_ignoring(artifact_blobs).values(
+        digest=bindparam("digest"),
+        size_bytes=bindparam("size"),
+        media_type=bindparam("media_type"),
+        created_at=bindparam("now"),
     )
 
 
 def mark_verified(conn: SqlRunner, digests: Iterable[str], now: datetime) -> None:
     stamp = to_db(now)
-    for digest in digests:
-        conn.exec_driver_sql(
-            "UPDATE artifact_blobs SET verified_at = ? WHERE digest = ?", (stamp, digest)
-        )
+    _mark_verified.run_many(conn, ({"now": stamp, "digest": digest} for digest in digests))
+
+
+@statement
+def _mark_verified(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, update
+
+    from agentctl.store.tables import artifact_blobs
+
+    return (
+        update(artifact_blobs)
+        .where(artifact_blobs.c.digest == bindparam("digest"))
+        .values(verified_at=bindparam("now"))
+    )
 
 
 def delete_unreferenced_blob(conn: SqlRunner, digest: str) -> None:
     """Delete the blob row unless a ref points at it (the check and the delete are one
     statement, so a ref committed meanwhile always wins)."""
-    conn.exec_driver_sql(
-        "DELETE FROM artifact_blobs WHERE digest = ? AND NOT EXISTS "
-        "(SELECT 1 FROM artifact_refs WHERE blob_digest = ?)",
-        (digest, digest),
-    )
+    _delete_unreferenced_blob.run(conn, digest=digest)
+
+
+@statement
+def _delete_unreferenced_blob(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, delete, exists, select
+
+    from agentctl.store.tables import artifact_blobs, artifact_refs
+
+    digest: Any = bindparam("digest")
+    referenced = exists(select(1).where(artifact_refs.c.blob_digest == digest))
+    return delete(artifact_blobs).where(artifact_blobs.c.digest == digest, ~referenced)
 
 
 def digests_with_prefix(conn: SqlRunner, start: str, limit: int) -> list[str]:
     """Up to ``limit`` recorded digests that start with ``start`` (a lowercase hex digest
     or its prefix: ``g`` sorts after every hex digit)."""
-    rows = conn.exec_driver_sql(
-        "SELECT digest FROM artifact_blobs WHERE digest >= ? AND digest < ? LIMIT ?",
-        (start, start + "g", limit),
-    )
+    rows = _digests_between.run(conn, start=start, end=start + "g", limit=limit)
     return [str(row[0]) for row in rows]
+
+
+@statement
+def _digests_between(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, select
+
+    from agentctl.store.tables import artifact_blobs
+
+    c = artifact_blobs.c
+    return (
+        select(c.digest)
+        .where(c.digest >= bindparam("start"), c.digest < bindparam("end"))
+        .limit(bindparam("limit"))
+    )
 
 
 # -- refs ---------------------------------------------------------------------------------
 
 
 def referenced_digests(conn: SqlRunner) -> set[str]:
-    return {str(row[0]) for row in conn.exec_driver_sql("SELECT blob_digest FROM artifact_refs")}
+    return {str(row[0]) for row in _referenced_digests.run(conn)}
+
+
+@statement
+def _referenced_digests(_: SqlDialect) -> Executable:
+    from sqlalchemy import select
+
+    from agentctl.store.tables import artifact_refs
+
+    return select(artifact_refs.c.blob_digest)
+
+
+def _ref_query() -> Select[Any]:
+    """A ref's columns in :class:`ArtifactRef`'s order (the size is its blob's), then
+    ``format_version``."""
+    from sqlalchemy import select
+
+    from agentctl.store.tables import artifact_blobs, artifact_refs
+
+    r = artifact_refs.c
+    return select(
+        r.id,
+        r.blob_digest,
+        r.run_id,
+        r.task_id,
+        r.name,
+        r.version,
+        r.path,
+        artifact_blobs.c.size_bytes,
+        r.definition_fingerprint,
+        r.input_digest,
+        r.output_digest,
+        r.created_at,
+        r.format_version,
+    ).select_from(artifact_refs.join(artifact_blobs, artifact_blobs.c.digest == r.blob_digest))
 
 
 def insert_ref(
@@ -273,37 +433,79 @@ def insert_ref(
     input_digest: str | None,
     output_digest: str | None,
     now: datetime,
-) -> RefRow:
+) -> ArtifactRef:
     """Add the next version of ``name``. The caller's write transaction is IMMEDIATE, so
     reading the current maximum and inserting the next one cannot interleave with another
     writer; the unique (name, version) constraint backs that up."""
-    row = conn.exec_driver_sql(
-        "SELECT COALESCE(MAX(version), 0) FROM artifact_refs WHERE name = ?", (name,)
-    ).first()
+    row = _latest_version.run(conn, name=name).first()
     version = int(row[0]) + 1 if row is not None else 1
-    conn.exec_driver_sql(
-        "INSERT INTO artifact_refs (format_version, blob_digest, run_id, task_id, name, "
-        "version, path, definition_fingerprint, input_digest, output_digest, created_at) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (
-            FORMAT_VERSION,
-            digest,
-            run_id,
-            task_id,
-            name,
-            version,
-            path,
-            definition_fingerprint,
-            input_digest,
-            output_digest,
-            to_db(now),
-        ),
+    _insert_ref.run(
+        conn,
+        digest=digest,
+        run_id=run_id,
+        task_id=task_id,
+        name=name,
+        version=version,
+        path=path,
+        definition_fingerprint=definition_fingerprint,
+        input_digest=input_digest,
+        output_digest=output_digest,
+        created_at=to_db(now),
     )
-    found = conn.exec_driver_sql(
-        f"SELECT {_REF_COLUMNS} {_REF_FROM} WHERE r.name = ? AND r.version = ?",  # noqa: S608
-        (name, version),
-    ).first()
-    return _ref(found)
+    return _ref(_ref_by_version.run(conn, name=name, version=version).first())
+
+
+@statement
+def _latest_version(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, func, select
+
+    from agentctl.store.tables import artifact_refs
+
+    c = artifact_refs.c
+    return select(func.coalesce(func.max(c.version), 0)).where(c.name == bindparam("name"))
+
+
+@statement
+def _insert_ref(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, insert
+
+    from agentctl.store.tables import artifact_refs
+
+    given = (
+        "run_id",
+        "task_id",
+        "name",
+        "version",
+        "path",
+        "definition_fingerprint",
+        "input_digest",
+        "output_digest",
+        "created_at",
+    )
+    # inline(): no implicit RETURNING of the new id on PostgreSQL (the ref is read back
+    # by (name, version) on both dialects).
+    return (
+        insert(artifact_refs)
+        .values(
+            format_version=FORMAT_VERSION,
+            blob_digest=bindparam("digest"),
+            **{column: bindparam(column) for column in given},
+        )
+        .inline()
+    )
+
+
+@statement
+def _ref_by_version(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam
+
+    from agentctl.store.tables import artifact_refs
+
+    c = artifact_refs.c
+    return _ref_query().where(c.name == bindparam("name"), c.version == bindparam("version"))
+
+
+_REF_FILTERS = ("run_id", "task_id", "name", "blob_digest")
 
 
 def refs(
@@ -313,43 +515,45 @@ def refs(
     task_id: str | None = None,
     name: str | None = None,
     digest: str | None = None,
-) -> list[RefRow]:
+) -> list[ArtifactRef]:
     """Refs matching every filter given, by name then version (each filter is indexed:
     (run_id, task_id), (name, version) and blob_digest)."""
-    where: list[str] = []
-    params: list[Any] = []
-    for column, value in (
-        ("r.run_id", run_id),
-        ("r.task_id", task_id),
-        ("r.name", name),
-        ("r.blob_digest", digest),
-    ):
-        if value is not None:
-            where.append(f"{column} = ?")
-            params.append(value)
-    clause = f"WHERE {' AND '.join(where)}" if where else ""
-    rows = conn.exec_driver_sql(
-        f"SELECT {_REF_COLUMNS} {_REF_FROM} {clause} "  # noqa: S608 - fixed identifiers
-        "ORDER BY r.name, r.version",
-        tuple(params),
-    )
-    return [_ref(row) for row in rows]
+    given = (run_id, task_id, name, digest)
+    filters = tuple(value is not None for value in given)
+    values = dict(zip(_REF_FILTERS, given, strict=True))
+    return [_ref(row) for row in _refs_where(filters).run(conn, **values)]
 
 
-def run_refs(conn: SqlRunner, run_id: str) -> list[RefRow]:
-    """A run's refs in the order they were recorded (``inspect`` lists them so)."""
-    rows = conn.exec_driver_sql(
-        f"SELECT {_REF_COLUMNS} {_REF_FROM} WHERE r.run_id = ? ORDER BY r.id",  # noqa: S608
-        (run_id,),
-    )
-    return [_ref(row) for row in rows]
+@lru_cache(maxsize=16)
+def _refs_where(filters: tuple[bool, ...]) -> Statement:
+    """The statement of :func:`refs` with the filters it was given."""
+
+    def build(_: SqlDialect) -> Executable:
+        from sqlalchemy import bindparam
+
+        from agentctl.store.tables import artifact_refs
+
+        c = artifact_refs.c
+        query = _ref_query()
+        for column, given in zip(_REF_FILTERS, filters, strict=True):
+            if given:
+                query = query.where(c[column] == bindparam(column))
+        return query.order_by(c.name, c.version)
+
+    return Statement(build, f"refs_where{filters}")
 
 
-def latest_ref(conn: SqlRunner, name: str) -> RefRow | None:
+def latest_ref(conn: SqlRunner, name: str) -> ArtifactRef | None:
     """The newest version of the artifact ``name``, or None if it was never written."""
-    row = conn.exec_driver_sql(
-        f"SELECT {_REF_COLUMNS} {_REF_FROM} WHERE r.name = ? "  # noqa: S608
-        "ORDER BY r.version DESC LIMIT 1",
-        (name,),
-    ).first()
+    row = _latest_ref.run(conn, name=name).first()
     return None if row is None else _ref(row)
+
+
+@statement
+def _latest_ref(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam
+
+    from agentctl.store.tables import artifact_refs
+
+    c = artifact_refs.c
+    return _ref_query().where(c.name == bindparam("name")).order_by(c.version.desc()).limit(1)

@@ -1,5 +1,9 @@
 """Effect journal rows: effects, their reconciliations and the tool calls they carry.
 
+An effect is one record, :class:`EffectRecord`, written and read back as it is: the
+journal hands it to :func:`insert_effect` and gets it from :func:`effect` and
+:func:`effects`, with no mapping of its own between a row and the record.
+
 Every function runs inside the caller's transaction (``Store.write()`` / ``Store.read()``
 or the executor's driver session): the engine decides what commits together. A tool call's
 terminal status is written by :func:`finish_tool_call` in the same transaction as its
@@ -9,15 +13,27 @@ through :func:`agentctl.store.transitions.guarded_update`, not through this modu
 
 from __future__ import annotations
 
+import dataclasses
+import json
+from collections.abc import Mapping
 from datetime import datetime
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
+from pydantic import Field
+from pydantic.dataclasses import dataclass as record
+
+from agentctl.digest import canonical_json
+from agentctl.error_codes import ErrorCode
+from agentctl.errors import PersistenceError
 from agentctl.store.formats import FORMAT_VERSION
-from agentctl.store.rows import row_dict, row_dicts
+from agentctl.store.records import check_format_version
+from agentctl.store.rows import naive, row_dict, row_dicts
 from agentctl.store.sealing import seal, unseal, unseal_record, unseal_records
 from agentctl.store.statements import Statement, columns, one_of, statement
+from agentctl.store.states import EffectState
 from agentctl.store.timestamps import to_db
+from agentctl.typed_records import CAMEL, CamelRecord, IsoDateTime
 
 if TYPE_CHECKING:
     from sqlalchemy import Select
@@ -28,6 +44,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EFFECT_COLUMNS",
+    "EffectRecord",
+    "Reconciliation",
+    "ReconciliationStatus",
     "RECONCILIATION_COLUMNS",
     "append_compensated",
     "effect",
@@ -89,10 +108,73 @@ _RECONCILIATION_TIMES = frozenset({"created_at"})
 # -- effects ----------------------------------------------------------------------------
 
 
-def effect(conn: SqlRunner, effect_id: str) -> dict[str, Any] | None:
-    """The effect's row as ``{column: value}`` (timestamps naive UTC), or None."""
+@record(frozen=True, slots=True, config=CAMEL)
+class EffectRecord(CamelRecord):
+    """One journaled effect as stored; its JSON form is what ``effects list``, ``inspect``
+    and the dashboard show (the id is ``effectId`` there)."""
+
+    id: Annotated[str, Field(alias="effectId")]
+    run_id: str
+    task_id: str
+    attempt: int
+    ordinal: int
+    operation: str
+    input_digest: str
+    effect_class: str
+    idempotency: str
+    risk: str
+    idempotency_key: str | None
+    status: EffectState
+    confirmed: bool
+    request: Any
+    result: Any
+    error: Any
+    requested_at: IsoDateTime
+    started_at: IsoDateTime | None
+    finished_at: IsoDateTime | None
+
+
+#: The record's fields stored in a column of the same name, and those stored as JSON text.
+_SAME_NAME = tuple(
+    name for name in EffectRecord.__dataclass_fields__ if name not in {"request", "result", "error"}
+)
+_AS_JSON = (("request", "request_json"), ("result", "result_json"), ("error", "error_json"))
+
+
+def _loads(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
+
+
+def _dumps(value: Any) -> str | None:
+    return None if value is None else canonical_json(value)
+
+
+def _effect_record(row: Mapping[str, Any] | None) -> EffectRecord | None:
+    """The record of an (unsealed) effect row; a row written by a newer release is refused
+    (exit 5) and a row that does not parse is named as corrupt."""
+    if row is None:
+        return None
+    check_format_version("effect", row["id"], int(row["format_version"]))
+    try:
+        return EffectRecord(
+            **{name: row[name] for name in _SAME_NAME},
+            **{name: _loads(row[column]) for name, column in _AS_JSON},
+        )
+    except ValueError as exc:
+        raise PersistenceError(
+            f"effect {row['id']} of run {row['run_id']} has a corrupt record: {exc}",
+            code=ErrorCode.STORE_CORRUPT,
+            hint="the database was modified outside agentctl; restore it from a backup",
+            run_id=row["run_id"],
+        ) from exc
+
+
+def effect(conn: SqlRunner, effect_id: str) -> EffectRecord | None:
+    """The journaled effect, or None."""
     row = _effect.run(conn, effect_id=effect_id).first()
-    return unseal_record(conn, "effects", row_dict(row, EFFECT_COLUMNS, _EFFECT_TIMES))
+    return _effect_record(
+        unseal_record(conn, "effects", row_dict(row, EFFECT_COLUMNS, _EFFECT_TIMES))
+    )
 
 
 @statement
@@ -106,13 +188,15 @@ def _effect(_: SqlDialect) -> Executable:
 
 def effect_at(
     conn: SqlRunner, run_id: str, task_id: str, attempt: int, ordinal: int
-) -> dict[str, Any] | None:
+) -> EffectRecord | None:
     """The effect journaled at one position of one attempt (the first, should a database
     written before positions were checked hold two), or None."""
     row = _effect_at.run(
         conn, run_id=run_id, task_id=task_id, attempt=attempt, ordinal=ordinal
     ).first()
-    return unseal_record(conn, "effects", row_dict(row, EFFECT_COLUMNS, _EFFECT_TIMES))
+    return _effect_record(
+        unseal_record(conn, "effects", row_dict(row, EFFECT_COLUMNS, _EFFECT_TIMES))
+    )
 
 
 @statement
@@ -159,13 +243,14 @@ def effects(
     *,
     task_id: str | None = None,
     statuses: tuple[str, ...] = (),
-) -> list[dict[str, Any]]:
+) -> list[EffectRecord]:
     """A run's effects in journal order (requested, then task, attempt and ordinal)."""
     values = {f"status_{n}": status for n, status in enumerate(statuses)}
     rows = _effects_of(task_id is not None, len(statuses)).run(
         conn, run_id=run_id, task_id=task_id, **values
     )
-    return unseal_records(conn, "effects", row_dicts(rows, EFFECT_COLUMNS, _EFFECT_TIMES))
+    opened = unseal_records(conn, "effects", row_dicts(rows, EFFECT_COLUMNS, _EFFECT_TIMES))
+    return [found for row in opened if (found := _effect_record(row)) is not None]
 
 
 @lru_cache(maxsize=32)
@@ -224,70 +309,29 @@ def _unsettled_of_run(_: SqlDialect) -> Executable:
 
 
 def insert_effect(
-    conn: SqlRunner,
-    *,
-    effect_id: str,
-    run_id: str,
-    task_id: str,
-    attempt: int,
-    ordinal: int,
-    operation: str,
-    input_digest: str,
-    effect_class: str,
-    idempotency: str,
-    risk: str,
-    request_json: str | None,
-    now: datetime,
-    trace_ids: tuple[str, str] | None = None,
-) -> dict[str, Any]:
-    """Journal an effect as ``requested`` (its idempotency key is its id); ``trace_ids``
-    are those of its span when telemetry is on. Returns the row as :func:`effect` would
-    read it back (without the round trip of reading it)."""
-    stamp = to_db(now)
-    trace_id = None if trace_ids is None else trace_ids[0]
+    conn: SqlRunner, effect: EffectRecord, *, trace_ids: tuple[str, str] | None = None
+) -> EffectRecord:
+    """Journal ``effect`` (the journal passes a ``requested`` one whose idempotency key is
+    its id); ``trace_ids`` are those of its span when telemetry is on. Returns the record
+    as :func:`effect` would read it back (payloads through their stored JSON, times naive
+    UTC), without the round trip of reading it."""
+    values: dict[str, Any] = {name: getattr(effect, name) for name in _SAME_NAME}
+    values["confirmed"] = int(effect.confirmed)  # an integer flag on both dialects
+    stored: dict[str, Any] = {}
+    for name, column in _AS_JSON:
+        text = _dumps(getattr(effect, name))
+        values[column] = seal(conn, "effects", column, (effect.id,), text)
+        stored[name] = _loads(text)
+    for column in _EFFECT_TIMES:
+        values[column] = to_db(values[column])
+        stored[column] = naive(values[column])
     _insert_effect.run(
         conn,
-        id=effect_id,
-        run_id=run_id,
-        task_id=task_id,
-        attempt=attempt,
-        ordinal=ordinal,
-        operation=operation,
-        input_digest=input_digest,
-        effect_class=effect_class,
-        idempotency=idempotency,
-        risk=risk,
-        request_json=seal(conn, "effects", "request_json", (effect_id,), request_json),
-        requested_at=stamp,
-        trace_id=trace_id,
+        **values,
+        trace_id=None if trace_ids is None else trace_ids[0],
         span_id=None if trace_ids is None else trace_ids[1],
     )
-    inserted = {
-        "id": effect_id,
-        "format_version": FORMAT_VERSION,
-        "run_id": run_id,
-        "task_id": task_id,
-        "attempt": attempt,
-        "ordinal": ordinal,
-        "operation": operation,
-        "input_digest": input_digest,
-        "effect_class": effect_class,
-        "idempotency": idempotency,
-        "risk": risk,
-        "idempotency_key": effect_id,
-        "status": "requested",
-        "request_json": request_json,
-        "result_json": None,
-        "error_json": None,
-        "confirmed": 0,
-        "trace_id": trace_id,
-        "requested_at": stamp,
-        "started_at": None,
-        "finished_at": None,
-    }
-    found = row_dict(tuple(inserted[c] for c in EFFECT_COLUMNS), EFFECT_COLUMNS, _EFFECT_TIMES)
-    assert found is not None
-    return found
+    return dataclasses.replace(effect, **stored)
 
 
 @statement
@@ -296,39 +340,67 @@ def _insert_effect(_: SqlDialect) -> Executable:
 
     from agentctl.store.tables import effects
 
-    given = (
-        "id",
-        "run_id",
-        "task_id",
-        "attempt",
-        "ordinal",
-        "operation",
-        "input_digest",
-        "effect_class",
-        "idempotency",
-        "risk",
-        "request_json",
-        "requested_at",
-        "trace_id",
-        "span_id",
-    )
+    given = (*_SAME_NAME, *(column for _, column in _AS_JSON), "trace_id", "span_id")
     return insert(effects).values(
-        format_version=FORMAT_VERSION,
-        idempotency_key=bindparam("id"),  # an effect's idempotency key is its id
-        status="requested",
-        confirmed=0,
-        **{name: bindparam(name) for name in given},
+        format_version=FORMAT_VERSION, **{name: bindparam(name) for name in given}
     )
 
 
 # -- reconciliations --------------------------------------------------------------------
 
+ReconciliationStatus = Literal["applied", "not_applied", "compensated"]
 
-def latest_reconciliation(conn: SqlRunner, effect_id: str) -> dict[str, Any] | None:
-    row = _latest_reconciliation.run(conn, effect_id=effect_id).first()
-    return unseal_record(
-        conn, "reconciliations", row_dict(row, RECONCILIATION_COLUMNS, _RECONCILIATION_TIMES)
+
+@record(frozen=True, slots=True, config=CAMEL)
+class Reconciliation(CamelRecord):
+    """An operator's conclusion on an effect (append-only); its JSON form is what
+    ``effects inspect`` and ``inspect`` show."""
+
+    id: int
+    effect_id: str
+    status: ReconciliationStatus
+    reason: str
+    actor: str
+    evidence: str | None
+    result: Any
+    result_validated: bool
+    compensation_effect_id: str | None
+    created_at: IsoDateTime
+
+
+_RECONCILIATION_SAME_NAME = tuple(
+    name for name in Reconciliation.__dataclass_fields__ if name != "result"
+)
+
+
+def _reconciliation(row: dict[str, Any] | None) -> Reconciliation | None:
+    """The record of an (unsealed) reconciliation row, as :func:`_effect_record` does."""
+    if row is None:
+        return None
+    check_format_version("reconciliation", row["id"], int(row["format_version"]))
+    try:
+        return Reconciliation(
+            **{name: row[name] for name in _RECONCILIATION_SAME_NAME},
+            result=_loads(row["result_json"]),
+        )
+    except ValueError as exc:
+        raise PersistenceError(
+            f"reconciliation {row['id']} of effect {row['effect_id']} has a corrupt record: {exc}",
+            code=ErrorCode.STORE_CORRUPT,
+            hint="the database was modified outside agentctl; restore it from a backup",
+        ) from exc
+
+
+def _read_reconciliation(conn: SqlRunner, row: Any) -> Reconciliation | None:
+    return _reconciliation(
+        unseal_record(
+            conn, "reconciliations", row_dict(row, RECONCILIATION_COLUMNS, _RECONCILIATION_TIMES)
+        )
     )
+
+
+def latest_reconciliation(conn: SqlRunner, effect_id: str) -> Reconciliation | None:
+    return _read_reconciliation(conn, _latest_reconciliation.run(conn, effect_id=effect_id).first())
 
 
 @statement
@@ -346,11 +418,12 @@ def _latest_reconciliation(_: SqlDialect) -> Executable:
     )
 
 
-def reconciliations(conn: SqlRunner, effect_id: str) -> list[dict[str, Any]]:
+def reconciliations(conn: SqlRunner, effect_id: str) -> list[Reconciliation]:
     rows = _reconciliations.run(conn, effect_id=effect_id)
-    return unseal_records(
+    opened = unseal_records(
         conn, "reconciliations", row_dicts(rows, RECONCILIATION_COLUMNS, _RECONCILIATION_TIMES)
     )
+    return [found for row in opened if (found := _reconciliation(row)) is not None]
 
 
 @statement
@@ -371,7 +444,7 @@ def insert_reconciliation(
     conn: SqlRunner,
     effect_id: str,
     *,
-    status: str,
+    status: ReconciliationStatus,
     reason: str,
     actor: str,
     evidence: str | None,
@@ -380,7 +453,7 @@ def insert_reconciliation(
     compensation_effect_id: str | None,
     supersedes_id: int | None,
     now: datetime,
-) -> dict[str, Any]:
+) -> Reconciliation:
     """Append one conclusion (append-only; the latest wins) and return its row."""
     # RETURNING (SQLite 3.35+, PostgreSQL) names the new row on both dialects. The payload
     # is sealed under the new row's id, so it is written once that id is known (same
@@ -405,10 +478,7 @@ def insert_reconciliation(
             result_json=seal(conn, "reconciliations", "result_json", record, result_json),
             id=new_id,
         )
-    row = _reconciliation.run(conn, id=new_id).first()
-    found = unseal_record(
-        conn, "reconciliations", row_dict(row, RECONCILIATION_COLUMNS, _RECONCILIATION_TIMES)
-    )
+    found = _read_reconciliation(conn, _reconciliation_by_id.run(conn, id=new_id).first())
     assert found is not None
     return found
 
@@ -450,7 +520,7 @@ def _seal_reconciliation(_: SqlDialect) -> Executable:
 
 
 @statement
-def _reconciliation(_: SqlDialect) -> Executable:
+def _reconciliation_by_id(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, select
 
     from agentctl.store.tables import reconciliations

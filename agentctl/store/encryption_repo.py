@@ -39,7 +39,7 @@ from agentctl.store.sealing import (
 from agentctl.store.timestamps import to_db
 
 if TYPE_CHECKING:
-    from agentctl.store.engine import SqlRunner, Store
+    from agentctl.store.runner import SqlRunner, Store
 
 __all__ = [
     "BATCH_ROWS",

@@ -54,7 +54,7 @@ from agentctl.store.sealing import (
 )
 
 if TYPE_CHECKING:
-    from agentctl.store.engine import SqlRunner, Store
+    from agentctl.store.runner import SqlRunner, Store
 
 __all__ = [
     "TABLE",

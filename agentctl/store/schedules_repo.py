@@ -11,6 +11,10 @@ Inputs and observed values are payloads (docs/encryption.md): a schedule's
 observation's ``value_json`` go through :func:`~agentctl.store.sealing.seal` on the way in
 and :func:`~agentctl.store.sealing.unseal` on the way out; a firing and an observation are
 named by (schedule, slot), which is known before their row exists.
+
+A schedule is one record, :class:`Schedule`, from the command that adds it to the daemon
+that reads it back; firings and observations come back as :class:`Firing` and
+:class:`Observation`. Every statement is SQLAlchemy Core, compiled once per dialect.
 """
 
 from __future__ import annotations
@@ -21,18 +25,22 @@ from typing import TYPE_CHECKING, Any
 
 from agentctl.store.formats import FORMAT_VERSION
 from agentctl.store.records import check_format_version
-from agentctl.store.rows import columns_sql
 from agentctl.store.sealing import seal, unseal
+from agentctl.store.statements import columns, statement
 from agentctl.store.timestamps import from_db, to_db
 from agentctl.store.transitions import guarded_update
 
 if TYPE_CHECKING:
+    from sqlalchemy import Select
+    from sqlalchemy.sql.expression import Executable
+
+    from agentctl.store.dialect import SqlDialect
     from agentctl.store.engine import SqlRunner
 
 __all__ = [
-    "FiringRow",
-    "ObservationRow",
-    "ScheduleRow",
+    "Firing",
+    "Observation",
+    "Schedule",
     "advance_cursor",
     "delete_schedule",
     "fail_firing",
@@ -53,50 +61,13 @@ __all__ = [
     "set_paused",
 ]
 
-_SCHEDULE_COLUMNS = (
-    "name",
-    "format_version",
-    "workflow",
-    "workflow_file",
-    "project_dir",
-    "workspace",
-    "cron",
-    "interval_seconds",
-    "timezone",
-    "inputs_json",
-    "catch_up",
-    "max_catch_up",
-    "overlap",
-    "jitter_seconds",
-    "grace_seconds",
-    "paused",
-    "anchor_at",
-    "cursor_at",
-    "missed",
-    "created_at",
-    "updated_at",
-    "monitor_json",
-    "observed_json",
-    "pending_json",
-)
-_FIRING_COLUMNS = (
-    "id",
-    "format_version",
-    "schedule_name",
-    "slot_at",
-    "trigger",
-    "status",
-    "run_id",
-    "missed",
-    "reason",
-    "inputs_json",
-    "created_at",
-    "updated_at",
-)
-
 
 @dataclass(frozen=True, slots=True)
-class ScheduleRow:
+class Schedule:
+    """A schedule (a monitor when ``monitor_json`` is set) as added and as stored: its
+    workflow as the user wrote it and as resolved, its timing rule, the runs' inputs, and
+    where the daemon stands (``cursor_at``: every slot up to it is decided)."""
+
     name: str
     workflow: str
     workflow_file: str
@@ -111,19 +82,19 @@ class ScheduleRow:
     overlap: str
     jitter_seconds: int
     grace_seconds: int
-    paused: bool
     anchor_at: datetime
     cursor_at: datetime
-    missed: int
     created_at: datetime
     updated_at: datetime
+    paused: bool = False
+    missed: int = 0
     monitor_json: str | None = None
     observed_json: str | None = None
     pending_json: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
-class FiringRow:
+class Firing:
     id: int
     schedule_name: str
     slot_at: datetime
@@ -137,82 +108,158 @@ class FiringRow:
     updated_at: datetime
 
 
+@dataclass(frozen=True, slots=True)
+class Observation:
+    slot_at: datetime
+    digest: str
+    value_json: str
+    outcome: str
+
+
+_SCHEDULE_FIELDS = Schedule.__dataclass_fields__.keys()
+_SCHEDULE_COLUMNS = ("format_version", *_SCHEDULE_FIELDS)
+_SCHEDULE_TIMES = ("anchor_at", "cursor_at", "created_at", "updated_at")
 _SCHEDULE_SEALED = ("inputs_json", "observed_json", "pending_json")
+_FIRING_COLUMNS = ("format_version", *Firing.__dataclass_fields__.keys())
+_FIRING_TIMES = ("slot_at", "created_at", "updated_at")
 
 
-def _schedule(conn: SqlRunner, row: Any) -> ScheduleRow:
+def _schedule(conn: SqlRunner, row: Any) -> Schedule:
     values = dict(zip(_SCHEDULE_COLUMNS, row, strict=True))
     check_format_version("schedule", values["name"], int(values.pop("format_version")))
     for column in _SCHEDULE_SEALED:
         values[column] = unseal(conn, "schedules", column, (values["name"],), values[column])
-    for column in ("anchor_at", "cursor_at", "created_at", "updated_at"):
+    for column in _SCHEDULE_TIMES:
         values[column] = from_db(values[column])
     values["paused"] = bool(values["paused"])
-    return ScheduleRow(**values)
+    return Schedule(**values)
 
 
-def _firing(conn: SqlRunner, row: Any) -> FiringRow:
+def _firing(conn: SqlRunner, row: Any) -> Firing:
     values = dict(zip(_FIRING_COLUMNS, row, strict=True))
     check_format_version("schedule firing", values["id"], int(values.pop("format_version")))
     record = (values["schedule_name"], values["slot_at"])
     values["inputs_json"] = unseal(
         conn, "schedule_firings", "inputs_json", record, values["inputs_json"]
     )
-    for column in ("slot_at", "created_at", "updated_at"):
+    for column in _FIRING_TIMES:
         values[column] = from_db(values[column])
-    return FiringRow(**values)
+    return Firing(**values)
 
 
-def insert_schedule(conn: SqlRunner, row: ScheduleRow) -> bool:
+# -- schedules ----------------------------------------------------------------------------
+
+
+def insert_schedule(conn: SqlRunner, schedule: Schedule) -> bool:
     """Insert a new schedule; False (nothing written) when the name is taken."""
-    values = [
-        seal(conn, "schedules", c, (row.name,), getattr(row, c))
-        if c in _SCHEDULE_SEALED
-        else getattr(row, c)
-        if c != "format_version"
-        else FORMAT_VERSION
-        for c in _SCHEDULE_COLUMNS
-    ]
+    values = {name: getattr(schedule, name) for name in _SCHEDULE_FIELDS}
+    for column in _SCHEDULE_SEALED:
+        values[column] = seal(conn, "schedules", column, (schedule.name,), values[column])
+    for column in _SCHEDULE_TIMES:
+        values[column] = to_db(values[column])
     # ``paused`` stays a bool: the column is BOOLEAN on PostgreSQL (an integer there is
     # refused), and SQLite stores a bool as 0/1.
-    params = tuple(to_db(v) if isinstance(v, datetime) else v for v in values)
-    result = conn.exec_driver_sql(
-        f"INSERT INTO schedules ({columns_sql(_SCHEDULE_COLUMNS)}) "  # noqa: S608
-        f"VALUES ({', '.join('?' for _ in _SCHEDULE_COLUMNS)}) ON CONFLICT (name) DO NOTHING",
-        params,
+    return int(_insert_schedule.run(conn, **values).rowcount) == 1
+
+
+@statement
+def _insert_schedule(sql: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam
+
+    from agentctl.store.tables import schedules
+
+    query: Executable = (
+        sql.insert(schedules)
+        .values(
+            format_version=FORMAT_VERSION,
+            **{name: bindparam(name) for name in _SCHEDULE_FIELDS},
+        )
+        .on_conflict_do_nothing(index_elements=["name"])
     )
-    return int(result.rowcount) == 1
+    return query
 
 
-def schedule(conn: SqlRunner, name: str) -> ScheduleRow | None:
-    row = conn.exec_driver_sql(
-        f"SELECT {columns_sql(_SCHEDULE_COLUMNS)} FROM schedules WHERE name = ?",  # noqa: S608
-        (name,),
-    ).first()
+def schedule(conn: SqlRunner, name: str) -> Schedule | None:
+    row = _schedule_named.run(conn, name=name).first()
     return None if row is None else _schedule(conn, row)
 
 
-def list_schedules(conn: SqlRunner) -> list[ScheduleRow]:
-    rows = conn.exec_driver_sql(
-        f"SELECT {columns_sql(_SCHEDULE_COLUMNS)} FROM schedules ORDER BY name"  # noqa: S608
+@statement
+def _schedule_named(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, select
+
+    from agentctl.store.tables import schedules
+
+    return select(*columns(schedules, _SCHEDULE_COLUMNS)).where(
+        schedules.c.name == bindparam("name")
     )
-    return [_schedule(conn, row) for row in rows]
+
+
+def list_schedules(conn: SqlRunner) -> list[Schedule]:
+    return [_schedule(conn, row) for row in _all_schedules.run(conn)]
+
+
+@statement
+def _all_schedules(_: SqlDialect) -> Executable:
+    from sqlalchemy import select
+
+    from agentctl.store.tables import schedules
+
+    return select(*columns(schedules, _SCHEDULE_COLUMNS)).order_by(schedules.c.name)
 
 
 def set_paused(conn: SqlRunner, name: str, paused: bool, now: datetime) -> bool:
-    result = conn.exec_driver_sql(
-        "UPDATE schedules SET paused = ?, updated_at = ? WHERE name = ?",
-        (bool(paused), to_db(now), name),
-    )
+    result = _set_paused.run(conn, paused=bool(paused), now=to_db(now), name=name)
     return int(result.rowcount) == 1
+
+
+@statement
+def _set_paused(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, update
+
+    from agentctl.store.tables import schedules
+
+    return (
+        update(schedules)
+        .where(schedules.c.name == bindparam("name"))
+        .values(paused=bindparam("paused"), updated_at=bindparam("now"))
+    )
 
 
 def delete_schedule(conn: SqlRunner, name: str) -> bool:
     """Remove a schedule or monitor, its firings and observations (its runs stay)."""
-    conn.exec_driver_sql("DELETE FROM schedule_firings WHERE schedule_name = ?", (name,))
-    conn.exec_driver_sql("DELETE FROM monitor_observations WHERE monitor_name = ?", (name,))
-    result = conn.exec_driver_sql("DELETE FROM schedules WHERE name = ?", (name,))
-    return int(result.rowcount) == 1
+    _delete_firings.run(conn, name=name)
+    _delete_observations.run(conn, name=name)
+    return int(_delete_schedule.run(conn, name=name).rowcount) == 1
+
+
+@statement
+def _delete_firings(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, delete
+
+    from agentctl.store.tables import schedule_firings
+
+    return delete(schedule_firings).where(schedule_firings.c.schedule_name == bindparam("name"))
+
+
+@statement
+def _delete_observations(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, delete
+
+    from agentctl.store.tables import monitor_observations
+
+    return delete(monitor_observations).where(
+        monitor_observations.c.monitor_name == bindparam("name")
+    )
+
+
+@statement
+def _delete_schedule(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, delete
+
+    from agentctl.store.tables import schedules
+
+    return delete(schedules).where(schedules.c.name == bindparam("name"))
 
 
 def advance_cursor(
@@ -220,12 +267,30 @@ def advance_cursor(
 ) -> bool:
     """Move the schedule's cursor forward and add to its missed count; False (nothing
     written) when the cursor is already there or beyond (another daemon moved it)."""
-    result = conn.exec_driver_sql(
-        "UPDATE schedules SET cursor_at = ?, missed = missed + ?, updated_at = ? "
-        "WHERE name = ? AND cursor_at < ?",
-        (to_db(cursor), missed, to_db(now), name, to_db(cursor)),
+    result = _advance_cursor.run(
+        conn, cursor=to_db(cursor), missed=missed, now=to_db(now), name=name
     )
     return int(result.rowcount) == 1
+
+
+@statement
+def _advance_cursor(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, update
+
+    from agentctl.store.tables import schedules
+
+    c = schedules.c
+    cursor: Any = bindparam("cursor")
+    return (
+        update(schedules)
+        .where(c.name == bindparam("name"), c.cursor_at < cursor)
+        .values(
+            cursor_at=cursor, missed=c.missed + bindparam("missed"), updated_at=bindparam("now")
+        )
+    )
+
+
+# -- firings ------------------------------------------------------------------------------
 
 
 def record_firing(
@@ -241,57 +306,112 @@ def record_firing(
     inputs_json: str | None = None,
 ) -> int | None:
     """Insert the firing of ``slot``; its id, or None when that slot already has one."""
-    result = conn.exec_driver_sql(
-        "INSERT INTO schedule_firings (format_version, schedule_name, slot_at, trigger, status, "
-        "missed, reason, inputs_json, created_at, updated_at) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (schedule_name, slot_at) DO NOTHING",
-        (
-            FORMAT_VERSION,
-            name,
-            to_db(slot),
-            trigger,
-            status,
-            missed,
-            reason,
-            seal(conn, "schedule_firings", "inputs_json", (name, to_db(slot)), inputs_json),
-            to_db(now),
-            to_db(now),
-        ),
+    slot_at, stamp = to_db(slot), to_db(now)
+    result = _insert_firing.run(
+        conn,
+        name=name,
+        slot_at=slot_at,
+        trigger=trigger,
+        status=status,
+        missed=missed,
+        reason=reason,
+        inputs_json=seal(conn, "schedule_firings", "inputs_json", (name, slot_at), inputs_json),
+        now=stamp,
     )
     if int(result.rowcount) != 1:
         return None
-    row = conn.exec_driver_sql(
-        "SELECT id FROM schedule_firings WHERE schedule_name = ? AND slot_at = ?",
-        (name, to_db(slot)),
-    ).first()
+    row = _firing_id.run(conn, name=name, slot_at=slot_at).first()
     return int(row[0])
 
 
-def firing(conn: SqlRunner, firing_id: int) -> FiringRow | None:
-    row = conn.exec_driver_sql(
-        f"SELECT {columns_sql(_FIRING_COLUMNS)} FROM schedule_firings WHERE id = ?",  # noqa: S608
-        (firing_id,),
-    ).first()
+@statement
+def _insert_firing(sql: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam
+
+    from agentctl.store.tables import schedule_firings
+
+    given = ("slot_at", "trigger", "status", "missed", "reason", "inputs_json")
+    now: Any = bindparam("now")
+    query: Executable = (
+        sql.insert(schedule_firings)
+        .values(
+            format_version=FORMAT_VERSION,
+            schedule_name=bindparam("name"),
+            created_at=now,
+            updated_at=now,
+            **{column: bindparam(column) for column in given},
+        )
+        .on_conflict_do_nothing(index_elements=["schedule_name", "slot_at"])
+        .inline()  # no implicit RETURNING on PostgreSQL: the id is read back below
+    )
+    return query
+
+
+@statement
+def _firing_id(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, select
+
+    from agentctl.store.tables import schedule_firings
+
+    c = schedule_firings.c
+    return select(c.id).where(
+        c.schedule_name == bindparam("name"), c.slot_at == bindparam("slot_at")
+    )
+
+
+def _firings_query() -> Select[Any]:
+    from sqlalchemy import select
+
+    from agentctl.store.tables import schedule_firings
+
+    return select(*columns(schedule_firings, _FIRING_COLUMNS))
+
+
+def firing(conn: SqlRunner, firing_id: int) -> Firing | None:
+    row = _firing_by_id.run(conn, firing_id=firing_id).first()
     return None if row is None else _firing(conn, row)
 
 
-def firings(conn: SqlRunner, name: str, limit: int) -> list[FiringRow]:
+@statement
+def _firing_by_id(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam
+
+    from agentctl.store.tables import schedule_firings
+
+    return _firings_query().where(schedule_firings.c.id == bindparam("firing_id"))
+
+
+def firings(conn: SqlRunner, name: str, limit: int) -> list[Firing]:
     """The schedule's firings, newest slot first."""
-    rows = conn.exec_driver_sql(
-        f"SELECT {columns_sql(_FIRING_COLUMNS)} FROM schedule_firings "  # noqa: S608
-        "WHERE schedule_name = ? ORDER BY slot_at DESC, id DESC LIMIT ?",
-        (name, limit),
+    return [_firing(conn, row) for row in _firings_of.run(conn, name=name, limit=limit)]
+
+
+@statement
+def _firings_of(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam
+
+    from agentctl.store.tables import schedule_firings
+
+    c = schedule_firings.c
+    return (
+        _firings_query()
+        .where(c.schedule_name == bindparam("name"))
+        .order_by(c.slot_at.desc(), c.id.desc())
+        .limit(bindparam("limit"))
     )
-    return [_firing(conn, row) for row in rows]
 
 
-def recorded_firings(conn: SqlRunner) -> list[FiringRow]:
+def recorded_firings(conn: SqlRunner) -> list[Firing]:
     """Firings committed without a run yet (a daemon stopped between the two), oldest first."""
-    rows = conn.exec_driver_sql(
-        f"SELECT {columns_sql(_FIRING_COLUMNS)} FROM schedule_firings "  # noqa: S608
-        "WHERE status = 'recorded' ORDER BY slot_at, id"
-    )
-    return [_firing(conn, row) for row in rows]
+    return [_firing(conn, row) for row in _recorded_firings.run(conn)]
+
+
+@statement
+def _recorded_firings(_: SqlDialect) -> Executable:
+    from agentctl.store.tables import schedule_firings
+
+    c = schedule_firings.c
+    return _firings_query().where(c.status == "recorded").order_by(c.slot_at, c.id)
 
 
 def link_run(conn: SqlRunner, firing_id: int, run_id: str, now: datetime) -> None:
@@ -310,31 +430,43 @@ def fail_firing(conn: SqlRunner, firing_id: int, reason: str, now: datetime) -> 
 
 def live_run(conn: SqlRunner, name: str) -> tuple[str, str] | None:
     """``(run id, status)`` of the schedule's newest run that is still running or parked."""
-    row = conn.exec_driver_sql(
-        "SELECT r.id, r.status FROM schedule_firings f JOIN runs r ON r.id = f.run_id "
-        "WHERE f.schedule_name = ? AND r.status IN ('running', 'paused') "
-        "ORDER BY f.slot_at DESC LIMIT 1",
-        (name,),
-    ).first()
+    row = _live_run.run(conn, name=name).first()
     return None if row is None else (str(row[0]), str(row[1]))
 
 
-def firing_of_run(conn: SqlRunner, run_id: str) -> FiringRow | None:
+@statement
+def _live_run(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, select
+
+    from agentctl.store.statements import one_of
+    from agentctl.store.tables import runs, schedule_firings
+
+    f = schedule_firings.c
+    return (
+        select(runs.c.id, runs.c.status)
+        .select_from(schedule_firings.join(runs, runs.c.id == f.run_id))
+        .where(f.schedule_name == bindparam("name"), one_of(runs.c.status, ("running", "paused")))
+        .order_by(f.slot_at.desc())
+        .limit(1)
+    )
+
+
+def firing_of_run(conn: SqlRunner, run_id: str) -> Firing | None:
     """The firing that started ``run_id`` (None for a run started by hand)."""
-    row = conn.exec_driver_sql(
-        f"SELECT {columns_sql(_FIRING_COLUMNS)} FROM schedule_firings "  # noqa: S608
-        "WHERE run_id = ? LIMIT 1",
-        (run_id,),
-    ).first()
+    row = _firing_of_run.run(conn, run_id=run_id).first()
     return None if row is None else _firing(conn, row)
 
 
-@dataclass(frozen=True, slots=True)
-class ObservationRow:
-    slot_at: datetime
-    digest: str
-    value_json: str
-    outcome: str
+@statement
+def _firing_of_run(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam
+
+    from agentctl.store.tables import schedule_firings
+
+    return _firings_query().where(schedule_firings.c.run_id == bindparam("run_id")).limit(1)
+
+
+# -- monitor observations -----------------------------------------------------------------
 
 
 def record_observation(
@@ -342,25 +474,55 @@ def record_observation(
 ) -> bool:
     """Insert a monitor's observation of ``slot`` (outcome decided by :func:`set_outcome`);
     False when that slot was already observed (another daemon)."""
-    result = conn.exec_driver_sql(
-        "INSERT INTO monitor_observations (monitor_name, slot_at, digest, value_json, outcome, "
-        "created_at) VALUES (?, ?, ?, ?, 'pending', ?) "
-        "ON CONFLICT (monitor_name, slot_at) DO NOTHING",
-        (
-            name,
-            to_db(slot),
-            digest,
-            seal(conn, "monitor_observations", "value_json", (name, to_db(slot)), value_json),
-            to_db(now),
-        ),
+    slot_at = to_db(slot)
+    result = _insert_observation.run(
+        conn,
+        name=name,
+        slot_at=slot_at,
+        digest=digest,
+        value_json=seal(conn, "monitor_observations", "value_json", (name, slot_at), value_json),
+        now=to_db(now),
     )
     return int(result.rowcount) == 1
 
 
+@statement
+def _insert_observation(sql: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam
+
+    from agentctl.store.tables import monitor_observations
+
+    query: Executable = (
+        sql.insert(monitor_observations)
+        .values(
+            monitor_name=bindparam("name"),
+            slot_at=bindparam("slot_at"),
+            digest=bindparam("digest"),
+            value_json=bindparam("value_json"),
+            outcome="pending",
+            created_at=bindparam("now"),
+        )
+        .on_conflict_do_nothing(index_elements=["monitor_name", "slot_at"])
+        .inline()
+    )
+    return query
+
+
 def set_outcome(conn: SqlRunner, name: str, slot: datetime, outcome: str) -> None:
-    conn.exec_driver_sql(
-        "UPDATE monitor_observations SET outcome = ? WHERE monitor_name = ? AND slot_at = ?",
-        (outcome, name, to_db(slot)),
+    _set_outcome.run(conn, outcome=outcome, name=name, slot_at=to_db(slot))
+
+
+@statement
+def _set_outcome(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, update
+
+    from agentctl.store.tables import monitor_observations
+
+    c = monitor_observations.c
+    return (
+        update(monitor_observations)
+        .where(c.monitor_name == bindparam("name"), c.slot_at == bindparam("slot_at"))
+        .values(outcome=bindparam("outcome"))
     )
 
 
@@ -374,30 +536,41 @@ def set_observed(
     now: datetime,
 ) -> None:
     """A monitor's last confirmed value, the change waiting for its debounce, its cursor."""
-    conn.exec_driver_sql(
-        "UPDATE schedules SET observed_json = ?, pending_json = ?, "
-        "cursor_at = CASE WHEN cursor_at < ? THEN ? ELSE cursor_at END, updated_at = ? "
-        "WHERE name = ?",
-        (
-            seal(conn, "schedules", "observed_json", (name,), observed_json),
-            seal(conn, "schedules", "pending_json", (name,), pending_json),
-            to_db(cursor),
-            to_db(cursor),
-            to_db(now),
-            name,
-        ),
+    _set_observed.run(
+        conn,
+        observed_json=seal(conn, "schedules", "observed_json", (name,), observed_json),
+        pending_json=seal(conn, "schedules", "pending_json", (name,), pending_json),
+        cursor=to_db(cursor),
+        now=to_db(now),
+        name=name,
     )
 
 
-def observations(conn: SqlRunner, name: str, limit: int) -> list[ObservationRow]:
+@statement
+def _set_observed(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, case, update
+
+    from agentctl.store.tables import schedules
+
+    c = schedules.c
+    cursor: Any = bindparam("cursor")
+    return (
+        update(schedules)
+        .where(c.name == bindparam("name"))
+        .values(
+            observed_json=bindparam("observed_json"),
+            pending_json=bindparam("pending_json"),
+            cursor_at=case((c.cursor_at < cursor, cursor), else_=c.cursor_at),
+            updated_at=bindparam("now"),
+        )
+    )
+
+
+def observations(conn: SqlRunner, name: str, limit: int) -> list[Observation]:
     """A monitor's observations, newest first."""
-    rows = conn.exec_driver_sql(
-        "SELECT slot_at, digest, value_json, outcome FROM monitor_observations "
-        "WHERE monitor_name = ? ORDER BY slot_at DESC LIMIT ?",
-        (name, limit),
-    )
+    rows = _observations.run(conn, name=name, limit=limit)
     return [
-        ObservationRow(
+        Observation(
             from_db(r[0]),
             str(r[1]),
             str(unseal(conn, "monitor_observations", "value_json", (name, r[0]), r[2])),
@@ -405,3 +578,18 @@ def observations(conn: SqlRunner, name: str, limit: int) -> list[ObservationRow]
         )
         for r in rows
     ]
+
+
+@statement
+def _observations(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, select
+
+    from agentctl.store.tables import monitor_observations
+
+    c = monitor_observations.c
+    return (
+        select(c.slot_at, c.digest, c.value_json, c.outcome)
+        .where(c.monitor_name == bindparam("name"))
+        .order_by(c.slot_at.desc())
+        .limit(bindparam("limit"))
+    )

@@ -16,6 +16,7 @@ from agentctl.ids import FixedClock, IdGenerator
 from agentctl.signals import TaskFailure
 from agentctl.store import effects_repo
 from agentctl.store.engine import open_store
+from agentctl.store.states import EffectState
 
 WORKFLOW = """
 apiVersion: agentctl.dev/v1
@@ -73,18 +74,27 @@ def test_an_effect_under_an_older_id_is_found_by_its_position_and_request(
     with store.write() as conn:
         effects_repo.insert_effect(
             conn,
-            effect_id=old_id,
-            run_id=run_id,
-            task_id="t",
-            attempt=1,
-            ordinal=1,
-            operation=spec.operation,
-            input_digest="legacy",
-            effect_class=spec.effect_class,
-            idempotency=spec.idempotency,
-            risk=spec.risk,
-            request_json='{"alpha":2,"zeta":1}',
-            now=now,
+            effects_repo.EffectRecord(
+                id=old_id,
+                run_id=run_id,
+                task_id="t",
+                attempt=1,
+                ordinal=1,
+                operation=spec.operation,
+                input_digest="legacy",
+                effect_class=spec.effect_class,
+                idempotency=spec.idempotency,
+                risk=spec.risk,
+                idempotency_key=old_id,
+                status=EffectState.REQUESTED,
+                confirmed=False,
+                request={"alpha": 2, "zeta": 1},
+                result=None,
+                error=None,
+                requested_at=now,
+                started_at=None,
+                finished_at=None,
+            ),
         )
     assert _insert(store, run_id, spec, now).id == old_id
 
@@ -97,4 +107,4 @@ def test_a_different_request_at_a_recorded_position_is_refused(store_and_run: An
     assert refused.value.code == "effect.nondeterministic"
     assert first.id in refused.value.message and refused.value.permanent
     with store.read() as conn:
-        assert [e["id"] for e in effects_repo.effects(conn, run_id)] == [first.id]
+        assert [e.id for e in effects_repo.effects(conn, run_id)] == [first.id]

@@ -15,7 +15,7 @@ from agentctl.engine.scheduled_runs import RunLauncher
 from agentctl.errors import OwnershipLostError, PersistenceError
 from agentctl.ids import IdGenerator, SystemClock
 from agentctl.scheduling.daemon import fire_now
-from agentctl.scheduling.schedules import NewSchedule, add_schedule
+from agentctl.scheduling.schedules import Schedule, add_schedule
 from agentctl.store import locks, ownership, run_queue, schedules_repo
 from agentctl.store.engine import Store, StoreSettings, open_store
 from tests.pg.cluster import Cluster
@@ -171,7 +171,7 @@ def test_a_schedule_fires_while_another_runs_write_is_open(
     workflow.parent.mkdir()
     workflow.write_text(WORKFLOW)
     now = datetime.now(UTC)
-    new = NewSchedule(
+    new = Schedule(
         name="nightly",
         workflow="created-beside",
         workflow_file=str(workflow),
@@ -180,13 +180,16 @@ def test_a_schedule_fires_while_another_runs_write_is_open(
         cron=None,
         interval_seconds=3600,
         timezone="UTC",
-        inputs={},
+        inputs_json="{}",
         catch_up="skip",
         max_catch_up=1,
         overlap="allow",
         jitter_seconds=0,
         grace_seconds=60,
-        start=now,
+        anchor_at=now,
+        cursor_at=now,
+        created_at=now,
+        updated_at=now,
     )
     add_schedule(second, new, now=now)
     launcher = RunLauncher(second, SystemClock())

@@ -12,14 +12,10 @@ together.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Annotated, Any, Literal
-
-from pydantic import Field
-from pydantic.dataclasses import dataclass as record
+from typing import Any, Literal
 
 from agentctl.compiler.effects import EffectSpec as Classification
 from agentctl.compiler.effects import kind_effect
@@ -27,15 +23,14 @@ from agentctl.digest import canonical_json, effect_id, effect_input_digest, iden
 from agentctl.engine.core.records import RunRow
 from agentctl.engine.effects import budget
 from agentctl.error_codes import ErrorCode
-from agentctl.errors import NotFoundError, PersistenceError
+from agentctl.errors import NotFoundError
 from agentctl.observability import telemetry
 from agentctl.signals import TaskFailure
 from agentctl.store import effects_repo
+from agentctl.store.effects_repo import EffectRecord, Reconciliation, ReconciliationStatus
 from agentctl.store.engine import SqlRunner
-from agentctl.store.records import check_format_version
 from agentctl.store.states import EffectState
 from agentctl.store.transitions import guarded_update
-from agentctl.typed_records import CAMEL, CamelRecord, IsoDateTime
 
 __all__ = [
     "COMPENSATION_INPUT",
@@ -65,7 +60,6 @@ COMPENSATION_INPUT = "__agentctlCompensation"
 #: The audit event that journals the handle a remote peer gave an in-flight effect (an A2A
 #: task id): the one record ``effects continue-remote`` follows the remote work by.
 REMOTE_TASK_EVENT = "effect.remote_task"
-ReconciliationStatus = Literal["applied", "not_applied", "compensated"]
 TERMINAL_EFFECT_STATUSES = frozenset(
     {EffectState.SUCCEEDED, EffectState.FAILED, EffectState.CANCELLED}
 )
@@ -124,97 +118,12 @@ class EffectSpec:
         return effect_id(run_id, task_id, attempt, ordinal, self.operation, self.input_digest())
 
 
-@record(frozen=True, slots=True, config=CAMEL)
-class Reconciliation(CamelRecord):
-    """An operator's conclusion on an effect (append-only); its JSON form is what
-    ``effects inspect`` and ``inspect`` show."""
-
-    id: int
-    effect_id: str
-    status: ReconciliationStatus
-    reason: str
-    actor: str
-    evidence: str | None
-    result: Any
-    result_validated: bool
-    compensation_effect_id: str | None
-    created_at: IsoDateTime
-
-
-@record(frozen=True, slots=True, config=CAMEL)
-class EffectRecord(CamelRecord):
-    """One journaled effect as stored; its JSON form is what ``effects list``, ``inspect``
-    and the dashboard show (the id is ``effectId`` there)."""
-
-    id: Annotated[str, Field(alias="effectId")]
-    run_id: str
-    task_id: str
-    attempt: int
-    ordinal: int
-    operation: str
-    input_digest: str
-    effect_class: str
-    idempotency: str
-    risk: str
-    idempotency_key: str | None
-    status: EffectState
-    confirmed: bool
-    request: Any
-    result: Any
-    error: Any
-    requested_at: IsoDateTime
-    started_at: IsoDateTime | None
-    finished_at: IsoDateTime | None
-
-
-def _loads(text: str | None) -> Any:
-    return None if text is None else json.loads(text)
-
-
 def _dumps(value: Any) -> str | None:
     return None if value is None else canonical_json(value)
 
 
-def _record(row: Mapping[str, Any]) -> EffectRecord:
-    check_format_version("effect", row["id"], int(row["format_version"]))
-    try:
-        return _parse_record(row)
-    except ValueError as exc:
-        raise PersistenceError(
-            f"effect {row['id']} of run {row['run_id']} has a corrupt record: {exc}",
-            code=ErrorCode.STORE_CORRUPT,
-            hint="the database was modified outside agentctl; restore it from a backup",
-            run_id=row["run_id"],
-        ) from exc
-
-
-def _parse_record(row: Mapping[str, Any]) -> EffectRecord:
-    return EffectRecord(
-        id=row["id"],
-        run_id=row["run_id"],
-        task_id=row["task_id"],
-        attempt=int(row["attempt"]),
-        ordinal=int(row["ordinal"]),
-        operation=row["operation"],
-        input_digest=row["input_digest"],
-        effect_class=row["effect_class"],
-        idempotency=row["idempotency"],
-        risk=row["risk"],
-        idempotency_key=row["idempotency_key"],
-        status=row["status"],
-        request=_loads(row["request_json"]),
-        result=_loads(row["result_json"]),
-        error=_loads(row["error_json"]),
-        confirmed=bool(row["confirmed"]),
-        requested_at=row["requested_at"],
-        started_at=row["started_at"],
-        finished_at=row["finished_at"],
-    )
-
-
 def get_effect(conn: SqlRunner, effect_id_: str) -> EffectRecord | None:
-    row = effects_repo.effect(conn, effect_id_)
-    return None if row is None else _record(row)
+    return effects_repo.effect(conn, effect_id_)
 
 
 def require_effect(conn: SqlRunner, effect_id_: str) -> EffectRecord:
@@ -240,8 +149,7 @@ def list_effects(
     task_id: str | None = None,
     statuses: tuple[str, ...] = (),
 ) -> list[EffectRecord]:
-    rows = effects_repo.effects(conn, run_id, task_id=task_id, statuses=statuses)
-    return [_record(row) for row in rows]
+    return effects_repo.effects(conn, run_id, task_id=task_id, statuses=statuses)
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,10 +171,9 @@ def journaled_effect(
     keys were built is recognised that way, keeps its id (and so its approval and its
     idempotency key) and is never dispatched a second time (docs/durable-execution.md).
     """
-    row = effects_repo.effect_at(conn, run_id, task_id, attempt, ordinal)
-    if row is None:
+    record = effects_repo.effect_at(conn, run_id, task_id, attempt, ordinal)
+    if record is None:
         return None
-    record = _record(row)
     if record.id == spec.effect_id(run_id, task_id, attempt, ordinal):
         return Journaled(record, True)
     same = record.operation == spec.operation and identity_json(record.request) == identity_json(
@@ -294,9 +201,8 @@ def insert_requested(
         if not found.same_request:
             raise nondeterministic(found.record, spec)
         return found.record
-    inserted = effects_repo.insert_effect(
-        conn,
-        effect_id=eid,
+    requested = EffectRecord(
+        id=eid,
         run_id=run_id,
         task_id=task_id,
         attempt=attempt,
@@ -306,11 +212,17 @@ def insert_requested(
         effect_class=spec.effect_class,
         idempotency=spec.idempotency,
         risk=spec.risk,
-        request_json=_dumps(spec.stored_request()),
-        now=now,
-        trace_ids=telemetry.active().current_ids(),
+        idempotency_key=eid,  # an effect's idempotency key is its id
+        status=EffectState.REQUESTED,
+        confirmed=False,
+        request=spec.stored_request(),
+        result=None,
+        error=None,
+        requested_at=now,
+        started_at=None,
+        finished_at=None,
     )
-    return _record(inserted)
+    return effects_repo.insert_effect(conn, requested, trace_ids=telemetry.active().current_ids())
 
 
 def nondeterministic(record: EffectRecord, spec: EffectSpec) -> TaskFailure:
@@ -382,41 +294,12 @@ def finish_effect(
     )
 
 
-def _reconciliation(row: Mapping[str, Any]) -> Reconciliation:
-    check_format_version("reconciliation", row["id"], int(row["format_version"]))
-    try:
-        return _parse_reconciliation(row)
-    except ValueError as exc:
-        raise PersistenceError(
-            f"reconciliation {row['id']} of effect {row['effect_id']} has a corrupt record: {exc}",
-            code=ErrorCode.STORE_CORRUPT,
-            hint="the database was modified outside agentctl; restore it from a backup",
-        ) from exc
-
-
-def _parse_reconciliation(row: Mapping[str, Any]) -> Reconciliation:
-    return Reconciliation(
-        id=int(row["id"]),
-        effect_id=row["effect_id"],
-        status=row["status"],
-        reason=row["reason"],
-        actor=row["actor"],
-        evidence=row["evidence"],
-        result=_loads(row["result_json"]),
-        result_validated=bool(row["result_validated"]),
-        compensation_effect_id=row["compensation_effect_id"],
-        created_at=row["created_at"],
-    )
-
-
 def latest_reconciliation(conn: SqlRunner, effect_id_: str) -> Reconciliation | None:
-    row = effects_repo.latest_reconciliation(conn, effect_id_)
-    return None if row is None else _reconciliation(row)
+    return effects_repo.latest_reconciliation(conn, effect_id_)
 
 
 def list_reconciliations(conn: SqlRunner, effect_id_: str) -> list[Reconciliation]:
-    rows = effects_repo.reconciliations(conn, effect_id_)
-    return [_reconciliation(row) for row in rows]
+    return effects_repo.reconciliations(conn, effect_id_)
 
 
 def add_reconciliation(
@@ -433,7 +316,7 @@ def add_reconciliation(
     compensation_effect_id: str | None = None,
 ) -> Reconciliation:
     previous = latest_reconciliation(conn, effect_id_)
-    row = effects_repo.insert_reconciliation(
+    conclusion = effects_repo.insert_reconciliation(
         conn,
         effect_id_,
         status=status,
@@ -457,7 +340,7 @@ def add_reconciliation(
         outcome_recorded=effect.status in TERMINAL_EFFECT_STATUSES,
         now=now,
     )
-    return _reconciliation(row)
+    return conclusion
 
 
 def mark_compensated(conn: Any, run: RunRow, task_id: str, effect_ids: list[str], now: Any) -> None:
