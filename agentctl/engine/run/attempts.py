@@ -244,6 +244,8 @@ class TaskAttempts:
         )
 
     def render_vars(self, task: PlanTask, memory: Mapping[str, Any]) -> dict[str, Any]:
+        if not task.vars:
+            return {}  # nothing to render (most tasks): no template context is built
         rendered = render(dict(task.vars), self.context({}, memory))
         return dict(rendered) if isinstance(rendered, Mapping) else {}
 
