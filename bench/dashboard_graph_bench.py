@@ -10,7 +10,15 @@ Reported per sample, then as median and slowest of ``--repeat``:
   page starts it) and the timeline present, measured with the page's clock;
 - ``expand_ms``: opening the group in the graph (dagre lays out every child).
 
+On a loaded machine wall times say little, so each sample also has CPU times: the ``ui``
+process's user+system time for the page's HTML (``server_cpu_ms``, from /proc), and the
+renderer's main-thread task time (Chrome DevTools ``Performance.getMetrics``
+``TaskDuration``, counted from the navigation) for loading and drawing the page
+(``page_task_ms``) and for expanding
+the group (``expand_task_ms``).
+
     .venv/bin/python bench/dashboard_graph_bench.py --items 1000 --repeat 5
+    .venv/bin/python bench/dashboard_graph_bench.py --db RUNS.db --run RUN_ID  # measure again
 """
 
 from __future__ import annotations
@@ -49,6 +57,17 @@ def build(items: int) -> tuple[Path, str]:
     return db, run_id
 
 
+def _cpu_ms(pid: int) -> float:
+    """User plus system CPU time of process ``pid`` so far, in milliseconds."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+
+
+def _task_ms(cdp: Any) -> float:
+    metrics = cdp.send("Performance.getMetrics")["metrics"]
+    return float(next(m["value"] for m in metrics if m["name"] == "TaskDuration")) * 1000
+
+
 def measure(db: Path, run_id: str, repeat: int) -> list[dict[str, Any]]:
     from playwright.sync_api import sync_playwright
 
@@ -68,14 +87,21 @@ def measure(db: Path, run_id: str, repeat: int) -> list[dict[str, Any]]:
             context = browser.new_context(viewport={"width": 1280, "height": 900})
             page = context.new_page()
             page.goto(url)
+            cdp = context.new_cdp_session(page)
+            cdp.send("Performance.enable")
             for index in range(repeat + 1):
+                cpu = _cpu_ms(ui.pid)
                 started = time.perf_counter()
                 html = context.request.get(f"{base}/runs/{run_id}").text()
                 server_ms = (time.perf_counter() - started) * 1000
+                server_cpu_ms = _cpu_ms(ui.pid) - cpu
                 page.goto(f"{base}/runs/{run_id}")
                 page.locator("#graph svg g.gnode[data-id='join']").wait_for()
                 page.locator("#timeline .tl-row").first.wait_for()
                 page_ms = page.evaluate("performance.now()")
+                # A navigation starts the renderer's counters again: this is the new page's.
+                page_task_ms = _task_ms(cdp)
+                tasks = _task_ms(cdp)
                 expand = page.evaluate(
                     """() => {
                       const t = performance.now();
@@ -84,6 +110,7 @@ def measure(db: Path, run_id: str, repeat: int) -> list[dict[str, Any]]:
                       return performance.now() - t;
                     }"""
                 )
+                expand_task_ms = _task_ms(cdp) - tasks
                 nodes = page.locator("#graph svg g.gnode").count()
                 window = page.evaluate("window.agentctlGraph.collapsed")
                 page.evaluate("k => { for (const g in k) delete k[g]; }", window)
@@ -92,8 +119,11 @@ def measure(db: Path, run_id: str, repeat: int) -> list[dict[str, Any]]:
                 samples.append(
                     {
                         "server_ms": round(server_ms, 1),
+                        "server_cpu_ms": round(server_cpu_ms, 1),
                         "page_ms": round(page_ms, 1),
+                        "page_task_ms": round(page_task_ms, 1),
                         "expand_ms": round(expand, 1),
+                        "expand_task_ms": round(expand_task_ms, 1),
                         "nodes_expanded": nodes,
                         "html_bytes": len(html.encode()),
                     }
@@ -109,11 +139,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--items", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--db", type=Path, help="measure this database again (with --run)")
+    parser.add_argument("--run", help="the run of --db to open")
     options = parser.parse_args()
-    db, run_id = build(options.items)
+    if options.db is not None and options.run:
+        db, run_id = options.db, options.run
+    else:
+        db, run_id = build(options.items)
+        print(json.dumps({"db": str(db), "run": run_id}), file=sys.stderr, flush=True)
     samples = measure(db, run_id, options.repeat)
     summary: dict[str, Any] = {"bench": "dashboard_run_page", "items": options.items}
-    for key in ("server_ms", "page_ms", "expand_ms"):
+    keys = ("server_ms", "server_cpu_ms", "page_ms", "page_task_ms", "expand_ms")
+    for key in (*keys, "expand_task_ms"):
         values = [s[key] for s in samples]
         summary[f"{key}_median"] = round(statistics.median(values), 1)
         summary[f"{key}_max"] = max(values)

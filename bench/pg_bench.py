@@ -41,6 +41,14 @@ lock. ``BENCH_PYTHONPATH``
 is put in front of the workers' ``PYTHONPATH`` (a ``sitecustomize`` that traces
 statements, say).
 
+``--hosts N`` runs the workers as N separate hosts: each host is a network namespace of its
+own (``ip netns``, iproute2; needs root), joined to the database server's namespace by a
+veth pair on a bridge there, on link-local addresses this script assigns inside the
+namespaces it creates (169.254.70.0/24: the server's side .1, host i .(1+i)) and removes
+at the end. The script re-runs itself inside the server's namespace; workers reach the
+server, and the HTTP variant's endpoint, over their links, never over loopback. Worker i
+runs on host ``i mod N``. Lines carry ``"hosts": N``.
+
 ``--checkout DIR`` runs the agentctl of another checkout (its workers too), for an A/B in
 one sitting against the same ``--url``::
 
@@ -57,6 +65,7 @@ import contextlib
 import json
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -96,6 +105,10 @@ PEERS_PYTHON = "/tmp/peers-venv/bin/python"
 _STORE_LOCK = (0x6167656E, 0x7463746C)
 
 
+#: ``--hosts``: the bridge in the server's namespace and the hosts' addresses on it.
+BRIDGE_ADDRESS = "169.254.70.1"
+
+
 def scale_workflow(n: int, endpoint: str | None = None, batch: int = 64) -> str:
     """``n`` 50 ms waits and a join: ``sleep 0.05`` processes, or (``endpoint``) model
     calls to a loopback Chat Completions server that answers after 50 ms."""
@@ -105,7 +118,7 @@ kind: Workflow
 metadata: {{name: scale-http}}
 spec:
   runtime: {{maxConcurrency: {batch}, limits: {{maxItemsPerExpansion: {max(n, 256)}}}}}
-  policy: {{approval: never, networkAllowlist: [127.0.0.1]}}
+  policy: {{approval: never, networkAllowlist: [127.0.0.1, {BRIDGE_ADDRESS}]}}
   providers:
     local: {{kind: openai, endpoint: "{endpoint}"}}
   agents:
@@ -160,8 +173,9 @@ class SlowEndpoint:
     """A Chat Completions endpoint on 127.0.0.1 that answers every POST after ``delay``
     seconds (an asyncio server in a thread of this process: waiting costs no CPU)."""
 
-    def __init__(self, delay: float = 0.05) -> None:
+    def __init__(self, delay: float = 0.05, host: str = "127.0.0.1") -> None:
         self.delay = delay
+        self.host = host
         self.requests = 0
         self._loop = asyncio.new_event_loop()
         self._ready = threading.Event()
@@ -171,12 +185,12 @@ class SlowEndpoint:
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1/chat/completions"
+        return f"http://{self.host}:{self.port}/v1/chat/completions"
 
     def _serve(self) -> None:
         asyncio.set_event_loop(self._loop)
         server = self._loop.run_until_complete(
-            asyncio.start_server(self._answer, "127.0.0.1", 0, backlog=512)
+            asyncio.start_server(self._answer, self.host, 0, backlog=512)
         )
         self.port = int(server.sockets[0].getsockname()[1])
         self._ready.set()
@@ -213,6 +227,52 @@ def _cpu_seconds(pid: int) -> float:
     return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
 
 
+def _ip(*args: str) -> None:
+    subprocess.run(["ip", *args], check=True, capture_output=True, timeout=30)
+
+
+class Hosts:
+    """``--hosts N``: namespaces ``db`` and ``h1``…``hN`` (named with this process's id),
+    a bridge in ``db`` holding :data:`BRIDGE_ADDRESS`, and one veth pair per host."""
+
+    def __init__(self, count: int, prefix: str | None = None) -> None:
+        self.count = count
+        self.prefix = prefix or f"agb{os.getpid() % 100000}"
+
+    def ns(self, name: str) -> str:
+        return f"{self.prefix}{name}"
+
+    def create(self) -> None:
+        for name in ("db", *(f"h{i}" for i in range(1, self.count + 1))):
+            _ip("netns", "add", self.ns(name))
+            _ip("-n", self.ns(name), "link", "set", "lo", "up")
+        db = self.ns("db")
+        _ip("-n", db, "link", "add", "br0", "type", "bridge")
+        _ip("-n", db, "addr", "add", f"{BRIDGE_ADDRESS}/24", "dev", "br0")
+        _ip("-n", db, "link", "set", "br0", "up")
+        for i in range(1, self.count + 1):
+            db_end, host_end = f"{self.prefix}d{i}", f"{self.prefix}h{i}"
+            _ip("link", "add", db_end, "type", "veth", "peer", "name", host_end)
+            _ip("link", "set", db_end, "netns", db)
+            _ip("link", "set", host_end, "netns", self.ns(f"h{i}"))
+            _ip("-n", db, "link", "set", db_end, "master", "br0")
+            _ip("-n", db, "link", "set", db_end, "up")
+            _ip("-n", self.ns(f"h{i}"), "addr", "add", f"169.254.70.{1 + i}/24", "dev", host_end)
+            _ip("-n", self.ns(f"h{i}"), "link", "set", host_end, "up")
+
+    def remove(self) -> None:
+        for name in ("db", *(f"h{i}" for i in range(1, self.count + 1))):
+            subprocess.run(["ip", "netns", "del", self.ns(name)], capture_output=True, check=False)
+
+    def on(self, index: int, argv: list[str]) -> list[str]:
+        """``argv`` run on the host of worker ``index`` (0-based)."""
+        return ["ip", "netns", "exec", self.ns(f"h{index % self.count + 1}"), *argv]
+
+
+#: Set inside the server's namespace under ``--hosts``.
+HOSTS: Hosts | None = None
+
+
 class Server:
     """A database server: fresh databases at the current schema, from a template."""
 
@@ -224,7 +284,11 @@ class Server:
         if url is None:
             from tests.pg.cluster import start_cluster
 
-            self.cluster = start_cluster(durable=True)
+            self.cluster = start_cluster(
+                durable=True,
+                listen=(BRIDGE_ADDRESS,) if HOSTS else (),
+                trust="169.254.70.0/24" if HOSTS else None,
+            )
             url = self.cluster.admin_url
         self.admin_url = url
         self.template = self._create("bench_template")
@@ -233,6 +297,10 @@ class Server:
 
     def url(self, name: str) -> str:
         return f"{self.admin_url.rpartition('/')[0]}/{name}"
+
+    def remote(self, url: str) -> str:
+        """``url`` as a worker on another host reaches it (``--hosts``: over its link)."""
+        return url.replace("@127.0.0.1:", f"@{BRIDGE_ADDRESS}:") if HOSTS else url
 
     def _create(self, name: str, template: str | None = None) -> str:
         import psycopg
@@ -270,10 +338,11 @@ class Server:
 class Worker:
     """An ``agentctl worker`` process; its events are collected by a thread."""
 
-    def __init__(self, url: str, ws: Path, name: str, concurrency: int) -> None:
+    def __init__(self, url: str, ws: Path, name: str, concurrency: int, index: int = 0) -> None:
+        argv = [sys.executable, "-m", "agentctl", "--output", "jsonl", "worker", "--name", name]
+        argv += ["--concurrency", str(concurrency), "--db", url]
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "agentctl", "--output", "jsonl", "worker", "--name", name]
-            + ["--concurrency", str(concurrency), "--db", url],
+            HOSTS.on(index, argv) if HOSTS else argv,
             cwd=ws,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -415,7 +484,8 @@ def with_workers(
     ws = _workspace(text)
     url = server.fresh()
     prepared = prepare_run(str(ws / "wf.yaml"), workspace=str(ws))
-    pool = [Worker(url, ws, f"w{i + 1}", concurrency) for i in range(workers)]
+    remote = server.remote(url)
+    pool = [Worker(remote, ws, f"w{i + 1}", concurrency, i) for i in range(workers)]
     for worker in pool:
         worker.ready.wait(120)
     store = open_store(url)
@@ -531,7 +601,9 @@ def scaling(
     runs: int = 1,
 ) -> list[dict[str, Any]]:
     out = []
-    endpoint = SlowEndpoint() if variant == "http" else None
+    endpoint = (
+        SlowEndpoint(host=BRIDGE_ADDRESS if HOSTS else "127.0.0.1") if variant == "http" else None
+    )
     try:
         text = scale_workflow(n // runs, None if endpoint is None else endpoint.url, batch)
         for workers in counts:
@@ -552,6 +624,7 @@ def scaling(
                     "durability": f"workers={workers}",
                     "checkout": str(CHECKOUT),
                     "runs": runs,
+                    "hosts": HOSTS.count if HOSTS else 1,
                     "workers": workers,
                     "concurrency_per_worker": concurrency,
                     "max_concurrency": batch,
@@ -615,7 +688,31 @@ def main() -> None:
         default=1,
         help="split the 400 tasks over this many runs executed at once (independent runs)",
     )
+    parser.add_argument(
+        "--hosts",
+        type=int,
+        default=1,
+        help="run the workers as this many hosts (network namespaces; needs root)",
+    )
+    parser.add_argument("--inside", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.hosts > 1 and args.inside is None:
+        if args.url:
+            parser.error("--hosts starts its own server inside the namespaces; drop --url")
+        if os.geteuid() != 0 or shutil.which("ip") is None:
+            parser.error("--hosts needs root and iproute2 (`ip netns`)")
+        hosts = Hosts(args.hosts)
+        try:
+            hosts.create()
+            again = ["ip", "netns", "exec", hosts.ns("db"), sys.executable, *sys.argv]
+            sys.exit(subprocess.run([*again, "--inside", hosts.prefix], check=False).returncode)
+        finally:
+            hosts.remove()
+    if args.inside is not None:
+        global HOSTS
+        HOSTS = Hosts(args.hosts, args.inside)
+        # The endpoint is no longer on loopback, where a provider needs no credential.
+        os.environ.setdefault("OPENAI_API_KEY", "bench-key-not-secret")
     server = Server(args.url, args.server_dir)
     try:
         lines = [] if args.skip_standard else standard(server)

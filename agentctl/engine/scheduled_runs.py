@@ -21,7 +21,7 @@ from typing import IO, Any
 from agentctl.digest import canonical_json
 from agentctl.engine.run.creation import create_run, prepare_run
 from agentctl.ids import Clock, IdGenerator
-from agentctl.store import schedules_repo
+from agentctl.store import locks, schedules_repo
 from agentctl.store.engine import Store
 from agentctl.store.location import state_directory
 from agentctl.store.timestamps import to_iso
@@ -65,6 +65,7 @@ class RunLauncher:
             ids=IdGenerator(self.clock),
             reason=f"schedule {request.schedule} slot {to_iso(request.slot)}",
             link=link,
+            link_locks=locks.schedule(request.schedule),
         )
 
     def log_dir(self) -> Path:

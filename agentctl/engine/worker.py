@@ -356,7 +356,7 @@ class Worker:
                 adopted = {p.run_id for p in parked}
                 candidates += [p.run_id for p in parked]
             for run_id in candidates:
-                if not locks.try_run_lock(conn, run_id):
+                if not run_queue.try_run_lock(conn, run_id):
                     continue
                 owner_id = f"{ownership.new_owner_id()}:{self.name}"
                 try:

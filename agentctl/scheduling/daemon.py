@@ -33,7 +33,7 @@ from agentctl.scheduling.observers import observe
 from agentctl.scheduling.registry import resolve_workflow
 from agentctl.scheduling.schedules import require_kind, timing_of
 from agentctl.scheduling.slots import jitter_offset
-from agentctl.store import daemon_repo, schedules_repo
+from agentctl.store import daemon_repo, locks, schedules_repo
 from agentctl.store.adoption import adoptable_parked_runs
 from agentctl.store.errors import TRANSIENT_CODES
 from agentctl.store.ownership import owner_alive
@@ -147,7 +147,7 @@ class _Tick:
             return None  # another daemon linked this slot to its run first
         except AgentctlError as exc:
             reason = f"{exc.code}: {exc.message}"
-            with self.store.write() as conn:
+            with self.store.write(locks.schedule(schedule.name)) as conn:
                 current = schedules_repo.firing(conn, firing.id)
                 if current is None or current.status != "recorded":
                     return None
@@ -206,7 +206,7 @@ class _Tick:
             fire = [newest] if total == 1 and on_time else []
         missed = total - len(fire)
         if not fire:
-            with self.store.write() as conn:
+            with self.store.write(locks.schedule(schedule.name)) as conn:
                 moved = schedules_repo.advance_cursor(
                     conn, schedule.name, due[-1], missed, self.now
                 )
@@ -225,7 +225,7 @@ class _Tick:
     def fire_slot(self, schedule: ScheduleRow, slot: datetime, trigger: str, missed: int) -> bool:
         """Record ``slot`` (or its overlap skip) and launch it; False to stop this schedule
         for this tick (the slot waits in the queue)."""
-        with self.store.write() as conn:
+        with self.store.write(locks.schedule(schedule.name)) as conn:
             live = schedules_repo.live_run(conn, schedule.name)
             if live is not None and schedule.overlap == "queue":
                 return False
@@ -343,7 +343,7 @@ def tick(
 def fire_now(store: Store, name: str, now: datetime, launcher: Launcher) -> str:
     """``agentctl schedule trigger``: a manual firing at ``now`` (overlap not applied); the
     run id, created and linked but not started (the caller executes it)."""
-    with store.write() as conn:
+    with store.write(locks.schedule(name)) as conn:
         schedule = require_kind(schedules_repo.schedule(conn, name), name, monitor=False)
         firing_id = schedules_repo.record_firing(
             conn, name, now, trigger="manual", status="recorded", missed=0, reason=None, now=now
@@ -354,7 +354,7 @@ def fire_now(store: Store, name: str, now: datetime, launcher: Launcher) -> str:
     try:
         return launcher.create(_request(schedule, firing))
     except AgentctlError as exc:
-        with store.write() as conn:
+        with store.write(locks.schedule(name)) as conn:
             schedules_repo.fail_firing(conn, firing.id, f"{exc.code}: {exc.message}", now)
         raise
 

@@ -20,7 +20,7 @@ from pydantic.dataclasses import dataclass as record
 from agentctl.digest import canonical_json
 from agentctl.scheduling.observers import digest_of
 from agentctl.scheduling.schedules import NewSchedule, add_schedule, require_kind
-from agentctl.store import schedules_repo
+from agentctl.store import locks, schedules_repo
 from agentctl.store.schedules_repo import FiringRow, ScheduleRow
 from agentctl.store.timestamps import to_iso
 from agentctl.typed_records import CAMEL, CamelRecord
@@ -125,7 +125,7 @@ def record_observation(
     digest = digest_of(value)
     monitor = json.loads(row.monitor_json or "{}")
     debounce = timedelta(seconds=int(monitor.get("debounceSeconds") or 0))
-    with store.write() as conn:
+    with store.write(locks.schedule(row.name)) as conn:
         if not schedules_repo.record_observation(
             conn, row.name, slot, digest, canonical_json(value), now
         ):

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from agentctl.digest import canonical_json
 from agentctl.errors import AgentctlError, NotFoundError, UsageError
 from agentctl.scheduling.slots import Timing, jitter_offset
-from agentctl.store import schedules_repo
+from agentctl.store import locks, schedules_repo
 from agentctl.store.schedules_repo import FiringRow, ScheduleRow
 from agentctl.store.timestamps import to_iso
 
@@ -167,7 +167,7 @@ def list_schedules(store: Store, *, now: datetime) -> list[dict[str, Any]]:
 def set_paused(store: Store, name: str, paused: bool, *, now: datetime, monitor: bool) -> None:
     """Pause or resume. Resuming does not bring back the slots that passed while paused:
     the cursor moves to now and they are added to the missed count."""
-    with store.write() as conn:
+    with store.write(locks.schedule(name)) as conn:
         row = require_kind(schedules_repo.schedule(conn, name), name, monitor=monitor)
         schedules_repo.set_paused(conn, name, paused, now)
         if not paused and row.paused:

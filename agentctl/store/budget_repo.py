@@ -8,12 +8,17 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from agentctl.store.statements import Statement, statement
 from agentctl.store.timestamps import to_db
 
 if TYPE_CHECKING:
-    from agentctl.store.engine import SqlRunner
+    from sqlalchemy.sql.expression import Executable
+
+    from agentctl.store.dialect import SqlDialect
+    from agentctl.store.runner import SqlRunner
 
 __all__ = [
     "LedgerRow",
@@ -56,20 +61,37 @@ def insert_ledger(
 ) -> None:
     """One row per ``(resource, limit)`` (a None limit: counted, unlimited)."""
     stamp = to_db(now)
-    for resource, limit in limits:
-        conn.exec_driver_sql(
-            "INSERT INTO budgets (run_id, resource, limit_units, reserved_units, used_units, "
-            "pricing_version, updated_at) VALUES (?, ?, ?, 0, 0, ?, ?)",
-            (run_id, resource, limit, pricing_version, stamp),
-        )
+    _insert_ledger.run_many(
+        conn,
+        (
+            {
+                "run_id": run_id,
+                "resource": resource,
+                "limit_units": limit,
+                "pricing_version": pricing_version,
+                "updated_at": stamp,
+            }
+            for resource, limit in limits
+        ),
+    )
+
+
+@statement
+def _insert_ledger(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, insert, literal
+
+    from agentctl.store.tables import budgets
+
+    given = ("run_id", "resource", "limit_units", "pricing_version", "updated_at")
+    return insert(budgets).values(
+        **{name: bindparam(name) for name in given},
+        reserved_units=literal(0),
+        used_units=literal(0),
+    )
 
 
 def ledger(conn: SqlRunner, run_id: str) -> dict[str, LedgerRow]:
-    rows = conn.exec_driver_sql(
-        "SELECT resource, limit_units, reserved_units, used_units, pricing_version "
-        "FROM budgets WHERE run_id = ?",
-        (run_id,),
-    )
+    rows = _ledger.run(conn, run_id=run_id)
     return {
         row[0]: LedgerRow(
             row[0], None if row[1] is None else float(row[1]), float(row[2]), float(row[3]), row[4]
@@ -78,31 +100,57 @@ def ledger(conn: SqlRunner, run_id: str) -> dict[str, LedgerRow]:
     }
 
 
+@statement
+def _ledger(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, select
+
+    from agentctl.store.tables import budgets
+
+    c = budgets.c
+    return select(
+        c.resource, c.limit_units, c.reserved_units, c.used_units, c.pricing_version
+    ).where(c.run_id == bindparam("run_id"))
+
+
 def has_held_reservation(conn: SqlRunner, effect_id: str) -> bool:
-    row = conn.exec_driver_sql(
-        "SELECT id FROM budget_reservations WHERE effect_id = ? AND status = 'held'",
-        (effect_id,),
-    ).first()
-    return row is not None
+    return _held.run(conn, effect_id=effect_id).first() is not None
 
 
 def held_reservations(conn: SqlRunner, effect_id: str) -> list[ReservationRow]:
-    rows = conn.exec_driver_sql(
-        "SELECT id, resource, units FROM budget_reservations "
-        "WHERE effect_id = ? AND status = 'held'",
-        (effect_id,),
-    )
+    rows = _held.run(conn, effect_id=effect_id)
     return [ReservationRow(int(row[0]), row[1], float(row[2])) for row in rows]
+
+
+@statement
+def _held(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, select
+
+    from agentctl.store.tables import budget_reservations
+
+    c = budget_reservations.c
+    return select(c.id, c.resource, c.units).where(
+        c.effect_id == bindparam("effect_id"), c.status == "held"
+    )
 
 
 def effect_reservations(conn: SqlRunner, effect_id: str) -> list[ReservationRow]:
     """Every reservation an effect made, whatever became of it."""
-    rows = conn.exec_driver_sql(
-        "SELECT id, resource, units, status FROM budget_reservations WHERE effect_id = ? "
-        "ORDER BY id",
-        (effect_id,),
-    )
+    rows = _effect_reservations.run(conn, effect_id=effect_id)
     return [ReservationRow(int(row[0]), row[1], float(row[2]), row[3]) for row in rows]
+
+
+@statement
+def _effect_reservations(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, select
+
+    from agentctl.store.tables import budget_reservations
+
+    c = budget_reservations.c
+    return (
+        select(c.id, c.resource, c.units, c.status)
+        .where(c.effect_id == bindparam("effect_id"))
+        .order_by(c.id)
+    )
 
 
 def move_reservations(
@@ -119,32 +167,113 @@ def move_reservations(
     +1 times the units) and mark it ``status``, one reservation at a time."""
     stamp = to_db(now)
     for reservation in reservations:
-        conn.exec_driver_sql(
-            "UPDATE budgets SET reserved_units = reserved_units + ?, "
-            "used_units = used_units + ?, updated_at = ? WHERE run_id = ? AND resource = ?",
-            (
-                reserved * reservation.units,
-                used * reservation.units,
-                stamp,
-                run_id,
-                reservation.resource,
-            ),
+        _move_units.run(
+            conn,
+            reserved=reserved * reservation.units,
+            used=used * reservation.units,
+            stamp=stamp,
+            run_id=run_id,
+            resource=reservation.resource,
         )
-        conn.exec_driver_sql(
-            "UPDATE budget_reservations SET status = ?, settled_at = ? WHERE id = ?",
-            (status, stamp, reservation.id),
+        _mark_reservation.run(conn, status=status, stamp=stamp, id=reservation.id)
+
+
+@statement
+def _move_units(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, update
+
+    from agentctl.store.tables import budgets
+
+    c = budgets.c
+    return (
+        update(budgets)
+        .where(c.run_id == bindparam("run_id"), c.resource == bindparam("resource"))
+        .values(
+            reserved_units=c.reserved_units + bindparam("reserved"),
+            used_units=c.used_units + bindparam("used"),
+            updated_at=bindparam("stamp"),
+        )
+    )
+
+
+@statement
+def _mark_reservation(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, update
+
+    from agentctl.store.tables import budget_reservations
+
+    return (
+        update(budget_reservations)
+        .where(budget_reservations.c.id == bindparam("id"))
+        .values(status=bindparam("status"), settled_at=bindparam("stamp"))
+    )
+
+
+def _by_resource(run_id: str, amounts: Sequence[tuple[str, float]], stamp: str) -> dict[str, Any]:
+    """The parameters of a :func:`_change_units` statement: ``resource_N`` and
+    ``amount_N`` per pair of ``amounts``."""
+    values: dict[str, Any] = {"run_id": run_id, "stamp": stamp}
+    for n, (resource, amount) in enumerate(amounts):
+        values[f"resource_{n}"] = resource
+        values[f"amount_{n}"] = amount
+    return values
+
+
+@lru_cache(maxsize=32)
+def _change_units(column: str, sign: int, count: int) -> Statement:
+    """``UPDATE budgets SET column = column ± CASE resource WHEN ? THEN ? … END`` over
+    ``count`` distinct resources of one run: one statement changes the ledger rows of
+    several resources (a model call reserves and uses five)."""
+
+    def build(_: SqlDialect) -> Executable:
+        from sqlalchemy import bindparam, case, update
+
+        from agentctl.store.tables import budgets
+
+        c = budgets.c
+        resources: list[Any] = [bindparam(f"resource_{n}") for n in range(count)]
+        by_resource = case(
+            *((resources[n], bindparam(f"amount_{n}")) for n in range(count)),
+            value=c.resource,
+        )
+        current = c[column]
+        return (
+            update(budgets)
+            .where(c.run_id == bindparam("run_id"), c.resource.in_(resources))
+            .values(
+                {
+                    column: current + by_resource if sign > 0 else current - by_resource,
+                    "updated_at": bindparam("stamp"),
+                }
+            )
         )
 
-
-def _by_resource(amounts: Sequence[tuple[str, float]]) -> tuple[str, list[Any]]:
-    """``CASE resource WHEN ? THEN ? … END`` and its parameters: one statement changes the
-    ledger rows of several resources (a model call reserves and uses five)."""
-    text = "CASE resource " + " ".join("WHEN ? THEN ?" for _ in amounts) + " END"
-    return text, [value for pair in amounts for value in pair]
+    return Statement(build, f"change_units({column}, {sign}, {count})")
 
 
-def _marks(count: int) -> str:
-    return ", ".join("?" for _ in range(count))
+@lru_cache(maxsize=16)
+def _insert_reservations(count: int) -> Statement:
+    """``count`` held reservations of one effect in one ``INSERT``."""
+
+    def build(_: SqlDialect) -> Executable:
+        from sqlalchemy import bindparam, insert
+
+        from agentctl.store.tables import budget_reservations
+
+        rows = [
+            {
+                "run_id": bindparam("run_id"),
+                "resource": bindparam(f"resource_{n}"),
+                "effect_id": bindparam("effect_id"),
+                "units": bindparam(f"amount_{n}"),
+                "status": "held",
+                "created_at": bindparam("stamp"),
+            }
+            for n in range(count)
+        ]
+        return insert(budget_reservations).values(rows)
+
+    return Statement(build, f"insert_reservations({count})")
 
 
 def reserve_units(
@@ -157,23 +286,9 @@ def reserve_units(
     """Hold each ``(resource, amount)`` for one effect (distinct resources)."""
     if not amounts:
         return
-    stamp = to_db(now)
-    case, values = _by_resource(amounts)
-    resources = [resource for resource, _ in amounts]
-    conn.exec_driver_sql(
-        f"UPDATE budgets SET reserved_units = reserved_units + {case}, updated_at = ? "  # noqa: S608
-        f"WHERE run_id = ? AND resource IN ({_marks(len(resources))})",
-        (*values, stamp, run_id, *resources),
-    )
-    conn.exec_driver_sql(
-        "INSERT INTO budget_reservations (run_id, resource, effect_id, units, status, "  # noqa: S608
-        "created_at) VALUES " + ", ".join("(?, ?, ?, ?, 'held', ?)" for _ in amounts),
-        tuple(
-            value
-            for resource, amount in amounts
-            for value in (run_id, resource, effect_id, amount, stamp)
-        ),
-    )
+    values = _by_resource(run_id, amounts, to_db(now))
+    _change_units("reserved_units", 1, len(amounts)).run(conn, **values)
+    _insert_reservations(len(amounts)).run(conn, effect_id=effect_id, **values)
 
 
 def settle_reservations(
@@ -185,25 +300,38 @@ def settle_reservations(
     stamp = to_db(now)
     resources = [r.resource for r in reservations]
     if len(set(resources)) == len(resources):
-        case, values = _by_resource([(r.resource, r.units) for r in reservations])
-        conn.exec_driver_sql(
-            f"UPDATE budgets SET reserved_units = reserved_units - {case}, updated_at = ? "  # noqa: S608
-            f"WHERE run_id = ? AND resource IN ({_marks(len(resources))})",
-            (*values, stamp, run_id, *resources),
-        )
+        values = _by_resource(run_id, [(r.resource, r.units) for r in reservations], stamp)
+        _change_units("reserved_units", -1, len(reservations)).run(conn, **values)
     else:  # two reservations of one resource: given back one by one, as they were held
         for reservation in reservations:
-            conn.exec_driver_sql(
-                "UPDATE budgets SET reserved_units = reserved_units - ?, updated_at = ? "
-                "WHERE run_id = ? AND resource = ?",
-                (reservation.units, stamp, run_id, reservation.resource),
+            _move_units.run(
+                conn,
+                reserved=-reservation.units,
+                used=0,
+                stamp=stamp,
+                run_id=run_id,
+                resource=reservation.resource,
             )
-    ids = [r.id for r in reservations]
-    conn.exec_driver_sql(
-        "UPDATE budget_reservations SET status = 'settled', settled_at = ? "  # noqa: S608
-        f"WHERE id IN ({_marks(len(ids))})",
-        (stamp, *ids),
-    )
+    ids = {f"id_{n}": r.id for n, r in enumerate(reservations)}
+    _settle(len(ids)).run(conn, stamp=stamp, **ids)
+
+
+@lru_cache(maxsize=16)
+def _settle(count: int) -> Statement:
+    def build(_: SqlDialect) -> Executable:
+        from sqlalchemy import bindparam, update
+
+        from agentctl.store.tables import budget_reservations
+
+        c = budget_reservations.c
+        ids: list[Any] = [bindparam(f"id_{n}") for n in range(count)]
+        return (
+            update(budget_reservations)
+            .where(c.id.in_(ids))
+            .values(status="settled", settled_at=bindparam("stamp"))
+        )
+
+    return Statement(build, f"settle({count})")
 
 
 def add_used(
@@ -212,10 +340,5 @@ def add_used(
     """Count each ``(resource, amount)`` as used (distinct resources)."""
     if not amounts:
         return
-    case, values = _by_resource(amounts)
-    resources = [resource for resource, _ in amounts]
-    conn.exec_driver_sql(
-        f"UPDATE budgets SET used_units = used_units + {case}, updated_at = ? "  # noqa: S608
-        f"WHERE run_id = ? AND resource IN ({_marks(len(resources))})",
-        (*values, to_db(now), run_id, *resources),
-    )
+    values = _by_resource(run_id, amounts, to_db(now))
+    _change_units("used_units", 1, len(amounts)).run(conn, **values)

@@ -11,7 +11,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from agentctl.errors import PersistenceError
-from agentctl.store.engine import SqlRunner
+from agentctl.store.runner import SqlRunner
 from agentctl.store.statements import statement
 
 if TYPE_CHECKING:

@@ -14,19 +14,43 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentctl.errors import NotFoundError
 from agentctl.store.records import check_format_version
 from agentctl.store.sealing import unseal_columns
+from agentctl.store.statements import columns, statement
 from agentctl.store.timestamps import to_db
 from agentctl.store.transitions import guarded_update
+
+if TYPE_CHECKING:
+    from sqlalchemy.sql.expression import Executable
+
+    from agentctl.store.dialect import SqlDialect
 
 __all__ = ["copy_task_record"]
 
 _TASK_COLUMNS = (
-    "status, attempt, output_json, output_digest, input_digest, state_delta_json, "
-    "state_delta_digest, artifact_manifest_json, error_json, format_version, condition_json"
+    "status",
+    "attempt",
+    "output_json",
+    "output_digest",
+    "input_digest",
+    "state_delta_json",
+    "state_delta_digest",
+    "artifact_manifest_json",
+    "error_json",
+    "format_version",
+    "condition_json",
+)
+_REF_COLUMNS = (
+    "blob_digest",
+    "name",
+    "path",
+    "definition_fingerprint",
+    "input_digest",
+    "output_digest",
+    "format_version",
 )
 
 
@@ -41,10 +65,7 @@ def copy_task_record(
     keep_error: bool = False,
 ) -> dict[str, Any]:
     """Copy one task's record and artifact refs; returns its working-memory delta."""
-    row = conn.exec_driver_sql(
-        f"SELECT {_TASK_COLUMNS} FROM tasks WHERE run_id = ? AND task_id = ?",  # noqa: S608
-        (source_run_id, task_id),
-    ).first()
+    row = _task.run(conn, run_id=source_run_id, task_id=task_id).first()
     if row is None:
         raise NotFoundError(f"task {source_run_id}/{task_id} does not exist", run_id=source_run_id)
     check_format_version("task", f"{source_run_id}/{task_id}", int(row[9]))
@@ -79,37 +100,83 @@ def copy_task_record(
     return dict(json.loads(delta)) if delta else {}
 
 
+@statement
+def _task(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, select
+
+    from agentctl.store.tables import tasks
+
+    return select(*columns(tasks, _TASK_COLUMNS)).where(
+        tasks.c.run_id == bindparam("run_id"), tasks.c.task_id == bindparam("task_id")
+    )
+
+
 def _copy_refs(
     conn: Any, source_run_id: str, target_run_id: str, task_id: str, now: datetime
 ) -> None:
-    refs = list(
-        conn.exec_driver_sql(
-            "SELECT blob_digest, name, path, definition_fingerprint, input_digest, "
-            "output_digest, format_version FROM artifact_refs WHERE run_id = ? AND task_id = ? "
-            "ORDER BY id",
-            (source_run_id, task_id),
-        )
-    )
+    refs = list(_refs.run(conn, run_id=source_run_id, task_id=task_id))
     for blob, name, path, fingerprint, input_digest, output_digest, version in refs:
         check_format_version("artifact ref", f"{source_run_id}/{task_id}/{name}", int(version))
-        (latest,) = conn.exec_driver_sql(
-            "SELECT COALESCE(MAX(version), 0) FROM artifact_refs WHERE name = ?", (name,)
-        ).first()
-        conn.exec_driver_sql(
-            "INSERT INTO artifact_refs (format_version, blob_digest, run_id, task_id, name, "
-            "version, path, definition_fingerprint, input_digest, output_digest, created_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                version,
-                blob,
-                target_run_id,
-                task_id,
-                name,
-                int(latest) + 1,
-                path,
-                fingerprint,
-                input_digest,
-                output_digest,
-                to_db(now),
-            ),
+        (latest,) = _latest_version.run(conn, name=name).first()
+        _insert_ref.run(
+            conn,
+            format_version=version,
+            blob_digest=blob,
+            run_id=target_run_id,
+            task_id=task_id,
+            name=name,
+            version=int(latest) + 1,
+            path=path,
+            definition_fingerprint=fingerprint,
+            input_digest=input_digest,
+            output_digest=output_digest,
+            created_at=to_db(now),
         )
+
+
+@statement
+def _refs(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, select
+
+    from agentctl.store.tables import artifact_refs
+
+    c = artifact_refs.c
+    return (
+        select(*columns(artifact_refs, _REF_COLUMNS))
+        .where(c.run_id == bindparam("run_id"), c.task_id == bindparam("task_id"))
+        .order_by(c.id)
+    )
+
+
+@statement
+def _latest_version(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, func, literal_column, select
+
+    from agentctl.store.tables import artifact_refs
+
+    c = artifact_refs.c
+    return select(func.coalesce(func.max(c.version), literal_column("0"))).where(
+        c.name == bindparam("name")
+    )
+
+
+@statement
+def _insert_ref(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, insert
+
+    from agentctl.store.tables import artifact_refs
+
+    given = (
+        "format_version",
+        "blob_digest",
+        "run_id",
+        "task_id",
+        "name",
+        "version",
+        "path",
+        "definition_fingerprint",
+        "input_digest",
+        "output_digest",
+        "created_at",
+    )
+    return insert(artifact_refs).values(**{name: bindparam(name) for name in given}).inline()

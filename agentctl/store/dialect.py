@@ -4,11 +4,15 @@ Repositories write their statements with SQLAlchemy Core (:mod:`agentctl.store.s
 compiled once per dialect; what the two spell differently and the compiler does not
 decide is a method of the dialect's member of the pair below (:class:`SqliteSql`,
 :class:`PostgresqlSql`): how a transaction begins, an ``INSERT`` that leaves an existing
-row alone, the dialect's own ``INSERT`` for an upsert, whether a commit wakes listeners.
+row alone, the dialect's own ``INSERT`` for an upsert, whether a commit wakes listeners and
+whether writes take advisory locks, a condition kept off an index (SQLite's unary ``+``),
+a JSON member's text (SQLite's ``->`` on text, PostgreSQL's on ``json``), the long-term
+memory text index (FTS5 on SQLite, a ``tsvector`` expression index on PostgreSQL), and the
+storage settings ``db stats`` reports. Nothing else branches on the dialect's name.
 
 Statements not yet moved to Core are still written in SQLite's spelling with ``?``
 placeholders; on PostgreSQL they pass through :func:`to_postgres` (the engine hooks it in
-for SQLAlchemy connections, :class:`~agentctl.store.engine.DriverSession` calls it
+for SQLAlchemy connections, :class:`~agentctl.store.runner.DriverSession` calls it
 itself), which rewrites what differs mechanically:
 
 - ``?`` placeholders become psycopg's ``%s`` (and a literal ``%`` becomes ``%%`` when the
@@ -17,11 +21,7 @@ itself), which rewrites what differs mechanically:
 - a unary ``+`` before a column (SQLite's way of steering the planner off an index) is
   dropped: PostgreSQL has no unary plus on text.
 
-A compiled statement's text is never rewritten (``statements.is_compiled``). What cannot
-be rewritten mechanically is still chosen by such a repository with :func:`is_postgres`:
-the long-term memory text index (FTS5 on SQLite, a ``tsvector`` expression index on
-PostgreSQL), metadata filters (SQLite's ``->`` on text, PostgreSQL's on ``json``), and the
-PRAGMA-based checks and statistics, which are SQLite's alone.
+A compiled statement's text is never rewritten (``statements.is_compiled``).
 
 How a transaction begins differs too, and is one table here (:func:`begin_statement`). A
 SQLite write transaction begins ``IMMEDIATE`` (the database's one write lock); a PostgreSQL
@@ -43,9 +43,13 @@ from typing import TYPE_CHECKING, Any
 from agentctl.store import locks
 
 if TYPE_CHECKING:
-    from sqlalchemy import Table
+    from collections.abc import Sequence
+
+    from sqlalchemy import FromClause, Table
     from sqlalchemy.engine import Dialect
     from sqlalchemy.sql.dml import Insert
+    from sqlalchemy.sql.elements import ColumnElement
+    from sqlalchemy.sql.expression import Executable
 
 __all__ = [
     "POSTGRESQL",
@@ -60,7 +64,6 @@ __all__ = [
     "SqliteSql",
     "begin_statement",
     "dialect_name",
-    "is_postgres",
     "sql_dialect",
     "to_postgres",
 ]
@@ -103,10 +106,6 @@ _UNARY_PLUS = re.compile(r"(?<=[\s(=,])\+(?=[A-Za-z_])")
 def dialect_name(conn: Any) -> str:
     """``sqlite`` or ``postgresql`` for a SQLAlchemy Connection or a DriverSession."""
     return str(conn.dialect.name)
-
-
-def is_postgres(conn: Any) -> bool:
-    return dialect_name(conn) == POSTGRESQL
 
 
 @lru_cache(maxsize=4096)
@@ -164,9 +163,60 @@ class SqlDialect(ABC):
         (an upsert: both dialects spell it ``ON CONFLICT … DO UPDATE``)."""
         ...
 
+    @abstractmethod
+    def unindexed(self, column: ColumnElement[Any]) -> ColumnElement[Any]:
+        """``column`` for a condition the planner must not answer from an index on it (a
+        filter of rows another condition selected already)."""
+        ...
+
+    @abstractmethod
+    def json_member(self, document: ColumnElement[Any], name: Any) -> ColumnElement[Any]:
+        """The member of ``document`` (JSON text) that the parameter ``name`` names, as the
+        JSON text it is stored as (``name`` takes :meth:`json_member_name`'s value)."""
+        ...
+
+    @abstractmethod
+    def json_member_name(self, key: str) -> str:
+        """The value of :meth:`json_member`'s ``name`` parameter for the member ``key``."""
+        ...
+
+    @abstractmethod
+    def memory_text_query(
+        self, expression: str, terms: Sequence[str], phrases: Sequence[Sequence[str]]
+    ) -> str | None:
+        """The long-term memory text index's query for an FTS5 ``expression`` whose quoted
+        ``terms`` are given, or any of the sealed index's token ``phrases``; None: it can
+        match nothing."""
+        ...
+
+    @abstractmethod
+    def memory_text_search(
+        self, entries: FromClause, query: Any
+    ) -> tuple[FromClause, ColumnElement[bool], ColumnElement[Any]]:
+        """Searching ``entries`` (``memory_entries`` or an alias) by the text index:
+        what to select from, the condition that the ``query`` parameter (a
+        :meth:`memory_text_query`) matches, and the score (higher is better)."""
+        ...
+
+    @abstractmethod
+    def rebuild_memory_text_index(self) -> Executable:
+        """The statement that rebuilds the long-term memory text index from the entries."""
+        ...
+
+    @abstractmethod
+    def storage_settings(self) -> Executable:
+        """One row for ``db stats``: the journal mode, the name of the durability setting
+        in force (SQLite's ``synchronous``, PostgreSQL's ``synchronous_commit``), and the
+        database's size in bytes (NULL: the size of its file is read from the file)."""
+        ...
+
     #: Whether a committed change can wake listeners (PostgreSQL's ``NOTIFY``); on SQLite
     #: waiters look again after a short sleep.
     notifies: bool = False
+
+    #: Whether writes serialise on advisory locks (:mod:`agentctl.store.locks`), which a
+    #: write can also try to take without waiting; SQLite has one writer and none.
+    advisory_locks: bool = False
 
 
 class SqliteSql(SqlDialect):
@@ -187,10 +237,62 @@ class SqliteSql(SqlDialect):
 
         return insert(table)
 
+    def unindexed(self, column: ColumnElement[Any]) -> ColumnElement[Any]:
+        from sqlalchemy.sql import operators
+        from sqlalchemy.sql.expression import UnaryExpression
+
+        # SQLite's unary plus: the same value, and no index of the column is used for it.
+        return UnaryExpression(column, operator=operators.custom_op("+"), type_=column.type)
+
+    def json_member(self, document: ColumnElement[Any], name: Any) -> ColumnElement[Any]:
+        # ``->`` on text returns the member's JSON text (SQLite 3.38).
+        return document.op("->")(name)
+
+    def json_member_name(self, key: str) -> str:
+        return f'$."{key}"'
+
+    def memory_text_query(
+        self, expression: str, terms: Sequence[str], phrases: Sequence[Sequence[str]]
+    ) -> str | None:
+        # Sealed entries match the tokens of the words; clear ones (written before
+        # `enable`, or by a process that opened the store before it) the words.
+        return " OR ".join([expression, *('"' + " ".join(p) + '"' for p in phrases)])
+
+    def memory_text_search(
+        self, entries: FromClause, query: Any
+    ) -> tuple[FromClause, ColumnElement[bool], ColumnElement[Any]]:
+        from sqlalchemy import column, func, literal_column, table
+
+        # FTS5: the virtual table (migration 0003) is not in the schema's metadata; its
+        # hidden column of its own name takes MATCH, and bm25() is lower for better.
+        fts = table("memory_search_fts", column("rowid"))
+        index: ColumnElement[Any] = literal_column("memory_search_fts")
+        return (
+            fts.join(entries, entries.c.id == fts.c.rowid),
+            index.op("MATCH")(query),
+            -func.bm25(index),
+        )
+
+    def rebuild_memory_text_index(self) -> Executable:
+        from sqlalchemy import text
+
+        return text("INSERT INTO memory_search_fts (memory_search_fts) VALUES ('rebuild')")
+
+    def storage_settings(self) -> Executable:
+        from sqlalchemy import text
+
+        # The pragmas as table-valued functions: one row, in one statement.
+        return text(
+            "SELECT journal_mode, CASE synchronous WHEN 0 THEN 'OFF' WHEN 1 THEN 'NORMAL' "
+            "WHEN 2 THEN 'FULL' WHEN 3 THEN 'EXTRA' ELSE CAST(synchronous AS TEXT) END, NULL "
+            "FROM pragma_journal_mode, pragma_synchronous"
+        )
+
 
 class PostgresqlSql(SqlDialect):
     name = POSTGRESQL
     notifies = True
+    advisory_locks = True
 
     def compiler(self) -> Dialect:
         from sqlalchemy.dialects.postgresql.psycopg import PGDialect_psycopg
@@ -211,6 +313,55 @@ class PostgresqlSql(SqlDialect):
         from sqlalchemy.dialects.postgresql import insert
 
         return insert(table)
+
+    def unindexed(self, column: ColumnElement[Any]) -> ColumnElement[Any]:
+        return column  # no unary plus on text; the planner costs the index itself
+
+    def json_member(self, document: ColumnElement[Any], name: Any) -> ColumnElement[Any]:
+        from sqlalchemy import JSON, Text, cast
+
+        # ``->`` on the ``json`` type keeps the member's text as stored.
+        return cast(cast(document, JSON).op("->")(name), Text)
+
+    def json_member_name(self, key: str) -> str:
+        return key
+
+    def memory_text_query(
+        self, expression: str, terms: Sequence[str], phrases: Sequence[Sequence[str]]
+    ) -> str | None:
+        # The quoted terms (word characters only) as an OR tsquery; the sealed index's
+        # token phrases join it with <-> (followed by).
+        if not terms:
+            return None
+        alternatives = ["'" + term.replace("'", "''") + "'" for term in terms]
+        alternatives.extend("(" + " <-> ".join(phrase) + ")" for phrase in phrases)
+        return " | ".join(alternatives)
+
+    def memory_text_search(
+        self, entries: FromClause, query: Any
+    ) -> tuple[FromClause, ColumnElement[bool], ColumnElement[Any]]:
+        from sqlalchemy import func, literal_column
+
+        # Written as the expression index of migration 0003 is, literals included, so
+        # the planner answers the match from that GIN index.
+        simple: ColumnElement[Any] = literal_column("'simple'")
+        document = func.to_tsvector(simple, func.coalesce(entries.c.text, literal_column("''")))
+        parsed = func.to_tsquery(simple, query)
+        return entries, document.op("@@")(parsed), func.ts_rank_cd(document, parsed)
+
+    def rebuild_memory_text_index(self) -> Executable:
+        from sqlalchemy import text
+
+        return text("REINDEX INDEX memory_search_text")
+
+    def storage_settings(self) -> Executable:
+        from sqlalchemy import text
+
+        # The server's own write-ahead log: no journal mode to report.
+        return text(
+            "SELECT 'postgresql', upper(current_setting('synchronous_commit')), "
+            "pg_database_size(current_database())"
+        )
 
 
 SQLITE_SQL = SqliteSql()

@@ -23,6 +23,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from agentctl.errors import PersistenceError, UsageError
 from agentctl.store import memory_sealing
+from agentctl.store.dialect import SQLITE
 from agentctl.store.sealing import (
     CLEAR,
     PAYLOAD_COLUMNS,
@@ -32,11 +33,13 @@ from agentctl.store.sealing import (
     is_sealed,
     key_id_of,
     reseal,
+    sealed_head,
+    sealed_under,
 )
 from agentctl.store.timestamps import to_db
 
 if TYPE_CHECKING:
-    from agentctl.store.engine import SqlRunner, Store
+    from agentctl.store.runner import SqlRunner, Store
 
 __all__ = [
     "BATCH_ROWS",
@@ -112,7 +115,17 @@ def load_sealer(store: Store) -> Sealer:
     if not found:
         return CLEAR
     active = next((k.key_id for k in found if k.status == "active"), None)
-    return Sealer(active=active, variables={k.key_id: k.key_env for k in found})
+    return Sealer(
+        active=active,
+        variables={k.key_id: k.key_env for k in found},
+        binary=seals_as_bytes(store),
+    )
+
+
+def seals_as_bytes(store: Store) -> bool:
+    """Whether the store writes sealed payloads as bytes: a SQLite column takes bytes
+    whatever its declared type; PostgreSQL's payload columns are ``text``."""
+    return store.dialect == SQLITE
 
 
 def _check_value(conn: SqlRunner, key_id: str) -> str | None:
@@ -138,6 +151,7 @@ def activate_key(store: Store, key_id: str, key_env: str, key: bytes) -> Sealer:
             active=key_id,
             variables={**{k: r.key_env for k, r in known.items()}, key_id: key_env},
             given={key_id: key},
+            binary=seals_as_bytes(store),
         )
         aad = _CHECK_AAD + b"/" + key_id.encode()
         if key_id in known:
@@ -172,16 +186,15 @@ def column_counts(conn: SqlRunner, key_ids: list[str]) -> list[ColumnCount]:
     out: list[ColumnCount] = []
     for spec in PAYLOAD_COLUMNS.values():
         for column in spec.columns:
-            sums = ", ".join(
-                f"SUM(CASE WHEN substr({column}, 1, ?) = ? THEN 1 ELSE 0 END)" for _ in key_ids
-            )
+            head = sealed_head(column)
+            sums = ", ".join(f"SUM(CASE WHEN {head} = ? THEN 1 ELSE 0 END)" for _ in key_ids)
             params: list[Any] = [len(SEALED_PREFIX), SEALED_PREFIX]
             for key_id in key_ids:
                 prefix = f"{SEALED_PREFIX}{key_id}:"
                 params.extend((len(prefix), prefix))
             row = conn.exec_driver_sql(
                 f"SELECT COUNT({column}), "  # noqa: S608 - names from PAYLOAD_COLUMNS
-                f"SUM(CASE WHEN substr({column}, 1, ?) = ? THEN 1 ELSE 0 END)"
+                f"SUM(CASE WHEN {head} = ? THEN 1 ELSE 0 END)"
                 f"{', ' + sums if sums else ''} FROM {spec.table}",
                 tuple(params),
             ).first()
@@ -238,7 +251,6 @@ def seal_existing(
     """Re-write every payload value not sealed under ``sealer.active`` (clear, or sealed
     under an older key, which must be offered) sealed under it, a batch per transaction."""
     assert sealer.active is not None
-    target = f"{SEALED_PREFIX}{sealer.active}:"
     report = SealReport()
     for spec in PAYLOAD_COLUMNS.values():
         width = len(spec.key)
@@ -246,12 +258,12 @@ def seal_existing(
             updates: list[tuple[str, tuple[Any, ...]]] = []
             for row in rows:
                 record = tuple(row[:width])
-                changed: list[tuple[str, str, str]] = []
+                changed: list[tuple[str, Any, str | bytes]] = []
                 for column, stored in zip(spec.columns, row[width:], strict=True):
-                    if stored is None or str(stored).startswith(target):
+                    if stored is None or sealed_under(stored, sealer.active):
                         continue
-                    new = reseal(sealer, spec.table, column, record, str(stored))
-                    changed.append((column, str(stored), new))
+                    new = reseal(sealer, spec.table, column, record, stored)
+                    changed.append((column, stored, new))
                 if not changed:
                     continue
                 sets = ", ".join(f"{column} = ?" for column, _, _ in changed)
@@ -318,7 +330,7 @@ def scrub(store: Store) -> None:
         session.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
 
 
-def sealed_key_ids(value: str | None) -> str | None:
+def sealed_key_ids(value: str | bytes | None) -> str | None:
     return key_id_of(value) if value is not None and is_sealed(value) else None
 
 

@@ -15,9 +15,15 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentctl.errors import PersistenceError
+from agentctl.store.statements import statement
+
+if TYPE_CHECKING:
+    from sqlalchemy.sql.expression import Executable
+
+    from agentctl.store.dialect import SqlDialect
 
 __all__ = [
     "SqliteCheck",
@@ -44,12 +50,26 @@ def sqlite_check(store: Any) -> SqliteCheck:
     if _is_url(store.path):
         return SqliteCheck(integrity=["ok"])
     with store.read() as conn:
-        integrity = [str(row[0]) for row in conn.exec_driver_sql("PRAGMA integrity_check")]
-        foreign = [
-            f"{row[0]} row {row[1]} -> {row[2]}"
-            for row in conn.exec_driver_sql("PRAGMA foreign_key_check")
-        ]
+        integrity = [str(row[0]) for row in _integrity_check.run(conn)]
+        foreign = [f"{row[0]} row {row[1]} -> {row[2]}" for row in _foreign_key_check.run(conn)]
     return SqliteCheck(integrity=integrity, foreign_keys=foreign)
+
+
+# SQLite's own checks, run on SQLite files only (a PostgreSQL database has none of them).
+
+
+@statement
+def _integrity_check(_: SqlDialect) -> Executable:
+    from sqlalchemy import text
+
+    return text("PRAGMA integrity_check")
+
+
+@statement
+def _foreign_key_check(_: SqlDialect) -> Executable:
+    from sqlalchemy import text
+
+    return text("PRAGMA foreign_key_check")
 
 
 def damage_marker(db_path: str) -> Path:

@@ -6,7 +6,7 @@ locks for exactly that, in the one round trip of its ``BEGIN``:
 
 - every write takes the store lock (:data:`STORE_KEY`): **shared** when it names its
   scope, **exclusive** when it names none. A write with no scope (an operator's command, a
-  migration, a GC batch, the scheduler) therefore still has the whole store to itself, as
+  migration, a GC batch) therefore still has the whole store to itself, as
   every write had before; the writes of runs never wait for each other on it;
 - a write that concerns one run (its transitions, journal, audit chain, checkpoints,
   budgets, the ownership claim and the fencing check) takes that run's lock
@@ -14,6 +14,8 @@ locks for exactly that, in the one round trip of its ``BEGIN``:
   of that run's rows (the fencing check, the audit chain's head, a guarded transition, a
   budget reservation) decides on rows no other writer can change before the commit;
   writes of different runs do not wait for each other;
+- a write that concerns one schedule or monitor (a slot's firing, its cursor, linking
+  the run it created) takes that schedule's lock (:func:`schedule`), plus the new run's;
 - the keys are taken in one order (the store lock first, then by key), so two writes never
   deadlock on them.
 
@@ -27,9 +29,8 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Any
 
-__all__ = ["STORE_KEY", "Locks", "begin_postgres", "key", "run", "try_run_lock"]
+__all__ = ["STORE_KEY", "Locks", "begin_postgres", "key", "run", "schedule"]
 
 #: The store lock (an arbitrary constant that spells "agentctl" in ASCII, so an operator
 #: recognises it in ``pg_locks``): shared by every scoped write, exclusive for the others.
@@ -47,6 +48,13 @@ class Locks:
 def run(*run_ids: str) -> Locks:
     """The scope of a write that concerns these runs only."""
     return Locks(exclusive=tuple(f"run:{run_id}" for run_id in run_ids))
+
+
+def schedule(name: str) -> Locks:
+    """The scope of a write that concerns one schedule or monitor: its cursor, its slots'
+    firings and observations, and linking a firing to the run it created. Two daemons
+    deciding the same schedule are serialised; other schedules and every run go on."""
+    return Locks(exclusive=(f"schedule:{name}",))
 
 
 def key(name: str) -> int:
@@ -68,13 +76,3 @@ def begin_postgres(locks: Locks | None) -> str:
     return f"BEGIN; SELECT pg_advisory_xact_lock_shared({STORE_KEY})" + (
         f"; {taken}" if taken else ""
     )
-
-
-def try_run_lock(conn: Any, run_id: str) -> bool:
-    """Take ``run_id``'s lock inside a scoped write without waiting (a worker claiming
-    runs it found with ``SKIP LOCKED``): False when a write of that run is in flight, and
-    the run is passed by like a locked row. Always True on SQLite (one writer)."""
-    if str(conn.dialect.name) != "postgresql":
-        return True
-    row = conn.exec_driver_sql(f"SELECT pg_try_advisory_xact_lock({key('run:' + run_id)})").first()
-    return bool(row[0])

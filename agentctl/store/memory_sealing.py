@@ -4,7 +4,7 @@ A memory entry is named by (namespace, key), which stay readable like every othe
 name. With encryption on, its payloads are stored as follows:
 
 - ``value_json`` and ``provenance_json`` are sealed like any payload column
-  (``aes256gcm:KEY_ID:…``), the associated data naming the entry;
+  (``aes256gcm:KEY_ID:…``, bytes on SQLite), the associated data naming the entry;
 - ``embedding`` is sealed as bytes (``aes256gcm:KEY_ID:`` then nonce ‖ ciphertext ‖ tag)
   and opened when a namespace's embedding matrix is loaded for vector search;
 - ``text_sealed`` holds the searchable text sealed, and ``text`` — the column the text
@@ -47,12 +47,14 @@ from agentctl.store.sealing import (
     reseal_binary,
     seal,
     seal_binary,
+    sealed_head,
+    sealed_under,
     sealer_of,
     unseal,
 )
 
 if TYPE_CHECKING:
-    from agentctl.store.engine import SqlRunner, Store
+    from agentctl.store.runner import SqlRunner, Store
 
 __all__ = [
     "TABLE",
@@ -159,10 +161,10 @@ def search_tokens(sealer: Sealer, key_id: str, words: Sequence[str]) -> list[str
 class SealedEntry:
     """The stored form of an entry's payload columns."""
 
-    value_json: str
-    provenance_json: str | None
+    value_json: str | bytes
+    provenance_json: str | bytes | None
     text: str | None
-    text_sealed: str | None
+    text_sealed: str | bytes | None
     embedding: bytes | None
 
 
@@ -199,7 +201,7 @@ def _sealed(sealer: Sealer, entry: PlainEntry, words: list[str], conn: Any) -> S
     if text is not None:
         tokens = " ".join(search_tokens(sealer, sealer.active, words))
     return SealedEntry(
-        value_json=str(seal(conn, TABLE, "value_json", name, value_json)),
+        value_json=seal(conn, TABLE, "value_json", name, value_json) or value_json,
         provenance_json=seal(conn, TABLE, "provenance_json", name, provenance_json),
         text=tokens,
         text_sealed=seal(conn, TABLE, "text", name, text),
@@ -247,8 +249,8 @@ def _keys_in_use(conn: SqlRunner, sealer: Sealer, namespace: str) -> list[str]:
             continue
         prefix = f"{SEALED_PREFIX}{key_id}:"
         row = conn.exec_driver_sql(
-            "SELECT 1 FROM memory_entries WHERE namespace = ? "
-            "AND substr(text_sealed, 1, ?) = ? LIMIT 1",
+            "SELECT 1 FROM memory_entries WHERE namespace = ? "  # noqa: S608 - fixed SQL
+            f"AND {sealed_head('text_sealed')} = ? LIMIT 1",
             (namespace, len(prefix), prefix),
         ).first()
         if row is not None:
@@ -305,30 +307,30 @@ def _pages(store: Store, batch: int) -> Iterator[list[Any]]:
 
 
 def _under(target: str, value: Any) -> bool:
-    return value is None or str(value).startswith(target)
+    return value is None or sealed_under(value, target)
 
 
 def _resealed(sealer: Sealer, row: Sequence[Any]) -> tuple[dict[str, Any], int] | None:
     """The new values of an entry not wholly sealed under the active key (None: it is)."""
     assert sealer.active is not None
-    target = f"{SEALED_PREFIX}{sealer.active}:"
+    target = sealer.active
     _, namespace, key, value_json, provenance, text, text_sealed, embedding = row
     embedding = None if embedding is None else bytes(embedding)
-    text_done = text_sealed is not None and str(text_sealed).startswith(target)
+    text_done = text_sealed is not None and sealed_under(text_sealed, target)
     if text is None and text_sealed is None:
         text_done = True
-    embedding_done = embedding is None or embedding.startswith(target.encode())
+    embedding_done = embedding is None or sealed_under(embedding, target)
     if _under(target, value_json) and _under(target, provenance) and text_done and embedding_done:
         return None
     name = record(str(namespace), str(key))
     new: dict[str, Any] = {}
     if not _under(target, value_json):
-        new["value_json"] = reseal(sealer, TABLE, "value_json", name, str(value_json))
+        new["value_json"] = reseal(sealer, TABLE, "value_json", name, value_json)
     if not _under(target, provenance):
-        new["provenance_json"] = reseal(sealer, TABLE, "provenance_json", name, str(provenance))
+        new["provenance_json"] = reseal(sealer, TABLE, "provenance_json", name, provenance)
     if not text_done:
         plain = (
-            open_value(sealer, TABLE, "text", name, str(text_sealed))
+            open_value(sealer, TABLE, "text", name, text_sealed)
             if text_sealed is not None
             else str(text)
         )
@@ -412,9 +414,8 @@ def column_counts(conn: SqlRunner, key_ids: list[str]) -> list[Count]:
         "text": "text_sealed",
     }
     for shown, column in measured.items():
-        sums = "".join(
-            f", SUM(CASE WHEN substr({column}, 1, ?) = ? THEN 1 ELSE 0 END)" for _ in key_ids
-        )
+        head = sealed_head(column)
+        sums = "".join(f", SUM(CASE WHEN {head} = ? THEN 1 ELSE 0 END)" for _ in key_ids)
         params: list[Any] = []
         for key_id in key_ids:
             prefix = f"{SEALED_PREFIX}{key_id}:"
@@ -422,7 +423,7 @@ def column_counts(conn: SqlRunner, key_ids: list[str]) -> list[Count]:
         total = "COUNT(text)" if shown == "text" else f"COUNT({column})"
         row = conn.exec_driver_sql(
             f"SELECT {total}, "  # noqa: S608 - fixed identifiers
-            f"SUM(CASE WHEN substr({column}, 1, ?) = ? THEN 1 ELSE 0 END){sums} "
+            f"SUM(CASE WHEN {head} = ? THEN 1 ELSE 0 END){sums} "
             "FROM memory_entries",
             (len(SEALED_PREFIX), SEALED_PREFIX, *params),
         ).first()
@@ -432,8 +433,8 @@ def column_counts(conn: SqlRunner, key_ids: list[str]) -> list[Count]:
     )
     params = []
     for key_id in key_ids:
-        head = f"{SEALED_PREFIX}{key_id}:".encode()
-        params.extend((len(head), head))
+        head_bytes = f"{SEALED_PREFIX}{key_id}:".encode()
+        params.extend((len(head_bytes), head_bytes))
     row = conn.exec_driver_sql(
         "SELECT COUNT(embedding), SUM(CASE WHEN substr(embedding, 1, ?) = ? THEN 1 ELSE 0 END)"
         f"{sums} FROM memory_entries",  # noqa: S608 - fixed identifiers

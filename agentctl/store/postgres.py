@@ -41,12 +41,13 @@ from typing import TYPE_CHECKING, Any
 from agentctl.errors import PersistenceError
 from agentctl.redaction import masked_url
 from agentctl.store import dialect, migrate
+from agentctl.store.runner import Store
 from agentctl.store.statements import is_compiled
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
-    from agentctl.store.engine import Store, StoreSettings
+    from agentctl.store.runner import StoreSettings
 
 __all__ = ["PING_AFTER_IDLE_SECONDS", "make_engine", "open_postgres_store", "redact"]
 
@@ -124,19 +125,15 @@ def make_engine(url: str, settings: StoreSettings) -> Engine:
     return engine
 
 
-def open_postgres_store(
-    url: str, *, migrate_schema: bool, settings: StoreSettings, store_class: type[Store]
-) -> Store:
+def open_postgres_store(url: str, *, migrate_schema: bool, settings: StoreSettings) -> Store:
     """Connect to (never create) the database at ``url`` and upgrade its schema.
 
     A database at a revision this code does not know is refused before anything is
     written; the upgrade runs in one write transaction under the write lock, so two
-    processes opening a new database at once migrate it exactly once. ``store_class`` is
-    :class:`agentctl.store.engine.Store`, passed in by ``open_store`` (which dispatches
-    here) so that this module does not import it back.
+    processes opening a new database at once migrate it exactly once.
     """
     _require_driver()
-    store = store_class(make_engine(url, settings), redact(url))
+    store = Store(make_engine(url, settings), redact(url))
     try:
         with store.read() as conn:
             found = migrate.current_revision(conn)

@@ -6,20 +6,26 @@ refused with exit 5 rather than read with the wrong meaning.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select
 from sqlalchemy.engine import Connection, RowMapping
 
 from agentctl.errors import NewerFormatError, NotFoundError
+from agentctl.store.statements import statement
 from agentctl.store.tables import FORMAT_VERSION, NEWER_FORMAT_CONDITION, runs
 
+if TYPE_CHECKING:
+    from sqlalchemy.sql.expression import Executable
+
+    from agentctl.store.dialect import SqlDialect
+
 __all__ = [
-    "NEWER_FORMAT_PROBE",
     "RUN_RECORDS",
     "check_format_version",
     "check_run_records",
     "get_run",
+    "newer_format_probe",
     "unknown_run",
 ]
 
@@ -71,19 +77,36 @@ RUN_RECORDS = (
 # database answer it from the table's partial index of newer-format rows
 # (tables.NEWER_FORMAT_TABLES). Keys are read as text so the members' columns agree on
 # PostgreSQL.
-NEWER_FORMAT_PROBE = " UNION ALL ".join(
-    f"SELECT {position} AS family, record_key, format_version FROM ("  # noqa: S608
-    f"SELECT CAST({key} AS TEXT) AS record_key, format_version FROM {table} "
-    f"WHERE run_id = ? AND {NEWER_FORMAT_CONDITION} LIMIT 1) AS probe_{position}"
-    for position, (_, table, key) in enumerate(RUN_RECORDS)
-)
+@statement
+def newer_format_probe(_: SqlDialect) -> Executable:
+    from sqlalchemy import Text, bindparam, cast, literal_column, text, union_all
+
+    from agentctl.store.tables import metadata
+
+    members = []
+    for position, (_kind, name, key) in enumerate(RUN_RECORDS):
+        table = metadata.tables[name]
+        probe = (
+            select(cast(table.c[key], Text).label("record_key"), table.c.format_version)
+            .where(table.c.run_id == bindparam("run_id"), text(NEWER_FORMAT_CONDITION))
+            .limit(1)
+            .subquery(f"probe_{position}")
+        )
+        members.append(
+            select(
+                literal_column(str(position)).label("family"),
+                probe.c.record_key,
+                probe.c.format_version,
+            )
+        )
+    return union_all(*members)
 
 
 def check_run_records(conn: Any, run_id: str) -> None:
     """Refuse (exit 5) a run any of whose records was written in a newer format, before
     anything of the run is read for execution or changed: a resume that met such a record
     halfway would otherwise leave the run half-updated."""
-    found = conn.exec_driver_sql(NEWER_FORMAT_PROBE, (run_id,) * len(RUN_RECORDS))
+    found = newer_format_probe.run(conn, run_id=run_id)
     for position, key, version in sorted(found, key=lambda row: int(row[0])):
         kind = RUN_RECORDS[int(position)][0]
         check_format_version(kind, f"{run_id}/{key}", int(version))

@@ -24,6 +24,7 @@ from datetime import datetime
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from agentctl.store import locks
 from agentctl.store.dialect import sql_dialect
 from agentctl.store.statements import Statement, statement
 from agentctl.store.timestamps import to_db
@@ -42,6 +43,7 @@ __all__ = [
     "notify_run",
     "release_to_workers",
     "run_status",
+    "try_run_lock",
 ]
 
 CHANNEL = "agentctl_runs"
@@ -59,6 +61,24 @@ def _notify(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, func, select
 
     return select(func.pg_notify(CHANNEL, bindparam("payload")))
+
+
+def try_run_lock(conn: Any, run_id: str) -> bool:
+    """Take ``run_id``'s lock (:func:`agentctl.store.locks.run`) inside a scoped write
+    without waiting (a worker claiming runs or tasks it found with ``SKIP LOCKED``): False
+    when a write of that run is in flight, and the run is passed by like a locked row.
+    Always True where writes take no advisory locks (SQLite: one writer)."""
+    if not sql_dialect(conn.dialect.name).advisory_locks:
+        return True
+    (name,) = locks.run(run_id).exclusive
+    return bool(_try_lock.run(conn, key=locks.key(name)).first()[0])
+
+
+@statement
+def _try_lock(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, func, select
+
+    return select(func.pg_try_advisory_xact_lock(bindparam("key")))
 
 
 def release_to_workers(conn: Any, run_id: str) -> bool:

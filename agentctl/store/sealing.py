@@ -2,14 +2,18 @@
 
 A database that has encryption enabled (``agentctl db encryption enable``, see
 docs/encryption.md) stores each payload value — a task's output, an effect's request, a
-checkpoint's memory delta, an audit event's payload … (:data:`PAYLOAD_COLUMNS`) — as::
+checkpoint's memory delta, an audit event's payload … (:data:`PAYLOAD_COLUMNS`) — sealed:
+AES-256-GCM under a 96-bit nonce that never repeats under a key (:func:`next_nonce`), the
+associated data naming the table, the column and the record's key, so a value copied into
+another row or column does not open. The key id travels with each value, so a database
+half-way through a rotation holds values under two keys and every one of them names the
+key that opens it. A sealed value has one of two forms, and both open on either store:
 
-    aes256gcm:KEY_ID:BASE64(nonce ‖ ciphertext ‖ tag)
-
-AES-256-GCM with a random 96-bit nonce per value; the associated data is the table, the
-column and the record's key, so a value copied into another row or column does not open.
-The key id travels with each value, so a database half-way through a rotation holds values
-under two keys and every one of them names the key that opens it.
+- bytes, ``aes256gcm:KEY_ID:`` then nonce ‖ ciphertext ‖ tag — what a SQLite store writes
+  (a SQLite column takes bytes whatever its declared type: no base64, 3/4 of the size);
+- text, ``aes256gcm:KEY_ID:BASE64(nonce ‖ ciphertext ‖ tag)`` — what a PostgreSQL store
+  writes, its payload columns being ``text`` (they hold clear JSON with encryption off),
+  and what SQLite stores held before migration ``0014_sealed_bytes``.
 
 Repositories call :func:`seal` on the way in and :func:`unseal` on the way out, with the
 connection they were handed: the connection carries the store's :class:`Sealer`
@@ -30,8 +34,10 @@ from __future__ import annotations
 
 import base64
 import binascii
+import itertools
 import os
 import re
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -59,12 +65,15 @@ __all__ = [
     "is_sealed",
     "key_from_text",
     "key_id_of",
+    "next_nonce",
     "open_binary",
     "open_blob",
     "open_value",
     "reseal",
     "reseal_binary",
     "seal",
+    "sealed_head",
+    "sealed_under",
     "seal_binary",
     "seal_blob",
     "sealer_of",
@@ -82,6 +91,7 @@ KEYS_ENV = "AGENTCTL_ENCRYPTION_KEYS"
 SEALER_OPTION = "agentctl_sealer"
 
 _NONCE_BYTES = 12
+_COUNTER_LIMIT = 1 << 32
 _SEARCH_INFO = b"agentctl long-term memory search tokens v1"
 _KEY_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
@@ -121,12 +131,67 @@ PAYLOAD_COLUMNS: Mapping[str, PayloadColumns] = {
 
 
 def is_sealed(stored: object) -> bool:
-    return isinstance(stored, str) and stored.startswith(SEALED_PREFIX)
+    """Whether a stored payload value is sealed (in either form)."""
+    if isinstance(stored, str):
+        return stored.startswith(SEALED_PREFIX)
+    return isinstance(stored, bytes | memoryview) and bytes(stored).startswith(SEALED_BYTES_PREFIX)
 
 
-def key_id_of(stored: str) -> str:
-    """The key id a sealed value names."""
-    return stored[len(SEALED_PREFIX) :].split(":", 1)[0]
+def key_id_of(stored: str | bytes) -> str:
+    """The key id a sealed value (either form) names."""
+    if isinstance(stored, str):
+        return stored[len(SEALED_PREFIX) :].split(":", 1)[0]
+    return bytes(stored)[len(SEALED_BYTES_PREFIX) :].split(b":", 1)[0].decode("ascii", "replace")
+
+
+def sealed_under(stored: object, key_id: str) -> bool:
+    """Whether a stored value is sealed under ``key_id`` (in either form)."""
+    return is_sealed(stored) and key_id_of(stored) == key_id  # type: ignore[arg-type]
+
+
+# -- nonces ----------------------------------------------------------------------------
+
+
+class _NonceSource:
+    """96-bit GCM nonces: this process's random 64-bit prefix, then a 32-bit counter that
+    starts at a random value. The prefix (and the counter's start) is drawn again when the
+    counter would wrap and in a forked child, so two processes never go on from one draw
+    (docs/encryption.md, "Nonces", says why the nonces are unique per key)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._state = self._drawn()
+
+    @staticmethod
+    def _drawn() -> tuple[bytes, itertools.count[int]]:
+        drawn = os.urandom(_NONCE_BYTES)
+        return drawn[:8], itertools.count(int.from_bytes(drawn[8:], "big"))
+
+    def redraw(self) -> None:
+        """A fresh draw (and lock: the parent's may have been held at the fork)."""
+        self._lock = threading.Lock()
+        self._state = self._drawn()
+
+    def next(self) -> bytes:
+        while True:
+            # One attribute read: a prefix always goes with its own counter, and next() on
+            # itertools.count is one C call, so no two threads get the same number.
+            state = self._state
+            number = next(state[1])
+            if number < _COUNTER_LIMIT:
+                return state[0] + number.to_bytes(4, "big")
+            with self._lock:
+                if self._state is state:
+                    self._state = self._drawn()
+
+
+_NONCES = _NonceSource()
+os.register_at_fork(after_in_child=_NONCES.redraw)
+
+
+def next_nonce() -> bytes:
+    """A nonce no other value sealed by this process (or any other) is given."""
+    return _NONCES.next()
 
 
 def check_key_id(key_id: str) -> str:
@@ -180,7 +245,11 @@ class Sealer:
     variables: Mapping[str, str] = field(default_factory=dict)
     #: keys given directly (``enable``/``rotate`` in this process, tests).
     given: dict[str, bytes] = field(default_factory=dict)
+    #: New values sealed as bytes (a SQLite store) rather than base64 text (PostgreSQL).
+    binary: bool = False
     _ciphers: dict[str, AESGCM] = field(default_factory=dict)
+    #: key id -> the head of a value sealed under it, in this sealer's form.
+    _heads: dict[str, str | bytes] = field(default_factory=dict)
     _search_keys: dict[str, bytes] = field(default_factory=dict)
     #: key id -> word -> its search token (store/memory_sealing.py), bounded there.
     search_token_cache: dict[str, dict[str, str]] = field(default_factory=dict)
@@ -229,13 +298,15 @@ class Sealer:
         return derived
 
     def seal_bytes(self, data: bytes, aad: bytes, *, key_id: str | None = None) -> bytes:
+        """nonce ‖ ciphertext ‖ tag of ``data`` under ``key_id`` (default: the active key)."""
         key_id = key_id or self.active
         assert key_id is not None, "sealing needs a key id"
-        nonce = os.urandom(_NONCE_BYTES)
-        return nonce + self._cipher(key_id, aad).encrypt(nonce, data, aad)
+        cipher = self._ciphers.get(key_id) or self._cipher(key_id, aad)
+        nonce = _NONCES.next()
+        return nonce + cipher.encrypt(nonce, data, aad)
 
     def open_bytes(self, sealed: bytes, aad: bytes, key_id: str) -> bytes:
-        cipher = self._cipher(key_id, aad)
+        cipher = self._ciphers.get(key_id) or self._cipher(key_id, aad)
         try:
             return cipher.decrypt(sealed[:_NONCE_BYTES], sealed[_NONCE_BYTES:], aad)
         except Exception as exc:  # imported only when needed: this path runs per value
@@ -246,18 +317,46 @@ class Sealer:
             raise
 
     def seal_text(self, text: str, aad: bytes, *, key_id: str | None = None) -> str:
+        """``text`` sealed in the text form (``aes256gcm:KEY_ID:BASE64``), whatever the store."""
         key_id = key_id or self.active
         assert key_id is not None
-        body = base64.b64encode(self.seal_bytes(text.encode(), aad, key_id=key_id)).decode()
-        return f"{SEALED_PREFIX}{key_id}:{body}"
+        body = binascii.b2a_base64(
+            self.seal_bytes(text.encode(), aad, key_id=key_id), newline=False
+        )
+        return f"{SEALED_PREFIX}{key_id}:{body.decode('ascii')}"
+
+    def seal_stored(self, text: str, aad: bytes) -> str | bytes:
+        """``text`` sealed under the active key in the form this store writes (bytes on
+        SQLite, base64 text on PostgreSQL): the one path every payload write takes."""
+        key_id = self.active
+        assert key_id is not None
+        head = self._heads.get(key_id)
+        if head is None:
+            head = f"{SEALED_PREFIX}{key_id}:"
+            head = self._heads[key_id] = head.encode() if self.binary else head
+        cipher = self._ciphers.get(key_id) or self._cipher(key_id, aad)
+        nonce = _NONCES.next()
+        body = nonce + cipher.encrypt(nonce, text.encode(), aad)
+        if isinstance(head, bytes):
+            return head + body
+        return head + binascii.b2a_base64(body, newline=False).decode("ascii")
 
     def open_text(self, stored: str, aad: bytes) -> str:
         key_id, _, body = stored[len(SEALED_PREFIX) :].partition(":")
         try:
-            sealed = base64.b64decode(body, validate=True)
+            sealed = binascii.a2b_base64(body, strict_mode=True)
         except (binascii.Error, ValueError):
             raise _mismatch(key_id, aad.decode()) from None
         return self.open_bytes(sealed, aad, key_id).decode()
+
+    def open_stored(self, stored: str | bytes, aad: bytes) -> str:
+        """The plaintext of a sealed payload value in either form."""
+        if isinstance(stored, str):
+            return self.open_text(stored, aad)
+        data = bytes(stored)
+        end = data.index(b":", len(SEALED_BYTES_PREFIX))
+        key_id = data[len(SEALED_BYTES_PREFIX) : end].decode("ascii", "replace")
+        return self.open_bytes(data[end + 1 :], aad, key_id).decode()
 
 
 #: The sealer of a store with encryption off and nothing sealed in it yet.
@@ -285,6 +384,13 @@ def _mismatch(key_id: str, what: str) -> PersistenceError:
     )
 
 
+def sealed_head(column: str) -> str:
+    """SQL for the first ``?`` characters of a stored value as text, to compare with a
+    sealed value's head (``aes256gcm:KEY_ID:``) whichever its form: a bytes value's head
+    is ASCII, read as text on SQLite; on PostgreSQL's text columns the CAST changes nothing."""
+    return f"CAST(substr({column}, 1, ?) AS TEXT)"
+
+
 def sealer_of(conn: Any) -> Sealer:
     """The sealer a connection from a store carries (:data:`CLEAR` when none)."""
     found = getattr(conn, "sealer", None)
@@ -305,26 +411,40 @@ def _record_part(part: Any) -> str:
 
 
 def _aad(table: str, column: str, record: tuple[Any, ...]) -> bytes:
-    return f"{table}.{column}/{'/'.join(_record_part(part) for part in record)}".encode()
+    # Per value on every write: a record of text is one join; one that ends in a number
+    # (a checkpoint's or audit event's sequence) skips the join's TypeError.
+    tail = None
+    if type(record[-1]) is str:
+        try:
+            tail = "/".join(record)
+        except TypeError:
+            pass
+    if tail is None:
+        tail = "/".join([part if type(part) is str else _record_part(part) for part in record])
+    return f"{table}.{column}/{tail}".encode()
 
 
 def seal(
     conn: Any, table: str, column: str, record: tuple[Any, ...], value: str | None
-) -> str | None:
-    """``value`` as stored in ``table.column`` of ``record``: sealed when encryption is on."""
+) -> str | bytes | None:
+    """``value`` as stored in ``table.column`` of ``record``: sealed when encryption is on
+    (bytes on a SQLite store, base64 text on PostgreSQL)."""
     if value is None:
         return None
     sealer = sealer_of(conn)
     if sealer.active is None:
         return value
-    return sealer.seal_text(value, _aad(table, column, record))
+    return sealer.seal_stored(value, _aad(table, column, record))
 
 
 def unseal(conn: Any, table: str, column: str, record: tuple[Any, ...], stored: Any) -> Any:
     """The plaintext of a stored ``table.column`` value (clear values pass through)."""
-    if not is_sealed(stored):
+    if isinstance(stored, str):
+        if not stored.startswith(SEALED_PREFIX):
+            return stored
+    elif not is_sealed(stored):
         return stored
-    return sealer_of(conn).open_text(stored, _aad(table, column, record))
+    return sealer_of(conn).open_stored(stored, _aad(table, column, record))
 
 
 def seal_binary(
@@ -369,19 +489,22 @@ def reseal_binary(
 
 
 def open_value(
-    sealer: Sealer, table: str, column: str, record: tuple[Any, ...], stored: str
+    sealer: Sealer, table: str, column: str, record: tuple[Any, ...], stored: str | bytes
 ) -> str:
     """The plaintext of a stored ``table.column`` value, opened with ``sealer``."""
     if not is_sealed(stored):
-        return stored
-    return sealer.open_text(stored, _aad(table, column, record))
+        return str(stored)
+    return sealer.open_stored(stored, _aad(table, column, record))
 
 
-def reseal(sealer: Sealer, table: str, column: str, record: tuple[Any, ...], stored: str) -> str:
-    """A stored value sealed under the sealer's active key (``enable``/``rotate``)."""
+def reseal(
+    sealer: Sealer, table: str, column: str, record: tuple[Any, ...], stored: str | bytes
+) -> str | bytes:
+    """A stored value sealed under the sealer's active key, in the store's form
+    (``enable``/``rotate``)."""
     aad = _aad(table, column, record)
-    text = sealer.open_text(stored, aad) if is_sealed(stored) else stored
-    return sealer.seal_text(text, aad)
+    text = sealer.open_stored(stored, aad) if is_sealed(stored) else str(stored)
+    return sealer.seal_stored(text, aad)
 
 
 def unseal_columns(

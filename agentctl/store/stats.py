@@ -4,17 +4,21 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 from pydantic import Field, computed_field
 from pydantic.dataclasses import dataclass
-from sqlalchemy import func, select
 
 from agentctl.store import migrate
-from agentctl.store.dialect import is_postgres
-from agentctl.store.engine import Store
+from agentctl.store.statements import statement
 from agentctl.store.tables import metadata
 from agentctl.typed_records import CAMEL, CamelRecord, keys_in_order
+
+if TYPE_CHECKING:
+    from sqlalchemy.sql.expression import Executable
+
+    from agentctl.store.dialect import SqlDialect
+    from agentctl.store.runner import Store
 
 __all__ = ["DatabaseStats", "database_stats"]
 
@@ -40,9 +44,6 @@ class DatabaseStats(CamelRecord):
     _order = keys_in_order("path", "schemaRevision", "headRevision", "upToDate")
 
 
-_SYNCHRONOUS_NAMES = {0: "OFF", 1: "NORMAL", 2: "FULL", 3: "EXTRA"}
-
-
 def _size(path: str) -> int:
     try:
         return os.path.getsize(path)
@@ -53,36 +54,33 @@ def _size(path: str) -> int:
 def database_stats(store: Store) -> DatabaseStats:
     with store.read() as conn:
         revision = migrate.current_revision(conn)
-        counts = {
-            table.name: int(conn.execute(select(func.count()).select_from(table)).scalar_one())
-            for table in metadata.sorted_tables
-        }
-        if is_postgres(conn):
-            # PostgreSQL's own write-ahead log; its size is the server's business.
-            size = int(
-                conn.exec_driver_sql("SELECT pg_database_size(current_database())").scalar_one()
-            )
-            commit = str(conn.exec_driver_sql("SHOW synchronous_commit").scalar_one())
-            return DatabaseStats(
-                path=store.path,
-                revision=revision,
-                head_revision=migrate.head_revision(),
-                counts=dict(sorted(counts.items())),
-                database_bytes=size,
-                wal_bytes=0,
-                journal_mode="postgresql",
-                synchronous=commit.upper(),
-            )
-        journal_mode = str(conn.exec_driver_sql("PRAGMA journal_mode").scalar_one())
-        sync_value = int(conn.exec_driver_sql("PRAGMA synchronous").scalar_one())
-    in_memory = store.in_memory
+        (row,) = _counts.run(conn)
+        counts = {table.name: int(count) for table, count in zip(_TABLES, row, strict=True)}
+        journal_mode, synchronous, size = _storage_settings.run(conn).first()
+    on_disk = size is None and not store.in_memory
     return DatabaseStats(
         path=store.path,
         revision=revision,
         head_revision=migrate.head_revision(),
         counts=dict(sorted(counts.items())),
-        database_bytes=0 if in_memory else _size(store.path),
-        wal_bytes=0 if in_memory else _size(str(Path(store.path)) + "-wal"),
-        journal_mode=journal_mode,
-        synchronous=_SYNCHRONOUS_NAMES.get(sync_value, str(sync_value)),
+        database_bytes=int(size) if size is not None else _size(store.path) if on_disk else 0,
+        wal_bytes=_size(str(Path(store.path)) + "-wal") if on_disk else 0,
+        journal_mode=str(journal_mode),
+        synchronous=str(synchronous),
     )
+
+
+#: Every table of the schema, in the order :func:`_counts` counts them.
+_TABLES = tuple(metadata.sorted_tables)
+
+
+@statement
+def _counts(_: SqlDialect) -> Executable:
+    from sqlalchemy import func, select
+
+    return select(*(select(func.count()).select_from(t).scalar_subquery() for t in _TABLES))
+
+
+@statement
+def _storage_settings(sql: SqlDialect) -> Executable:
+    return sql.storage_settings()

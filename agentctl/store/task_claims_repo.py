@@ -24,12 +24,20 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
 
 from agentctl.errors import OwnershipLostError
-from agentctl.store import locks
-from agentctl.store.run_queue import notify_run
+from agentctl.store import run_queue
+from agentctl.store.statements import Statement, padded, statement
 from agentctl.store.timestamps import to_db
+
+if TYPE_CHECKING:
+    from sqlalchemy import Select
+    from sqlalchemy.sql.elements import ColumnElement
+    from sqlalchemy.sql.expression import Executable
+
+    from agentctl.store.dialect import SqlDialect
 
 __all__ = [
     "ClaimedTask",
@@ -72,51 +80,134 @@ class ClaimedTask:
     snapshot_key: tuple[int, int] = (0, 0)
 
 
+#: Ids per ``IN (...)`` list: a power of two (statements.padded), well below both
+#: dialects' limits on bound parameters.
+_CHUNK = 512
+
+
+def _listed(name: str, values: Sequence[Any]) -> dict[str, Any]:
+    """``{name_0: …, name_1: …}``: the parameters of an ``IN`` list of :func:`_in_list`."""
+    return {f"{name}_{n}": value for n, value in enumerate(values)}
+
+
+def _in_list(column: ColumnElement[Any], name: str, count: int) -> ColumnElement[bool]:
+    """``column IN (:name_0, …)`` with ``count`` parameters."""
+    from sqlalchemy import bindparam
+
+    return column.in_([bindparam(f"{name}_{n}") for n in range(count)])
+
+
 def publish(conn: Any, run_id: str, items: Sequence[Published], now: datetime) -> None:
     """Make ``items`` claimable (see the module docstring for an existing row)."""
     existing = {
-        str(row[0]): (str(row[1]), int(row[2]))
-        for row in conn.exec_driver_sql(
-            "SELECT task_id, basis, token FROM task_claims WHERE run_id = ?", (run_id,)
-        )
+        str(row[0]): (str(row[1]), int(row[2])) for row in _published.run(conn, run_id=run_id)
     }
     stamp = to_db(now)
     for item in items:
         found = existing.get(item.task_id)
         if found is not None and found[0] == item.basis:
             continue
-        if found is not None:
-            conn.exec_driver_sql(
-                "UPDATE task_claims SET state = 'ready', basis = ?, payload_json = ?, "
-                "token = token + 1, worker = NULL, lease_expires_at = NULL, ready_at = ?, "
-                "started_at = NULL, finished_at = NULL, outcome_json = NULL "
-                "WHERE run_id = ? AND task_id = ?",
-                (item.basis, item.payload_json, stamp, run_id, item.task_id),
-            )
-        else:
-            conn.exec_driver_sql(
-                "INSERT INTO task_claims (run_id, task_id, state, basis, payload_json, token, "
-                "ready_at) VALUES (?, ?, 'ready', ?, ?, 0, ?)",
-                (run_id, item.task_id, item.basis, item.payload_json, stamp),
-            )
-    notify_run(conn, f"tasks:{run_id}")
+        given = {
+            "run_id": run_id,
+            "task_id": item.task_id,
+            "basis": item.basis,
+            "payload_json": item.payload_json,
+            "stamp": stamp,
+        }
+        (_republish if found is not None else _publish).run(conn, **given)
+    run_queue.notify_run(conn, f"tasks:{run_id}")
+
+
+@statement
+def _published(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, select
+
+    from agentctl.store.tables import task_claims
+
+    c = task_claims.c
+    return select(c.task_id, c.basis, c.token).where(c.run_id == bindparam("run_id"))
+
+
+@statement
+def _republish(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, null, update
+
+    from agentctl.store.tables import task_claims
+
+    c = task_claims.c
+    return (
+        update(task_claims)
+        .where(c.run_id == bindparam("run_id"), c.task_id == bindparam("task_id"))
+        .values(
+            state="ready",
+            basis=bindparam("basis"),
+            payload_json=bindparam("payload_json"),
+            token=c.token + 1,
+            worker=null(),
+            lease_expires_at=null(),
+            ready_at=bindparam("stamp"),
+            started_at=null(),
+            finished_at=null(),
+            outcome_json=null(),
+        )
+    )
+
+
+@statement
+def _publish(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, insert, literal
+
+    from agentctl.store.tables import task_claims
+
+    return insert(task_claims).values(
+        run_id=bindparam("run_id"),
+        task_id=bindparam("task_id"),
+        state="ready",
+        basis=bindparam("basis"),
+        payload_json=bindparam("payload_json"),
+        token=literal(0),
+        ready_at=bindparam("stamp"),
+    )
 
 
 def claimable(conn: Any, now: datetime, only_runs: Iterable[str] | None = None) -> bool:
     """Whether :func:`claim_ready` would find anything (a read: an idle worker woken by
     every notification looks before it takes the write lock)."""
-    statement = (
-        "SELECT 1 FROM task_claims c JOIN runs r ON r.id = c.run_id WHERE r.status = 'running' "
-        "AND (c.state = 'ready' OR (c.state = 'claimed' AND c.lease_expires_at < ?))"
-    )
-    parameters: list[Any] = [to_db(now)]
-    if only_runs is not None:
-        runs = list(only_runs)
-        if not runs:
-            return False
-        statement += f" AND c.run_id IN ({', '.join('?' for _ in runs)})"
-        parameters.extend(runs)
-    return conn.exec_driver_sql(statement + " LIMIT 1", tuple(parameters)).first() is not None
+    runs = None if only_runs is None else list(only_runs)
+    if runs is not None and not runs:
+        return False
+    listed = {} if runs is None else _listed("run", padded(runs))
+    found = _claimable(None if runs is None else len(listed)).run(conn, now=to_db(now), **listed)
+    return found.first() is not None
+
+
+@lru_cache(maxsize=16)
+def _claimable(runs: int | None) -> Statement:
+    """The claimable-row probe, of every run or of ``runs`` listed ones."""
+
+    def build(_: SqlDialect) -> Executable:
+        from sqlalchemy import bindparam, literal_column, or_, select
+
+        from agentctl.store.tables import runs as runs_table
+        from agentctl.store.tables import task_claims
+
+        c, r = task_claims.alias("c"), runs_table.alias("r")
+        query: Select[Any] = (
+            select(literal_column("1"))
+            .select_from(c.join(r, r.c.id == c.c.run_id))
+            .where(
+                r.c.status == "running",
+                or_(
+                    c.c.state == "ready",
+                    (c.c.state == "claimed") & (c.c.lease_expires_at < bindparam("now")),
+                ),
+            )
+        )
+        if runs is not None:
+            query = query.where(_in_list(c.c.run_id, "run", runs))
+        return query.limit(1)
+
+    return Statement(build, f"claimable({runs})")
 
 
 def claim_ready(
@@ -142,32 +233,28 @@ def claim_ready(
     for each expired row, and passes by a row whose run has a write in flight (the next
     round takes it), as it passes by a locked row."""
     stamp = to_db(now)
-    expired = " OR (c.state = 'claimed' AND c.lease_expires_at < ?)" if reclaim else ""
-    statement = (
-        "SELECT c.run_id, c.task_id, c.token, c.payload_json, c.ready_at, c.worker, c.state, "
-        "r.owner_token, (SELECT MAX(k.seq) FROM checkpoints k WHERE k.run_id = c.run_id) "
-        "FROM task_claims c JOIN runs r ON r.id = c.run_id WHERE r.status = 'running' "
-        f"AND (c.state = 'ready'{expired})"
+    runs = None if only_runs is None else list(only_runs)
+    if runs is not None and not runs:
+        return []
+    listed = {} if runs is None else _listed("run", padded(runs))
+    picked = list(
+        _claim_candidates(reclaim, None if runs is None else len(listed)).run(
+            conn, now=stamp, limit=limit, **listed
+        )
     )
-    parameters: list[Any] = [stamp] if reclaim else []
-    if only_runs is not None:
-        runs = list(only_runs)
-        if not runs:
-            return []
-        statement += f" AND c.run_id IN ({', '.join('?' for _ in runs)})"
-        parameters.extend(runs)
-    statement += " ORDER BY c.ready_at, c.run_id, c.task_id LIMIT ? FOR UPDATE OF c SKIP LOCKED"
-    parameters.append(limit)
-    picked = list(conn.exec_driver_sql(statement, tuple(parameters)))
     expires = to_db(now + timedelta(seconds=lease_seconds))
     claimed: list[ClaimedTask] = []
     for run_id, task_id, token, payload, ready_at, previous, state, owner_token, seq in picked:
-        if state == "claimed" and not locks.try_run_lock(conn, str(run_id)):
+        if state == "claimed" and not run_queue.try_run_lock(conn, str(run_id)):
             continue
-        conn.exec_driver_sql(
-            "UPDATE task_claims SET state = 'claimed', worker = ?, token = ?, "
-            "lease_expires_at = ?, started_at = ? WHERE run_id = ? AND task_id = ?",
-            (worker, int(token) + 1, expires, stamp, run_id, task_id),
+        _claim.run(
+            conn,
+            worker=worker,
+            token=int(token) + 1,
+            expires=expires,
+            stamp=stamp,
+            run_id=run_id,
+            task_id=task_id,
         )
         claimed.append(
             ClaimedTask(
@@ -182,6 +269,70 @@ def claim_ready(
             )
         )
     return claimed
+
+
+@lru_cache(maxsize=32)
+def _claim_candidates(reclaim: bool, runs: int | None) -> Statement:
+    """The rows a claim takes, locked (``FOR UPDATE OF c SKIP LOCKED``), oldest first."""
+
+    def build(_: SqlDialect) -> Executable:
+        from sqlalchemy import bindparam, func, or_, select
+
+        from agentctl.store.tables import checkpoints, task_claims
+        from agentctl.store.tables import runs as runs_table
+
+        c, r, k = task_claims.alias("c"), runs_table.alias("r"), checkpoints.alias("k")
+        last_seq = select(func.max(k.c.seq)).where(k.c.run_id == c.c.run_id).scalar_subquery()
+        takeable = c.c.state == "ready"
+        if reclaim:
+            takeable = or_(
+                takeable,
+                (c.c.state == "claimed") & (c.c.lease_expires_at < bindparam("now")),
+            )
+        query = (
+            select(
+                c.c.run_id,
+                c.c.task_id,
+                c.c.token,
+                c.c.payload_json,
+                c.c.ready_at,
+                c.c.worker,
+                c.c.state,
+                r.c.owner_token,
+                last_seq,
+            )
+            .select_from(c.join(r, r.c.id == c.c.run_id))
+            .where(r.c.status == "running", takeable)
+        )
+        if runs is not None:
+            query = query.where(_in_list(c.c.run_id, "run", runs))
+        return (
+            query.order_by(c.c.ready_at, c.c.run_id, c.c.task_id)
+            .limit(bindparam("limit"))
+            .with_for_update(of=c, skip_locked=True)
+        )
+
+    return Statement(build, f"claim_candidates({reclaim}, {runs})")
+
+
+@statement
+def _claim(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, update
+
+    from agentctl.store.tables import task_claims
+
+    c = task_claims.c
+    return (
+        update(task_claims)
+        .where(c.run_id == bindparam("run_id"), c.task_id == bindparam("task_id"))
+        .values(
+            state="claimed",
+            worker=bindparam("worker"),
+            token=bindparam("token"),
+            lease_expires_at=bindparam("expires"),
+            started_at=bindparam("stamp"),
+        )
+    )
 
 
 def _naive(value: Any) -> datetime:
@@ -208,26 +359,59 @@ def check_claim(
     ``lock_row`` (PostgreSQL, in a transaction without the write lock): the claim's row is
     read ``FOR SHARE`` and stays locked until the transaction ends, so the claim cannot be
     taken (a reclaim skips locked rows) or withdrawn (a delete waits) before it commits."""
-    found = conn.exec_driver_sql(
-        "SELECT token, state, worker FROM task_claims WHERE run_id = ? AND task_id = ?"
-        + (" FOR SHARE" if lock_row else ""),
-        (run_id, task_id),
-    ).first()
+    found = _claim_row(lock_row).run(conn, run_id=run_id, task_id=task_id).first()
     if found is None or int(found[0]) != token or found[1] != "claimed":
         raise _lost(run_id, task_id, token, found)
+
+
+@lru_cache(maxsize=2)
+def _claim_row(lock_row: bool) -> Statement:
+    def build(_: SqlDialect) -> Executable:
+        from sqlalchemy import bindparam, select
+
+        from agentctl.store.tables import task_claims
+
+        c = task_claims.c
+        query = select(c.token, c.state, c.worker).where(
+            c.run_id == bindparam("run_id"), c.task_id == bindparam("task_id")
+        )
+        return query.with_for_update(read=True) if lock_row else query
+
+    return Statement(build, f"claim_row(lock_row={lock_row})")
 
 
 def renew_claim(
     conn: Any, run_id: str, task_id: str, token: int, now: datetime, lease_seconds: float
 ) -> None:
     """Extend the claim's lease (the worker's heartbeat); fails when the claim was lost."""
-    updated = conn.exec_driver_sql(
-        "UPDATE task_claims SET lease_expires_at = ? WHERE run_id = ? AND task_id = ? "
-        "AND token = ? AND state = 'claimed'",
-        (to_db(now + timedelta(seconds=lease_seconds)), run_id, task_id, token),
+    updated = _renew.run(
+        conn,
+        expires=to_db(now + timedelta(seconds=lease_seconds)),
+        run_id=run_id,
+        task_id=task_id,
+        token=token,
     )
     if updated.rowcount != 1:
         check_claim(conn, run_id, task_id, token)
+
+
+@statement
+def _renew(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, update
+
+    from agentctl.store.tables import task_claims
+
+    c = task_claims.c
+    return (
+        update(task_claims)
+        .where(
+            c.run_id == bindparam("run_id"),
+            c.task_id == bindparam("task_id"),
+            c.token == bindparam("token"),
+            c.state == "claimed",
+        )
+        .values(lease_expires_at=bindparam("expires"))
+    )
 
 
 def finish_claim(
@@ -236,82 +420,171 @@ def finish_claim(
     """Record the task's outcome, fenced by the claim's token; a stale claim writes nothing
     and gets :class:`OwnershipLostError`. One conditional update of the claim's row: exact
     without the store's write lock (``Store.row_write``)."""
-    updated = conn.exec_driver_sql(
-        "UPDATE task_claims SET state = 'done', outcome_json = ?, finished_at = ?, "
-        "lease_expires_at = NULL WHERE run_id = ? AND task_id = ? AND token = ? "
-        "AND state = 'claimed'",
-        (outcome_json, to_db(now), run_id, task_id, token),
+    updated = _finish.run(
+        conn,
+        outcome_json=outcome_json,
+        stamp=to_db(now),
+        run_id=run_id,
+        task_id=task_id,
+        token=token,
     )
     if updated.rowcount != 1:
         check_claim(conn, run_id, task_id, token)
         raise _lost(run_id, task_id, token, None)  # pragma: no cover - check_claim raised
-    notify_run(conn, f"done:{run_id}")  # wakes the run's owner, not idle workers
+    run_queue.notify_run(conn, f"done:{run_id}")  # wakes the run's owner, not idle workers
+
+
+@statement
+def _finish(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, null, update
+
+    from agentctl.store.tables import task_claims
+
+    c = task_claims.c
+    return (
+        update(task_claims)
+        .where(
+            c.run_id == bindparam("run_id"),
+            c.task_id == bindparam("task_id"),
+            c.token == bindparam("token"),
+            c.state == "claimed",
+        )
+        .values(
+            state="done",
+            outcome_json=bindparam("outcome_json"),
+            finished_at=bindparam("stamp"),
+            lease_expires_at=null(),
+        )
+    )
 
 
 def claim_states(
     conn: Any, run_id: str, task_ids: Sequence[str]
 ) -> dict[str, tuple[str, str | None]]:
     """``task id -> (state, outcome JSON)`` for the rows of ``task_ids`` that exist."""
-    if not task_ids:
-        return {}
-    marks = ", ".join("?" for _ in task_ids)
-    rows = conn.exec_driver_sql(
-        f"SELECT task_id, state, outcome_json FROM task_claims WHERE run_id = ? "  # noqa: S608
-        f"AND task_id IN ({marks})",
-        (run_id, *task_ids),
-    )
-    return {str(row[0]): (str(row[1]), row[2]) for row in rows}
+    found: dict[str, tuple[str, str | None]] = {}
+    for start in range(0, len(task_ids), _CHUNK):
+        listed = _listed("task", padded(task_ids[start : start + _CHUNK]))
+        rows = _claim_states(len(listed)).run(conn, run_id=run_id, **listed)
+        found.update((str(row[0]), (str(row[1]), row[2])) for row in rows)
+    return found
+
+
+@lru_cache(maxsize=16)
+def _claim_states(count: int) -> Statement:
+    def build(_: SqlDialect) -> Executable:
+        from sqlalchemy import bindparam, select
+
+        from agentctl.store.tables import task_claims
+
+        c = task_claims.c
+        return select(c.task_id, c.state, c.outcome_json).where(
+            c.run_id == bindparam("run_id"), _in_list(c.task_id, "task", count)
+        )
+
+    return Statement(build, f"claim_states({count})")
 
 
 def claims_done(conn: Any, run_id: str, task_ids: Sequence[str]) -> tuple[int, int]:
     """``(rows of task_ids that exist, of them done)``: what an owner waiting for its batch
-    reads on each wake-up (one row, where :func:`claim_states` returns every outcome)."""
-    if not task_ids:
-        return 0, 0
-    marks = ", ".join("?" for _ in task_ids)
-    row = conn.exec_driver_sql(
-        f"SELECT COUNT(*), COUNT(CASE WHEN state = 'done' THEN 1 END) FROM task_claims "  # noqa: S608
-        f"WHERE run_id = ? AND task_id IN ({marks})",
-        (run_id, *task_ids),
-    ).first()
-    return int(row[0] or 0), int(row[1] or 0)
+    reads on each wake-up (one row per chunk, where :func:`claim_states` returns every
+    outcome)."""
+    rows = done = 0
+    for start in range(0, len(task_ids), _CHUNK):
+        chunk = task_ids[start : start + _CHUNK]
+        # Padding repeats the last id, which IN counts once: the counts stay exact.
+        listed = _listed("task", padded(chunk))
+        row = _claims_done(len(listed)).run(conn, run_id=run_id, **listed).first()
+        rows, done = rows + int(row[0] or 0), done + int(row[1] or 0)
+    return rows, done
+
+
+@lru_cache(maxsize=16)
+def _claims_done(count: int) -> Statement:
+    def build(_: SqlDialect) -> Executable:
+        from sqlalchemy import bindparam, case, func, literal_column, select
+
+        from agentctl.store.tables import task_claims
+
+        c = task_claims.c
+        return select(
+            func.count(), func.count(case((c.state == "done", literal_column("1"))))
+        ).where(c.run_id == bindparam("run_id"), _in_list(c.task_id, "task", count))
+
+    return Statement(build, f"claims_done({count})")
 
 
 def remove_claims(conn: Any, run_id: str, task_ids: Sequence[str] | None = None) -> None:
     """Withdraw rows (all of the run's when ``task_ids`` is None): their holders' next
     fenced write fails."""
     if task_ids is None:
-        conn.exec_driver_sql("DELETE FROM task_claims WHERE run_id = ?", (run_id,))
+        _remove_all.run(conn, run_id=run_id)
         return
-    for start in range(0, len(task_ids), 500):
-        chunk = list(task_ids[start : start + 500])
-        marks = ", ".join("?" for _ in chunk)
-        conn.exec_driver_sql(
-            f"DELETE FROM task_claims WHERE run_id = ? AND task_id IN ({marks})",  # noqa: S608
-            (run_id, *chunk),
+    for start in range(0, len(task_ids), _CHUNK):
+        listed = _listed("task", padded(task_ids[start : start + _CHUNK]))
+        _remove(len(listed)).run(conn, run_id=run_id, **listed)
+
+
+@statement
+def _remove_all(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, delete
+
+    from agentctl.store.tables import task_claims
+
+    return delete(task_claims).where(task_claims.c.run_id == bindparam("run_id"))
+
+
+@lru_cache(maxsize=16)
+def _remove(count: int) -> Statement:
+    def build(_: SqlDialect) -> Executable:
+        from sqlalchemy import bindparam, delete
+
+        from agentctl.store.tables import task_claims
+
+        c = task_claims.c
+        return delete(task_claims).where(
+            c.run_id == bindparam("run_id"), _in_list(c.task_id, "task", count)
         )
+
+    return Statement(build, f"remove_claims({count})")
 
 
 def published_task_ids(conn: Any, run_id: str) -> list[str]:
     """The tasks of ``run_id`` published for workers now (the owner's current batch)."""
-    rows = conn.exec_driver_sql("SELECT task_id FROM task_claims WHERE run_id = ?", (run_id,))
-    return [str(row[0]) for row in rows]
+    return [str(row[0]) for row in _published.run(conn, run_id=run_id)]
 
 
 def snapshot_key(conn: Any, run_id: str) -> tuple[int, int]:
     """``(owner token, last checkpoint)`` of a run: what its committed task rows and
     working memory can change only with (a new owner, or a commit that checkpoints)."""
-    row = conn.exec_driver_sql(
-        "SELECT r.owner_token, (SELECT MAX(seq) FROM checkpoints c WHERE c.run_id = r.id) "
-        "FROM runs r WHERE r.id = ?",
-        (run_id,),
-    ).first()
+    row = _snapshot_key.run(conn, run_id=run_id).first()
     return (0, 0) if row is None else (int(row[0] or 0), int(row[1] or 0))
+
+
+@statement
+def _snapshot_key(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, func, select
+
+    from agentctl.store.tables import checkpoints, runs
+
+    last_seq = (
+        select(func.max(checkpoints.c.seq))
+        .where(checkpoints.c.run_id == runs.c.id)
+        .scalar_subquery()
+    )
+    return select(runs.c.owner_token, last_seq).where(runs.c.id == bindparam("run_id"))
 
 
 def run_watch(conn: Any, run_id: str) -> tuple[str | None, bool]:
     """``(status, cancel requested)`` of a run whose task a worker executes."""
-    row = conn.exec_driver_sql(
-        "SELECT status, cancel_requested FROM runs WHERE id = ?", (run_id,)
-    ).first()
+    row = _run_watch.run(conn, run_id=run_id).first()
     return (None, False) if row is None else (str(row[0]), bool(row[1]))
+
+
+@statement
+def _run_watch(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, select
+
+    from agentctl.store.tables import runs
+
+    return select(runs.c.status, runs.c.cancel_requested).where(runs.c.id == bindparam("run_id"))

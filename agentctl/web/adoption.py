@@ -18,12 +18,7 @@ import sys
 import threading
 from pathlib import Path
 
-from agentctl.engine.core.records import load_run
-from agentctl.engine.effects.approvals import list_approvals
-from agentctl.engine.effects.unsettled import needs_reconciliation
-from agentctl.ids import Clock
-from agentctl.store.adoption import may_adopt
-from agentctl.store.engine import Store
+from agentctl.runtime_dashboard import Dashboard
 
 __all__ = ["Adopter"]
 
@@ -31,11 +26,8 @@ __all__ = ["Adopter"]
 class Adopter:
     """Starts and reaps the resume processes of adopted runs."""
 
-    def __init__(
-        self, store: Store, clock: Clock, *, enabled: bool, log_dir: Path | None = None
-    ) -> None:
-        self.store = store
-        self.clock = clock
+    def __init__(self, dashboard: Dashboard, *, enabled: bool, log_dir: Path | None = None) -> None:
+        self.dashboard = dashboard
         self.enabled = enabled
         self.log_dir = log_dir
         self._children: dict[str, subprocess.Popen[bytes]] = {}
@@ -45,13 +37,7 @@ class Adopter:
         """True when nothing the run waits for is left unanswered and no live process owns
         it: a parked run, or one whose executing process died (killed mid-run, it is still
         ``running`` under its dead owner) once every effect it left in doubt is concluded."""
-        with self.store.read() as conn:
-            run = load_run(conn, run_id)
-            pending = len(list_approvals(conn, run_id, status="pending"))
-        now = self.clock.now()
-        if not may_adopt(run.status, run.owner_id, run.owner_lease_expires_at, pending, now):
-            return False
-        return not needs_reconciliation(self.store, run_id)
+        return self.dashboard.adoptable(run_id)
 
     def maybe_adopt(self, run_id: str) -> bool:
         """Resume the run in a child process when it is ready; True if one was started."""
@@ -69,7 +55,7 @@ class Adopter:
             # The database goes in the environment, whole: store.path is masked (a
             # child given it could not log in), and argv is visible to every user.
             command = [sys.executable, "-m", "agentctl", "--output", "json", "resume", run_id]
-            env = self.store.child_environment(os.environ)
+            env = self.dashboard.child_environment(os.environ)
             if self.log_dir is None:
                 child = subprocess.Popen(
                     command,

@@ -37,12 +37,10 @@ from starlette.responses import (
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from agentctl.engine import operations, pauses
 from agentctl.errors import AgentctlError, NotFoundError, UsageError
 from agentctl.ids import SystemClock
-from agentctl.runtime import RecoveryRequest, Runtime
-from agentctl.store import dashboard_repo
-from agentctl.store.engine import Store
+from agentctl.runtime import RecoveryRequest
+from agentctl.runtime_dashboard import Dashboard, Store
 from agentctl.web import reconcile_form, views
 from agentctl.web.adoption import Adopter
 from agentctl.web.security import Guard
@@ -74,10 +72,9 @@ def _status_for(error: AgentctlError) -> int:
 
 
 def create_app(config: DashboardConfig) -> Starlette:
-    store = config.store
+    dashboard = Dashboard(config.store, SystemClock())
     guard = Guard(config.token, config.allowed_hosts)
-    clock = SystemClock()
-    adopter = Adopter(store, clock, enabled=config.adopt, log_dir=config.log_dir)
+    adopter = Adopter(dashboard, enabled=config.adopt, log_dir=config.log_dir)
     env = Environment(
         loader=PackageLoader("agentctl.web", "templates"),
         autoescape=select_autoescape(["html"]),
@@ -125,7 +122,7 @@ def create_app(config: DashboardConfig) -> Starlette:
         except ValueError:
             limit = 100
         data = views.runs_page(
-            store,
+            dashboard,
             state=params.get("state") or None,
             workflow=params.get("workflow") or None,
             search=(params.get("q") or "").strip() or None,
@@ -135,13 +132,13 @@ def create_app(config: DashboardConfig) -> Starlette:
         return render(request, "runs.html", title="Runs", **data)
 
     def run(request: Request) -> Response:
-        data = views.run_page(store, request.path_params["run_id"])
+        data = views.run_page(dashboard, request.path_params["run_id"])
         return render(request, "run.html", title=data.run["runId"], page=data)
 
     async def graph(request: Request) -> Response:
         run_id = request.path_params["run_id"]
         try:
-            document = await run_in_threadpool(views.graph_document, store, run_id)
+            document = await run_in_threadpool(views.graph_document, dashboard, run_id)
         except AgentctlError as error:
             problem = {"code": error.code, "message": error.message, "hint": error.hint}
             return JSONResponse({"error": problem}, status_code=_status_for(error))
@@ -152,40 +149,21 @@ def create_app(config: DashboardConfig) -> Starlette:
             request,
             "inbox.html",
             title="Inbox",
-            items=views.inbox(store),
-            pauses=pauses.paused_runs(store),
-            effects=views.uncertain_effects(store),
+            items=views.inbox(dashboard),
+            pauses=dashboard.paused(),
+            effects=views.uncertain_effects(dashboard),
         )
 
     def effects(request: Request) -> Response:
         return render(
-            request, "effects.html", title="Effects", effects=views.uncertain_effects(store)
+            request, "effects.html", title="Effects", effects=views.uncertain_effects(dashboard)
         )
 
     def artifact(request: Request) -> Response:
-        from agentctl.artifacts import ArtifactStore
-
-        run_id = request.path_params["run_id"]
-        digest = request.path_params["digest"]
-        listing = operations.inspect_run(store, run_id)["artifacts"]
-        match = next((a for a in listing if a["digest"] == digest), None)
-        if match is None:
-            raise NotFoundError(
-                f"run {run_id} has no artifact with digest {digest}",
-                hint="follow a download link from the run's page",
-            )
-        info = ArtifactStore.beside(store, clock).inspect(digest)
-        if not info.present:
-            raise NotFoundError(
-                f"the blob of {match['name']} ({digest}) is missing from the artifact store",
-                hint="run `agentctl artifacts verify` to see what is damaged",
-            )
-        filename = Path(str(match.get("path") or match["name"])).name or "artifact"
-        return FileResponse(
-            info.path,
-            filename=filename,
-            media_type=info.media_type or "application/octet-stream",
+        found = dashboard.artifact_file(
+            request.path_params["run_id"], request.path_params["digest"]
         )
+        return FileResponse(found.path, filename=found.filename, media_type=found.media_type)
 
     # -- actions -------------------------------------------------------------------------
 
@@ -226,13 +204,8 @@ def create_app(config: DashboardConfig) -> Starlette:
             reason = _text(form, "reason")
             if not reason:
                 raise UsageError("a reason is required (it is kept in the audit log)")
-            data = operations.decide_approval(
-                store,
-                request.path_params["approval_id"],
-                approve=approve,
-                reason=reason,
-                actor=ACTOR,
-                clock=clock,
+            data = dashboard.decide(
+                request.path_params["approval_id"], approve=approve, reason=reason, actor=ACTOR
             )
             decided = data["approval"]
             already = "already " if data["unchanged"] else ""
@@ -244,9 +217,7 @@ def create_app(config: DashboardConfig) -> Starlette:
         value = form.get("value")
         if not isinstance(value, str) or not value.strip():
             raise UsageError("an answer is required")
-        data = operations.answer_question(
-            store, request.path_params["approval_id"], value.strip(), actor=ACTOR, clock=clock
-        )
+        data = dashboard.answer(request.path_params["approval_id"], value.strip(), actor=ACTOR)
         answered = data["approval"]
         return f"{answered['approvalId']} answered", answered["runId"]
 
@@ -266,7 +237,7 @@ def create_app(config: DashboardConfig) -> Starlette:
             result=_text(form, "result"),
             result_schema=_text(form, "result_schema"),
         )
-        effects = await run_in_threadpool(views.uncertain_effects, store)
+        effects = await run_in_threadpool(views.uncertain_effects, dashboard)
         effect = next((e for e in effects if e["effectId"] == effect_id), None)
         if effect is None:
             return failure(
@@ -280,9 +251,7 @@ def create_app(config: DashboardConfig) -> Starlette:
         conclusion, draft.problems = reconcile_form.to_request(effect, draft, ACTOR)
         if conclusion is not None:
             try:
-                data = await run_in_threadpool(
-                    lambda: operations.reconcile_effect(store, conclusion, clock=clock)
-                )
+                data = await run_in_threadpool(dashboard.reconcile, conclusion)
             except AgentctlError as error:
                 hint = f" {error.hint[:1].upper()}{error.hint[1:]}." if error.hint else ""
                 draft.problems = [f"{error.message[:1].upper()}{error.message[1:]}.{hint}"]
@@ -305,9 +274,7 @@ def create_app(config: DashboardConfig) -> Starlette:
 
     def cancel(request: Request, form: FormData) -> tuple[str, str | None]:
         run_id = request.path_params["run_id"]
-        data = operations.cancel_run(
-            store, run_id, _text(form, "reason") or None, clock=clock, actor=ACTOR
-        )
+        data = dashboard.cancel(run_id, _text(form, "reason") or None, actor=ACTOR)
         note = data.get("note")
         return f"{run_id} {data['state']}" + (f" ({note})" if note else ""), None
 
@@ -321,8 +288,8 @@ def create_app(config: DashboardConfig) -> Starlette:
         run_id = request.path_params["run_id"]
         try:
             released = await run_in_threadpool(
-                lambda: pauses.release_pause(
-                    store, run_id, actor=ACTOR, reason=_text(form, "reason") or None, clock=clock
+                lambda: dashboard.release_pause(
+                    run_id, actor=ACTOR, reason=_text(form, "reason") or None
                 )
             )
         except AgentctlError as error:
@@ -357,11 +324,11 @@ def create_app(config: DashboardConfig) -> Starlette:
         a child ``agentctl resume`` executes it, and the browser goes to its page."""
 
         def create(source: str, form: FormData) -> str:
-            runtime = Runtime(store.path, clock=clock)
+            runtime = dashboard.runtime()
             reason = _text(form, "reason") or None
             if mode == "fork":
                 return runtime.create(RecoveryRequest("fork", source, reason=reason, actor=ACTOR))
-            workflow_file, workspace = views.recorded_source(store, source)
+            workflow_file, workspace = views.recorded_source(dashboard, source)
             scope = _text(form, "scope") or "failed"
             request = RecoveryRequest(
                 "retry",
@@ -399,7 +366,7 @@ def create_app(config: DashboardConfig) -> Starlette:
             last = None
             yield "retry: 2000\n\n"
             while not config.stopping.is_set() and not await request.is_disconnected():
-                marker = await run_in_threadpool(_marker)
+                marker = await run_in_threadpool(dashboard.change_marker)
                 if marker != last:
                     last = marker
                     yield f"data: {json.dumps(marker)}\n\n"
@@ -412,10 +379,6 @@ def create_app(config: DashboardConfig) -> Starlette:
             media_type="text/event-stream",
             headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
         )
-
-    def _marker() -> str:
-        with store.read() as conn:
-            return dashboard_repo.change_marker(conn)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

@@ -12,9 +12,16 @@ reader sees ``lint`` rather than ``check--0000-62216e66457c``.
 from __future__ import annotations
 
 import json
+import threading
+from collections import OrderedDict
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["child_label", "run_graph"]
+__all__ = ["PlanShape", "child_label", "plan_shape", "run_graph"]
+
+#: Plan shapes kept (the runs last viewed; a 1,000-task shape is a few hundred KB).
+SHAPES_KEPT = 16
 
 _LABEL_LIMIT = 40
 
@@ -106,3 +113,52 @@ def run_graph(plan: dict[str, Any], states: dict[str, str]) -> dict[str, Any]:
         )
         edges.extend({"from": str(need), "to": task_id} for need in task.get("needs") or [])
     return {"nodes": nodes, "edges": edges, "groups": list(groups.values())}
+
+
+@dataclass(frozen=True, slots=True)
+class PlanShape:
+    """What the run page derives from a plan alone, once per run: the graph's
+    nodes (without states), edges and groups, each task's label, and the tasks a retry
+    may start from."""
+
+    nodes: list[dict[str, Any]]
+    edges: list[dict[str, str]]
+    groups: list[dict[str, Any]]
+    labels: dict[str, str]
+    retry_roots: list[str]
+
+    def graph(self, states: Mapping[str, str]) -> dict[str, Any]:
+        """:func:`run_graph` of the plan with these task states (the same document)."""
+        return {
+            "nodes": [{**node, "state": states.get(node["id"], "pending")} for node in self.nodes],
+            "edges": self.edges,
+            "groups": self.groups,
+        }
+
+
+_shapes: OrderedDict[Hashable, PlanShape] = OrderedDict()
+_shapes_lock = threading.Lock()
+
+
+def plan_shape(key: Hashable, plan: Mapping[str, Any]) -> PlanShape:
+    """The :class:`PlanShape` of ``plan``, kept under ``key``: a key names one run's plan,
+    which never changes (``RunView.plan_key``), so what is kept is never stale."""
+    with _shapes_lock:
+        kept = _shapes.get(key)
+        if kept is not None:
+            _shapes.move_to_end(key)
+            return kept
+    tasks: Mapping[str, Any] = plan.get("tasks") or {}
+    bare = run_graph(dict(plan), {})
+    shape = PlanShape(
+        nodes=bare["nodes"],
+        edges=bare["edges"],
+        groups=bare["groups"],
+        labels={node["id"]: node["label"] for node in bare["nodes"]},
+        retry_roots=[t for t in plan.get("order") or [] if not tasks[t].get("expansion")],
+    )
+    with _shapes_lock:
+        _shapes[key] = shape
+        while len(_shapes) > SHAPES_KEPT:
+            _shapes.popitem(last=False)
+    return shape

@@ -14,10 +14,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentctl.engine.actions.result_shapes import result_shape
-from agentctl.engine.operations import MAX_EVIDENCE_BYTES, ReconcileRequest
 from agentctl.errors import UsageError
 from agentctl.json_schemas import compile_schema, first_error
+from agentctl.runtime_dashboard import MAX_EVIDENCE_BYTES, ReconcileRequest, result_shape
 
 __all__ = ["Draft", "shape_of", "to_request"]
 

@@ -12,10 +12,11 @@ Segment kinds: ``attempt`` (the task executing), ``backoff`` (between two attemp
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from agentctl.engine.run.timing import parked_intervals
+from agentctl.runtime_dashboard import parked_intervals
 from agentctl.signals import PAUSE_PREFIX
 from agentctl.web.graph import child_label
 
@@ -62,7 +63,7 @@ def _seconds(value: float) -> str:
 def run_timeline(
     data: dict[str, Any],
     events: list[Any],
-    plan_tasks: dict[str, Any],
+    plan_tasks: Mapping[str, Any],
     now: datetime,
 ) -> dict[str, Any]:
     """``{rows, markers, span, hidden}`` for the run page (``data`` is ``inspect_run``'s)."""
@@ -123,6 +124,9 @@ def run_timeline(
         if last is None:
             continue
         finished[task_id] = last
+        if len(rows) >= MAX_ROWS:
+            hidden += 1  # counted only: no later row is drawn to need its times
+            continue
         first = _at(task.get("startedAt"))
         if first is None:
             # Not recorded for a task without effects: it began once its needs had finished
@@ -133,9 +137,6 @@ def run_timeline(
             ready = [finished[n] for n in needs if n in finished]
             began = max([r for r in resumes if r <= anchor] or [start])
             first = min(max(ready + [began]), anchor)
-        if len(rows) >= MAX_ROWS:
-            hidden += 1
-            continue
         segments: list[dict[str, Any]] = []
         attempt_start = first
         for retry in sorted(retries.get(task_id, []), key=lambda r: r["at"]):

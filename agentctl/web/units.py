@@ -5,7 +5,7 @@ errors and ``inspect`` use too; docs/budgets.md names the resources).
 
 from __future__ import annotations
 
-from agentctl.engine.effects.budget import amount
+from agentctl.runtime_dashboard import amount
 
 __all__ = ["budget_rows", "resource_name"]
 

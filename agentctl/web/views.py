@@ -10,25 +10,17 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from agentctl import RunState, hints
-from agentctl.engine.core.records import TERMINAL_RUN_STATES, load_run
-from agentctl.engine.effects.approvals import list_approvals
-from agentctl.engine.effects.unsettled import needs_reconciliation
-from agentctl.engine.operations import inspect_document
-from agentctl.engine.pauses import paused_runs
 from agentctl.errors import UsageError
-from agentctl.observability.audit import events_and_chain
-from agentctl.store import dashboard_repo
-from agentctl.store.engine import Store
-from agentctl.store.ownership import holder_gone
-from agentctl.store.tasks_repo import task_states
-from agentctl.web.graph import run_graph
+from agentctl.runtime_dashboard import TERMINAL_RUN_STATES, Dashboard, TaskProgress, holder_gone
+from agentctl.web.graph import plan_shape
 from agentctl.web.reconcile_form import shape_of
-from agentctl.web.timeline import run_timeline
+from agentctl.web.timeline import MAX_ROWS, run_timeline
 from agentctl.web.units import budget_rows
 
 __all__ = [
@@ -50,6 +42,7 @@ MAX_SEARCH_CHARS = 200
 """Longest run search; SQLite refuses LIKE patterns past 50,000 bytes, people type words."""
 MAX_TASKS_SHOWN = 100
 MAX_EVENTS_SHOWN = 100
+DONE_STATES = frozenset({"succeeded", "failed", "skipped", "cancelled"})
 
 
 def format_duration(seconds: float) -> str:
@@ -72,15 +65,54 @@ def format_seconds(seconds: float) -> str:
 
 def pretty(value: Any) -> str:
     """JSON for a ``<pre>`` block, cut at a size a page can hold."""
-    # The compact form comes from the C encoder (indenting uses the pure-Python one, which
-    # took seconds over the outputs of a 1,000-item foreach); only what fits is indented.
-    compact = json.dumps(value, sort_keys=True, default=str, ensure_ascii=False)
-    if len(compact) > MAX_SHOWN_JSON:
-        return compact[:MAX_SHOWN_JSON] + f"\n… ({len(compact) - MAX_SHOWN_JSON} more characters)"
+    # Only what fits is indented (the indenting encoder is pure Python, and took seconds
+    # over the outputs of a 1,000-item foreach); a longer value is written compact and
+    # only as far as it is shown (a fan-out's join holds every child's output: a megabyte).
+    head = _compact_head(value, MAX_SHOWN_JSON)
+    if len(head) > MAX_SHOWN_JSON:
+        return head[:MAX_SHOWN_JSON] + "\n… (cut here; `agentctl inspect` shows all of it)"
     text = json.dumps(value, indent=2, sort_keys=True, default=str, ensure_ascii=False)
     if len(text) > MAX_SHOWN_JSON:
         return text[:MAX_SHOWN_JSON] + f"\n… ({len(text) - MAX_SHOWN_JSON} more characters)"
     return text
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=str, ensure_ascii=False)
+
+
+def _compact_head(value: Any, limit: int) -> str:
+    """The start of ``_compact(value)``: all of it when it is at most ``limit`` characters,
+    else at least ``limit + 1`` of them, written without encoding the rest."""
+    parts: list[str] = []
+    size = 0
+
+    def put(text: str) -> bool:
+        nonlocal size
+        parts.append(text)
+        size += len(text)
+        return size > limit
+
+    def walk(item: Any) -> bool:
+        """Write ``item``; True once past the limit (the caller stops)."""
+        if isinstance(item, dict) and item and all(isinstance(k, str) for k in item):
+            if put("{"):
+                return True
+            for n, key in enumerate(sorted(item)):
+                if put((", " if n else "") + _compact(key) + ": ") or walk(item[key]):
+                    return True
+            return put("}")
+        if isinstance(item, list | tuple) and item:
+            if put("["):
+                return True
+            for n, element in enumerate(item):
+                if (n and put(", ")) or walk(element):
+                    return True
+            return put("]")
+        return put(_compact(item))
+
+    walk(value)
+    return "".join(parts)
 
 
 def _now() -> datetime:
@@ -94,7 +126,7 @@ def _duration(created: datetime, updated: datetime, state: str) -> str:
 
 
 def runs_page(
-    store: Store,
+    dashboard: Dashboard,
     *,
     state: str | None,
     workflow: str | None,
@@ -110,17 +142,15 @@ def runs_page(
             code="ui.search_too_long",
             hint="search for a shorter part of the run id or workflow name",
         )
-    with store.read() as conn:
-        # One more row than shown tells whether an older page exists.
-        rows = dashboard_repo.run_summaries(
-            conn,
-            status=state,
-            workflow=workflow,
-            search=search,
-            limit=limit + 1,
-            before=_parse_cursor(before),
-        )
-        workflows = dashboard_repo.workflow_names(conn)
+    # One more row than shown tells whether an older page exists.
+    found = dashboard.runs(
+        state=state,
+        workflow=workflow,
+        search=search,
+        limit=limit + 1,
+        before=_parse_cursor(before),
+    )
+    rows, workflows = found.runs, found.workflows
     older = rows[limit - 1] if len(rows) > limit else None
     rows = rows[:limit]
     return {
@@ -198,42 +228,81 @@ class RunPage:
     #: quick to draw).
     hidden_tasks: int = 0
     hidden_events: int = 0
+    #: Tasks settled, of all the run's tasks (listed or not).
+    done: int = 0
+    total: int = 0
 
 
-def run_page(store: Store, run_id: str) -> RunPage:
-    # One read of the run, its plan and its events for everything the page shows: a run of
-    # a 1,000-item foreach has a thousand task rows and three thousand events to decode.
-    with store.read() as conn:
-        row = load_run(conn, run_id, whole=True)
-        events, chain = events_and_chain(conn, run_id)
-        data = inspect_document(conn, row, events, chain)
-    plan_tasks: dict[str, Any] = row.plan.get("tasks") or {}
-    states = {task["taskId"]: task["state"] for task in data["tasks"]}
+def _detailed(plan_tasks: Mapping[str, Any], progress: list[TaskProgress]) -> list[str]:
+    """The tasks the page draws in full: those its task list shows (the first
+    MAX_TASKS_SHOWN, then only what is not a settled expanded child) and the first rows of
+    its timeline. The rest are counted from their state alone, never decoded."""
+    chosen: list[str] = []
+    listed = drawn = 0
+    for task in progress:
+        plan_task = plan_tasks.get(task.task_id) or {}
+        wanted = False
+        if listed < MAX_TASKS_SHOWN or not (
+            plan_task.get("expansion") and task.state in ("succeeded", "skipped")
+        ):
+            listed += 1
+            wanted = True
+        if task.state != "pending" and drawn < MAX_ROWS:
+            # A skipped or cancelled task without a finish time may not be drawn: it is
+            # detailed without counting towards the timeline's rows.
+            if task.finished_at is not None or task.state not in ("skipped", "cancelled"):
+                drawn += 1
+            wanted = True
+        if wanted:
+            chosen.append(task.task_id)
+    return chosen
+
+
+def _light(task: TaskProgress) -> dict[str, Any]:
+    """A task the page only counts: its state and times, as ``inspect`` names them."""
+    return {
+        "taskId": task.task_id,
+        "state": task.state,
+        "attempt": task.attempt,
+        "startedAt": task.started_at.isoformat() if task.started_at else None,
+        "finishedAt": task.finished_at.isoformat() if task.finished_at else None,
+    }
+
+
+def run_page(dashboard: Dashboard, run_id: str) -> RunPage:
+    # One read of the run, its plan (kept per version) and its events; only the tasks the
+    # page draws are decoded: a 1,000-item foreach has a thousand task outputs.
+    view = dashboard.run_view(run_id, _detailed)
+    row, data, events = view.row, view.document, view.events
+    plan_tasks: Mapping[str, Any] = view.plan.get("tasks") or {}
+    states = {task.task_id: task.state for task in view.progress}
+    detailed = {task["taskId"]: task for task in data["tasks"]}
     by_task: dict[str, dict[str, list[Any]]] = defaultdict(lambda: defaultdict(list))
     for key in ("effects", "approvals", "artifacts", "toolCalls"):
         for item in data[key]:
             by_task[item.get("taskId") or ""][key].append(item)
     for retry in data["retries"]:
         by_task[retry.get("taskId") or ""]["retries"].append(retry)
-    graph = run_graph(row.plan, states)
-    labels = {node["id"]: node["label"] for node in graph["nodes"]}
+    shape = plan_shape(view.plan_key, view.plan)
+    graph = shape.graph(states)
     tasks: list[dict[str, Any]] = []
     hidden_tasks = 0
-    for task in data["tasks"]:
-        task_id = task["taskId"]
+    for progress in view.progress:
+        task_id = progress.task_id
         plan_task = plan_tasks.get(task_id) or {}
         if (
             len(tasks) >= MAX_TASKS_SHOWN
             and plan_task.get("expansion")
-            and task["state"] in ("succeeded", "skipped")
+            and progress.state in ("succeeded", "skipped")
         ):
             hidden_tasks += 1  # a long fan-out: its settled children stay in `inspect`
             continue
+        task = detailed[task_id]
         related = by_task.get(task_id, {})
         tasks.append(
             {
                 **task,
-                "label": labels.get(task_id, task_id),
+                "label": shape.labels.get(task_id, task_id),
                 "kind": (plan_task.get("uses") or {}).get("kind", ""),
                 "uses": (plan_task.get("uses") or {}).get("name", ""),
                 "needs": plan_task.get("needs") or [],
@@ -257,14 +326,17 @@ def run_page(store: Store, run_id: str) -> RunPage:
     terminal = run["state"] in TERMINAL_RUN_STATES
     uncertain = [
         {**effect, "requestText": pretty(effect.get("request")), "shape": shape_of(effect)}
-        for effect in needs_reconciliation(store, run_id)
+        for effect in view.uncertain
     ]
-    paused = paused_runs(store, run_id)
     owner_gone = (
         run["state"] == RunState.RUNNING
         and row.owner_id is not None
         and holder_gone(row.owner_id, row.owner_lease_expires_at, _now())
     )
+    timeline_data = {
+        **data,
+        "tasks": [detailed.get(task.task_id) or _light(task) for task in view.progress],
+    }
     return RunPage(
         run={
             **run,
@@ -294,11 +366,13 @@ def run_page(store: Store, run_id: str) -> RunPage:
         pending=pending,
         uncertain=uncertain,
         workflow_file=row.workflow_file or "",
-        retry_roots=[t for t in row.plan.get("order") or [] if not plan_tasks[t].get("expansion")],
-        paused=paused,
-        waits=_waits(pending, paused, uncertain, owner_gone, row.owner_id),
+        retry_roots=shape.retry_roots,
+        paused=view.paused,
+        waits=_waits(pending, view.paused, uncertain, owner_gone, row.owner_id),
         owner_gone=owner_gone,
-        timeline=run_timeline(data, events, plan_tasks, _now()),
+        timeline=run_timeline(timeline_data, events, plan_tasks, _now()),
+        done=sum(1 for task in view.progress if task.state in DONE_STATES),
+        total=len(view.progress),
     )
 
 
@@ -338,20 +412,21 @@ def _waits(
     return said
 
 
-def graph_document(store: Store, run_id: str) -> dict[str, Any]:
+def graph_document(dashboard: Dashboard, run_id: str) -> dict[str, Any]:
     """``/runs/{run_id}/graph.json``: the graph the run page draws (agentctl/web/graph.py),
     with the run's id and state."""
-    with store.read() as conn:
-        row = load_run(conn, run_id, whole=True)
-        states = {str(state[0]): str(state[2]) for state in task_states(conn, run_id)}
-    return {"runId": run_id, "state": row.status, **run_graph(row.plan, states)}
+    view = dashboard.graph_view(run_id)
+    return {
+        "runId": run_id,
+        "state": view.state,
+        **plan_shape(view.plan_key, view.plan).graph(view.states),
+    }
 
 
-def recorded_source(store: Store, run_id: str) -> tuple[str, str | None]:
+def recorded_source(dashboard: Dashboard, run_id: str) -> tuple[str, str | None]:
     """The workflow file and workspace run ``run_id`` was created from (a dashboard retry
     compiles that same file in that same workspace)."""
-    with store.read() as conn:
-        row = load_run(conn, run_id)
+    row = dashboard.recorded_source(run_id)
     if not row.workflow_file:
         raise UsageError(
             f"run {run_id} has no recorded workflow file to retry",
@@ -361,23 +436,19 @@ def recorded_source(store: Store, run_id: str) -> tuple[str, str | None]:
     return row.workflow_file, row.workspace
 
 
-def inbox(store: Store) -> list[dict[str, Any]]:
+def inbox(dashboard: Dashboard) -> list[dict[str, Any]]:
     """Every pending approval and question, oldest first, with its run's workflow."""
-    with store.read() as conn:
-        found = [a.to_json() for a in list_approvals(conn, None, status="pending")]
-        workflows: dict[str, str] = {}
-        for item in found:
-            run_id = item["runId"]
-            if run_id not in workflows:
-                workflows[run_id] = load_run(conn, run_id).workflow_name
-            item["workflow"] = workflows[run_id]
-            item["inputText"] = pretty(item.get("input")) if item.get("input") is not None else ""
+    found = []
+    for item, workflow in dashboard.pending_approvals():
+        item["workflow"] = workflow
+        item["inputText"] = pretty(item.get("input")) if item.get("input") is not None else ""
+        found.append(item)
     return found
 
 
-def uncertain_effects(store: Store) -> list[dict[str, Any]]:
+def uncertain_effects(dashboard: Dashboard) -> list[dict[str, Any]]:
     """Effects whose outcome nobody knows, across runs (``agentctl reconcile --list``)."""
     return [
         {**effect, "requestText": pretty(effect.get("request")), "shape": shape_of(effect)}
-        for effect in needs_reconciliation(store)
+        for effect in dashboard.uncertain_effects()
     ]

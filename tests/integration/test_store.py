@@ -38,7 +38,7 @@ def _insert_run(conn: object, run_id: str = "run-1", format_version: int = 1) ->
 
 
 def test_single_head() -> None:
-    assert migrate.head_revision() == migrate.SCHEMA_HEAD == "0013_memory_sealed_text"
+    assert migrate.head_revision() == migrate.SCHEMA_HEAD == "0014_sealed_bytes"
     assert len(migrate.known_revisions()) >= 1
 
 
@@ -306,11 +306,12 @@ def test_newer_format_check_probes_partial_indexes(tmp_path: Path) -> None:
 
     assert NEWER_FORMAT_CONDITION == f"format_version > {FORMAT_VERSION}"
     assert {t.name for t in NEWER_FORMAT_TABLES} == {table for _, table, _ in RUN_RECORDS}
-    from agentctl.store.records import NEWER_FORMAT_PROBE
+    from agentctl.store.records import newer_format_probe
 
     with open_store(str(tmp_path / "a.db")) as store, store.read() as conn:
+        probe = newer_format_probe.compiled("sqlite")
         plan = conn.exec_driver_sql(
-            f"EXPLAIN QUERY PLAN {NEWER_FORMAT_PROBE}", ("run-1",) * len(RUN_RECORDS)
+            f"EXPLAIN QUERY PLAN {probe.text}", probe.parameters({"run_id": "run-1"})
         ).all()
         details = " | ".join(str(row[-1]) for row in plan)
         for _, table, _ in RUN_RECORDS:

@@ -159,20 +159,27 @@ class Cluster:
 
 
 def start_cluster(
-    *, durable: bool = False, language: str | None = None, own: bool = False
+    *,
+    durable: bool = False,
+    language: str | None = None,
+    own: bool = False,
+    listen: tuple[str, ...] = (),
+    trust: str | None = None,
 ) -> Cluster:
     """Start a server (or use ``AGENTCTL_TEST_POSTGRES_URL``); skips or fails when none.
 
     ``durable`` keeps the server's durability settings (benchmarks); tests turn them off.
     ``language`` (``de``, …) makes the server word its messages in that language (gettext's
     ``LANGUAGE``, the package's own translations), as a server with another
-    ``lc_messages`` does. ``own`` always starts a server of its own (one a test restarts)."""
+    ``lc_messages`` does. ``own`` always starts a server of its own (one a test restarts).
+    ``listen`` adds addresses to 127.0.0.1 and ``trust`` a network whose clients are
+    trusted (a benchmark's hosts in network namespaces it made; ``own`` is implied)."""
     try:
         import psycopg  # noqa: F401
     except ImportError:
         require_postgres("the psycopg driver is not installed (pip install -e '.[dev]')")
     given = os.environ.get("AGENTCTL_TEST_POSTGRES_URL")
-    if given and not own:
+    if given and not own and not listen:
         return Cluster(admin_url=given)
     bin_dir = _bin_dir()
     if bin_dir is None or not (bin_dir / "pg_ctl").exists():
@@ -202,7 +209,12 @@ def start_cluster(
     if initdb.returncode != 0:
         shutil.rmtree(directory, ignore_errors=True)
         pytest.fail(f"initdb failed: {initdb.stderr or initdb.stdout}")
-    options = f"-c listen_addresses=127.0.0.1 -c port={port} -k {directory} -c max_connections=200"
+    if trust is not None:
+        with (data / "pg_hba.conf").open("a") as hba:
+            hba.write(f"host all all {trust} trust\n")
+    addresses = ",".join(("127.0.0.1", *listen))
+    options = f"-c listen_addresses={addresses} -c port={port} -k {directory}"
+    options += " -c max_connections=200"
     ctl = [str(bin_dir / "pg_ctl"), "-D", str(data)]
     if language is not None:
         options += " -c lc_messages=C.UTF-8"

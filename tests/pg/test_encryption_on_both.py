@@ -131,6 +131,10 @@ def test_payloads_and_blobs_are_sealed_and_read_back_with_the_key_only(
     run_id = _roll(cli, database, workflow, MARKER)
 
     assert MARKER not in _stored_text(database)
+    # Each store's form: bytes on SQLite (no base64), base64 text in PostgreSQL's text.
+    (output,) = rows(database, "SELECT output_json FROM tasks WHERE task_id = 'think'")[0]
+    form = str if "://" in database else bytes
+    assert isinstance(output, form) and output[:13] in ("aes256gcm:k1:", b"aes256gcm:k1:")
     stored = [Path(database), Path(database + "-wal")] if "://" not in database else []
     artifacts = tmp_path / "artifacts"
     stored += [p for p in artifacts.rglob("*") if p.is_file()]

@@ -5,12 +5,18 @@ and a write that names no scope still has the whole store to itself."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
+from agentctl.engine.run.creation import create_run, prepare_run
+from agentctl.engine.scheduled_runs import RunLauncher
 from agentctl.errors import OwnershipLostError, PersistenceError
-from agentctl.store import locks, ownership
+from agentctl.ids import IdGenerator, SystemClock
+from agentctl.scheduling.daemon import fire_now
+from agentctl.scheduling.schedules import NewSchedule, add_schedule
+from agentctl.store import locks, ownership, run_queue, schedules_repo
 from agentctl.store.engine import Store, StoreSettings, open_store
 from tests.pg.cluster import Cluster
 
@@ -73,8 +79,8 @@ def test_run_b_commits_while_a_write_of_run_a_is_open(stores: tuple[Store, Store
         assert whole.value.code == "store.locked"
         # A worker's claim passes a run whose write is in flight by, without waiting.
         with second.write(locks.Locks()) as conn:
-            assert locks.try_run_lock(conn, "run-a") is False
-            assert locks.try_run_lock(conn, "run-b") is True
+            assert run_queue.try_run_lock(conn, "run-a") is False
+            assert run_queue.try_run_lock(conn, "run-b") is True
     assert _reason(first, "run-a") == "a, still open"
 
 
@@ -116,3 +122,80 @@ def test_lock_keys_are_stable_and_taken_in_one_order() -> None:
     assert begin.startswith(f"BEGIN; SELECT pg_advisory_xact_lock_shared({locks.STORE_KEY})")
     assert f"pg_advisory_xact_lock_shared({locks.key('cat')})" in begin
     assert locks.begin_postgres(None) == f"BEGIN; SELECT pg_advisory_xact_lock({locks.STORE_KEY})"
+
+
+WORKFLOW = """
+apiVersion: agentctl.dev/v1
+kind: Workflow
+metadata: {name: created-beside}
+spec:
+  actions:
+    set: {kind: builtin.assign}
+  tasks:
+    - {id: one, uses: action:set, with: {value: 1}}
+"""
+
+
+def test_a_run_is_created_while_another_runs_write_is_open(
+    stores: tuple[Store, Store], tmp_path: Path
+) -> None:
+    """Creating a run writes only that run's rows, so it takes only the new run's lock: it
+    commits while a write of another run is held open (before, it took the whole store and
+    waited). A creation that decides on other rows (a guard) still takes the whole store."""
+    first, second = stores
+    workflow = tmp_path / "wf.yaml"
+    workflow.write_text(WORKFLOW)
+    prepared = prepare_run(str(workflow), workspace=str(tmp_path))
+    clock = SystemClock()
+    with first.write(locks.run("run-a")) as held:
+        _touch(held, "run-a", "held while a run is created")
+        created = create_run(second, prepared, clock=clock, ids=IdGenerator(clock))
+        with pytest.raises(PersistenceError) as guarded:
+            create_run(
+                second, prepared, clock=clock, ids=IdGenerator(clock), guard=lambda conn: None
+            )
+        assert guarded.value.code == "store.locked"
+    with second.read() as conn:
+        row = conn.exec_driver_sql("SELECT status FROM runs WHERE id = ?", (created,)).first()
+    assert row is not None and row[0] == "running"
+
+
+def test_a_schedule_fires_while_another_runs_write_is_open(
+    stores: tuple[Store, Store], tmp_path: Path
+) -> None:
+    """A firing (record the slot, create the run, link them) takes the schedule's lock and
+    the new run's: it commits while a run's write is held open, and still waits for a
+    write that holds the whole store."""
+    first, second = stores
+    workflow = tmp_path / "workflows" / "created-beside.yaml"
+    workflow.parent.mkdir()
+    workflow.write_text(WORKFLOW)
+    now = datetime.now(UTC)
+    new = NewSchedule(
+        name="nightly",
+        workflow="created-beside",
+        workflow_file=str(workflow),
+        project_dir=str(tmp_path),
+        workspace=str(tmp_path),
+        cron=None,
+        interval_seconds=3600,
+        timezone="UTC",
+        inputs={},
+        catch_up="skip",
+        max_catch_up=1,
+        overlap="allow",
+        jitter_seconds=0,
+        grace_seconds=60,
+        start=now,
+    )
+    add_schedule(second, new, now=now)
+    launcher = RunLauncher(second, SystemClock())
+    with first.write(locks.run("run-a")) as held:
+        _touch(held, "run-a", "held while a schedule fires")
+        run_id = fire_now(second, "nightly", now, launcher)
+    with second.read() as conn:
+        linked = schedules_repo.firings(conn, "nightly", 5)
+    assert [f.run_id for f in linked] == [run_id]
+    with first.write(), pytest.raises(PersistenceError) as whole:
+        fire_now(second, "nightly", now + timedelta(seconds=1), launcher)
+    assert whole.value.code == "store.locked"

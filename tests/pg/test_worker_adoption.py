@@ -151,6 +151,10 @@ def test_a_parked_run_whose_owner_is_alive_is_not_adopted(
         execute(postgres_url, "UPDATE runs SET owner_id = ? WHERE id = ?", (gone, run_id))
         execute(postgres_url, "SELECT pg_notify('agentctl_runs', ?)", (run_id,))
         _until(events, run_id, {"adopted"})
+        # Adopting is taking ownership; the run reads `paused` until the worker's executor
+        # resumes it, so a `runs wait` right after the event may still see the park (exit 3).
+        # The worker's own outcome event is the moment to look.
+        _until(events, run_id, {"succeeded", "failed", "paused", "error"})
         waited = cli("--output", "json", "runs", "wait", run_id, "--db", postgres_url)
         assert waited.exit_code == 0, waited.stdout + waited.stderr
     finally:

@@ -442,6 +442,7 @@ FACADE = frozenset(
         "agentctl.runtime",
         "agentctl.runtime_recovery",
         "agentctl.runtime_records",
+        "agentctl.runtime_dashboard",
         "agentctl.results",
     }
 )
@@ -515,29 +516,6 @@ THROUGH_THE_WALL: frozenset[tuple[str, str]] = frozenset(
         ("agentctl.cli.workflows", "agentctl.scheduling.catalog"),
         ("agentctl.cli.workflows", "agentctl.scheduling.registry"),
         ("agentctl.cli.workflows", "agentctl.store.engine"),
-        ("agentctl.web.adoption", "agentctl.engine.core.records"),
-        ("agentctl.web.adoption", "agentctl.engine.effects.approvals"),
-        ("agentctl.web.adoption", "agentctl.engine.effects.unsettled"),
-        ("agentctl.web.adoption", "agentctl.store.adoption"),
-        ("agentctl.web.adoption", "agentctl.store.engine"),
-        ("agentctl.web.app", "agentctl.engine.operations"),
-        ("agentctl.web.app", "agentctl.engine.pauses"),
-        ("agentctl.web.app", "agentctl.store.dashboard_repo"),
-        ("agentctl.web.app", "agentctl.store.engine"),
-        ("agentctl.web.reconcile_form", "agentctl.engine.actions.result_shapes"),
-        ("agentctl.web.reconcile_form", "agentctl.engine.operations"),
-        ("agentctl.web.timeline", "agentctl.engine.run.timing"),
-        ("agentctl.web.units", "agentctl.engine.effects.budget"),
-        ("agentctl.web.views", "agentctl.engine.core.records"),
-        ("agentctl.web.views", "agentctl.engine.effects.approvals"),
-        ("agentctl.web.views", "agentctl.engine.effects.unsettled"),
-        ("agentctl.web.views", "agentctl.engine.operations"),
-        ("agentctl.web.views", "agentctl.engine.pauses"),
-        ("agentctl.web.views", "agentctl.observability.audit"),
-        ("agentctl.web.views", "agentctl.store.dashboard_repo"),
-        ("agentctl.web.views", "agentctl.store.engine"),
-        ("agentctl.web.views", "agentctl.store.ownership"),
-        ("agentctl.web.views", "agentctl.store.tasks_repo"),
     }
 )
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import base64
+import itertools
 import os
+import warnings
 from pathlib import Path
 
 import pytest
@@ -11,7 +13,17 @@ import pytest
 from agentctl.errors import PersistenceError, UsageError
 from agentctl.store import encryption_repo
 from agentctl.store.engine import open_store
-from agentctl.store.sealing import Sealer, open_blob, seal, seal_blob, unseal
+from agentctl.store.sealing import (
+    Sealer,
+    is_sealed,
+    key_id_of,
+    next_nonce,
+    open_blob,
+    reseal,
+    seal,
+    seal_blob,
+    unseal,
+)
 
 
 def _sealer(key_id: str = "k1") -> Sealer:
@@ -127,3 +139,157 @@ def test_memory_words_are_the_words_the_text_index_sees() -> None:
         assert memory_sealing.index_words(text) == indexed, text
     conn.close()
     assert memory_sealing.words_of(["foo_bar", "", "Café"]) == [["foo", "bar"], [], ["cafe"]]
+
+
+# Values the previous release sealed (text form) under this key: they must keep opening.
+_RELEASE_KEY = bytes(range(32))
+_RELEASE_VALUES = (
+    (
+        ("tasks", "output_json", ("run-1", "a")),
+        "aes256gcm:release-0:T/Zg3GiZzsRSAfUSbd+tBPZCpSvSuC7XWqsbqVVDRpxlxdF1CIU63fo=",
+        '{"secret": 1}',
+    ),
+    (
+        ("checkpoints", "memory_delta_json", ("run-1", 3)),
+        "aes256gcm:release-0:08YVST2Bm6NLB7PNP1PuWqLjGAoxe2SfWzhd1LdO",
+        "{}",
+    ),
+)
+
+
+def test_values_sealed_by_the_previous_release_open_with_either_form() -> None:
+    for binary in (False, True):
+        conn = _Conn(Sealer(active="new", given={"release-0": _RELEASE_KEY}, binary=binary))
+        for (table, column, record), stored, plain in _RELEASE_VALUES:
+            assert unseal(conn, table, column, record, stored) == plain
+            # Re-sealed (enable/rotate) it takes the sealer's form and the active key.
+            conn.sealer.given["new"] = os.urandom(32)
+            again = reseal(conn.sealer, table, column, record, stored)
+            assert isinstance(again, bytes) == binary and key_id_of(again) == "new"
+            assert unseal(conn, table, column, record, again) == plain
+
+
+def test_the_bytes_form_is_the_text_form_without_base64() -> None:
+    conn = _Conn(Sealer(active="k1", given={"k1": os.urandom(32)}, binary=True))
+    stored = seal(conn, "runs", "output_json", ("run-1",), '{"secret": 1}')
+    assert isinstance(stored, bytes) and stored.startswith(b"aes256gcm:k1:")
+    assert len(stored) == len(b"aes256gcm:k1:") + 12 + len('{"secret": 1}') + 16
+    assert is_sealed(stored) and is_sealed(memoryview(stored)) and key_id_of(stored) == "k1"
+    assert unseal(conn, "runs", "output_json", ("run-1",), memoryview(stored)) == '{"secret": 1}'
+    as_text = "aes256gcm:k1:" + base64.b64encode(stored[len(b"aes256gcm:k1:") :]).decode()
+    assert unseal(conn, "runs", "output_json", ("run-1",), as_text) == '{"secret": 1}'
+    with pytest.raises(PersistenceError) as moved:
+        unseal(conn, "runs", "output_json", ("run-2",), stored)
+    assert moved.value.code == "encryption.key_mismatch"
+
+
+def test_nonces_never_repeat_in_a_process_its_threads_or_a_forked_child() -> None:
+    import threading
+
+    from agentctl.store import sealing
+
+    seen: list[bytes] = []
+
+    def take() -> None:
+        seen.extend(next_nonce() for _ in range(2000))
+
+    threads = [threading.Thread(target=take) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(seen) == len(set(seen)) == 8000 and {len(n) for n in seen} == {12}
+    # A forked child draws its own prefix: it never goes on from the parent's counter.
+    read, write = os.pipe()
+    with warnings.catch_warnings():  # 3.12+ warns about forking with threads alive
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        os.write(write, next_nonce())
+        os._exit(0)
+    os.close(write)
+    child = os.read(read, 12)
+    os.close(read)
+    os.waitpid(pid, 0)
+    mine = next_nonce()
+    assert len(child) == 12 and child[:8] != mine[:8]
+    # A counter about to wrap draws a new prefix rather than reuse a number.
+    source = sealing._NonceSource()
+    prefix, _ = source._state
+    source._state = (prefix, itertools.count(2**32 - 1))
+    last, after = source.next(), source.next()
+    assert last == prefix + b"\xff\xff\xff\xff" and after[:8] != prefix
+
+
+def test_sqlite_stores_seal_as_bytes_and_0014_converts_text_sealed_values(
+    tmp_path: Path,
+) -> None:
+    """A SQLite database sealed by the previous release (text form) reads the same after
+    the upgrade converts its values to bytes; a downgrade turns them back into text."""
+    from agentctl.engine.run.outcome import finished_outcome
+    from agentctl.store import migrate
+
+    path = tmp_path / "old.db"
+    with open_store(str(path)) as store:
+        sealer = encryption_repo.activate_key(store, "k1", "K1_UNUSED", os.urandom(32))
+        assert sealer.binary
+    run_id = _roll_chain_sealed(path, sealer)
+    with open_store(str(path)) as store:
+        store.use_sealer(sealer)
+        expected = finished_outcome(store, run_id)
+        assert expected is not None and expected.state == "succeeded"
+        with store.write() as conn:
+            migrate.downgrade(conn, "0013_memory_sealed_text")
+    kinds = _forms(path)
+    assert kinds == {"text"}, kinds  # what the previous release held
+    with open_store(str(path)) as store:  # upgrades on open
+        assert store.revision() == migrate.head_revision()
+        assert _forms(path) == {"blob"}
+        store.use_sealer(sealer)
+        again = finished_outcome(store, run_id)
+        assert again is not None and again.output == expected.output
+        inventory = encryption_repo.inventory(store)
+        assert inventory["clearValues"] == 0 and inventory["sealedValues"] > 0
+
+
+def _roll_chain_sealed(path: Path, sealer: Sealer) -> str:
+    import asyncio
+
+    from agentctl.engine.run.creation import create_run, prepare_run
+    from agentctl.engine.run.executor import RunExecutor
+    from agentctl.ids import IdGenerator, SystemClock
+
+    workflow = path.parent / "chain.yaml"
+    workflow.write_text(
+        "apiVersion: agentctl.dev/v1\nkind: Workflow\nmetadata: {name: chain}\nspec:\n"
+        "  actions:\n    step: {kind: builtin.assign}\n  tasks:\n"
+        "    - {id: s0, uses: 'action:step', with: {i: 0}}\n"
+        "    - {id: s1, uses: 'action:step', with: {i: 1}, needs: [s0]}\n"
+    )
+    clock = SystemClock()
+    with open_store(str(path)) as store:
+        store.use_sealer(sealer)
+        run_id = create_run(store, prepare_run(str(workflow)), clock=clock, ids=IdGenerator(clock))
+        asyncio.run(RunExecutor(store, run_id, clock=clock).execute())
+    return run_id
+
+
+def _forms(path: Path) -> set[str]:
+    """The SQLite storage classes of the sealed values in tasks, runs and audit events."""
+    import sqlite3
+
+    conn = sqlite3.connect(path)
+    try:
+        found = set()
+        for table, column in (
+            ("tasks", "output_json"),
+            ("runs", "output_json"),
+            ("audit_events", "payload_json"),
+        ):
+            query = f"SELECT typeof({column}), {column} FROM {table} WHERE {column} IS NOT NULL"  # noqa: S608
+            for kind, value in conn.execute(query):
+                assert is_sealed(value), (table, column, value)
+                found.add(kind)
+        return found
+    finally:
+        conn.close()

@@ -494,5 +494,36 @@ def test_a_long_foreach_lists_its_first_children_and_says_how_many_more(
     shown = views.MAX_TASKS_SHOWN  # children, then the aggregate
     assert page.count('<details class="task"') == shown + 1
     assert f'id="hidden-tasks">{400 - shown} more settled foreach' in page
+    # The tasks line counts every task, listed or not (it said 101/101 before).
+    assert "<dt>tasks</dt><dd>401/401 done</dd>" in page
     assert 'id="hidden-events">the first ' in page
     assert page.count("<tr><td>") <= views.MAX_EVENTS_SHOWN + 1
+
+
+def test_the_same_dashboard_shows_new_task_states_over_a_kept_plan(
+    runs: Runs, dashboard: Any
+) -> None:
+    """The dashboard keeps each run's decoded plan (and the graph's shape) once read; the
+    task states are read on every request, so what it draws follows the run."""
+    parked, approval, _, _ = runs.park_release_and_question()
+    run_id = parked["runId"]
+    client = dashboard()
+
+    def publish() -> tuple[str, str]:
+        graph = client.get(f"/runs/{run_id}/graph.json").json()
+        page = client.get(f"/runs/{run_id}").text
+        match = re.search(r'<script type="application/json" id="graph-data">(.*?)</script>', page)
+        assert match is not None
+        drawn = next(n for n in json.loads(match.group(1))["nodes"] if n["id"] == "publish")
+        served = next(n for n in graph["nodes"] if n["id"] == "publish")
+        return str(drawn["state"]), str(served["state"])
+
+    assert publish() == ("waiting_for_approval", "waiting_for_approval")
+    approved = runs.cli(
+        "--output", "json", "approvals", "approve", approval, "--reason", "ok", "--db", runs.db
+    )
+    assert approved.exit_code == 0, approved.stderr
+    resumed = runs.cli("--output", "json", "resume", run_id, "--db", runs.db)
+    assert resumed.exit_code == 0, resumed.stderr
+    assert publish() == ("succeeded", "succeeded")
+    assert "<dt>tasks</dt><dd>6/6 done</dd>" in client.get(f"/runs/{run_id}").text

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import json.encoder
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Annotated, Any, ClassVar
@@ -186,10 +186,16 @@ def load_run_state(conn: SqlRunner, run_id: str) -> tuple[str, Any, Any]:
     return status, _loads(output), _loads(error)
 
 
-def load_tasks(conn: SqlRunner, run_id: str) -> dict[str, TaskRow]:
+def load_tasks(
+    conn: SqlRunner, run_id: str, task_ids: Sequence[str] | None = None
+) -> dict[str, TaskRow]:
     """Every task row of a run in plan order (one driver-level query: resume reads
-    hundreds of rows, and statement compilation would cost more than the read)."""
-    rows = tasks_repo.task_states(conn, run_id)
+    hundreds of rows, and statement compilation would cost more than the read); only the
+    given tasks (those that exist) when ``task_ids`` is given."""
+    if task_ids is None:
+        rows = tasks_repo.task_states(conn, run_id)
+    else:
+        rows = tasks_repo.task_states_of(conn, run_id, task_ids)
     out: dict[str, TaskRow] = {}
     for task_id, ordinal, status, attempt, disposition, output, error, version in rows:
         if version > FORMAT_VERSION:

@@ -25,7 +25,7 @@ from agentctl.spec import LoadResult, load_workflow
 from agentctl.spec.inputs import merge_inputs, parse_input_pairs, require_declared_inputs
 from agentctl.spec.loader import require_workflow_file
 from agentctl.spec.vars_files import load_variables
-from agentctl.store import plan_repo, runs_repo, tasks_repo
+from agentctl.store import locks, plan_repo, runs_repo, tasks_repo
 from agentctl.store.engine import Store
 
 __all__ = [
@@ -188,6 +188,7 @@ def create_run(
     guard: Callable[[Any], None] | None = None,
     probe_isolation: bool = True,
     link: Callable[[Any, str], None] | None = None,
+    link_locks: locks.Locks | None = None,
     actor: str | None = None,
 ) -> str:
     """Commit the run, its pending tasks and ``run.created`` in one transaction.
@@ -197,7 +198,9 @@ def create_run(
     ``guard`` runs first inside the transaction (under the write lock): an exclusive
     decision such as "no other compensation of this source is live" raises there and
     nothing is created. ``link`` runs last in the same transaction with the new run id
-    (a schedule firing records its run there, so both commit or neither does). ``actor``,
+    (a schedule firing records its run there, so both commit or neither does);
+    ``link_locks`` names what it writes besides the new run (the schedule's lock), else the
+    transaction takes the whole store. ``actor``,
     when given, is recorded in ``run.created`` (who asked for the run: ``ui`` for the
     dashboard)."""
     from agentctl.engine.actions.builtin import unsupported_action_kinds
@@ -228,7 +231,17 @@ def create_run(
     budgets = ((prepared.workflow.get("spec") or {}).get("runtime") or {}).get("budgets") or {}
     wall = budgets.get("maxWallTimeSeconds")
     deadline = now + timedelta(seconds=int(wall)) if wall else None
-    with store.write() as conn:
+    # A new run's rows are its own: on PostgreSQL its creation takes only its run lock, so
+    # a busy server's runs keep writing while another is created. A link that names its
+    # locks (a schedule's firing) adds them; a guard, or a link that names none, decides on
+    # rows beyond the new run (a compensation claim) and keeps the whole store
+    # (docs/postgresql.md, "Locks").
+    scope: locks.Locks | None = locks.run(run_id)
+    if guard is not None or (link is not None and link_locks is None):
+        scope = None
+    elif link_locks is not None:
+        scope = locks.Locks(exclusive=(f"run:{run_id}", *link_locks.exclusive))
+    with store.write(scope) as conn:
         if guard is not None:
             guard(conn)
         runs_repo.insert_run(

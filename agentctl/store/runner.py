@@ -1,0 +1,469 @@
+"""An open store and what runs SQL on it: :class:`Store` (its ``write()``, ``row_write()``,
+``read()`` transactions and driver sessions), :class:`DriverSession` (statements at the
+driver, for a run's hot path), the :class:`SqlRunner` protocol every repository takes, and
+:class:`StoreSettings`.
+
+Opening a store (files, PostgreSQL URLs, upgrades) is :mod:`agentctl.store.engine`'s, and
+the PostgreSQL engine's set-up :mod:`agentctl.store.postgres`'s; both build on this
+module, which imports neither, so the repositories and the sealing modules can name these
+types without importing the module that opens stores (and the repositories it loads).
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import sys
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+
+from agentctl.errors import PersistenceError
+from agentctl.store import migrate
+from agentctl.store.dialect import (
+    POSTGRESQL,
+    READ,
+    ROW_LOCKS,
+    SQLITE,
+    WRITE,
+    begin_statement,
+    to_postgres,
+)
+from agentctl.store.errors import driver_error, retry_window_seconds
+from agentctl.store.location import MEMORY
+from agentctl.store.locks import Locks
+from agentctl.store.sealing import CLEAR, SEALER_OPTION, Sealer
+from agentctl.store.sqlite_connections import SQLITE_DRIVER, FileConnections
+from agentctl.store.statements import is_compiled
+
+__all__ = ["DriverSession", "SqlRunner", "Store", "StoreSettings"]
+
+_SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")
+
+
+@dataclass(frozen=True, slots=True)
+class StoreSettings:
+    synchronous: str = "FULL"
+    busy_timeout_ms: int = 10_000
+
+    @classmethod
+    def from_env(cls) -> StoreSettings:
+        value = os.environ.get("AGENTCTL_SQLITE_SYNCHRONOUS", "FULL").upper()
+        if value not in _SYNCHRONOUS:
+            raise PersistenceError(
+                f"AGENTCTL_SQLITE_SYNCHRONOUS={value!r} is not one of {', '.join(_SYNCHRONOUS)}",
+                code="store.bad_setting",
+                hint="unset it to use FULL, or set NORMAL to relax fsyncs",
+            )
+        busy = os.environ.get("AGENTCTL_SQLITE_BUSY_TIMEOUT_MS", "10000")
+        if not busy.isdigit():
+            raise PersistenceError(
+                f"AGENTCTL_SQLITE_BUSY_TIMEOUT_MS={busy!r} is not a number of milliseconds",
+                code="store.bad_setting",
+                hint="unset it to wait up to 10000 ms for another writer",
+            )
+        return cls(synchronous=value, busy_timeout_ms=int(busy))
+
+
+class Store:
+    """An open database: ``write()`` for IMMEDIATE transactions, ``read()`` for snapshots."""
+
+    def __init__(
+        self, engine: Engine | None, path: str, connections: FileConnections | None = None
+    ) -> None:
+        self._engine = engine
+        self.path = path
+        # A database file's connections, the engine made over them when first asked for.
+        self._connections = connections
+        # Seals and opens payload columns (store/sealing.py); every connection handed out
+        # carries it, so the repositories find it on the connection they are given.
+        self.sealer: Sealer = CLEAR
+
+    @property
+    def engine(self) -> Engine:
+        if self._engine is None:
+            assert self._connections is not None
+            self._engine = self._connections.engine()
+            self._engine.update_execution_options(**{SEALER_OPTION: self.sealer})
+        return self._engine
+
+    def use_sealer(self, sealer: Sealer) -> None:
+        """Seal and open payloads with ``sealer`` from now on (on every connection)."""
+        self.sealer = sealer
+        if self._engine is not None:
+            self._engine.update_execution_options(**{SEALER_OPTION: sealer})
+
+    @property
+    def location(self) -> str:
+        """The database as another process opens it: the file path, or the PostgreSQL URL
+        with its password. Never shown (messages show :attr:`path`, masked): hand it to a
+        child in its environment with :meth:`child_environment`, never in its argv."""
+        if self._connections is not None or self.dialect != POSTGRESQL:
+            return self.path
+        url = self.engine.url.set(drivername="postgresql")
+        return str(url.render_as_string(hide_password=False))
+
+    def child_environment(self, base: Mapping[str, str]) -> dict[str, str]:
+        """``base`` with ``AGENTCTL_DB`` naming this database, for an ``agentctl`` child
+        started without ``--db``: another user on the host can read a process's argv
+        (``ps``), not its environment."""
+        return {**base, "AGENTCTL_DB": self.location}
+
+    @property
+    def in_memory(self) -> bool:
+        return self.path == MEMORY
+
+    @property
+    def dialect(self) -> str:
+        """``sqlite`` or ``postgresql``."""
+        if self._connections is not None:
+            return SQLITE_DRIVER.name
+        return str(self.engine.dialect.name)
+
+    @contextmanager
+    def write(self, scope: Locks | None = None) -> Iterator[Connection]:
+        """A write transaction. On PostgreSQL it holds the locks of ``scope``
+        (:mod:`agentctl.store.locks`: ``locks.run(run_id)`` for a write that concerns one
+        run), or the whole store when it names none; on SQLite the one writer's lock."""
+        with (
+            _translate_errors(self.path),
+            self.engine.connect().execution_options(agentctl_locks=scope) as conn,
+            conn.begin(),
+        ):
+            yield conn
+
+    @contextmanager
+    def row_write(self) -> Iterator[Connection]:
+        """A write transaction exact by row locks alone, for the claims' hot path.
+
+        On PostgreSQL it does not take the store's write lock (``READ COMMITTED``): every
+        statement in it must decide on its own rows (a conditional ``UPDATE``, ``SELECT …
+        FOR UPDATE SKIP LOCKED``), so it needs no other writer to stand still, and the
+        workers' claims and outcomes stop queueing behind every other write of every run.
+        On SQLite it is an ordinary write (one writer at a time anyway).
+        """
+        with (
+            _translate_errors(self.path),
+            self.engine.connect().execution_options(agentctl_begin=ROW_LOCKS) as conn,
+            conn.begin(),
+        ):
+            yield conn
+
+    @contextmanager
+    def read(self) -> Iterator[Connection]:
+        with (
+            _translate_errors(self.path),
+            self.engine.connect().execution_options(agentctl_begin=READ) as conn,
+            conn.begin(),
+        ):
+            yield conn
+
+    @contextmanager
+    def driver_session(
+        self,
+        on_begin: Callable[[DriverSession], None] | None = None,
+        *,
+        scope: Locks | None = None,
+    ) -> Iterator[DriverSession]:
+        """One pooled connection used at the driver level, for a run's hot path.
+
+        A task transition is a handful of fixed statements; going straight to the sqlite3
+        driver keeps its cost near the fsync of its commit. Transactions still begin
+        IMMEDIATE and either commit whole or roll back; on PostgreSQL its write
+        transactions hold the locks of ``scope`` (see :meth:`write`).
+        """
+        # On PostgreSQL the pool's connections are in autocommit at the driver (see
+        # store/postgres.py): statements outside write() see committed data and hold no
+        # transaction open, as on SQLite; write() issues its own BEGIN.
+        reconnect: Callable[[], tuple[Any, Callable[[], None]]] | None = None
+        try:
+            if self._connections is not None:
+                raw, give_back = self._connections.checkout()
+                dialect: Any = SQLITE_DRIVER
+            else:
+                raw, give_back = self._server_connection()
+                dialect, reconnect = self.engine.dialect, self._server_connection
+        except _driver_errors() as exc:  # a server that cannot be reached: store.unreachable
+            raise driver_error(self.path, exc) from exc
+        except DBAPIError as exc:
+            raise driver_error(self.path, exc.orig) from exc
+        session = DriverSession(
+            raw,
+            self.path,
+            on_begin,
+            dialect=dialect,
+            give_back=give_back,
+            reconnect=reconnect,
+            scope=scope,
+        )
+        session.sealer = self.sealer
+        try:
+            yield session
+        finally:
+            session.give_back()
+
+    def _server_connection(self) -> tuple[Any, Callable[[], None]]:
+        """A pooled PostgreSQL connection and how to give it back: a connection that was
+        lost (the server restarted) is thrown away, not returned to the pool."""
+        try:
+            raw = self.engine.raw_connection()
+        except DBAPIError as exc:
+            raise driver_error(self.path, exc.orig) from exc
+
+        def give_back() -> None:
+            driver = raw.driver_connection
+            # psycopg says closed/broken; an in-memory SQLite engine's connection (dry runs,
+            # check mode) has neither and is never lost.
+            if (
+                driver is None
+                or getattr(driver, "closed", False)
+                or getattr(driver, "broken", False)
+            ):
+                raw.invalidate()
+            raw.close()
+
+        return raw, give_back
+
+    def reads_one_by_one(self) -> SqlRunner:
+        """A runner of read statements, each in a read transaction of its own, its rows
+        fetched at once: for a reader that holds no connection (a cached snapshot)."""
+        return _ReadEach(self)
+
+    def revision(self) -> str | None:
+        with self.read() as conn:
+            return migrate.current_revision(conn)
+
+    def close(self) -> None:
+        if self._connections is not None:
+            self._connections.close()
+        else:
+            self.engine.dispose()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class SqlRunner(Protocol):
+    """Anything that runs driver-level SQL: a SQLAlchemy Connection or a DriverSession."""
+
+    @property
+    def dialect(self) -> Any: ...
+
+    def exec_driver_sql(self, statement: str, parameters: Any = ...) -> Any: ...
+
+
+class _DriverResult:
+    def __init__(self, cursor: Any) -> None:
+        self._cursor = cursor
+
+    @property
+    def rowcount(self) -> int:
+        return int(self._cursor.rowcount)
+
+    def first(self) -> Any:
+        return self._cursor.fetchone()
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._cursor.fetchall())
+
+
+class _Fetched(_DriverResult):
+    def __init__(self, rows: list[Any]) -> None:
+        self._rows = rows
+
+    @property
+    def rowcount(self) -> int:
+        return len(self._rows)
+
+    def first(self) -> Any:
+        return self._rows[0] if self._rows else None
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._rows)
+
+
+class _ReadEach:
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self.sealer = store.sealer
+
+    @property
+    def dialect(self) -> Any:
+        store = self._store
+        return SQLITE_DRIVER if store.dialect == SQLITE else store.engine.dialect
+
+    def exec_driver_sql(self, statement: str, parameters: Any = ()) -> _Fetched:
+        with self._store.read() as conn:
+            return _Fetched(list(conn.exec_driver_sql(statement, parameters)))
+
+
+class _Transaction:
+    """One transaction of a :class:`DriverSession` (see its ``_transaction``): a plain
+    context manager, not a generator's, because a run opens one per task transition."""
+
+    __slots__ = ("_begin", "_cursor", "_on_begin", "_session")
+
+    def __init__(
+        self,
+        session: DriverSession,
+        begin: str,
+        on_begin: Callable[[DriverSession], None] | None,
+    ) -> None:
+        self._session = session
+        self._begin = begin
+        self._on_begin = on_begin
+        self._cursor: Any = None
+
+    def __enter__(self) -> DriverSession:
+        session = self._session
+        try:
+            self._cursor = session._begun(self._begin)
+        except _driver_errors() as exc:
+            raise driver_error(session._where, exc) from exc
+        if self._on_begin is not None:
+            try:
+                self._on_begin(session)
+            except BaseException as exc:
+                self.__exit__(type(exc), exc, None)
+                raise
+        return session
+
+    def __exit__(self, kind: Any, exc: BaseException | None, _tb: Any) -> None:
+        try:
+            self._cursor.execute("ROLLBACK" if kind is not None else "COMMIT")
+        except _driver_errors() as failed:
+            raise driver_error(self._session._where, failed) from failed
+        if exc is not None and isinstance(exc, _driver_errors()):
+            raise driver_error(self._session._where, exc) from exc
+
+
+class DriverSession:
+    """``exec_driver_sql`` over a raw driver connection, with write transactions that take
+    the write's locks first (``BEGIN IMMEDIATE`` on SQLite, the advisory locks of its
+    scope on PostgreSQL)."""
+
+    sealer: Sealer = CLEAR
+
+    def __init__(
+        self,
+        raw: Any,
+        where: str,
+        on_begin: Callable[[DriverSession], None] | None = None,
+        *,
+        dialect: Any = None,
+        give_back: Callable[[], None] | None = None,
+        reconnect: Callable[[], tuple[Any, Callable[[], None]]] | None = None,
+        scope: Locks | None = None,
+    ) -> None:
+        self._raw = raw
+        self._give_back = give_back
+        self._reconnect = reconnect
+        self._where = where
+        self._on_begin = on_begin
+        self.dialect = dialect
+        self._postgres = dialect is not None and dialect.name == POSTGRESQL
+        name = POSTGRESQL if self._postgres else SQLITE
+        self._begin = {kind: begin_statement(name, kind, scope) for kind in (WRITE, READ)}
+
+    def exec_driver_sql(self, statement: str, parameters: Any = ()) -> _DriverResult:
+        try:
+            if self._raw is None:  # lost before: nothing of this statement was sent yet
+                assert self._reconnect is not None
+                self._raw, self._give_back = self._reconnect()
+            cursor = self._raw.cursor()
+            if isinstance(parameters, list):  # one execution per row, as SQLAlchemy's
+                cursor.executemany(statement, parameters)
+            elif self._postgres and is_compiled(statement):
+                cursor.execute(statement, parameters)
+            elif self._postgres:
+                cursor.execute(to_postgres(statement, bool(parameters)), parameters or None)
+            else:
+                cursor.execute(statement, parameters)
+        except _driver_errors() as exc:
+            # Outside a transaction too (a read in autocommit): a lost connection is the
+            # store's transient store.unreachable, never a driver exception.
+            raise driver_error(self._where, exc) from exc
+        return _DriverResult(cursor)
+
+    def write(self) -> AbstractContextManager[DriverSession]:
+        """A write transaction that holds its locks from its start."""
+        return self._transaction(self._begin[WRITE], self._on_begin)
+
+    def read(self) -> AbstractContextManager[DriverSession]:
+        """A read transaction (one snapshot for every statement in it, no lock taken)."""
+        return self._transaction(self._begin[READ], None)
+
+    def _transaction(
+        self, begin: str, on_begin: Callable[[DriverSession], None] | None
+    ) -> _Transaction:
+        """Committed whole, or rolled back when the body raises; driver errors become the
+        store's (store/errors.py)."""
+        return _Transaction(self, begin, on_begin)
+
+    def _begun(self, begin: str) -> Any:
+        """A cursor whose transaction has begun. A connection lost before the transaction
+        (the server restarted since the last one) is replaced and the BEGIN sent again,
+        with backoff, within the store's retry window: nothing of this transaction reached
+        the server, so nothing can have been done twice. A connection lost later fails the
+        transaction with ``store.unreachable``: whether its COMMIT landed is unknown."""
+        # The window starts at the first attempt; it is read only once one has failed (the
+        # environment lookup is not paid by every transaction).
+        delay, started, deadline = 0.05, time.monotonic(), None
+        while True:
+            try:
+                if self._raw is None:
+                    assert self._reconnect is not None
+                    self._raw, self._give_back = self._reconnect()
+                cursor = self._raw.cursor()
+                cursor.execute(begin)
+                return cursor
+            except PersistenceError as found:  # the new connection could not be opened
+                error = found
+            except _driver_errors() as exc:
+                error = driver_error(self._where, exc)
+                error.__cause__ = exc
+            if deadline is None:
+                deadline = started + retry_window_seconds()
+            if (
+                self._reconnect is None
+                or error.code != "store.unreachable"
+                or time.monotonic() + delay > deadline
+            ):
+                raise error
+            time.sleep(delay)
+            delay = min(delay * 2, 2.0)
+            self.give_back()
+            self._raw = None
+
+    def give_back(self) -> None:
+        """Return the connection to its pool (once)."""
+        give_back, self._give_back = self._give_back, None
+        if give_back is not None:
+            give_back()
+
+
+def _driver_errors() -> tuple[type[BaseException], ...]:
+    errors: list[type[BaseException]] = [sqlite3.Error]
+    if "psycopg" in sys.modules:
+        errors.append(sys.modules["psycopg"].Error)
+    return tuple(errors)
+
+
+@contextmanager
+def _translate_errors(where: str) -> Iterator[None]:
+    try:
+        yield
+    except DBAPIError as exc:
+        raise driver_error(where, exc.orig) from exc
+    except SQLAlchemyError as exc:
+        raise PersistenceError(
+            f"database error on {where}: {exc}", code="store.database_error"
+        ) from exc
