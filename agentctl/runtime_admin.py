@@ -24,7 +24,14 @@ if TYPE_CHECKING:
     from agentctl.runtime_views import RegisteredWorkflow, WorkflowRegistry
     from agentctl.store.stats import DatabaseStats
 
-__all__ = ["AdminOperations", "DbMigration"]
+__all__ = [
+    "AdminOperations",
+    "DbMigration",
+    "EncryptionInventory",
+    "EncryptionKey",
+    "EncryptionMigration",
+    "SealedColumn",
+]
 
 #: A worker's default number of runs and tasks in hand at once (``agentctl worker``).
 WORKER_CONCURRENCY = 4
@@ -50,6 +57,108 @@ class DbMigration:
             "toRevision": self.to_revision,
             "changed": self.changed,
         }
+
+
+@dataclass(frozen=True, slots=True)
+class EncryptionKey:
+    """A key the database knows (by id and the variable named at enable, never its
+    bytes): ``active`` seals new writes, ``retired`` only opens what it sealed."""
+
+    key_id: str
+    key_env: str
+    status: str
+    created_at: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "keyId": self.key_id,
+            "keyEnv": self.key_env,
+            "status": self.status,
+            "createdAt": self.created_at,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class SealedColumn:
+    """One payload column: how many values are clear, and how many each key sealed."""
+
+    table: str
+    column: str
+    clear: int
+    sealed: dict[str, int]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "table": self.table,
+            "column": self.column,
+            "clear": self.clear,
+            "sealed": dict(self.sealed),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class EncryptionInventory:
+    """``db encryption inventory``: what is sealed under which key and what is still
+    clear, the payload columns and (``blobs``, None without an artifact root) the artifact
+    bytes. Counted without any key."""
+
+    enabled: bool
+    active_key_id: str | None
+    keys: tuple[EncryptionKey, ...]
+    columns: tuple[SealedColumn, ...]
+    clear_values: int
+    sealed_values: int
+    blobs: dict[str, int] | None
+
+    def to_json(self) -> dict[str, Any]:
+        document: dict[str, Any] = {
+            "enabled": self.enabled,
+            "activeKeyId": self.active_key_id,
+            "keys": [key.to_json() for key in self.keys],
+            "columns": [column.to_json() for column in self.columns],
+            "clearValues": self.clear_values,
+            "sealedValues": self.sealed_values,
+        }
+        if self.blobs is not None:
+            document["blobs"] = dict(self.blobs)
+        return document
+
+
+@dataclass(frozen=True, slots=True)
+class EncryptionMigration:
+    """What ``db encryption enable|rotate`` did (or, ``dry_run``, would do): values to seal
+    before, values sealed, batches, what is left clear or under another key, and artifact
+    blobs sealed. ``values_sealed`` and ``batches`` are 0 on a dry run, and the counts
+    after it (``clear_values_left``, ``other_key_values_left``) are None."""
+
+    operation: str
+    key_id: str
+    key_env: str
+    previous_key_id: str | None
+    dry_run: bool
+    values_to_seal: int
+    values_sealed: int
+    batches: int
+    clear_values_left: int | None
+    other_key_values_left: int | None
+    blobs_sealed: int
+
+    def to_json(self) -> dict[str, Any]:
+        document: dict[str, Any] = {
+            "operation": self.operation,
+            "keyId": self.key_id,
+            "keyEnv": self.key_env,
+            "previousKeyId": self.previous_key_id,
+            "dryRun": self.dry_run,
+            "valuesToSeal": self.values_to_seal,
+            "valuesSealed": self.values_sealed,
+            "batches": self.batches,
+        }
+        if not self.dry_run:
+            document["clearValuesLeft"] = self.clear_values_left
+            document["otherKeyValuesLeft"] = self.other_key_values_left
+        document["blobsSealed"] = self.blobs_sealed
+        return document
 
 
 class AdminOperations:
@@ -108,6 +217,81 @@ class AdminOperations:
 
                 mark_damaged(self.db, [exc.message])
                 raise
+
+    # -- encryption at rest (docs/encryption.md) ------------------------------------------
+
+    def encryption_inventory(self) -> EncryptionInventory:
+        """Which payload columns and artifact blobs are sealed, under which key ids, and
+        what is still clear; needs no key (values are counted, never opened)."""
+        from agentctl.store.encryption_repo import inventory
+        from agentctl.store.engine import open_store
+
+        with open_store(self.db, create=False) as store:
+            data = inventory(store)
+            layout = _artifact_layout(store)
+        blobs: dict[str, int] | None = None
+        if layout is not None:
+            from agentctl.artifacts.sealing import blob_counts
+
+            blobs = dict(blob_counts(layout))
+        return EncryptionInventory(
+            enabled=bool(data["enabled"]),
+            active_key_id=data["activeKeyId"],
+            keys=tuple(
+                EncryptionKey(k["keyId"], k["keyEnv"], k["status"], k["createdAt"])
+                for k in data["keys"]
+            ),
+            columns=tuple(
+                SealedColumn(c["table"], c["column"], c["clear"], dict(c["sealed"]))
+                for c in data["columns"]
+            ),
+            clear_values=int(data["clearValues"]),
+            sealed_values=int(data["sealedValues"]),
+            blobs=blobs,
+        )
+
+    def encrypt(
+        self, key_id: str, key_env: str, *, rotating: bool = False, dry_run: bool = False
+    ) -> EncryptionMigration:
+        """Seal every payload and artifact blob under ``key_id`` (its base64 32-byte key in
+        the variable ``key_env``), then every new write: ``enable``, or with ``rotating``
+        re-seal what an earlier key sealed (``rotate``). Works in short batches, each
+        committed, so an interrupted call is finished by calling it again."""
+        from agentctl.engine.core.faults import Faults
+        from agentctl.store.encryption_repo import seal_under
+        from agentctl.store.engine import open_store
+
+        faults = Faults()
+        with open_store(self.db, create=False) as store:
+            data = seal_under(
+                store,
+                key_id,
+                key_env,
+                rotating=rotating,
+                dry_run=dry_run,
+                after_batch=lambda: faults.hit("encryption.batch"),
+            )
+            layout = _artifact_layout(store)
+            blobs_sealed = 0
+            if layout is not None and not dry_run:
+                from agentctl.artifacts.sealing import seal_blobs
+
+                blobs_sealed = seal_blobs(
+                    layout, store.sealer, after_batch=lambda: faults.hit("encryption.batch")
+                )
+        return EncryptionMigration(
+            operation=data["operation"],
+            key_id=data["keyId"],
+            key_env=data["keyEnv"],
+            previous_key_id=data["previousKeyId"],
+            dry_run=bool(data["dryRun"]),
+            values_to_seal=int(data["valuesToSeal"]),
+            values_sealed=int(data["valuesSealed"]),
+            batches=int(data["batches"]),
+            clear_values_left=data.get("clearValuesLeft"),
+            other_key_values_left=data.get("otherKeyValuesLeft"),
+            blobs_sealed=blobs_sealed,
+        )
 
     # -- serving -------------------------------------------------------------------------
 
@@ -250,3 +434,14 @@ class AdminOperations:
                 raise
             latest = {}
         return [RegisteredWorkflow(entry, latest.get(entry.name)) for entry in entries]
+
+
+def _artifact_layout(store: Any) -> Any:
+    """The database's artifact root with the store's key ring, None when it has none."""
+    from agentctl.artifacts.layout import Layout
+    from agentctl.store.location import artifact_root
+
+    root = artifact_root(store.path if store.dialect == "sqlite" else store.location)
+    if root is None or not root.is_dir():
+        return None
+    return Layout(root, sealer=store.sealer)

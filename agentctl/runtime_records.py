@@ -34,7 +34,13 @@ from agentctl.engine.recovery.legacy_upgrade import (
 from agentctl.engine.recovery.planner import RecoveryPlan
 from agentctl.engine.watching import RunLook, TaskLook
 from agentctl.observability.audit import AuditEvent, ChainReport
-from agentctl.runtime_admin import DbMigration
+from agentctl.runtime_admin import (
+    DbMigration,
+    EncryptionInventory,
+    EncryptionKey,
+    EncryptionMigration,
+    SealedColumn,
+)
 from agentctl.runtime_views import (
     AuditCheck,
     CancelRequest,
@@ -64,6 +70,10 @@ __all__ = [
     "DatabaseCheck",
     "DatabaseStats",
     "DbMigration",
+    "EncryptionInventory",
+    "EncryptionKey",
+    "EncryptionMigration",
+    "SealedColumn",
     "DoctorCheck",
     "DoctorReport",
     "EffectDetail",
