@@ -22,13 +22,14 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from agentctl.results import Approver, EventSink, RunResult
+from agentctl.runtime_admin import AdminOperations
 from agentctl.runtime_recovery import RecoveryOperations, RecoveryRequest, optional_path
 
 if TYPE_CHECKING:
@@ -44,6 +45,8 @@ if TYPE_CHECKING:
         EffectDetail,
         EffectRecord,
         NextStep,
+        RemoteContinuation,
+        RunLook,
         RunReport,
         RunSummary,
         SessionDetail,
@@ -51,10 +54,11 @@ if TYPE_CHECKING:
         StoredPlan,
         TracedEffect,
     )
+    from agentctl.runtime_views import CompiledWorkflow, DoctorReport, Explanation
     from agentctl.store.engine import Store
 
 
-__all__ = ["EventSink", "RecoveryRequest", "RunResult", "Runtime"]
+__all__ = ["EventSink", "RecoveryRequest", "RunResult", "Runtime", "VersionInfo"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +70,26 @@ class QueuedRun:
     tasks: int
 
 
-class Runtime(RecoveryOperations):
+@dataclass(frozen=True, slots=True)
+class VersionInfo:
+    """What ``agentctl version`` prints: this agentctl's version, the newest schema
+    revision and record format it writes, and the Python running it."""
+
+    version: str
+    schema_revision: str
+    record_format_version: int
+    python: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "version": self.version,
+            "schemaRevision": self.schema_revision,
+            "recordFormatVersion": self.record_format_version,
+            "python": self.python,
+        }
+
+
+class Runtime(RecoveryOperations, AdminOperations):
     """Runs workflows against one SQLite database file.
 
     ``environ`` is the environment credentials and process secrets resolve from (default:
@@ -96,6 +119,112 @@ class Runtime(RecoveryOperations):
 
     def __repr__(self) -> str:
         return f"Runtime({self.db!r})"
+
+    @staticmethod
+    def locate(db: str | os.PathLike[str] | None = None) -> str:
+        """The database every command means by ``--db``: ``db``, else ``$AGENTCTL_DB``,
+        else ``.agentctl/runtime.db``; a file path comes back absolute, a URL as given.
+        Opens nothing; a URL of an unsupported scheme or a path that cannot be a database
+        file raises (:class:`~agentctl.errors.UsageError`)."""
+        from agentctl.store.location import resolve_db_path
+
+        return resolve_db_path(db)
+
+    @staticmethod
+    def version_info() -> VersionInfo:
+        """This agentctl's version, the newest schema revision and record format it
+        writes, and the Python running it (``agentctl version``). Opens no database and
+        loads no database library."""
+        import platform
+
+        from agentctl.store.formats import FORMAT_VERSION
+        from agentctl.store.migrate import SCHEMA_HEAD
+        from agentctl.version import __version__
+
+        return VersionInfo(__version__, SCHEMA_HEAD, FORMAT_VERSION, platform.python_version())
+
+    # -- workflow files (no database) ---------------------------------------------------
+
+    @staticmethod
+    def compile(
+        workflow: str | os.PathLike[str],
+        *,
+        workspace: str | os.PathLike[str] | None = None,
+        vars_files: Sequence[str | os.PathLike[str]] = (),
+        var_pairs: Sequence[str] = (),
+        input_pairs: Sequence[str] = (),
+        isolation: bool = False,
+    ) -> CompiledWorkflow:
+        """Load and compile ``workflow`` with the command-line variable layers, as
+        ``agentctl check`` and ``plan`` do: with ``workspace`` its paths are checked there,
+        ``input_pairs`` (``KEY=VALUE``) are checked as :meth:`roll` checks them, and
+        ``isolation`` also says how each process task would run. An invalid workflow raises
+        :class:`~agentctl.errors.ValidationError` with its diagnostics."""
+        from agentctl.engine.core.workflow_files import (
+            compile_workflow_with_inputs,
+            input_readings,
+            task_isolation,
+        )
+        from agentctl.runtime_views import CompiledWorkflow
+
+        path = os.fspath(workflow)
+        pairs = list(input_pairs)
+        plan, diagnostics, overrides = compile_workflow_with_inputs(
+            path,
+            optional_path(workspace),
+            [os.fspath(f) for f in vars_files],
+            list(var_pairs),
+            pairs,
+        )
+        return CompiledWorkflow(
+            plan,
+            diagnostics,
+            overrides,
+            input_readings(path, pairs) if overrides else {},
+            task_isolation(path, plan) if isolation else {},
+        )
+
+    @staticmethod
+    def doctor(
+        workflow: str | os.PathLike[str], workspace: str | os.PathLike[str] | None = None
+    ) -> DoctorReport:
+        """Check ``workflow``'s prerequisites without dispatching anything: commands on
+        PATH, credentials, endpoints, sandbox runtimes, writable roots."""
+        from agentctl.engine.core.doctor import diagnose
+        from agentctl.runtime_views import DoctorCheck, DoctorReport
+
+        found = diagnose(os.fspath(workflow), optional_path(workspace))
+        checks = [DoctorCheck.from_json(check) for check in found["checks"]]
+        return DoctorReport(found["workflow"], checks, found["ok"])
+
+    @staticmethod
+    def explain(
+        workflow: str | os.PathLike[str],
+        *,
+        vars_files: Sequence[str | os.PathLike[str]] = (),
+        var_pairs: Sequence[str] = (),
+        workspace: str | os.PathLike[str] | None = None,
+    ) -> Explanation:
+        """Each variable of ``workflow`` with its resolved value and where it came from,
+        given the command-line layers ``vars_files`` and ``var_pairs``."""
+        from agentctl.engine.explain import explain_workflow
+        from agentctl.runtime_views import Explanation
+
+        found = explain_workflow(
+            os.fspath(workflow),
+            vars_files=[os.fspath(f) for f in vars_files],
+            var_pairs=var_pairs,
+            workspace=optional_path(workspace),
+        )
+        return Explanation(
+            found["workflow"],
+            found["workflowDigest"],
+            found["planDigest"],
+            found["variables"],
+            found["tasks"],
+            found["diagnostics"],
+            found.get("workspace"),
+        )
 
     # -- running -------------------------------------------------------------------------
 
@@ -256,7 +385,7 @@ class Runtime(RecoveryOperations):
         """Ask the process executing ``run_id`` to stop (it ends ``cancelled``); a run no
         process executes is cancelled at once."""
         from agentctl.engine.operations import cancel_run
-        from agentctl.runtime_records import CancelRequest
+        from agentctl.runtime_views import CancelRequest
         from agentctl.store.engine import open_store
 
         with open_store(self.db, create=False) as store:
@@ -285,8 +414,8 @@ class Runtime(RecoveryOperations):
     ) -> list[RunSummary]:
         """Runs, newest first, optionally only those in ``status``, of ``workflow``,
         created at or after ``since``, or started by the schedule named ``schedule``."""
-        from agentctl.engine.operations import list_runs
-        from agentctl.runtime_records import RunSummary
+        from agentctl.engine.run_listing import list_runs
+        from agentctl.runtime_views import RunSummary
         from agentctl.store.engine import open_store
 
         with open_store(self.db, create=False) as store:
@@ -299,6 +428,24 @@ class Runtime(RecoveryOperations):
                 schedule=schedule,
             )
         return [RunSummary.from_json(run) for run in found]
+
+    def follow(self, run_id: str, *, interval: float = 0.5) -> Generator[RunLook, None, None]:
+        """Look at ``run_id`` now and then every ``interval`` seconds, each look with the
+        audit events since the previous one (``agentctl watch``); the caller stops when it
+        has seen enough (a finished or parked run is not looked at again unless asked).
+        The database stays open while the looks are read and closes when they stop."""
+        import time
+
+        from agentctl.engine.watching import look
+        from agentctl.store.engine import open_store
+
+        with open_store(self.db, create=False) as store:
+            seq = 0
+            while True:
+                now = look(store, run_id, after_seq=seq)
+                seq = now.last_seq
+                yield now
+                time.sleep(interval)
 
     def audit(self, run_id: str, *, verify: bool = False) -> AuditLog:
         """A run's audit events and the check of their hash chain. With ``verify`` a
@@ -316,7 +463,7 @@ class Runtime(RecoveryOperations):
     ) -> list[SessionSummary]:
         """Recorded provider sessions, newest first, of one run or saved under ``name``."""
         from agentctl.engine.actions.sessions import list_sessions
-        from agentctl.runtime_records import SessionSummary
+        from agentctl.runtime_views import SessionSummary
         from agentctl.store.engine import open_store
 
         with open_store(self.db, create=False) as store:
@@ -326,7 +473,7 @@ class Runtime(RecoveryOperations):
     def session(self, run_id: str, task_id: str) -> SessionDetail:
         """One provider session with its transcript."""
         from agentctl.engine.actions.sessions import show_session
-        from agentctl.runtime_records import SessionDetail
+        from agentctl.runtime_views import SessionDetail
         from agentctl.store.engine import open_store
 
         with open_store(self.db, create=False) as store:
@@ -472,11 +619,12 @@ class Runtime(RecoveryOperations):
         reason: str,
         actor: str = "python",
         timeout_seconds: float | None = None,
-    ) -> dict[str, Any]:
+    ) -> RemoteContinuation:
         """Follow the A2A task a delegation's peer returned before its owner died, without
         sending the message again; when the task has finished, conclude the effect
         ``applied`` with the task as its result (then :meth:`resume` the run)."""
         from agentctl.engine.remote_tasks import ContinueRemoteRequest, continue_remote
+        from agentctl.runtime_records import RemoteContinuation
         from agentctl.store.engine import open_store
 
         request = ContinueRemoteRequest(
@@ -487,7 +635,8 @@ class Runtime(RecoveryOperations):
             environ=self.environ,
         )
         with open_store(self.db, create=False) as store:
-            return continue_remote(store, request, clock=self.clock)
+            found = continue_remote(store, request, clock=self.clock)
+        return RemoteContinuation.from_json(found)
 
     # -- internals -----------------------------------------------------------------------
 

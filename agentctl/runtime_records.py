@@ -1,7 +1,8 @@
 """The typed records :class:`agentctl.Runtime` returns, beside the engine's own
 (``Approval``, ``EffectRecord``, ``Reconciliation``, ``NextStep``, ``RecoveryPlan``,
 ``CompensationPlan``), which it names here too so the facade has one place to export
-them from.
+them from, and the records read straight from stored rows (:mod:`agentctl.runtime_views`,
+which a command that only reads the store imports instead).
 
 Each is the document the matching command prints with ``--output json``, with attributes
 instead of keys: ``to_json()`` gives that document byte for byte (``agentctl cancel``
@@ -20,13 +21,40 @@ from typing import Any
 from pydantic.dataclasses import dataclass as record
 
 from agentctl.compiler import Plan
+from agentctl.engine.dbcheck import DatabaseCheck
 from agentctl.engine.effects.approvals import Approval
 from agentctl.engine.effects.journal import EffectRecord, Reconciliation
 from agentctl.engine.next_steps import NextStep
 from agentctl.engine.recovery.compensation import CompensationPlan
+from agentctl.engine.recovery.legacy_upgrade import (
+    LegacyRunUpgrade,
+    LegacyRunUpgradeAnalysis,
+    LegacyTaskUpgradeAnalysis,
+)
 from agentctl.engine.recovery.planner import RecoveryPlan
+from agentctl.engine.watching import RunLook, TaskLook
 from agentctl.observability.audit import AuditEvent, ChainReport
-from agentctl.typed_records import CAMEL, CamelRecord, omitted_when
+from agentctl.runtime_admin import (
+    DbMigration,
+    EncryptionInventory,
+    EncryptionKey,
+    EncryptionMigration,
+    SealedColumn,
+)
+from agentctl.runtime_views import (
+    AuditCheck,
+    CancelRequest,
+    CompiledWorkflow,
+    DoctorCheck,
+    DoctorReport,
+    Explanation,
+    RunSummary,
+    SessionDetail,
+    SessionSummary,
+    TaskProgress,
+)
+from agentctl.store.stats import DatabaseStats
+from agentctl.typed_records import CAMEL, CamelRecord
 
 __all__ = [
     "Approval",
@@ -37,31 +65,38 @@ __all__ = [
     "ChainReport",
     "CancelRequest",
     "CompensationPlan",
+    "CompiledWorkflow",
     "Conclusion",
+    "DatabaseCheck",
+    "DatabaseStats",
+    "DbMigration",
+    "EncryptionInventory",
+    "EncryptionKey",
+    "EncryptionMigration",
+    "SealedColumn",
+    "DoctorCheck",
+    "DoctorReport",
     "EffectDetail",
     "EffectRecord",
+    "Explanation",
+    "LegacyRunUpgrade",
+    "LegacyRunUpgradeAnalysis",
+    "LegacyTaskUpgradeAnalysis",
     "NextStep",
     "Reconciliation",
     "RecoveryPlan",
+    "RemoteContinuation",
+    "RemoteTask",
+    "RunLook",
     "RunReport",
     "RunSummary",
     "SessionDetail",
     "SessionSummary",
     "StoredPlan",
+    "TaskLook",
     "TaskProgress",
     "TracedEffect",
 ]
-
-
-@record(frozen=True, slots=True, config=CAMEL)
-class CancelRequest(CamelRecord):
-    """What ``cancel`` did: the run's state after it, whether the cancel flag was set,
-    and a ``note`` when the run was already finished or another process will stop it."""
-
-    run_id: str
-    state: str
-    cancel_requested: bool
-    note: str | None = omitted_when(None)
 
 
 @record(frozen=True, slots=True, config=CAMEL)
@@ -79,6 +114,27 @@ class Conclusion(CamelRecord):
     """An effect and the conclusion ``reconcile`` appended to it, with the next steps."""
 
     effect: EffectRecord
+    reconciliation: Reconciliation
+    next: list[NextStep]
+
+
+@record(frozen=True, slots=True, config=CAMEL)
+class RemoteTask(CamelRecord):
+    """The A2A task a delegation's peer returned: which peer, its task id, its state."""
+
+    peer: str
+    task_id: str
+    state: str
+
+
+@record(frozen=True, slots=True, config=CAMEL)
+class RemoteContinuation(CamelRecord):
+    """What ``continue_remote`` concluded: the effect, the remote task it followed, the
+    conclusion appended to the effect (``status``: ``applied``) and the next steps."""
+
+    status: str
+    effect: EffectRecord
+    remote_task: RemoteTask
     reconciliation: Reconciliation
     next: list[NextStep]
 
@@ -133,57 +189,6 @@ class AuditLog:
     def to_json(self) -> dict[str, Any]:
         events = [event.to_json() for event in self.events]
         return {"runId": self.run_id, "events": events, "chain": self.chain.to_json()}
-
-
-@record(frozen=True, slots=True, config=CAMEL)
-class SessionSummary(CamelRecord):
-    """A recorded provider session (``sessions list``): whose, under which name, and the
-    provider's continuation state without its transcript."""
-
-    run_id: str
-    task_id: str
-    name: str | None
-    provider: str
-    updated_at: str
-    state: Mapping[str, Any]
-
-
-@record(frozen=True, slots=True, config=CAMEL)
-class SessionDetail(SessionSummary):
-    """A session with the transcript a later run would continue (``sessions show``)."""
-
-    transcript: Any = None
-
-
-@record(frozen=True, slots=True, config=CAMEL)
-class TaskProgress(CamelRecord):
-    done: int
-    total: int
-
-
-@record(frozen=True, slots=True, config=CAMEL)
-class RunSummary(CamelRecord):
-    """One run of ``runs``/``agentctl runs list``: where it is and how far."""
-
-    run_id: str
-    workflow: str
-    state: str
-    mode: str
-    source_run_id: str | None
-    created_at: str
-    updated_at: str
-    tasks: TaskProgress
-    waiting_approvals: int
-
-
-@record(frozen=True, slots=True, config=CAMEL)
-class AuditCheck(CamelRecord):
-    """The audit chain's check: how many events, whether every link verifies, and the
-    sequence number of the first broken one."""
-
-    events: int
-    verified: bool
-    broken_at: int | None
 
 
 @record(frozen=True, slots=True, config=CAMEL)

@@ -18,6 +18,7 @@ from agentctl.results import EventSink, RunResult
 if TYPE_CHECKING:
     from agentctl.engine.driving import RecoveryRequest as EngineRequest
     from agentctl.engine.recovery.compensation import CompensationPlan
+    from agentctl.engine.recovery.legacy_upgrade import LegacyRunUpgrade, LegacyRunUpgradeAnalysis
     from agentctl.engine.recovery.planner import RecoveryPlan
     from agentctl.engine.run.outcome import ExecutionOptions
     from agentctl.ids import Clock
@@ -220,7 +221,7 @@ class RecoveryOperations:
         assert outcome is not None, "a replay is finished when it is created"
         return RunResult.from_outcome(outcome)
 
-    def analyze_run(self, run_id: str) -> dict[str, Any]:
+    def analyze_run(self, run_id: str) -> LegacyRunUpgradeAnalysis:
         """``agentctl runs analyze``: which tasks of a run an older release recorded can be
         given this release's reuse metadata, proven from the stored records (and why not,
         task by task); writes nothing."""
@@ -228,11 +229,11 @@ class RecoveryOperations:
         from agentctl.store.engine import open_store
 
         with open_store(self.db, create=False) as store:
-            return analyze_run(store, run_id).to_json()
+            return analyze_run(store, run_id)
 
     def upgrade_run(
         self, run_id: str, *, dry_run: bool = False, actor: str = "python"
-    ) -> dict[str, Any]:
+    ) -> LegacyRunUpgrade:
         """``agentctl runs upgrade``: persist exactly what :meth:`analyze_run` proves (one
         conditional update per task, audited); ``dry_run`` changes nothing."""
         from agentctl.engine.recovery.legacy_upgrade import upgrade_run

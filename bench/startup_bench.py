@@ -1,5 +1,6 @@
-"""Whole-process start-up: ``agentctl --help`` and ``agentctl check workflows/hello.yaml``
-beside ``dbos --help``, measured the way hyperfine does.
+"""Whole-process start-up: ``agentctl --help``, ``--version``, ``check
+workflows/hello.yaml`` and ``runs list`` (on an empty database the bench creates) beside
+``dbos --help``, measured the way hyperfine does.
 
 Each command runs ``--warmup`` times untimed (the first run also writes the bytecode
 caches an installed wheel ships with), then ``--runs`` times timed; the commands take
@@ -26,6 +27,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -73,18 +75,22 @@ def main() -> None:
     args = parser.parse_args()
     agentctl = str(Path(sys.executable).parent / "agentctl")
     env = _environment()
+    db = str(Path(tempfile.mkdtemp(prefix="startup-bench-")) / "runs.db")
+    _once([agentctl, "db", "migrate", "--db", db], env)
+    timed = {
+        "agentctl --help": ["--help"],
+        "agentctl --version": ["--version"],
+        "agentctl check workflows/hello.yaml": ["check", "workflows/hello.yaml"],
+        "agentctl runs list": ["runs", "list", "--db", db],
+    }
     commands: dict[str, tuple[list[str], dict[str, str]]] = {
         "python -c pass": ([sys.executable, "-c", "pass"], env),
-        "agentctl --help": ([agentctl, "--help"], env),
-        "agentctl check workflows/hello.yaml": ([agentctl, "check", "workflows/hello.yaml"], env),
+        **{name: ([agentctl, *argv], env) for name, argv in timed.items()},
     }
     if args.compare_with:
         other = {**env, "PYTHONPATH": str(Path(args.compare_with).resolve())}
-        commands["agentctl --help (compared)"] = ([agentctl, "--help"], other)
-        commands["agentctl check workflows/hello.yaml (compared)"] = (
-            [agentctl, "check", "workflows/hello.yaml"],
-            other,
-        )
+        for name, argv in timed.items():
+            commands[f"{name} (compared)"] = ([agentctl, *argv], other)
     if shutil.which(args.dbos):
         commands["dbos --help"] = ([args.dbos, "--help"], env)
     for argv, command_env in commands.values():

@@ -40,12 +40,10 @@ def _group(ctx: typer.Context, db: DbOption = None) -> None:
 
 @contextmanager
 def _opened(ctx: typer.Context, db: str | None) -> Iterator[ArtifactStore]:
-    from agentctl.artifacts import ArtifactStore
-    from agentctl.ids import SystemClock
-    from agentctl.store.engine import open_store
+    from agentctl.runtime import Runtime
 
-    with open_store(db_from_context(ctx, db), create=False) as store:
-        yield ArtifactStore.beside(store, SystemClock())
+    with Runtime(db_from_context(ctx, db)).artifact_store() as artifacts:
+        yield artifacts
 
 
 def _size(size: int | None) -> str:
@@ -89,7 +87,7 @@ def list_command(
 
     Example: agentctl artifacts list --blobs --older-than-days 7
     """
-    from agentctl.store.records import get_run
+    from agentctl.runtime import Runtime
 
     if blobs:
         if run is not None or task is not None or name is not None:
@@ -101,11 +99,8 @@ def list_command(
             )
         _list_blobs(ctx, db, older_than_days)
         return
-    with _opened(ctx, db) as artifacts:
-        if run is not None:
-            with artifacts.store.read() as conn:
-                get_run(conn, run)
-        found = [ref.to_json() for ref in artifacts.refs(run_id=run, task_id=task, name=name)]
+    listed = Runtime(db_from_context(ctx, db)).artifacts(run_id=run, task_id=task, name=name)
+    found = [ref.to_json() for ref in listed]
     out = output.current()
 
     def human() -> None:

@@ -11,12 +11,6 @@ import typer
 from agentctl.cli import output
 from agentctl.cli.graphs import GraphFormat, plan_graph, uses_text
 from agentctl.cli.options import VarOption, VarsFileOption
-from agentctl.engine.core.workflow_files import (
-    compile_workflow_file,
-    compile_workflow_with_inputs,
-    input_readings,
-    task_isolation,
-)
 from agentctl.errors import UsageError
 
 WorkspaceOption = Annotated[
@@ -39,7 +33,12 @@ def check_command(
 
     Example: agentctl check deploy.yaml --workspace ./checkout --var replicas=3
     """
-    plan, diagnostics = compile_workflow_file(workflow, workspace, vars_files, var_pairs)
+    from agentctl.runtime import Runtime
+
+    compiled = Runtime.compile(
+        workflow, workspace=workspace, vars_files=vars_files or (), var_pairs=var_pairs or ()
+    )
+    plan, diagnostics = compiled.plan, list(compiled.diagnostics)
     data: dict[str, Any] = {
         "valid": True,
         "workflow": plan.workflow_name,
@@ -81,9 +80,18 @@ def plan_command(
     Example: agentctl plan deploy.yaml --workspace ./checkout --graph mermaid
     Example: agentctl plan deploy.yaml --vars-file prod.yaml --var 'region="eu-west-1"'
     """
-    plan, diagnostics, overrides = compile_workflow_with_inputs(
-        workflow, workspace, vars_files, var_pairs, input_pairs
+    from agentctl.runtime import Runtime
+
+    compiled = Runtime.compile(
+        workflow,
+        workspace=workspace,
+        vars_files=vars_files or (),
+        var_pairs=var_pairs or (),
+        input_pairs=input_pairs or (),
+        isolation=graph is None,
     )
+    plan, diagnostics = compiled.plan, list(compiled.diagnostics)
+    overrides = dict(compiled.input_overrides)
     out = output.current()
     if graph is not None:
         text = plan_graph(plan, graph.value)
@@ -96,14 +104,13 @@ def plan_command(
             out.emitted = True
         return
     data = plan.to_json()
-    isolation = task_isolation(workflow, plan)
+    isolation = compiled.isolation
     if isolation:
-        data["isolation"] = isolation
-    readings: dict[str, str] = {}
+        data["isolation"] = dict(isolation)
+    readings = compiled.inputs_read_as
     if overrides:
-        readings = input_readings(workflow, input_pairs or [])
         data["inputOverrides"] = overrides
-        data["inputsReadAs"] = readings
+        data["inputsReadAs"] = dict(readings)
     if workspace is not None:
         data["workspace"] = str(Path(workspace).resolve())
 

@@ -159,14 +159,18 @@ def _for_argument(name: str, typed: list[str]) -> Iterator[str]:
 
 
 def _database(typed: list[str]) -> str | None:
-    from agentctl.store.location import DEFAULT_DB
+    from agentctl.errors import AgentctlError
+    from agentctl.runtime import Runtime
 
     for i, word in enumerate(typed):
         if word == "--db" and i + 1 < len(typed):
             return typed[i + 1]
         if word.startswith("--db="):
             return word[len("--db=") :]
-    chosen = os.environ.get("AGENTCTL_DB") or str(DEFAULT_DB)
+    try:
+        chosen = Runtime.locate(None)  # $AGENTCTL_DB, else the default database
+    except AgentctlError:
+        return None
     return chosen if os.path.isfile(chosen) else None
 
 
@@ -175,9 +179,8 @@ def _from_store(typed: list[str], kind: str) -> Iterator[str]:
     if path is None or not os.path.isfile(os.path.expanduser(path)):
         return
     from agentctl import Runtime
-    from agentctl.store.location import resolve_db_path
 
-    runtime = Runtime(resolve_db_path(path))
+    runtime = Runtime(Runtime.locate(path))
     if kind == "runs":
         yield from (run.run_id for run in runtime.runs(limit=200))
     elif kind == "workflows":

@@ -33,22 +33,16 @@ def migrate_command(ctx: typer.Context, db: DbOption = None) -> None:
 
     Example: agentctl db migrate --db postgresql://agentctl@db.internal/agentctl
     """
-    from agentctl.store import migrate as migrations
-    from agentctl.store.engine import open_store
+    from agentctl.runtime import Runtime
 
-    with open_store(db_from_context(ctx, db), migrate_schema=False) as store:
-        path = store.path  # a URL's password is never printed
-        before = store.revision()
-        with store.write() as conn:
-            migrations.require_known_revision(migrations.current_revision(conn), path)
-            migrations.upgrade(conn)
-        after = store.revision()
-    data = {"path": path, "fromRevision": before, "toRevision": after, "changed": before != after}
-    if before == after:
+    migration = Runtime(db_from_context(ctx, db)).migrate()
+    path = migration.path  # a URL's password is never printed
+    before, after = migration.from_revision, migration.to_revision
+    if not migration.changed:
         human = f"{path} is up to date at schema revision {after}"
     else:
         human = f"{path} migrated from {before or 'an empty database'} to {after}"
-    output.current().success("DbMigration", data, human=human)
+    output.current().success("DbMigration", migration.to_json(), human=human)
 
 
 @app.command("stats")
@@ -57,12 +51,9 @@ def stats_command(ctx: typer.Context, db: DbOption = None) -> None:
 
     Example: agentctl --output json db stats
     """
-    from agentctl.store.engine import open_store
-    from agentctl.store.stats import database_stats
+    from agentctl.runtime import Runtime
 
-    path = db_from_context(ctx, db)
-    with open_store(path, create=False) as store:
-        stats = database_stats(store)
+    stats = Runtime(db_from_context(ctx, db)).stats()
     out = output.current()
 
     def human() -> None:
@@ -93,22 +84,11 @@ def check_command(ctx: typer.Context, db: DbOption = None) -> None:
     Example: agentctl db check --db .agentctl/runtime.db
     """
     from agentctl.diagnostics import Diagnostic
-    from agentctl.engine.dbcheck import check_database
     from agentctl.errors import PersistenceError
-    from agentctl.ids import SystemClock
-    from agentctl.store.engine import open_store
+    from agentctl.runtime import Runtime
 
     path = db_from_context(ctx, db)
-    with open_store(path, migrate_schema=False, create=False) as store:
-        try:
-            report = check_database(store, SystemClock())
-        except PersistenceError as exc:
-            if exc.code != "store.corrupt":
-                raise
-            from agentctl.store.health import mark_damaged
-
-            mark_damaged(path, [exc.message])
-            raise
+    report = Runtime(path).check_database()
     if not report.ok:
         raise PersistenceError(
             f"database {path} failed its check: {len(report.findings())} finding(s)",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -32,17 +32,6 @@ DryRunOption = Annotated[
 ]
 
 
-def _layout(store: Any) -> Any:
-    """The database's artifact root with the store's key ring, None when it has none."""
-    from agentctl.artifacts.layout import Layout
-    from agentctl.store.location import artifact_root
-
-    root = artifact_root(store.path if store.dialect == "sqlite" else store.location)
-    if root is None or not root.is_dir():
-        return None
-    return Layout(root, sealer=store.sealer)
-
-
 @app.command("inventory")
 def inventory_command(ctx: typer.Context, db: DbOption = None) -> None:
     """List which payload columns are sealed, under which key ids, and what is still clear.
@@ -51,16 +40,9 @@ def inventory_command(ctx: typer.Context, db: DbOption = None) -> None:
 
     Example: agentctl --output json db encryption inventory
     """
-    from agentctl.store.encryption_repo import inventory
-    from agentctl.store.engine import open_store
+    from agentctl.runtime import Runtime
 
-    with open_store(db_from_context(ctx, db), create=False) as store:
-        data = inventory(store)
-        layout = _layout(store)
-    if layout is not None:
-        from agentctl.artifacts.sealing import blob_counts
-
-        data["blobs"] = blob_counts(layout)
+    data = Runtime(db_from_context(ctx, db)).encryption_inventory().to_json()
     out = output.current()
 
     def human() -> None:
@@ -86,28 +68,13 @@ def inventory_command(ctx: typer.Context, db: DbOption = None) -> None:
 def _migrate(
     ctx: typer.Context, db: str | None, key_id: str, key_env: str, dry_run: bool, rotating: bool
 ) -> None:
-    from agentctl.engine.core.faults import Faults
-    from agentctl.store.encryption_repo import seal_under
-    from agentctl.store.engine import open_store
+    from agentctl.runtime import Runtime
 
-    faults = Faults()
-    with open_store(db_from_context(ctx, db), create=False) as store:
-        data: dict[str, Any] = seal_under(
-            store,
-            key_id,
-            key_env,
-            rotating=rotating,
-            dry_run=dry_run,
-            after_batch=lambda: faults.hit("encryption.batch"),
-        )
-        layout = _layout(store)
-        data["blobsSealed"] = 0
-        if layout is not None and not dry_run:
-            from agentctl.artifacts.sealing import seal_blobs
-
-            data["blobsSealed"] = seal_blobs(
-                layout, store.sealer, after_batch=lambda: faults.hit("encryption.batch")
-            )
+    data = (
+        Runtime(db_from_context(ctx, db))
+        .encrypt(key_id, key_env, rotating=rotating, dry_run=dry_run)
+        .to_json()
+    )
     verb = "rotated to" if rotating else "enabled under"
     if dry_run:
         human = f"would seal {data['valuesToSeal']} value(s) under key {key_id} (dry run)"

@@ -30,20 +30,20 @@ def doctor_command(
 
     Example: agentctl doctor deploy.yaml --workspace ./checkout
     """
-    from agentctl.engine.core.doctor import diagnose
+    from agentctl.runtime import Runtime
 
-    report = diagnose(workflow, workspace)
+    report = Runtime.doctor(workflow, workspace)
     out = output.current()
 
     def human() -> None:
-        for check in report["checks"]:
-            print(f"{check['status']:<10} {check['check']}: {check['target']}", file=out.stdout)
-            if check["status"] != "ok":
-                print(f"           {check['detail']}", file=out.stdout)
-                if check.get("fix"):
-                    print(f"           fix: {check['fix']}", file=out.stdout)
-        verdict = "ready" if report["ok"] else "not ready"
-        print(f"{report['workflow']}: {verdict} ({len(report['checks'])} checks)", file=out.stdout)
+        for check in report.checks:
+            print(f"{check.status:<10} {check.check}: {check.target}", file=out.stdout)
+            if check.status != "ok":
+                print(f"           {check.detail}", file=out.stdout)
+                if check.fix:
+                    print(f"           fix: {check.fix}", file=out.stdout)
+        verdict = "ready" if report.ok else "not ready"
+        print(f"{report.workflow}: {verdict} ({len(report.checks)} checks)", file=out.stdout)
 
-    out.success("DoctorReport", report, human=human)
-    return EXIT_OK if report["ok"] else EXIT_PROVIDER
+    out.success("DoctorReport", report.to_json(), human=human)
+    return EXIT_OK if report.ok else EXIT_PROVIDER

@@ -286,13 +286,14 @@ def continue_remote_command(
         _confirm(
             runtime.effect(effect_id).effect, "applied (when the remote task finished)", reason
         )
-    data = runtime.continue_remote(
+    continued = runtime.continue_remote(
         effect_id, reason=reason, actor=actor, timeout_seconds=timeout_seconds
     )
-    remote = data["remoteTask"]
+    data = continued.to_json()
+    remote = continued.remote_task
     out.success(
         "RemoteContinuation",
         data,
-        human=f"{data['effect']['effectId']} reconciled applied: A2A task {remote['taskId']} "
-        f"{remote['state']}" + next_lines(data["next"]),
+        human=f"{continued.effect.id} reconciled applied: A2A task {remote.task_id} "
+        f"{remote.state}" + next_lines(data["next"]),
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from typing import Annotated, Any
 
 import typer
@@ -33,7 +34,7 @@ def _where(source: dict[str, Any]) -> str:
     return f"{where} ({_LAYER_NAMES.get(source['layer'], source['layer'])})"
 
 
-def _lines(variables: list[dict[str, Any]]) -> list[str]:
+def _lines(variables: Sequence[Mapping[str, Any]]) -> list[str]:
     lines = []
     for variable in variables:
         value = json.dumps(variable["value"], ensure_ascii=False)
@@ -70,23 +71,27 @@ def explain_command(
     Example: agentctl explain deploy.yaml --vars-file prod.yaml --var replicas=5
     Example: agentctl explain deploy.yaml --workspace ./checkout
     """
-    from agentctl.engine.explain import explain_workflow
+    from agentctl.runtime import Runtime
 
-    data = explain_workflow(
+    explained = Runtime.explain(
         workflow, vars_files=vars_files or (), var_pairs=var_pairs or (), workspace=workspace
     )
-    diagnostics = data.pop("diagnostics")
     out = output.current()
 
     def human() -> None:
-        print(f"{data['workflow']}  plan {data['planDigest']}", file=out.stdout)
+        print(f"{explained.workflow}  plan {explained.plan_digest}", file=out.stdout)
         print("  every task:", file=out.stdout)
-        for line in _lines(data["variables"]):
+        for line in _lines(explained.variables):
             print(line, file=out.stdout)
-        for scope in data["tasks"]:
+        for scope in explained.tasks:
             agent = f" (agent {scope['agent']})" if scope.get("agent") else ""
             print(f"  task {scope['task']}{agent}:", file=out.stdout)
             for line in _lines(scope["variables"]):
                 print(line, file=out.stdout)
 
-    out.success("Explanation", data, diagnostics=diagnostics, human=human)
+    out.success(
+        "Explanation",
+        explained.to_json(),
+        diagnostics=list(explained.diagnostics),
+        human=human,
+    )

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from agentctl.cli import output
 from agentctl.cli.graphs import GraphFormat
 from agentctl.cli.options import DbOption, db_from_context
+
+if TYPE_CHECKING:
+    from agentctl.runtime_records import LegacyRunUpgradeAnalysis
 
 runs_app = typer.Typer(name="runs", no_args_is_help=True)
 
@@ -37,7 +40,9 @@ def runs_analyze_command(
     from agentctl.runtime import Runtime
 
     analysis = Runtime(db_from_context(ctx, db)).analyze_run(run_id)
-    output.current().success("LegacyRunUpgradeAnalysis", analysis, human=_analysis_line(analysis))
+    output.current().success(
+        "LegacyRunUpgradeAnalysis", analysis.to_json(), human=_analysis_line(analysis)
+    )
 
 
 @runs_app.command("upgrade")
@@ -56,30 +61,32 @@ def runs_upgrade_command(
     """
     from agentctl.runtime import Runtime
 
-    data = Runtime(db_from_context(ctx, db)).upgrade_run(run_id, dry_run=dry_run, actor="cli-user")
-    tasks = data["upgradedTasks"]
-    verb = "would upgrade" if data["dryRun"] else "upgraded"
+    upgrade = Runtime(db_from_context(ctx, db)).upgrade_run(
+        run_id, dry_run=dry_run, actor="cli-user"
+    )
+    tasks = upgrade.upgraded_tasks
+    verb = "would upgrade" if upgrade.dry_run else "upgraded"
     output.current().success(
         "LegacyRunUpgrade",
-        data,
+        upgrade.to_json(),
         human=f"{run_id}: {verb} {len(tasks)} task(s)"
         + (f": {', '.join(tasks)}" if tasks else "")
         + "\n"
-        + _analysis_line(data["analysisAfter"] or data["analysisBefore"]),
+        + _analysis_line(upgrade.analysis_after or upgrade.analysis_before),
     )
 
 
-def _analysis_line(analysis: dict[str, Any]) -> str:
-    roots = ", ".join(analysis["recommendedRepairRoots"]) or "none"
+def _analysis_line(analysis: LegacyRunUpgradeAnalysis) -> str:
+    roots = ", ".join(analysis.recommended_repair_roots) or "none"
     lines = [
-        f"{analysis['runId']}: {len(analysis['upgradeableTasks'])} upgradeable, "
-        f"{len(analysis['unavailableTasks'])} unavailable"
-        + (" (already current)" if analysis["alreadyCurrent"] else "")
+        f"{analysis.run_id}: {len(analysis.upgradeable_tasks)} upgradeable, "
+        f"{len(analysis.unavailable_tasks)} unavailable"
+        + (" (already current)" if analysis.already_current else "")
         + f"; repair roots: {roots}"
     ]
-    for task in analysis["tasks"]:
-        why = "; ".join(task["reasons"])
-        lines.append(f"  {task['taskId']:<24} {task['confidence']:<16} {why}".rstrip())
+    for task in analysis.tasks:
+        why = "; ".join(task.reasons)
+        lines.append(f"  {task.task_id:<24} {task.confidence:<16} {why}".rstrip())
     return "\n".join(lines)
 
 

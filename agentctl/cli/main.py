@@ -73,11 +73,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     import typer
 
+    from agentctl import observability
     from agentctl.cli import metavars
     from agentctl.cli.app import command_for
-    from agentctl.observability import telemetry
 
-    telemetry.request(options.otel)
+    observability.request(options.otel)
     # --offline needs nothing here: packs are only ever read from local files (a git or
     # https source is refused), so no command reaches the network for a pack.
     if options.locked or "agentctl.spec.packs" in sys.modules:  # (a cheap start otherwise)
@@ -139,7 +139,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INTERNAL
     finally:
         # Flushes spans and metrics when a command turned telemetry on (a no-op otherwise).
-        telemetry.shutdown()
+        observability.shutdown()
     _help(out, captured.getvalue())
     return code
 

@@ -45,17 +45,9 @@ def _group(ctx: typer.Context, db: DbOption = None) -> None:
 def _opened(
     ctx: typer.Context, db: str | None, namespace: str, *, create: bool = False
 ) -> Iterator[LongTermMemory]:
-    from agentctl.ids import SystemClock
-    from agentctl.memory import DEFAULT_DIMENSIONS, LocalHashEmbedder, LongTermMemory
-    from agentctl.store.engine import open_store
+    from agentctl.runtime import Runtime
 
-    with open_store(db_from_context(ctx, db), create=create) as store:
-        memory = LongTermMemory(store, SystemClock(), LocalHashEmbedder(DEFAULT_DIMENSIONS))
-        spaces = memory.embedding_models(namespace)
-        local = sorted(model for model in spaces if model.startswith("local_hash@"))
-        if local:
-            dimensions = int(local[0].rsplit("@", 1)[1])
-            memory.embedder = LocalHashEmbedder(dimensions)
+    with Runtime(db_from_context(ctx, db)).long_term_memory(namespace, create=create) as memory:
         yield memory
 
 
@@ -231,14 +223,11 @@ def gc_command(
 
     Example: agentctl gc --older-than-days 30 --dry-run
     """
-    from agentctl.ids import SystemClock
-    from agentctl.memory import collect_garbage
-    from agentctl.store.engine import open_store
+    from agentctl.runtime import Runtime
 
-    with open_store(db_from_context(ctx, db), create=False) as store:
-        report = collect_garbage(
-            store, SystemClock().now(), older_than_days=older_than_days, dry_run=dry_run
-        )
+    report = Runtime(db_from_context(ctx, db)).collect_garbage(
+        older_than_days=older_than_days, dry_run=dry_run
+    )
     verb = "would remove" if dry_run else "removed"
     output.current().success(
         "GcReport",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import platform
 from enum import StrEnum
 from typing import Annotated
 
@@ -23,20 +22,14 @@ def version_command() -> None:
 
     Example: agentctl --output json version
     """
-    from agentctl.store.formats import FORMAT_VERSION
-    from agentctl.store.migrate import head_revision
+    from agentctl.runtime import Runtime
 
-    data = {
-        "version": __version__,
-        "schemaRevision": head_revision(),
-        "recordFormatVersion": FORMAT_VERSION,
-        "python": platform.python_version(),
-    }
+    info = Runtime.version_info()
     human = (
-        f"agentctl {__version__} (schema revision {data['schemaRevision']}, record format "
-        f"{FORMAT_VERSION}, Python {data['python']})"
+        f"agentctl {info.version} (schema revision {info.schema_revision}, record format "
+        f"{info.record_format_version}, Python {info.python})"
     )
-    output.current().success("Version", data, human=human)
+    output.current().success("Version", info.to_json(), human=human)
 
 
 def completion_command(

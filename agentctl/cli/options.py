@@ -41,14 +41,14 @@ VarsFileOption = Annotated[
 def db_from_context(ctx: typer.Context, db: str | None) -> str:
     """The database for a command: its own --db, else its group's --db, else the default."""
     from agentctl import hints
-    from agentctl.store.location import resolve_db_path
+    from agentctl.runtime import Runtime
 
     chosen = db
     while chosen is None and ctx is not None:
         obj = ctx.obj if isinstance(ctx.obj, dict) else {}
         chosen = obj.get("db")
         ctx = ctx.parent  # type: ignore[assignment]
-    path = resolve_db_path(chosen)
+    path = Runtime.locate(chosen)
     # Commands suggested as next steps name the same database when it was given here.
     hints.use_database(path if chosen else None)
     return path

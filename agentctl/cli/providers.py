@@ -7,7 +7,6 @@ from typing import Annotated
 import typer
 
 from agentctl.cli import output
-from agentctl.engine.core.workflow_files import compile_workflow_file
 
 providers_app = typer.Typer(
     name="providers",
@@ -30,7 +29,9 @@ def inspect_command(workflow: FileArgument) -> None:
 
     Example: agentctl providers inspect review.yaml
     """
-    plan, _ = compile_workflow_file(workflow)
+    from agentctl.runtime import Runtime
+
+    plan = Runtime.compile(workflow).plan
     data = {
         "workflow": plan.workflow_name,
         "providers": [p.to_json() for p in plan.requirements.providers],

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from agentctl import observability
 from agentctl.cli import output
 from agentctl.cli.options import DbOption, VarOption, VarsFileOption, db_from_context
 from agentctl.cli.output import next_lines
@@ -23,7 +24,6 @@ from agentctl.errors import (
     RunFailedError,
     UsageError,
 )
-from agentctl.observability import telemetry
 
 if TYPE_CHECKING:
     from agentctl.runtime import RunResult, Runtime
@@ -100,7 +100,7 @@ def runtime_for(db: str, *, interactive: bool) -> tuple[Runtime, Progress]:
     if interactive and out.machine:
         raise UsageError("--interactive cannot be combined with --output json/jsonl")
     # Imports OpenTelemetry only when --otel or the OTEL_* variables ask for it.
-    telemetry.activate(os.environ, warn=None if out.machine else out.warning)
+    observability.activate(os.environ, warn=None if out.machine else out.warning)
     # The live view would fight with the approval prompts for the terminal.
     progress = Progress(out, live=not interactive)
 

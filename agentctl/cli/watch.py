@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from types import TracebackType
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -14,7 +13,7 @@ from agentctl.cli.task_view import DONE, counts_text, render_tasks
 from agentctl.errors import EXIT_BLOCKED, EXIT_CANCELLED, EXIT_OK, EXIT_RUN_FAILED
 
 if TYPE_CHECKING:
-    from agentctl.engine.watching import RunLook
+    from agentctl.runtime_records import RunLook
 
 __all__ = ["watch_command"]
 
@@ -104,23 +103,20 @@ def watch_command(
 
     Example: agentctl watch RUN --db .agentctl/runtime.db
     """
-    from agentctl.engine.watching import look
-    from agentctl.store.engine import open_store
+    from agentctl.runtime import Runtime
 
     out = output.current()
     unowned = 0
-    with open_store(db_from_context(ctx, db), create=False) as store, _View(out) as view:
-        seq = 0
-        while True:
-            now = look(store, run_id, after_seq=seq)
-            seq = now.last_seq
+    looks = Runtime(db_from_context(ctx, db)).follow(run_id, interval=interval)
+    with _View(out) as view:
+        for now in looks:
             view.show(now)
             if now.finished or now.parked:
                 break
             unowned = 0 if now.owned else unowned + 1
             if unowned >= _ORPHAN_LOOKS:
                 break
-            time.sleep(interval)
+        looks.close()  # closes the database now, not when the generator is collected
     return _summary(now, orphaned=not (now.finished or now.parked))
 
 

@@ -65,13 +65,9 @@ def worker_command(
 
     Example: agentctl worker --recover-interrupted --db postgresql://agentctl@db/agentctl
     """
-    import asyncio
-    import signal
     import socket
 
-    from agentctl.engine.worker import Worker
-    from agentctl.ids import SystemClock
-    from agentctl.store.engine import open_store
+    from agentctl.runtime import Runtime
 
     out = output.current()
 
@@ -83,29 +79,10 @@ def worker_command(
         out.event(kind, dict(data), human=human)
 
     chosen = name or f"{socket.gethostname()}-{os.getpid()}"
-    # A worker serves runs that already exist: a mistyped --db is refused, never created.
-    with open_store(db_from_context(ctx, db), create=False) as store:
-        worker = Worker(
-            store,
-            name=chosen,
-            concurrency=concurrency,
-            clock=SystemClock(),
-            events=emit,
-            recover_interrupted=recover_interrupted,
-        )
-
-        async def main() -> None:
-            loop = asyncio.get_running_loop()
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                loop.add_signal_handler(sig, worker.stop)
-            try:
-                await worker.serve()
-            finally:
-                for sig in (signal.SIGINT, signal.SIGTERM):
-                    loop.remove_signal_handler(sig)
-
-        asyncio.run(main())
-    report = worker.report
+    runtime = Runtime(db_from_context(ctx, db), on_event=emit, handle_signals=True)
+    report = runtime.serve(
+        name=chosen, concurrency=concurrency, recover_interrupted=recover_interrupted
+    )
     out.success(
         "WorkerReport",
         {"worker": report.name, "runs": report.runs},
@@ -127,13 +104,9 @@ def runs_wait_command(
 
     Example: agentctl runs wait run-01a2… --db postgresql://agentctl@db/agentctl
     """
-    import asyncio
+    from agentctl.runtime import Runtime
 
-    from agentctl.engine.worker import wait_for_run
-    from agentctl.store.engine import open_store
-
-    with open_store(db_from_context(ctx, db), create=False) as store:
-        state = asyncio.run(wait_for_run(store, run_id))
+    state = Runtime(db_from_context(ctx, db)).wait(run_id)
     output.current().success(
         "RunState", {"runId": run_id, "state": state}, human=f"{run_id} {state}"
     )

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from agentctl.cli import output
 from agentctl.cli.options import DbOption, database_named, db_from_context
+
+if TYPE_CHECKING:
+    from agentctl.runtime import Runtime
 
 app = typer.Typer(
     name="workflows",
@@ -27,24 +30,15 @@ def _workflows_group(ctx: typer.Context, db: DbOption = None) -> None:
     ctx.obj = {"db": db}
 
 
-def _with_last_runs(ctx: typer.Context, db: str | None, items: list[Any]) -> list[dict[str, Any]]:
-    """The entries with their last run. A database that was named (--db, AGENTCTL_DB) but is
-    missing is an error (exit 5, nothing created): it is a typo. A project that has not run
-    anything yet has no default database either; its workflows are listed as never run, so
-    the list is there to find a name before the first `agentctl roll NAME`."""
-    from agentctl.errors import PersistenceError
-    from agentctl.scheduling.catalog import last_runs
-    from agentctl.store.engine import open_store
+def _runtime(ctx: typer.Context, db: str | None) -> tuple[Runtime, bool]:
+    """The database, and whether a missing one lists the workflows as never run. A database
+    that was named (--db, AGENTCTL_DB) but is missing is an error (exit 5, nothing
+    created): it is a typo. A project that has not run anything yet has no default
+    database either; its workflows are listed as never run, so the list is there to find a
+    name before the first `agentctl roll NAME`."""
+    from agentctl.runtime import Runtime
 
-    names = [item.name for item in items]
-    try:
-        with open_store(db_from_context(ctx, db), create=False) as store:
-            latest = last_runs(store, names)
-    except PersistenceError as error:
-        if error.code != "store.missing" or database_named(ctx, db):
-            raise
-        latest = {}
-    return [{**item.to_json(), "lastRun": latest.get(item.name)} for item in items]
+    return Runtime(db_from_context(ctx, db)), not database_named(ctx, db)
 
 
 @app.command("list")
@@ -53,14 +47,14 @@ def list_command(ctx: typer.Context, db: DbOption = None) -> None:
 
     Example: agentctl workflows list --output json
     """
-    from agentctl.scheduling.registry import discover, search_path
-
-    found = _with_last_runs(ctx, db, discover())
+    runtime, missing_ok = _runtime(ctx, db)
+    registry = runtime.workflows(missing_ok=missing_ok)
+    found = [item.to_json() for item in registry.workflows]
     out = output.current()
 
     def human() -> None:
         if not found:
-            dirs = ", ".join(str(d) for d in search_path())
+            dirs = ", ".join(str(d) for d in registry.search_path)
             print(f"no workflows in {dirs}", file=out.stdout)
         for item in found:
             last = item["lastRun"]
@@ -87,10 +81,8 @@ def show_command(
 
     Example: agentctl workflows show hello
     """
-    from agentctl.scheduling.registry import find_workflow
-
-    entry = find_workflow(name)
-    item = _with_last_runs(ctx, db, [entry])[0]
+    runtime, missing_ok = _runtime(ctx, db)
+    item = runtime.workflow(name, missing_ok=missing_ok).to_json()
     out = output.current()
     last = item["lastRun"]
     lines = [

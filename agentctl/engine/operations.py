@@ -29,15 +29,12 @@ from agentctl.json_schemas import compile_schema, first_error
 from agentctl.json_text import parse_json_text
 from agentctl.observability.audit import AuditEvent, ChainReport, events_and_chain
 from agentctl.store import (
-    approvals_repo,
     checkpoints_repo,
     dashboard_repo,
     effects_repo,
     inspect_repo,
-    runs_repo,
     schedules_repo,
     sessions_repo,
-    tasks_repo,
 )
 from agentctl.store.conditions import task_conditions
 from agentctl.store.engine import SqlRunner, Store
@@ -52,7 +49,6 @@ __all__ = [
     "cancel_run",
     "decide_approval",
     "inspect_run",
-    "list_runs",
     "reconcile_effect",
 ]
 
@@ -325,50 +321,6 @@ def answer_question(
         "unchanged": unchanged,
         "next": [step.to_json() for step in for_run(store, answered.run_id)],
     }
-
-
-_DONE_TASK_STATES = ("succeeded", "failed", "skipped", "cancelled")
-
-
-def list_runs(
-    store: Store,
-    *,
-    status: str | None = None,
-    workflow: str | None = None,
-    limit: int = 50,
-    schedule: str | None = None,
-    since: datetime | None = None,
-) -> list[dict[str, Any]]:
-    """Runs newest first, each with its task progress and pending approvals."""
-    with store.read() as conn:
-        found = []
-        for row in runs_repo.list_runs(
-            conn,
-            status=status,
-            workflow=workflow,
-            limit=max(1, limit),
-            since=since,
-            schedule=schedule,
-        ):
-            counts = tasks_repo.state_counts(conn, row.id)
-            waiting = approvals_repo.count(conn, row.id, status="pending")
-            found.append(
-                {
-                    "runId": row.id,
-                    "workflow": row.workflow_name,
-                    "state": row.status,
-                    "mode": row.mode,
-                    "sourceRunId": row.source_run_id,
-                    "createdAt": row.created_at.isoformat(),
-                    "updatedAt": row.updated_at.isoformat(),
-                    "tasks": {
-                        "done": sum(counts.get(s, 0) for s in _DONE_TASK_STATES),
-                        "total": sum(counts.values()),
-                    },
-                    "waitingApprovals": waiting,
-                }
-            )
-        return found
 
 
 def _task_times(started: datetime | None, finished: datetime | None) -> dict[str, Any]:

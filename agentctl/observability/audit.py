@@ -37,6 +37,7 @@ __all__ = [
     "ChainReport",
     "append_event",
     "append_event_after",
+    "append_to_chain",
     "count_events",
     "event_digest",
     "events_and_chain",
@@ -170,30 +171,8 @@ def append_event_after(
     redact: Redactor | None = None,
 ) -> AuditEvent:
     """Append event ``seq`` after a chain head the caller already knows (no read)."""
-    stored_payload = redact(payload) if redact is not None else payload
-    payload_json = canonical_json(stored_payload)
-    prev = prev_digest
-    digest = event_digest(
-        run_id, seq, kind, task_id, effect_id, payload_json, prev, now, FORMAT_VERSION
-    )
-    ids = telemetry.active().current_ids()
-    trace_id, span_id = ids if ids is not None else (None, None)
-    audit_repo.insert_event(
-        conn,
-        audit_repo.AuditRow(
-            run_id=run_id,
-            seq=seq,
-            format_version=FORMAT_VERSION,
-            kind=kind,
-            task_id=task_id,
-            effect_id=effect_id,
-            payload_json=payload_json,
-            prev_digest=prev,
-            digest=digest,
-            created_at=now,
-            trace_id=trace_id,
-            span_id=span_id,
-        ),
+    stored_payload, digest, trace_id, span_id = _append(
+        conn, run_id, kind, payload, now, seq, prev_digest, task_id, effect_id, redact
     )
     return AuditEvent(
         run_id,
@@ -202,12 +181,78 @@ def append_event_after(
         task_id,
         effect_id,
         stored_payload,
-        prev,
+        prev_digest,
         digest,
         now,
         trace_id=trace_id,
         span_id=span_id,
     )
+
+
+def append_to_chain(
+    conn: SqlRunner,
+    run_id: str,
+    kind: str,
+    payload: Any,
+    *,
+    now: datetime,
+    task_id: str | None = None,
+    effect_id: str | None = None,
+    redact: Redactor | None = None,
+) -> None:
+    """:func:`append_event` for a writer that does not need the event back (a run's
+    transitions): the same row, without building the record."""
+    last = audit_repo.chain_head(conn, run_id)
+    _append(
+        conn,
+        run_id,
+        kind,
+        payload,
+        now,
+        1 if last is None else last[0] + 1,
+        None if last is None else last[1],
+        task_id,
+        effect_id,
+        redact,
+    )
+
+
+def _append(
+    conn: SqlRunner,
+    run_id: str,
+    kind: str,
+    payload: Any,
+    now: datetime,
+    seq: int,
+    prev_digest: str | None,
+    task_id: str | None,
+    effect_id: str | None,
+    redact: Redactor | None,
+) -> tuple[Any, str, str | None, str | None]:
+    """Insert one event of the chain; its stored payload, digest, trace and span ids."""
+    stored_payload = redact(payload) if redact is not None else payload
+    payload_json = canonical_json(stored_payload)
+    digest = event_digest(
+        run_id, seq, kind, task_id, effect_id, payload_json, prev_digest, now, FORMAT_VERSION
+    )
+    ids = telemetry.active().current_ids()
+    trace_id, span_id = ids if ids is not None else (None, None)
+    audit_repo.insert_event_fields(
+        conn,
+        run_id=run_id,
+        seq=seq,
+        format_version=FORMAT_VERSION,
+        kind=kind,
+        task_id=task_id,
+        effect_id=effect_id,
+        payload_json=payload_json,
+        prev_digest=prev_digest,
+        digest=digest,
+        created_at=now,
+        trace_id=trace_id,
+        span_id=span_id,
+    )
+    return stored_payload, digest, trace_id, span_id
 
 
 def _payload(run_id: str, seq: int, text: str) -> Any:

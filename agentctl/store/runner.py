@@ -304,6 +304,46 @@ class _ReadEach:
             return _Fetched(list(conn.exec_driver_sql(statement, parameters)))
 
 
+class _Transaction:
+    """One transaction of a :class:`DriverSession` (see its ``_transaction``): a plain
+    context manager, not a generator's, because a run opens one per task transition."""
+
+    __slots__ = ("_begin", "_cursor", "_on_begin", "_session")
+
+    def __init__(
+        self,
+        session: DriverSession,
+        begin: str,
+        on_begin: Callable[[DriverSession], None] | None,
+    ) -> None:
+        self._session = session
+        self._begin = begin
+        self._on_begin = on_begin
+        self._cursor: Any = None
+
+    def __enter__(self) -> DriverSession:
+        session = self._session
+        try:
+            self._cursor = session._begun(self._begin)
+        except _driver_errors() as exc:
+            raise driver_error(session._where, exc) from exc
+        if self._on_begin is not None:
+            try:
+                self._on_begin(session)
+            except BaseException as exc:
+                self.__exit__(type(exc), exc, None)
+                raise
+        return session
+
+    def __exit__(self, kind: Any, exc: BaseException | None, _tb: Any) -> None:
+        try:
+            self._cursor.execute("ROLLBACK" if kind is not None else "COMMIT")
+        except _driver_errors() as failed:
+            raise driver_error(self._session._where, failed) from failed
+        if exc is not None and isinstance(exc, _driver_errors()):
+            raise driver_error(self._session._where, exc) from exc
+
+
 class DriverSession:
     """``exec_driver_sql`` over a raw driver connection, with write transactions that take
     the write's locks first (``BEGIN IMMEDIATE`` on SQLite, the advisory locks of its
@@ -359,24 +399,12 @@ class DriverSession:
         """A read transaction (one snapshot for every statement in it, no lock taken)."""
         return self._transaction(self._begin[READ], None)
 
-    @contextmanager
     def _transaction(
         self, begin: str, on_begin: Callable[[DriverSession], None] | None
-    ) -> Iterator[DriverSession]:
+    ) -> _Transaction:
         """Committed whole, or rolled back when the body raises; driver errors become the
         store's (store/errors.py)."""
-        try:
-            cursor = self._begun(begin)
-            try:
-                if on_begin is not None:
-                    on_begin(self)
-                yield self
-            except BaseException:
-                cursor.execute("ROLLBACK")
-                raise
-            cursor.execute("COMMIT")
-        except _driver_errors() as exc:
-            raise driver_error(self._where, exc) from exc
+        return _Transaction(self, begin, on_begin)
 
     def _begun(self, begin: str) -> Any:
         """A cursor whose transaction has begun. A connection lost before the transaction
@@ -384,7 +412,9 @@ class DriverSession:
         with backoff, within the store's retry window: nothing of this transaction reached
         the server, so nothing can have been done twice. A connection lost later fails the
         transaction with ``store.unreachable``: whether its COMMIT landed is unknown."""
-        delay, deadline = 0.05, time.monotonic() + retry_window_seconds()
+        # The window starts at the first attempt; it is read only once one has failed (the
+        # environment lookup is not paid by every transaction).
+        delay, started, deadline = 0.05, time.monotonic(), None
         while True:
             try:
                 if self._raw is None:
@@ -398,6 +428,8 @@ class DriverSession:
             except _driver_errors() as exc:
                 error = driver_error(self._where, exc)
                 error.__cause__ = exc
+            if deadline is None:
+                deadline = started + retry_window_seconds()
             if (
                 self._reconnect is None
                 or error.code != "store.unreachable"

@@ -98,7 +98,8 @@ class Statement:
     def run(self, conn: Any, **values: Any) -> Any:
         """Execute on ``conn`` (a SQLAlchemy Connection or a DriverSession) with ``values``
         for its named parameters; the driver's result."""
-        compiled = self.compiled(conn.dialect.name)
+        name = conn.dialect.name
+        compiled = self._compiled.get(name) or self.compiled(name)
         return conn.exec_driver_sql(compiled.text, compiled.parameters(values))
 
     def run_many(self, conn: Any, rows: Iterable[dict[str, Any]]) -> None:

@@ -40,15 +40,28 @@ def to_db(value: datetime) -> str: ...
 def to_db(value: None) -> None: ...
 def to_db(value: datetime | None) -> str | None:
     """The stored text of ``value`` (None stays None)."""
+    global _last
     if value is None:
         return None
+    last = _last  # one read: another thread may replace the pair, never half of it
+    if last[0] is value:
+        return last[1]
     # isoformat with a space and microseconds is exactly _DB_FORMAT, at a fraction of
     # strftime's cost (this runs several times per task transition).
     if value.tzinfo is UTC:
-        return value.isoformat(" ", "microseconds")[:-6]  # without its "+00:00"
-    if value.tzinfo is not None:
-        value = value.astimezone(UTC).replace(tzinfo=None)
-    return value.isoformat(" ", "microseconds")
+        text = value.isoformat(" ", "microseconds")[:-6]  # without its "+00:00"
+    elif value.tzinfo is not None:
+        text = value.astimezone(UTC).replace(tzinfo=None).isoformat(" ", "microseconds")
+    else:
+        text = value.isoformat(" ", "microseconds")
+    _last = (value, text)
+    return text
+
+
+#: The last datetime :func:`to_db` wrote and its text: a task transition stamps its task
+#: row, checkpoint and audit event with one ``now``, so it is formatted once (datetimes
+#: are immutable, and the same object always has the same text).
+_last: tuple[datetime | None, str] = (None, "")
 
 
 @overload

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentctl.errors import StateConflictError
 from agentctl.store.run_queue import notify_run
-from agentctl.store.sealing import PAYLOAD_COLUMNS, seal
+from agentctl.store.sealing import PAYLOAD_COLUMNS, seal, sealer_of
 from agentctl.store.statements import Statement, one_of, statement
 from agentctl.store.states import allowed_priors
 from agentctl.store.timestamps import to_db
@@ -35,6 +35,11 @@ _RECORDS: Mapping[str, tuple[str, tuple[str, ...]]] = {
     "effect": ("effects", ("id",)),
     "approval": ("approvals", ("id",)),
     "firing": ("schedule_firings", ("id",)),
+}
+
+#: Each kind's key parameters (``key_COLUMN``), in key order.
+_KEY_NAMES: Mapping[str, tuple[str, ...]] = {
+    kind: tuple(f"key_{column}" for column in key) for kind, (_, key) in _RECORDS.items()
 }
 
 
@@ -98,16 +103,20 @@ def guarded_update(conn: Any, kind: str, key: tuple[Any, ...], values: Mapping[s
     """
     status = values.get("status")
     update = _statement(kind, tuple(values), None if status is None else str(status))
-    table, key_columns = _RECORDS[kind]
+    table = _RECORDS[kind][0]
     sealed = PAYLOAD_COLUMNS.get(table)
-    params = {
-        column: seal(conn, table, column, key, value)
-        if sealed is not None and column in sealed.columns
-        else driver_value(value)
-        for column, value in values.items()
-    }
-    keys = {f"key_{column}": part for column, part in zip(key_columns, key, strict=True)}
-    result = update.run(conn, **params, **keys)
+    if sealed is not None and sealer_of(conn).active is None:
+        sealed = None  # encryption off: every payload column is stored as given
+    params = dict(zip(_KEY_NAMES[kind], key, strict=True))
+    for column, value in values.items():
+        if sealed is not None and column in sealed.columns:
+            params[column] = seal(conn, table, column, key, value)
+        elif value is None or value.__class__ is str or value.__class__ is int:
+            params[column] = value  # most columns of a transition: nothing to convert
+        else:
+            params[column] = driver_value(value)
+    compiled = update.compiled(conn.dialect.name)
+    result = conn.exec_driver_sql(compiled.text, compiled.parameters(params))
     if result.rowcount == 1:
         if kind == "run" and status is not None:
             notify_run(conn, str(key[0]))  # wakes `runs wait` and idle workers on commit
@@ -115,7 +124,7 @@ def guarded_update(conn: Any, kind: str, key: tuple[Any, ...], values: Mapping[s
             # A decision may let a worker adopt the parked run (store/adoption.py).
             notify_run(conn, f"approval:{key[0]}")
         return
-    found = _status_of(kind).run(conn, **keys).first()
+    found = _status_of(kind).run(conn, **dict(zip(_KEY_NAMES[kind], key, strict=True))).first()
     name = "/".join(str(part) for part in key)
     if found is None:
         raise StateConflictError(f"{kind} {name} does not exist; nothing was written")

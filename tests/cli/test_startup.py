@@ -29,6 +29,16 @@ TOP_LEVEL = sorted(
 )
 HEAVY = ("sqlalchemy", "alembic", "httpx", "asyncio", "ssl", "rich", "pydantic", "jsonschema")
 STORE = ("sqlalchemy", "alembic", "httpx", "asyncio", "psycopg", "agentctl.store.engine")
+# The executor, the compiler and the migration scripts: only commands that run, compile or
+# migrate need them (a store-reading command goes through agentctl.runtime_views).
+ENGINE = (
+    "agentctl.engine.operations",
+    "agentctl.engine.run.executor",
+    "agentctl.runtime_records",
+    "agentctl.compiler",
+    "agentctl.spec",
+    "alembic.script",
+)
 
 
 def _parse(application: Any, args: list[str]) -> tuple[str, str]:
@@ -72,14 +82,14 @@ def test_root_help_and_unknown_names_get_the_whole_tree() -> None:
         assert app_for(args) is app, args
 
 
-def _imported_after(args: list[str]) -> list[str]:
-    """Modules of HEAVY and STORE loaded by a fresh interpreter running `agentctl ARGS`."""
+def _imported_after(args: list[str], names: tuple[str, ...] = HEAVY + STORE) -> list[str]:
+    """Modules of ``names`` loaded by a fresh interpreter running `agentctl ARGS`."""
     probe = (
         "import io, json, sys, contextlib\n"
         "from agentctl.cli.main import main\n"
         "with contextlib.redirect_stdout(io.StringIO()):\n"
         f"    code = main({args!r})\n"
-        f"names = {sorted(set(HEAVY) | set(STORE))!r}\n"
+        f"names = {sorted(set(names))!r}\n"
         "print(json.dumps([code, sorted(m for m in names if m in sys.modules)]))\n"
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
@@ -108,3 +118,49 @@ def test_check_reaches_no_store_and_no_network_library() -> None:
     assert not set(loaded) & set(STORE), loaded
     # Its schemas are plainly valid (compiler/schemas.py), so jsonschema is not loaded.
     assert "jsonschema" not in loaded
+
+
+def test_version_loads_no_database_library_and_no_migration_script() -> None:
+    # The schema revision it prints is the shipped head, read without Alembic.
+    assert _imported_after(["--version"], HEAVY + STORE + ENGINE) == []
+    # (A named command's parser loads pydantic through typer's conversions.)
+    assert _imported_after(["version"], STORE + ENGINE) == []
+
+
+def test_listing_runs_reads_the_store_without_the_engine_or_the_compiler(
+    tmp_path: Path,
+) -> None:
+    db = str(tmp_path / "runs.db")
+    made = subprocess.run(
+        [sys.executable, "-m", "agentctl", "db", "migrate", "--db", db],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert made.returncode == 0, made.stderr
+    loaded = _imported_after(["runs", "list", "--db", db], ENGINE + ("sqlalchemy",))
+    assert loaded == ["sqlalchemy"]  # it did read the store
+
+
+def test_registering_every_command_imports_no_engine_no_store_and_no_compiler() -> None:
+    # The whole tree (what --version, completion and an unknown name build) only names
+    # the commands: each imports what it needs when it runs.
+    probe = (
+        "import json, sys\n"
+        "from typer.main import get_command\n"
+        "from agentctl.cli.app import app\n"
+        "get_command(app)\n"
+        f"names = {sorted(set(HEAVY + STORE + ENGINE + ('agentctl.engine',)))!r}\n"
+        "print(json.dumps(sorted(m for m in names if m in sys.modules)))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == []

@@ -287,10 +287,10 @@ class RunLog:
         now: datetime,
         task_id: str | None = None,
         effect_id: str | None = None,
-    ) -> audit.AuditEvent:
+    ) -> None:
         """Append to the chain; the head is read inside this write transaction because
         operators (cancel, reconcile, approvals) append to a live run's chain too."""
-        return audit.append_event(
+        audit.append_to_chain(
             conn,
             self.run_id,
             kind,

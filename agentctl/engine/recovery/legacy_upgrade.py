@@ -49,6 +49,7 @@ from agentctl.typed_records import CAMEL, CamelRecord
 
 __all__ = [
     "LEGACY_UPGRADE_VERSION",
+    "LegacyRunUpgrade",
     "LegacyRunUpgradeAnalysis",
     "LegacyTaskUpgradeAnalysis",
     "analyze_run",
@@ -100,6 +101,19 @@ class LegacyRunUpgradeAnalysis(CamelRecord):
     tasks: list[LegacyTaskUpgradeAnalysis]
 
 
+@record(frozen=True, config=CAMEL)
+class LegacyRunUpgrade(CamelRecord):
+    """What ``runs upgrade`` wrote (``upgrade_id`` None when nothing was: a dry run, or no
+    task to upgrade) and the analysis before and after it (after: None for a dry run)."""
+
+    upgrade_id: str | None
+    run_id: str
+    dry_run: bool
+    upgraded_tasks: list[str]
+    analysis_before: LegacyRunUpgradeAnalysis
+    analysis_after: LegacyRunUpgradeAnalysis | None
+
+
 def analyze_run(store: Store, run_id: str) -> LegacyRunUpgradeAnalysis:
     """Prove, from the stored records only, which tasks of ``run_id`` can carry this
     release's reuse metadata; writes nothing."""
@@ -115,7 +129,7 @@ def upgrade_run(
     ids: IdGenerator,
     dry_run: bool = False,
     actor: str = "cli-user",
-) -> dict[str, Any]:
+) -> LegacyRunUpgrade:
     """Persist what :func:`analyze_run` proves (nothing with ``dry_run``); audited."""
     with store.read() as conn:
         before = _analyze(conn, run_id)
@@ -129,14 +143,9 @@ def upgrade_run(
     proven = [t for t in before.tasks if t.upgradeable and t.proposed_metadata is not None]
     upgraded = [t.task_id for t in proven]
     if dry_run or not proven:
-        return {
-            "upgradeId": None,
-            "runId": run_id,
-            "dryRun": dry_run,
-            "upgradedTasks": upgraded,
-            "analysisBefore": before.to_json(),
-            "analysisAfter": None if dry_run else before.to_json(),
-        }
+        return LegacyRunUpgrade(
+            None, run_id, dry_run, upgraded, before, None if dry_run else before
+        )
     upgrade_id = ids.new("upgrade")
     now = clock.now()
     with store.write() as conn:
@@ -166,14 +175,7 @@ def upgrade_run(
             now=now,
         )
         after = _analyze(conn, run_id)
-    return {
-        "upgradeId": upgrade_id,
-        "runId": run_id,
-        "dryRun": False,
-        "upgradedTasks": upgraded,
-        "analysisBefore": before.to_json(),
-        "analysisAfter": after.to_json(),
-    }
+    return LegacyRunUpgrade(upgrade_id, run_id, False, upgraded, before, after)
 
 
 def _analyze(conn: SqlRunner, run_id: str) -> LegacyRunUpgradeAnalysis:

@@ -129,6 +129,10 @@ class TaskAttempts:
             approval_mode=_compensation_approval(run, self.spec),
         )
         self.default_timeout = default_timeout_seconds(self.spec)
+        # Per run, not per attempt: what every task's template context and env share.
+        self._named_artifacts: Mapping[str, Mapping[str, Any]] | None = None
+        self._run_created_at = run.created_at.replace(tzinfo=UTC)
+        self._compensation = run.mode == "compensate"
 
     # -- the template context and the events -------------------------------------------
 
@@ -138,10 +142,18 @@ class TaskAttempts:
             vars=task_vars,
             memory=memory,
             tasks=self.outputs,
-            artifacts=self.artifacts.template_values(
-                {tid: self.plan.tasks[tid] for tid in self.plan.artifact_tasks}
-            ),
+            artifacts=self._artifact_values(),
         )
+
+    def _artifact_values(self) -> Mapping[str, Mapping[str, Any]]:
+        # Read once: the mapping returned is the run's own, kept current as artifacts are
+        # recorded (engine/run/artifacts.py), so every later context shares it.
+        named = self._named_artifacts
+        if named is None:
+            named = self._named_artifacts = self.artifacts.template_values(
+                {tid: self.plan.tasks[tid] for tid in self.plan.artifact_tasks}
+            )
+        return named
 
     def emit(self, kind: str, data: dict[str, Any]) -> None:
         if self.options.events is not None:
@@ -232,6 +244,8 @@ class TaskAttempts:
         )
 
     def render_vars(self, task: PlanTask, memory: Mapping[str, Any]) -> dict[str, Any]:
+        if not task.vars:
+            return {}  # nothing to render (most tasks): no template context is built
         rendered = render(dict(task.vars), self.context({}, memory))
         return dict(rendered) if isinstance(rendered, Mapping) else {}
 
@@ -281,8 +295,8 @@ class TaskAttempts:
                     diff=self.options.diff,
                     max_concurrency=self.plan.max_concurrency,
                     default_timeout_seconds=self.default_timeout,
-                    compensation=self.run.mode == "compensate",
-                    run_created_at=self.run.created_at.replace(tzinfo=UTC),
+                    compensation=self._compensation,
+                    run_created_at=self._run_created_at,
                     condition=condition,
                     workflow_dir=self.workflow_dir,
                 )
