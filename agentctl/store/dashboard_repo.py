@@ -11,13 +11,18 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from agentctl.store.rows import naive
 from agentctl.store.sealing import unseal
+from agentctl.store.statements import Statement, one_of, statement
 from agentctl.store.timestamps import to_db
 
 if TYPE_CHECKING:
+    from sqlalchemy.sql.expression import Executable
+
+    from agentctl.store.dialect import SqlDialect
     from agentctl.store.engine import SqlRunner
 
 __all__ = [
@@ -67,35 +72,19 @@ def run_summaries(
     counts are correlated subqueries on the ``(run_id, status)`` indexes of tasks and
     approvals, evaluated only for the rows the page shows.
     """
-    where: list[str] = []
-    params: list[Any] = []
+    values: dict[str, Any] = {"limit": max(1, limit)}
     if before is not None:
-        # The plain range on created_at is what the index walk starts from; the rest
-        # breaks ties between runs created in the same microsecond (by id, as ordered).
-        where.append("r.created_at <= ? AND (r.created_at < ? OR r.id < ?)")
-        params += [to_db(before[0]), to_db(before[0]), before[1]]
+        values["before_at"], values["before_id"] = to_db(before[0]), before[1]
     if status:
-        where.append("r.status = ?")
-        params.append(status)
+        values["status"] = status
     if workflow:
-        where.append("r.workflow_name = ?")
-        params.append(workflow)
+        values["workflow"] = workflow
     if search:
-        where.append("r.id LIKE ? ESCAPE '\\'")
-        escaped = search.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        params.append(f"%{escaped}%")
-    clause = f" WHERE {' AND '.join(where)}" if where else ""
-    done = ", ".join(f"'{state}'" for state in DONE_TASK_STATES)
-    params.append(max(1, limit))
-    rows = conn.exec_driver_sql(
-        "SELECT r.id, r.workflow_name, r.status, r.mode, r.created_at, r.updated_at, "
-        "(SELECT COUNT(*) FROM tasks t WHERE t.run_id = r.id), "
-        f"(SELECT COUNT(*) FROM tasks t WHERE t.run_id = r.id AND t.status IN ({done})), "
-        "(SELECT COUNT(*) FROM approvals a WHERE a.run_id = r.id AND a.status = 'pending'), "
-        "r.owner_id, r.owner_lease_expires_at "
-        f"FROM runs r{clause} ORDER BY r.created_at DESC, r.id DESC LIMIT ?",  # noqa: S608
-        tuple(params),
-    )
+        # ``!`` escapes: a backslash in a literal is spelt differently per dialect.
+        escaped = search.replace("!", "!!").replace("%", "!%").replace("_", "!_")
+        values["search"] = f"%{escaped}%"
+    shape = (before is not None, bool(status), bool(workflow), bool(search))
+    rows = _run_summaries(*shape).run(conn, **values)
     out: list[RunSummary] = []
     for row in rows:
         created, updated = naive(row[4]), naive(row[5])
@@ -118,21 +107,82 @@ def run_summaries(
     return out
 
 
+@lru_cache(maxsize=16)
+def _run_summaries(before: bool, status: bool, workflow: bool, search: bool) -> Statement:
+    """The page of :func:`run_summaries` with the filters given (one statement per shape)."""
+
+    def build(_: SqlDialect) -> Executable:
+        from sqlalchemy import bindparam, func, or_, select
+
+        from agentctl.store.tables import approvals, runs, tasks
+
+        r, t, a = runs.alias("r"), tasks.alias("t"), approvals.alias("a")
+
+        def count(table: Any, *conditions: Any) -> Any:
+            return (
+                select(func.count())
+                .select_from(table)
+                .where(table.c.run_id == r.c.id, *conditions)
+                .scalar_subquery()
+            )
+
+        query = select(
+            r.c.id,
+            r.c.workflow_name,
+            r.c.status,
+            r.c.mode,
+            r.c.created_at,
+            r.c.updated_at,
+            count(t),
+            count(t, one_of(t.c.status, DONE_TASK_STATES)),
+            count(a, a.c.status == "pending"),
+            r.c.owner_id,
+            r.c.owner_lease_expires_at,
+        )
+        if before:
+            # The plain range on created_at is what the index walk starts from; the rest
+            # breaks ties between runs created in the same microsecond (by id, as ordered).
+            at: Any = bindparam("before_at")
+            query = query.where(
+                r.c.created_at <= at,
+                or_(r.c.created_at < at, r.c.id < bindparam("before_id")),
+            )
+        if status:
+            query = query.where(r.c.status == bindparam("status"))
+        if workflow:
+            query = query.where(r.c.workflow_name == bindparam("workflow"))
+        if search:
+            query = query.where(r.c.id.like(bindparam("search"), escape="!"))
+        return query.order_by(r.c.created_at.desc(), r.c.id.desc()).limit(bindparam("limit"))
+
+    return Statement(build, f"run_summaries{(before, status, workflow, search)}")
+
+
 def workflow_names(conn: SqlRunner) -> list[str]:
     """Every workflow name that has a run, sorted (for the filter).
 
     A skip scan of the ``(workflow_name, created_at)`` index: one index seek per distinct
     name, however many runs each has (``SELECT DISTINCT`` would read every run's entry).
     """
-    rows = conn.exec_driver_sql(
-        "WITH RECURSIVE names(name) AS ("
-        " SELECT MIN(workflow_name) FROM runs"
-        " UNION ALL"
-        " SELECT (SELECT MIN(workflow_name) FROM runs WHERE workflow_name > names.name)"
-        " FROM names WHERE names.name IS NOT NULL"
-        ") SELECT name FROM names WHERE name IS NOT NULL"
-    )
+    rows = _workflow_names.run(conn)
     return [str(row[0]) for row in rows]
+
+
+@statement
+def _workflow_names(_: SqlDialect) -> Executable:
+    from sqlalchemy import func, select
+
+    from agentctl.store.tables import runs
+
+    names = select(func.min(runs.c.workflow_name).label("name")).cte("names", recursive=True)
+    later = runs.alias("later")
+    following = (
+        select(func.min(later.c.workflow_name))
+        .where(later.c.workflow_name > names.c.name)
+        .scalar_subquery()
+    )
+    names = names.union_all(select(following).where(names.c.name.is_not(None)))
+    return select(names.c.name).where(names.c.name.is_not(None))
 
 
 def change_marker(conn: SqlRunner) -> str:
@@ -142,30 +192,54 @@ def change_marker(conn: SqlRunner) -> str:
     reconciled, a cancel) appends an audit event in its own transaction, so the newest
     event's rowid (an O(1) read of the table's b-tree) and the number of runs suffice.
     """
-    row = conn.exec_driver_sql(
-        "SELECT (SELECT MAX(rowid) FROM audit_events), (SELECT COUNT(*) FROM runs)"
-    ).first()
+    row = _change_marker.run(conn).first()
     return "|".join("" if value is None else str(value) for value in row)
+
+
+@statement
+def _change_marker(sql: SqlDialect) -> Executable:
+    from sqlalchemy import func, select
+
+    from agentctl.store.tables import runs
+
+    return select(sql.audit_position(), select(func.count()).select_from(runs).scalar_subquery())
 
 
 def task_progress(
     conn: SqlRunner, run_id: str
 ) -> list[tuple[str, str, int, datetime | None, datetime | None]]:
     """``(task_id, status, attempt, started_at, finished_at)`` of a run's tasks, plan order."""
-    rows = conn.exec_driver_sql(
-        "SELECT task_id, status, attempt, started_at, finished_at FROM tasks "
-        "WHERE run_id = ? ORDER BY ordinal",
-        (run_id,),
-    )
+    rows = _task_progress.run(conn, run_id=run_id)
     return [(row[0], row[1], int(row[2]), naive(row[3]), naive(row[4])) for row in rows]
+
+
+@statement
+def _task_progress(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, select
+
+    from agentctl.store.tables import tasks
+
+    c = tasks.c
+    return (
+        select(c.task_id, c.status, c.attempt, c.started_at, c.finished_at)
+        .where(c.run_id == bindparam("run_id"))
+        .order_by(c.ordinal)
+    )
 
 
 def run_header(conn: SqlRunner, run_id: str) -> tuple[str, str | None] | None:
     """``(workflow_name, owner_id)`` without reading the plan; None for an unknown run."""
-    row = conn.exec_driver_sql(
-        "SELECT workflow_name, owner_id FROM runs WHERE id = ?", (run_id,)
-    ).first()
+    row = _run_header.run(conn, run_id=run_id).first()
     return None if row is None else (str(row[0]), row[1])
+
+
+@statement
+def _run_header(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, select
+
+    from agentctl.store.tables import runs
+
+    return select(runs.c.workflow_name, runs.c.owner_id).where(runs.c.id == bindparam("run_id"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,17 +254,9 @@ class PausedTask:
 def paused_tasks(conn: SqlRunner, run_id: str | None = None) -> list[PausedTask]:
     """Tasks of paused runs that wait at a ``builtin.pause`` step (their error code is
     ``task.paused``), oldest parked first; of one run when ``run_id`` is given."""
-    statement = (
-        "SELECT r.id, r.workflow_name, t.task_id, t.error_json, r.updated_at FROM runs r "
-        "JOIN tasks t ON t.run_id = r.id WHERE r.status = 'paused' "
-        "AND t.status = 'waiting_for_approval'"
-    )
-    params: tuple[Any, ...] = ()
-    if run_id is not None:
-        statement += " AND r.id = ?"
-        params = (run_id,)
     found: list[PausedTask] = []
-    for row in conn.exec_driver_sql(statement + " ORDER BY r.updated_at, r.id, t.ordinal", params):
+    query = _paused_tasks_of_run if run_id is not None else _paused_tasks
+    for row in query.run(conn, run_id=run_id):
         stored = unseal(conn, "tasks", "error_json", (row[0], row[2]), row[3])
         error = json.loads(stored) if stored else {}
         if not isinstance(error, dict) or error.get("code") != "task.paused":
@@ -206,3 +272,23 @@ def paused_tasks(conn: SqlRunner, run_id: str | None = None) -> list[PausedTask]
             )
         )
     return found
+
+
+def _paused_tasks_query(of_run: bool) -> Executable:
+    from sqlalchemy import bindparam, select
+
+    from agentctl.store.tables import runs, tasks
+
+    r, t = runs.alias("r"), tasks.alias("t")
+    query = (
+        select(r.c.id, r.c.workflow_name, t.c.task_id, t.c.error_json, r.c.updated_at)
+        .select_from(r.join(t, t.c.run_id == r.c.id))
+        .where(r.c.status == "paused", t.c.status == "waiting_for_approval")
+    )
+    if of_run:
+        query = query.where(r.c.id == bindparam("run_id"))
+    return query.order_by(r.c.updated_at, r.c.id, t.c.ordinal)
+
+
+_paused_tasks = Statement(lambda _: _paused_tasks_query(False), "paused_tasks")
+_paused_tasks_of_run = Statement(lambda _: _paused_tasks_query(True), "paused_tasks_of_run")

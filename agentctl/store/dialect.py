@@ -10,18 +10,9 @@ a JSON member's text (SQLite's ``->`` on text, PostgreSQL's on ``json``), the lo
 memory text index (FTS5 on SQLite, a ``tsvector`` expression index on PostgreSQL), and the
 storage settings ``db stats`` reports. Nothing else branches on the dialect's name.
 
-Statements not yet moved to Core are still written in SQLite's spelling with ``?``
-placeholders; on PostgreSQL they pass through :func:`to_postgres` (the engine hooks it in
-for SQLAlchemy connections, :class:`~agentctl.store.runner.DriverSession` calls it
-itself), which rewrites what differs mechanically:
-
-- ``?`` placeholders become psycopg's ``%s`` (and a literal ``%`` becomes ``%%`` when the
-  statement has parameters); text inside quotes is left alone;
-- ``INSERT OR IGNORE INTO …`` becomes ``INSERT INTO … ON CONFLICT DO NOTHING``;
-- a unary ``+`` before a column (SQLite's way of steering the planner off an index) is
-  dropped: PostgreSQL has no unary plus on text.
-
-A compiled statement's text is never rewritten (``statements.is_compiled``).
+Every statement a repository sends is compiled for the store's dialect; what is still
+written as text is the same on both (``SELECT 1``) or comes from this pair (a ``BEGIN``,
+the text index rebuild), and SQLite's ``PRAGMA``s run on SQLite-only paths.
 
 How a transaction begins differs too, and is one table here (:func:`begin_statement`). A
 SQLite write transaction begins ``IMMEDIATE`` (the database's one write lock); a PostgreSQL
@@ -35,9 +26,7 @@ PostgreSQL's row locks alone, so they take no advisory lock (``Store.row_write``
 
 from __future__ import annotations
 
-import re
 from abc import ABC, abstractmethod
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from agentctl.store import locks
@@ -65,7 +54,6 @@ __all__ = [
     "begin_statement",
     "dialect_name",
     "sql_dialect",
-    "to_postgres",
 ]
 
 SQLITE = "sqlite"
@@ -99,40 +87,9 @@ def begin_statement(dialect: str, kind: str, scope: locks.Locks | None = None) -
     return _BEGIN[(dialect, kind)]
 
 
-_INSERT_OR_IGNORE = re.compile(r"^\s*INSERT\s+OR\s+IGNORE\s+INTO\b", re.IGNORECASE)
-_UNARY_PLUS = re.compile(r"(?<=[\s(=,])\+(?=[A-Za-z_])")
-
-
 def dialect_name(conn: Any) -> str:
     """``sqlite`` or ``postgresql`` for a SQLAlchemy Connection or a DriverSession."""
     return str(conn.dialect.name)
-
-
-@lru_cache(maxsize=4096)
-def to_postgres(statement: str, has_parameters: bool) -> str:
-    """``statement`` (SQLite spelling, ``?`` placeholders) in PostgreSQL's spelling."""
-    out: list[str] = []
-    quote: str | None = None
-    for char in statement:
-        if quote is not None:
-            if char == quote:
-                quote = None
-            out.append("%%" if char == "%" and has_parameters else char)
-            continue
-        if char in ("'", '"'):
-            quote = char
-            out.append(char)
-        elif char == "?":
-            out.append("%s")
-        elif char == "%" and has_parameters:
-            out.append("%%")
-        else:
-            out.append(char)
-    text = _UNARY_PLUS.sub("", "".join(out))
-    if _INSERT_OR_IGNORE.match(text):
-        text = _INSERT_OR_IGNORE.sub("INSERT INTO", text, count=1).rstrip().rstrip(";")
-        text += " ON CONFLICT DO NOTHING"
-    return text
 
 
 class SqlDialect(ABC):
@@ -201,6 +158,12 @@ class SqlDialect(ABC):
     @abstractmethod
     def rebuild_memory_text_index(self) -> Executable:
         """The statement that rebuilds the long-term memory text index from the entries."""
+        ...
+
+    @abstractmethod
+    def audit_position(self) -> ColumnElement[Any]:
+        """A value that changes whenever an audit event is appended (every transition
+        appends one), read in O(1): the dashboard's change marker."""
         ...
 
     @abstractmethod
@@ -278,6 +241,14 @@ class SqliteSql(SqlDialect):
 
         return text("INSERT INTO memory_search_fts (memory_search_fts) VALUES ('rebuild')")
 
+    def audit_position(self) -> ColumnElement[Any]:
+        from sqlalchemy import func, literal_column, select
+
+        from agentctl.store.tables import audit_events
+
+        # The newest event's rowid: one step down the table's b-tree.
+        return select(func.max(literal_column("rowid"))).select_from(audit_events).scalar_subquery()
+
     def storage_settings(self) -> Executable:
         from sqlalchemy import text
 
@@ -353,6 +324,14 @@ class PostgresqlSql(SqlDialect):
         from sqlalchemy import text
 
         return text("REINDEX INDEX memory_search_text")
+
+    def audit_position(self) -> ColumnElement[Any]:
+        from sqlalchemy import Text, cast, func
+
+        # No rowid: the position of the server's write-ahead log, which every committed
+        # write moves (other writes too: a marker that changes more often than needed
+        # costs a page a refresh, never a missed change).
+        return cast(func.pg_current_wal_lsn(), Text)
 
     def storage_settings(self) -> Executable:
         from sqlalchemy import text

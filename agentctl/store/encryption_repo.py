@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.exc import SQLAlchemyError
@@ -33,12 +34,16 @@ from agentctl.store.sealing import (
     is_sealed,
     key_id_of,
     reseal,
-    sealed_head,
+    sealed_head_of,
     sealed_under,
 )
+from agentctl.store.statements import Statement, columns, statement
 from agentctl.store.timestamps import to_db
 
 if TYPE_CHECKING:
+    from sqlalchemy.sql.expression import Executable
+
+    from agentctl.store.dialect import SqlDialect
     from agentctl.store.runner import SqlRunner, Store
 
 __all__ = [
@@ -89,9 +94,7 @@ class SealReport:
 
 
 def keys(conn: SqlRunner) -> list[KeyRecord]:
-    rows = conn.exec_driver_sql(
-        "SELECT key_id, key_env, status, created_at FROM encryption_keys ORDER BY created_at"
-    )
+    rows = _keys.run(conn)
     out = []
     for row in rows:
         stamp = row[3]
@@ -101,6 +104,15 @@ def keys(conn: SqlRunner) -> list[KeyRecord]:
             stamp = from_db(stamp)
         out.append(KeyRecord(str(row[0]), str(row[1]), str(row[2]), stamp))
     return out
+
+
+@statement
+def _keys(_: SqlDialect) -> Executable:
+    from sqlalchemy import select
+
+    from agentctl.store.tables import encryption_keys as k
+
+    return select(k.c.key_id, k.c.key_env, k.c.status, k.c.created_at).order_by(k.c.created_at)
 
 
 def load_sealer(store: Store) -> Sealer:
@@ -129,10 +141,67 @@ def seals_as_bytes(store: Store) -> bool:
 
 
 def _check_value(conn: SqlRunner, key_id: str) -> str | None:
-    row = conn.exec_driver_sql(
-        "SELECT check_value FROM encryption_keys WHERE key_id = ?", (key_id,)
-    ).first()
+    row = _check.run(conn, key_id=key_id).first()
     return None if row is None else str(row[0])
+
+
+@statement
+def _check(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, select
+
+    from agentctl.store.tables import encryption_keys as k
+
+    return select(k.c.check_value).where(k.c.key_id == bindparam("key_id"))
+
+
+@statement
+def _retire_others(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, update
+
+    from agentctl.store.tables import encryption_keys as k
+
+    return (
+        update(k)
+        .values(status="retired")
+        .where(k.c.key_id != bindparam("key_id"), k.c.status == "active")
+    )
+
+
+@statement
+def _reactivate(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, update
+
+    from agentctl.store.tables import encryption_keys as k
+
+    return (
+        update(k)
+        .values(status="active", key_env=bindparam("key_env"))
+        .where(k.c.key_id == bindparam("key_id"))
+    )
+
+
+@statement
+def _retire_active(_: SqlDialect) -> Executable:
+    from sqlalchemy import update
+
+    from agentctl.store.tables import encryption_keys as k
+
+    return update(k).values(status="retired").where(k.c.status == "active")
+
+
+@statement
+def _insert_key(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, insert
+
+    from agentctl.store.tables import encryption_keys as k
+
+    return insert(k).values(
+        key_id=bindparam("key_id"),
+        key_env=bindparam("key_env"),
+        status="active",
+        check_value=bindparam("check_value"),
+        created_at=bindparam("created_at"),
+    )
 
 
 def verify_key(sealer: Sealer, key_id: str, check_value: str) -> None:
@@ -158,23 +227,16 @@ def activate_key(store: Store, key_id: str, key_env: str, key: bytes) -> Sealer:
             check = _check_value(conn, key_id)
             assert check is not None
             verify_key(sealer, key_id, check)
-            conn.exec_driver_sql(
-                "UPDATE encryption_keys SET status = 'retired' WHERE key_id <> ? "
-                "AND status = 'active'",
-                (key_id,),
-            )
-            conn.exec_driver_sql(
-                "UPDATE encryption_keys SET status = 'active', key_env = ? WHERE key_id = ?",
-                (key_env, key_id),
-            )
+            _retire_others.run(conn, key_id=key_id)
+            _reactivate.run(conn, key_env=key_env, key_id=key_id)
         else:
-            conn.exec_driver_sql(
-                "UPDATE encryption_keys SET status = 'retired' WHERE status = 'active'"
-            )
-            conn.exec_driver_sql(
-                "INSERT INTO encryption_keys (key_id, key_env, status, check_value, created_at) "
-                "VALUES (?, ?, 'active', ?, ?)",
-                (key_id, key_env, sealer.seal_text(_CHECK_TEXT, aad), to_db(datetime.now(UTC))),
+            _retire_active.run(conn)
+            _insert_key.run(
+                conn,
+                key_id=key_id,
+                key_env=key_env,
+                check_value=sealer.seal_text(_CHECK_TEXT, aad),
+                created_at=to_db(datetime.now(UTC)),
             )
     store.use_sealer(sealer)
     return sealer
@@ -184,20 +246,14 @@ def column_counts(conn: SqlRunner, key_ids: list[str]) -> list[ColumnCount]:
     """Clear and sealed values of every payload column, per key id (``?`` for an id no
     row of ``encryption_keys`` names)."""
     out: list[ColumnCount] = []
+    heads: dict[str, Any] = {"sealed_length": len(SEALED_PREFIX), "sealed": SEALED_PREFIX}
+    for position, key_id in enumerate(key_ids):
+        prefix = f"{SEALED_PREFIX}{key_id}:"
+        heads.update({f"length_{position}": len(prefix), f"key_{position}": prefix})
     for spec in PAYLOAD_COLUMNS.values():
         for column in spec.columns:
-            head = sealed_head(column)
-            sums = ", ".join(f"SUM(CASE WHEN {head} = ? THEN 1 ELSE 0 END)" for _ in key_ids)
-            params: list[Any] = [len(SEALED_PREFIX), SEALED_PREFIX]
-            for key_id in key_ids:
-                prefix = f"{SEALED_PREFIX}{key_id}:"
-                params.extend((len(prefix), prefix))
-            row = conn.exec_driver_sql(
-                f"SELECT COUNT({column}), "  # noqa: S608 - names from PAYLOAD_COLUMNS
-                f"SUM(CASE WHEN {head} = ? THEN 1 ELSE 0 END)"
-                f"{', ' + sums if sums else ''} FROM {spec.table}",
-                tuple(params),
-            ).first()
+            count_of = _column_count(spec.table, column, len(key_ids))
+            row = count_of.run(conn, **heads).first()
             total, sealed = int(row[0] or 0), int(row[1] or 0)
             count = ColumnCount(spec.table, column, clear=total - sealed)
             named = 0
@@ -216,29 +272,93 @@ def column_counts(conn: SqlRunner, key_ids: list[str]) -> list[ColumnCount]:
     return out
 
 
+@lru_cache(maxsize=256)
+def _column_count(table: str, column: str, keys: int) -> Statement:
+    """Values of ``table.column``: all, sealed, and sealed under each of ``keys`` key ids
+    (parameters ``sealed_length``/``sealed``, ``length_N``/``key_N``)."""
+
+    def build(_: SqlDialect) -> Executable:
+        from sqlalchemy import bindparam, case, func, literal_column, select
+
+        from agentctl.store.tables import metadata
+
+        values = metadata.tables[table].c[column]
+
+        def number(length: str, head: str) -> Any:
+            one: Any = literal_column("1")
+            zero: Any = literal_column("0")
+            matched = sealed_head_of(values, bindparam(length)) == bindparam(head)
+            return func.sum(case((matched, one), else_=zero))
+
+        return select(
+            func.count(values),
+            number("sealed_length", "sealed"),
+            *(number(f"length_{k}", f"key_{k}") for k in range(keys)),
+        )
+
+    return Statement(build, f"column_count{(table, column, keys)}")
+
+
 def _pages(store: Store, spec: PayloadColumns, batch: int) -> Iterator[list[Any]]:
     """The table's rows in key order, ``batch`` at a time (keyset pagination: each page
     is one indexed read however far the walk has gone)."""
-    key_sql = ", ".join(spec.key)
-    select = f"SELECT {key_sql}, {', '.join(spec.columns)} FROM {spec.table}"  # noqa: S608
-    order = f" ORDER BY {key_sql} LIMIT ?"
     after: tuple[Any, ...] | None = None
     while True:
         with store.read() as conn:
             if after is None:
-                rows = list(conn.exec_driver_sql(select + order, (batch,)))
+                rows = list(_page(spec, False).run(conn, batch=batch))
             else:
-                marks = ", ".join("?" for _ in spec.key)
-                where = (
-                    f" WHERE {spec.key[0]} > ?"
-                    if len(spec.key) == 1
-                    else f" WHERE ({key_sql}) > ({marks})"
-                )
-                rows = list(conn.exec_driver_sql(select + where + order, (*after, batch)))
+                keys = {f"after_{k}": value for k, value in zip(spec.key, after, strict=True)}
+                rows = list(_page(spec, True).run(conn, batch=batch, **keys))
         if not rows:
             return
         yield rows
         after = tuple(rows[-1][: len(spec.key)])
+
+
+@lru_cache(maxsize=64)
+def _page(spec: PayloadColumns, after: bool) -> Statement:
+    """A page of ``spec``'s table in key order, the first or the one ``after_KEY``."""
+
+    def build(_: SqlDialect) -> Executable:
+        from sqlalchemy import bindparam, select, tuple_
+
+        from agentctl.store.tables import metadata
+
+        table = metadata.tables[spec.table]
+        key = columns(table, spec.key)
+        query = select(*key, *columns(table, spec.columns))
+        if after:
+            marks: list[Any] = [bindparam(f"after_{name}") for name in spec.key]
+            query = query.where(
+                key[0] > marks[0] if len(key) == 1 else tuple_(*key) > tuple_(*marks)
+            )
+        return query.order_by(*key).limit(bindparam("batch"))
+
+    return Statement(build, f"page{(spec.table, after)}")
+
+
+@lru_cache(maxsize=256)
+def _reseal_row(table: str, key: tuple[str, ...], changed: tuple[str, ...]) -> Statement:
+    """Set the ``changed`` columns of the row ``key_…`` names to ``new_…`` if they still
+    hold ``old_…``."""
+
+    def build(_: SqlDialect) -> Executable:
+        from sqlalchemy import bindparam, update
+
+        from agentctl.store.tables import metadata
+
+        t = metadata.tables[table]
+        return (
+            update(t)
+            .values({t.c[c]: bindparam(f"new_{c}") for c in changed})
+            .where(
+                *(t.c[k] == bindparam(f"key_{k}") for k in key),
+                *(t.c[c] == bindparam(f"old_{c}") for c in changed),
+            )
+        )
+
+    return Statement(build, f"reseal_row{(table, key, changed)}")
 
 
 def seal_existing(
@@ -255,7 +375,7 @@ def seal_existing(
     for spec in PAYLOAD_COLUMNS.values():
         width = len(spec.key)
         for rows in _pages(store, spec, batch):
-            updates: list[tuple[str, tuple[Any, ...]]] = []
+            updates: list[tuple[Statement, dict[str, Any]]] = []
             for row in rows:
                 record = tuple(row[:width])
                 changed: list[tuple[str, Any, str | bytes]] = []
@@ -266,30 +386,25 @@ def seal_existing(
                     changed.append((column, stored, new))
                 if not changed:
                     continue
-                sets = ", ".join(f"{column} = ?" for column, _, _ in changed)
-                where = " AND ".join(
-                    [f"{k} = ?" for k in spec.key] + [f"{c} = ?" for c, _, _ in changed]
-                )
-                updates.append(
-                    (
-                        f"UPDATE {spec.table} SET {sets} WHERE {where}",  # noqa: S608
-                        (*(n for _, _, n in changed), *record, *(o for _, o, _ in changed)),
-                    )
-                )
+                names = tuple(column for column, _, _ in changed)
+                values = {f"key_{k}": part for k, part in zip(spec.key, record, strict=True)}
+                for column, old, new in changed:
+                    values.update({f"old_{column}": old, f"new_{column}": new})
+                updates.append((_reseal_row(spec.table, spec.key, names), values))
                 report.values_sealed += len(changed)
             if not updates:
                 continue
             with store.write() as conn:
-                for statement, params in updates:
-                    report.rows_changed += conn.exec_driver_sql(statement, params).rowcount
+                for update, values in updates:
+                    report.rows_changed += update.run(conn, **values).rowcount
             report.batches += 1
             if after_batch is not None:
                 after_batch()
-    memory_rows, values, batches = memory_sealing.seal_memory(
+    memory_rows, memory_values, batches = memory_sealing.seal_memory(
         store, sealer, batch=batch, after_batch=after_batch
     )
     report.rows_changed += memory_rows
-    report.values_sealed += values
+    report.values_sealed += memory_values
     report.batches += batches
     if batches:
         memory_sealing.rebuild_index(store)

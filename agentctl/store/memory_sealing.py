@@ -36,6 +36,7 @@ import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from agentctl.store.sealing import (
@@ -47,13 +48,17 @@ from agentctl.store.sealing import (
     reseal_binary,
     seal,
     seal_binary,
-    sealed_head,
+    sealed_head_of,
     sealed_under,
     sealer_of,
     unseal,
 )
+from agentctl.store.statements import Statement, columns, statement
 
 if TYPE_CHECKING:
+    from sqlalchemy.sql.expression import Executable
+
+    from agentctl.store.dialect import SqlDialect
     from agentctl.store.runner import SqlRunner, Store
 
 __all__ = [
@@ -248,14 +253,28 @@ def _keys_in_use(conn: SqlRunner, sealer: Sealer, namespace: str) -> list[str]:
         if key_id == sealer.active:
             continue
         prefix = f"{SEALED_PREFIX}{key_id}:"
-        row = conn.exec_driver_sql(
-            "SELECT 1 FROM memory_entries WHERE namespace = ? "  # noqa: S608 - fixed SQL
-            f"AND {sealed_head('text_sealed')} = ? LIMIT 1",
-            (namespace, len(prefix), prefix),
+        row = _sealed_in_namespace.run(
+            conn, namespace=namespace, length=len(prefix), prefix=prefix
         ).first()
         if row is not None:
             found.append(key_id)
     return found
+
+
+@statement
+def _sealed_in_namespace(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, literal_column, select
+
+    from agentctl.store.tables import memory_entries as m
+
+    return (
+        select(literal_column("1"))
+        .where(
+            m.c.namespace == bindparam("namespace"),
+            sealed_head_of(m.c.text_sealed, bindparam("length")) == bindparam("prefix"),
+        )
+        .limit(literal_column("1"))
+    )
 
 
 def query_phrases(conn: SqlRunner, namespace: str, terms: Sequence[str]) -> list[list[str]]:
@@ -279,31 +298,49 @@ def query_phrases(conn: SqlRunner, namespace: str, terms: Sequence[str]) -> list
 
 # -- enable / rotate ---------------------------------------------------------------------
 
-_COLUMNS = "id, namespace, key, value_json, provenance_json, text, text_sealed, embedding"
+_COLUMNS = (
+    "id",
+    "namespace",
+    "key",
+    "value_json",
+    "provenance_json",
+    "text",
+    "text_sealed",
+    "embedding",
+)
 
 
 def _pages(store: Store, batch: int) -> Iterator[list[Any]]:
     """Entries in (namespace, key) order, ``batch`` at a time (keyset pagination on the
     unique index)."""
     after: tuple[str, str] | None = None
-    select = f"SELECT {_COLUMNS} FROM memory_entries"  # noqa: S608 - fixed identifiers
     while True:
         with store.read() as conn:
             if after is None:
-                rows = list(
-                    conn.exec_driver_sql(select + " ORDER BY namespace, key LIMIT ?", (batch,))
-                )
+                rows = list(_first_page.run(conn, batch=batch))
             else:
-                rows = list(
-                    conn.exec_driver_sql(
-                        select + " WHERE (namespace, key) > (?, ?) ORDER BY namespace, key LIMIT ?",
-                        (*after, batch),
-                    )
-                )
+                rows = list(_next_page.run(conn, namespace=after[0], key=after[1], batch=batch))
         if not rows:
             return
         yield rows
         after = (str(rows[-1][1]), str(rows[-1][2]))
+
+
+def _page(after: bool) -> Executable:
+    from sqlalchemy import bindparam, select, tuple_
+
+    from agentctl.store.tables import memory_entries as m
+
+    query = select(*columns(m, _COLUMNS))
+    if after:
+        query = query.where(
+            tuple_(m.c.namespace, m.c.key) > tuple_(bindparam("namespace"), bindparam("key"))
+        )
+    return query.order_by(m.c.namespace, m.c.key).limit(bindparam("batch"))
+
+
+_first_page = Statement(lambda _: _page(False), "memory_first_page")
+_next_page = Statement(lambda _: _page(True), "memory_next_page")
 
 
 def _under(target: str, value: Any) -> bool:
@@ -355,36 +392,55 @@ def seal_memory(
     and is sealed by its writer). Returns (rows changed, values sealed, batches)."""
     rows_changed = values_sealed = batches = 0
     for rows in _pages(store, batch):
-        updates: list[tuple[str, tuple[Any, ...]]] = []
+        updates: list[tuple[Statement, dict[str, Any]]] = []
         for row in rows:
             found = _resealed(sealer, row)
             if found is None:
                 continue
             new, count = found
             values_sealed += count
-            sets = ", ".join(f"{column} = ?" for column in new)
-            where = ["id = ?"]
-            params: list[Any] = [*new.values(), row[0]]
-            for column, old in zip(
-                ("value_json", "text", "embedding"), (row[3], row[5], row[7]), strict=True
-            ):
-                if old is None:
-                    where.append(f"{column} IS NULL")
-                else:
-                    where.append(f"{column} = ?")
-                    params.append(old)
-            updates.append(
-                (f"UPDATE memory_entries SET {sets} WHERE {' AND '.join(where)}", tuple(params))  # noqa: S608
-            )
+            # Conditional on the values read: NULL is matched by IS NULL, one shape each.
+            olds = {"value_json": row[3], "text": row[5], "embedding": row[7]}
+            nulls = tuple(column for column, old in olds.items() if old is None)
+            values = {f"new_{column}": value for column, value in new.items()}
+            values.update({f"old_{c}": old for c, old in olds.items() if old is not None})
+            updates.append((_reseal_entry(tuple(new), nulls), {"id": row[0], **values}))
         if not updates:
             continue
         with store.write() as conn:
-            for statement, params_ in updates:
-                rows_changed += conn.exec_driver_sql(statement, params_).rowcount
+            for update, values in updates:
+                rows_changed += update.run(conn, **values).rowcount
         batches += 1
         if after_batch is not None:
             after_batch()
     return rows_changed, values_sealed, batches
+
+
+@lru_cache(maxsize=64)
+def _reseal_entry(changed: tuple[str, ...], nulls: tuple[str, ...]) -> Statement:
+    """Set the ``changed`` columns of entry ``id`` if its value, text and embedding still
+    hold their ``old_`` values (``nulls``: NULL)."""
+
+    def build(_: SqlDialect) -> Executable:
+        from sqlalchemy import bindparam, update
+
+        from agentctl.store.tables import memory_entries as m
+
+        return (
+            update(m)
+            .values({m.c[column]: bindparam(f"new_{column}") for column in changed})
+            .where(
+                m.c.id == bindparam("id"),
+                *(
+                    m.c[column].is_(None)
+                    if column in nulls
+                    else m.c[column] == bindparam(f"old_{column}")
+                    for column in ("value_json", "text", "embedding")
+                ),
+            )
+        )
+
+    return Statement(build, f"reseal_entry{(changed, nulls)}")
 
 
 def rebuild_index(store: Store) -> None:
@@ -393,7 +449,12 @@ def rebuild_index(store: Store) -> None:
     if store.dialect != "sqlite":
         return
     with store.write() as conn:
-        conn.exec_driver_sql("INSERT INTO memory_search_fts (memory_search_fts) VALUES ('rebuild')")
+        _rebuild_index.run(conn)
+
+
+@statement
+def _rebuild_index(sql: SqlDialect) -> Executable:
+    return sql.rebuild_memory_text_index()
 
 
 # -- inventory ---------------------------------------------------------------------------
@@ -413,35 +474,49 @@ def column_counts(conn: SqlRunner, key_ids: list[str]) -> list[Count]:
         "provenance_json": "provenance_json",
         "text": "text_sealed",
     }
+    heads = {"sealed_length": len(SEALED_PREFIX), "sealed": SEALED_PREFIX}
+    for position, key_id in enumerate(key_ids):
+        prefix = f"{SEALED_PREFIX}{key_id}:"
+        heads.update({f"length_{position}": len(prefix), f"key_{position}": prefix})
     for shown, column in measured.items():
-        head = sealed_head(column)
-        sums = "".join(f", SUM(CASE WHEN {head} = ? THEN 1 ELSE 0 END)" for _ in key_ids)
-        params: list[Any] = []
-        for key_id in key_ids:
-            prefix = f"{SEALED_PREFIX}{key_id}:"
-            params.extend((len(prefix), prefix))
-        total = "COUNT(text)" if shown == "text" else f"COUNT({column})"
-        row = conn.exec_driver_sql(
-            f"SELECT {total}, "  # noqa: S608 - fixed identifiers
-            f"SUM(CASE WHEN {head} = ? THEN 1 ELSE 0 END){sums} "
-            "FROM memory_entries",
-            (len(SEALED_PREFIX), SEALED_PREFIX, *params),
-        ).first()
+        row = _column_count(shown, column, len(key_ids)).run(conn, **heads).first()
         out.append(_count(shown, row, key_ids))
-    sums = "".join(
-        ", SUM(CASE WHEN substr(embedding, 1, ?) = ? THEN 1 ELSE 0 END)" for _ in key_ids
-    )
-    params = []
-    for key_id in key_ids:
+    heads = {"sealed_length": len(SEALED_BYTES_PREFIX), "sealed": SEALED_BYTES_PREFIX}
+    for position, key_id in enumerate(key_ids):
         head_bytes = f"{SEALED_PREFIX}{key_id}:".encode()
-        params.extend((len(head_bytes), head_bytes))
-    row = conn.exec_driver_sql(
-        "SELECT COUNT(embedding), SUM(CASE WHEN substr(embedding, 1, ?) = ? THEN 1 ELSE 0 END)"
-        f"{sums} FROM memory_entries",  # noqa: S608 - fixed identifiers
-        (len(SEALED_BYTES_PREFIX), SEALED_BYTES_PREFIX, *params),
-    ).first()
+        heads.update({f"length_{position}": len(head_bytes), f"key_{position}": head_bytes})
+    row = _column_count("embedding", "embedding", len(key_ids)).run(conn, **heads).first()
     out.append(_count("embedding", row, key_ids))
     return out
+
+
+@lru_cache(maxsize=64)
+def _column_count(shown: str, column: str, keys: int) -> Statement:
+    """Values of ``shown`` (counted by ``column``'s head): all, sealed, and sealed under
+    each of ``keys`` key ids. The embedding's head is compared as bytes."""
+
+    def build(_: SqlDialect) -> Executable:
+        from sqlalchemy import bindparam, case, func, literal_column, select
+
+        from agentctl.store.tables import memory_entries as m
+
+        def head(length: str) -> Any:
+            if column == "embedding":
+                return func.substr(m.c.embedding, literal_column("1"), bindparam(length))
+            return sealed_head_of(m.c[column], bindparam(length))
+
+        def number(length: str, value: str) -> Any:
+            one: Any = literal_column("1")
+            zero: Any = literal_column("0")
+            return func.sum(case((head(length) == bindparam(value), one), else_=zero))
+
+        return select(
+            func.count(m.c[shown]),
+            number("sealed_length", "sealed"),
+            *(number(f"length_{k}", f"key_{k}") for k in range(keys)),
+        )
+
+    return Statement(build, f"memory_column_count{(shown, column, keys)}")
 
 
 def _count(column: str, row: Any, key_ids: list[str]) -> Count:

@@ -42,7 +42,6 @@ from agentctl.errors import PersistenceError
 from agentctl.redaction import masked_url
 from agentctl.store import dialect, migrate
 from agentctl.store.runner import Store
-from agentctl.store.statements import is_compiled
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
@@ -104,16 +103,6 @@ def make_engine(url: str, settings: StoreSettings) -> Engine:
             dbapi_conn.execute(";")
         except Exception as exc:  # noqa: BLE001 - any failure: the pool opens a new one
             raise DisconnectionError(f"pooled connection is gone: {exc}") from exc
-
-    @event.listens_for(engine, "before_cursor_execute", retval=True)
-    def _rewrite(
-        _conn: Any, _cursor: Any, statement: str, parameters: Any, context: Any, _many: bool
-    ) -> tuple[str, Any]:
-        # Only driver-level SQL is in SQLite's spelling; compiled statements (SQLAlchemy
-        # Core, Alembic) are already rendered for psycopg.
-        if (context is not None and context.compiled is not None) or is_compiled(statement):
-            return statement, parameters
-        return dialect.to_postgres(statement, bool(parameters)), parameters
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Connection) -> None:

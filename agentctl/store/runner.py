@@ -32,7 +32,6 @@ from agentctl.store.dialect import (
     SQLITE,
     WRITE,
     begin_statement,
-    to_postgres,
 )
 from agentctl.store.errors import driver_error, retry_window_seconds
 from agentctl.store.location import MEMORY
@@ -381,10 +380,9 @@ class DriverSession:
             cursor = self._raw.cursor()
             if isinstance(parameters, list):  # one execution per row, as SQLAlchemy's
                 cursor.executemany(statement, parameters)
-            elif self._postgres and is_compiled(statement):
-                cursor.execute(statement, parameters)
-            elif self._postgres:
-                cursor.execute(to_postgres(statement, bool(parameters)), parameters or None)
+            elif self._postgres and not is_compiled(statement):
+                # Text without parameters (a BEGIN): psycopg reads no placeholders in it.
+                cursor.execute(statement, parameters or None)
             else:
                 cursor.execute(statement, parameters)
         except _driver_errors() as exc:

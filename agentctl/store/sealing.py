@@ -72,7 +72,7 @@ __all__ = [
     "reseal",
     "reseal_binary",
     "seal",
-    "sealed_head",
+    "sealed_head_of",
     "sealed_under",
     "seal_binary",
     "seal_blob",
@@ -384,11 +384,13 @@ def _mismatch(key_id: str, what: str) -> PersistenceError:
     )
 
 
-def sealed_head(column: str) -> str:
-    """SQL for the first ``?`` characters of a stored value as text, to compare with a
+def sealed_head_of(column: Any, length: Any) -> Any:
+    """``column``'s first ``length`` characters (a parameter) as text, to compare with a
     sealed value's head (``aes256gcm:KEY_ID:``) whichever its form: a bytes value's head
     is ASCII, read as text on SQLite; on PostgreSQL's text columns the CAST changes nothing."""
-    return f"CAST(substr({column}, 1, ?) AS TEXT)"
+    from sqlalchemy import Text, cast, func, literal_column
+
+    return cast(func.substr(column, literal_column("1"), length), Text)
 
 
 def sealer_of(conn: Any) -> Sealer:

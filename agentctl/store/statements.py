@@ -119,8 +119,8 @@ def statement(build: Callable[[SqlDialect], Executable]) -> Statement:
     return Statement(build)
 
 
-#: Every text compiled for PostgreSQL: they are already in psycopg's spelling, and the
-#: engine does not rewrite them as the SQLite-spelled strings still written by hand.
+#: Every text compiled for PostgreSQL: psycopg reads their placeholders even with no
+#: parameters (a ``%`` is written ``%%``), unlike a plain text such as a ``BEGIN``.
 _POSTGRES_TEXTS: set[str] = set()
 
 #: The SQLAlchemy dialect each pair member compiles with, made once.

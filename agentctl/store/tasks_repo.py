@@ -327,19 +327,39 @@ def replace_metadata(
     ``expected`` (``runs upgrade``); False when the row changed in between."""
     if not set(values) <= _METADATA or not set(expected) <= _METADATA:
         raise ValueError(f"not task reuse metadata: {sorted({*values, *expected} - _METADATA)}")
-    names = sorted(values)
-    checked = sorted(expected)
-    conditions = " AND ".join(
-        f"{name} IS NULL" if expected[name] is None else f"{name} = ?" for name in checked
-    )
-    sql = (
-        f"UPDATE tasks SET {', '.join(f'{name} = ?' for name in names)} "  # noqa: S608
-        f"WHERE run_id = ? AND task_id = ? AND status = 'succeeded' AND {conditions}"
-    )
-    parameters = (
-        *(values[name] for name in names),
-        run_id,
-        task_id,
-        *(expected[name] for name in checked if expected[name] is not None),
-    )
-    return int(conn.exec_driver_sql(sql, parameters).rowcount or 0) == 1
+    names = tuple(sorted(values))
+    checked = tuple(sorted(expected))
+    nulls = tuple(name for name in checked if expected[name] is None)
+    update = _replace_metadata(names, checked, nulls)
+    given = {f"new_{name}": values[name] for name in names}
+    given.update({f"old_{name}": expected[name] for name in checked if name not in nulls})
+    return int(update.run(conn, run_id=run_id, task_id=task_id, **given).rowcount or 0) == 1
+
+
+@lru_cache(maxsize=64)
+def _replace_metadata(
+    names: tuple[str, ...], checked: tuple[str, ...], nulls: tuple[str, ...]
+) -> Statement:
+    """Set ``names``, if each of ``checked`` holds its ``old_`` value (NULL: ``nulls``)."""
+
+    def build(_: SqlDialect) -> Executable:
+        from sqlalchemy import bindparam, update
+
+        from agentctl.store.tables import tasks
+
+        c = tasks.c
+        return (
+            update(tasks)
+            .values({c[name]: bindparam(f"new_{name}") for name in names})
+            .where(
+                c.run_id == bindparam("run_id"),
+                c.task_id == bindparam("task_id"),
+                c.status == "succeeded",
+                *(
+                    c[name].is_(None) if name in nulls else c[name] == bindparam(f"old_{name}")
+                    for name in checked
+                ),
+            )
+        )
+
+    return Statement(build, f"replace_metadata{(names, checked, nulls)}")

@@ -316,9 +316,9 @@ class _Postgres:
         self._conn = psycopg.connect(url, autocommit=True)
 
     def execute(self, statement: str, parameters: tuple[Any, ...] = ()) -> Any:
-        from agentctl.store.dialect import to_postgres
+        from tests.pg.backends import postgres_text
 
-        return self._conn.execute(to_postgres(statement, bool(parameters)), parameters or None)
+        return self._conn.execute(postgres_text(statement), parameters)
 
     def close(self) -> None:
         self._conn.close()

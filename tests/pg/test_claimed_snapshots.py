@@ -13,7 +13,7 @@ from agentctl.ids import IdGenerator, SystemClock
 from agentctl.store import task_claims_repo
 from agentctl.store.engine import open_store
 from agentctl.store.transitions import guarded_update
-from tests.pg.backends import execute
+from tests.pg.backends import execute, postgres_text
 
 
 def _workflow(items: int) -> str:
@@ -54,7 +54,10 @@ def test_a_claimed_task_reads_its_batch_once_and_not_the_whole_run(
             task_ids = [
                 str(row[0])
                 for row in conn.exec_driver_sql(
-                    "SELECT task_id FROM plan_tasks WHERE run_id = ? ORDER BY ordinal", (run_id,)
+                    postgres_text(
+                        "SELECT task_id FROM plan_tasks WHERE run_id = ? ORDER BY ordinal"
+                    ),
+                    (run_id,),
                 )
             ]
             units = [t for t in task_ids if t.startswith("unit") and t != "unit"]

@@ -18,6 +18,7 @@ from agentctl.scheduling.daemon import fire_now
 from agentctl.scheduling.schedules import Schedule, add_schedule
 from agentctl.store import locks, ownership, run_queue, schedules_repo
 from agentctl.store.engine import Store, StoreSettings, open_store
+from tests.pg.backends import postgres_text
 from tests.pg.cluster import Cluster
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -33,9 +34,11 @@ def stores(postgres_cluster: Cluster) -> Iterator[tuple[Store, Store]]:
     with first.write() as conn:
         for run_id in ("run-a", "run-b"):
             conn.exec_driver_sql(
-                "INSERT INTO runs (id, workflow_name, workflow_digest, plan_digest, plan_json, "
-                "status, created_at, updated_at) VALUES (?, 'wf', 'a', 'b', '{}', 'running', "
-                "?, ?)",
+                postgres_text(
+                    "INSERT INTO runs (id, workflow_name, workflow_digest, plan_digest, plan_json, "
+                    "status, created_at, updated_at) VALUES (?, 'wf', 'a', 'b', '{}', 'running', "
+                    "?, ?)"
+                ),
                 (run_id, NOW, NOW),
             )
     try:
@@ -48,13 +51,15 @@ def stores(postgres_cluster: Cluster) -> Iterator[tuple[Store, Store]]:
 
 def _touch(conn: object, run_id: str, reason: str) -> None:
     conn.exec_driver_sql(  # type: ignore[attr-defined]
-        "UPDATE runs SET reason = ? WHERE id = ?", (reason, run_id)
+        postgres_text("UPDATE runs SET reason = ? WHERE id = ?"), (reason, run_id)
     )
 
 
 def _reason(store: Store, run_id: str) -> str | None:
     with store.read() as conn:
-        row = conn.exec_driver_sql("SELECT reason FROM runs WHERE id = ?", (run_id,)).first()
+        row = conn.exec_driver_sql(
+            postgres_text("SELECT reason FROM runs WHERE id = ?"), (run_id,)
+        ).first()
     return None if row is None else row[0]
 
 
@@ -156,7 +161,9 @@ def test_a_run_is_created_while_another_runs_write_is_open(
             )
         assert guarded.value.code == "store.locked"
     with second.read() as conn:
-        row = conn.exec_driver_sql("SELECT status FROM runs WHERE id = ?", (created,)).first()
+        row = conn.exec_driver_sql(
+            postgres_text("SELECT status FROM runs WHERE id = ?"), (created,)
+        ).first()
     assert row is not None and row[0] == "running"
 
 
