@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from sqlalchemy.sql.expression import Executable
 
     from agentctl.store.dialect import SqlDialect
-    from agentctl.store.engine import SqlRunner
+    from agentctl.store.runner import SqlRunner
 
 __all__ = [
     "EFFECT_COLUMNS",

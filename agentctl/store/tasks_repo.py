@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from sqlalchemy.sql.expression import Executable
 
     from agentctl.store.dialect import SqlDialect
-    from agentctl.store.engine import SqlRunner
+    from agentctl.store.runner import SqlRunner
 
 __all__ = [
     "TASK_COLUMNS",
