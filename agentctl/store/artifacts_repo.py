@@ -433,14 +433,17 @@ def insert_ref(
     input_digest: str | None,
     output_digest: str | None,
     now: datetime,
+    format_version: int = FORMAT_VERSION,
 ) -> ArtifactRef:
     """Add the next version of ``name``. The caller's write transaction is IMMEDIATE, so
     reading the current maximum and inserting the next one cannot interleave with another
-    writer; the unique (name, version) constraint backs that up."""
+    writer; the unique (name, version) constraint backs that up. ``format_version`` is the
+    record format of a ref copied from another run (retry, replay, fork keep it)."""
     row = _latest_version.run(conn, name=name).first()
     version = int(row[0]) + 1 if row is not None else 1
     _insert_ref.run(
         conn,
+        format_version=format_version,
         digest=digest,
         run_id=run_id,
         task_id=task_id,
@@ -487,7 +490,7 @@ def _insert_ref(_: SqlDialect) -> Executable:
     return (
         insert(artifact_refs)
         .values(
-            format_version=FORMAT_VERSION,
+            format_version=bindparam("format_version"),
             blob_digest=bindparam("digest"),
             **{column: bindparam(column) for column in given},
         )

@@ -17,10 +17,10 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from agentctl.errors import NotFoundError
+from agentctl.store import artifacts_repo
 from agentctl.store.records import check_format_version
 from agentctl.store.sealing import unseal_columns
 from agentctl.store.statements import columns, statement
-from agentctl.store.timestamps import to_db
 from agentctl.store.transitions import guarded_update
 
 if TYPE_CHECKING:
@@ -117,20 +117,18 @@ def _copy_refs(
     refs = list(_refs.run(conn, run_id=source_run_id, task_id=task_id))
     for blob, name, path, fingerprint, input_digest, output_digest, version in refs:
         check_format_version("artifact ref", f"{source_run_id}/{task_id}/{name}", int(version))
-        (latest,) = _latest_version.run(conn, name=name).first()
-        _insert_ref.run(
+        artifacts_repo.insert_ref(
             conn,
-            format_version=version,
-            blob_digest=blob,
+            digest=blob,
             run_id=target_run_id,
             task_id=task_id,
             name=name,
-            version=int(latest) + 1,
             path=path,
             definition_fingerprint=fingerprint,
             input_digest=input_digest,
             output_digest=output_digest,
-            created_at=to_db(now),
+            now=now,
+            format_version=int(version),
         )
 
 
@@ -146,37 +144,3 @@ def _refs(_: SqlDialect) -> Executable:
         .where(c.run_id == bindparam("run_id"), c.task_id == bindparam("task_id"))
         .order_by(c.id)
     )
-
-
-@statement
-def _latest_version(_: SqlDialect) -> Executable:
-    from sqlalchemy import bindparam, func, literal_column, select
-
-    from agentctl.store.tables import artifact_refs
-
-    c = artifact_refs.c
-    return select(func.coalesce(func.max(c.version), literal_column("0"))).where(
-        c.name == bindparam("name")
-    )
-
-
-@statement
-def _insert_ref(_: SqlDialect) -> Executable:
-    from sqlalchemy import bindparam, insert
-
-    from agentctl.store.tables import artifact_refs
-
-    given = (
-        "format_version",
-        "blob_digest",
-        "run_id",
-        "task_id",
-        "name",
-        "version",
-        "path",
-        "definition_fingerprint",
-        "input_digest",
-        "output_digest",
-        "created_at",
-    )
-    return insert(artifact_refs).values(**{name: bindparam(name) for name in given}).inline()
