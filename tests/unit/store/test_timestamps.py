@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
+from hypothesis import given
+from hypothesis import strategies as st
 from sqlalchemy import insert, select
 
 from agentctl.store.engine import open_store
@@ -64,3 +66,19 @@ def test_sqlalchemy_datetime_columns_store_and_read_the_same_text(tmp_path: Path
             )
     assert raw == {"core": to_db(stamp), "driver": to_db(stamp)}
     assert {from_db(value) for value in typed.values()} == {stamp}
+
+
+@given(
+    st.datetimes(
+        min_value=datetime(1000, 1, 2),
+        max_value=datetime(9999, 12, 30),
+        timezones=st.one_of(st.none(), st.just(UTC), st.timezones()),
+    )
+)
+def test_the_fast_format_is_the_stored_format(value: datetime) -> None:
+    """to_db's isoformat shortcut writes exactly what strftime(_DB_FORMAT) of the UTC
+    instant writes: stored times feed audit digests, so one character more or less would
+    break every chain written before."""
+    instant = value if value.tzinfo is None else value.astimezone(UTC).replace(tzinfo=None)
+    assert to_db(value) == instant.strftime("%Y-%m-%d %H:%M:%S.%f")
+    assert to_db(value) == to_db(value)  # the cached answer is the same text
