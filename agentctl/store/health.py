@@ -13,6 +13,7 @@ the SQLite checks report it sound, no marker is written, and there is no WAL to 
 from __future__ import annotations
 
 import os
+import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,6 +34,7 @@ __all__ = [
     "mark_damaged",
     "require_undamaged",
     "sqlite_check",
+    "wal_frames",
 ]
 
 
@@ -113,14 +115,35 @@ def require_undamaged(db_path: str) -> None:
 
 def checkpoint_wal(store: Any) -> None:
     """Copy the WAL into the main file without waiting for readers (PASSIVE), so a copy of
-    the database file alone holds every state a run parked or finished with."""
+    the database file alone holds every state a run parked or finished with. At the
+    driver: a process that only ran a run makes no SQLAlchemy engine for this."""
     if getattr(store, "in_memory", False) or _is_url(store.path):
         return
     try:
-        raw = store.engine.raw_connection()
-        try:
-            raw.cursor().execute("PRAGMA wal_checkpoint(PASSIVE)")
-        finally:
-            raw.close()
+        with store.driver_session() as session:
+            session.exec_driver_sql("PRAGMA wal_checkpoint(PASSIVE)")
     except Exception:  # noqa: BLE001 - best effort; the WAL is durable either way
         return
+
+
+def wal_frames(db_path: str | Path) -> int:
+    """The frames of a SQLite database's write-ahead log that the next process to open it
+    reads back before its first statement (SQLite's recovery of the log's index): those of
+    the log's current generation (the salts of its header), up to the last commit frame.
+    Read from the file alone: opening the database would rebuild or checkpoint the log."""
+    try:
+        data = Path(f"{db_path}-wal").read_bytes()
+    except OSError:
+        return 0
+    if len(data) < 32:
+        return 0
+    page_size = struct.unpack(">I", data[8:12])[0]
+    salts = data[16:24]
+    frames = last_commit = 0
+    for offset in range(32, len(data) - 24 - page_size + 1, 24 + page_size):
+        if data[offset + 8 : offset + 16] != salts:
+            break
+        frames += 1
+        if struct.unpack(">I", data[offset + 4 : offset + 8])[0]:  # a commit's frame
+            last_commit = frames
+    return last_commit

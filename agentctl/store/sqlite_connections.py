@@ -91,6 +91,17 @@ def _read_only_file_system(path: Path) -> bool:
         return False
 
 
+#: The write-ahead log's automatic checkpoint, in pages (SQLite's default is 1,000). It
+#: bounds what a killed process leaves in the log, which the next process to open the
+#: database reads in full before its first statement (docs/performance.md).
+WAL_AUTOCHECKPOINT_PAGES = 500
+
+#: The size, in bytes, the log file is cut back to when SQLite starts it over after a
+#: checkpoint (it is otherwise never shrunk: a run's creation can grow it to many times
+#: the checkpoint size, and that file then stays beside the database).
+JOURNAL_SIZE_LIMIT_BYTES = 4 * 1024 * 1024
+
+
 def connect(
     target: str, synchronous: str, busy_timeout_ms: int, *, wal: bool
 ) -> sqlite3.Connection:
@@ -102,6 +113,8 @@ def connect(
     try:
         if wal:
             conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute(f"PRAGMA wal_autocheckpoint={int(WAL_AUTOCHECKPOINT_PAGES)}")
+            conn.execute(f"PRAGMA journal_size_limit={int(JOURNAL_SIZE_LIMIT_BYTES)}")
         conn.execute(f"PRAGMA synchronous={synchronous}")
         conn.execute("PRAGMA foreign_keys=ON")
         conn.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
