@@ -1,5 +1,6 @@
 """Executor benchmarks W1 (500 sequential steps), W2 (200-way fan-out and join), W3
-(re-submit and read a finished run) and W3b (resume after SIGKILL at step 501).
+(re-submit and read a finished run) and W3b (resume after SIGKILL at step 501; with
+``--w3b-scale`` also at step 5,001, to compare the two).
 
 Prints one JSON line per measurement in the peers' format, so
 ``EXTRA_BENCH="python bench/engine_bench.py" bash "$PEERS_HARNESS/run_all.sh"`` (the peers'
@@ -32,6 +33,7 @@ from agentctl.engine.run.executor import ExecutionOptions, RunExecutor, finished
 from agentctl.ids import IdGenerator, SystemClock
 from agentctl.store import encryption_repo
 from agentctl.store.engine import Store, open_store
+from agentctl.store.health import wal_frames
 
 HEADER = """apiVersion: agentctl.dev/v1
 kind: Workflow
@@ -241,7 +243,9 @@ def w3(n: int) -> list[dict[str, Any]]:
 
 def w3b(n: int, *, declared: bool = False) -> dict[str, Any]:
     """Without ``declared`` the run's result is every step's output (501 read and returned);
-    with it, one small result like the peers' (``W3b_crash_recovery_declared_output``)."""
+    with it, one small result like the peers' (``W3b_crash_recovery_declared_output``).
+    ``wal_frames_left`` is what the killed process left in the log (``store.health.
+    wal_frames``); opening the database reads them, inside the clock."""
     wf, db = _workspace((declared_chain_workflow if declared else chain_workflow)(n + 1))
     child = subprocess.run(
         [sys.executable, __file__, "--child", str(wf), str(db)],
@@ -253,6 +257,7 @@ def w3b(n: int, *, declared: bool = False) -> dict[str, Any]:
     )
     assert child.returncode == -9, child.stderr  # SIGKILLed right after task n committed
     run_id = child.stdout.strip().splitlines()[0]
+    frames = wal_frames(db)
     started, cpu = time.perf_counter(), time.process_time()
     store = open_store(str(db))
     opened = time.perf_counter() - started
@@ -269,6 +274,8 @@ def w3b(n: int, *, declared: bool = False) -> dict[str, Any]:
         "cpu_s": cpu,
         "launch_s": opened,
         "replay_only_s": 0.0,
+        "resume_at_step": n + 1,
+        "wal_frames_left": frames,
     }
 
 
@@ -295,6 +302,16 @@ def encryption_ab(rounds: int, n1: int, n2: int) -> None:
     ENCRYPTED = False
 
 
+def w3b_scale(rounds: int, n: int, factor: int) -> None:
+    """W3b at step ``n + 1`` and at ``factor * n + 1``, both variants, alternated ``rounds``
+    times in one process (issue 37's goal: the longer run at most twice the shorter)."""
+    w1(5)
+    for _ in range(rounds):
+        for declared in (False, True):
+            for size in (n, factor * n):
+                print(json.dumps(w3b(size, declared=declared)), flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--child", nargs=2, metavar=("WORKFLOW", "DB"), help=argparse.SUPPRESS)
@@ -306,7 +323,16 @@ def main() -> None:
         metavar="ROUNDS",
         help="W1 and W2 with encryption off and on, alternated ROUNDS times (docs/encryption.md)",
     )
+    parser.add_argument(
+        "--w3b-scale",
+        type=int,
+        metavar="ROUNDS",
+        help="W3b only: killed at step n1+1 and at 10*n1+1, alternated ROUNDS times",
+    )
     args = parser.parse_args()
+    if args.w3b_scale:
+        w3b_scale(args.w3b_scale, args.n1, 10)
+        return
     if args.child:
         _child(*args.child)
         return
