@@ -11,17 +11,17 @@ line a person reads beside the machine document.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, overload
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast, overload
 
 if TYPE_CHECKING:
-    from datetime import datetime
+    from _typeshed import DataclassInstance
 
     from agentctl.ids import Clock
     from agentctl.results import EventSink
-    from agentctl.scheduling.schedules import Schedule
 
 __all__ = [
     "DaemonEvent",
@@ -40,9 +40,47 @@ __all__ = [
 #: How often ``agentctl daemon`` looks for answered parked runs by default.
 DEFAULT_POLL = "30s"
 
+Record = TypeVar("Record", bound="_Document")
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return [_plain(item) for item in value]
+    return value.to_json() if isinstance(value, _Document) else value
+
+
+class _Document:
+    """A record whose document has one camelCase key per field, in field order (a tuple
+    is written as a list, a nested record as its document): what the scheduling
+    operations assemble, so ``to_json()`` prints it byte for byte."""
+
+    __slots__ = ()
+
+    def to_json(self) -> dict[str, Any]:
+        fields = dataclasses.fields(cast("DataclassInstance", self))
+        return {_camel(f.name): _plain(getattr(self, f.name)) for f in fields}
+
+    @classmethod
+    def from_json(cls: type[Record], data: Mapping[str, Any]) -> Record:
+        """The record of a document the scheduling operations assembled."""
+        nested = _NESTED.get(cls, {})
+        values = {}
+        for field in dataclasses.fields(cast("type[DataclassInstance]", cls)):
+            value = data[_camel(field.name)]
+            if field.name in nested:
+                value = tuple(nested[field.name].from_json(item) for item in value)
+            values[field.name] = value
+        made: Record = cast(Any, cls)(**values)
+        return made
+
 
 @dataclass(frozen=True, slots=True)
-class ScheduleFiring:
+class ScheduleFiring(_Document):
     """One slot a schedule or monitor fired (or skipped, or failed to start): when,
     why (``trigger``: cron, interval, monitor or manual), its ``state`` and its run."""
 
@@ -55,34 +93,9 @@ class ScheduleFiring:
     reason: str | None
     recorded_at: str
 
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> ScheduleFiring:
-        return cls(
-            data["schedule"],
-            data["slot"],
-            data["trigger"],
-            data["state"],
-            data["runId"],
-            data["missedBefore"],
-            data["reason"],
-            data["recordedAt"],
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "schedule": self.schedule,
-            "slot": self.slot,
-            "trigger": self.trigger,
-            "state": self.state,
-            "runId": self.run_id,
-            "missedBefore": self.missed_before,
-            "reason": self.reason,
-            "recordedAt": self.recorded_at,
-        }
-
 
 @dataclass(frozen=True, slots=True)
-class ScheduleReport:
+class ScheduleReport(_Document):
     """A schedule as ``schedule show`` prints it: its workflow as given and as resolved,
     its rule (``cron`` in ``timezone``, or ``every_seconds``), its catch-up, overlap and
     jitter policies, where it stands (``cursor``, ``missed``, ``next_slot``, ``next_due``)
@@ -113,64 +126,9 @@ class ScheduleReport:
     project_exists: bool
     problem: str | None
 
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> ScheduleReport:
-        return cls(
-            name=data["name"],
-            workflow=data["workflow"],
-            workflow_file=data["workflowFile"],
-            project_dir=data["projectDir"],
-            workspace=data["workspace"],
-            cron=data["cron"],
-            every_seconds=data["everySeconds"],
-            timezone=data["timezone"],
-            inputs=data["inputs"],
-            catch_up=data["catchUp"],
-            max_catch_up=data["maxCatchUp"],
-            overlap=data["overlap"],
-            jitter_seconds=data["jitterSeconds"],
-            grace_seconds=data["graceSeconds"],
-            paused=data["paused"],
-            cursor=data["cursor"],
-            missed=data["missed"],
-            next_slot=data["nextSlot"],
-            next_due=data["nextDue"],
-            created_at=data["createdAt"],
-            firings=tuple(ScheduleFiring.from_json(f) for f in data["firings"]),
-            project_exists=data["projectExists"],
-            problem=data["problem"],
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "workflow": self.workflow,
-            "workflowFile": self.workflow_file,
-            "projectDir": self.project_dir,
-            "workspace": self.workspace,
-            "cron": self.cron,
-            "everySeconds": self.every_seconds,
-            "timezone": self.timezone,
-            "inputs": self.inputs,
-            "catchUp": self.catch_up,
-            "maxCatchUp": self.max_catch_up,
-            "overlap": self.overlap,
-            "jitterSeconds": self.jitter_seconds,
-            "graceSeconds": self.grace_seconds,
-            "paused": self.paused,
-            "cursor": self.cursor,
-            "missed": self.missed,
-            "nextSlot": self.next_slot,
-            "nextDue": self.next_due,
-            "createdAt": self.created_at,
-            "firings": [firing.to_json() for firing in self.firings],
-            "projectExists": self.project_exists,
-            "problem": self.problem,
-        }
-
 
 @dataclass(frozen=True, slots=True)
-class MonitorObservation:
+class MonitorObservation(_Document):
     """One observation of a monitor: its slot, what it meant (``baseline``,
     ``unchanged``, ``pending``, ``changed``), the value's digest and the value."""
 
@@ -179,21 +137,9 @@ class MonitorObservation:
     digest: str
     value: Any
 
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> MonitorObservation:
-        return cls(data["slot"], data["outcome"], data["digest"], data["value"])
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "slot": self.slot,
-            "outcome": self.outcome,
-            "digest": self.digest,
-            "value": self.value,
-        }
-
 
 @dataclass(frozen=True, slots=True)
-class MonitorReport:
+class MonitorReport(_Document):
     """A monitor as ``monitor show`` prints it: what it observes (``kind``, ``target``)
     and how often, the value it last confirmed (``current``), a change still waiting for
     its debounce (``pending_change``), its recent ``observations`` and ``firings``."""
@@ -215,61 +161,17 @@ class MonitorReport:
     firings: tuple[ScheduleFiring, ...]
     created_at: str
 
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> MonitorReport:
-        return cls(
-            name=data["name"],
-            workflow=data["workflow"],
-            workflow_file=data["workflowFile"],
-            kind=data["kind"],
-            target=data["target"],
-            debounce_seconds=data["debounceSeconds"],
-            every_seconds=data["everySeconds"],
-            inputs=data["inputs"],
-            overlap=data["overlap"],
-            paused=data["paused"],
-            cursor=data["cursor"],
-            current=data["current"],
-            pending_change=data["pendingChange"],
-            observations=tuple(MonitorObservation.from_json(o) for o in data["observations"]),
-            firings=tuple(ScheduleFiring.from_json(f) for f in data["firings"]),
-            created_at=data["createdAt"],
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "workflow": self.workflow,
-            "workflowFile": self.workflow_file,
-            "kind": self.kind,
-            "target": self.target,
-            "debounceSeconds": self.debounce_seconds,
-            "everySeconds": self.every_seconds,
-            "inputs": self.inputs,
-            "overlap": self.overlap,
-            "paused": self.paused,
-            "cursor": self.cursor,
-            "current": self.current,
-            "pendingChange": self.pending_change,
-            "observations": [observation.to_json() for observation in self.observations],
-            "firings": [firing.to_json() for firing in self.firings],
-            "createdAt": self.created_at,
-        }
-
 
 @dataclass(frozen=True, slots=True)
-class ScheduleRemoval:
+class ScheduleRemoval(_Document):
     """What ``schedule remove`` / ``monitor remove`` did (the runs it started stay)."""
 
     name: str
     removed: bool
 
-    def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "removed": self.removed}
-
 
 @dataclass(frozen=True, slots=True)
-class ExitedRun:
+class ExitedRun(_Document):
     """A run the daemon started whose child process has exited: its exit code, its log
     beside the database and the state (or error code) the log ends with."""
 
@@ -278,17 +180,9 @@ class ExitedRun:
     log: str
     state: str | None
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "runId": self.run_id,
-            "exitCode": self.exit_code,
-            "log": self.log,
-            "state": self.state,
-        }
-
 
 @dataclass(frozen=True, slots=True)
-class DaemonTick:
+class DaemonTick(_Document):
     """What one ``daemon --once`` did: the slots it ``fired``, ``skipped`` (each with its
     reason) and could not start (``failed``), the runs it ``started`` and ``resumed``, and
     how those ``runs`` exited (it waits for them). Each slot is its event's document."""
@@ -302,24 +196,12 @@ class DaemonTick:
 
     @property
     def summary(self) -> str:
-        return (
-            f"fired {len(self.fired)}, skipped {len(self.skipped)}, failed "
-            f"{len(self.failed)}, resumed {len(self.resumed)}"
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "fired": list(self.fired),
-            "skipped": list(self.skipped),
-            "failed": list(self.failed),
-            "started": list(self.started),
-            "resumed": list(self.resumed),
-            "runs": [run.to_json() for run in self.runs],
-        }
+        counts = (self.fired, self.skipped, self.failed, self.resumed)
+        return "fired {}, skipped {}, failed {}, resumed {}".format(*map(len, counts))
 
 
 @dataclass(frozen=True, slots=True)
-class DaemonStop:
+class DaemonStop(_Document):
     """What a daemon left when it stopped: the runs its children still execute (they go
     on without it)."""
 
@@ -329,9 +211,6 @@ class DaemonStop:
     def summary(self) -> str:
         running = self.runs_still_running
         return "daemon stopped" + (f"; runs still running: {', '.join(running)}" if running else "")
-
-    def to_json(self) -> dict[str, Any]:
-        return {"runsStillRunning": list(self.runs_still_running)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -349,8 +228,13 @@ class DaemonEvent:
         return self.data
 
 
-DaemonSink = Callable[[DaemonEvent], None]
-"""Hears each :class:`DaemonEvent` of :meth:`SchedulingOperations.daemon`."""
+# The records inside a record's document, by field.
+_NESTED: dict[type[_Document], dict[str, type[_Document]]] = {
+    ScheduleReport: {"firings": ScheduleFiring},
+    MonitorReport: {"observations": MonitorObservation, "firings": ScheduleFiring},
+}
+
+DaemonSink = Callable[[DaemonEvent], None]  # hears each step of SchedulingOperations.daemon
 
 
 class SchedulingOperations:
@@ -361,8 +245,8 @@ class SchedulingOperations:
     handle_signals: bool
     on_event: EventSink | None
 
-    if TYPE_CHECKING:
-        # Declared for the type checker only: Runtime defines it.
+    if TYPE_CHECKING:  # Runtime defines it
+
         @property
         def clock(self) -> Clock: ...
 
@@ -394,7 +278,7 @@ class SchedulingOperations:
         from agentctl.engine.run.creation import prepare_run
         from agentctl.errors import UsageError
         from agentctl.scheduling.registry import resolve_workflow
-        from agentctl.scheduling.schedules import add_schedule
+        from agentctl.scheduling.schedules import add_schedule, new_schedule
         from agentctl.scheduling.slots import parse_duration
         from agentctl.store.engine import open_store
 
@@ -405,13 +289,12 @@ class SchedulingOperations:
         # Refuse a workflow that would fail at its first slot: compile it and its inputs now.
         prepared = prepare_run(resolved, input_pairs=pairs, workspace=workspace)
         now = self.clock.now()
-        new = _new_schedule(
+        new = new_schedule(
             name=name,
             workflow=workflow,
             workflow_file=prepared.workflow_file,
             workspace=workspace,
-            pairs=pairs,
-            prepared_inputs=prepared.inputs,
+            inputs=_recorded_inputs(pairs, prepared.inputs),
             start=start,
             now=now,
             cron=cron,
@@ -435,22 +318,24 @@ class SchedulingOperations:
             found = list_schedules(store, now=self.clock.now())
         return [ScheduleReport.from_json(item) for item in found]
 
-    def schedule(self, name: str, *, firings: int | None = None) -> ScheduleReport:
-        """One schedule with its ``firings`` most recent firings (default 20)."""
+    def schedule(self, name: str, *, firings: int = 20) -> ScheduleReport:
+        """One schedule with its ``firings`` most recent firings."""
+        from agentctl.scheduling.schedules import get_schedule
         from agentctl.store.engine import open_store
 
         with open_store(self.db, create=False) as store:
-            return self._schedule(store, name, firings)
+            found = get_schedule(store, name, now=self.clock.now(), firings=firings)
+        return ScheduleReport.from_json(found)
 
     def set_schedule_paused(self, name: str, paused: bool) -> ScheduleReport:
         """Pause a schedule (runs it started go on), or resume it from its next slot: the
         slots passed while paused are counted as missed, not fired."""
-        from agentctl.scheduling.schedules import set_paused
+        from agentctl.scheduling.schedules import get_schedule, set_paused
         from agentctl.store.engine import open_store
 
         with open_store(self.db, create=False) as store:
             set_paused(store, name, paused, now=self.clock.now(), monitor=False)
-            return self._schedule(store, name, None)
+            return ScheduleReport.from_json(get_schedule(store, name, now=self.clock.now()))
 
     def remove_schedule(self, name: str) -> ScheduleRemoval:
         """Remove a schedule and its firing records (the runs it started stay)."""
@@ -494,12 +379,13 @@ class SchedulingOperations:
         ``debounce``. ``overlap`` is ``skip`` or ``allow``."""
         from agentctl.engine.run.creation import prepare_run
         from agentctl.errors import UsageError
-        from agentctl.scheduling.monitors import MonitorTarget, add_monitor
+        from agentctl.scheduling.monitors import MonitorTarget, add_monitor, monitor_target
         from agentctl.scheduling.registry import resolve_workflow
+        from agentctl.scheduling.schedules import new_schedule
         from agentctl.scheduling.slots import parse_duration
         from agentctl.store.engine import open_store
 
-        kind, target = _monitor_target(list(watch_files), http, expect_status, command)
+        kind, target = monitor_target(list(watch_files), http, expect_status, command)
         if overlap not in ("skip", "allow"):
             raise UsageError(f"--overlap {overlap!r} is not one of skip, allow")
         pairs = list(input_pairs)
@@ -510,13 +396,12 @@ class SchedulingOperations:
             check_command(prepared.workflow, target["argv"])
         monitor = MonitorTarget(kind, target, parse_duration(str(debounce), "--debounce"))
         now = self.clock.now()
-        base = _new_schedule(
+        base = new_schedule(
             name=name,
             workflow=workflow,
             workflow_file=prepared.workflow_file,
             workspace=workspace,
-            pairs=pairs,
-            prepared_inputs=prepared.inputs,
+            inputs=_recorded_inputs(pairs, prepared.inputs),
             start=start,
             now=now,
             cron=None,
@@ -540,23 +425,25 @@ class SchedulingOperations:
             found = list_monitors(store, now=self.clock.now())
         return [MonitorReport.from_json(item) for item in found]
 
-    def monitor(self, name: str, *, observations: int | None = None) -> MonitorReport:
-        """One monitor with its ``observations`` most recent observations and firings
-        (default 10)."""
+    def monitor(self, name: str, *, observations: int = 10) -> MonitorReport:
+        """One monitor with its ``observations`` most recent observations and firings."""
+        from agentctl.scheduling.monitors import get_monitor
         from agentctl.store.engine import open_store
 
         with open_store(self.db, create=False) as store:
-            return self._monitor(store, name, observations)
+            found = get_monitor(store, name, now=self.clock.now(), observations=observations)
+        return MonitorReport.from_json(found)
 
     def set_monitor_paused(self, name: str, paused: bool) -> MonitorReport:
         """Stop observing (runs it started go on), or observe again from the next
         interval."""
+        from agentctl.scheduling.monitors import get_monitor
         from agentctl.scheduling.schedules import set_paused
         from agentctl.store.engine import open_store
 
         with open_store(self.db, create=False) as store:
             set_paused(store, name, paused, now=self.clock.now(), monitor=True)
-            return self._monitor(store, name, None)
+            return MonitorReport.from_json(get_monitor(store, name, now=self.clock.now()))
 
     def remove_monitor(self, name: str) -> ScheduleRemoval:
         """Remove a monitor and its observations (the runs it started stay)."""
@@ -695,22 +582,6 @@ class SchedulingOperations:
 
     # -- internals -----------------------------------------------------------------------
 
-    def _schedule(self, store: Any, name: str, firings: int | None) -> ScheduleReport:
-        from agentctl.scheduling.schedules import get_schedule
-
-        if firings is None:
-            return ScheduleReport.from_json(get_schedule(store, name, now=self.clock.now()))
-        found = get_schedule(store, name, now=self.clock.now(), firings=firings)
-        return ScheduleReport.from_json(found)
-
-    def _monitor(self, store: Any, name: str, observations: int | None) -> MonitorReport:
-        from agentctl.scheduling.monitors import get_monitor
-
-        if observations is None:
-            return MonitorReport.from_json(get_monitor(store, name, now=self.clock.now()))
-        found = get_monitor(store, name, now=self.clock.now(), observations=observations)
-        return MonitorReport.from_json(found)
-
     def _remove(self, name: str, *, monitor: bool) -> ScheduleRemoval:
         from agentctl.scheduling.schedules import remove_schedule
         from agentctl.store.engine import open_store
@@ -720,66 +591,9 @@ class SchedulingOperations:
         return ScheduleRemoval(data["name"], data["removed"])
 
 
-def _monitor_target(
-    files: list[str], http: str | None, expect_status: int | None, command: str | None
-) -> tuple[str, dict[str, Any]]:
-    """What a monitor observes, from exactly one of its three options."""
-    import shlex
-
-    from agentctl.errors import UsageError
-
-    chosen = [bool(files), http is not None, command is not None]
-    if sum(chosen) != 1:
-        raise UsageError("give exactly one of --watch-files, --http and --command")
-    if files:
-        return "files", {"patterns": files}
-    if http is not None:
-        if not http.startswith(("http://", "https://")):
-            raise UsageError(f"--http {http!r} is not an http:// or https:// URL")
-        return "http", {"url": http, "expectStatus": expect_status}
-    assert command is not None
-    argv = shlex.split(command)
-    if not argv:
-        raise UsageError("--command is empty", hint='write for example --command "git describe"')
-    return "command", {"argv": argv}
-
-
-def _new_schedule(
-    *,
-    name: str,
-    workflow: str,
-    workflow_file: str,
-    workspace: str | None,
-    pairs: list[str],
-    prepared_inputs: dict[str, Any],
-    start: str | None,
-    now: datetime,
-    **rule: Any,
-) -> Schedule:
-    """The schedule ``schedule add`` and ``monitor add`` record: the workflow as given and
-    as resolved, this directory, the runs' workspace and inputs, and the first instant
-    (``start``, else now); ``rule`` is the rest (cron or interval, catch-up, overlap …).
-    Each input pair is recorded as the run will read it (``prepared_inputs``, the inputs
-    prepare_run merged: a string spec.inputSchema declares keeps its text)."""
-    from pathlib import Path
-
-    from agentctl.digest import canonical_json
+def _recorded_inputs(pairs: list[str], prepared_inputs: Mapping[str, Any]) -> dict[str, Any]:
+    """Each ``--input`` pair as the run will read it: from the inputs prepare_run merged,
+    so a string spec.inputSchema declares keeps its text."""
     from agentctl.engine.run.creation import parse_input_pairs
-    from agentctl.scheduling.schedules import Schedule
-    from agentctl.scheduling.slots import parse_instant
 
-    inputs = {key: prepared_inputs[key] for key in parse_input_pairs(pairs)}
-    first = parse_instant(start, "--start") if start else now
-    return Schedule(
-        name=name,
-        workflow=workflow,
-        workflow_file=workflow_file,
-        project_dir=str(Path.cwd().resolve()),
-        workspace=str(Path(workspace).resolve()) if workspace else None,
-        inputs_json=canonical_json(inputs),
-        anchor_at=first,
-        cursor_at=first,
-        created_at=now,
-        updated_at=now,
-        **rule,
-    )
+    return {key: prepared_inputs[key] for key in parse_input_pairs(pairs)}
