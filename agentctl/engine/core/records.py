@@ -114,6 +114,8 @@ class TaskRow(CamelRecord):
     started_at: Annotated[datetime | None, Field(exclude=True)] = None
     finished_at: Annotated[datetime | None, Field(exclude=True)] = None
     extra: Annotated[dict[str, Any], Field(exclude=True)] = field(default_factory=dict)
+    #: The output as stored (its canonical JSON), when this process read or wrote it.
+    output_json: Annotated[str | None, Field(exclude=True)] = None
 
     @property
     def terminal(self) -> bool:

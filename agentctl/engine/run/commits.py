@@ -104,6 +104,7 @@ class RunCommits:
             row.error = outcome.error
             if outcome.has_output:  # templates read it through self.outputs
                 row.output, row.has_output = outcome.output, True
+                row.output_json = outcome.output_json
                 if self.prediction is not None:
                     self.prediction.observe(task.id, outcome.output)
 
@@ -134,7 +135,7 @@ class RunCommits:
             "error_json": None if outcome.error is None else canonical_json(outcome.error),
         }
         if outcome.has_output:
-            output_json = canonical_json(outcome.output)
+            output_json = outcome.output_json = canonical_json(outcome.output)
             values["output_json"] = output_json
             values["output_digest"] = "sha256:" + sha256_hex(output_json.encode())
             values["disposition"] = "executed" if outcome.status == "succeeded" else "recorded"
