@@ -45,7 +45,11 @@ _STDLIB_CANONICAL = json.JSONEncoder(
 
 @given(
     st.recursive(
-        st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+        st.none()
+        | st.booleans()
+        | st.integers()
+        | st.floats(allow_nan=False, allow_infinity=False)
+        | st.text(),
         lambda children: st.lists(children) | st.dictionaries(st.text(), children),
         max_leaves=30,
     )
