@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -157,3 +159,73 @@ def test_a_batch_whose_row_another_writer_changed_names_it_and_writes_nothing(
     conn.close()
     store.close()
     assert statuses == {ids[0]: "pending", ids[1]: "cancelled", ids[2]: "pending"}
+
+
+KILLED_IN_A_FLUSH = """
+import asyncio, os, signal, sys
+from agentctl.engine.run.executor import RunExecutor
+from agentctl.ids import SystemClock
+from agentctl.store import audit_repo
+from agentctl.store.engine import open_store
+
+calls = 0
+insert = audit_repo.insert_event_rows
+
+
+def killing(conn, rows):
+    # The second batch: its task rows and checkpoints are executed, its events not yet,
+    # nothing of it committed.
+    global calls
+    calls += 1
+    if calls == 2:
+        os.kill(os.getpid(), signal.SIGKILL)
+    insert(conn, rows)
+
+
+audit_repo.insert_event_rows = killing
+store = open_store(sys.argv[1])
+asyncio.run(RunExecutor(store, sys.argv[2], clock=SystemClock()).execute())
+"""
+
+
+def test_a_kill_inside_a_batchs_statements_loses_and_repeats_nothing(tmp_path: Path) -> None:
+    store, run_id, db = _created(tmp_path)
+    store.close()
+    killed = subprocess.run(
+        [sys.executable, "-c", KILLED_IN_A_FLUSH, str(db), run_id],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert killed.returncode == -9, killed.stderr
+    with sqlite3.connect(db) as conn:
+        done = conn.execute(
+            "SELECT count(*) FROM tasks WHERE run_id = ? AND status = 'succeeded'", (run_id,)
+        ).fetchone()[0]
+    conn.close()
+    assert done == 8  # the first batch (maxConcurrency 8) only: the second left nothing
+
+    with open_store(str(db)) as again:
+        outcome = _execute(again, run_id)
+        assert outcome.state == "succeeded"
+        with again.read() as conn:
+            report = verify_chain(conn, run_id)
+    assert report.ok
+    with sqlite3.connect(db) as conn:
+        per_task = conn.execute(
+            "SELECT task_id, count(*) FROM audit_events WHERE run_id = ? AND kind = ? "
+            "GROUP BY task_id",
+            (run_id, "task.succeeded"),
+        ).fetchall()
+        transitions = conn.execute(
+            "SELECT count(*), count(DISTINCT transition) FROM checkpoints WHERE run_id = ?",
+            (run_id,),
+        ).fetchone()
+        attempts = {row[0] for row in conn.execute("SELECT attempt FROM tasks")}
+    conn.close()
+    assert len(per_task) == 22 and {count for _, count in per_task} == {1}
+    assert transitions == (22, 22)  # one checkpoint per task, none written twice
+    assert attempts == {1}  # the tasks of the lost batch ran again as their first attempt
+    items = outcome.output["join"]["output"]["items"]
+    assert [item["output"]["output"]["i"] for item in items] == list(range(20))
