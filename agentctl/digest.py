@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import json.encoder
 from typing import Any
 
 __all__ = [
@@ -40,9 +41,28 @@ _CANONICAL = json.JSONEncoder(
 )
 
 
+#: The C encoder behind ``_CANONICAL``, made once: ``JSONEncoder.encode`` makes a new one
+#: (and a dict for its circular-reference check) on every call, which costs about as much
+#: as encoding a task's small output. Without that check, a value that contains itself
+#: runs out of recursion instead; it is then encoded by ``_CANONICAL``, which names it.
+_C_MAKE_ENCODER: Any = getattr(json.encoder, "c_make_encoder", None)
+_ENCODE: Any = (
+    None
+    if _C_MAKE_ENCODER is None
+    else _C_MAKE_ENCODER(
+        None, _CANONICAL.default, json.encoder.encode_basestring, None, ":", ",", True, False, False
+    )
+)
+
+
 def canonical_json(value: Any) -> str:
     """Serialize ``value`` canonically; raises ``ValueError`` for non-JSON values or NaN."""
-    return _CANONICAL.encode(value)
+    if _ENCODE is None:
+        return _CANONICAL.encode(value)
+    try:
+        return "".join(_ENCODE(value, 0))
+    except RecursionError:
+        return _CANONICAL.encode(value)  # a circular value: its ValueError
 
 
 def sha256_hex(data: bytes) -> str:

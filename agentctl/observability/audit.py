@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AuditEvent",
+    "ChainAppends",
     "ChainReport",
     "append_event",
     "append_event_after",
@@ -230,6 +231,26 @@ def _append(
     redact: Redactor | None,
 ) -> tuple[Any, str, str | None, str | None]:
     """Insert one event of the chain; its stored payload, digest, trace and span ids."""
+    stored_payload, values = _event(
+        conn, run_id, kind, payload, now, seq, prev_digest, task_id, effect_id, redact
+    )
+    audit_repo.insert_event_rows(conn, [values])
+    return stored_payload, values["digest"], values["trace_id"], values["span_id"]
+
+
+def _event(
+    conn: SqlRunner,
+    run_id: str,
+    kind: str,
+    payload: Any,
+    now: datetime,
+    seq: int,
+    prev_digest: str | None,
+    task_id: str | None,
+    effect_id: str | None,
+    redact: Redactor | None,
+) -> tuple[Any, dict[str, Any]]:
+    """One event of the chain: its stored payload and its column values (digest included)."""
     stored_payload = redact(payload) if redact is not None else payload
     payload_json = canonical_json(stored_payload)
     digest = event_digest(
@@ -237,7 +258,7 @@ def _append(
     )
     ids = telemetry.active().current_ids()
     trace_id, span_id = ids if ids is not None else (None, None)
-    audit_repo.insert_event_fields(
+    values = audit_repo.event_values(
         conn,
         run_id=run_id,
         seq=seq,
@@ -252,7 +273,52 @@ def _append(
         trace_id=trace_id,
         span_id=span_id,
     )
-    return stored_payload, digest, trace_id, span_id
+    return stored_payload, values
+
+
+class ChainAppends:
+    """Events appended to one run's chain inside one write transaction, inserted together
+    by :meth:`flush` (one driver call, however many events).
+
+    The chain's head is read at the first append after each flush and then carried
+    forward in memory: a write of a run holds that run's write lock until it commits
+    (``BEGIN IMMEDIATE`` on SQLite, the run's advisory lock on PostgreSQL, see
+    store/locks.py), so no other writer can append in between. Whatever else the
+    transaction does that may append to the chain (:func:`append_event`) must come after a
+    :meth:`flush`, which makes the next append read the head again. Events not flushed
+    are never written: the caller flushes before its transaction commits."""
+
+    def __init__(self, run_id: str, redact: Redactor | None = None) -> None:
+        self.run_id = run_id
+        self._redact = redact
+        self._head: tuple[int, str | None] | None = None
+        self._rows: list[dict[str, Any]] = []
+
+    def append(
+        self,
+        conn: SqlRunner,
+        kind: str,
+        payload: Any,
+        *,
+        now: datetime,
+        task_id: str | None = None,
+        effect_id: str | None = None,
+    ) -> None:
+        head = self._head
+        if head is None:
+            head = audit_repo.chain_head(conn, self.run_id) or (0, None)
+        seq = head[0] + 1
+        _, values = _event(
+            conn, self.run_id, kind, payload, now, seq, head[1], task_id, effect_id, self._redact
+        )
+        self._rows.append(values)
+        self._head = (seq, values["digest"])
+
+    def flush(self, conn: SqlRunner) -> None:
+        """Insert the events appended since the last flush."""
+        rows, self._rows, self._head = self._rows, [], None
+        if rows:
+            audit_repo.insert_event_rows(conn, rows)
 
 
 def _payload(run_id: str, seq: int, text: str) -> Any:

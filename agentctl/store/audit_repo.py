@@ -29,9 +29,11 @@ __all__ = [
     "audited_runs",
     "chain_head",
     "count_events",
+    "event_values",
     "events",
     "events_after",
     "insert_event",
+    "insert_event_rows",
 ]
 
 
@@ -158,19 +160,60 @@ def insert_event_fields(
     event is appended with every task transition)."""
     _insert_event.run(
         conn,
-        run_id=run_id,
-        seq=seq,
-        format_version=format_version,
-        kind=kind,
-        task_id=task_id,
-        effect_id=effect_id,
-        payload_json=seal(conn, "audit_events", "payload_json", (run_id, seq), payload_json),
-        prev_digest=prev_digest,
-        digest=digest,
-        created_at=to_db(created_at),
-        trace_id=trace_id,
-        span_id=span_id,
+        **event_values(
+            conn,
+            run_id=run_id,
+            seq=seq,
+            format_version=format_version,
+            kind=kind,
+            task_id=task_id,
+            effect_id=effect_id,
+            payload_json=payload_json,
+            prev_digest=prev_digest,
+            digest=digest,
+            created_at=created_at,
+            trace_id=trace_id,
+            span_id=span_id,
+        ),
     )
+
+
+def insert_event_rows(conn: SqlRunner, rows: list[dict[str, Any]]) -> None:
+    """Several events in one driver call, each given as :func:`event_values` made it."""
+    _insert_event.run_many(conn, rows)
+
+
+def event_values(
+    conn: SqlRunner,
+    *,
+    run_id: str,
+    seq: int,
+    format_version: int,
+    kind: str,
+    task_id: str | None,
+    effect_id: str | None,
+    payload_json: str,
+    prev_digest: str | None,
+    digest: str,
+    created_at: datetime,
+    trace_id: str | None,
+    span_id: str | None,
+) -> dict[str, Any]:
+    """An event's column values as stored (the payload sealed when encryption is on)."""
+    return {
+        "run_id": run_id,
+        "seq": seq,
+        "format_version": format_version,
+        "kind": kind,
+        "task_id": task_id,
+        "effect_id": effect_id,
+        "payload_json": seal(conn, "audit_events", "payload_json", (run_id, seq), payload_json),
+        "prev_digest": prev_digest,
+        "digest": digest,
+        "created_at": to_db(created_at),
+        "trace_id": trace_id,
+        "span_id": span_id,
+    }
 
 
 @statement

@@ -22,7 +22,15 @@ if TYPE_CHECKING:
     from agentctl.store.dialect import SqlDialect
     from agentctl.store.runner import SqlRunner
 
-__all__ = ["CheckpointRow", "count", "insert", "last_seq", "last_snapshot_seq", "since"]
+__all__ = [
+    "CheckpointRow",
+    "count",
+    "insert",
+    "insert_many",
+    "last_seq",
+    "last_snapshot_seq",
+    "since",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,14 +136,39 @@ def insert(
 ) -> None:
     _insert.run(
         conn,
-        run_id=run_id,
-        seq=seq,
-        transition=transition,
-        memory_delta_json=seal(conn, "checkpoints", "memory_delta_json", (run_id, seq), delta_json),
-        is_snapshot=int(is_snapshot),
-        checksum=checksum,
-        created_at=to_db(now),
+        **_values(conn, run_id, seq, transition, delta_json, is_snapshot, checksum, now),
     )
+
+
+def insert_many(
+    conn: SqlRunner, rows: list[tuple[str, int, str, str, bool, str, datetime]]
+) -> None:
+    """:func:`insert` of several checkpoints in one driver call: each row is ``(run_id, seq,
+    transition, delta_json, is_snapshot, checksum, now)``, stored as :func:`insert` stores it."""
+    _insert.run_many(conn, [_values(conn, *row) for row in rows])
+
+
+def _values(
+    conn: SqlRunner,
+    run_id: str,
+    seq: int,
+    transition: str,
+    delta_json: str,
+    is_snapshot: bool,
+    checksum: str,
+    now: datetime,
+) -> dict[str, Any]:
+    return {
+        "run_id": run_id,
+        "seq": seq,
+        "transition": transition,
+        "memory_delta_json": seal(
+            conn, "checkpoints", "memory_delta_json", (run_id, seq), delta_json
+        ),
+        "is_snapshot": int(is_snapshot),
+        "checksum": checksum,
+        "created_at": to_db(now),
+    }
 
 
 @statement

@@ -9,10 +9,10 @@ record and the state it found, instead of silently overwriting it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from agentctl.errors import StateConflictError
 from agentctl.store.run_queue import notify_run
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
     from agentctl.store.dialect import SqlDialect
 
-__all__ = ["close_live_parts", "driver_value", "guarded_update"]
+__all__ = ["close_live_parts", "driver_value", "guarded_update", "guarded_updates"]
 
 #: (table, key columns) of each record kind whose status is guarded.
 _RECORDS: Mapping[str, tuple[str, tuple[str, ...]]] = {
@@ -103,11 +103,69 @@ def guarded_update(conn: Any, kind: str, key: tuple[Any, ...], values: Mapping[s
     """
     status = values.get("status")
     update = _statement(kind, tuple(values), None if status is None else str(status))
-    table = _RECORDS[kind][0]
-    sealed = PAYLOAD_COLUMNS.get(table)
+    compiled = update.compiled(conn.dialect.name)
+    params = _parameters(conn, kind, _sealed(conn, kind), key, values)
+    result = conn.exec_driver_sql(compiled.text, compiled.parameters(params))
+    if result.rowcount == 1:
+        _notify(conn, kind, key, status)
+        return
+    _conflict(conn, kind, key, status)
+
+
+def guarded_updates(
+    conn: Any, kind: str, changes: Sequence[tuple[tuple[Any, ...], Mapping[str, Any]]]
+) -> None:
+    """:func:`guarded_update` of each ``(key, values)`` of ``changes``, with the same guard
+    and the same error, in order; on SQLite the changes of one shape (the same columns
+    and status) run as one ``executemany``, whose row count is the sum of its rows' (each
+    key names one record, so every change matched exactly when the sum is their number).
+    Nothing else in the transaction may read the records between the changes."""
+    if len(changes) < 2 or conn.dialect.name != "sqlite":
+        for key, values in changes:
+            guarded_update(conn, kind, key, values)
+        return
+    sealed = _sealed(conn, kind)
+    shapes: dict[tuple[tuple[str, ...], str | None], list[tuple[tuple[Any, ...], Any]]] = {}
+    for key, values in changes:
+        status = values.get("status")
+        shape = (tuple(values), None if status is None else str(status))
+        shapes.setdefault(shape, []).append((key, _parameters(conn, kind, sealed, key, values)))
+    for (columns, status), rows in shapes.items():
+        compiled = _statement(kind, columns, status).compiled(conn.dialect.name)
+        result = conn.exec_driver_sql(
+            compiled.text, [compiled.parameters(params) for _, params in rows]
+        )
+        if result.rowcount != len(rows):
+            # Which one: the first whose record is missing or not in the new state.
+            for key, _ in rows:
+                found = _status_of(kind).run(conn, **_key_values(kind, key)).first()
+                if found is None or (status is not None and found[0] != status):
+                    _conflict(conn, kind, key, status)
+            raise StateConflictError(
+                f"{len(rows) - result.rowcount} of {len(rows)} {kind} records could not become "
+                f"{status} (another process changed them first); nothing was written"
+            )
+        for key, _ in rows:
+            _notify(conn, kind, key, status)
+
+
+def _sealed(conn: Any, kind: str) -> Any:
+    """The payload columns of ``kind``'s table sealed on this connection, or None."""
+    sealed = PAYLOAD_COLUMNS.get(_RECORDS[kind][0])
     if sealed is not None and sealer_of(conn).active is None:
-        sealed = None  # encryption off: every payload column is stored as given
-    params = dict(zip(_KEY_NAMES[kind], key, strict=True))
+        return None  # encryption off: every payload column is stored as given
+    return sealed
+
+
+def _key_values(kind: str, key: tuple[Any, ...]) -> dict[str, Any]:
+    return dict(zip(_KEY_NAMES[kind], key, strict=True))
+
+
+def _parameters(
+    conn: Any, kind: str, sealed: Any, key: tuple[Any, ...], values: Mapping[str, Any]
+) -> dict[str, Any]:
+    table = _RECORDS[kind][0]
+    params = _key_values(kind, key)
     for column, value in values.items():
         if sealed is not None and column in sealed.columns:
             params[column] = seal(conn, table, column, key, value)
@@ -115,16 +173,20 @@ def guarded_update(conn: Any, kind: str, key: tuple[Any, ...], values: Mapping[s
             params[column] = value  # most columns of a transition: nothing to convert
         else:
             params[column] = driver_value(value)
-    compiled = update.compiled(conn.dialect.name)
-    result = conn.exec_driver_sql(compiled.text, compiled.parameters(params))
-    if result.rowcount == 1:
-        if kind == "run" and status is not None:
-            notify_run(conn, str(key[0]))  # wakes `runs wait` and idle workers on commit
-        elif kind == "approval" and status is not None:
-            # A decision may let a worker adopt the parked run (store/adoption.py).
-            notify_run(conn, f"approval:{key[0]}")
-        return
-    found = _status_of(kind).run(conn, **dict(zip(_KEY_NAMES[kind], key, strict=True))).first()
+    return params
+
+
+def _notify(conn: Any, kind: str, key: tuple[Any, ...], status: Any) -> None:
+    if kind == "run" and status is not None:
+        notify_run(conn, str(key[0]))  # wakes `runs wait` and idle workers on commit
+    elif kind == "approval" and status is not None:
+        # A decision may let a worker adopt the parked run (store/adoption.py).
+        notify_run(conn, f"approval:{key[0]}")
+
+
+def _conflict(conn: Any, kind: str, key: tuple[Any, ...], status: Any) -> NoReturn:
+    """Raise the error of a change of ``key`` that matched no record."""
+    found = _status_of(kind).run(conn, **_key_values(kind, key)).first()
     name = "/".join(str(part) for part in key)
     if found is None:
         raise StateConflictError(f"{kind} {name} does not exist; nothing was written")

@@ -38,6 +38,36 @@ def test_digest_ignores_key_order(value: dict[str, object]) -> None:
     assert digest_json(value) == digest_json(reordered)
 
 
+_STDLIB_CANONICAL = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+)
+
+
+@given(
+    st.recursive(
+        st.none()
+        | st.booleans()
+        | st.integers()
+        | st.floats(allow_nan=False, allow_infinity=False)
+        | st.text(),
+        lambda children: st.lists(children) | st.dictionaries(st.text(), children),
+        max_leaves=30,
+    )
+)
+def test_canonical_json_is_the_stdlib_encoders_text(value: object) -> None:
+    # canonical_json keeps one C encoder instead of JSONEncoder.encode's one per call: the
+    # text must be the same, for every value (digests of stored records depend on it).
+    assert canonical_json(value) == _STDLIB_CANONICAL.encode(value)
+
+
+def test_canonical_json_names_a_value_that_contains_itself() -> None:
+    looped: list[object] = []
+    looped.append(looped)
+    with pytest.raises(ValueError, match="Circular reference"):
+        canonical_json({"a": looped})
+    assert canonical_json({"a": [1]}) == '{"a":[1]}'  # and the next value encodes as usual
+
+
 def test_canonical_json_rejects_nan() -> None:
     with pytest.raises(ValueError):
         canonical_json({"x": math.nan})

@@ -27,7 +27,7 @@ from pydantic import ValidationError as PydanticValidationError
 
 from agentctl import process
 from agentctl import sandbox as sandboxes
-from agentctl.compiler.plan import Plan
+from agentctl.compiler.plan import Plan, PlanTask
 from agentctl.errors import BlockedError
 from agentctl.policy.paths import WorkspacePolicy
 from agentctl.sandbox_cgroups import Cgroup
@@ -303,8 +303,14 @@ def check_isolation(plan: Plan, workflow: Mapping[str, Any]) -> None:
     actions = document.get("actions") or {}
     choices: list[str] = []
     sandboxed: list[sandboxes.SandboxSettings] = []
+    # What a task needs depends only on what it uses: each action or agent is looked at
+    # once, however many tasks use it (a foreach of 200 runs one action 200 times).
+    used: dict[tuple[str, str], PlanTask] = {}
     for task_id in plan.order:
         task = plan.tasks[task_id]
+        if task.uses.kind in ("agent", "action"):
+            used.setdefault((task.uses.kind, str(task.uses.name)), task)
+    for task in used.values():
         if task.uses.kind == "agent":
             entry = agent_cli(document, str(task.uses.name))
             settings = None if entry is None else sandbox_settings(entry)

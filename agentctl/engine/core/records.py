@@ -26,7 +26,7 @@ from agentctl.store.engine import SqlRunner
 from agentctl.store.formats import FORMAT_VERSION
 from agentctl.store.records import check_format_version
 from agentctl.store.states import RunState
-from agentctl.store.transitions import guarded_update
+from agentctl.store.transitions import guarded_update, guarded_updates
 from agentctl.typed_records import CAMEL, CamelRecord
 
 __all__ = [
@@ -36,6 +36,7 @@ __all__ = [
     "RunLog",
     "RunRow",
     "TaskRow",
+    "TransitionWrites",
     "checkpoint_checksum",
     "load_run",
     "load_run_state",
@@ -113,6 +114,8 @@ class TaskRow(CamelRecord):
     started_at: Annotated[datetime | None, Field(exclude=True)] = None
     finished_at: Annotated[datetime | None, Field(exclude=True)] = None
     extra: Annotated[dict[str, Any], Field(exclude=True)] = field(default_factory=dict)
+    #: The output as stored (its canonical JSON), when this process read or wrote it.
+    output_json: Annotated[str | None, Field(exclude=True)] = None
 
     @property
     def terminal(self) -> bool:
@@ -271,7 +274,7 @@ class RunLog:
     ) -> None:
         self.run_id = run_id
         self._checkpoint_seq = checkpoint_seq
-        self._redact = redact
+        self.redact = redact
 
     @classmethod
     def open(cls, conn: SqlRunner, run_id: str, redact: audit.Redactor | None = None) -> RunLog:
@@ -298,7 +301,7 @@ class RunLog:
             now=now,
             task_id=task_id,
             effect_id=effect_id,
-            redact=self._redact,
+            redact=self.redact,
         )
 
     def checkpoint(
@@ -310,28 +313,71 @@ class RunLog:
         *,
         now: datetime,
     ) -> int:
+        row = self._checkpoint_row(transition, delta, memory, now)
+        checkpoints_repo.insert_many(conn, [row])
+        return row[1]
+
+    def _checkpoint_row(
+        self, transition: str, delta: Mapping[str, Any], memory: Mapping[str, Any], now: datetime
+    ) -> tuple[str, int, str, str, bool, str, datetime]:
+        """The next checkpoint's row (its sequence number taken)."""
         seq = self._checkpoint_seq + 1
         snapshot = seq % SNAPSHOT_EVERY == 0
         delta_json = canonical_json(dict(memory)) if snapshot else _delta_json(delta)
         transition = transition[:600]
-        checkpoints_repo.insert(
-            conn,
-            self.run_id,
-            seq,
-            transition=transition,
-            delta_json=delta_json,
-            is_snapshot=snapshot,
-            checksum=checkpoint_checksum(transition, delta_json),
-            now=now,
-        )
+        checksum = checkpoint_checksum(transition, delta_json)
         self._checkpoint_seq = seq
-        return seq
+        return (self.run_id, seq, transition, delta_json, snapshot, checksum, now)
+
+    def transitions(self, conn: SqlRunner) -> TransitionWrites:
+        """The writes of a batch of task transitions inside ``conn``'s write transaction."""
+        return TransitionWrites(self, conn)
 
     def set_task(self, conn: SqlRunner, task_id: str, **values: Any) -> None:
         guarded_update(conn, "task", (self.run_id, task_id), values)
 
     def set_run(self, conn: SqlRunner, **values: Any) -> None:
         guarded_update(conn, "run", (self.run_id,), values)
+
+
+class TransitionWrites:
+    """A batch's task transitions inside one write transaction, each written whole — its
+    task row, its checkpoint, its chained audit event — but by statement rather than by
+    task: :meth:`flush` runs the batch's row updates, checkpoints and events as one driver
+    call each (``executemany``), and the chain's head is read once
+    (:class:`~agentctl.observability.audit.ChainAppends`). They commit together or not at
+    all, as the same statements one by one would.
+
+    Anything else the transaction writes for these tasks (a second update of a row, an
+    event appended by other code) comes after a :meth:`flush`, and the last flush comes
+    before the commit: nothing waits in here when the transaction ends."""
+
+    def __init__(self, log: RunLog, conn: SqlRunner) -> None:
+        self.log = log
+        self.conn = conn
+        self._tasks: list[tuple[tuple[Any, ...], dict[str, Any]]] = []
+        self._checkpoints: list[tuple[str, int, str, str, bool, str, datetime]] = []
+        self._events = audit.ChainAppends(log.run_id, log.redact)
+
+    def set_task(self, task_id: str, values: dict[str, Any]) -> None:
+        self._tasks.append(((self.log.run_id, task_id), values))
+
+    def checkpoint(
+        self, transition: str, delta: Mapping[str, Any], memory: Mapping[str, Any], now: datetime
+    ) -> None:
+        self._checkpoints.append(self.log._checkpoint_row(transition, delta, memory, now))  # noqa: SLF001 - its log's sequence
+
+    def event(self, kind: str, payload: Any, *, now: datetime, task_id: str) -> None:
+        self._events.append(self.conn, kind, payload, now=now, task_id=task_id)
+
+    def flush(self) -> None:
+        """Write everything given since the last flush, in the order of the tasks."""
+        tasks, self._tasks = self._tasks, []
+        checkpoints, self._checkpoints = self._checkpoints, []
+        guarded_updates(self.conn, "task", tasks)
+        if checkpoints:
+            checkpoints_repo.insert_many(self.conn, checkpoints)
+        self._events.flush(self.conn)
 
 
 @dataclass

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentctl.compiler.plan import PlanTask
 from agentctl.digest import canonical_json, digest_json, sha256_hex
-from agentctl.engine.core.records import TERMINAL_RUN_STATES, RunLog, RunRow
+from agentctl.engine.core.records import TERMINAL_RUN_STATES, RunLog, RunRow, TransitionWrites
 from agentctl.engine.effects.journal import mark_compensated
 from agentctl.engine.effects.tracing import RunTrace
 from agentctl.engine.run.artifacts import RunArtifacts
@@ -90,8 +90,10 @@ class RunCommits:
     def _write_batch(self, conn: Any, items: list[tuple[PlanTask, TaskOutcome]]) -> dict[str, Any]:
         """The batch's transitions in plan order; returns the working memory after them."""
         memory = dict(self.memory)
+        writes = self.log.transitions(conn)
         for task, outcome in items:
-            memory = self._write_transition(conn, task, outcome, memory)
+            memory = self._write_transition(writes, task, outcome, memory)
+        writes.flush()
         return memory
 
     def _took(self, items: list[tuple[PlanTask, TaskOutcome]]) -> None:
@@ -102,6 +104,7 @@ class RunCommits:
             row.error = outcome.error
             if outcome.has_output:  # templates read it through self.outputs
                 row.output, row.has_output = outcome.output, True
+                row.output_json = outcome.output_json
                 if self.prediction is not None:
                     self.prediction.observe(task.id, outcome.output)
 
@@ -119,9 +122,10 @@ class RunCommits:
             )
 
     def _write_transition(
-        self, conn: Any, task: PlanTask, outcome: TaskOutcome, memory: dict[str, Any]
+        self, writes: TransitionWrites, task: PlanTask, outcome: TaskOutcome, memory: dict[str, Any]
     ) -> dict[str, Any]:
-        """One task transition inside the batch's transaction; returns the memory after it."""
+        """One task transition inside the batch's transaction (its statements run at the
+        batch's flush); returns the memory after it."""
         now = self.clock.now()
         terminal = outcome.status in ("succeeded", "failed", "skipped", "cancelled")
         delta = outcome.memory_delta if outcome.status == "succeeded" else {}
@@ -131,7 +135,7 @@ class RunCommits:
             "error_json": None if outcome.error is None else canonical_json(outcome.error),
         }
         if outcome.has_output:
-            output_json = canonical_json(outcome.output)
+            output_json = outcome.output_json = canonical_json(outcome.output)
             values["output_json"] = output_json
             values["output_digest"] = "sha256:" + sha256_hex(output_json.encode())
             values["disposition"] = "executed" if outcome.status == "succeeded" else "recorded"
@@ -145,10 +149,10 @@ class RunCommits:
             values["state_delta_digest"] = digest_json(delta)
         if terminal:
             values["finished_at"] = now
-        self.log.set_task(conn, task.id, **values)
+        writes.set_task(task.id, values)
         if terminal:
             memory = {**memory, **delta}
-            self.log.checkpoint(conn, f"task:{task.id}:{outcome.status}", delta, memory, now=now)
+            writes.checkpoint(f"task:{task.id}:{outcome.status}", delta, memory, now)
         payload: dict[str, Any] = {"state": outcome.status, "attempt": outcome.attempt}
         if outcome.error is not None:
             payload["error"] = outcome.error
@@ -158,8 +162,14 @@ class RunCommits:
             payload["memoryKeys"] = sorted(delta)
         if outcome.condition is not None:
             payload["condition"] = outcome.condition
-        self.log.event(conn, f"task.{outcome.status}", payload, now=now, task_id=task.id)
-        if outcome.status == "succeeded" and self.run.mode == "compensate":
+        writes.event(f"task.{outcome.status}", payload, now=now, task_id=task.id)
+        compensated = outcome.status == "succeeded" and self.run.mode == "compensate"
+        if not (compensated or outcome.artifacts):
+            return memory
+        # Statements of their own that read or append to what is written so far.
+        writes.flush()
+        conn = writes.conn
+        if compensated:
             mark_compensated(conn, self.run, task.id, outcome.effect_ids, now)
         if outcome.artifacts:
             manifest = self.artifacts.record(

@@ -132,7 +132,7 @@ class RunExecutor(RunCommits, RunWatchers):
         self.rows = rows
         self.memory = memory
         self.spec = spec
-        self.outputs = TaskOutputs(rows)
+        self.outputs = TaskOutputs(rows, plan.task_count)
         # The one task-attempt path (engine/run/attempts.py), writing through the claim.
         self.attempts = TaskAttempts(
             run=run,

@@ -165,6 +165,7 @@ def task_row(run_id: str, state: tuple[Any, ...]) -> Any:
         output=None if output is None else json.loads(output),
         has_output=output is not None,
         error=None if error is None else json.loads(error),
+        output_json=output,
     )
 
 
@@ -205,6 +206,13 @@ class TaskRows(Mapping[str, Any]):
         """Every row of the run, in plan order (one query the first time)."""
         return self._all(conn)
 
+    def held(self, count: int) -> list[Any] | None:
+        """Every row of the run in plan order, without a read, when all ``count`` of them
+        are held (an execution that ran the whole run has them); else None."""
+        if len(self._rows) != count:
+            return None
+        return sorted(self._rows.values(), key=lambda row: row.ordinal)
+
     def _all(self, conn: SqlRunner | None = None) -> dict[str, Any]:
         if not self._complete:
             merged: dict[str, Any] = {}
@@ -225,8 +233,9 @@ class TaskOutputs(Mapping[str, Any]):
     """``tasks`` for templates: the recorded output of each task that has one, read
     through :class:`TaskRows` (a task without an output is absent)."""
 
-    def __init__(self, rows: TaskRows) -> None:
+    def __init__(self, rows: TaskRows, task_count: int | None = None) -> None:
         self._rows = rows
+        self._task_count = task_count
 
     def __getitem__(self, task_id: str) -> Any:
         row = self._rows.get(task_id)
@@ -241,18 +250,32 @@ class TaskOutputs(Mapping[str, Any]):
         """Every recorded output in plan order, and the canonical JSON of that object,
         from the stored rows (all of this execution's transitions must have committed).
 
-        One query and one JSON parse, where rows read one by one would cost a parse each;
-        each stored output is canonical JSON already, so the object's canonical text is
-        those texts under their sorted keys, with nothing encoded again."""
+        Each stored output is canonical JSON already, so the object's canonical text is
+        those texts under their sorted keys, with nothing encoded again. When every row is
+        held with its stored text (an execution that ran the whole run), nothing is read:
+        the values are the outputs this execution recorded. Otherwise one query and one
+        JSON parse, where rows read one by one would cost a parse each."""
+        held = None if self._task_count is None else self._rows.held(self._task_count)
+        if held is not None:
+            kept = [row for row in held if row.has_output]
+            texts = [(row.task_id, row.output_json) for row in kept if row.output_json is not None]
+            if len(texts) == len(kept):
+                return {row.task_id: row.output for row in kept}, _object_text(texts)
         found = tasks_repo.outputs_in_order(self._rows.reader(), self._rows.run_id)
         with _collector_paused():
             values = json.loads("[" + ",".join(text for _, text in found) + "]")
-        key = json.encoder.encode_basestring  # what canonical JSON writes keys with
-        text = ",".join(key(task_id) + ":" + output for task_id, output in sorted(found))
-        return dict(zip((task_id for task_id, _ in found), values, strict=True)), "{" + text + "}"
+        return dict(zip((task_id for task_id, _ in found), values, strict=True)), _object_text(
+            found
+        )
 
     def __len__(self) -> int:
         return sum(1 for _ in self)
+
+
+def _object_text(found: list[tuple[str, str]]) -> str:
+    """The canonical JSON of an object from its keys and its values' canonical texts."""
+    key = json.encoder.encode_basestring  # what canonical JSON writes keys with
+    return "{" + ",".join(key(task_id) + ":" + output for task_id, output in sorted(found)) + "}"
 
 
 #: The plan a run was just created with in this process, by (database, run id): the

@@ -128,3 +128,5 @@ class TaskOutcome:
     artifacts: list[Any] = field(default_factory=list)
     # The `when` or loop-guard decision that let the task run or skipped it.
     condition: dict[str, Any] | None = None
+    # The output's canonical JSON, once its transition has encoded it for the row.
+    output_json: str | None = None
