@@ -100,9 +100,22 @@ def _row(conn: SqlRunner, row: Sequence[Any]) -> AuditRow:
 
 
 def chain_head(conn: SqlRunner, run_id: str) -> tuple[int, str] | None:
-    """``(seq, digest)`` of the run's last event, or None before its first."""
+    """``(seq, digest)`` of the run's last event, or None before its first.
+
+    Inside a driver session's transaction (``DriverSession.chain_heads``) the head is read
+    once per run and then carried by :func:`insert_event_fields`: a batch commit appends
+    an event per task, and every writer of a run's chain holds that run's lock (or the
+    whole store), so nothing but this transaction moves the head until it ends."""
+    heads: dict[str, tuple[int, str]] | None = getattr(conn, "chain_heads", None)
+    if heads is not None:
+        known = heads.get(run_id)
+        if known is not None:
+            return known
     row = _chain_head.run(conn, run_id=run_id).first()
-    return None if row is None else (int(row[0]), str(row[1]))
+    head = None if row is None else (int(row[0]), str(row[1]))
+    if heads is not None and head is not None:
+        heads[run_id] = head
+    return head
 
 
 @statement
@@ -171,6 +184,9 @@ def insert_event_fields(
         trace_id=trace_id,
         span_id=span_id,
     )
+    heads = getattr(conn, "chain_heads", None)
+    if heads is not None:
+        heads[run_id] = (seq, digest)
 
 
 @statement
