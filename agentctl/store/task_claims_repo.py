@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from agentctl.store.dialect import SqlDialect
 
 __all__ = [
+    "CHUNK",
     "ClaimedTask",
     "Published",
     "check_claim",
@@ -81,8 +82,10 @@ class ClaimedTask:
 
 
 #: Ids per ``IN (...)`` list: a power of two (statements.padded), well below both
-#: dialects' limits on bound parameters.
-_CHUNK = 512
+#: dialects' limits on bound parameters. A batch of at most this many tasks is counted by
+#: :func:`claims_done` in one statement.
+CHUNK = 512
+_CHUNK = CHUNK
 
 
 def _listed(name: str, values: Sequence[Any]) -> dict[str, Any]:
@@ -418,8 +421,10 @@ def finish_claim(
     conn: Any, run_id: str, task_id: str, token: int, outcome_json: str, now: datetime
 ) -> None:
     """Record the task's outcome, fenced by the claim's token; a stale claim writes nothing
-    and gets :class:`OwnershipLostError`. One conditional update of the claim's row: exact
-    without the store's write lock (``Store.row_write``)."""
+    and gets :class:`OwnershipLostError`. One conditional update of the claim's row, which
+    also wakes the run's owner (``done:RUN``, not idle workers): exact by itself, so it
+    needs neither the store's write lock nor a transaction around it
+    (``Store.autocommit``)."""
     updated = _finish.run(
         conn,
         outcome_json=outcome_json,
@@ -431,17 +436,16 @@ def finish_claim(
     if updated.rowcount != 1:
         check_claim(conn, run_id, task_id, token)
         raise _lost(run_id, task_id, token, None)  # pragma: no cover - check_claim raised
-    run_queue.notify_run(conn, f"done:{run_id}")  # wakes the run's owner, not idle workers
 
 
 @statement
-def _finish(_: SqlDialect) -> Executable:
-    from sqlalchemy import bindparam, null, update
+def _finish(sql: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, literal, null, update
 
     from agentctl.store.tables import task_claims
 
     c = task_claims.c
-    return (
+    finish = (
         update(task_claims)
         .where(
             c.run_id == bindparam("run_id"),
@@ -456,6 +460,7 @@ def _finish(_: SqlDialect) -> Executable:
             lease_expires_at=null(),
         )
     )
+    return sql.notifying(finish, run_queue.CHANNEL, literal("done:") + c.run_id)
 
 
 def claim_states(
