@@ -189,6 +189,11 @@ class SqlDialect(ABC):
     #: write can also try to take without waiting; SQLite has one writer and none.
     advisory_locks: bool = False
 
+    #: Whether ready task claims are taken in one statement (an ``UPDATE`` of the rows a
+    #: ``SKIP LOCKED`` sub-select picked, ``RETURNING`` them), exact with no transaction
+    #: around it; SQLite claims in its one writer's transaction instead.
+    one_statement_claims: bool = False
+
 
 class SqliteSql(SqlDialect):
     name = SQLITE
@@ -272,6 +277,7 @@ class PostgresqlSql(SqlDialect):
     name = POSTGRESQL
     notifies = True
     advisory_locks = True
+    one_statement_claims = True
 
     def compiler(self) -> Dialect:
         from sqlalchemy.dialects.postgresql.psycopg import PGDialect_psycopg
