@@ -260,9 +260,9 @@ class Worker:
         self, limit: int, only_runs: set[str] | None, *, reclaim: bool
     ) -> list[task_claims_repo.ClaimedTask]:
         """Claim up to ``limit`` tasks. Ready tasks are claimed with row locks only, in one
-        statement (``Store.autocommit``); with ``reclaim``, claims whose lease ran out are taken too,
-        each under its run's lock (tried, never waited for), as each is recorded with an
-        audit event of its run."""
+        statement (``Store.autocommit``); with ``reclaim``, claims whose lease ran out are
+        taken too, each under its run's lock (tried, never waited for), as each is recorded
+        with an audit event of its run."""
         now = self.clock.now()
         if not reclaim:
             # Ready rows only: one statement, exact by its row locks (no transaction).
