@@ -259,12 +259,20 @@ class Worker:
     def _claim_tasks(
         self, limit: int, only_runs: set[str] | None, *, reclaim: bool
     ) -> list[task_claims_repo.ClaimedTask]:
-        """Claim up to ``limit`` tasks. Ready tasks are claimed with row locks only
-        (``Store.row_write``); with ``reclaim``, claims whose lease ran out are taken too,
-        each under its run's lock (tried, never waited for), as each is recorded with an
-        audit event of its run."""
+        """Claim up to ``limit`` tasks. Ready tasks are claimed with row locks only, in one
+        statement (``Store.autocommit``); with ``reclaim``, claims whose lease ran out are
+        taken too, each under its run's lock (tried, never waited for), as each is recorded
+        with an audit event of its run."""
         now = self.clock.now()
-        with self.store.write(locks.Locks()) if reclaim else self.store.row_write() as conn:
+        if not reclaim:
+            # Ready rows only: one statement, exact by its row locks (no transaction).
+            with self.store.autocommit() as conn:
+                claimed = task_claims_repo.claim_ready_rows(
+                    conn, self.name, now, limit, ownership.lease_seconds(), only_runs=only_runs
+                )
+            self._claimed_events(claimed)
+            return claimed
+        with self.store.write(locks.Locks()) as conn:
             claimed = task_claims_repo.claim_ready(
                 conn,
                 self.name,
@@ -289,6 +297,10 @@ class Worker:
                         now=now,
                         task_id=item.task_id,
                     )
+        self._claimed_events(claimed)
+        return claimed
+
+    def _claimed_events(self, claimed: list[task_claims_repo.ClaimedTask]) -> None:
         for item in claimed:
             waited = (item.started_at.replace(tzinfo=None) - item.ready_at).total_seconds()
             self._events(
@@ -302,7 +314,6 @@ class Worker:
                     **({"reclaimedFrom": item.previous_worker} if item.previous_worker else {}),
                 },
             )
-        return claimed
 
     async def _execute_task(self, claimed: task_claims_repo.ClaimedTask) -> None:
         from agentctl.engine.run.claimed_tasks import execute_claimed

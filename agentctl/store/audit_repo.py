@@ -102,9 +102,22 @@ def _row(conn: SqlRunner, row: Sequence[Any]) -> AuditRow:
 
 
 def chain_head(conn: SqlRunner, run_id: str) -> tuple[int, str] | None:
-    """``(seq, digest)`` of the run's last event, or None before its first."""
+    """``(seq, digest)`` of the run's last event, or None before its first.
+
+    Inside a driver session's transaction (``DriverSession.chain_heads``) the head is read
+    once per run and then carried by :func:`insert_event_rows`: a batch commit appends
+    an event per task, and every writer of a run's chain holds that run's lock (or the
+    whole store), so nothing but this transaction moves the head until it ends."""
+    heads: dict[str, tuple[int, str]] | None = getattr(conn, "chain_heads", None)
+    if heads is not None:
+        known = heads.get(run_id)
+        if known is not None:
+            return known
     row = _chain_head.run(conn, run_id=run_id).first()
-    return None if row is None else (int(row[0]), str(row[1]))
+    head = None if row is None else (int(row[0]), str(row[1]))
+    if heads is not None and head is not None:
+        heads[run_id] = head
+    return head
 
 
 @statement
@@ -158,29 +171,41 @@ def insert_event_fields(
 ) -> None:
     """:func:`insert_event` of an :class:`AuditRow`'s fields, without building the row (an
     event is appended with every task transition)."""
-    _insert_event.run(
+    insert_event_rows(
         conn,
-        **event_values(
-            conn,
-            run_id=run_id,
-            seq=seq,
-            format_version=format_version,
-            kind=kind,
-            task_id=task_id,
-            effect_id=effect_id,
-            payload_json=payload_json,
-            prev_digest=prev_digest,
-            digest=digest,
-            created_at=created_at,
-            trace_id=trace_id,
-            span_id=span_id,
-        ),
+        [
+            event_values(
+                conn,
+                run_id=run_id,
+                seq=seq,
+                format_version=format_version,
+                kind=kind,
+                task_id=task_id,
+                effect_id=effect_id,
+                payload_json=payload_json,
+                prev_digest=prev_digest,
+                digest=digest,
+                created_at=created_at,
+                trace_id=trace_id,
+                span_id=span_id,
+            )
+        ],
     )
 
 
 def insert_event_rows(conn: SqlRunner, rows: list[dict[str, Any]]) -> None:
-    """Several events in one driver call, each given as :func:`event_values` made it."""
-    _insert_event.run_many(conn, rows)
+    """Several events in one driver call, each given as :func:`event_values` made it.
+
+    Every event is inserted here, so this is where a driver session's cached chain heads
+    (:func:`chain_head`) follow the events it appends."""
+    if len(rows) == 1:
+        _insert_event.run(conn, **rows[0])
+    else:
+        _insert_event.run_many(conn, rows)
+    heads: dict[str, tuple[int, str]] | None = getattr(conn, "chain_heads", None)
+    if heads is not None:
+        for row in rows:
+            heads[row["run_id"]] = (row["seq"], row["digest"])
 
 
 def event_values(

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
     from sqlalchemy import FromClause, Table
     from sqlalchemy.engine import Dialect
-    from sqlalchemy.sql.dml import Insert
+    from sqlalchemy.sql.dml import Insert, Update
     from sqlalchemy.sql.elements import ColumnElement
     from sqlalchemy.sql.expression import Executable
 
@@ -173,6 +173,14 @@ class SqlDialect(ABC):
         database's size in bytes (NULL: the size of its file is read from the file)."""
         ...
 
+    def notifying(self, update: Update, channel: str, payload: ColumnElement[Any]) -> Executable:
+        """``update`` and, where a commit wakes listeners, a notification on ``channel``
+        of ``payload`` (an expression over the updated row) for each row it changes, in
+        the same statement: one round trip where an update and a ``pg_notify`` took two
+        (and, alone, it needs no transaction around it). Either way the result's
+        ``rowcount`` is the number of rows the update changed."""
+        return update
+
     #: Whether a committed change can wake listeners (PostgreSQL's ``NOTIFY``); on SQLite
     #: waiters look again after a short sleep.
     notifies: bool = False
@@ -180,6 +188,11 @@ class SqlDialect(ABC):
     #: Whether writes serialise on advisory locks (:mod:`agentctl.store.locks`), which a
     #: write can also try to take without waiting; SQLite has one writer and none.
     advisory_locks: bool = False
+
+    #: Whether ready task claims are taken in one statement (an ``UPDATE`` of the rows a
+    #: ``SKIP LOCKED`` sub-select picked, ``RETURNING`` them), exact with no transaction
+    #: around it; SQLite claims in its one writer's transaction instead.
+    one_statement_claims: bool = False
 
 
 class SqliteSql(SqlDialect):
@@ -264,6 +277,7 @@ class PostgresqlSql(SqlDialect):
     name = POSTGRESQL
     notifies = True
     advisory_locks = True
+    one_statement_claims = True
 
     def compiler(self) -> Dialect:
         from sqlalchemy.dialects.postgresql.psycopg import PGDialect_psycopg
@@ -279,6 +293,13 @@ class PostgresqlSql(SqlDialect):
         from sqlalchemy.dialects.postgresql import insert
 
         return insert(table).on_conflict_do_nothing()
+
+    def notifying(self, update: Update, channel: str, payload: ColumnElement[Any]) -> Executable:
+        from sqlalchemy import func, literal, select
+
+        # A data-modifying CTE: one row per updated row, each notifying on commit.
+        changed = update.returning(payload.label("payload")).cte("changed")
+        return select(func.pg_notify(literal(channel), changed.c.payload)).select_from(changed)
 
     def insert(self, table: Table) -> Any:
         from sqlalchemy.dialects.postgresql import insert

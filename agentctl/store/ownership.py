@@ -341,6 +341,10 @@ class OwnedRun:
     def read(self) -> Any:
         return self.store.read()
 
+    def read_one(self) -> Any:
+        """A read of one statement (``Store.read_one``: no transaction around it)."""
+        return self.store.read_one()
+
     @contextmanager
     def write(self) -> Iterator[Any]:
         with self.store.write(locks.run(self.run_id)) as conn:

@@ -36,7 +36,7 @@ from agentctl.store.dialect import (
 from agentctl.store.errors import driver_error, retry_window_seconds
 from agentctl.store.location import MEMORY
 from agentctl.store.locks import Locks
-from agentctl.store.sealing import CLEAR, SEALER_OPTION, Sealer
+from agentctl.store.sealing import CLEAR, SEALER_OPTION, Sealer, sealer_of
 from agentctl.store.sqlite_connections import SQLITE_DRIVER, FileConnections
 from agentctl.store.statements import is_compiled
 
@@ -137,15 +137,22 @@ class Store:
             yield conn
 
     @contextmanager
-    def row_write(self) -> Iterator[Connection]:
+    def row_write(self) -> Iterator[SqlRunner]:
         """A write transaction exact by row locks alone, for the claims' hot path.
 
         On PostgreSQL it does not take the store's write lock (``READ COMMITTED``): every
         statement in it must decide on its own rows (a conditional ``UPDATE``, ``SELECT …
         FOR UPDATE SKIP LOCKED``), so it needs no other writer to stand still, and the
         workers' claims and outcomes stop queueing behind every other write of every run.
-        On SQLite it is an ordinary write (one writer at a time anyway).
+        Its statements go straight to the driver (a :class:`DriverSession`): a claimed task
+        makes several of these, and SQLAlchemy's per-statement work cost the worker more
+        CPU than the statements. On SQLite it is an ordinary write (one writer at a time
+        anyway).
         """
+        if self._connections is None and self.dialect == POSTGRESQL:
+            with self.driver_session() as session, session.row_write() as begun:
+                yield begun
+            return
         with (
             _translate_errors(self.path),
             self.engine.connect().execution_options(agentctl_begin=ROW_LOCKS) as conn,
@@ -161,6 +168,40 @@ class Store:
             conn.begin(),
         ):
             yield conn
+
+    @contextmanager
+    def autocommit(self) -> Iterator[SqlRunner]:
+        """Statements each exact by itself (a conditional update of one row, and reads
+        that say why it changed nothing), each its own transaction.
+
+        On PostgreSQL they run at the driver in autocommit, without the ``BEGIN`` and
+        ``COMMIT`` of :meth:`row_write` (two round trips, and the server's work for each):
+        use it only where nothing must commit together. On SQLite they run in one
+        ordinary write transaction (:meth:`row_write`)."""
+        if self._connections is not None or self.dialect != POSTGRESQL:
+            with self.row_write() as conn:
+                yield conn
+            return
+        with self.driver_session() as session:
+            yield session
+
+    @contextmanager
+    def read_one(self) -> Iterator[SqlRunner]:
+        """A read of exactly one statement, for the polls of a run's hot path (a batch's
+        outcomes, the cancel flag, an effect's journal position).
+
+        On PostgreSQL the statement runs at the driver in autocommit: one statement sees
+        one snapshot by itself, so the ``BEGIN … REPEATABLE READ`` and ``COMMIT`` that
+        :meth:`read` sends around it (two more round trips, and the server's work for
+        each) buy nothing. A second statement through it raises ``RuntimeError``: reads
+        that must agree with each other belong in :meth:`read`. On SQLite it is
+        :meth:`read`, with the same one-statement rule."""
+        if self._connections is not None or self.dialect != POSTGRESQL:
+            with self.read() as conn:
+                yield _OneStatement(conn)
+            return
+        with self.driver_session() as session:
+            yield _OneStatement(session)
 
     @contextmanager
     def driver_session(
@@ -304,6 +345,27 @@ class _ReadEach:
             return _Fetched(list(conn.exec_driver_sql(statement, parameters)))
 
 
+class _OneStatement:
+    """A runner that executes one statement (:meth:`Store.read_one`)."""
+
+    __slots__ = ("_runner", "_used", "dialect", "sealer")
+
+    def __init__(self, runner: Any) -> None:
+        self._runner = runner
+        self._used = False
+        self.dialect = runner.dialect
+        self.sealer = sealer_of(runner)
+
+    def exec_driver_sql(self, statement: str, parameters: Any = ()) -> Any:
+        if self._used:
+            raise RuntimeError(
+                "Store.read_one() runs one statement; use Store.read() for reads that must "
+                "see one snapshot together"
+            )
+        self._used = True
+        return self._runner.exec_driver_sql(statement, parameters)
+
+
 class _Transaction:
     """One transaction of a :class:`DriverSession` (see its ``_transaction``): a plain
     context manager, not a generator's, because a run opens one per task transition."""
@@ -327,6 +389,7 @@ class _Transaction:
             self._cursor = session._begun(self._begin)
         except _driver_errors() as exc:
             raise driver_error(session._where, exc) from exc
+        session.chain_heads = {}
         if self._on_begin is not None:
             try:
                 self._on_begin(session)
@@ -336,6 +399,7 @@ class _Transaction:
         return session
 
     def __exit__(self, kind: Any, exc: BaseException | None, _tb: Any) -> None:
+        self._session.chain_heads = None
         try:
             self._cursor.execute("ROLLBACK" if kind is not None else "COMMIT")
         except _driver_errors() as failed:
@@ -350,6 +414,9 @@ class DriverSession:
     scope on PostgreSQL)."""
 
     sealer: Sealer = CLEAR
+    #: Inside a transaction, the audit chain heads this transaction read or appended
+    #: (``run id -> (seq, digest)``, see ``audit_repo.chain_head``); None outside one.
+    chain_heads: dict[str, tuple[int, str]] | None = None
 
     def __init__(
         self,
@@ -370,7 +437,9 @@ class DriverSession:
         self.dialect = dialect
         self._postgres = dialect is not None and dialect.name == POSTGRESQL
         name = POSTGRESQL if self._postgres else SQLITE
-        self._begin = {kind: begin_statement(name, kind, scope) for kind in (WRITE, READ)}
+        self._begin = {
+            kind: begin_statement(name, kind, scope) for kind in (WRITE, READ, ROW_LOCKS)
+        }
 
     def exec_driver_sql(self, statement: str, parameters: Any = ()) -> _DriverResult:
         try:
@@ -394,6 +463,10 @@ class DriverSession:
     def write(self) -> AbstractContextManager[DriverSession]:
         """A write transaction that holds its locks from its start."""
         return self._transaction(self._begin[WRITE], self._on_begin)
+
+    def row_write(self) -> AbstractContextManager[DriverSession]:
+        """A write transaction exact by row locks alone (see :meth:`Store.row_write`)."""
+        return self._transaction(self._begin[ROW_LOCKS], None)
 
     def read(self) -> AbstractContextManager[DriverSession]:
         """A read transaction (one snapshot for every statement in it, no lock taken)."""

@@ -40,10 +40,12 @@ if TYPE_CHECKING:
     from agentctl.store.dialect import SqlDialect
 
 __all__ = [
+    "CHUNK",
     "ClaimedTask",
     "Published",
     "check_claim",
     "claim_ready",
+    "claim_ready_rows",
     "claim_states",
     "claimable",
     "claims_done",
@@ -81,8 +83,10 @@ class ClaimedTask:
 
 
 #: Ids per ``IN (...)`` list: a power of two (statements.padded), well below both
-#: dialects' limits on bound parameters.
-_CHUNK = 512
+#: dialects' limits on bound parameters. A batch of at most this many tasks is counted by
+#: :func:`claims_done` in one statement.
+CHUNK = 512
+_CHUNK = CHUNK
 
 
 def _listed(name: str, values: Sequence[Any]) -> dict[str, Any]:
@@ -271,6 +275,113 @@ def claim_ready(
     return claimed
 
 
+def claim_ready_rows(
+    conn: Any,
+    worker: str,
+    now: datetime,
+    limit: int,
+    lease_seconds: float,
+    *,
+    only_runs: Iterable[str] | None = None,
+) -> list[ClaimedTask]:
+    """Claim up to ``limit`` ``ready`` rows of running runs, oldest first (no reclaims):
+    the claim a worker makes on every wake-up (``Store.autocommit``).
+
+    On PostgreSQL it is one statement: the rows are picked ``FOR UPDATE SKIP LOCKED`` by a
+    sub-select (a row another worker is claiming is passed by; one claimed, finished or
+    withdrawn meanwhile is re-checked by the server before it is locked) and updated by
+    the same statement, which returns them: exact by itself, one round trip where a
+    transaction, the pick and an update per row took three and more. On SQLite
+    (one writer) it is :func:`claim_ready` in the writer's transaction."""
+    from agentctl.store.dialect import sql_dialect
+
+    if not sql_dialect(conn.dialect.name).one_statement_claims:
+        return claim_ready(
+            conn, worker, now, limit, lease_seconds, only_runs=only_runs, reclaim=False
+        )
+    runs = None if only_runs is None else list(only_runs)
+    if runs is not None and not runs:
+        return []
+    listed = {} if runs is None else _listed("run", padded(runs))
+    rows = _claim_now(None if runs is None else len(listed)).run(
+        conn,
+        now=to_db(now),
+        limit=limit,
+        worker=worker,
+        expires=to_db(now + timedelta(seconds=lease_seconds)),
+        stamp=to_db(now),
+        **listed,
+    )
+    picked = sorted(
+        (_naive(ready_at), str(run_id), str(task_id), int(token), str(payload), owner, seq)
+        for run_id, task_id, token, payload, ready_at, owner, seq in rows
+    )
+    return [
+        ClaimedTask(
+            run_id, task_id, token, payload, ready_at, now, None, (int(owner or 0), int(seq or 0))
+        )
+        for ready_at, run_id, task_id, token, payload, owner, seq in picked
+    ]
+
+
+@lru_cache(maxsize=16)
+def _claim_now(runs: int | None) -> Statement:
+    """The one-statement claim of ``ready`` rows (PostgreSQL), of every run or of ``runs``
+    listed ones; returns the claimed rows with the run's snapshot key."""
+
+    def build(_: SqlDialect) -> Executable:
+        from sqlalchemy import bindparam, func, select, update
+
+        from agentctl.store.tables import checkpoints, task_claims
+        from agentctl.store.tables import runs as runs_table
+
+        c, r = task_claims.alias("c"), runs_table.alias("r")
+        pick = (
+            select(c.c.run_id, c.c.task_id)
+            .select_from(c.join(r, r.c.id == c.c.run_id))
+            .where(r.c.status == "running", c.c.state == "ready")
+        )
+        if runs is not None:
+            pick = pick.where(_in_list(c.c.run_id, "run", runs))
+        picked = (
+            pick.order_by(c.c.ready_at, c.c.run_id, c.c.task_id)
+            .limit(bindparam("limit"))
+            .with_for_update(of=c, skip_locked=True)
+            .subquery("picked")
+        )
+        t = task_claims
+        owner_token = (
+            select(runs_table.c.owner_token).where(runs_table.c.id == t.c.run_id).scalar_subquery()
+        )
+        last_seq = (
+            select(func.max(checkpoints.c.seq))
+            .where(checkpoints.c.run_id == t.c.run_id)
+            .scalar_subquery()
+        )
+        return (
+            update(t)
+            .where(t.c.run_id == picked.c.run_id, t.c.task_id == picked.c.task_id)
+            .values(
+                state="claimed",
+                worker=bindparam("worker"),
+                token=t.c.token + 1,
+                lease_expires_at=bindparam("expires"),
+                started_at=bindparam("stamp"),
+            )
+            .returning(
+                t.c.run_id,
+                t.c.task_id,
+                t.c.token,
+                t.c.payload_json,
+                t.c.ready_at,
+                owner_token,
+                last_seq,
+            )
+        )
+
+    return Statement(build, f"claim_now({runs})")
+
+
 @lru_cache(maxsize=32)
 def _claim_candidates(reclaim: bool, runs: int | None) -> Statement:
     """The rows a claim takes, locked (``FOR UPDATE OF c SKIP LOCKED``), oldest first."""
@@ -418,8 +529,10 @@ def finish_claim(
     conn: Any, run_id: str, task_id: str, token: int, outcome_json: str, now: datetime
 ) -> None:
     """Record the task's outcome, fenced by the claim's token; a stale claim writes nothing
-    and gets :class:`OwnershipLostError`. One conditional update of the claim's row: exact
-    without the store's write lock (``Store.row_write``)."""
+    and gets :class:`OwnershipLostError`. One conditional update of the claim's row, which
+    also wakes the run's owner (``done:RUN``, not idle workers): exact by itself, so it
+    needs neither the store's write lock nor a transaction around it
+    (``Store.autocommit``)."""
     updated = _finish.run(
         conn,
         outcome_json=outcome_json,
@@ -431,17 +544,16 @@ def finish_claim(
     if updated.rowcount != 1:
         check_claim(conn, run_id, task_id, token)
         raise _lost(run_id, task_id, token, None)  # pragma: no cover - check_claim raised
-    run_queue.notify_run(conn, f"done:{run_id}")  # wakes the run's owner, not idle workers
 
 
 @statement
-def _finish(_: SqlDialect) -> Executable:
-    from sqlalchemy import bindparam, null, update
+def _finish(sql: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, literal, null, update
 
     from agentctl.store.tables import task_claims
 
     c = task_claims.c
-    return (
+    finish = (
         update(task_claims)
         .where(
             c.run_id == bindparam("run_id"),
@@ -456,6 +568,7 @@ def _finish(_: SqlDialect) -> Executable:
             lease_expires_at=null(),
         )
     )
+    return sql.notifying(finish, run_queue.CHANNEL, literal("done:") + c.run_id)
 
 
 def claim_states(

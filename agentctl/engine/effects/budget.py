@@ -134,10 +134,18 @@ def _rows(conn: SqlRunner, run_id: str) -> dict[str, budget_repo.LedgerRow]:
 
 
 def reserve(
-    conn: SqlRunner, run_id: str, effect_id: str, units: Mapping[str, float], now: datetime
+    conn: SqlRunner,
+    run_id: str,
+    effect_id: str,
+    units: Mapping[str, float],
+    now: datetime,
+    *,
+    new_effect: bool = False,
 ) -> BudgetDenied | None:
-    """Reserve ``units`` for one effect, all or nothing (the caller's transaction)."""
-    if budget_repo.has_held_reservation(conn, effect_id):
+    """Reserve ``units`` for one effect, all or nothing (the caller's transaction).
+    ``new_effect``: the caller journaled the effect in this transaction, so it holds no
+    reservation yet and none is looked for."""
+    if not new_effect and budget_repo.has_held_reservation(conn, effect_id):
         return None  # a requested-but-never-started effect keeps its reservation
     rows = _rows(conn, run_id)
     for resource, amount in units.items():

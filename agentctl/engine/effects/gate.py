@@ -79,6 +79,8 @@ class EffectGate:
         self.approver = approver
         self.approval_mode = approval_mode
         self._usage: dict[str, tuple[Any, Any]] = {}
+        # Effects this gate journaled without a tool call (none to conclude with them).
+        self._no_tool_call: set[str] = set()
         self._on_task_running = on_task_running
 
     def journaled(self, attempt: Attempt, spec: journal.EffectSpec) -> bool:
@@ -127,7 +129,8 @@ class EffectGate:
         to actual usage, ``failed_usage`` is what a failed dispatch still consumed.
         """
         ordinal = attempt.next_ordinal()
-        with self.store.read() as conn:
+        # One statement: the journal's position, read without a transaction around it.
+        with self.store.read_one() as conn:
             found = journal.journaled_effect(
                 conn, attempt.run_id, attempt.task_id, attempt.attempt, ordinal, spec
             )
@@ -187,7 +190,7 @@ class EffectGate:
             operation=spec.operation,
         )
         with self.store.write() as conn:
-            record = journal.insert_requested(
+            record, new_effect = journal.request_effect(
                 conn,
                 run_id=attempt.run_id,
                 task_id=attempt.task_id,
@@ -202,6 +205,9 @@ class EffectGate:
                 journal.record_tool_call(
                     conn, attempt.run_id, attempt.task_id, record.id, tool_call, now
                 )
+            elif new_effect:
+                # Journaled here without a tool call: its outcome has none to conclude.
+                self._no_tool_call.add(record.id)
             self.log.event(
                 conn,
                 "effect.requested",
@@ -212,7 +218,9 @@ class EffectGate:
             )
             denied = None
             if reservation:
-                denied = budget.reserve(conn, attempt.run_id, record.id, reservation, now)
+                denied = budget.reserve(
+                    conn, attempt.run_id, record.id, reservation, now, new_effect=new_effect
+                )
             if denied is not None:
                 self._refuse(
                     conn,
@@ -509,6 +517,9 @@ class EffectGate:
     ) -> None:
         now = self.clock.now()
         usage, failed_usage = self._usage.pop(record.id, (None, None))
+        # An effect found in the journal (a resumed attempt) may carry one: concluded.
+        tool_call = record.id not in self._no_tool_call
+        self._no_tool_call.discard(record.id)
 
         def record_outcome() -> list[budget.BudgetDenied]:
             overruns: list[budget.BudgetDenied] = []
@@ -523,14 +534,15 @@ class EffectGate:
                     confirmed=confirmed,
                 )
                 # A tool call's terminal status commits with its effect's.
-                effects_repo.finish_tool_call(
-                    conn,
-                    record.id,
-                    status=status,
-                    result_json=None if result is None else canonical_json(result),
-                    error_json=None if error is None else canonical_json(error),
-                    now=now,
-                )
+                if tool_call:
+                    effects_repo.finish_tool_call(
+                        conn,
+                        record.id,
+                        status=status,
+                        result_json=None if result is None else canonical_json(result),
+                        error_json=None if error is None else canonical_json(error),
+                        now=now,
+                    )
                 if status == EffectState.SUCCEEDED:
                     actual = usage(result) if usage is not None else {}
                     overruns = budget.settle(conn, attempt.run_id, record.id, actual, now)

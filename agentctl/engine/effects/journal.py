@@ -44,6 +44,7 @@ __all__ = [
     "finish_effect",
     "get_effect",
     "insert_requested",
+    "request_effect",
     "journaled_effect",
     "latest_reconciliation",
     "list_effects",
@@ -195,12 +196,29 @@ def insert_requested(
     """Journal an effect as ``requested``; the effect already at that position is returned
     as is when it is the same request, and a different one is refused (one effect per
     position, whoever calls)."""
+    return request_effect(
+        conn, run_id=run_id, task_id=task_id, attempt=attempt, ordinal=ordinal, spec=spec, now=now
+    )[0]
+
+
+def request_effect(
+    conn: SqlRunner,
+    *,
+    run_id: str,
+    task_id: str,
+    attempt: int,
+    ordinal: int,
+    spec: EffectSpec,
+    now: datetime,
+) -> tuple[EffectRecord, bool]:
+    """:func:`insert_requested`, and whether this call inserted the row (False: the same
+    request was journaled there before, and may hold a reservation already)."""
     eid = spec.effect_id(run_id, task_id, attempt, ordinal)
     found = journaled_effect(conn, run_id, task_id, attempt, ordinal, spec)
     if found is not None:
         if not found.same_request:
             raise nondeterministic(found.record, spec)
-        return found.record
+        return found.record, False
     requested = EffectRecord(
         id=eid,
         run_id=run_id,
@@ -222,7 +240,10 @@ def insert_requested(
         started_at=None,
         finished_at=None,
     )
-    return effects_repo.insert_effect(conn, requested, trace_ids=telemetry.active().current_ids())
+    inserted = effects_repo.insert_effect(
+        conn, requested, trace_ids=telemetry.active().current_ids()
+    )
+    return inserted, True
 
 
 def nondeterministic(record: EffectRecord, spec: EffectSpec) -> TaskFailure:

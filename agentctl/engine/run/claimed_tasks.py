@@ -293,8 +293,9 @@ async def execute_claimed(
     finishing = time.perf_counter()
     try:
         # The token in the update's condition is the fence: no need to queue for the
-        # store's write lock behind every other write of every worker.
-        with store.row_write() as conn:
+        # store's write lock behind every other write of every worker, nor for a
+        # transaction around the one statement (which also wakes the run's owner).
+        with store.autocommit() as conn:
             task_claims_repo.finish_claim(
                 conn, claimed.run_id, claimed.task_id, claimed.token, encoded, clock.now()
             )
@@ -334,7 +335,7 @@ def _beat(
     deadline = run.deadline_at
     if deadline is not None and now.replace(tzinfo=None) > deadline.replace(tzinfo=None):
         return "stopped"
-    with store.read() as conn:
+    with store.read_one() as conn:
         status, cancel_requested = task_claims_repo.run_watch(conn, claimed.run_id)
     if status != "running" or cancel_requested:
         return "stopped"

@@ -193,16 +193,17 @@ class TaskClaims:
             # Each outcome wakes the owner: it counts what is done (one row), and reads
             # the outcomes once, when all are (reading every outcome on every wake-up
             # cost the owner and the server a batch's worth of rows per task).
-            with executor.store.read() as conn:
+            with self._batch_read(executor, task_ids) as conn:
                 present, done = task_claims_repo.claims_done(conn, executor.run_id, task_ids)
-                states = (
-                    task_claims_repo.claim_states(conn, executor.run_id, task_ids)
-                    if present < len(task_ids) or done == len(task_ids)
-                    else {}
-                )
-            missing = (
-                [tid for tid in task_ids if tid not in states] if present < len(task_ids) else []
-            )
+            states: dict[str, tuple[str, str | None]] = {}
+            looked = present < len(task_ids) or done == len(task_ids)
+            if looked:
+                # Read after the count, not in its snapshot: a row seen done stays done
+                # until this owner removes it, and one withdrawn since is missing here
+                # too, which is what is decided on below.
+                with self._batch_read(executor, task_ids) as conn:
+                    states = task_claims_repo.claim_states(conn, executor.run_id, task_ids)
+            missing = [tid for tid in task_ids if tid not in states] if looked else []
             if missing:
                 raise OwnershipLostError(
                     f"the claims of tasks {', '.join(missing[:5])} of run {executor.run_id} "
@@ -214,6 +215,15 @@ class TaskClaims:
                 return states
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(wake.wait(), IDLE_SECONDS)
+
+    @staticmethod
+    def _batch_read(executor: RunExecutor, task_ids: list[str]) -> Any:
+        """Where the owner reads its batch's claims: a batch of one ``IN`` list is read in
+        one statement without a transaction around it (``Store.read_one``), the read the
+        owner makes on every wake-up; a larger one in a read transaction."""
+        if len(task_ids) <= task_claims_repo.CHUNK:
+            return executor.store.read_one()
+        return executor.store.read()
 
     @staticmethod
     def _checked(executor: RunExecutor, outcome: TaskOutcome) -> TaskOutcome:

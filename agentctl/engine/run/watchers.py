@@ -91,7 +91,7 @@ class RunWatchers:
         if not force and now - self._last_cancel_check < self.options.cancel_poll_seconds:
             return
         self._last_cancel_check = now
-        with self.store.read() as conn:
+        with self.store.read_one() as conn:
             row = runs_repo.cancel_flag(conn, self.run_id)
         if row is not None and row[0]:
             raise Cancelled(row[1] or "cancel requested", run_id=self.run_id)
