@@ -28,7 +28,6 @@ from agentctl.engine import operations, pauses
 from agentctl.engine.actions.result_shapes import result_shape
 from agentctl.engine.core.records import TERMINAL_RUN_STATES, RunRow, load_run, whole_plan
 from agentctl.engine.effects.approvals import list_approvals
-from agentctl.engine.effects.budget import amount
 from agentctl.engine.effects.unsettled import needs_reconciliation
 from agentctl.engine.operations import MAX_EVIDENCE_BYTES, ReconcileRequest, inspect_document
 from agentctl.engine.run.timing import parked_intervals
@@ -56,7 +55,6 @@ __all__ = [
     "RunsView",
     "Store",
     "TaskProgress",
-    "amount",
     "holder_gone",
     "parked_intervals",
     "result_shape",

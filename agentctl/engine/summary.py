@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from agentctl.amounts import amount
 from agentctl.engine.core.records import load_run
 from agentctl.engine.effects import budget, journal
 from agentctl.store import tasks_repo
@@ -54,8 +55,8 @@ def summary_text(summary: dict[str, Any]) -> str:
     effects = summary["effects"]
     parts.append(f"{effects} effect" + ("" if effects == 1 else "s"))
     if "tokens" in summary:
-        parts.append(budget.amount("totalTokens", summary["tokens"]))
+        parts.append(amount("totalTokens", summary["tokens"]))
     if "costUsd" in summary:
-        parts.append(budget.amount("costMicrousd", round(summary["costUsd"] * 1_000_000)))
+        parts.append(amount("costMicrousd", round(summary["costUsd"] * 1_000_000)))
     verb = "in" if summary["state"] == "succeeded" else "after"
     return f"{summary['state']} {verb} {took}: " + ", ".join(parts)

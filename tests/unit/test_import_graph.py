@@ -468,7 +468,6 @@ THROUGH_THE_WALL: frozenset[tuple[str, str]] = frozenset(
         ("agentctl.cli.monitors", "agentctl.scheduling.slots"),
         ("agentctl.cli.monitors", "agentctl.store.engine"),
         ("agentctl.cli.providers", "agentctl.engine.core.preflight"),
-        ("agentctl.cli.run_view", "agentctl.engine.effects.budget"),
         ("agentctl.cli.running", "agentctl.engine.next_steps"),
         ("agentctl.cli.running", "agentctl.engine.summary"),
         ("agentctl.cli.running", "agentctl.scheduling.registry"),
