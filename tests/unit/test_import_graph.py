@@ -484,8 +484,6 @@ THROUGH_THE_WALL: frozenset[tuple[str, str]] = frozenset(
         ("agentctl.cli.timed_groups", "agentctl.scheduling.schedules"),
         ("agentctl.cli.timed_groups", "agentctl.scheduling.slots"),
         ("agentctl.cli.timed_groups", "agentctl.store.engine"),
-        ("agentctl.cli.ui", "agentctl.store.engine"),
-        ("agentctl.cli.ui", "agentctl.store.location"),
     }
 )
 
