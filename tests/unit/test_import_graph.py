@@ -440,6 +440,7 @@ FACADE = frozenset(
     {
         "agentctl",
         "agentctl.runtime",
+        "agentctl.runtime_reading",
         "agentctl.runtime_recovery",
         "agentctl.runtime_admin",
         "agentctl.runtime_records",
