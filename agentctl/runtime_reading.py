@@ -22,6 +22,7 @@ if TYPE_CHECKING:
         EffectRecord,
         NextStep,
         RunLook,
+        RunRecap,
         RunReport,
         RunSummary,
         SessionDetail,
@@ -133,6 +134,19 @@ class ReadingOperations:
 
         with open_store(self.db, create=False) as store:
             return for_run(store, run_id)
+
+    def recap(self, run_id: str) -> RunRecap:
+        """Where ``run_id`` stands, as ``roll`` and ``resume`` report it once it stops: its
+        ``totals`` (state, time taken, tasks, effects, tokens and cost; ``text()`` is the
+        line they print) and the commands that move it on (``next``), read in one go."""
+        from agentctl.engine.next_steps import for_run
+        from agentctl.engine.summary import run_summary
+        from agentctl.runtime_records import RunRecap, RunTotals
+        from agentctl.store.engine import open_store
+
+        with open_store(self.db, create=False) as store:
+            totals = RunTotals.from_json(run_summary(store, run_id))
+            return RunRecap(totals, for_run(store, run_id))
 
     def plan_of(self, run_id: str) -> StoredPlan:
         """The compiled plan ``run_id`` executes, with each task's state."""

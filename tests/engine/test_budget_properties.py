@@ -258,9 +258,9 @@ def test_amounts_are_shown_in_their_units(resource: str, units: float | None, sh
 
 
 def test_the_run_summary_shows_tokens_and_cost_with_the_same_formatter() -> None:
-    from agentctl.engine.summary import summary_text
+    from agentctl.runtime_records import RunTotals
 
-    text = summary_text(
+    text = RunTotals.from_json(
         {
             "state": "succeeded",
             "durationSeconds": 1.0,
@@ -269,5 +269,5 @@ def test_the_run_summary_shows_tokens_and_cost_with_the_same_formatter() -> None
             "tokens": 1_234_567,
             "costUsd": 18 / 1_000_000,  # 18 micro-USD: "$0.0000" before
         }
-    )
+    ).text()
     assert text.endswith("1,234,567 tokens, $0.000018")
