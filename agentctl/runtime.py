@@ -42,7 +42,13 @@ if TYPE_CHECKING:
         Conclusion,
         RemoteContinuation,
     )
-    from agentctl.runtime_views import CompiledWorkflow, DoctorReport, Explanation
+    from agentctl.runtime_views import (
+        CompiledWorkflow,
+        DoctorReport,
+        Explanation,
+        ProviderCheck,
+        ProviderSmoke,
+    )
     from agentctl.store.engine import Store
 
 
@@ -213,6 +219,36 @@ class Runtime(ReadingOperations, RecoveryOperations, AdminOperations):
             found["diagnostics"],
             found.get("workspace"),
         )
+
+    @staticmethod
+    def check_credentials(
+        workflow: str | os.PathLike[str], *, smoke: bool = False
+    ) -> list[ProviderCheck]:
+        """Each provider ``workflow``'s agent tasks reach, with where its credential comes
+        from and its SHA-256 (never the value), resolved as a run of it would; with
+        ``smoke``, one tiny live request to each. An unresolvable credential or a failed
+        request raises :class:`~agentctl.errors.ProviderError`, an endpoint outside
+        ``policy.networkAllowlist`` :class:`~agentctl.errors.BlockedError`."""
+        from agentctl.engine.core.preflight import check_credentials
+        from agentctl.runtime_views import ProviderCheck
+
+        found = check_credentials(os.fspath(workflow), smoke=smoke)
+        return [ProviderCheck.from_json(entry) for entry in found]
+
+    @staticmethod
+    def smoke_provider(name: str, definition: Mapping[str, Any], *, model: str) -> ProviderSmoke:
+        """Send one tiny live request (16 output tokens, 30 seconds at most) to ``model``
+        of the provider ``definition`` describes (a ``spec.providers`` entry); a failure
+        raises :class:`~agentctl.errors.ProviderError`."""
+        import asyncio
+
+        from agentctl.engine.core.preflight import smoke_request
+        from agentctl.runtime_views import ProviderSmoke
+
+        agent = {"provider": name, "model": model}
+        document = {"spec": {"providers": {name: dict(definition)}, "agents": {"smoke": agent}}}
+        answer = asyncio.run(smoke_request(name, document))
+        return ProviderSmoke(answer["seconds"], answer["finishReason"])
 
     # -- running -------------------------------------------------------------------------
 

@@ -468,7 +468,6 @@ THROUGH_THE_WALL: frozenset[tuple[str, str]] = frozenset(
         ("agentctl.cli.monitors", "agentctl.scheduling.registry"),
         ("agentctl.cli.monitors", "agentctl.scheduling.slots"),
         ("agentctl.cli.monitors", "agentctl.store.engine"),
-        ("agentctl.cli.providers", "agentctl.engine.core.preflight"),
         ("agentctl.cli.schedules", "agentctl.engine.run.creation"),
         ("agentctl.cli.schedules", "agentctl.engine.scheduled_runs"),
         ("agentctl.cli.schedules", "agentctl.scheduling.daemon"),
