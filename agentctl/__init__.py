@@ -85,6 +85,17 @@ if _typing.TYPE_CHECKING:
         TaskTotals,
         TracedEffect,
     )
+    from agentctl.runtime_scheduling import (
+        DaemonEvent,
+        DaemonStop,
+        DaemonTick,
+        ExitedRun,
+        MonitorObservation,
+        MonitorReport,
+        ScheduleFiring,
+        ScheduleRemoval,
+        ScheduleReport,
+    )
     from agentctl.store.states import ApprovalState, EffectState, RunState, TaskState
 
 __all__ = [
@@ -103,6 +114,9 @@ __all__ = [
     "CompensationPlan",
     "CompiledWorkflow",
     "Conclusion",
+    "DaemonEvent",
+    "DaemonStop",
+    "DaemonTick",
     "DatabaseCheck",
     "DatabaseStats",
     "DbMigration",
@@ -117,10 +131,13 @@ __all__ = [
     "EffectState",
     "ErrorCode",
     "EventSink",
+    "ExitedRun",
     "Explanation",
     "LegacyRunUpgrade",
     "LegacyRunUpgradeAnalysis",
     "LegacyTaskUpgradeAnalysis",
+    "MonitorObservation",
+    "MonitorReport",
     "NewerFormatError",
     "NewerSchemaError",
     "NextStep",
@@ -146,6 +163,9 @@ __all__ = [
     "RunSummary",
     "RunTotals",
     "Runtime",
+    "ScheduleFiring",
+    "ScheduleRemoval",
+    "ScheduleReport",
     "SessionDetail",
     "SessionSummary",
     "StateConflictError",
@@ -209,6 +229,20 @@ _RECORDS = (
     "TracedEffect",
 )
 
+# The typed records of Runtime's scheduling half (docs/python-api.md, "Schedules, monitors
+# and the daemon").
+_SCHEDULING = (
+    "DaemonEvent",
+    "DaemonStop",
+    "DaemonTick",
+    "ExitedRun",
+    "MonitorObservation",
+    "MonitorReport",
+    "ScheduleFiring",
+    "ScheduleRemoval",
+    "ScheduleReport",
+)
+
 # Where each exported name lives; imported the first time it is used.
 _HOMES = {
     "ErrorCode": "agentctl.error_codes",
@@ -218,6 +252,7 @@ _HOMES = {
     "Runtime": "agentctl.runtime",
     "VersionInfo": "agentctl.runtime",
     **dict.fromkeys(_RECORDS, "agentctl.runtime_records"),
+    **dict.fromkeys(_SCHEDULING, "agentctl.runtime_scheduling"),
     **{name: "agentctl.store.states" for name in __all__ if name.endswith("State")},
     **{
         name: "agentctl.errors" for name in __all__ if name.endswith("Error") or name == "Cancelled"

@@ -31,6 +31,7 @@ from agentctl.results import Approver, EventSink, RunResult
 from agentctl.runtime_admin import AdminOperations
 from agentctl.runtime_reading import ReadingOperations
 from agentctl.runtime_recovery import RecoveryOperations, RecoveryRequest, optional_path
+from agentctl.runtime_scheduling import SchedulingOperations
 
 if TYPE_CHECKING:
     from agentctl.engine.run.creation import PreparedRun
@@ -83,7 +84,7 @@ class VersionInfo:
         }
 
 
-class Runtime(ReadingOperations, RecoveryOperations, AdminOperations):
+class Runtime(ReadingOperations, RecoveryOperations, AdminOperations, SchedulingOperations):
     """Runs workflows against one SQLite database file.
 
     ``environ`` is the environment credentials and process secrets resolve from (default:

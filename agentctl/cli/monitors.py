@@ -13,7 +13,6 @@ from agentctl.cli.timed_groups import (
     TimedGroup,
     WorkspaceOption,
     add_shared_commands,
-    new_schedule,
 )
 
 app = typer.Typer(
@@ -34,12 +33,6 @@ def _monitor_group(ctx: typer.Context, db: DbOption = None) -> None:
     ctx.obj = {"db": db}
 
 
-def _now() -> Any:
-    from agentctl.ids import SystemClock
-
-    return SystemClock().now()
-
-
 def _human(data: dict[str, Any]) -> str:
     state = "paused" if data["paused"] else f"every {data['everySeconds']}s"
     lines = [f"{data['name']}  {data['workflow']}  {data['kind']} {data['target']}  {state}"]
@@ -49,29 +42,6 @@ def _human(data: dict[str, Any]) -> str:
         why = f" ({firing['reason']})" if firing["reason"] else ""
         lines.append(f"  fired {firing['slot']} {firing['state']} {firing['runId'] or '-'}{why}")
     return "\n".join(lines)
-
-
-def _target(
-    files: list[str], http: str | None, expect_status: int | None, command: str | None
-) -> tuple[str, dict[str, Any]]:
-    import shlex
-
-    from agentctl.errors import UsageError
-
-    chosen = [bool(files), http is not None, command is not None]
-    if sum(chosen) != 1:
-        raise UsageError("give exactly one of --watch-files, --http and --command")
-    if files:
-        return "files", {"patterns": files}
-    if http is not None:
-        if not http.startswith(("http://", "https://")):
-            raise UsageError(f"--http {http!r} is not an http:// or https:// URL")
-        return "http", {"url": http, "expectStatus": expect_status}
-    assert command is not None
-    argv = shlex.split(command)
-    if not argv:
-        raise UsageError("--command is empty", hint='write for example --command "git describe"')
-    return "command", {"argv": argv}
 
 
 @app.command("add")
@@ -129,45 +99,23 @@ def add_command(
 
     Example: agentctl monitor add new-tag release --command "git describe --tags" --every 5m
     """
+    from agentctl.runtime import Runtime
 
-    from agentctl.engine.run.creation import prepare_run
-    from agentctl.errors import UsageError
-    from agentctl.scheduling.monitors import MonitorTarget, add_monitor
-    from agentctl.scheduling.registry import resolve_workflow
-    from agentctl.scheduling.slots import parse_duration
-    from agentctl.store.engine import open_store
-
-    kind, target = _target(watch_files or [], http, expect_status, command)
-    if overlap not in ("skip", "allow"):
-        raise UsageError(f"--overlap {overlap!r} is not one of skip, allow")
-    pairs = input_pairs or []
-    prepared = prepare_run(resolve_workflow(workflow), input_pairs=pairs, workspace=workspace)
-    if kind == "command":
-        from agentctl.engine.monitor_commands import check_command
-
-        check_command(prepared.workflow, target["argv"])
-    monitor = MonitorTarget(kind, target, parse_duration(debounce, "--debounce"))
-    now = _now()
-    base = new_schedule(
-        name=name,
-        workflow=workflow,
-        workflow_file=prepared.workflow_file,
-        workspace=workspace,
-        pairs=pairs,
-        prepared_inputs=prepared.inputs,
-        start=start,
-        now=now,
-        cron=None,
-        interval_seconds=parse_duration(every, "--every"),
-        timezone="UTC",
-        catch_up="latest",
-        max_catch_up=1,
+    added = Runtime(db_from_context(ctx, db)).add_monitor(
+        name,
+        workflow,
+        watch_files=watch_files or [],
+        http=http,
+        expect_status=expect_status,
+        command=command,
+        every=every,
+        debounce=debounce,
+        input_pairs=input_pairs or [],
         overlap=overlap,
-        jitter_seconds=0,
-        grace_seconds=0,
+        start=start,
+        workspace=workspace,
     )
-    with open_store(db_from_context(ctx, db)) as store:
-        data = add_monitor(store, base, monitor, now=now)
+    data = added.to_json()
     output.current().success("Monitor", data, human=_human(data))
 
 

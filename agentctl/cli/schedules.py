@@ -13,7 +13,6 @@ from agentctl.cli.timed_groups import (
     TimedGroup,
     WorkspaceOption,
     add_shared_commands,
-    new_schedule,
 )
 
 app = typer.Typer(
@@ -32,12 +31,6 @@ def _schedule_group(ctx: typer.Context, db: DbOption = None) -> None:
     `agentctl daemon` fires the slots; see docs/schedules.md.
     """
     ctx.obj = {"db": db}
-
-
-def _now() -> Any:
-    from agentctl.ids import SystemClock
-
-    return SystemClock().now()
 
 
 def _human(data: dict[str, Any]) -> str:
@@ -115,41 +108,24 @@ def add_command(
 
     Example: agentctl schedule add poll-queue triage --every 10m
     """
+    from agentctl.runtime import Runtime
 
-    from agentctl.engine.run.creation import prepare_run
-    from agentctl.errors import UsageError
-    from agentctl.scheduling.registry import resolve_workflow
-    from agentctl.scheduling.schedules import add_schedule
-    from agentctl.scheduling.slots import parse_duration
-    from agentctl.store.engine import open_store
-
-    if (cron is None) == (every is None):
-        raise UsageError("give exactly one of --cron and --every")
-    pairs = input_pairs or []
-    resolved = resolve_workflow(workflow)
-    # Refuse a workflow that would fail at its first slot: compile it and its inputs now.
-    prepared = prepare_run(resolved, input_pairs=pairs, workspace=workspace)
-    now = _now()
-    new = new_schedule(
-        name=name,
-        workflow=workflow,
-        workflow_file=prepared.workflow_file,
-        workspace=workspace,
-        pairs=pairs,
-        prepared_inputs=prepared.inputs,
-        start=start,
-        now=now,
+    added = Runtime(db_from_context(ctx, db)).add_schedule(
+        name,
+        workflow,
         cron=cron,
-        interval_seconds=parse_duration(every, "--every") if every is not None else None,
+        every=every,
         timezone=timezone,
+        input_pairs=input_pairs or [],
         catch_up=catch_up,
         max_catch_up=max_catch_up,
         overlap=overlap,
-        jitter_seconds=parse_duration(jitter, "--jitter"),
-        grace_seconds=parse_duration(grace, "--grace"),
+        jitter=jitter,
+        grace=grace,
+        start=start,
+        workspace=workspace,
     )
-    with open_store(db_from_context(ctx, db)) as store:
-        data = add_schedule(store, new, now=now)
+    data = added.to_json()
     output.current().success("Schedule", data, human=_human(data))
 
 
@@ -189,15 +165,10 @@ def trigger_command(
     Example: agentctl schedule trigger nightly-review
     """
     from agentctl.cli.running import drive_and_report
-    from agentctl.engine.scheduled_runs import RunLauncher
-    from agentctl.ids import SystemClock
-    from agentctl.scheduling.daemon import fire_now
-    from agentctl.store.engine import open_store
+    from agentctl.runtime import Runtime
 
-    clock = SystemClock()
     path = db_from_context(ctx, db)
-    with open_store(path, create=False) as store:
-        run_id = fire_now(store, name, clock.now(), RunLauncher(store, clock))
+    run_id = Runtime(path).trigger_schedule(name)
     output.current().event(
         "RunEvent",
         {"runId": run_id, "state": "running", "schedule": name},

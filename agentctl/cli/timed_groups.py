@@ -19,14 +19,13 @@ from agentctl.cli import output
 from agentctl.cli.options import DbOption, db_from_context
 
 if TYPE_CHECKING:
-    from agentctl.scheduling.schedules import Schedule
+    from agentctl.runtime import Runtime
 
 __all__ = [
     "InputPairsOption",
     "TimedGroup",
     "WorkspaceOption",
     "add_shared_commands",
-    "new_schedule",
 ]
 
 InputPairsOption = Annotated[
@@ -67,26 +66,10 @@ class TimedGroup:
         return self.noun.capitalize()
 
 
-def _now() -> Any:
-    from agentctl.ids import SystemClock
+def _runtime(ctx: typer.Context, db: str | None) -> "Runtime":
+    from agentctl.runtime import Runtime
 
-    return SystemClock().now()
-
-
-def _describe(group: TimedGroup, store: Any, name: str, limit: int | None = None) -> Any:
-    """One schedule or monitor as ``show`` prints it (``limit`` recent firings or
-    observations; the default number without one)."""
-    if group.monitor:
-        from agentctl.scheduling.monitors import get_monitor
-
-        if limit is None:
-            return get_monitor(store, name, now=_now())
-        return get_monitor(store, name, now=_now(), observations=limit)
-    from agentctl.scheduling.schedules import get_schedule
-
-    if limit is None:
-        return get_schedule(store, name, now=_now())
-    return get_schedule(store, name, now=_now(), firings=limit)
+    return Runtime(db_from_context(ctx, db))
 
 
 def add_shared_commands(app: typer.Typer, group: TimedGroup) -> None:
@@ -94,17 +77,11 @@ def add_shared_commands(app: typer.Typer, group: TimedGroup) -> None:
 
     @app.command("list", help=group.list_help)
     def list_command(ctx: typer.Context, db: DbOption = None) -> None:
-        from agentctl.store.engine import open_store
-
-        with open_store(db_from_context(ctx, db), create=False) as store:
-            if group.monitor:
-                from agentctl.scheduling.monitors import list_monitors
-
-                found = list_monitors(store, now=_now())
-            else:
-                from agentctl.scheduling.schedules import list_schedules
-
-                found = list_schedules(store, now=_now())
+        runtime = _runtime(ctx, db)
+        found = [
+            item.to_json()
+            for item in (runtime.monitors() if group.monitor else runtime.schedules())
+        ]
         text = "\n".join(group.human(item) for item in found) or f"no {group.noun}s"
         output.current().success(f"{group.kind}List", {f"{group.noun}s": found}, human=text)
 
@@ -117,19 +94,19 @@ def add_shared_commands(app: typer.Typer, group: TimedGroup) -> None:
         ] = group.show_limit,
         db: DbOption = None,
     ) -> None:
-        from agentctl.store.engine import open_store
-
-        with open_store(db_from_context(ctx, db), create=False) as store:
-            data = _describe(group, store, name, limit)
+        runtime = _runtime(ctx, db)
+        if group.monitor:
+            data = runtime.monitor(name, observations=limit).to_json()
+        else:
+            data = runtime.schedule(name, firings=limit).to_json()
         output.current().success(group.kind, data, human=group.human(data))
 
     def set_paused(ctx: typer.Context, db: str | None, name: str, paused: bool) -> None:
-        from agentctl.scheduling.schedules import set_paused
-        from agentctl.store.engine import open_store
-
-        with open_store(db_from_context(ctx, db), create=False) as store:
-            set_paused(store, name, paused, now=_now(), monitor=group.monitor)
-            data = _describe(group, store, name)
+        runtime = _runtime(ctx, db)
+        if group.monitor:
+            data = runtime.set_monitor_paused(name, paused).to_json()
+        else:
+            data = runtime.set_schedule_paused(name, paused).to_json()
         output.current().success(group.kind, data, human=group.human(data))
 
     @app.command("pause", help=group.pause_help)
@@ -154,50 +131,8 @@ def add_shared_commands(app: typer.Typer, group: TimedGroup) -> None:
         name: Annotated[str, typer.Argument(help=group.name_help)],
         db: DbOption = None,
     ) -> None:
-        from agentctl.scheduling.schedules import remove_schedule
-        from agentctl.store.engine import open_store
-
-        with open_store(db_from_context(ctx, db), create=False) as store:
-            data = remove_schedule(store, name, monitor=group.monitor)
-        output.current().success(f"{group.kind}Removed", data, human=f"removed {group.noun} {name}")
-
-
-def new_schedule(
-    *,
-    name: str,
-    workflow: str,
-    workflow_file: str,
-    workspace: str | None,
-    pairs: list[str],
-    prepared_inputs: dict[str, Any],
-    start: str | None,
-    now: Any,
-    **rule: Any,
-) -> "Schedule":
-    """The schedule ``schedule add`` and ``monitor add`` record: the workflow as given and
-    as resolved, this directory, the runs' workspace and inputs, and the first instant
-    (``--start``, else now); ``rule`` is the rest (cron or interval, catch-up, overlap …).
-    Each ``--input`` pair is recorded as the run will read it (``prepared_inputs``, the
-    inputs prepare_run merged: a string spec.inputSchema declares keeps its text)."""
-    from pathlib import Path
-
-    from agentctl.digest import canonical_json
-    from agentctl.engine.run.creation import parse_input_pairs
-    from agentctl.scheduling.schedules import Schedule
-    from agentctl.scheduling.slots import parse_instant
-
-    inputs = {key: prepared_inputs[key] for key in parse_input_pairs(pairs)}
-    first = parse_instant(start, "--start") if start else now
-    return Schedule(
-        name=name,
-        workflow=workflow,
-        workflow_file=workflow_file,
-        project_dir=str(Path.cwd().resolve()),
-        workspace=str(Path(workspace).resolve()) if workspace else None,
-        inputs_json=canonical_json(inputs),
-        anchor_at=first,
-        cursor_at=first,
-        created_at=now,
-        updated_at=now,
-        **rule,
-    )
+        runtime = _runtime(ctx, db)
+        removed = runtime.remove_monitor(name) if group.monitor else runtime.remove_schedule(name)
+        output.current().success(
+            f"{group.kind}Removed", removed.to_json(), human=f"removed {group.noun} {name}"
+        )

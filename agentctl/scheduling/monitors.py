@@ -12,6 +12,7 @@ for the debounce; the change fires a run with the inputs ``previous``, ``current
 from __future__ import annotations
 
 import json
+import shlex
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic.dataclasses import dataclass as record
 
 from agentctl.digest import canonical_json
+from agentctl.errors import UsageError
 from agentctl.scheduling.observers import digest_of
 from agentctl.scheduling.schedules import add_schedule, require_kind
 from agentctl.store import locks, schedules_repo
@@ -35,6 +37,7 @@ __all__ = [
     "describe_monitor",
     "get_monitor",
     "list_monitors",
+    "monitor_target",
     "record_observation",
 ]
 
@@ -44,6 +47,26 @@ class MonitorTarget(CamelRecord):
     kind: str
     target: dict[str, Any]
     debounce_seconds: int
+
+
+def monitor_target(
+    files: list[str], http: str | None, expect_status: int | None, command: str | None
+) -> tuple[str, dict[str, Any]]:
+    """What a monitor observes, from exactly one of its three options."""
+    chosen = [bool(files), http is not None, command is not None]
+    if sum(chosen) != 1:
+        raise UsageError("give exactly one of --watch-files, --http and --command")
+    if files:
+        return "files", {"patterns": files}
+    if http is not None:
+        if not http.startswith(("http://", "https://")):
+            raise UsageError(f"--http {http!r} is not an http:// or https:// URL")
+        return "http", {"url": http, "expectStatus": expect_status}
+    assert command is not None
+    argv = shlex.split(command)
+    if not argv:
+        raise UsageError("--command is empty", hint='write for example --command "git describe"')
+    return "command", {"argv": argv}
 
 
 def add_monitor(

@@ -14,8 +14,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from agentctl.digest import canonical_json
 from agentctl.errors import AgentctlError, NotFoundError, UsageError
-from agentctl.scheduling.slots import Timing, jitter_offset
+from agentctl.scheduling.slots import Timing, jitter_offset, parse_instant
 from agentctl.store import locks, schedules_repo
 from agentctl.store.schedules_repo import Firing, Schedule
 from agentctl.store.timestamps import to_iso
@@ -32,6 +33,7 @@ __all__ = [
     "firing_json",
     "get_schedule",
     "list_schedules",
+    "new_schedule",
     "remove_schedule",
     "require_kind",
     "set_paused",
@@ -69,6 +71,36 @@ def _check(new: Schedule) -> Timing:
             hint="check the day-of-month and month fields",
         )
     return timing
+
+
+def new_schedule(
+    *,
+    name: str,
+    workflow: str,
+    workflow_file: str,
+    workspace: str | None,
+    inputs: dict[str, Any],
+    start: str | None,
+    now: datetime,
+    **rule: Any,
+) -> Schedule:
+    """The schedule ``schedule add`` and ``monitor add`` record: the workflow as given and
+    as resolved, this directory, the runs' workspace and ``inputs``, and the first instant
+    (``start``, else now); ``rule`` is the rest (cron or interval, catch-up, overlap …)."""
+    first = parse_instant(start, "--start") if start else now
+    return Schedule(
+        name=name,
+        workflow=workflow,
+        workflow_file=workflow_file,
+        project_dir=str(Path.cwd().resolve()),
+        workspace=str(Path(workspace).resolve()) if workspace else None,
+        inputs_json=canonical_json(inputs),
+        anchor_at=first,
+        cursor_at=first,
+        created_at=now,
+        updated_at=now,
+        **rule,
+    )
 
 
 def add_schedule(store: Store, schedule: Schedule, *, now: datetime) -> dict[str, Any]:
