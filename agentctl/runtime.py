@@ -22,14 +22,14 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from agentctl.results import Approver, EventSink, RunResult
 from agentctl.runtime_admin import AdminOperations
+from agentctl.runtime_reading import ReadingOperations
 from agentctl.runtime_recovery import RecoveryOperations, RecoveryRequest, optional_path
 from agentctl.runtime_scheduling import SchedulingOperations
 
@@ -38,24 +38,18 @@ if TYPE_CHECKING:
     from agentctl.engine.run.outcome import ExecutionOptions
     from agentctl.ids import Clock
     from agentctl.runtime_records import (
-        Approval,
         ApprovalDecision,
-        AuditLog,
         CancelRequest,
         Conclusion,
-        EffectDetail,
-        EffectRecord,
-        NextStep,
         RemoteContinuation,
-        RunLook,
-        RunReport,
-        RunSummary,
-        SessionDetail,
-        SessionSummary,
-        StoredPlan,
-        TracedEffect,
     )
-    from agentctl.runtime_views import CompiledWorkflow, DoctorReport, Explanation
+    from agentctl.runtime_views import (
+        CompiledWorkflow,
+        DoctorReport,
+        Explanation,
+        ProviderCheck,
+        ProviderSmoke,
+    )
     from agentctl.store.engine import Store
 
 
@@ -90,7 +84,7 @@ class VersionInfo:
         }
 
 
-class Runtime(RecoveryOperations, AdminOperations, SchedulingOperations):
+class Runtime(ReadingOperations, RecoveryOperations, AdminOperations, SchedulingOperations):
     """Runs workflows against one SQLite database file.
 
     ``environ`` is the environment credentials and process secrets resolve from (default:
@@ -226,6 +220,36 @@ class Runtime(RecoveryOperations, AdminOperations, SchedulingOperations):
             found["diagnostics"],
             found.get("workspace"),
         )
+
+    @staticmethod
+    def check_credentials(
+        workflow: str | os.PathLike[str], *, smoke: bool = False
+    ) -> list[ProviderCheck]:
+        """Each provider ``workflow``'s agent tasks reach, with where its credential comes
+        from and its SHA-256 (never the value), resolved as a run of it would; with
+        ``smoke``, one tiny live request to each. An unresolvable credential or a failed
+        request raises :class:`~agentctl.errors.ProviderError`, an endpoint outside
+        ``policy.networkAllowlist`` :class:`~agentctl.errors.BlockedError`."""
+        from agentctl.engine.core.preflight import check_credentials
+        from agentctl.runtime_views import ProviderCheck
+
+        found = check_credentials(os.fspath(workflow), smoke=smoke)
+        return [ProviderCheck.from_json(entry) for entry in found]
+
+    @staticmethod
+    def smoke_provider(name: str, definition: Mapping[str, Any], *, model: str) -> ProviderSmoke:
+        """Send one tiny live request (16 output tokens, 30 seconds at most) to ``model``
+        of the provider ``definition`` describes (a ``spec.providers`` entry); a failure
+        raises :class:`~agentctl.errors.ProviderError`."""
+        import asyncio
+
+        from agentctl.engine.core.preflight import smoke_request
+        from agentctl.runtime_views import ProviderSmoke
+
+        agent = {"provider": name, "model": model}
+        document = {"spec": {"providers": {name: dict(definition)}, "agents": {"smoke": agent}}}
+        answer = asyncio.run(smoke_request(name, document))
+        return ProviderSmoke(answer["seconds"], answer["finishReason"])
 
     # -- running -------------------------------------------------------------------------
 
@@ -391,165 +415,6 @@ class Runtime(RecoveryOperations, AdminOperations, SchedulingOperations):
 
         with open_store(self.db, create=False) as store:
             return CancelRequest.from_json(cancel_run(store, run_id, reason, clock=self.clock))
-
-    # -- reading -------------------------------------------------------------------------
-
-    def inspect(self, run_id: str) -> RunReport:
-        """The whole stored run: tasks, effects and their reconciliations, approvals,
-        budget, provider sessions, tool calls, artifacts, retries and the audit check."""
-        from agentctl.engine.operations import inspect_run
-        from agentctl.runtime_records import RunReport
-        from agentctl.store.engine import open_store
-
-        with open_store(self.db, create=False) as store:
-            return RunReport.from_json(inspect_run(store, run_id))
-
-    def runs(
-        self,
-        *,
-        status: str | None = None,
-        workflow: str | None = None,
-        limit: int = 50,
-        since: datetime | None = None,
-        schedule: str | None = None,
-    ) -> list[RunSummary]:
-        """Runs, newest first, optionally only those in ``status``, of ``workflow``,
-        created at or after ``since``, or started by the schedule named ``schedule``."""
-        from agentctl.engine.run_listing import list_runs
-        from agentctl.runtime_views import RunSummary
-        from agentctl.store.engine import open_store
-
-        with open_store(self.db, create=False) as store:
-            found = list_runs(
-                store,
-                status=status,
-                workflow=workflow,
-                limit=limit,
-                since=since,
-                schedule=schedule,
-            )
-        return [RunSummary.from_json(run) for run in found]
-
-    def follow(self, run_id: str, *, interval: float = 0.5) -> Generator[RunLook, None, None]:
-        """Look at ``run_id`` now and then every ``interval`` seconds, each look with the
-        audit events since the previous one (``agentctl watch``); the caller stops when it
-        has seen enough (a finished or parked run is not looked at again unless asked).
-        The database stays open while the looks are read and closes when they stop."""
-        import time
-
-        from agentctl.engine.watching import look
-        from agentctl.store.engine import open_store
-
-        with open_store(self.db, create=False) as store:
-            seq = 0
-            while True:
-                now = look(store, run_id, after_seq=seq)
-                seq = now.last_seq
-                yield now
-                time.sleep(interval)
-
-    def audit(self, run_id: str, *, verify: bool = False) -> AuditLog:
-        """A run's audit events and the check of their hash chain. With ``verify`` a
-        broken chain raises :class:`~agentctl.errors.PersistenceError` (``audit.broken``)."""
-        from agentctl.engine.operations import audit_trail
-        from agentctl.runtime_records import AuditLog
-        from agentctl.store.engine import open_store
-
-        with open_store(self.db, create=False) as store:
-            chain, events = audit_trail(store, run_id, verify=verify)
-        return AuditLog(run_id, events, chain)
-
-    def sessions(
-        self, *, run_id: str | None = None, name: str | None = None
-    ) -> list[SessionSummary]:
-        """Recorded provider sessions, newest first, of one run or saved under ``name``."""
-        from agentctl.engine.actions.sessions import list_sessions
-        from agentctl.runtime_views import SessionSummary
-        from agentctl.store.engine import open_store
-
-        with open_store(self.db, create=False) as store:
-            found = list_sessions(store, run_id=run_id, name=name)
-        return [SessionSummary.from_json(session) for session in found]
-
-    def session(self, run_id: str, task_id: str) -> SessionDetail:
-        """One provider session with its transcript."""
-        from agentctl.engine.actions.sessions import show_session
-        from agentctl.runtime_views import SessionDetail
-        from agentctl.store.engine import open_store
-
-        with open_store(self.db, create=False) as store:
-            return SessionDetail.from_json(show_session(store, run_id, task_id))
-
-    def next_steps(self, run_id: str) -> list[NextStep]:
-        """The commands that move ``run_id`` on from where it is now (docs/cli.md)."""
-        from agentctl.engine.next_steps import for_run
-        from agentctl.store.engine import open_store
-
-        with open_store(self.db, create=False) as store:
-            return for_run(store, run_id)
-
-    def plan_of(self, run_id: str) -> StoredPlan:
-        """The compiled plan ``run_id`` executes, with each task's state."""
-        from agentctl.compiler import Plan
-        from agentctl.engine.operations import stored_plan
-        from agentctl.runtime_records import StoredPlan
-        from agentctl.store.engine import open_store
-
-        with open_store(self.db, create=False) as store:
-            run, states = stored_plan(store, run_id)
-        return StoredPlan(run_id, Plan.from_json(run.plan), states)
-
-    def effects(self, run_id: str, *, task: str | None = None) -> list[TracedEffect]:
-        """A run's journaled effects (of one task, when given) in the order they were
-        requested, each with the ids of its telemetry span."""
-        from agentctl.engine.operations import traced_effects
-        from agentctl.runtime_records import TracedEffect
-        from agentctl.store.engine import open_store
-
-        with open_store(self.db, create=False) as store:
-            found = traced_effects(store, run_id, task)
-        return [TracedEffect(effect, *(span or (None, None))) for effect, span in found]
-
-    def approvals(
-        self, run_id: str | None = None, *, include_resolved: bool = False
-    ) -> list[Approval]:
-        """Pending approvals and questions (of one run, or of all), oldest first."""
-        from agentctl.engine.core.records import load_run
-        from agentctl.engine.effects.approvals import list_approvals
-        from agentctl.store.engine import open_store
-
-        with open_store(self.db, create=False) as store, store.read() as conn:
-            if run_id is not None:
-                load_run(conn, run_id)
-            status = None if include_resolved else "pending"
-            return list_approvals(conn, run_id, status=status)
-
-    def effect(self, effect_id: str) -> EffectDetail:
-        """One journaled effect (id or a unique prefix) with its reconciliations and the
-        remote task its peer returned, if any (``effects continue-remote``)."""
-        from agentctl.engine.effects.journal import (
-            list_reconciliations,
-            remote_task,
-            require_effect,
-        )
-        from agentctl.runtime_records import EffectDetail
-        from agentctl.store.engine import open_store
-
-        with open_store(self.db, create=False) as store, store.read() as conn:
-            record = require_effect(conn, effect_id)
-            return EffectDetail(
-                record, list_reconciliations(conn, record.id), remote_task(conn, record)
-            )
-
-    def needs_reconciliation(self, run_id: str | None = None) -> list[EffectRecord]:
-        """Effects whose outcome is unknown and that no conclusion settles yet."""
-        from agentctl.engine.effects.unsettled import needs_reconciliation
-        from agentctl.runtime_records import EffectRecord
-        from agentctl.store.engine import open_store
-
-        with open_store(self.db, create=False) as store:
-            found = needs_reconciliation(store, run_id)
-        return [EffectRecord.from_json(effect) for effect in found]
 
     # -- deciding ------------------------------------------------------------------------
 

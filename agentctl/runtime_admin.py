@@ -420,6 +420,15 @@ class AdminOperations:
 
         return self._with_last_runs([find_workflow(name)], missing_ok=missing_ok)[0]
 
+    @staticmethod
+    def resolve_workflow(argument: str) -> str:
+        """The workflow file a command's WORKFLOW argument means: a path as given, else the
+        file of the registered workflow answering to that name (its ``metadata.name`` or
+        file stem); an unknown or ambiguous name raises ``UsageError``. Opens no database."""
+        from agentctl.scheduling.registry import resolve_workflow
+
+        return resolve_workflow(argument)
+
     def _with_last_runs(self, entries: list[Any], *, missing_ok: bool) -> list[RegisteredWorkflow]:
         from agentctl.errors import PersistenceError
         from agentctl.runtime_views import RegisteredWorkflow

@@ -28,7 +28,6 @@ from agentctl.engine import operations, pauses
 from agentctl.engine.actions.result_shapes import result_shape
 from agentctl.engine.core.records import TERMINAL_RUN_STATES, RunRow, load_run, whole_plan
 from agentctl.engine.effects.approvals import list_approvals
-from agentctl.engine.effects.budget import amount
 from agentctl.engine.effects.unsettled import needs_reconciliation
 from agentctl.engine.operations import MAX_EVIDENCE_BYTES, ReconcileRequest, inspect_document
 from agentctl.engine.run.timing import parked_intervals
@@ -39,7 +38,8 @@ from agentctl.runtime import Runtime
 from agentctl.store import dashboard_repo
 from agentctl.store.adoption import may_adopt
 from agentctl.store.dashboard_repo import RunSummary as RunListing
-from agentctl.store.engine import Store
+from agentctl.store.engine import Store, open_store
+from agentctl.store.location import state_directory
 from agentctl.store.ownership import holder_gone
 
 __all__ = [
@@ -56,14 +56,29 @@ __all__ = [
     "RunsView",
     "Store",
     "TaskProgress",
-    "amount",
+    "dashboard_log_dir",
     "holder_gone",
+    "open_served_store",
     "parked_intervals",
     "result_shape",
 ]
 
 #: Plans kept decoded (the runs last viewed; a 1,000-task plan is about 1 MB).
 PLANS_KEPT = 16
+
+
+def open_served_store(db: str) -> Store:
+    """The store ``agentctl ui`` serves, open until the caller closes it (use it in a
+    ``with`` block). A database that does not exist is refused with the error every reading
+    command gives (exit 5), never created: the dashboard of a mistyped ``--db`` would be an
+    empty database made on the spot."""
+    return open_store(db, create=False)
+
+
+def dashboard_log_dir(db: str) -> Path:
+    """Where the dashboard's child ``agentctl resume`` processes write their logs: beside
+    the database file (``.agentctl/`` in the working directory for a database URL)."""
+    return state_directory(db) / "ui-logs"
 
 
 @dataclass(frozen=True, slots=True)

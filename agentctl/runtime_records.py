@@ -20,11 +20,12 @@ from typing import Any
 
 from pydantic.dataclasses import dataclass as record
 
+from agentctl.amounts import amount
 from agentctl.compiler import Plan
 from agentctl.engine.dbcheck import DatabaseCheck
 from agentctl.engine.effects.approvals import Approval
 from agentctl.engine.effects.journal import EffectRecord, Reconciliation
-from agentctl.engine.next_steps import NextStep
+from agentctl.engine.next_steps import NextStep, render
 from agentctl.engine.recovery.compensation import CompensationPlan
 from agentctl.engine.recovery.legacy_upgrade import (
     LegacyRunUpgrade,
@@ -48,13 +49,15 @@ from agentctl.runtime_views import (
     DoctorCheck,
     DoctorReport,
     Explanation,
+    ProviderCheck,
+    ProviderSmoke,
     RunSummary,
     SessionDetail,
     SessionSummary,
     TaskProgress,
 )
 from agentctl.store.stats import DatabaseStats
-from agentctl.typed_records import CAMEL, CamelRecord
+from agentctl.typed_records import CAMEL, CamelRecord, omitted_when
 
 __all__ = [
     "Approval",
@@ -83,18 +86,23 @@ __all__ = [
     "LegacyRunUpgradeAnalysis",
     "LegacyTaskUpgradeAnalysis",
     "NextStep",
+    "ProviderCheck",
+    "ProviderSmoke",
     "Reconciliation",
     "RecoveryPlan",
     "RemoteContinuation",
     "RemoteTask",
     "RunLook",
+    "RunRecap",
     "RunReport",
     "RunSummary",
+    "RunTotals",
     "SessionDetail",
     "SessionSummary",
     "StoredPlan",
     "TaskLook",
     "TaskProgress",
+    "TaskTotals",
     "TracedEffect",
 ]
 
@@ -210,3 +218,59 @@ class RunReport(CamelRecord):
     artifacts: list[Mapping[str, Any]]
     retries: list[Mapping[str, Any]]
     audit: AuditCheck
+
+
+@record(frozen=True, slots=True, config=CAMEL)
+class TaskTotals(CamelRecord):
+    """A run's tasks counted: how many are done (succeeded, failed, skipped or cancelled)
+    of how many, and how many failed."""
+
+    done: int
+    total: int
+    failed: int
+
+
+@record(frozen=True, slots=True, config=CAMEL)
+class RunTotals(CamelRecord):
+    """A run in one line (the ``summary`` of ``roll``'s ``RunOutcome``): its state, how long
+    it took, its tasks and effects, and the tokens and cost a provider reported (None when
+    none did)."""
+
+    state: str
+    duration_seconds: float
+    tasks: TaskTotals
+    effects: int
+    tokens: int | None = omitted_when(None)
+    cost_usd: float | None = omitted_when(None)
+
+    def text(self) -> str:
+        """``succeeded in 1.2s: 3/3 tasks, 2 effects, 1,234 tokens, $0.001234``."""
+        seconds = self.duration_seconds
+        took = (
+            f"{seconds:.1f}s" if seconds < 60 else f"{int(seconds // 60)}m{int(seconds % 60):02d}s"
+        )
+        tasks = self.tasks
+        parts = [f"{tasks.done}/{tasks.total} tasks"]
+        if tasks.failed:
+            parts[0] += f" ({tasks.failed} failed)"
+        parts.append(f"{self.effects} effect" + ("" if self.effects == 1 else "s"))
+        if self.tokens is not None:
+            parts.append(amount("totalTokens", self.tokens))
+        if self.cost_usd is not None:
+            parts.append(amount("costMicrousd", round(self.cost_usd * 1_000_000)))
+        verb = "in" if self.state == "succeeded" else "after"
+        return f"{self.state} {verb} {took}: " + ", ".join(parts)
+
+
+@record(frozen=True, slots=True, config=CAMEL)
+class RunRecap(CamelRecord):
+    """Where a run stands, as ``roll`` and ``resume`` report it once it stops: its
+    ``totals`` and the commands that move it on (``next``; none for a succeeded run)."""
+
+    totals: RunTotals
+    next: list[NextStep]
+
+    def hint(self) -> str | None:
+        """The next steps as an error's hint, one ```command``: why`` per line (None when
+        there are none): what a failed ``roll`` says to do next."""
+        return render(self.next) if self.next else None

@@ -31,6 +31,8 @@ __all__ = [
     "DoctorCheck",
     "DoctorReport",
     "Explanation",
+    "ProviderCheck",
+    "ProviderSmoke",
     "RegisteredWorkflow",
     "RunSummary",
     "SessionDetail",
@@ -163,6 +165,75 @@ class Explanation:
         if self.workspace is not None:
             data["workspace"] = self.workspace
         return data
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ProviderSmoke:
+    """The answer to one tiny live request (``auth check --smoke``, ``providers
+    smoke-openai``): how many seconds it took and why the model stopped."""
+
+    seconds: float
+    finish_reason: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"seconds": self.seconds, "finishReason": self.finish_reason}
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ProviderCheck:
+    """A provider a workflow's agent tasks reach, as ``auth check`` reports it: its kind,
+    API and capabilities; behind an HTTP ``endpoint``, where its ``credential`` (None when
+    it needs none) and ``headers`` come from with their SHA-256, never a value; for a
+    ``command`` provider, how the prompt is passed and where its ``env`` comes from; and
+    with ``smoke``, the answer to one live request."""
+
+    provider: str
+    kind: str
+    api: str | None
+    capabilities: Sequence[str]
+    endpoint: str | None = None
+    credential: Mapping[str, Any] | None = None
+    headers: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
+    command: str | None = None
+    prompt_via: str | None = None
+    env: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
+    smoke: ProviderSmoke | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "provider": self.provider,
+            "kind": self.kind,
+            "api": self.api,
+            "capabilities": list(self.capabilities),
+        }
+        if self.endpoint is not None:
+            data["endpoint"] = self.endpoint
+            data["credential"] = None if self.credential is None else dict(self.credential)
+            data["headers"] = {name: dict(source) for name, source in self.headers.items()}
+        if self.command is not None:
+            data["command"] = self.command
+            data["promptVia"] = self.prompt_via
+            data["env"] = {name: dict(source) for name, source in self.env.items()}
+        if self.smoke is not None:
+            data["smoke"] = self.smoke.to_json()
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ProviderCheck:
+        smoke = data.get("smoke")
+        return cls(
+            data["provider"],
+            data["kind"],
+            data.get("api"),
+            data["capabilities"],
+            endpoint=data.get("endpoint"),
+            credential=data.get("credential"),
+            headers=data.get("headers") or {},
+            command=data.get("command"),
+            prompt_via=data.get("promptVia"),
+            env=data.get("env") or {},
+            smoke=None if smoke is None else ProviderSmoke(smoke["seconds"], smoke["finishReason"]),
+        )
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -67,27 +67,28 @@ def check_command(
 
     Example: agentctl auth check review.yaml
     """
-    from agentctl.engine.core.preflight import check_credentials
+    from agentctl.runtime import Runtime
 
-    results = check_credentials(workflow, smoke=smoke)
+    results = Runtime.check_credentials(workflow, smoke=smoke)
     out = output.current()
 
     def human() -> None:
         if not results:
             print("no agent task reaches a provider", file=out.stdout)
         for entry in results:
-            credential = entry.get("credential")
+            credential = entry.credential
             where = (
                 f"{credential.get('source')} sha256:{credential.get('sha256', '')[:12]}"
-                if isinstance(credential, dict)
+                if credential is not None
                 else "none needed"
             )
-            line = f"{entry['provider']} ({entry['kind']}): credential {where}"
-            if "smoke" in entry:
-                line += f"; smoke ok in {entry['smoke']['seconds']:.2f}s"
+            line = f"{entry.provider} ({entry.kind}): credential {where}"
+            if entry.smoke is not None:
+                line += f"; smoke ok in {entry.smoke.seconds:.2f}s"
             print(line, file=out.stdout)
 
-    out.success("AuthCheck", {"providers": results}, human=human)
+    providers = [entry.to_json() for entry in results]
+    out.success("AuthCheck", {"providers": providers}, human=human)
 
 
 @providers_app.command("smoke-openai")
@@ -113,11 +114,10 @@ def smoke_openai_command(
 
     Example: agentctl providers smoke-openai --live --model gpt-4.1-mini
     """
-    import asyncio
     import os
 
-    from agentctl.engine.core.preflight import smoke_request
     from agentctl.errors import UsageError
+    from agentctl.runtime import Runtime
 
     if not live:
         raise UsageError(
@@ -127,20 +127,14 @@ def smoke_openai_command(
     chosen = model or os.environ.get("OPENAI_MODEL") or "gpt-4.1-mini"
     endpoint = os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
     definition = {"kind": "openai", "endpoint": endpoint, "credential": {"env": "OPENAI_API_KEY"}}
-    document = {
-        "spec": {
-            "providers": {"openai": definition},
-            "agents": {"smoke": {"provider": "openai", "model": chosen}},
-        }
-    }
-    answer = asyncio.run(smoke_request("openai", document))
+    answer = Runtime.smoke_provider("openai", definition, model=chosen)
     data = {
         "provider": "openai",
         "model": chosen,
         "endpoint": endpoint,
         "ok": True,
-        "seconds": round(float(answer["seconds"]), 3),
-        "finishReason": answer["finishReason"],
+        "seconds": round(float(answer.seconds), 3),
+        "finishReason": answer.finish_reason,
     }
     output.current().success(
         "LiveProviderSmoke",

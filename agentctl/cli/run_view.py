@@ -159,7 +159,7 @@ def _output_lines(value: Any) -> list[str]:
 
 
 def _budget_lines(ledger: list[dict[str, Any]], *, color: bool) -> list[str]:
-    from agentctl.engine.effects.budget import amount
+    from agentctl.amounts import amount
 
     shown = [row for row in ledger if row["limit"] is not None or row["used"] or row["reserved"]]
     if not shown:

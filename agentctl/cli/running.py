@@ -27,6 +27,7 @@ from agentctl.errors import (
 
 if TYPE_CHECKING:
     from agentctl.runtime import RunResult, Runtime
+    from agentctl.runtime_records import RunRecap
 
 InputOption = Annotated[
     list[str] | None,
@@ -166,39 +167,35 @@ def report_result(outcome: RunResult, *, dry_run: bool = False, db: str | None =
     """Print where a run stopped, its summary and the commands that take it further (read
     from ``db``; none for a dry run, whose state is gone). The exit code says what it needs;
     a failure raises."""
-    from agentctl.engine.next_steps import for_run, render
-    from agentctl.engine.summary import run_summary, summary_text
-    from agentctl.store.engine import open_store
+    from agentctl.runtime import Runtime
 
     out = output.current()
     run_id = outcome.run_id
     changes = outcome.changed_files
     follow = outcome.compensation
     compensation = None if follow is None else f"{follow.run_id} {follow.state}"
-    steps: list[Any] = []
-    summary = None
+    recap: RunRecap | None = None
     if db is not None and not dry_run:
-        # How the run ended is reported even if the suggestions cannot be read.
-        with contextlib.suppress(AgentctlError), open_store(db, create=False) as store:
-            summary = run_summary(store, run_id)
-            steps = for_run(store, run_id)
+        # How the run ended is reported even if its totals and next steps cannot be read.
+        with contextlib.suppress(AgentctlError):
+            recap = Runtime(db).recap(run_id)
     if changes is not None and outcome.state in ("failed", "cancelled"):
         out.event("DryRunChanges", {"changedFiles": changes}, human=_changes_text(changes))
     if outcome.state == "failed":
         error = outcome.error or {}
         compensated = f"; compensation run {compensation}" if compensation else ""
-        after = f" ({summary_text(summary)})" if summary else ""
+        after = f" ({recap.totals.text()})" if recap else ""
         raise RunFailedError(
             f"run {run_id} failed: {error.get('message', 'a task failed')}{compensated}{after}",
             code=str(error.get("code") or "run.failed"),
             run_id=run_id,
-            hint=render(steps) if steps else None,
+            hint=None if recap is None else recap.hint(),
         )
     human: str = f"{run_id} {outcome.state}"
     data = outcome.to_json()
-    if summary is not None:
-        data["summary"] = summary
-        human = f"{run_id} {summary_text(summary)}"
+    if recap is not None:
+        data["summary"] = recap.totals.to_json()
+        human = f"{run_id} {recap.totals.text()}"
         if outcome.state == "succeeded" and outcome.output is not None:
             human = _outputs_text(outcome.output) + "\n" + human
     if changes is not None:
@@ -225,8 +222,8 @@ def report_result(outcome: RunResult, *, dry_run: bool = False, db: str | None =
         human += "\n  uncertain: " + ", ".join(
             f"{e['effectId']} ({e['operation']})" for e in outcome.uncertain_effects
         )
-    if steps:
-        data["next"] = [step.to_json() for step in steps]
+    if recap is not None and recap.next:
+        data["next"] = [step.to_json() for step in recap.next]
         human += next_lines(data["next"])
     out.success("RunOutcome", data, human=human)
     return _EXIT_BY_STATE.get(outcome.state, EXIT_RUN_FAILED)
@@ -282,10 +279,10 @@ def roll_command(
     Example: agentctl roll deploy.yaml --vars-file staging.yaml --var replicas=5
     Example: agentctl roll hello --input changeFile=change.txt
     """
-    from agentctl.scheduling.registry import resolve_workflow
+    from agentctl.runtime import Runtime
     from agentctl.spec import merge_inputs
 
-    workflow = resolve_workflow(workflow)
+    workflow = Runtime.resolve_workflow(workflow)
 
     # Defaults come from the workflow; the flags only override them (--inputs/--inputs-file
     # first, then each --input).
@@ -300,8 +297,6 @@ def roll_command(
                 "--dry-run, which keep no state",
                 code="cli.conflicting_options",
             )
-        from agentctl.runtime import Runtime
-
         queued = Runtime(db_from_context(ctx, db)).submit(
             workflow,
             overrides,

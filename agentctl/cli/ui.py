@@ -138,8 +138,7 @@ def ui_command(
 
     import uvicorn
 
-    from agentctl.store.engine import open_store
-    from agentctl.store.location import state_directory
+    from agentctl.runtime_dashboard import dashboard_log_dir, open_served_store
     from agentctl.web import DashboardConfig, create_app
     from agentctl.web.security import new_token
 
@@ -153,7 +152,7 @@ def ui_command(
     path = db_from_context(ctx, db)
     # Refused before a port is bound, with the error every reading command gives (exit 5):
     # the dashboard of a mistyped --db would be an empty database created on the spot.
-    open_store(path, create=False).close()
+    open_served_store(path).close()
     token = new_token()
     stopping = threading.Event()
     sock = _bind(host, port)
@@ -161,14 +160,14 @@ def ui_command(
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{bound}/?token={token}"
     allowed = _allowed_hosts(host, bound, allowed_host or [])
-    with open_store(path, create=False) as store:
+    with open_served_store(path) as store:
         app = create_app(
             DashboardConfig(
                 store=store,
                 token=token,
                 adopt=not no_adopt,
                 allowed_hosts=allowed,
-                log_dir=state_directory(path) / "ui-logs",
+                log_dir=dashboard_log_dir(path),
                 stopping=stopping,
             )
         )

@@ -1,7 +1,8 @@
 """A run in one line: its state, how long it took, its tasks, effects, tokens and cost.
 
 ``roll``, ``resume`` and the recovery commands end with it, so a person sees at a glance
-what a run did without ``inspect``.
+what a run did without ``inspect``. ``Runtime.recap`` reads it as a ``RunTotals``, whose
+``text()`` is that line.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from agentctl.engine.effects import budget, journal
 from agentctl.store import tasks_repo
 from agentctl.store.engine import Store
 
-__all__ = ["run_summary", "summary_text"]
+__all__ = ["run_summary"]
 
 _DONE = ("succeeded", "failed", "skipped", "cancelled")
 
@@ -41,21 +42,3 @@ def run_summary(store: Store, run_id: str) -> dict[str, Any]:
     if used.get("costMicrousd"):
         summary["costUsd"] = used["costMicrousd"] / 1_000_000
     return summary
-
-
-def summary_text(summary: dict[str, Any]) -> str:
-    """``succeeded in 1.2s: 3/3 tasks, 2 effects, 1,234 tokens, $0.001234``."""
-    seconds = summary["durationSeconds"]
-    took = f"{seconds:.1f}s" if seconds < 60 else f"{int(seconds // 60)}m{int(seconds % 60):02d}s"
-    tasks = summary["tasks"]
-    parts = [f"{tasks['done']}/{tasks['total']} tasks"]
-    if tasks["failed"]:
-        parts[0] += f" ({tasks['failed']} failed)"
-    effects = summary["effects"]
-    parts.append(f"{effects} effect" + ("" if effects == 1 else "s"))
-    if "tokens" in summary:
-        parts.append(budget.amount("totalTokens", summary["tokens"]))
-    if "costUsd" in summary:
-        parts.append(budget.amount("costMicrousd", round(summary["costUsd"] * 1_000_000)))
-    verb = "in" if summary["state"] == "succeeded" else "after"
-    return f"{summary['state']} {verb} {took}: " + ", ".join(parts)

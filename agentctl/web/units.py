@@ -1,11 +1,11 @@
 """The run page's budget table: each resource by the name a reader knows, each amount in
-its unit through the one formatter of budget amounts (``budget.amount``, which messages,
+its unit through the one formatter of budget amounts (``agentctl.amounts.amount``, which messages,
 errors and ``inspect`` use too; docs/budgets.md names the resources).
 """
 
 from __future__ import annotations
 
-from agentctl.runtime_dashboard import amount
+from agentctl.amounts import amount
 
 __all__ = ["budget_rows", "resource_name"]
 

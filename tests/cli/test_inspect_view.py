@@ -53,7 +53,7 @@ def test_tree_outputs_and_budget(cli: Any, tmp_path: Path) -> None:
     budget = lines[lines.index("budget:") + 1 :]
     assert budget[0].split() == ["RESOURCE", "LIMIT", "RESERVED", "USED"]
     requests = next(line for line in budget if line.split()[0] == "providerRequests")
-    # Amounts in their units (one formatter: agentctl.engine.effects.budget.amount).
+    # Amounts in their units (one formatter: agentctl.amounts.amount).
     assert requests.split() == [
         "providerRequests",
         "5",

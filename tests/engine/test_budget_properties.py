@@ -29,6 +29,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
+from agentctl import amounts
 from agentctl.engine.effects import budget, journal
 from agentctl.engine.run.creation import create_run, prepare_run
 from agentctl.ids import FixedClock, IdGenerator
@@ -228,7 +229,7 @@ RESOURCES = sorted({*budget.LIMIT_RESOURCES.values(), *budget.COUNTERS, "wallTim
     ),
 )
 def test_amounts_are_never_in_scientific_notation(resource: str, units: float) -> None:
-    text = budget.amount(resource, units)
+    text = amounts.amount(resource, units)
     assert "e+" not in text and "e-" not in text and "inf" not in text
     if resource == "costMicrousd":
         assert text.startswith("$")
@@ -253,13 +254,13 @@ def test_amounts_are_never_in_scientific_notation(resource: str, units: float) -
     ],
 )
 def test_amounts_are_shown_in_their_units(resource: str, units: float | None, shown: str) -> None:
-    assert budget.amount(resource, units) == shown
+    assert amounts.amount(resource, units) == shown
 
 
 def test_the_run_summary_shows_tokens_and_cost_with_the_same_formatter() -> None:
-    from agentctl.engine.summary import summary_text
+    from agentctl.runtime_records import RunTotals
 
-    text = summary_text(
+    text = RunTotals.from_json(
         {
             "state": "succeeded",
             "durationSeconds": 1.0,
@@ -268,5 +269,5 @@ def test_the_run_summary_shows_tokens_and_cost_with_the_same_formatter() -> None
             "tokens": 1_234_567,
             "costUsd": 18 / 1_000_000,  # 18 micro-USD: "$0.0000" before
         }
-    )
+    ).text()
     assert text.endswith("1,234,567 tokens, $0.000018")

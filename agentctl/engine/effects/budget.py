@@ -13,7 +13,8 @@ dispatches pass through here, and every derived run has a ledger of its own.
 
 An effect whose outcome is unknown keeps its reservation until an operator concludes it;
 the conclusion settles it (``conclude``): ``not_applied`` gives it back, ``applied`` and
-``compensated`` count it as used. Amounts are shown in their units by ``amount``.
+``compensated`` count it as used. Amounts are shown in their units by
+:func:`agentctl.amounts.amount`.
 """
 
 from __future__ import annotations
@@ -22,9 +23,9 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from decimal import Decimal
 from typing import Any
 
+from agentctl import amounts
 from agentctl.providers.base import Usage
 from agentctl.store import budget_repo
 from agentctl.store.engine import SqlRunner
@@ -32,7 +33,6 @@ from agentctl.store.engine import SqlRunner
 __all__ = [
     "LIMIT_RESOURCES",
     "BudgetDenied",
-    "amount",
     "conclude",
     "model_usage",
     "model_worst_case",
@@ -57,36 +57,6 @@ LIMIT_RESOURCES = {
 COUNTERS = ("unpricedProviderRequests",)
 _FIELDS = {resource: field for field, resource in LIMIT_RESOURCES.items()}
 
-#: ledger resource -> (singular, plural) unit; costMicrousd is shown in dollars.
-_UNITS = {
-    "providerRequests": ("request", "requests"),
-    "unpricedProviderRequests": ("request", "requests"),
-    "turns": ("turn", "turns"),
-    "toolCalls": ("tool call", "tool calls"),
-    "inputTokens": ("token", "tokens"),
-    "outputTokens": ("token", "tokens"),
-    "totalTokens": ("token", "tokens"),
-    "processOutputBytes": ("byte", "bytes"),
-    "artifactBytes": ("byte", "bytes"),
-    "wallTimeSeconds": ("second", "seconds"),
-}
-
-
-def amount(resource: str, units: float | None) -> str:
-    """``units`` of ``resource`` as a person reads them: ``1,500,000 bytes``, ``$2.50``
-    (micro-USD shown as dollars), ``3 requests``; never ``1.5e+06``. The one formatter of
-    budget amounts for messages, errors and ``inspect``."""
-    if units is None:
-        return "unlimited"
-    if resource == "costMicrousd":
-        dollars = Decimal(int(round(units))) / Decimal(1_000_000)
-        text = f"{dollars:,.6f}".rstrip("0")
-        whole, _, cents = text.partition(".")
-        return f"${whole}.{cents.ljust(2, '0')}"
-    number = f"{int(units):,}" if float(units).is_integer() else f"{units:,.2f}"
-    singular, plural = _UNITS.get(resource, ("unit", "units"))
-    return f"{number} {singular if units == 1 else plural}"
-
 
 @dataclass(frozen=True)
 class BudgetDenied:
@@ -98,7 +68,7 @@ class BudgetDenied:
 
     def message(self) -> str:
         def show(units: float) -> str:
-            return amount(self.resource, units)
+            return amounts.amount(self.resource, units)
 
         return (
             f"budget exceeded: {self.resource} would reach "
@@ -109,8 +79,8 @@ class BudgetDenied:
 
     def overrun_message(self) -> str:
         return (
-            f"budget overrun: {self.resource} used {amount(self.resource, self.used)} of "
-            f"{amount(self.resource, self.limit)} "
+            f"budget overrun: {self.resource} used {amounts.amount(self.resource, self.used)} of "
+            f"{amounts.amount(self.resource, self.limit)} "
             f"(limit runtime.budgets.{_FIELDS.get(self.resource, self.resource)})"
         )
 
