@@ -22,6 +22,7 @@ start-up tests, the wheel test and anything timing start-up keep ``python -m age
 from __future__ import annotations
 
 import atexit
+import io
 import json
 import os
 import signal
@@ -94,12 +95,49 @@ class ForkedProcess:
     """A started command: ``pid``, ``poll()``, ``wait(timeout)``, ``send_signal``,
     ``terminate``, ``kill`` and ``returncode``, as on ``subprocess.Popen``."""
 
-    def __init__(self, argv: list[str], conn: socket.socket) -> None:
+    def __init__(
+        self, argv: list[str], conn: socket.socket, pipes: dict[str, int] | None = None
+    ) -> None:
         self.args = argv
         self._conn = conn
         self._buffer = b""
         self.returncode: int | None = None
         self.pid = int(self._message(None)["pid"])
+        #: Text streams for the outputs started with ``subprocess.PIPE``, else None.
+        self.stdout: io.TextIOWrapper | None = None
+        self.stderr: io.TextIOWrapper | None = None
+        for name, fd in (pipes or {}).items():
+            setattr(self, name, open(fd, encoding="utf-8", errors="replace"))  # noqa: SIM115
+        self._read: dict[str, list[str]] = {}
+        self._readers: list[threading.Thread] = []
+
+    def communicate(self, timeout: float | None = None) -> tuple[str | None, str | None]:
+        """Both piped outputs to their end and the exit, as ``Popen.communicate``."""
+        if not self._readers:
+            for name in ("stdout", "stderr"):
+                stream = getattr(self, name)
+                if stream is not None:
+                    chunks = self._read.setdefault(name, [])
+                    reader = threading.Thread(
+                        target=lambda s=stream, c=chunks: c.append(s.read()), daemon=True
+                    )
+                    reader.start()
+                    self._readers.append(reader)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for reader in self._readers:
+            reader.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+            if reader.is_alive():
+                raise subprocess.TimeoutExpired(self.args, timeout or 0)
+        self.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        for name in ("stdout", "stderr"):
+            stream = getattr(self, name)
+            if stream is not None:
+                stream.close()
+        out, err = self._read.get("stdout"), self._read.get("stderr")
+        return (
+            "".join(out) if out is not None else None,
+            "".join(err) if err is not None else None,
+        )
 
     def _message(self, timeout: float | None) -> dict[str, Any]:
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -166,9 +204,11 @@ def start_agentctl(
     stdout: int | None = None,
     stderr: int | None = None,
     start_new_session: bool = False,
-) -> ForkedProcess | subprocess.Popen[bytes]:
-    """Start ``agentctl *argv``; ``stdin``/``stdout``/``stderr`` are file descriptors
-    (default: /dev/null for stdin, this process's for the others)."""
+) -> ForkedProcess | subprocess.Popen[str]:
+    """Start ``agentctl *argv``; ``stdin``/``stdout``/``stderr`` are file descriptors,
+    ``subprocess.DEVNULL`` or (outputs) ``subprocess.PIPE``, read as text from the
+    returned process's ``stdout``/``stderr`` (default: /dev/null for stdin, this process's
+    for the others)."""
     args = [os.fspath(a) for a in argv]
     if os.environ.get(LAUNCH_ENV, "fork") == "exec":
         return subprocess.Popen(
@@ -178,6 +218,7 @@ def start_agentctl(
             stdin=stdin if stdin is not None else subprocess.DEVNULL,
             stdout=stdout,
             stderr=stderr,
+            text=True,
             start_new_session=start_new_session,
         )
     server = _the_server()
@@ -188,18 +229,30 @@ def start_agentctl(
         "session": start_new_session,
     }
     null = os.open(os.devnull, os.O_RDWR)
+    ours: dict[str, int] = {}  # the read ends of the pipes asked for
+    theirs: list[int] = [null]  # closed here once the server has them
+    fds = [null if stdin is None or stdin == subprocess.DEVNULL else stdin]
+    for name, given, default in (
+        ("stdout", stdout, 1),  # what a subprocess would inherit
+        ("stderr", stderr, 2),
+    ):
+        if given == subprocess.PIPE:
+            read, write = os.pipe()
+            ours[name] = read
+            theirs.append(write)
+            fds.append(write)
+        elif given == subprocess.DEVNULL:
+            fds.append(null)
+        else:
+            fds.append(default if given is None else given)
     try:
-        fds = [
-            null if stdin is None else stdin,
-            sys.stdout.fileno() if stdout is None else stdout,
-            sys.stderr.fileno() if stderr is None else stderr,
-        ]
         conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         conn.connect(server.path)
         socket.send_fds(conn, [json.dumps(request).encode() + b"\n"], fds)
     finally:
-        os.close(null)
-    return ForkedProcess(args, conn)
+        for fd in theirs:
+            os.close(fd)
+    return ForkedProcess(args, conn, ours)
 
 
 def run_agentctl(

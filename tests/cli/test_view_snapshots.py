@@ -152,6 +152,11 @@ def _play(work: Path, color: list[str]) -> Play:
     return play
 
 
+# The story's processes (the module's fixture) take the most time of this file: started
+# first by `make test`, on one worker (tests/conftest.py).
+pytestmark = pytest.mark.slow
+
+
 @pytest.fixture(scope="module")
 def plays(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Play]:
     base = tmp_path_factory.mktemp("story")
