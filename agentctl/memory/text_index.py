@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from agentctl.memory.embedders import tokenize
-from agentctl.store import memory_repo
+from agentctl.store import memory_search_repo
 
 if TYPE_CHECKING:
     from agentctl.store.engine import SqlRunner
@@ -54,5 +54,5 @@ def text_search(
     expression = match_expression(query)
     if expression is None:
         return []
-    matches = memory_repo.text_matches(conn, namespace, expression, now, filters, limit)
+    matches = memory_search_repo.text_matches(conn, namespace, expression, now, filters, limit)
     return [RankedId(entry_id, key, score) for entry_id, key, score in matches]

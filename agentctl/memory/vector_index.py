@@ -21,7 +21,7 @@ import numpy.typing as npt
 
 from agentctl.memory.embedders import Vectors
 from agentctl.memory.text_index import RankedId
-from agentctl.store import memory_repo
+from agentctl.store import memory_search_repo
 
 if TYPE_CHECKING:
     from agentctl.store.engine import SqlRunner
@@ -44,11 +44,11 @@ class VectorIndex:
         self._cache: dict[tuple[str, str], _Matrix] = {}
 
     def _matrix(self, conn: SqlRunner, namespace: str, identity: str, dims: int) -> _Matrix:
-        generation = memory_repo.namespace_generation(conn, namespace)
+        generation = memory_search_repo.namespace_generation(conn, namespace)
         cached = self._cache.get((namespace, identity))
         if cached is not None and cached.generation == generation:
             return cached
-        rows = memory_repo.embeddings(conn, namespace, identity)
+        rows = memory_search_repo.embeddings(conn, namespace, identity)
         if rows:
             ids, keys, blobs = zip(*rows, strict=True)
             vectors = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(rows), dims)
@@ -112,7 +112,7 @@ class VectorIndex:
     def _expired(
         conn: SqlRunner, namespace: str, now: datetime, ids: npt.NDArray[np.int64]
     ) -> npt.NDArray[np.bool_] | None:
-        expired = memory_repo.expired_ids(conn, namespace, now)
+        expired = memory_search_repo.expired_ids(conn, namespace, now)
         if not expired:
             return None
         return np.isin(ids, np.array(expired, dtype=np.int64))
@@ -130,6 +130,6 @@ class VectorIndex:
         if not filters or not len(candidates):
             return candidates
         wanted = [int(i) for i in ids[candidates]]
-        allowed = memory_repo.ids_matching(conn, namespace, now, filters, wanted)
+        allowed = memory_search_repo.ids_matching(conn, namespace, now, filters, wanted)
         keep = np.isin(ids[candidates], np.array(allowed, dtype=np.int64))
         return candidates[keep]

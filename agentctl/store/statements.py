@@ -48,6 +48,8 @@ __all__ = [
     "Statement",
     "columns",
     "compile_for",
+    "id_list",
+    "id_values",
     "is_compiled",
     "one_of",
     "padded",
@@ -171,3 +173,16 @@ def padded(values: Sequence[Any]) -> list[Any]:
     takes one of a few statements (compiled once each) instead of one per length."""
     size = 1 << (len(values) - 1).bit_length()
     return [*values, *([values[-1]] * (size - len(values)))]
+
+
+def id_list(column: ColumnElement[Any], count: int) -> ColumnElement[bool]:
+    """``column IN (:id_0, …, :id_{count-1})``: an id list whose values
+    :func:`id_values` names (a statement compiled once per ``count``; see :func:`padded`)."""
+    from sqlalchemy import bindparam
+
+    return column.in_([bindparam(f"id_{n}") for n in range(count)])
+
+
+def id_values(ids: Sequence[Any]) -> dict[str, Any]:
+    """The parameters of :func:`id_list` for ``ids``, in order."""
+    return {f"id_{n}": value for n, value in enumerate(ids)}

@@ -11,7 +11,7 @@ import pytest
 
 from agentctl.ids import FixedClock
 from agentctl.memory import LocalHashEmbedder, LongTermMemory
-from agentctl.store import memory_repo
+from agentctl.store import memory_repo, memory_search_repo
 from agentctl.store.engine import Store, open_store
 
 START = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -79,9 +79,9 @@ def test_expired_entries_and_id_lists(memory: tuple[Store, FixedClock, LongTermM
     now = clock.now()
     with store.read() as conn:
         assert memory_repo.count_expired(conn, now) == 1
-        (expired,) = memory_repo.expired_ids(conn, "notes", now)
+        (expired,) = memory_search_repo.expired_ids(conn, "notes", now)
         ids = [expired, *(e.id for e in memory_repo.entries_by_id(conn, [expired]).values())]
-        live = memory_repo.ids_matching(conn, "notes", now, {}, ids)
+        live = memory_search_repo.ids_matching(conn, "notes", now, {}, ids)
     assert live == []
     assert keys(found, "ephemeral") == set()
     with store.write() as conn:
