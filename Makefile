@@ -17,10 +17,14 @@ $(STAMP): pyproject.toml requirements-dev.lock
 
 install: $(STAMP)
 
+# How the two workers share the tests: one at a time, in the order tests/conftest.py sets
+# (the tests marked slow first), a module sharing a module-scoped fixture on one worker.
+DIST := -n 2 --dist loadgroup --no-loadscope-reorder
+
 # The whole suite, as CI runs it. Every test has a time limit (pytest-timeout, set in
 # pyproject.toml): a hang fails with the stacks of every thread instead of stalling the run.
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -n 2 --durations=25
+	$(BIN)/python -m pytest -q $(DIST) --durations=25
 
 # The same properties with many more generated cases: the model test's random schedules
 # (on both stores), the identity rules, the spec fuzzer and the budget ledger. Minutes to
@@ -28,14 +32,14 @@ test: $(STAMP)
 soak: $(STAMP)
 	AGENTCTL_MODEL_SCHEDULES=1000 AGENTCTL_MODEL_PG_SCHEDULES=100 \
 	AGENTCTL_IDENTITY_EXAMPLES=3000 AGENTCTL_FUZZ_EXAMPLES=3000 AGENTCTL_SOAK=1 \
-	$(BIN)/python -m pytest -q -n 2 --timeout 0 \
+	$(BIN)/python -m pytest -q $(DIST) --timeout 0 \
 	    tests/model tests/unit/compiler tests/unit/spec tests/crash/test_identity_crash.py \
 	    tests/engine/test_budget_properties.py
 
 # The edit loop: unit tests (the compiler's among them) and the CLI tests, under a minute
 # on two cores. Run `make test` before pushing; CI runs only that.
 test-quick: $(STAMP)
-	$(BIN)/python -m pytest -q -n 2 tests/unit tests/cli
+	$(BIN)/python -m pytest -q $(DIST) tests/unit tests/cli
 
 lint: $(STAMP)
 	$(BIN)/ruff check agentctl tests migrations $(wildcard bench)

@@ -134,15 +134,39 @@ def database(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return str(request.getfixturevalue("postgres_url"))
 
 
+# Before xdist's own hook, which reads the xdist_group marks this one adds.
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Tests that need a real container engine run only where one is promised
     (AGENTCTL_REAL_CONTAINER_TESTS=1): they are deselected elsewhere, not skipped, so a
-    skip in CI always means something is missing that should be there."""
-    if os.environ.get("AGENTCTL_REAL_CONTAINER_TESTS") == "1":
-        return
-    kept = [item for item in items if item.get_closest_marker("real_container") is None]
-    if len(kept) != len(items):
-        config.hook.pytest_deselected(
-            items=[item for item in items if item.get_closest_marker("real_container")]
-        )
-        items[:] = kept
+    skip in CI always means something is missing that should be there.
+
+    Then the order for ``make test`` (``-n 2 --dist loadgroup``, which hands the workers one
+    test at a time, in this order): tests marked ``slow`` first, so the long ones never
+    start last on one worker while the other sits idle; and the tests of a module that
+    share a module- or class-scoped fixture stay together on one worker, so that fixture
+    is built once, not once per worker."""
+    if os.environ.get("AGENTCTL_REAL_CONTAINER_TESTS") != "1":
+        kept = [item for item in items if item.get_closest_marker("real_container") is None]
+        if len(kept) != len(items):
+            config.hook.pytest_deselected(
+                items=[item for item in items if item.get_closest_marker("real_container")]
+            )
+            items[:] = kept
+    for item in items:
+        if getattr(config.option, "loadgroup", False) and _shares_a_fixture(item):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.partition("::")[0]))
+    # A stable sort: within each part the collection order (and so the fixtures' reuse) holds.
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
+def _shares_a_fixture(item: pytest.Item) -> bool:
+    """Whether the test uses a fixture scoped to its module or class."""
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return False
+    return any(
+        definition.scope in ("module", "class")
+        for definitions in info.name2fixturedefs.values()
+        for definition in definitions
+    )

@@ -7,9 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 def test_demo_script_runs_the_whole_journey() -> None:
     env = {**os.environ, "AGENTCTL": str(Path(sys.executable).parent / "agentctl")}
     result = subprocess.run(

@@ -167,6 +167,7 @@ def test_spring_forward_slot_fires_once_and_links_its_run(cli: Any, db: str) -> 
     assert [r["runId"] for r in listed.json()["data"]["runs"]] == [run_id]
 
 
+@pytest.mark.slow
 def test_catch_up_latest_all_and_skip(cli: Any, db: str) -> None:
     _workflow("tick", TICK)
     start = "2026-05-01T00:00:00Z"

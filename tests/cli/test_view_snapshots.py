@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +26,7 @@ import pytest
 
 from tests.cli.sample_workflows import FANNED
 from tests.cli.snapshot_files import assert_snapshot
+from tests.forkserver import run_agentctl
 
 RELEASE = """\
 apiVersion: agentctl.dev/v1
@@ -99,16 +98,8 @@ def _agentctl(play: Play, at: str, color: list[str], *args: str) -> tuple[int, s
         HOME=str(play.work / "home"),
         NO_COLOR="1",
     )
-    result = subprocess.run(
-        [sys.executable, "-m", "agentctl", *color, *args],
-        cwd=play.work,
-        env=env,
-        capture_output=True,
-        text=True,
-        stdin=subprocess.DEVNULL,
-        timeout=120,
-        check=False,
-    )
+    # A real process per command, forked from a server that has imported agentctl once.
+    result = run_agentctl([*color, *args], cwd=play.work, env=env, timeout=120)
     return result.returncode, result.stdout, result.stderr
 
 
@@ -159,6 +150,11 @@ def _play(work: Path, color: list[str]) -> Play:
     )
     assert step(None, "2026-03-02T09:30:00Z", "roll", "ask.yaml", "--db", "r.db")[0] == 3
     return play
+
+
+# The story's processes (the module's fixture) take the most time of this file: started
+# first by `make test`, on one worker (tests/conftest.py).
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")

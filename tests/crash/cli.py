@@ -9,12 +9,12 @@ import io
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 from agentctl.cli import main as cli_main
 from agentctl.cli import output
+from tests.forkserver import run_agentctl
 
 __all__ = ["cli", "result_json"]
 
@@ -28,15 +28,9 @@ def cli(
     if env_extra:
         env = {k: v for k, v in os.environ.items() if k != "AGENTCTL_FAULT"}
         env.update(env_extra)
-        return subprocess.run(
-            [sys.executable, "-m", "agentctl", *argv],
-            cwd=cwd,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
+        # Its own process (forked from a server that imported agentctl once), so the
+        # SIGKILL ends only the command.
+        return run_agentctl(argv, cwd=cwd, env=env, timeout=120)
     stdout, stderr = io.StringIO(), io.StringIO()
     previous = Path.cwd()
     os.chdir(cwd)

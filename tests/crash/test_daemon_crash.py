@@ -8,7 +8,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ from typing import Any
 import pytest
 
 from agentctl.scheduling.daemon import FAULT_POINTS
+from tests.forkserver import start_agentctl
 
 pytestmark = pytest.mark.crash
 
@@ -32,17 +32,12 @@ spec:
 """
 
 
-def _agentctl(*args: str | Path, fault: str | None = None) -> subprocess.Popen[str]:
+def _agentctl(*args: str | Path, fault: str | None = None) -> Any:
+    """A real daemon or command process (forked from a server that imported agentctl)."""
     env = {k: v for k, v in os.environ.items() if k != "AGENTCTL_FAULT"}
     if fault:
         env["AGENTCTL_FAULT"] = fault
-    return subprocess.Popen(
-        [sys.executable, "-m", "agentctl", *(str(a) for a in args)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
+    return start_agentctl(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
 def _run(*args: str | Path, fault: str | None = None) -> tuple[int, str, str]:
@@ -124,6 +119,7 @@ def test_daemon_killed_between_slot_record_and_run_start(project: str, point: st
     assert run["state"] == "succeeded"
 
 
+@pytest.mark.slow
 def test_two_daemons_fire_each_slot_once(project: str) -> None:
     db = project
     for hour in (1, 2, 3):

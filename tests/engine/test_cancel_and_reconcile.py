@@ -11,6 +11,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tests.forkserver import start_agentctl
+
 SLOW = """
 apiVersion: agentctl.dev/v1
 kind: Workflow
@@ -29,17 +31,12 @@ spec:
 """
 
 
-def _agentctl(*args: str | Path, cwd: Path) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "agentctl", *map(str, args)],
-        cwd=cwd,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+def _agentctl(*args: str | Path, cwd: Path) -> Any:
+    """A real agentctl process (forked from a server that imported agentctl once)."""
+    return start_agentctl(args, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
-def _wait_for(path: Path, proc: subprocess.Popen[str], limit: float = 30.0) -> None:
+def _wait_for(path: Path, proc: Any, limit: float = 30.0) -> None:
     """Wait until the child process reached a point it announces with a marker file."""
     deadline = time.monotonic() + limit
     while not path.exists():

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 ROLLOUT = """
 apiVersion: agentctl.dev/v1
 kind: Workflow
@@ -149,6 +151,7 @@ spec:
 """
 
 
+@pytest.mark.slow
 def test_two_concurrent_compensations_run_each_inverse_once(
     cli: Any, write_workflow: Any, workspace: Path, tmp_path: Path
 ) -> None:

@@ -12,8 +12,6 @@ from __future__ import annotations
 import asyncio
 import os
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +23,7 @@ from agentctl.engine.run.outcome import finished_outcome
 from agentctl.errors import Cancelled, PersistenceError
 from agentctl.ids import SystemClock
 from agentctl.store.engine import open_store
+from tests.forkserver import run_agentctl
 
 WORKFLOW = """\
 apiVersion: agentctl.dev/v1
@@ -49,14 +48,13 @@ spec:
 
 def _killed_roll(workspace: Path, db: Path, after: int) -> str:
     (workspace / "wf.yaml").write_text(WORKFLOW)
-    killed = subprocess.run(
-        [sys.executable, "-m", "agentctl", "roll", "wf.yaml", "--db", str(db)],
+    # Its own process (forked from a server that imported agentctl once): the fault
+    # SIGKILLs only the command.
+    killed = run_agentctl(
+        ["roll", "wf.yaml", "--db", str(db)],
         cwd=workspace,
         env={**os.environ, "AGENTCTL_FAULT": f"task.committed:{after}"},
-        capture_output=True,
-        text=True,
         timeout=120,
-        check=False,
     )
     assert killed.returncode == -9, killed.stderr
     with sqlite3.connect(db) as conn:

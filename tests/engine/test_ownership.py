@@ -7,12 +7,13 @@ import os
 import signal
 import sqlite3
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.forkserver import start_agentctl
 
 # A step that announces it started (a counter line), then waits for the test's go-ahead.
 GATED = """
@@ -33,18 +34,18 @@ spec:
 """
 
 
-def _spawn(args: list[str], cwd: Path, **env: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "agentctl", *args],
+def _spawn(args: list[str], cwd: Path, **env: str) -> Any:
+    """A real agentctl process (forked from a server that imported agentctl once)."""
+    return start_agentctl(
+        args,
         cwd=cwd,
+        env={**os.environ, **env},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, **env},
     )
 
 
-def _wait_for(path: Path, proc: subprocess.Popen[str]) -> None:
+def _wait_for(path: Path, proc: Any) -> None:
     deadline = time.monotonic() + 60
     while not path.exists():
         assert proc.poll() is None, proc.communicate()

@@ -75,6 +75,7 @@ def test_known_defect_moves_name_real_moves() -> None:
 # loaded two-core machine, past the suite's 300 s per-test limit (pyproject.toml).
 @pytest.mark.timeout(1800)
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+@pytest.mark.slow
 def test_random_schedules_keep_every_invariant(
     backend: str, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:

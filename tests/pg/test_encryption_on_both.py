@@ -13,12 +13,12 @@ import base64
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.forkserver import run_agentctl
 from tests.pg.backends import rows
 
 MARKER = "MARKER-3d1f0c"
@@ -70,13 +70,8 @@ def _key() -> str:
 
 
 def _agentctl(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "agentctl", *args],
-        capture_output=True,
-        text=True,
-        env={**os.environ, **(env or {})},
-        check=False,
-    )
+    # A real process, forked from a server that imported agentctl once.
+    return run_agentctl(args, env={**os.environ, **(env or {})})
 
 
 def _roll(cli: Any, db: str, workflow: Path, marker: str, workspace: str = ".") -> str:

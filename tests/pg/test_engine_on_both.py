@@ -9,13 +9,13 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.forkserver import start_agentctl
 from tests.pg.backends import execute, rows
 
 REFERENCE = Path(__file__).resolve().parents[1] / "fixtures" / "reference"
@@ -103,18 +103,18 @@ spec:
 """
 
 
-def _spawn(args: list[str], cwd: Path, **env: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "agentctl", "--output", "json", *args],
+def _spawn(args: list[str], cwd: Path, **env: str) -> Any:
+    """A real agentctl process (forked from a server that imported agentctl once)."""
+    return start_agentctl(
+        ["--output", "json", *args],
         cwd=cwd,
+        env={**{k: v for k, v in os.environ.items() if k != "AGENTCTL_FAULT"}, **env},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        text=True,
-        env={**{k: v for k, v in os.environ.items() if k != "AGENTCTL_FAULT"}, **env},
     )
 
 
-def _wait_for(path: Path, proc: subprocess.Popen[str]) -> None:
+def _wait_for(path: Path, proc: Any) -> None:
     deadline = time.monotonic() + 60
     while not path.exists():
         assert proc.poll() is None, proc.communicate()

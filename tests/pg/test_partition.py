@@ -226,6 +226,7 @@ def _until(check: Any, timeout: float, what: str) -> Any:
     return found
 
 
+@pytest.mark.slow
 def test_a_partitioned_driver_is_fenced_and_no_effect_runs_twice(
     hosts: Hosts, tmp_path: Path
 ) -> None:

@@ -12,6 +12,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.pg.backends import rows
 from tests.pg.test_workers import _ready, _stop, _worker
 
@@ -55,6 +57,7 @@ def _claimed_by(events: list[dict[str, Any]]) -> Counter[str]:
     return Counter(e["data"]["taskId"] for e in events if e["data"].get("state") == "task.claimed")
 
 
+@pytest.mark.slow
 def test_a_200_task_fan_out_over_three_workers_runs_every_task_once(
     cli: Any, postgres_url: str, tmp_path: Path
 ) -> None:

@@ -7,11 +7,11 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
+from tests.forkserver import start_agentctl
 from tests.pg.backends import rows
 
 TAGGED = """
@@ -37,15 +37,15 @@ spec:
 """
 
 
-def _worker(database: str, cwd: Path, name: str, *flags: str, **env: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "agentctl", "--output", "jsonl", "worker", "--name", name]
+def _worker(database: str, cwd: Path, name: str, *flags: str, **env: str) -> Any:
+    """A real ``agentctl worker`` process (forked from a server that imported agentctl)."""
+    return start_agentctl(
+        ["--output", "jsonl", "worker", "--name", name]
         + ["--concurrency", "2", "--db", database, *flags],
         cwd=cwd,
+        env={**{k: v for k, v in os.environ.items() if k != "AGENTCTL_FAULT"}, **env},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        text=True,
-        env={**{k: v for k, v in os.environ.items() if k != "AGENTCTL_FAULT"}, **env},
     )
 
 
@@ -53,7 +53,7 @@ def _executions(ws: Path) -> int:
     return len(list((ws / "ledger.d").glob("run.*")))
 
 
-def _ready(worker: subprocess.Popen[str]) -> None:
+def _ready(worker: Any) -> None:
     """Read the worker's events until it says it listens (so no run is missed).
 
     Byte by byte from the pipe itself: a buffered read would take later events with it,
@@ -71,7 +71,7 @@ def _ready(worker: subprocess.Popen[str]) -> None:
             return
 
 
-def _stop(worker: subprocess.Popen[str]) -> list[dict[str, Any]]:
+def _stop(worker: Any) -> list[dict[str, Any]]:
     worker.send_signal(signal.SIGTERM)
     out, err = worker.communicate(timeout=60)
     assert worker.returncode == 0, out + err

@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 
+from tests.forkserver import run_agentctl
+
 RELEASE = """
 apiVersion: agentctl.dev/v1
 kind: Workflow
@@ -207,14 +209,10 @@ class Runs:
         run waits for. For browser tests, whose thread runs Playwright's event loop."""
         path = self.workspace / f"{name}.yaml"
         path.write_text(textwrap.dedent(text))
-        rolled = subprocess.run(
-            [sys.executable, "-m", "agentctl", "--output", "json", "roll", str(path)]
-            + ["--db", str(self.db)],
+        rolled = run_agentctl(
+            ["--output", "json", "roll", str(path), "--db", str(self.db)],
             cwd=self.workspace,
-            capture_output=True,
-            text=True,
             timeout=120,
-            check=False,
         )
         assert rolled.returncode == 3, rolled.stderr
         (waiting,) = json.loads(rolled.stdout)["data"]["pendingApprovals"]
@@ -226,15 +224,11 @@ class Runs:
         path = self.workspace / f"{name}.yaml"
         path.write_text(textwrap.dedent(text))
         env = {k: v for k, v in os.environ.items() if k != "AGENTCTL_FAULT"}
-        killed = subprocess.run(
-            [sys.executable, "-m", "agentctl", "--output", "json", "roll", str(path)]
-            + ["--db", str(self.db)],
+        killed = run_agentctl(
+            ["--output", "json", "roll", str(path), "--db", str(self.db)],
             cwd=self.workspace,
             env={**env, "AGENTCTL_FAULT": fault},
-            capture_output=True,
-            text=True,
             timeout=120,
-            check=False,
         )
         assert killed.returncode == -signal.SIGKILL, killed.stderr
         with sqlite3.connect(self.db) as conn:

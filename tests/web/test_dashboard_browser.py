@@ -13,6 +13,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from agentctl.store import dashboard_repo
 from agentctl.store.engine import open_store
 from tests.web.browser import (
@@ -23,6 +25,9 @@ from tests.web.browser import (
     signed_in,
 )
 from tests.web.conftest import ASKING, Runs
+
+# Each test starts its own Chromium: started first by `make test` (tests/conftest.py).
+pytestmark = pytest.mark.slow
 
 
 def _wait_until(page: Any, expression: str, seconds: float = 30.0) -> None:

@@ -11,6 +11,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.web.browser import (
     browser_context,
     keep_screenshot,
@@ -20,6 +22,9 @@ from tests.web.browser import (
 )
 from tests.web.conftest import LEDGER, SHELL_RESULT, Runs
 from tests.web.test_dashboard_recovery import FLAKY
+
+# Each test starts its own Chromium: started first by `make test` (tests/conftest.py).
+pytestmark = pytest.mark.slow
 
 
 def _failed_run(runs: Runs) -> str:

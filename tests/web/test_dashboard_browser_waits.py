@@ -11,8 +11,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.web.browser import browser_context, keep_screenshot, require_browser, signed_in
 from tests.web.conftest import RETRIED, UNCERTAIN, Runs
+
+# Each test starts its own Chromium: started first by `make test` (tests/conftest.py).
+pytestmark = pytest.mark.slow
 
 
 def _shoot(page: Any, tmp_path: Path, name: str, **options: Any) -> None:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -171,4 +172,4 @@ ArtifactGcMachine.TestCase.settings = settings(
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
-TestArtifactGc = ArtifactGcMachine.TestCase
+TestArtifactGc = pytest.mark.slow(ArtifactGcMachine.TestCase)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import jsonschema
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -68,6 +69,7 @@ def _jsonschema_accepts(schema: Any) -> bool:
 
 @settings(max_examples=1500)
 @given(_schemas())
+@pytest.mark.slow
 def test_plainly_valid_schemas_are_valid(schema: Any) -> None:
     if isinstance(schema, dict | bool) and plainly_valid(schema):
         assert _jsonschema_accepts(schema), schema
