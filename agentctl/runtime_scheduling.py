@@ -18,8 +18,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast, overload
 
 if TYPE_CHECKING:
-    from _typeshed import DataclassInstance
-
     from agentctl.ids import Clock
     from agentctl.results import EventSink
 
@@ -62,7 +60,7 @@ class _Document:
     __slots__ = ()
 
     def to_json(self) -> dict[str, Any]:
-        fields = dataclasses.fields(cast("DataclassInstance", self))
+        fields = dataclasses.fields(cast(Any, self))
         return {_camel(f.name): _plain(getattr(self, f.name)) for f in fields}
 
     @classmethod
@@ -70,7 +68,7 @@ class _Document:
         """The record of a document the scheduling operations assembled."""
         nested = _NESTED.get(cls, {})
         values = {}
-        for field in dataclasses.fields(cast("type[DataclassInstance]", cls)):
+        for field in dataclasses.fields(cast(Any, cls)):
             value = data[_camel(field.name)]
             if field.name in nested:
                 value = tuple(nested[field.name].from_json(item) for item in value)
