@@ -27,7 +27,8 @@ from typing import Any
 from agentctl.engine import operations, pauses
 from agentctl.engine.actions.result_shapes import result_shape
 from agentctl.engine.core.records import TERMINAL_RUN_STATES, RunRow, load_run, whole_plan
-from agentctl.engine.effects.approvals import list_approvals
+from agentctl.engine.effects.approvals import Approval, list_approvals
+from agentctl.engine.effects.journal import EffectRecord
 from agentctl.engine.effects.unsettled import needs_reconciliation
 from agentctl.engine.operations import MAX_EVIDENCE_BYTES, ReconcileRequest, inspect_document
 from agentctl.engine.run.timing import parked_intervals
@@ -35,6 +36,8 @@ from agentctl.errors import NotFoundError
 from agentctl.ids import Clock, SystemClock
 from agentctl.observability.audit import AuditEvent, events_and_chain
 from agentctl.runtime import Runtime
+from agentctl.runtime_records import ApprovalDecision, Conclusion
+from agentctl.runtime_views import CancelRequest, PausedTask, PauseRelease
 from agentctl.store import dashboard_repo
 from agentctl.store.adoption import may_adopt
 from agentctl.store.dashboard_repo import RunSummary as RunListing
@@ -216,23 +219,23 @@ class Dashboard:
         with self.store.read() as conn:
             return load_run(conn, run_id)
 
-    def pending_approvals(self) -> list[tuple[dict[str, Any], str]]:
+    def pending_approvals(self) -> list[tuple[Approval, str]]:
         """Every pending approval and question, oldest first, with its run's workflow."""
         with self.store.read() as conn:
-            found = [a.to_json() for a in list_approvals(conn, None, status="pending")]
+            found = list_approvals(conn, None, status="pending")
             workflows: dict[str, str] = {}
             for item in found:
-                run_id = item["runId"]
-                if run_id not in workflows:
-                    workflows[run_id] = load_run(conn, run_id).workflow_name
-        return [(item, workflows[item["runId"]]) for item in found]
+                if item.run_id not in workflows:
+                    workflows[item.run_id] = load_run(conn, item.run_id).workflow_name
+        return [(item, workflows[item.run_id]) for item in found]
 
-    def uncertain_effects(self, run_id: str | None = None) -> list[dict[str, Any]]:
+    def uncertain_effects(self, run_id: str | None = None) -> list[EffectRecord]:
         """Effects whose outcome nobody knows (``agentctl reconcile --list``)."""
-        return needs_reconciliation(self.store, run_id)
+        return [EffectRecord.from_json(e) for e in needs_reconciliation(self.store, run_id)]
 
-    def paused(self, run_id: str | None = None) -> list[dict[str, Any]]:
-        return pauses.paused_runs(self.store, run_id)
+    def paused(self, run_id: str | None = None) -> list[PausedTask]:
+        """Tasks that wait at a pause step, oldest parked first (of one run if given)."""
+        return [PausedTask.from_json(p) for p in pauses.paused_runs(self.store, run_id)]
 
     def change_marker(self) -> str:
         with self.store.read() as conn:
@@ -277,23 +280,38 @@ class Dashboard:
 
     # -- operations (the CLI's, with the dashboard's actor) -------------------------------
 
-    def decide(self, approval_id: str, *, approve: bool, reason: str, actor: str) -> dict[str, Any]:
-        return operations.decide_approval(
-            self.store, approval_id, approve=approve, reason=reason, actor=actor, clock=self.clock
+    def decide(
+        self, approval_id: str, *, approve: bool, reason: str, actor: str
+    ) -> ApprovalDecision:
+        return ApprovalDecision.from_json(
+            operations.decide_approval(
+                self.store,
+                approval_id,
+                approve=approve,
+                reason=reason,
+                actor=actor,
+                clock=self.clock,
+            )
         )
 
-    def answer(self, approval_id: str, value: str, *, actor: str) -> dict[str, Any]:
-        return operations.answer_question(
-            self.store, approval_id, value, actor=actor, clock=self.clock
+    def answer(self, approval_id: str, value: str, *, actor: str) -> ApprovalDecision:
+        return ApprovalDecision.from_json(
+            operations.answer_question(
+                self.store, approval_id, value, actor=actor, clock=self.clock
+            )
         )
 
-    def reconcile(self, request: ReconcileRequest) -> dict[str, Any]:
-        return operations.reconcile_effect(self.store, request, clock=self.clock)
+    def reconcile(self, request: ReconcileRequest) -> Conclusion:
+        return Conclusion.from_json(
+            operations.reconcile_effect(self.store, request, clock=self.clock)
+        )
 
-    def cancel(self, run_id: str, reason: str | None, *, actor: str) -> dict[str, Any]:
-        return operations.cancel_run(self.store, run_id, reason, clock=self.clock, actor=actor)
+    def cancel(self, run_id: str, reason: str | None, *, actor: str) -> CancelRequest:
+        return CancelRequest.from_json(
+            operations.cancel_run(self.store, run_id, reason, clock=self.clock, actor=actor)
+        )
 
-    def release_pause(self, run_id: str, *, actor: str, reason: str | None) -> dict[str, Any]:
-        return pauses.release_pause(
-            self.store, run_id, actor=actor, reason=reason, clock=self.clock
+    def release_pause(self, run_id: str, *, actor: str, reason: str | None) -> PauseRelease:
+        return PauseRelease.from_json(
+            pauses.release_pause(self.store, run_id, actor=actor, reason=reason, clock=self.clock)
         )

@@ -31,6 +31,8 @@ __all__ = [
     "DoctorCheck",
     "DoctorReport",
     "Explanation",
+    "PauseRelease",
+    "PausedTask",
     "ProviderCheck",
     "ProviderSmoke",
     "RegisteredWorkflow",
@@ -71,6 +73,28 @@ class CancelRequest(CamelRecord):
     state: str
     cancel_requested: bool
     note: str | None = omitted_when(None)
+
+
+@record(frozen=True, slots=True, config=CAMEL)
+class PausedTask(CamelRecord):
+    """A task that waits at a pause step (the dashboard's inbox): its run and workflow,
+    the step's message, and when it parked (None for a run recorded before that was kept)."""
+
+    run_id: str
+    workflow: str
+    task_id: str
+    message: str | None
+    paused_at: str | None
+
+
+@record(frozen=True, slots=True, config=CAMEL)
+class PauseRelease(CamelRecord):
+    """What letting a parked run go on past its pause steps recorded: the run, the pause
+    tasks released and who released them (audit event ``pause.released``)."""
+
+    run_id: str
+    tasks: list[str]
+    actor: str
 
 
 @record(frozen=True, slots=True, config=CAMEL)

@@ -150,7 +150,7 @@ def create_app(config: DashboardConfig) -> Starlette:
             "inbox.html",
             title="Inbox",
             items=views.inbox(dashboard),
-            pauses=dashboard.paused(),
+            pauses=[pause.to_json() for pause in dashboard.paused()],
             effects=views.uncertain_effects(dashboard),
         )
 
@@ -207,9 +207,9 @@ def create_app(config: DashboardConfig) -> Starlette:
             data = dashboard.decide(
                 request.path_params["approval_id"], approve=approve, reason=reason, actor=ACTOR
             )
-            decided = data["approval"]
-            already = "already " if data["unchanged"] else ""
-            return f"{decided['approvalId']} {already}{decided['status']}", decided["runId"]
+            decided = data.approval
+            already = "already " if data.unchanged else ""
+            return f"{decided.id} {already}{decided.status}", decided.run_id
 
         return operation
 
@@ -218,8 +218,8 @@ def create_app(config: DashboardConfig) -> Starlette:
         if not isinstance(value, str) or not value.strip():
             raise UsageError("an answer is required")
         data = dashboard.answer(request.path_params["approval_id"], value.strip(), actor=ACTOR)
-        answered = data["approval"]
-        return f"{answered['approvalId']} answered", answered["runId"]
+        answered = data.approval
+        return f"{answered.id} answered", answered.run_id
 
     async def reconcile(request: Request) -> Response:
         """Conclude an effect in doubt. A form that cannot be accepted — by the checks of
@@ -256,9 +256,9 @@ def create_app(config: DashboardConfig) -> Starlette:
                 hint = f" {error.hint[:1].upper()}{error.hint[1:]}." if error.hint else ""
                 draft.problems = [f"{error.message[:1].upper()}{error.message[1:]}.{hint}"]
             else:
-                concluded = data["reconciliation"]["status"].replace("_", "-")
+                concluded = data.reconciliation.status.replace("_", "-")
                 notice = f"{effect_id} reconciled as {concluded}"
-                run_id = data["effect"]["runId"]
+                run_id = data.effect.run_id
                 if await run_in_threadpool(adopter.maybe_adopt, run_id):
                     notice += f"; the dashboard resumed run {run_id}"
                 return RedirectResponse(_back(form, notice), status_code=303)
@@ -275,8 +275,8 @@ def create_app(config: DashboardConfig) -> Starlette:
     def cancel(request: Request, form: FormData) -> tuple[str, str | None]:
         run_id = request.path_params["run_id"]
         data = dashboard.cancel(run_id, _text(form, "reason") or None, actor=ACTOR)
-        note = data.get("note")
-        return f"{run_id} {data['state']}" + (f" ({note})" if note else ""), None
+        note = data.note
+        return f"{run_id} {data.state}" + (f" ({note})" if note else ""), None
 
     async def resume(request: Request) -> Response:
         """Let a run go on past its pause step: record it (actor ``ui``), then execute it in
@@ -294,7 +294,7 @@ def create_app(config: DashboardConfig) -> Starlette:
             )
         except AgentctlError as error:
             return failure(request, error)
-        notice = f"{run_id} resumed past {', '.join(released['tasks'])}"
+        notice = f"{run_id} resumed past {', '.join(released.tasks)}"
         if await run_in_threadpool(adopter.start, run_id):
             notice += "; the dashboard executes it"
         return RedirectResponse(_back(form, notice), status_code=303)

@@ -439,7 +439,8 @@ def recorded_source(dashboard: Dashboard, run_id: str) -> tuple[str, str | None]
 def inbox(dashboard: Dashboard) -> list[dict[str, Any]]:
     """Every pending approval and question, oldest first, with its run's workflow."""
     found = []
-    for item, workflow in dashboard.pending_approvals():
+    for approval, workflow in dashboard.pending_approvals():
+        item = approval.to_json()
         item["workflow"] = workflow
         item["inputText"] = pretty(item.get("input")) if item.get("input") is not None else ""
         found.append(item)
@@ -450,5 +451,5 @@ def uncertain_effects(dashboard: Dashboard) -> list[dict[str, Any]]:
     """Effects whose outcome nobody knows, across runs (``agentctl reconcile --list``)."""
     return [
         {**effect, "requestText": pretty(effect.get("request")), "shape": shape_of(effect)}
-        for effect in dashboard.uncertain_effects()
+        for effect in (record.to_json() for record in dashboard.uncertain_effects())
     ]

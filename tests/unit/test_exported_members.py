@@ -51,6 +51,8 @@ PUBLIC = [
     "NewerFormatError",
     "NewerSchemaError",
     "NextStep",
+    "PauseRelease",
+    "PausedTask",
     "NotFoundError",
     "OwnershipLostError",
     "PausedError",
