@@ -32,7 +32,6 @@ __all__ = [
     "event_values",
     "events",
     "events_after",
-    "insert_event",
     "insert_event_rows",
 ]
 
@@ -132,64 +131,6 @@ def _chain_head(_: SqlDialect) -> Executable:
         .where(c.run_id == bindparam("run_id"))
         .order_by(c.seq.desc())
         .limit(1)
-    )
-
-
-def insert_event(conn: SqlRunner, row: AuditRow) -> None:
-    insert_event_fields(
-        conn,
-        run_id=row.run_id,
-        seq=row.seq,
-        format_version=row.format_version,
-        kind=row.kind,
-        task_id=row.task_id,
-        effect_id=row.effect_id,
-        payload_json=row.payload_json,
-        prev_digest=row.prev_digest,
-        digest=row.digest,
-        created_at=row.created_at,
-        trace_id=row.trace_id,
-        span_id=row.span_id,
-    )
-
-
-def insert_event_fields(
-    conn: SqlRunner,
-    *,
-    run_id: str,
-    seq: int,
-    format_version: int,
-    kind: str,
-    task_id: str | None,
-    effect_id: str | None,
-    payload_json: str,
-    prev_digest: str | None,
-    digest: str,
-    created_at: datetime,
-    trace_id: str | None,
-    span_id: str | None,
-) -> None:
-    """:func:`insert_event` of an :class:`AuditRow`'s fields, without building the row (an
-    event is appended with every task transition)."""
-    insert_event_rows(
-        conn,
-        [
-            event_values(
-                conn,
-                run_id=run_id,
-                seq=seq,
-                format_version=format_version,
-                kind=kind,
-                task_id=task_id,
-                effect_id=effect_id,
-                payload_json=payload_json,
-                prev_digest=prev_digest,
-                digest=digest,
-                created_at=created_at,
-                trace_id=trace_id,
-                span_id=span_id,
-            )
-        ],
     )
 
 
