@@ -26,6 +26,7 @@ __all__ = [
     "effect_id",
     "effect_input_digest",
     "identity_json",
+    "parse_json",
     "sha256_hex",
 ]
 
@@ -63,6 +64,21 @@ def canonical_json(value: Any) -> str:
         return "".join(_ENCODE(value, 0))
     except RecursionError:
         return _CANONICAL.encode(value)  # a circular value: its ValueError
+
+
+def parse_json(text: str) -> Any:
+    """The value of JSON text, exactly what ``json.loads`` returns, about twice as fast on
+    large texts (a run's thousands of recorded outputs read back at once): pydantic-core's
+    parser, with object keys interned as ``json.loads`` interns them. That parser refuses
+    what it cannot read the way ``json.loads`` does (nesting deeper than 200, an integer of
+    more than 4,300 digits, a lone surrogate escape, a raw control character); ``json.loads``
+    then reads the text, or raises its own error."""
+    from pydantic_core import from_json
+
+    try:
+        return from_json(text, cache_strings="keys")
+    except ValueError:
+        return json.loads(text)
 
 
 def sha256_hex(data: bytes) -> str:

@@ -38,9 +38,10 @@ import itertools
 import os
 import re
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from operator import methodcaller
 from typing import TYPE_CHECKING, Any
 
 from agentctl.errors import PersistenceError, UsageError
@@ -78,6 +79,7 @@ __all__ = [
     "seal_blob",
     "sealer_of",
     "unseal",
+    "unseal_column",
     "unseal_columns",
     "unseal_record",
     "unseal_records",
@@ -507,6 +509,31 @@ def reseal(
     aad = _aad(table, column, record)
     text = sealer.open_stored(stored, aad) if is_sealed(stored) else str(stored)
     return sealer.seal_stored(text, aad)
+
+
+#: ``value.startswith(SEALED_PREFIX)`` as one C-level call per value (:func:`unseal_column`).
+_STARTS_SEALED = methodcaller("startswith", SEALED_PREFIX)
+
+
+def unseal_column(
+    conn: Any, table: str, column: str, records: Iterable[tuple[Any, ...]], stored: list[Any]
+) -> list[Any]:
+    """The plaintexts of one column's values read from many rows; ``records`` yields the
+    key of each value in turn and is consumed only when a value needs opening.
+
+    ``stored`` itself comes back when none is sealed, which one C-level pass finds: a clear
+    text never starts with the sealed prefix, and a value sealed on SQLite is bytes, whose
+    ``startswith`` refuses the text prefix. A call per value costs more than reading the
+    value when a run's thousands of outputs are read back."""
+    try:
+        if not any(map(_STARTS_SEALED, stored)):
+            return stored
+    except TypeError:  # bytes (sealed on SQLite) or another non-text value
+        pass
+    return [
+        unseal(conn, table, column, record, value)
+        for record, value in zip(records, stored, strict=True)
+    ]
 
 
 def unseal_columns(

@@ -16,6 +16,7 @@ from agentctl.digest import (
     effect_id,
     effect_input_digest,
     identity_json,
+    parse_json,
 )
 from agentctl.ids import FixedClock, IdGenerator, approval_id
 
@@ -58,6 +59,62 @@ def test_canonical_json_is_the_stdlib_encoders_text(value: object) -> None:
     # canonical_json keeps one C encoder instead of JSONEncoder.encode's one per call: the
     # text must be the same, for every value (digests of stored records depend on it).
     assert canonical_json(value) == _STDLIB_CANONICAL.encode(value)
+
+
+_JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda children: st.lists(children) | st.dictionaries(st.text(), children),
+    max_leaves=30,
+)
+
+
+def _typed(value: object) -> object:
+    """``value`` with every number's type spelled out (``1 == 1.0`` and ``True == 1``)."""
+    if isinstance(value, dict):
+        return {key: _typed(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_typed(item) for item in value]
+    return (type(value).__name__, repr(value))
+
+
+@given(_JSON_VALUES)
+def test_parse_json_reads_canonical_text_as_json_loads_does(value: object) -> None:
+    # A run's result is parsed with the faster parser: the same values, of the same types,
+    # in the same key order as json.loads, for every value canonical_json can write.
+    text = canonical_json(value)
+    parsed = parse_json(text)
+    assert _typed(parsed) == _typed(json.loads(text))
+    assert list(_keys(parsed)) == list(_keys(json.loads(text)))
+
+
+def _keys(value: object) -> list[object]:
+    if isinstance(value, dict):
+        return [(key, _keys(item)) for key, item in value.items()]
+    if isinstance(value, list):
+        return [_keys(item) for item in value]
+    return []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[" * 300 + "]" * 300,  # nested deeper than pydantic-core's limit
+        '"\\ud800"',  # a lone surrogate escape
+        "1" * 4000,  # a long integer
+    ],
+)
+def test_parse_json_falls_back_to_json_loads_where_the_fast_parser_refuses(text: str) -> None:
+    assert parse_json(text) == json.loads(text)
+
+
+@pytest.mark.parametrize("text", ["[1,", '"\x01"', "NaN x", '{"a":1}{'])
+def test_parse_json_refuses_what_json_loads_refuses(text: str) -> None:
+    with pytest.raises(json.JSONDecodeError):
+        parse_json(text)
 
 
 def test_canonical_json_names_a_value_that_contains_itself() -> None:

@@ -23,6 +23,7 @@ from agentctl.store.sealing import (
     seal,
     seal_blob,
     unseal,
+    unseal_column,
 )
 
 
@@ -51,6 +52,28 @@ def test_a_value_opens_only_in_its_own_record_and_column() -> None:
     # Clear values (written before enable) pass through; None stays None.
     assert unseal(conn, "tasks", "output_json", ("run-1", "a"), '{"y": 2}') == '{"y": 2}'
     assert seal(conn, "tasks", "output_json", ("run-1", "a"), None) is None
+
+
+def test_a_column_read_from_many_rows_opens_each_sealed_value_in_its_own_record() -> None:
+    conn = _Conn(_sealer())
+    keys = [("run-1", "a"), ("run-1", "b"), ("run-1", "c")]
+    clear = ['{"x":1}', '{"note":"aes256gcm:k1:not sealed"}', "[]"]
+    # Nothing sealed: the list read is the list returned, no value opened one by one.
+    assert unseal_column(conn, "tasks", "output_json", iter(keys), clear) is clear
+    # A sealed value among clear ones, in either form (text on PostgreSQL, bytes on SQLite).
+    text = seal(conn, "tasks", "output_json", keys[1], '{"secret":2}')
+    assert isinstance(text, str)
+    binary = Sealer(active="k1", given=conn.sealer.given, binary=True)
+    raw = binary.seal_stored('{"secret":3}', b"tasks.output_json/run-1/c")
+    assert isinstance(raw, bytes)
+    for stored in ([clear[0], text, "[]"], [clear[0], clear[1], raw], [clear[0], text, raw]):
+        opened = unseal_column(conn, "tasks", "output_json", iter(keys), list(stored))
+        pairs = zip(keys, stored, strict=True)
+        assert opened == [unseal(conn, "tasks", "output_json", k, v) for k, v in pairs]
+    # Each value opens only under its own record's key.
+    with pytest.raises(PersistenceError):
+        moved = iter(keys[1:] + keys[:1])
+        unseal_column(conn, "tasks", "output_json", moved, [clear[0], text, "[]"])
 
 
 def test_a_value_under_a_key_not_offered_names_the_key_and_its_variable(

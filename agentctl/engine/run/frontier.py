@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from agentctl.compiler.plan import Plan, PlanTask, check_plan_format
+from agentctl.digest import parse_json
 from agentctl.errors import PersistenceError
 from agentctl.store import plan_repo, tasks_repo
 from agentctl.store.engine import SqlRunner
@@ -253,19 +254,20 @@ class TaskOutputs(Mapping[str, Any]):
         Each stored output is canonical JSON already, so the object's canonical text is
         those texts under their sorted keys, with nothing encoded again. When every row is
         held with its stored text (an execution that ran the whole run), nothing is read:
-        the values are the outputs this execution recorded. Otherwise one query and one
-        JSON parse, where rows read one by one would cost a parse each."""
+        the values are the outputs this execution recorded. Otherwise one query of the bare
+        texts and one parse of them all (:func:`~agentctl.digest.parse_json`), where rows
+        read one by one would cost a parse each."""
         held = None if self._task_count is None else self._rows.held(self._task_count)
         if held is not None:
             kept = [row for row in held if row.has_output]
-            texts = [(row.task_id, row.output_json) for row in kept if row.output_json is not None]
-            if len(texts) == len(kept):
-                return {row.task_id: row.output for row in kept}, _object_text(texts)
-        found = tasks_repo.outputs_in_order(self._rows.reader(), self._rows.run_id)
+            pairs = [(row.task_id, row.output_json) for row in kept if row.output_json is not None]
+            if len(pairs) == len(kept):
+                return {row.task_id: row.output for row in kept}, _object_text(pairs)
+        task_ids, texts = tasks_repo.outputs_in_order(self._rows.reader(), self._rows.run_id)
         with _collector_paused():
-            values = json.loads("[" + ",".join(text for _, text in found) + "]")
-        return dict(zip((task_id for task_id, _ in found), values, strict=True)), _object_text(
-            found
+            values = parse_json("[" + ",".join(texts) + "]")
+        return dict(zip(task_ids, values, strict=True)), _object_text(
+            list(zip(task_ids, texts, strict=True))
         )
 
     def __len__(self) -> int:
