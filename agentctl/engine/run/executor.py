@@ -203,12 +203,12 @@ class RunExecutor(RunCommits, RunWatchers):
 
     async def _drive(self) -> RunOutcome:
         # For a live view in this process: every task and where it stands (a resumed run
-        # has some done already). It reads every task's row, so only when someone watches;
-        # in-process progress only, nothing is persisted for it.
+        # has some done already). It reads every task's row (one query, not one per
+        # finished task), so only when someone watches; in-process progress only, nothing
+        # is persisted for it.
         if self.options.events is not None:
-            self._emit(
-                "started", {"tasks": {tid: self.rows[tid].status for tid in self.plan.order}}
-            )
+            every = self.rows.every()
+            self._emit("started", {"tasks": {tid: every[tid].status for tid in self.plan.order}})
         # Only the tasks not finished yet take part: a need outside them is terminal.
         frontier = self.frontier
         position = {tid: self.rows[tid].ordinal for tid in frontier}
