@@ -260,24 +260,26 @@ class TaskOutputs(Mapping[str, Any]):
         held = None if self._task_count is None else self._rows.held(self._task_count)
         if held is not None:
             kept = [row for row in held if row.has_output]
-            pairs = [(row.task_id, row.output_json) for row in kept if row.output_json is not None]
-            if len(pairs) == len(kept):
-                return {row.task_id: row.output for row in kept}, _object_text(pairs)
+            texts = [row.output_json for row in kept if row.output_json is not None]
+            if len(texts) == len(kept):
+                return {row.task_id: row.output for row in kept}, _object_text(
+                    [row.task_id for row in kept], texts
+                )
         task_ids, texts = tasks_repo.outputs_in_order(self._rows.reader(), self._rows.run_id)
         with _collector_paused():
             values = parse_json("[" + ",".join(texts) + "]")
-        return dict(zip(task_ids, values, strict=True)), _object_text(
-            list(zip(task_ids, texts, strict=True))
-        )
+        return dict(zip(task_ids, values, strict=True)), _object_text(task_ids, texts)
 
     def __len__(self) -> int:
         return sum(1 for _ in self)
 
 
-def _object_text(found: list[tuple[str, str]]) -> str:
-    """The canonical JSON of an object from its keys and its values' canonical texts."""
+def _object_text(task_ids: Sequence[str], texts: Sequence[str]) -> str:
+    """The canonical JSON of an object from its keys and its values' canonical texts (in
+    the same order): the keys sorted as ``sort_keys`` sorts them, by their code points."""
     key = json.encoder.encode_basestring  # what canonical JSON writes keys with
-    return "{" + ",".join(key(task_id) + ":" + output for task_id, output in sorted(found)) + "}"
+    order = sorted(range(len(task_ids)), key=task_ids.__getitem__)
+    return "{" + ",".join([key(task_ids[i]) + ":" + texts[i] for i in order]) + "}"
 
 
 #: The plan a run was just created with in this process, by (database, run id): the
