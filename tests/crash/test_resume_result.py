@@ -9,7 +9,9 @@ run — is the one an uninterrupted run of the same workflow records.
 
 from __future__ import annotations
 
+import base64
 import json
+import os
 import shutil
 import sqlite3
 from pathlib import Path
@@ -107,6 +109,39 @@ def test_a_resumed_run_returns_what_an_uninterrupted_one_does(
     assert (by_api.state, by_api.output) == ("succeeded", expected)
     assert _stored(crashed)[1] == _stored(api)[1] == _stored(whole)[1] == canonical_json(expected)
     assert expected == {f"s{i}": _step_output(value) for i, value in enumerate(values)}
+
+
+def test_a_resumed_run_reads_sealed_outputs_back_into_the_same_result(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Encryption enabled on the killed database: every recorded output is sealed, so the
+    # read-back opens each one in its own record (not the clear texts' one-pass path).
+    values: list[Any] = [{"n": i, "text": f"value {i} é"} for i in range(30)]
+    whole, crashed = tmp_path / "whole", tmp_path / "crashed"
+    for ws in (whole, crashed):
+        ws.mkdir()
+        (ws / "wf.yaml").write_text(_chain(values))
+    assert cli(["roll", "wf.yaml", "--db", "runs.db"], whole).returncode == 0
+    killed = cli(
+        ["roll", "wf.yaml", "--db", "runs.db"], crashed, {"AGENTCTL_FAULT": "task.committed:12"}
+    )
+    assert killed.returncode == -9, killed.stderr
+    run_id, _ = _stored(crashed)
+    monkeypatch.setenv("K1", base64.b64encode(os.urandom(32)).decode())
+    enable = ["db", "encryption", "enable", "--key-id", "k1", "--key-env", "K1"]
+    enabled = cli([*enable, "--db", "runs.db"], crashed)
+    assert enabled.returncode == 0, enabled.stderr
+    with sqlite3.connect(crashed / "runs.db") as conn:
+        sealed = conn.execute("SELECT count(*) FROM tasks WHERE typeof(output_json) = 'blob'")
+        assert sealed.fetchone() == (12,)
+    conn.close()
+
+    resumed = Runtime(crashed / "runs.db").resume(run_id)
+
+    assert resumed.output == {f"s{i}": _step_output(value) for i, value in enumerate(values)}
+    # The stored result (sealed now) reads back as the uninterrupted run's does.
+    stored = Runtime(crashed / "runs.db").resume(run_id).output
+    assert stored == Runtime(whole / "runs.db").resume(_stored(whole)[0]).output == resumed.output
 
 
 def _step_output(value: Any) -> Any:
