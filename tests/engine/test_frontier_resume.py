@@ -147,7 +147,7 @@ def test_a_handed_plan_is_used_only_when_it_is_the_stored_one(workspace: Path) -
             assert refused.tasks["s5"] is not mine.tasks["s5"]  # read from its row
 
 
-def _traced_resume(db: Path, run_id: str) -> tuple[Any, list[str]]:
+def _traced_resume(db: Path, run_id: str, events: Any = None) -> tuple[Any, list[str]]:
     from sqlalchemy import event
 
     from agentctl.engine.run.outcome import ExecutionOptions
@@ -160,7 +160,7 @@ def _traced_resume(db: Path, run_id: str) -> tuple[Any, list[str]]:
             "connect",
             lambda raw, _record: raw.set_trace_callback(statements.append),
         )
-        options = ExecutionOptions(cancel_poll_seconds=3600)
+        options = ExecutionOptions(cancel_poll_seconds=3600, events=events)
         try:
             outcome = asyncio.run(
                 RunExecutor(store, run_id, clock=SystemClock(), options=options).execute()
@@ -193,6 +193,21 @@ def test_a_resume_reads_the_run_in_the_claim_alone(workspace: Path) -> None:
     assert (again.state, again.output, again.error) == ("succeeded", outcome.output, None)
     assert statements[0] == "BEGIN IMMEDIATE"
     assert not [s for s in statements if s.split()[0] in ("INSERT", "UPDATE", "DELETE")]
+
+
+def test_a_resume_showing_progress_reads_the_finished_rows_in_one_query(workspace: Path) -> None:
+    """Progress starts with every task's state (``agentctl resume`` shows it): the rows of
+    the finished tasks are read in one query, not one query per finished task."""
+    db = workspace / "runs.db"
+    run_id = _killed_roll(workspace, db, after=4)
+    seen: list[tuple[str, dict[str, Any]]] = []
+    outcome, statements = _traced_resume(db, run_id, lambda kind, data: seen.append((kind, data)))
+    assert outcome.state == "succeeded", outcome.error
+    states = {f"s{i}": "succeeded" for i in range(4)} | {"s4": "pending", "s5": "pending"}
+    assert seen[0][0] == "started" and seen[0][1]["tasks"] == states
+    row_reads = [s for s in statements if s.startswith("SELECT tasks.task_id, tasks.ordinal")]
+    # The unfinished rows, the row they need (s3), then all the others at once.
+    assert len(row_reads) == 3, row_reads
 
 
 def test_the_last_transition_commits_with_the_runs_completion(workspace: Path) -> None:

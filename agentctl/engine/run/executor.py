@@ -207,8 +207,9 @@ class RunExecutor(RunCommits, RunWatchers):
         # finished task), so only when someone watches; in-process progress only, nothing
         # is persisted for it.
         if self.options.events is not None:
-            every = self.rows.every()
-            self._emit("started", {"tasks": {tid: every[tid].status for tid in self.plan.order}})
+            order = self.plan.order
+            rows = self.rows if self.rows.holds(order) else self.rows.every()
+            self._emit("started", {"tasks": {tid: rows[tid].status for tid in order}})
         # Only the tasks not finished yet take part: a need outside them is terminal.
         frontier = self.frontier
         position = {tid: self.rows[tid].ordinal for tid in frontier}
