@@ -7,11 +7,13 @@ A row's life (docs/postgresql.md, "Task-level claims"):
   write transaction: an owner that lost its run publishes nothing);
 - a worker **claims** it (``SELECT … FOR UPDATE SKIP LOCKED``): ``claimed``, its name, a
   lease, and ``token`` incremented, the fencing token of this claim;
-- every write the worker makes for the task checks the token first (:func:`check_claim`),
-  under the store's write lock, and the outcome is recorded with the row moving to
-  ``done`` in one transaction (:func:`finish_claim`); a claim whose lease ran out is
-  claimed again by another worker with the next token, so the first worker's late writes
-  fail instead of landing;
+- every write the worker makes for the task checks the token inside its transaction, the
+  claim's row read ``FOR SHARE`` until the commit (:func:`check_claim`; in a write that
+  appends to the run's audit chain, right after the run's lock, which such a write takes
+  late: :func:`lock_run_and_check_claim`), and the outcome is recorded with the row
+  moving to ``done`` in one conditional update (:func:`finish_claim`); a claim whose
+  lease ran out is claimed again by another worker with the next token, so the first
+  worker's late writes fail instead of landing;
 - the owner reads the outcomes, commits the batch in plan order and **removes** the rows.
 
 Publishing again with the same basis keeps the row as it is (an owner that took the run
