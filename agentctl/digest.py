@@ -16,12 +16,13 @@ from __future__ import annotations
 import hashlib
 import json
 import json.encoder
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 __all__ = [
     "canonical_json",
     "canonical_json_reusing",
+    "canonical_object",
     "compact_json",
     "digest_bytes",
     "digest_json",
@@ -29,6 +30,7 @@ __all__ = [
     "effect_input_digest",
     "identity_json",
     "sha256_hex",
+    "string_json",
 ]
 
 
@@ -69,6 +71,18 @@ def canonical_json(value: Any) -> str:
 
 #: How canonical JSON writes a string (the function the C encoder above is given).
 _STRING: Any = json.encoder.encode_basestring
+
+
+def canonical_object(members: Mapping[str, str]) -> str:
+    """The canonical JSON of an object given the canonical text of each member's value by
+    its (string) key: what ``canonical_json`` writes for that object."""
+    return "{" + ",".join(_STRING(key) + ":" + members[key] for key in sorted(members)) + "}"
+
+
+def string_json(text: str) -> str:
+    """How canonical JSON writes the string ``text``."""
+    return _STRING(text)  # type: ignore[no-any-return]
+
 
 #: How many levels :func:`canonical_json_reusing` looks through for known parts; below
 #: that a value is encoded whole.
@@ -117,13 +131,7 @@ def _reusing(value: Any, texts: dict[int, tuple[Any, str]], depth: int) -> str:
         return int.__repr__(value)
     if depth and kind is dict and all(type(key) is str for key in value):
         below = depth - 1
-        return (
-            "{"
-            + ",".join(
-                _STRING(key) + ":" + _reusing(value[key], texts, below) for key in sorted(value)
-            )
-            + "}"
-        )
+        return canonical_object({key: _reusing(item, texts, below) for key, item in value.items()})
     if depth and kind is list:
         below = depth - 1
         return "[" + ",".join(_reusing(item, texts, below) for item in value) + "]"
