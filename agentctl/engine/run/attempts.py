@@ -313,9 +313,10 @@ class TaskAttempts:
                 )
                 if not self.options.check:
                     check_contract(task, result.output)
+                # Nothing written and no declared artifact (most steps): nothing to ingest.
                 ingested = (
                     []
-                    if self.options.check
+                    if self.options.check or not (env.written or task.artifacts)
                     else await self.artifacts.ingest(task, attempt_no, env.written, self.workspace)
                 )
                 # Repair compares the input's digest: a task is reusable only with the same

@@ -153,7 +153,8 @@ class RunCommits:
             values["finished_at"] = now
         writes.set_task(task.id, values)
         if terminal:
-            memory = {**memory, **delta}
+            if delta:  # memory is never changed in place: without a delta it stays as is
+                memory = {**memory, **delta}
             writes.checkpoint(f"task:{task.id}:{outcome.status}", delta, memory, now)
         payload: dict[str, Any] = {"state": outcome.status, "attempt": outcome.attempt}
         if outcome.error is not None:
