@@ -391,8 +391,8 @@ class TaskAttempts:
                 known.append((row.output, row.output_json))
         try:
             return canonical_json_reusing(output, known)
-        except (TypeError, ValueError):
-            return None
+        except (TypeError, ValueError, RecursionError):
+            return None  # the transition encodes it again and fails as it always has
 
     async def _wait_to_retry(
         self, task: PlanTask, attempt: Attempt, failure: TaskFailure, retry_number: int
