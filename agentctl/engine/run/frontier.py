@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import gc
 import json
-import json.encoder
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 from agentctl.compiler.plan import Plan, PlanTask, check_plan_format
-from agentctl.digest import parse_json
+from agentctl.digest import canonical_object, parse_json
 from agentctl.errors import PersistenceError
 from agentctl.store import plan_repo, tasks_repo
 from agentctl.store.engine import SqlRunner
@@ -276,10 +275,8 @@ class TaskOutputs(Mapping[str, Any]):
 
 def _object_text(task_ids: Sequence[str], texts: Sequence[str]) -> str:
     """The canonical JSON of an object from its keys and its values' canonical texts (in
-    the same order): the keys sorted as ``sort_keys`` sorts them, by their code points."""
-    key = json.encoder.encode_basestring  # what canonical JSON writes keys with
-    order = sorted(range(len(task_ids)), key=task_ids.__getitem__)
-    return "{" + ",".join([key(task_ids[i]) + ":" + texts[i] for i in order]) + "}"
+    the same order)."""
+    return canonical_object(dict(zip(task_ids, texts, strict=True)))
 
 
 #: The plan a run was just created with in this process, by (database, run id): the
