@@ -26,15 +26,15 @@ DIST := -n 2 --dist loadgroup --no-loadscope-reorder
 test: $(STAMP)
 	$(BIN)/python -m pytest -q $(DIST) --durations=25
 
-# The same properties with many more generated cases: the model test's random schedules
-# (on both stores), the identity rules, the spec fuzzer and the budget ledger. Minutes to
-# an hour; run it after a change to the engine or the store, never in CI.
+# The same properties with many more generated cases (AGENTCTL_SOAK=1; docs/installing.md):
+# the model test's random schedules (on both stores), the identity rules, the spec fuzzer,
+# the plain schemas, the artifact GC state machine and the budget ledger. Minutes to an
+# hour; run it after a change to the engine or the store, never in CI.
 soak: $(STAMP)
-	AGENTCTL_MODEL_SCHEDULES=1000 AGENTCTL_MODEL_PG_SCHEDULES=100 \
 	AGENTCTL_IDENTITY_EXAMPLES=3000 AGENTCTL_FUZZ_EXAMPLES=3000 AGENTCTL_SOAK=1 \
 	$(BIN)/python -m pytest -q $(DIST) --timeout 0 \
 	    tests/model tests/unit/compiler tests/unit/spec tests/crash/test_identity_crash.py \
-	    tests/engine/test_budget_properties.py
+	    tests/unit/artifacts/test_gc_state_machine.py tests/engine/test_budget_properties.py
 
 # The edit loop: unit tests (the compiler's among them) and the CLI tests, under a minute
 # on two cores. Run `make test` before pushing; CI runs only that.

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import os
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.forkserver import run_agentctl
 
 WRITE = """
 apiVersion: agentctl.dev/v1
@@ -118,14 +118,7 @@ def test_db_that_is_a_fifo_is_refused_without_hanging(tmp_path: Path) -> None:
     fifo = tmp_path / "runtime.db"
     os.mkfifo(fifo)
     env = {k: v for k, v in os.environ.items() if k != "AGENTCTL_DB"}
-    result = subprocess.run(
-        [sys.executable, "-m", "agentctl", "runs", "list", "--db", str(fifo)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        env=env,
-    )
+    result = run_agentctl(["runs", "list", "--db", str(fifo)], timeout=120, env=env)
     assert result.returncode == 2, result.stderr
     assert "not a regular file" in result.stderr
 

@@ -451,16 +451,12 @@ def test_sub_workflow_children_and_fan_out_children_get_the_layers(
 
 
 def test_explain_through_a_real_process(tmp_path: Path) -> None:
-    import subprocess
-    import sys
+    from tests.forkserver import run_agentctl
 
     path = _simple(tmp_path, "  varsFiles: [base.yaml]\n" + REPORT, {"base.yaml": "replicas: 1\n"})
-    done = subprocess.run(
-        [sys.executable, "-m", "agentctl", "explain", str(path), "--var", "replicas=4",
+    done = run_agentctl(
+        ["explain", str(path), "--var", "replicas=4",
          "--var", "tags=[]", "--var", "settings={}"],
-        capture_output=True,
-        text=True,
-        check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert (

@@ -14,6 +14,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from tests.forkserver import ForkedProcess, start_agentctl
+
 GATED = """
 apiVersion: agentctl.dev/v1
 kind: Workflow
@@ -47,18 +49,19 @@ spec:
 """
 
 
-def _agentctl(*args: str | Path, cwd: Path) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "agentctl", *map(str, args)],
+def _agentctl(*args: str | Path, cwd: Path) -> ForkedProcess | subprocess.Popen[str]:
+    return start_agentctl(
+        [*map(str, args)],
         cwd=cwd,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         stdin=subprocess.DEVNULL,
-        text=True,
     )
 
 
-def _start_gated(tmp_path: Path) -> tuple[subprocess.Popen[str], str, Path, Path]:
+def _start_gated(
+    tmp_path: Path,
+) -> tuple[ForkedProcess | subprocess.Popen[str], str, Path, Path]:
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "wf.yaml").write_text(textwrap.dedent(GATED))

@@ -12,7 +12,6 @@ import os
 import secrets
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -20,6 +19,7 @@ import pytest
 
 from tests.crash.cli import cli, result_json
 from tests.engine.sandboxes import require_bwrap, shell_workflow
+from tests.forkserver import start_agentctl
 
 pytestmark = pytest.mark.crash
 
@@ -62,8 +62,8 @@ def test_a_sandboxed_child_dies_with_a_killed_agentctl(tmp_path: Path) -> None:
     )
     db = tmp_path / "r.db"
     env = {k: v for k, v in os.environ.items() if k != "AGENTCTL_FAULT"}
-    agentctl = subprocess.Popen(
-        [sys.executable, "-m", "agentctl", "--output", "json", "roll", "wf.yaml", "--db", str(db)],
+    agentctl = start_agentctl(
+        ["--output", "json", "roll", "wf.yaml", "--db", str(db)],
         cwd=workspace,
         env=env,
         stdout=subprocess.DEVNULL,

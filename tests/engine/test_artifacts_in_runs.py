@@ -239,15 +239,13 @@ spec:
 def _roll_killed_after_the_effect(workspace: Path, db: Path) -> str:
     import json
     import os
-    import subprocess
-    import sys
 
-    killed = subprocess.run(
-        [sys.executable, "-m", "agentctl", "--output", "json", "roll", "wf.yaml", "--db", str(db)],
+    from tests.forkserver import run_agentctl
+
+    killed = run_agentctl(
+        ["--output", "json", "roll", "wf.yaml", "--db", str(db)],
         cwd=workspace,
         env={**os.environ, "AGENTCTL_FAULT": "effect.finished"},
-        capture_output=True,
-        text=True,
         timeout=120,
     )
     assert killed.returncode == -9, killed.stdout + killed.stderr

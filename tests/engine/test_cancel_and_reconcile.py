@@ -6,7 +6,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -225,31 +224,20 @@ def _reconcile_on_a_terminal(db: Path, effect_id: str, answer: str, cwd: Path) -
     controller, terminal = pty.openpty()
     try:
         os.write(controller, answer.encode() + b"\n")
-        child = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "agentctl",
-                "effects",
-                "reconcile",
-                effect_id,
-                "--status",
-                "not-applied",
-                "--reason",
-                "checked by hand",
-                "--db",
-                str(db),
-            ],
+        child = start_agentctl(
+            ["effects", "reconcile", effect_id, "--status", "not-applied"]
+            + ["--reason", "checked by hand", "--db", str(db)],
             cwd=cwd,
             stdin=terminal,
-            capture_output=True,
-            text=True,
-            timeout=60,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
         )
+        _, stderr = child.communicate(timeout=60)
     finally:
         os.close(terminal)
         os.close(controller)
-    return child.returncode, child.stderr
+    assert child.returncode is not None and stderr is not None
+    return child.returncode, stderr
 
 
 def test_reconcile_asks_on_a_terminal_unless_approved(

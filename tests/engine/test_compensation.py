@@ -156,19 +156,18 @@ def test_two_concurrent_compensations_run_each_inverse_once(
     cli: Any, write_workflow: Any, workspace: Path, tmp_path: Path
 ) -> None:
     import subprocess
-    import sys
+
+    from tests.forkserver import start_agentctl
 
     path = write_workflow(UNDO_COUNTED)
     db = tmp_path / "r.db"
     failed = cli("--output", "json", "roll", path, "--db", db)
     assert failed.exit_code == 4, failed.stdout + failed.stderr
     source = failed.error_json()["error"]["runId"]
-    command = [sys.executable, "-m", "agentctl", "compensate", source, "--db", str(db)]
+    command = ["compensate", source, "--db", str(db)]
     for _ in range(3):
         racers = [
-            subprocess.Popen(
-                command, cwd=workspace, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-            )
+            start_agentctl(command, cwd=workspace, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
             for _ in range(2)
         ]
         results = [(p.wait(timeout=120), *p.communicate()) for p in racers]

@@ -5,10 +5,10 @@ never-started request again hands it the same key (real subprocesses, real SQLit
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
+
+from tests.forkserver import run_agentctl
 
 WORKFLOW = """
 apiVersion: agentctl.dev/v1
@@ -67,14 +67,11 @@ def test_resumed_request_keeps_its_key(
     write_workflow(WORKFLOW)
     env = {k: v for k, v in os.environ.items() if k != "AGENTCTL_FAULT"}
     env["AGENTCTL_FAULT"] = "effect.requested"
-    killed = subprocess.run(
-        [sys.executable, "-m", "agentctl", "--output", "json", "roll", "wf.yaml", "--db", str(db)],
+    killed = run_agentctl(
+        ["--output", "json", "roll", "wf.yaml", "--db", str(db)],
         cwd=workspace,
         env=env,
-        capture_output=True,
-        text=True,
         timeout=120,
-        check=False,
     )
     assert killed.returncode == -9, killed.stderr
     assert not (workspace / "keys.txt").exists()

@@ -9,11 +9,12 @@ import json
 import os
 import sqlite3
 import subprocess
-import sys
 import textwrap
 import time
 from pathlib import Path
 from typing import Any
+
+from tests.forkserver import run_agentctl
 
 WORKFLOW = """
 apiVersion: agentctl.dev/v1
@@ -57,14 +58,8 @@ def _setup(ws: Path, steps: str, timeout: int = 60) -> Path:
 def _killed_roll(ws: Path, db: Path, fault: str) -> subprocess.CompletedProcess[str]:
     """A real `agentctl roll` that SIGKILLs itself at ``fault``."""
     env = {**os.environ, "AGENTCTL_FAULT": fault}
-    return subprocess.run(
-        [sys.executable, "-m", "agentctl", "--output", "json", "roll", "wf.yaml", "--db", str(db)],
-        cwd=ws,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
+    return run_agentctl(
+        ["--output", "json", "roll", "wf.yaml", "--db", str(db)], cwd=ws, env=env, timeout=120
     )
 
 

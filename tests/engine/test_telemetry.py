@@ -22,6 +22,7 @@ import pytest
 from tests.engine.conftest import TOKEN
 from tests.fixtures.otlp.collector import Collector, CollectorServer, ReceivedSpan
 from tests.fixtures.protocol_servers.a2a_peer import A2APeer
+from tests.forkserver import run_agentctl
 
 SECRET = "s3cr3t-a2a-token-value"
 PROMPT = "PROMPT-TEXT-THAT-MUST-NOT-BE-EXPORTED"
@@ -114,15 +115,7 @@ def _env(**extra: str) -> dict[str, str]:
 def _agentctl(
     workspace: Path, env: dict[str, str], *args: str | Path
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "agentctl", "--output", "json", *map(str, args)],
-        cwd=workspace,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    return run_agentctl(["--output", "json", *map(str, args)], cwd=workspace, env=env, timeout=120)
 
 
 def _children(collector: Collector, parent: ReceivedSpan) -> list[ReceivedSpan]:

@@ -15,6 +15,7 @@ from pathlib import Path
 from agentctl.engine.actions import written_files
 from agentctl.policy.paths import WorkspacePolicy
 from agentctl.tools.files import write_atomic
+from tests.forkserver import ForkedProcess, run_agentctl, start_agentctl
 
 
 def _workspace(tmp_path: Path) -> WorkspacePolicy:
@@ -79,17 +80,10 @@ spec:
 
 
 def _artifact_names(database: Path, run_id: str) -> list[str]:
-    import subprocess
-    import sys
-
-    shown = subprocess.run(
-        [sys.executable, "-m", "agentctl", "--output", "json", "inspect", run_id]
-        + ["--db", str(database)],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=120,
+    shown = run_agentctl(
+        ["--output", "json", "inspect", run_id, "--db", str(database)], timeout=120
     )
+    assert shown.returncode == 0, shown.stderr
     import json
 
     return sorted(a["name"] for a in json.loads(shown.stdout)["data"]["artifacts"])
@@ -105,7 +99,6 @@ def test_a_shell_task_never_takes_a_concurrent_runs_file_for_its_own(
     import json
     import os
     import subprocess
-    import sys
 
     (workspace / "out").mkdir()
     os.mkfifo(workspace / "a-runs")
@@ -122,14 +115,12 @@ def test_a_shell_task_never_takes_a_concurrent_runs_file_for_its_own(
     )
     database = tmp_path / "state" / "r.db"
 
-    def roll(name: str) -> subprocess.Popen[str]:
-        return subprocess.Popen(
-            [sys.executable, "-m", "agentctl", "--output", "json", "roll", name]
-            + ["--db", str(database)],
+    def roll(name: str) -> ForkedProcess | subprocess.Popen[str]:
+        return start_agentctl(
+            ["--output", "json", "roll", name, "--db", str(database)],
             cwd=workspace,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            text=True,
         )
 
     first, second = roll("a.yaml"), roll("b.yaml")

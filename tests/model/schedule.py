@@ -54,11 +54,18 @@ class Outcome:
     seconds: float = 0.0
     commands: int = 0
     skipped_known: list[str] = field(default_factory=list)
+    #: The moves taken, and the fault points at which a command was SIGKILLed.
+    moves: list[str] = field(default_factory=list)
+    crashed_at: list[str] = field(default_factory=list)
 
 
 class Ctx:
-    def __init__(self, world: World, checker: Checker, rng: random.Random) -> None:
+    def __init__(
+        self, world: World, checker: Checker, rng: random.Random, first_fault: str | None = None
+    ) -> None:
         self.world, self.checker, self.rng = world, checker, rng
+        self._first_fault = first_fault
+        self.crashed_at: list[str] = []
 
     # -- what the last check saw ----------------------------------------------------------
 
@@ -98,6 +105,12 @@ class Ctx:
         ]
 
     def fault(self) -> str:
+        """Where the next killed command dies: the schedule's first kill at its own fault
+        point's first occurrence (so a run of len(FAULT_POINTS) schedules reaches every
+        point), the others anywhere."""
+        if self._first_fault is not None:
+            point, self._first_fault = self._first_fault, None
+            return f"{point}:1"
         return f"{self.rng.choice(FAULT_POINTS)}:{self.rng.randint(1, 3)}"
 
     # -- running commands -----------------------------------------------------------------
@@ -117,6 +130,9 @@ class Ctx:
             self.world.pid_run[proc.pid] = target
         result = proc.wait()
         self.world.learn_runs(proc.pid, result, before)
+        fault = (env or {}).get("AGENTCTL_FAULT")
+        if fault and result.code == -signal.SIGKILL:
+            self.crashed_at.append(fault.partition(":")[0])
         return result
 
 
@@ -132,8 +148,9 @@ def expect(result: Result, codes: set[int], what: str) -> list[str]:
 MoveResult = tuple[str, list[str]] | None
 
 
-def roll(ctx: Ctx, killed: bool) -> MoveResult:
-    workflow = ctx.rng.choice(["ledger.yaml", "ledger.yaml", "gated.yaml", "ext.yaml", "fn.yaml"])
+def roll(ctx: Ctx, killed: bool, workflow: str | None = None) -> MoveResult:
+    drawn = ctx.rng.choice(["ledger.yaml", "ledger.yaml", "gated.yaml", "ext.yaml", "fn.yaml"])
+    workflow = workflow or drawn
     env = dict(FAIL_ENV if ctx.rng.random() < 0.4 else PASS_ENV)
     if killed:
         env["AGENTCTL_FAULT"] = ctx.fault()
@@ -557,6 +574,31 @@ MOVES: dict[str, tuple[int, Callable[[Ctx], MoveResult]]] = {
 }
 
 
+#: The moves from the least likely to be drawn to the most: schedule ``seed`` makes
+#: ``FOCUS[seed % len(FOCUS)]`` its focus, taken at the first step where it applies (the
+#: other steps are drawn at random). So the first len(FOCUS) seeds try every move, the rare
+#: ones first, whatever the weights; on their own, 40 random schedules missed some.
+FOCUS = sorted(MOVES, key=lambda name: MOVES[name][0])
+
+
+#: For a focus that needs a world it cannot yet apply to, the move that makes one (a
+#: parked run to decide or cancel, a live background owner to act around), taken in place
+#: of a random draw.
+_PARKED = ("roll", lambda c: roll(c, killed=False, workflow="gated.yaml"))
+_LIVE = ("roll-background", roll_background)
+ENABLERS: dict[str, tuple[str, Callable[[Ctx], MoveResult]]] = {
+    "approve": _PARKED,
+    "reject": _PARKED,
+    "cancel-parked-run": _PARKED,
+    "cancel-live-run": _LIVE,
+    "kill-background": _LIVE,
+    "release-background": _LIVE,
+    "resume-live-owner": _LIVE,
+    "takeover-after-lease": _LIVE,
+    "reconcile-live-effect": _LIVE,
+}
+
+
 def run_schedule(
     seed: int,
     steps: int,
@@ -578,24 +620,37 @@ def run_schedule(
     first_command = launcher._n
     world = World(root, launcher, url, seed=seed)
     checker = Checker(world)
-    ctx = Ctx(world, checker, rng)
+    ctx = Ctx(world, checker, rng, first_fault=FAULT_POINTS[seed % len(FAULT_POINTS)])
+    # Workers need PostgreSQL: on SQLite the schedules stay what they were.
+    names = [n for n in MOVES if world.url is not None or n != "workers"]
+    weights = [MOVES[n][0] for n in names]
+    focus: str | None = FOCUS[seed % len(FOCUS)]
+    if focus not in names or focus in known_defects:
+        focus = None
     failed = False
     try:
         for index in range(steps):
-            # Workers need PostgreSQL: on SQLite the schedules stay what they were.
-            names = [n for n in MOVES if world.url is not None or n != "workers"]
-            weights = [MOVES[n][0] for n in names]
-            for _ in range(50):
+            done: MoveResult = None
+            if focus is not None:
+                name = focus
+                done = MOVES[name][1](ctx)
+                if done is not None:
+                    focus = None
+                elif focus in ENABLERS:
+                    name, enable = ENABLERS[focus]
+                    done = enable(ctx)
+            for _ in range(0 if done is not None else 50):
                 name = rng.choices(names, weights)[0]
                 if name in known_defects:
                     continue
                 done = MOVES[name][1](ctx)
                 if done is not None:
                     break
-            else:
+            if done is None:
                 continue
             desc, problems = done
             outcome.steps.append(f"{index + 1}. [{name}] {desc}")
+            outcome.moves.append(name)
             problems += checker.check()
             if problems:
                 outcome.violations += [f"after step {index + 1} [{name}]: {p}" for p in problems]
@@ -607,6 +662,7 @@ def run_schedule(
             if not any("[workers]" in step for step in outcome.steps):
                 desc, problems = workers(ctx) or ("", [])
                 outcome.steps.append(f"end. [workers] {desc}")
+                outcome.moves.append("workers")
                 problems += checker.check()
                 outcome.violations += problems
                 failed = bool(problems)
@@ -621,6 +677,7 @@ def run_schedule(
             world.background.proc.kill()
             world.open_gate()
         outcome.commands = launcher._n - first_command
+        outcome.crashed_at = ctx.crashed_at
         outcome.seconds = time.monotonic() - started
         if keep is None and not outcome.violations:
             shutil.rmtree(root, ignore_errors=True)

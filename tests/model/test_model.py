@@ -2,15 +2,19 @@
 database, with the invariants of invariants.py checked after every step.
 
 ``make test`` runs DEFAULT_SCHEDULES schedules of 3-6 steps, two at a time (a process pool
-of two workers; each worker forks its agentctl commands, see launcher.py). A longer soak:
+of two workers; each worker forks its agentctl commands, see launcher.py). Each schedule
+has a focus move and a first fault point (schedule.py ``FOCUS``), so those schedules take
+every move and SIGKILL a command at every fault point; the test fails when the default run
+stops doing so. A longer soak:
 
     AGENTCTL_MODEL_SCHEDULES=2000 AGENTCTL_MODEL_SEED=7 .venv/bin/python -m pytest tests/model
 
-(``make soak`` runs 1,000 on SQLite and 100 on PostgreSQL, with the other generated tests.)
+(``make soak``, or ``AGENTCTL_SOAK=1``, runs 1,000 on SQLite and 100 on PostgreSQL.)
 
 The same schedules run on PostgreSQL too (the ``postgresql`` parameter, one fresh database
-per schedule from the tests/pg cluster): AGENTCTL_MODEL_PG_SCHEDULES of them, 6 by default,
-about half a minute (each command there costs a connection and server round trips).
+per schedule from the tests/pg cluster): AGENTCTL_MODEL_PG_SCHEDULES of them, 6 by default
+(the six rarest focus moves and two runs on several workers; each command there costs a
+connection and server round trips).
 
 ``AGENTCTL_MODEL_LAUNCH=exec`` starts every command as ``python -m agentctl`` instead of a
 fork (about seven times slower). ``AGENTCTL_MODEL_KEEP=DIR`` keeps every schedule's world
@@ -29,7 +33,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.model.schedule import MOVES, Outcome, schedule_for_seed
+from tests.model.schedule import FAULT_POINTS, MOVES, Outcome, schedule_for_seed
 
 #: Moves that hit a defect still open on main; the generator never picks them. Empty this
 #: set as the fixes land (each entry names the defect it stands for).
@@ -39,16 +43,24 @@ from tests.model.schedule import MOVES, Outcome, schedule_for_seed
 # concurrent compensations) are fixed, and their moves run in every schedule.
 KNOWN_DEFECT_MOVES: frozenset[str] = frozenset()
 
-#: Enough for each of the 27 moves to be drawn several times per run (a schedule draws 3-6
-#: of them, weighted) while keeping ``make test`` within its budget; ``make soak`` runs 1,000.
-DEFAULT_SCHEDULES = 40
+#: One schedule per move (its focus) within ``make test``'s budget; 40 schedules drawn at
+#: random took three minutes of the suite and still missed moves. ``AGENTCTL_SOAK=1`` (and
+#: ``make soak``) runs SOAK_SCHEDULES.
+DEFAULT_SCHEDULES = len(MOVES)
+SOAK_SCHEDULES = 1000
 #: PostgreSQL commands cost more (a connection per process, a server round trip per
 #: statement): a modest count keeps the suite fast; AGENTCTL_MODEL_PG_SCHEDULES raises it.
 DEFAULT_PG_SCHEDULES = 6
+SOAK_PG_SCHEDULES = 100
+#: Reached by no default schedule (a retry or replay run still live after gc removed its
+#: source takes more steps than a schedule has); the soak draws it.
+SOAK_ONLY_MOVES = frozenset({"artifacts-gc-orphaned-derived"})
+SOAK = os.environ.get("AGENTCTL_SOAK") == "1"
 
 
 def _settings() -> tuple[int, int, Path | None]:
-    count = int(os.environ.get("AGENTCTL_MODEL_SCHEDULES", DEFAULT_SCHEDULES))
+    default = SOAK_SCHEDULES if SOAK else DEFAULT_SCHEDULES
+    count = int(os.environ.get("AGENTCTL_MODEL_SCHEDULES", default))
     seed = int(os.environ.get("AGENTCTL_MODEL_SEED", "0"))
     keep = os.environ.get("AGENTCTL_MODEL_KEEP")
     return count, seed, Path(keep) if keep else None
@@ -81,7 +93,8 @@ def test_random_schedules_keep_every_invariant(
 ) -> None:
     count, first, keep = _settings()
     if backend == "postgresql":
-        count = int(os.environ.get("AGENTCTL_MODEL_PG_SCHEDULES", DEFAULT_PG_SCHEDULES))
+        default = SOAK_PG_SCHEDULES if SOAK else DEFAULT_PG_SCHEDULES
+        count = int(os.environ.get("AGENTCTL_MODEL_PG_SCHEDULES", default))
     if keep is not None:
         keep.mkdir(parents=True, exist_ok=True)
     seeds = list(range(first, first + count))
@@ -115,3 +128,13 @@ def test_random_schedules_keep_every_invariant(
         "worker per command)"
     )
     assert not failed, f"{len(failed)} schedule(s) broke an invariant:\n\n" + _report(failed)
+    if backend == "sqlite" and first == 0 and count >= DEFAULT_SCHEDULES:
+        # The default run is the suite's only model run: it must still reach every move
+        # and crash a command at every fault point, or a smaller budget hid a rule.
+        taken = {move for o in outcomes for move in o.moves}
+        crashed = {point for o in outcomes for point in o.crashed_at}
+        expected = set(MOVES) - {"workers"} - KNOWN_DEFECT_MOVES - SOAK_ONLY_MOVES
+        assert expected <= taken, f"moves no schedule took: {sorted(expected - taken)}"
+        assert set(FAULT_POINTS) <= crashed, (
+            f"fault points no command was killed at: {sorted(set(FAULT_POINTS) - crashed)}"
+        )

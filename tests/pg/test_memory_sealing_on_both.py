@@ -15,8 +15,6 @@ import base64
 import itertools
 import json
 import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -30,6 +28,7 @@ from agentctl.ids import FixedClock
 from agentctl.memory import LocalHashEmbedder, LongTermMemory
 from agentctl.store import encryption_repo, schedules_repo
 from agentctl.store.engine import Store, open_store
+from tests.forkserver import run_agentctl
 from tests.pg.backends import rows
 
 MARKER = "MARKER7be21a"
@@ -264,10 +263,10 @@ def test_enable_killed_half_way_through_memory_then_run_again_finishes(
     with open_store(database) as store:
         before = _hits(_put_notes(store, 260), "notes", "note 7 deploy", "hybrid")
     monkeypatch.setenv("K1", _key())
-    enable = [sys.executable, "-m", "agentctl", "db", "encryption", "enable"]
+    enable = ["db", "encryption", "enable"]
     enable += ["--key-id", "k1", "--key-env", "K1", "--db", database]
     env = {**os.environ, "AGENTCTL_FAULT": "encryption.batch:1"}
-    killed = subprocess.run(enable, capture_output=True, text=True, env=env, check=False)
+    killed = run_agentctl(enable, env=env)
     assert killed.returncode == -9, killed.stderr  # SIGKILLed after its first batch committed
     half = _memory_keys(database)
     assert half["value_json"] == {"k1": 200, "clear": 60}

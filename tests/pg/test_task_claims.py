@@ -7,13 +7,13 @@ import json
 import os
 import signal
 import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.forkserver import start_agentctl
 from tests.pg.backends import rows
 from tests.pg.test_workers import _ready, _stop, _worker
 
@@ -90,13 +90,12 @@ def test_a_200_task_fan_out_over_three_workers_runs_every_task_once(
 
 
 def _spawn(database: str, ws: Path, name: str, concurrency: int, *flags: str, **env: str) -> Any:
-    return subprocess.Popen(
-        [sys.executable, "-m", "agentctl", "--output", "jsonl", "worker", "--name", name]
+    return start_agentctl(
+        ["--output", "jsonl", "worker", "--name", name]
         + ["--concurrency", str(concurrency), "--db", database, *flags],
         cwd=ws,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        text=True,
         env={**{k: v for k, v in os.environ.items() if k != "AGENTCTL_FAULT"}, **env},
     )
 

@@ -7,7 +7,6 @@ import os
 import signal
 import sqlite3
 import subprocess
-import sys
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.forkserver import run_agentctl
+from tests.forkserver import ForkedProcess, run_agentctl, start_agentctl
 
 RELEASE = """
 apiVersion: agentctl.dev/v1
@@ -281,17 +280,16 @@ def dashboard(runs: Runs) -> Iterator[Any]:
 @pytest.fixture
 def ui_server(runs: Runs, tmp_path: Path) -> Iterator[Any]:
     """Starts ``agentctl ui`` in its own process; returns the URL it printed (with token)."""
-    started: list[subprocess.Popen[str]] = []
+    started: list[ForkedProcess | subprocess.Popen[str]] = []
 
     def start() -> str:
         with (tmp_path / "ui.stderr").open("w") as log:
-            child = subprocess.Popen(
-                [sys.executable, "-m", "agentctl", "--output", "jsonl"]
+            child = start_agentctl(
+                ["--output", "jsonl"]
                 + ["ui", "--db", str(runs.db), "--host", "127.0.0.1", "--port", "0"],
                 stdout=subprocess.PIPE,
-                stderr=log,
+                stderr=log.fileno(),
                 stdin=subprocess.DEVNULL,
-                text=True,
             )
         started.append(child)
         assert child.stdout is not None

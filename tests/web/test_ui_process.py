@@ -10,6 +10,7 @@ from typing import Any
 
 import httpx
 
+from tests.forkserver import start_agentctl
 from tests.web.conftest import RELEASE, Runs
 
 
@@ -59,12 +60,12 @@ def test_a_remote_dashboard_still_checks_host_and_sends_its_security_headers(
     """Issue 38 item 12: with --allow-remote the Host check stays on (only the addresses it
     serves and each --allowed-host), and every answer carries CSP and nosniff."""
     runs.roll(RELEASE, "release")
-    argv = [sys.executable, "-m", "agentctl", "--output", "jsonl", "ui", "--db", str(runs.db)]
+    argv = ["--output", "jsonl", "ui", "--db", str(runs.db)]
     argv += ["--port", "0", "--host", "0.0.0.0", "--allow-remote"]
     argv += ["--allowed-host", "ops.example.test"]
     with (tmp_path / "ui.stderr").open("w") as log:
-        child = subprocess.Popen(
-            argv, stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL, text=True
+        child = start_agentctl(
+            argv, stdout=subprocess.PIPE, stderr=log.fileno(), stdin=subprocess.DEVNULL
         )
     try:
         assert child.stdout is not None

@@ -3,6 +3,7 @@ lose a referenced or leased blob, and gc eventually removes everything else."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -166,8 +167,10 @@ class ArtifactGcMachine(RuleBasedStateMachine):
             assert not folder.exists() or list(folder.iterdir()) == []
 
 
+# Each example keeps its 30 steps; `make test` runs 25 of them (40 took a minute of the
+# suite on a loaded machine), AGENTCTL_SOAK=1 runs 400.
 ArtifactGcMachine.TestCase.settings = settings(
-    max_examples=40,
+    max_examples=400 if os.environ.get("AGENTCTL_SOAK") == "1" else 25,
     stateful_step_count=30,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
