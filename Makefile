@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: install test test-quick lint format demo bench docs screenshots lock clean
+.PHONY: install test test-quick lint format demo bench docs statements screenshots lock clean
 
 # The development environment is the exact set of requirements-dev.lock (every extra, the
 # test and lint tools), then agentctl itself in editable mode.
@@ -64,6 +64,11 @@ bench: $(STAMP)
 lock: $(STAMP)
 	$(BIN)/uv pip compile pyproject.toml --extra dev --universal --python-version 3.11 \
 		--quiet --output-file requirements-dev.lock
+
+# Refresh the store's statements compiled ahead of time (agentctl/store/compiled_*.py) after
+# changing a statement's builder; tests/unit/store/test_statement_texts.py fails until then.
+statements: $(STAMP)
+	$(BIN)/python -m agentctl.store.statement_texts
 
 docs: $(STAMP)
 	$(BIN)/python -m agentctl.cli.reference > docs/cli-reference.md

@@ -26,12 +26,20 @@ that never open a store (``agentctl --help``), and start-up must not load SQLAlc
 
 A statement whose shape depends on its arguments (an ``IN`` list of some length, an optional
 filter) is one :class:`Statement` per shape: build them in a function cached by the shape
-(``functools.lru_cache``).
+(``functools.lru_cache``), and name each after its arguments (``f"records_of({count})"``).
+
+A fresh process does not build or compile the statements it can find ahead of time: those
+with a stable key (:attr:`Statement.key`: the module and the name, or the qualified name of
+the builder) that :mod:`agentctl.store.statement_texts` compiled into
+``agentctl/store/compiled_sqlite.py`` and ``compiled_postgresql.py`` (``make statements``
+writes them; a unit test fails while they differ from what the builders make now). Any
+other statement is built and compiled on its first use, as before.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from importlib import import_module
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
@@ -81,21 +89,31 @@ class Compiled:
 
 
 class Statement:
-    """A Core statement built on first use and compiled once per dialect."""
+    """A Core statement compiled once per dialect: taken from the texts compiled ahead of
+    time when its key is among them, otherwise built and compiled on first use."""
 
-    __slots__ = ("__name__", "_build", "_compiled")
+    __slots__ = ("__name__", "_build", "_compiled", "key")
 
     def __init__(self, build: Callable[[SqlDialect], Executable], name: str | None = None) -> None:
         self._build = build
         self._compiled: dict[str, Compiled] = {}
         self.__name__ = name or getattr(build, "__name__", "statement")
+        #: ``module:name`` (``name`` given, else the builder's qualified name), or None
+        #: when that names no one statement (a lambda, a function's local builder).
+        self.key = _key(build, name)
 
     def compiled(self, dialect: str) -> Compiled:
         found = self._compiled.get(dialect)
         if found is None:
-            built = self._build(sql_dialect(dialect))
-            found = self._compiled[dialect] = compile_for(built, dialect)
+            found = _ahead_of_time(dialect, self.key) if self.key is not None else None
+            if found is None:
+                found = self.compile(dialect)
+            self._compiled[dialect] = found
         return found
+
+    def compile(self, dialect: str) -> Compiled:
+        """Built and compiled for ``dialect`` now (what the texts compiled ahead hold)."""
+        return compile_for(self._build(sql_dialect(dialect)), dialect)
 
     def run(self, conn: Any, **values: Any) -> Any:
         """Execute on ``conn`` (a SQLAlchemy Connection or a DriverSession) with ``values``
@@ -119,6 +137,34 @@ class Statement:
 def statement(build: Callable[[SqlDialect], Executable]) -> Statement:
     """Decorator: the :class:`Statement` ``build`` makes."""
     return Statement(build)
+
+
+def _key(build: Callable[..., Any], name: str | None) -> str | None:
+    module = getattr(build, "__module__", None)
+    label = name or getattr(build, "__qualname__", "")
+    if not module or not label or "<" in label:
+        return None
+    return f"{module}:{label}"
+
+
+#: A statement's text, parameter names and constants, as ``compiled_<dialect>.py`` hold them.
+Entry = tuple[str, tuple[str, ...], dict[str, Any]]
+
+#: The texts compiled ahead of time, per dialect, each module imported on first need.
+_AHEAD: dict[str, Mapping[str, Entry]] = {}
+
+
+def _ahead_of_time(dialect: str, key: str) -> Compiled | None:
+    table = _AHEAD.get(dialect)
+    if table is None:
+        table = _AHEAD[dialect] = import_module(f"agentctl.store.compiled_{dialect}").STATEMENTS
+    entry = table.get(key)
+    if entry is None:
+        return None
+    text, names, constants = entry
+    if dialect == "postgresql":
+        _POSTGRES_TEXTS.add(text)
+    return Compiled(text, names, constants)
 
 
 #: Every text compiled for PostgreSQL: psycopg reads their placeholders even with no
