@@ -32,10 +32,12 @@ DIALECTS = (SQLITE, POSTGRESQL)
 _SMALL_LISTS = tuple((1 << n,) for n in range(5))  # 1 … 16 ids
 
 #: Statement factories (module, function, the argument tuples) whose shapes are compiled
-#: ahead too: those a resumed run reads its finished tasks with.
+#: ahead too: those a resumed run reads its finished tasks with, and ``runs list``'s
+#: listing without filters.
 FACTORY_SHAPES: tuple[tuple[str, str, tuple[tuple[Any, ...], ...]], ...] = (
     ("agentctl.store.plan_repo", "_records_of", _SMALL_LISTS),
     ("agentctl.store.tasks_repo", "_states_of_tasks", _SMALL_LISTS),
+    ("agentctl.store.runs_repo", "_list_runs", ((False, False, False, False),)),
 )
 
 #: Constants a generated module may hold (their ``repr`` reads back as the same value).
