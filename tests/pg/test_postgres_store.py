@@ -187,3 +187,35 @@ def test_an_unreachable_server_is_a_clear_error_and_no_file(
     assert error["code"] == "store.unreachable"
     assert f"127.0.0.1:{port}" in error["message"] and "secret" not in result.stderr
     assert list(Path.cwd().iterdir()) == []
+
+
+def test_a_driver_sessions_results_outlive_its_next_statement(postgres_url: str) -> None:
+    """Driver sessions on PostgreSQL run their statements on one cursor kept with the
+    pooled connection (a cursor per statement cost a claimed task more CPU than sending
+    it): each result is taken when its statement returns, so a result read after the
+    next statement, or after the session, still holds its own rows and counts."""
+    store = open_store(postgres_url)
+    try:
+        with store.write() as conn:
+            _insert_run(conn, "run-a")
+            _insert_run(conn, "run-b")
+        with store.driver_session() as session, session.write() as conn:
+            listed = conn.exec_driver_sql("SELECT id FROM runs ORDER BY id", ())
+            one = conn.exec_driver_sql("SELECT id FROM runs WHERE id = %s", ("run-b",))
+            changed = conn.exec_driver_sql(
+                "UPDATE runs SET status = %s WHERE status = %s", ("paused", "running")
+            )
+            nothing = conn.exec_driver_sql("SELECT id FROM runs WHERE id = %s", ("none",))
+        assert [tuple(row) for row in listed] == [("run-a",), ("run-b",)]
+        assert listed.rowcount == 2
+        assert one.first()[0] == "run-b"
+        assert changed.rowcount == 2 and list(changed) == []
+        assert nothing.first() is None and nothing.rowcount == 0
+        # The next session on the pooled connection starts from a clean cursor.
+        with store.driver_session() as session:
+            again = session.exec_driver_sql(
+                "SELECT count(*) FROM runs WHERE status = %s", ("paused",)
+            )
+            assert again.first()[0] == 2
+    finally:
+        store.close()
