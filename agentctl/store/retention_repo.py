@@ -14,7 +14,7 @@ from datetime import datetime
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from agentctl.store.statements import Statement, statement
+from agentctl.store.statements import Statement, id_list, id_values, statement
 from agentctl.store.timestamps import to_db
 
 if TYPE_CHECKING:
@@ -36,7 +36,7 @@ def old_terminal_runs(
 ) -> list[str]:
     """Ids of runs in one of ``statuses`` last updated before ``updated_before``, by id;
     only ids greater than ``after`` when given, at most ``limit`` when given."""
-    wanted = {f"status_{n}": status for n, status in enumerate(statuses)}
+    wanted = id_values(statuses, "status")
     listing = _old_terminal_runs(len(statuses), after is not None, limit is not None)
     rows = listing.run(conn, before=to_db(updated_before), after=after, limit=limit, **wanted)
     return [str(row[0]) for row in rows]
@@ -51,7 +51,7 @@ def _old_terminal_runs(statuses: int, after: bool, limit: bool) -> Statement:
 
         c = runs.c
         query = select(c.id).where(
-            c.status.in_([bindparam(f"status_{n}") for n in range(statuses)]),
+            id_list(c.status, statuses, "status"),
             c.updated_at < bindparam("before"),
         )
         if after:

@@ -175,14 +175,15 @@ def padded(values: Sequence[Any]) -> list[Any]:
     return [*values, *([values[-1]] * (size - len(values)))]
 
 
-def id_list(column: ColumnElement[Any], count: int) -> ColumnElement[bool]:
-    """``column IN (:id_0, …, :id_{count-1})``: an id list whose values
-    :func:`id_values` names (a statement compiled once per ``count``; see :func:`padded`)."""
+def id_list(column: ColumnElement[Any], count: int, name: str = "id") -> ColumnElement[bool]:
+    """``column IN (:id_0, …, :id_{count-1})``: a list of values that :func:`id_values`
+    names (a statement compiled once per ``count``; see :func:`padded`). ``name`` tells two
+    lists of one statement apart."""
     from sqlalchemy import bindparam
 
-    return column.in_([bindparam(f"id_{n}") for n in range(count)])
+    return column.in_([bindparam(f"{name}_{n}") for n in range(count)])
 
 
-def id_values(ids: Sequence[Any]) -> dict[str, Any]:
+def id_values(ids: Sequence[Any], name: str = "id") -> dict[str, Any]:
     """The parameters of :func:`id_list` for ``ids``, in order."""
-    return {f"id_{n}": value for n, value in enumerate(ids)}
+    return {f"{name}_{n}": value for n, value in enumerate(ids)}
