@@ -51,6 +51,19 @@ _ROWS = 2
 #: Where a pooled PostgreSQL connection keeps its driver sessions' cursor.
 _CURSOR = "agentctl_cursor"
 
+#: libpq's ``PQTRANS_IDLE``: no transaction open on the connection.
+_IDLE = 0
+
+#: How long a store keeps an idle PostgreSQL connection out of the pool between driver
+#: sessions, and how many it keeps (see ``Store._server_connection``). Below the pool's
+#: ping threshold (store/postgres.py, ``PING_AFTER_IDLE_SECONDS``).
+KEEP_SECONDS = 1.0
+KEEP_CONNECTIONS = 8
+
+#: In a kept connection's ``info`` when it goes back to the pool: when it was given back
+#: by its last session, which the pool's check-in takes as the start of its idle time.
+KEPT_SINCE = "agentctl_kept_since"
+
 
 @dataclass(frozen=True, slots=True)
 class StoreSettings:
@@ -89,6 +102,9 @@ class Store:
         # Seals and opens payload columns (store/sealing.py); every connection handed out
         # carries it, so the repositories find it on the connection they are given.
         self.sealer: Sealer = CLEAR
+        # PostgreSQL: pooled connections kept checked out between driver sessions, with
+        # when each was last given back, most recent last (see _server_connection).
+        self._kept: list[tuple[Any, float]] = []
 
     @property
     def engine(self) -> Engine:
@@ -256,11 +272,21 @@ class Store:
 
     def _server_connection(self) -> tuple[Any, Callable[[], None]]:
         """A pooled PostgreSQL connection and how to give it back: a connection that was
-        lost (the server restarted) is thrown away, not returned to the pool."""
-        try:
-            raw = self.engine.raw_connection()
-        except DBAPIError as exc:
-            raise driver_error(self.path, exc.orig) from exc
+        lost (the server restarted) is thrown away, not returned to the pool.
+
+        On PostgreSQL a connection given back idle (no transaction open) is kept by this
+        store for the next driver session, up to :data:`KEEP_SECONDS` and
+        :data:`KEEP_CONNECTIONS`: the pool's check-out and check-in (its queue, events
+        and reset) cost a worker more CPU than the statement a session often sends, and
+        a claimed task opens some eight sessions. One kept longer goes back to the pool
+        as idle since it was given back, so the pool's ping on check-out still sees
+        how long it sat (store/postgres.py)."""
+        raw = self._kept_connection()
+        if raw is None:
+            try:
+                raw = self.engine.raw_connection()
+            except DBAPIError as exc:
+                raise driver_error(self.path, exc.orig) from exc
 
         def give_back() -> None:
             driver = raw.driver_connection
@@ -272,9 +298,38 @@ class Store:
                 or getattr(driver, "broken", False)
             ):
                 raw.invalidate()
+            elif (
+                self.dialect == POSTGRESQL
+                and len(self._kept) < KEEP_CONNECTIONS
+                and driver.pgconn.transaction_status == _IDLE
+            ):
+                self._kept.append((raw, time.monotonic()))
+                return
             raw.close()
 
         return raw, give_back
+
+    def _kept_connection(self) -> Any:
+        """The connection kept last, if it was given back less than :data:`KEEP_SECONDS`
+        ago; older ones go back to the pool, marked with when they were given back."""
+        while True:
+            try:
+                raw, since = self._kept.pop()  # atomic: sessions run on several threads
+            except IndexError:
+                return None
+            if time.monotonic() - since < KEEP_SECONDS:
+                return raw
+            raw.info[KEPT_SINCE] = since
+            raw.close()
+
+    def _release_kept(self) -> None:
+        while self._kept:
+            try:
+                raw, since = self._kept.pop()
+            except IndexError:
+                return
+            raw.info[KEPT_SINCE] = since
+            raw.close()
 
     def reads_one_by_one(self) -> SqlRunner:
         """A runner of read statements, each in a read transaction of its own, its rows
@@ -289,6 +344,7 @@ class Store:
         if self._connections is not None:
             self._connections.close()
         else:
+            self._release_kept()
             self.engine.dispose()
 
     def __enter__(self) -> Store:
