@@ -26,7 +26,7 @@ from agentctl.observability import telemetry
 from agentctl.store import audit_repo
 from agentctl.store.formats import FORMAT_VERSION
 from agentctl.store.records import check_format_version
-from agentctl.store.timestamps import utc
+from agentctl.store.timestamps import to_db
 from agentctl.typed_records import CAMEL, CamelRecord, omitted_when
 
 if TYPE_CHECKING:
@@ -50,9 +50,16 @@ Redactor = Callable[[Any], Any]
 
 
 def _stamp(value: datetime) -> str:
-    # The digest covers the UTC wall time without a zone: the stored form (see
-    # agentctl.store.timestamps) carries no zone, so a reread event digests the same.
-    return utc(value).replace(tzinfo=None).isoformat()
+    """``utc(value).replace(tzinfo=None).isoformat()``: the UTC wall time without a zone.
+
+    The digest covers it: the stored form (see agentctl.store.timestamps) carries no zone,
+    so a reread event digests the same. It is the stored text with a ``T`` for its space,
+    without the fraction when it is zero (as isoformat writes it), so an event's time is
+    formatted once for its row and its digest (a property test holds the two equal)."""
+    text = to_db(value)
+    if text.endswith(".000000"):
+        text = text[:-7]
+    return text[:10] + "T" + text[11:]
 
 
 StampedTime = Annotated[datetime, PlainSerializer(_stamp, return_type=str)]

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from agentctl.store import locks
 from agentctl.store.sealing import seal, unseal
 from agentctl.store.statements import columns, statement
 from agentctl.store.timestamps import from_db, to_db
@@ -107,6 +108,9 @@ def chain_head(conn: SqlRunner, run_id: str) -> tuple[int, str] | None:
     once per run and then carried by :func:`insert_event_rows`: a batch commit appends
     an event per task, and every writer of a run's chain holds that run's lock (or the
     whole store), so nothing but this transaction moves the head until it ends."""
+    # The head decides the next append: read under the run's lock (taken here by a
+    # claimed task's write, which defers it to this point: locks.hold_run).
+    locks.hold_run(conn, run_id)
     heads: dict[str, tuple[int, str]] | None = getattr(conn, "chain_heads", None)
     if heads is not None:
         known = heads.get(run_id)
@@ -139,6 +143,8 @@ def insert_event_rows(conn: SqlRunner, rows: list[dict[str, Any]]) -> None:
 
     Every event is inserted here, so this is where a driver session's cached chain heads
     (:func:`chain_head`) follow the events it appends."""
+    for run_id in {row["run_id"] for row in rows}:
+        locks.hold_run(conn, run_id)  # an append after a head the caller carried
     if len(rows) == 1:
         _insert_event.run(conn, **rows[0])
     else:

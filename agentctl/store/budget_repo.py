@@ -1,7 +1,14 @@
 """The run's resource ledger rows: one ``budgets`` row per resource, and the reservations
 held against it by effects. Every function runs in the caller's transaction; the gate
 reserves in the transaction that journals the effect and settles in the one that records
-its outcome."""
+its outcome.
+
+A run's ledger rows are decided on read-then-write (a reservation checks the limit against
+what is used and held), so every function that reads or moves them holds the run's lock
+first (:func:`agentctl.store.locks.hold_run`: a no-op for a transaction that holds it from
+its ``BEGIN``, the late lock of a claimed task's write otherwise): workers reserving for
+one run see each other's reservations. An effect's own reservation rows are its holder's.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +18,7 @@ from datetime import datetime
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from agentctl.store import locks
 from agentctl.store.statements import Statement, statement
 from agentctl.store.timestamps import to_db
 
@@ -91,6 +99,7 @@ def _insert_ledger(_: SqlDialect) -> Executable:
 
 
 def ledger(conn: SqlRunner, run_id: str) -> dict[str, LedgerRow]:
+    locks.hold_run(conn, run_id)
     rows = _ledger.run(conn, run_id=run_id)
     return {
         row[0]: LedgerRow(
@@ -165,6 +174,8 @@ def move_reservations(
 ) -> None:
     """Move each reservation's units on the ledger (``reserved`` and ``used`` are -1, 0 or
     +1 times the units) and mark it ``status``, one reservation at a time."""
+    if reservations:
+        locks.hold_run(conn, run_id)
     stamp = to_db(now)
     for reservation in reservations:
         _move_units.run(
@@ -286,6 +297,7 @@ def reserve_units(
     """Hold each ``(resource, amount)`` for one effect (distinct resources)."""
     if not amounts:
         return
+    locks.hold_run(conn, run_id)
     values = _by_resource(run_id, amounts, to_db(now))
     _change_units("reserved_units", 1, len(amounts)).run(conn, **values)
     _insert_reservations(len(amounts)).run(conn, effect_id=effect_id, **values)
@@ -297,6 +309,7 @@ def settle_reservations(
     """Give held reservations back to the ledger and mark them settled."""
     if not reservations:
         return
+    locks.hold_run(conn, run_id)
     stamp = to_db(now)
     resources = [r.resource for r in reservations]
     if len(set(resources)) == len(resources):
@@ -340,5 +353,6 @@ def add_used(
     """Count each ``(resource, amount)`` as used (distinct resources)."""
     if not amounts:
         return
+    locks.hold_run(conn, run_id)
     values = _by_resource(run_id, amounts, to_db(now))
     _change_units("used_units", 1, len(amounts)).run(conn, **values)

@@ -17,7 +17,16 @@ locks for exactly that, in the one round trip of its ``BEGIN``:
 - a write that concerns one schedule or monitor (a slot's firing, its cursor, linking
   the run it created) takes that schedule's lock (:func:`schedule`), plus the new run's;
 - the keys are taken in one order (the store lock first, then by key), so two writes never
-  deadlock on them.
+  deadlock on them;
+- a claimed task's write (a worker executing one task of another process's run) begins
+  with the store lock alone and takes its run's lock *late*: right before it first reads
+  the run's audit chain head or budget ledger (:func:`hold_run`, which every such reader
+  calls), so its writes of its own rows (the effect journal, fenced by the claim's token)
+  do not wait for the run's other writers, and the run's lock is held from the chain
+  append to the commit only. Its fencing check comes after the run's lock (the claim's row
+  is locked then), so every transaction takes a run's lock before that run's claim rows:
+  the owner's writes hold the run's lock from their ``BEGIN`` and may then withdraw claim
+  rows, and no order of the two deadlocks.
 
 A lock is an advisory key: a signed 64-bit hash of its name (:func:`key`), so an operator
 can match ``pg_locks.objid`` with ``agentctl``'s names. ``lock_timeout`` bounds every wait
@@ -29,8 +38,9 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from typing import Any
 
-__all__ = ["STORE_KEY", "Locks", "begin_postgres", "key", "run", "schedule"]
+__all__ = ["STORE_KEY", "Locks", "begin_postgres", "hold_run", "key", "run", "schedule"]
 
 #: The store lock (an arbitrary constant that spells "agentctl" in ASCII, so an operator
 #: recognises it in ``pg_locks``): shared by every scoped write, exclusive for the others.
@@ -55,6 +65,17 @@ def schedule(name: str) -> Locks:
     firings and observations, and linking a firing to the run it created. Two daemons
     deciding the same schedule are serialised; other schedules and every run go on."""
     return Locks(exclusive=(f"schedule:{name}",))
+
+
+def hold_run(conn: Any, run_id: str) -> None:
+    """Hold ``run_id``'s lock from here to the commit when the transaction on ``conn``
+    deferred it (a claimed task's write; a no-op for every other transaction, which holds
+    its locks from its ``BEGIN``). Every read-then-write of a run's serialised rows (the
+    audit chain's head, the budget ledger) calls this first, so none can be made without
+    the lock."""
+    late = getattr(conn, "late_run_lock", None)
+    if late is not None:
+        late.take(conn, run_id)
 
 
 def key(name: str) -> int:

@@ -40,7 +40,7 @@ from agentctl.store.sealing import CLEAR, SEALER_OPTION, Sealer, sealer_of
 from agentctl.store.sqlite_connections import SQLITE_DRIVER, FileConnections
 from agentctl.store.statements import is_compiled
 
-__all__ = ["DriverSession", "SqlRunner", "Store", "StoreSettings"]
+__all__ = ["DriverSession", "LateRunLock", "RunFence", "SqlRunner", "Store", "StoreSettings"]
 
 _SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")
 
@@ -232,13 +232,18 @@ class Store:
         on_begin: Callable[[DriverSession], None] | None = None,
         *,
         scope: Locks | None = None,
+        late_fence: RunFence | None = None,
     ) -> Iterator[DriverSession]:
         """One pooled connection used at the driver level, for a run's hot path.
 
         A task transition is a handful of fixed statements; going straight to the sqlite3
         driver keeps its cost near the fsync of its commit. Transactions still begin
         IMMEDIATE and either commit whole or roll back; on PostgreSQL its write
-        transactions hold the locks of ``scope`` (see :meth:`write`).
+        transactions hold the locks of ``scope`` (see :meth:`write`). With ``late_fence``
+        (a claimed task's writes) a PostgreSQL write holds the store lock from its start
+        and its run's lock only from the first read of the run's chain head or budget
+        ledger to the commit (:func:`agentctl.store.locks.hold_run`), the fence checked
+        after it; on SQLite the fence is checked at ``BEGIN IMMEDIATE``.
         """
         # On PostgreSQL the pool's connections are in autocommit at the driver (see
         # store/postgres.py): statements outside write() see committed data and hold no
@@ -263,6 +268,7 @@ class Store:
             give_back=give_back,
             reconnect=reconnect,
             scope=scope,
+            late_fence=late_fence,
         )
         session.sealer = self.sealer
         try:
@@ -434,21 +440,62 @@ class _OneStatement:
         return self._runner.exec_driver_sql(statement, parameters)
 
 
+class RunFence(Protocol):
+    """The fencing check of a write that takes its run's lock late (a claimed task's,
+    see :func:`agentctl.store.locks.hold_run`): the claim's token, checked with the claim's
+    row locked until the commit, so nothing of the write lands once the claim is lost."""
+
+    run_id: str
+
+    def lock_and_check(self, conn: DriverSession) -> None:
+        """Take the run's lock, then check the fence (one statement)."""
+        ...
+
+    def check(self, conn: DriverSession) -> None:
+        """Check the fence without the run's lock (a write that needed none)."""
+        ...
+
+
+class LateRunLock:
+    """One transaction's deferred run lock (``DriverSession.late_run_lock``): taken by
+    :func:`agentctl.store.locks.hold_run` the first time the transaction reads its run's
+    chain head or budget ledger, with the fencing check after it; when nothing asked for
+    it, the fence alone is checked before the commit."""
+
+    __slots__ = ("fence", "taken")
+
+    def __init__(self, fence: RunFence) -> None:
+        self.fence = fence
+        self.taken = False
+
+    def take(self, conn: DriverSession, run_id: str) -> None:
+        if run_id != self.fence.run_id:
+            raise RuntimeError(
+                f"a write fenced for run {self.fence.run_id} touched run {run_id}'s "
+                "serialised rows; it holds only its own run's lock"
+            )
+        if not self.taken:
+            self.fence.lock_and_check(conn)
+            self.taken = True
+
+
 class _Transaction:
     """One transaction of a :class:`DriverSession` (see its ``_transaction``): a plain
     context manager, not a generator's, because a run opens one per task transition."""
 
-    __slots__ = ("_begin", "_cursor", "_on_begin", "_session")
+    __slots__ = ("_begin", "_cursor", "_late", "_on_begin", "_session")
 
     def __init__(
         self,
         session: DriverSession,
         begin: str,
         on_begin: Callable[[DriverSession], None] | None,
+        late: RunFence | None = None,
     ) -> None:
         self._session = session
         self._begin = begin
         self._on_begin = on_begin
+        self._late = late
         self._cursor: Any = None
 
     def __enter__(self) -> DriverSession:
@@ -458,6 +505,7 @@ class _Transaction:
         except _driver_errors() as exc:
             raise driver_error(session._where, exc) from exc
         session.chain_heads = {}
+        session.late_run_lock = None if self._late is None else LateRunLock(self._late)
         if self._on_begin is not None:
             try:
                 self._on_begin(session)
@@ -467,13 +515,23 @@ class _Transaction:
         return session
 
     def __exit__(self, kind: Any, exc: BaseException | None, _tb: Any) -> None:
-        self._session.chain_heads = None
+        session = self._session
+        late, session.late_run_lock = session.late_run_lock, None
+        if kind is None and late is not None and not late.taken:
+            # Nothing of the run's serialised rows was touched: the claim's fence is still
+            # checked (its row locked) before anything of the transaction commits.
+            try:
+                late.fence.check(session)
+            except BaseException as failed:
+                self.__exit__(type(failed), failed, None)
+                raise
+        session.chain_heads = None
         try:
             self._cursor.execute("ROLLBACK" if kind is not None else "COMMIT")
         except _driver_errors() as failed:
-            raise driver_error(self._session._where, failed) from failed
+            raise driver_error(session._where, failed) from failed
         if exc is not None and isinstance(exc, _driver_errors()):
-            raise driver_error(self._session._where, exc) from exc
+            raise driver_error(session._where, exc) from exc
 
 
 class DriverSession:
@@ -485,6 +543,8 @@ class DriverSession:
     #: Inside a transaction, the audit chain heads this transaction read or appended
     #: (``run id -> (seq, digest)``, see ``audit_repo.chain_head``); None outside one.
     chain_heads: dict[str, tuple[int, str]] | None = None
+    #: Inside a write whose run lock is deferred (``late_fence``), that lock; else None.
+    late_run_lock: LateRunLock | None = None
 
     def __init__(
         self,
@@ -496,6 +556,7 @@ class DriverSession:
         give_back: Callable[[], None] | None = None,
         reconnect: Callable[[], tuple[Any, Callable[[], None]]] | None = None,
         scope: Locks | None = None,
+        late_fence: RunFence | None = None,
     ) -> None:
         self._raw = raw
         self._cursor: Any = None
@@ -509,6 +570,13 @@ class DriverSession:
         self._begin = {
             kind: begin_statement(name, kind, scope) for kind in (WRITE, READ, ROW_LOCKS)
         }
+        self._late_fence = late_fence if self._postgres else None
+        if self._late_fence is not None:
+            # The store lock alone (shared: store-wide writes still exclude this one); the
+            # run's lock is taken late, by locks.hold_run.
+            self._begin[WRITE] = begin_statement(name, WRITE, Locks())
+        elif late_fence is not None:  # SQLite: one writer, the fence checked at BEGIN
+            self._on_begin = late_fence.check
 
     def exec_driver_sql(self, statement: str, parameters: Any = ()) -> _DriverResult:
         try:
@@ -555,7 +623,11 @@ class DriverSession:
         return self._cursor
 
     def write(self) -> AbstractContextManager[DriverSession]:
-        """A write transaction that holds its locks from its start."""
+        """A write transaction that holds its locks from its start (or, with a
+        ``late_fence``, the store lock from its start and its run's lock from the first
+        read of the run's chain head or ledger: :func:`agentctl.store.locks.hold_run`)."""
+        if self._late_fence is not None:
+            return _Transaction(self, self._begin[WRITE], None, self._late_fence)
         return self._transaction(self._begin[WRITE], self._on_begin)
 
     def row_write(self) -> AbstractContextManager[DriverSession]:

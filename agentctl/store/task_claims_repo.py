@@ -7,11 +7,13 @@ A row's life (docs/postgresql.md, "Task-level claims"):
   write transaction: an owner that lost its run publishes nothing);
 - a worker **claims** it (``SELECT … FOR UPDATE SKIP LOCKED``): ``claimed``, its name, a
   lease, and ``token`` incremented, the fencing token of this claim;
-- every write the worker makes for the task checks the token first (:func:`check_claim`),
-  under the store's write lock, and the outcome is recorded with the row moving to
-  ``done`` in one transaction (:func:`finish_claim`); a claim whose lease ran out is
-  claimed again by another worker with the next token, so the first worker's late writes
-  fail instead of landing;
+- every write the worker makes for the task checks the token inside its transaction, the
+  claim's row read ``FOR SHARE`` until the commit (:func:`check_claim`; in a write that
+  appends to the run's audit chain, right after the run's lock, which such a write takes
+  late: :func:`lock_run_and_check_claim`), and the outcome is recorded with the row
+  moving to ``done`` in one conditional update (:func:`finish_claim`); a claim whose
+  lease ran out is claimed again by another worker with the next token, so the first
+  worker's late writes fail instead of landing;
 - the owner reads the outcomes, commits the batch in plan order and **removes** the rows.
 
 Publishing again with the same basis keeps the row as it is (an owner that took the run
@@ -28,7 +30,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from agentctl.errors import OwnershipLostError
-from agentctl.store import run_queue
+from agentctl.store import locks, run_queue
 from agentctl.store.statements import Statement, padded, statement
 from agentctl.store.timestamps import to_db
 
@@ -50,6 +52,7 @@ __all__ = [
     "claimable",
     "claims_done",
     "finish_claim",
+    "lock_run_and_check_claim",
     "publish",
     "published_task_ids",
     "remove_claims",
@@ -473,6 +476,46 @@ def check_claim(
     found = _claim_row(lock_row).run(conn, run_id=run_id, task_id=task_id).first()
     if found is None or int(found[0]) != token or found[1] != "claimed":
         raise _lost(run_id, task_id, token, found)
+
+
+def lock_run_and_check_claim(conn: Any, run_id: str, task_id: str, token: int) -> None:
+    """Take the run's lock (waiting for it), then fail unless this claim still holds the
+    task, its row read ``FOR SHARE`` until the commit: one statement, for a claimed task's
+    write that took its run's lock late (``locks.hold_run``). The run's lock comes before
+    the claim's row, as in the owner's writes (which hold the run's lock from their
+    ``BEGIN`` and may withdraw claim rows), so the two never wait for each other in a
+    circle. On SQLite (no advisory locks: one writer) it is :func:`check_claim`."""
+    from agentctl.store.dialect import sql_dialect
+
+    if not sql_dialect(conn.dialect.name).advisory_locks:
+        check_claim(conn, run_id, task_id, token)
+        return
+    (name,) = locks.run(run_id).exclusive
+    found = _lock_and_claim_row.run(
+        conn, key=locks.key(name), run_id=run_id, task_id=task_id
+    ).first()
+    if found is None or int(found[0]) != token or found[1] != "claimed":
+        raise _lost(run_id, task_id, token, found)
+
+
+@statement
+def _lock_and_claim_row(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, func, select, true
+
+    from agentctl.store.tables import task_claims
+
+    # The lock is a one-row sub-select joined to the claim's row; the row lock (FOR SHARE
+    # OF the claim) is taken above the join, after the advisory lock was granted, and
+    # reads the row's latest committed version whatever the statement's snapshot (READ
+    # COMMITTED follows a row updated meanwhile, and drops one deleted).
+    c = task_claims.alias("c")
+    lock = select(func.pg_advisory_xact_lock(bindparam("key")).label("held")).subquery("l")
+    return (
+        select(c.c.token, c.c.state, c.c.worker)
+        .select_from(c.join(lock, true()))
+        .where(c.c.run_id == bindparam("run_id"), c.c.task_id == bindparam("task_id"))
+        .with_for_update(read=True, of=c)
+    )
 
 
 @lru_cache(maxsize=2)

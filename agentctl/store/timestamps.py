@@ -40,28 +40,35 @@ def to_db(value: datetime) -> str: ...
 def to_db(value: None) -> None: ...
 def to_db(value: datetime | None) -> str | None:
     """The stored text of ``value`` (None stays None)."""
-    global _last
     if value is None:
         return None
-    last = _last  # one read: another thread may replace the pair, never half of it
-    if last[0] is value:
-        return last[1]
+    zone = value.tzinfo
+    cached = zone is UTC or zone is None
+    if cached:
+        text = _TEXTS.get(value)
+        if text is not None:
+            return text
     # isoformat with a space and microseconds is exactly _DB_FORMAT, at a fraction of
     # strftime's cost (this runs several times per task transition).
-    if value.tzinfo is UTC:
+    if zone is UTC:
         text = value.isoformat(" ", "microseconds")[:-6]  # without its "+00:00"
-    elif value.tzinfo is not None:
-        text = value.astimezone(UTC).replace(tzinfo=None).isoformat(" ", "microseconds")
+    elif zone is not None:
+        return value.astimezone(UTC).replace(tzinfo=None).isoformat(" ", "microseconds")
     else:
         text = value.isoformat(" ", "microseconds")
-    _last = (value, text)
+    if len(_TEXTS) >= _KEEP:
+        _TEXTS.clear()
+    _TEXTS[value] = text
     return text
 
 
-#: The last datetime :func:`to_db` wrote and its text: a task transition stamps its task
-#: row, checkpoint and audit event with one ``now``, so it is formatted once (datetimes
-#: are immutable, and the same object always has the same text).
-_last: tuple[datetime | None, str] = (None, "")
+#: The texts of the UTC and naive datetimes :func:`to_db` wrote lately, by value: a task
+#: transition stamps its task row, checkpoint and audit event with one ``now``, and a
+#: batch's rows are written together at its end, so each ``now`` is formatted once
+#: rather than three or four times. Equal datetimes of these two kinds have the same
+#: text (a naive one never equals an aware one); other zones are converted every time.
+_TEXTS: dict[datetime, str] = {}
+_KEEP = 1024
 
 
 @overload

@@ -229,3 +229,33 @@ def test_a_kill_inside_a_batchs_statements_loses_and_repeats_nothing(tmp_path: P
     assert attempts == {1}  # the tasks of the lost batch ran again as their first attempt
     items = outcome.output["join"]["output"]["items"]
     assert [item["output"]["output"]["i"] for item in items] == list(range(20))
+
+
+def test_outputs_encoded_by_reusing_parts_are_the_canonical_records(tmp_path: Path) -> None:
+    """The attempt encodes an output reusing the texts it already has (the rendered input
+    inside an assign's output, the children's outputs inside the aggregate, the join's
+    input inside its output): every stored output, digest and input digest is still the
+    canonical one of the value it records."""
+    from agentctl.digest import canonical_json, digest_json, sha256_hex
+
+    store, run_id, db = _created(tmp_path)
+    assert _execute(store, run_id).state == "succeeded"
+    store.close()
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute(
+            "SELECT task_id, output_json, output_digest, input_digest FROM tasks WHERE run_id = ?",
+            (run_id,),
+        ).fetchall()
+    assert len(rows) == 22  # 20 children, their aggregate, the join
+    by_id = {task_id: (text, digest, inputs) for task_id, text, digest, inputs in rows}
+    for text, digest, input_digest in by_id.values():
+        output = json.loads(text)
+        assert text == canonical_json(output)
+        assert digest == "sha256:" + sha256_hex(text.encode())
+        if "output" in output:  # an assign: its input is its output
+            assert input_digest == digest_json(output["output"])
+    aggregate = json.loads(by_id["unit"][0])
+    assert [item["output"] for item in aggregate["items"]] == [
+        json.loads(by_id[item["taskId"]][0]) for item in aggregate["items"]
+    ]
+    assert json.loads(by_id["join"][0])["output"] == {"items": aggregate["items"]}

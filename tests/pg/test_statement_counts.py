@@ -176,3 +176,48 @@ def test_a_transaction_reads_a_runs_chain_head_once_and_the_chain_verifies(
         assert kinds == [*["test.event"] * 5, "test.after", "test.last"]
     finally:
         store.close()
+
+
+def test_a_claimed_tasks_write_takes_its_runs_lock_last_right_before_the_chain_head(
+    postgres_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A claimed task's write begins with the store lock alone, writes its own effect row,
+    and takes the run's lock (with the claim's fence, one statement) only right before it
+    reads the run's chain head: held for the head, the append and the commit. A write that
+    needs no run lock checks the fence just before its commit and takes no run lock."""
+    from agentctl.engine.effects import journal
+    from agentctl.engine.run.claimed_tasks import ClaimFence
+    from agentctl.store.states import EffectState
+
+    store, run_id, tasks = _running_run(postgres_url, tmp_path, 1)
+    clock = SystemClock()
+    log = RunLog(run_id, checkpoint_seq=0)
+    (name,) = locks.run(run_id).exclusive
+    try:
+        with store.write() as conn:
+            repo.publish(conn, run_id, [repo.Published(tasks[0], "b", "{}")], clock.now())
+            (claimed,) = repo.claim_ready(conn, "w1", clock.now(), 1, lease_seconds=60)
+        fence = ClaimFence(store, claimed)
+        spec = journal.EffectSpec.classified("builtin.shell.exec", {"argv": ["true"]})
+        with _sent(monkeypatch) as sent, fence.write() as conn:
+            record, _ = journal.request_effect(
+                conn, run_id=run_id, task_id=tasks[0], attempt=1, ordinal=1, spec=spec,
+                now=clock.now(),
+            )  # fmt: skip
+            log.event(conn, "test.requested", {}, now=clock.now(), task_id=tasks[0])
+        begin = f"BEGIN; SELECT pg_advisory_xact_lock_shared({locks.STORE_KEY})"
+        assert sent[0] == begin, sent  # the store lock alone
+        taken = [n for n, s in enumerate(sent) if "pg_advisory_xact_lock(" in s]
+        assert len(taken) == 1 and "FOR SHARE OF c" in sent[taken[0]], sent
+        inserted = next(n for n, s in enumerate(sent) if s.startswith("INSERT INTO effects"))
+        assert inserted < taken[0]
+        assert sent[taken[0] + 1].startswith("SELECT audit_events.seq"), sent
+        assert sent[taken[0] + 2].startswith("INSERT INTO audit_events"), sent
+        assert sent[taken[0] + 3 :] == ["COMMIT"], sent
+        assert str(locks.key(name)) not in sent[0]
+        with _sent(monkeypatch) as sent, fence.write() as conn:
+            journal.set_status(conn, record.id, EffectState.STARTED, clock.now())
+        assert not any("pg_advisory_xact_lock(" in s for s in sent), sent
+        assert "FOR SHARE" in sent[-2] and sent[-1] == "COMMIT", sent
+    finally:
+        store.close()

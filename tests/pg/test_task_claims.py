@@ -241,8 +241,12 @@ def test_a_late_write_of_a_reclaimed_task_is_refused_by_its_fencing_token(
         except OwnershipLostError:
             pass
         with ClaimFence(store, second).write() as conn:
+            conn.exec_driver_sql("UPDATE runs SET cancel_reason = 'B was here'")
+        # The outcome as a worker records it: one statement fenced by the token (a fenced
+        # write checks its claim before its commit, after the outcome ended the claim).
+        with store.autocommit() as conn:
             repo.finish_claim(conn, run_id, "unit[0]", second.token, '{"by": "B"}', now)
-    assert rows(postgres_url, "SELECT cancel_reason FROM runs") == [(None,)]
+    assert rows(postgres_url, "SELECT cancel_reason FROM runs") == [("B was here",)]
     assert rows(postgres_url, "SELECT state, outcome_json, worker FROM task_claims") == [
         ("done", '{"by": "B"}', "B")
     ]

@@ -10,9 +10,12 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from agentctl.digest import canonical_json, digest_json
-from agentctl.observability.audit import event_digest
+from agentctl.observability.audit import _stamp, event_digest
+from agentctl.store.timestamps import to_db
 
 AT = datetime(2026, 11, 30, 21, 0, 0, 123456, tzinfo=UTC)
 EAST = AT.astimezone(timezone(timedelta(hours=5)))
@@ -45,3 +48,26 @@ def test_written_out_event_digest_matches_digest_json(fields: tuple[object, ...]
         }
     )
     assert event_digest(*fields) == expected  # type: ignore[arg-type]
+
+
+@given(
+    st.datetimes(
+        min_value=datetime(1, 1, 2),
+        max_value=datetime(9999, 12, 30),
+        timezones=st.none() | st.just(UTC) | st.timezones(),
+    )
+    | st.datetimes(min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30)).map(
+        lambda moment: moment.replace(microsecond=0)
+    )
+)
+def test_the_event_time_digested_is_the_old_definition(moment: datetime) -> None:
+    # _stamp is written from the stored text (one formatting per event); it must stay
+    # the UTC wall time's isoformat, or chains written before would no longer verify.
+    expected = (
+        (moment.astimezone(UTC) if moment.tzinfo else moment.replace(tzinfo=UTC))
+        .replace(tzinfo=None)
+        .isoformat()
+    )
+    assert _stamp(moment) == expected
+    assert _stamp(moment) == expected  # and again, from the stored text's cache
+    assert to_db(moment) == expected.replace("T", " ") + ("" if moment.microsecond else ".000000")

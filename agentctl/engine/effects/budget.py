@@ -150,6 +150,8 @@ def settle(
     budget_repo.add_used(
         conn, run_id, [(resource, amount) for resource, amount in actual.items() if amount], now
     )
+    if not actual:
+        return []  # nothing measured, nothing to overrun: the ledger is not read
     overruns = []
     for resource, row in _rows(conn, run_id).items():
         if (

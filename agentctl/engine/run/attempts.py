@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from agentctl.compiler.plan import PlanTask
-from agentctl.digest import digest_json
+from agentctl.digest import canonical_json, canonical_json_reusing, digest_bytes
 from agentctl.engine.actions.context import TaskEnv, TaskResult
 from agentctl.engine.core.records import Attempt, RunLog, RunRow
 from agentctl.engine.effects import tracing
@@ -313,21 +313,26 @@ class TaskAttempts:
                 )
                 if not self.options.check:
                     check_contract(task, result.output)
+                # Nothing written and no declared artifact (most steps): nothing to ingest.
                 ingested = (
                     []
-                    if self.options.check
+                    if self.options.check or not (env.written or task.artifacts)
                     else await self.artifacts.ingest(task, attempt_no, env.written, self.workspace)
                 )
+                # Repair compares the input's digest: a task is reusable only with the same
+                # inputs. The output often holds the input, or its children's outputs: their
+                # texts are taken rather than encoded again (both made here, at one moment).
+                input_json = canonical_json(rendered)
                 return TaskOutcome(
                     "succeeded",
                     attempt_no,
                     output=result.output,
                     has_output=True,
                     memory_delta=result.memory_delta,
-                    # Repair compares it: a task is reusable only with the same inputs.
-                    input_digest=digest_json(rendered),
+                    input_digest=digest_bytes(input_json.encode("utf-8")),
                     effect_ids=list(attempt.effect_ids),
                     artifacts=ingested,
+                    output_json=self._output_json(task, result.output, rendered, input_json),
                 )
             except ApprovalPending as pending:
                 return TaskOutcome(
@@ -372,6 +377,22 @@ class TaskAttempts:
             return TaskOutcome(
                 "failed", attempt_no, error=failure.to_json(), stops_run=failure.stops_run
             )
+
+    def _output_json(
+        self, task: PlanTask, output: Any, rendered: Any, input_json: str
+    ) -> str | None:
+        """The output's canonical JSON, reusing the texts of the parts already encoded: the
+        rendered input, and an aggregate's children's outputs as recorded. None when the
+        output is not JSON (the transition's own encoding then says why)."""
+        known = [(rendered, input_json)]
+        for child in task.uses.children:
+            row = self.rows.get(child)
+            if row is not None and row.has_output and row.output_json is not None:
+                known.append((row.output, row.output_json))
+        try:
+            return canonical_json_reusing(output, known)
+        except (TypeError, ValueError, RecursionError):
+            return None  # the transition encodes it again and fails as it always has
 
     async def _wait_to_retry(
         self, task: PlanTask, attempt: Attempt, failure: TaskFailure, retry_number: int

@@ -7,7 +7,8 @@ snapshot of the run as its owner last committed it: plan, task rows, working mem
 differs from the owner's execution is only who may write:
 
 - every write goes through :class:`ClaimFence`, which checks the claim's fencing token
-  inside the write transaction (under the run's lock, the claim's row read ``FOR SHARE``):
+  inside the write transaction (the claim's row read ``FOR SHARE``; the run's lock is
+  taken late, only for the audit chain and the budget ledger, see ``locks.hold_run``):
   after the lease ran out and another worker claimed the task, or after the owner
   withdrew the claim (cancel, deadline, takeover), this worker's writes fail and nothing
   of it lands;
@@ -48,7 +49,7 @@ from agentctl.engine.run.task_claims import outcome_to_json
 from agentctl.errors import Cancelled, OwnershipLostError
 from agentctl.ids import Clock
 from agentctl.policy.secrets import secret_sources
-from agentctl.store import locks, ownership, task_claims_repo
+from agentctl.store import ownership, task_claims_repo
 from agentctl.store.engine import SqlRunner, Store
 from agentctl.store.task_claims_repo import ClaimedTask
 
@@ -66,24 +67,29 @@ class ClaimFence(ownership.OwnedRun):
         super().__init__(store, ownership.Claim(claimed.run_id, "task-claim", claimed.token, None))
         self.task_id = claimed.task_id
 
-    def _check(self, conn: Any) -> None:
+    def check(self, conn: Any) -> None:
         # The claim's row read FOR SHARE, as in row_write: a reclaim passes it by and a
         # withdrawal waits, so nothing of a write lands once the claim is lost.
         task_claims_repo.check_claim(conn, self.run_id, self.task_id, self.token, lock_row=True)
+
+    def lock_and_check(self, conn: Any) -> None:
+        task_claims_repo.lock_run_and_check_claim(conn, self.run_id, self.task_id, self.token)
 
     @contextmanager
     def write(self) -> Iterator[Any]:
         # At the driver level, as the owner's batch commits: a claimed task's effect makes
         # three of these transactions, and SQLAlchemy's per-statement work would cost
-        # more CPU than the statements. Each still begins with the write lock and the
-        # fencing check, and commits whole or rolls back.
+        # more CPU than the statements. Each commits whole or rolls back.
         with self.driver_session() as session, session.write() as conn:
             yield conn
 
     def driver_session(self) -> Any:
-        # The run's lock: the gate appends to the run's audit chain and reserves on its
-        # budget, read-then-writes the run's owner does under the same lock.
-        return self.store.driver_session(on_begin=self._check, scope=locks.run(self.run_id))
+        # The store lock from BEGIN, the run's lock late (locks.hold_run): the gate's
+        # writes of this task's own effect rows do not wait for the run's other writers;
+        # the audit chain append and the budget ledger (read-then-writes of the run) do,
+        # from the first of them to the commit, the claim's fence checked right after the
+        # lock, or before the commit when the write needed no lock.
+        return self.store.driver_session(late_fence=self)
 
     @contextmanager
     def row_write(self) -> Iterator[Any]:

@@ -135,7 +135,9 @@ class RunCommits:
             "error_json": None if outcome.error is None else canonical_json(outcome.error),
         }
         if outcome.has_output:
-            output_json = outcome.output_json = canonical_json(outcome.output)
+            output_json = outcome.output_json
+            if output_json is None:
+                output_json = outcome.output_json = canonical_json(outcome.output)
             values["output_json"] = output_json
             values["output_digest"] = "sha256:" + sha256_hex(output_json.encode())
             values["disposition"] = "executed" if outcome.status == "succeeded" else "recorded"
@@ -151,7 +153,8 @@ class RunCommits:
             values["finished_at"] = now
         writes.set_task(task.id, values)
         if terminal:
-            memory = {**memory, **delta}
+            if delta:  # memory is never changed in place: without a delta it stays as is
+                memory = {**memory, **delta}
             writes.checkpoint(f"task:{task.id}:{outcome.status}", delta, memory, now)
         payload: dict[str, Any] = {"state": outcome.status, "attempt": outcome.attempt}
         if outcome.error is not None:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from agentctl.compiler import CompileSettings, Plan, compile_workflow
+from agentctl.compiler.plan import encoded_rows
 from agentctl.digest import canonical_json
 from agentctl.engine.core.preflight import check_providers
 from agentctl.engine.effects.budget import open_ledger
@@ -279,7 +280,7 @@ def create_run(
         plan_repo.insert_records(
             conn,
             run_id,
-            ((task_id, canonical_json(plan.tasks[task_id].to_row())) for task_id in plan.order),
+            zip(plan.order, encoded_rows(plan.tasks[t] for t in plan.order), strict=True),
         )
         plan_repo.insert_workflow(conn, run_id, canonical_json(prepared.workflow))
         runtime = (prepared.workflow.get("spec") or {}).get("runtime") or {}

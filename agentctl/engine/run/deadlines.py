@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-from collections.abc import Awaitable, Callable, Coroutine
+import types
+from collections.abc import Awaitable, Callable, Coroutine, Generator
 from typing import Any, TypeVar
 
 from agentctl import hints
@@ -32,27 +33,82 @@ T = TypeVar("T")
 #: An uncertain effect of one of these kinds may be dispatched again by a new attempt.
 SAFE_IDEMPOTENCY = frozenset({"idempotent", "pure"})
 
-_SCOPE: contextvars.ContextVar[asyncio.Timeout | None] = contextvars.ContextVar(
+_SCOPE: contextvars.ContextVar[_Deadline | None] = contextvars.ContextVar(
     "agentctl_task_deadline", default=None
 )
+
+
+class _Deadline:
+    """The deadline of the attempt running in this context: ``when`` on the loop's clock
+    (None while a person's wait holds it), and the timer's scope once one is armed."""
+
+    __slots__ = ("scope", "when")
+
+    def __init__(self, when: float | None) -> None:
+        self.when = when
+        self.scope: asyncio.Timeout | None = None
+
+    def move(self, when: float | None) -> None:
+        self.when = when
+        if self.scope is not None:
+            self.scope.reschedule(when)
 
 
 async def bounded(
     work: Coroutine[Any, Any, T], *, seconds: float, store: Store, attempt: Attempt
 ) -> T:
-    """Run one attempt's body under its deadline; a passed deadline is ``task.timeout``."""
-    scope = asyncio.timeout(seconds)
+    """Run one attempt's body under its deadline; a passed deadline is ``task.timeout``.
+
+    The deadline counts from here, but its timer is armed only when the body first waits
+    (suspends): a timer fires only while the body waits, so a body that finishes without
+    waiting (a builtin step such as ``builtin.assign``) could never be stopped by one, and
+    is spared arming and cancelling it. A body that does wait is under the same deadline as
+    if the timer had been armed here: one passed already fires at once."""
+    loop = asyncio.get_running_loop()
+    deadline = _Deadline(loop.time() + seconds)
+    token = _SCOPE.set(deadline)
     try:
-        async with scope:
-            token = _SCOPE.set(scope)
-            try:
-                return await work
-            finally:
-                _SCOPE.reset(token)
-    except TimeoutError:
-        if not scope.expired():
-            raise  # a TimeoutError of the body's own making, not this deadline
-        raise _timeout_failure(store, attempt, seconds) from None
+        try:
+            pending = work.send(None)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+        scope = asyncio.timeout_at(deadline.when)
+        try:
+            async with scope:
+                deadline.scope = scope
+                return await _resumed(work, pending)
+        except TimeoutError:
+            if not scope.expired():
+                raise  # a TimeoutError of the body's own making, not this deadline
+            raise _timeout_failure(store, attempt, seconds) from None
+    finally:
+        _SCOPE.reset(token)
+        work.close()  # a no-op once it has finished; never leaves it half-run
+
+
+@types.coroutine
+def _resumed(work: Coroutine[Any, Any, T], pending: Any) -> Generator[Any, Any, T]:
+    """Go on with ``work`` after its first step yielded ``pending``, exactly as ``await``
+    would have: what it yields goes to the task, what the task sends or throws goes back."""
+    while True:
+        thrown: BaseException | None = None
+        sent: Any = None
+        try:
+            sent = yield pending
+        except GeneratorExit:
+            work.close()
+            raise
+        except BaseException as exc:  # handed to the body, as await would
+            thrown = exc
+        try:
+            if thrown is None:
+                pending = work.send(sent)
+            else:
+                pending = work.throw(thrown)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+        finally:
+            thrown = None
 
 
 def _timeout_failure(store: Store, attempt: Attempt, seconds: float) -> TaskFailure:
@@ -93,16 +149,16 @@ def excluding_person_waits(
     ask = approver
 
     async def wrapped(request: dict[str, Any]) -> bool:
-        scope = _SCOPE.get()
-        when = scope.when() if scope is not None else None
-        if scope is None or when is None:
+        deadline = _SCOPE.get()
+        when = deadline.when if deadline is not None else None
+        if deadline is None or when is None:
             return await ask(request)
         loop = asyncio.get_running_loop()
         remaining = when - loop.time()
-        scope.reschedule(None)
+        deadline.move(None)
         try:
             return await ask(request)
         finally:
-            scope.reschedule(loop.time() + max(remaining, 0.0))
+            deadline.move(loop.time() + max(remaining, 0.0))
 
     return wrapped

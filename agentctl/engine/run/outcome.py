@@ -128,5 +128,6 @@ class TaskOutcome:
     artifacts: list[Any] = field(default_factory=list)
     # The `when` or loop-guard decision that let the task run or skipped it.
     condition: dict[str, Any] | None = None
-    # The output's canonical JSON, once its transition has encoded it for the row.
+    # The output's canonical JSON: made by the attempt (reusing the texts of the parts it
+    # already encoded) or, when it did not, by the transition that writes it to the row.
     output_json: str | None = None

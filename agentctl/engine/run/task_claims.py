@@ -10,7 +10,7 @@ outcomes and returns them to the executor, which commits the batch in plan order
 as if it had run the tasks itself. So the run-level rules stay with the one owner:
 
 - ordered commits: the batch commits from the owner, in plan order, in one transaction;
-- budgets: reservations are rows checked under the store's write lock, so two workers
+- budgets: reservations are rows checked under the run's lock, so two workers
   reserving for one run see each other's reservations;
 - cancellation and deadlines: the owner's watcher cancels its wait; the claims are
   withdrawn (their holders' next write fails, and their heartbeat stops the task);
