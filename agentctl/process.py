@@ -25,6 +25,7 @@ import shutil
 import signal
 import subprocess
 import time
+import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -306,20 +307,45 @@ async def _spawn_or_reap(
         raise
 
 
+class _ExitProtocol(asyncio.subprocess.SubprocessStreamProtocol):
+    """asyncio's protocol for a child with pipes, which also says when the leader was
+    reaped (``Process.wait`` returns only once the pipes are closed too)."""
+
+    def __init__(self, limit: int, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(limit=limit, loop=loop)
+        self.exited = asyncio.Event()
+
+    def process_exited(self) -> None:
+        super().process_exited()
+        self.exited.set()
+
+
+#: The exit event of each live process spawned here (its protocol's).
+_EXITS: weakref.WeakKeyDictionary[asyncio.subprocess.Process, asyncio.Event] = (
+    weakref.WeakKeyDictionary()
+)
+
+
 async def _spawn(spec: ProcessSpec, conversation: bool = False) -> asyncio.subprocess.Process:
     piped = spec.stdin is not None or conversation
+    loop = asyncio.get_running_loop()
+    # A conversation's messages are lines of JSON; its limit is the longest one.
+    limit = _MESSAGE_LIMIT if conversation else 1 << 16
     try:
-        return await asyncio.create_subprocess_exec(
+        # asyncio.create_subprocess_exec, with a protocol that signals the leader's exit.
+        transport, protocol = await loop.subprocess_exec(
+            lambda: _ExitProtocol(limit, loop),
             *spec.argv,
             cwd=spec.cwd,
             env=dict(spec.env),
             stdin=asyncio.subprocess.PIPE if piped else asyncio.subprocess.DEVNULL,
-            # A conversation's messages are lines of JSON; its limit is the longest one.
-            limit=_MESSAGE_LIMIT if conversation else 1 << 16,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
             start_new_session=True,
         )
+        process = asyncio.subprocess.Process(transport, protocol, loop)
+        _EXITS[process] = protocol.exited
+        return process
     except OSError as exc:
         reason = exc.strerror or str(exc)
         raise TaskError(
@@ -330,7 +356,11 @@ async def _spawn(spec: ProcessSpec, conversation: bool = False) -> asyncio.subpr
 
 
 async def _leader_exit(process: asyncio.subprocess.Process) -> int:
-    """Wait until the child watcher has reaped the leader; polls, backing off to 20 ms."""
+    """Wait until the child watcher has reaped the leader: woken by the protocol when it
+    was spawned here, polling (backing off to 20 ms) otherwise."""
+    exited = _EXITS.get(process)
+    if exited is not None:
+        await exited.wait()
     delay = 0.001
     while process.returncode is None:
         await asyncio.sleep(delay)

@@ -27,6 +27,9 @@ The same Alembic history and the same repositories as SQLite (see
   :data:`PING_AFTER_IDLE_SECONDS` (a server restarted while it sat in the pool); pinging on
   every checkout cost a round trip per transaction. The pool hands out the most recently
   used connection first, so busy connections stay busy and idle ones are the checked ones.
+  Between driver sessions a store keeps the connections given back idle for up to a
+  second, out of the pool (``Store._server_connection``); one that goes back to the pool
+  counts as idle from its last session, so the ping still sees how long it sat.
 
 psycopg is imported only when a PostgreSQL URL is opened; without it the error says which
 package to install.
@@ -41,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 from agentctl.errors import PersistenceError
 from agentctl.redaction import masked_url
 from agentctl.store import dialect, migrate
-from agentctl.store.runner import Store
+from agentctl.store.runner import KEPT_SINCE, Store
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
@@ -92,7 +95,10 @@ def make_engine(url: str, settings: StoreSettings) -> Engine:
 
     @event.listens_for(engine, "checkin")
     def _on_checkin(_dbapi_conn: Any, record: Any) -> None:
-        record.info["agentctl_idle_since"] = time.monotonic()
+        # A connection a store kept between its sessions has been idle since it was
+        # given back by the last one (Store._server_connection).
+        kept = record.info.pop(KEPT_SINCE, None)
+        record.info["agentctl_idle_since"] = time.monotonic() if kept is None else kept
 
     @event.listens_for(engine, "checkout")
     def _on_checkout(dbapi_conn: Any, record: Any, _proxy: Any) -> None:

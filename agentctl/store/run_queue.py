@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CHANNEL",
     "RunsListener",
+    "Subscription",
     "any_claimable_run",
     "claimable_runs",
     "give_back",
@@ -204,6 +205,25 @@ def _run_status(_: SqlDialect) -> Executable:
     return select(runs.c.status).where(runs.c.id == bindparam("run_id"))
 
 
+class Subscription(asyncio.Event):
+    """An event set on each notification a subscriber asked for, which also keeps their
+    payloads until :meth:`heard` takes them (an empty payload: the listener reconnected,
+    and what was sent meanwhile is lost)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._heard: list[str] = []
+
+    def hear(self, payload: str) -> None:
+        if len(self._heard) < 10_000:
+            self._heard.append(payload)
+        self.set()
+
+    def heard(self) -> list[str]:
+        heard, self._heard = self._heard, []
+        return heard
+
+
 class RunsListener:
     """``LISTEN agentctl_runs`` on a connection of its own; :meth:`wait` returns when a
     notification arrived (True) or after ``timeout`` seconds (False)."""
@@ -212,7 +232,7 @@ class RunsListener:
         self._conn = conn
         self._url = url
         self._woken = asyncio.Event()
-        self._subscribers: dict[asyncio.Event, frozenset[str] | None] = {}
+        self._subscribers: dict[Subscription, frozenset[str] | None] = {}
         self._payloads: list[str] = []
         self._task = asyncio.create_task(self._listen())
 
@@ -261,12 +281,12 @@ class RunsListener:
         self._woken.set()
         for event, wanted in self._subscribers.items():
             if wanted is None or payload in wanted:
-                event.set()
+                event.hear(payload)
 
     def _wake_all(self) -> None:
         self._woken.set()
         for event in self._subscribers:
-            event.set()
+            event.hear("")
 
     def drain(self) -> list[str]:
         """The notifications' payloads since the last call (a run id, ``approval:…``,
@@ -274,16 +294,17 @@ class RunsListener:
         payloads, self._payloads = self._payloads, []
         return payloads
 
-    def subscribe(self, payloads: frozenset[str] | None = None) -> asyncio.Event:
+    def subscribe(self, payloads: frozenset[str] | None = None) -> Subscription:
         """An event set on every notification whose payload is in ``payloads`` (any when
         None), besides :meth:`wait`: a run owner waiting for its claimed tasks listens on
         the worker's one connection for ``done:RUN``."""
-        event = asyncio.Event()
+        event = Subscription()
         self._subscribers[event] = payloads
         return event
 
     def unsubscribe(self, event: asyncio.Event) -> None:
-        self._subscribers.pop(event, None)
+        if isinstance(event, Subscription):
+            self._subscribers.pop(event, None)
 
     async def wait(self, timeout: float) -> bool:
         with contextlib.suppress(TimeoutError):

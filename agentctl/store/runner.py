@@ -44,6 +44,26 @@ __all__ = ["DriverSession", "LateRunLock", "RunFence", "SqlRunner", "Store", "St
 
 _SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")
 
+#: libpq's ``PGRES_TUPLES_OK``: the statement returned rows (psycopg's
+#: ``pq.ExecStatus.TUPLES_OK``; psycopg is imported only with a PostgreSQL store).
+_ROWS = 2
+
+#: Where a pooled PostgreSQL connection keeps its driver sessions' cursor.
+_CURSOR = "agentctl_cursor"
+
+#: libpq's ``PQTRANS_IDLE``: no transaction open on the connection.
+_IDLE = 0
+
+#: How long a store keeps an idle PostgreSQL connection out of the pool between driver
+#: sessions, and how many it keeps (see ``Store._server_connection``). Below the pool's
+#: ping threshold (store/postgres.py, ``PING_AFTER_IDLE_SECONDS``).
+KEEP_SECONDS = 1.0
+KEEP_CONNECTIONS = 8
+
+#: In a kept connection's ``info`` when it goes back to the pool: when it was given back
+#: by its last session, which the pool's check-in takes as the start of its idle time.
+KEPT_SINCE = "agentctl_kept_since"
+
 
 @dataclass(frozen=True, slots=True)
 class StoreSettings:
@@ -82,6 +102,9 @@ class Store:
         # Seals and opens payload columns (store/sealing.py); every connection handed out
         # carries it, so the repositories find it on the connection they are given.
         self.sealer: Sealer = CLEAR
+        # PostgreSQL: pooled connections kept checked out between driver sessions, with
+        # when each was last given back, most recent last (see _server_connection).
+        self._kept: list[tuple[Any, float]] = []
 
     @property
     def engine(self) -> Engine:
@@ -255,11 +278,21 @@ class Store:
 
     def _server_connection(self) -> tuple[Any, Callable[[], None]]:
         """A pooled PostgreSQL connection and how to give it back: a connection that was
-        lost (the server restarted) is thrown away, not returned to the pool."""
-        try:
-            raw = self.engine.raw_connection()
-        except DBAPIError as exc:
-            raise driver_error(self.path, exc.orig) from exc
+        lost (the server restarted) is thrown away, not returned to the pool.
+
+        On PostgreSQL a connection given back idle (no transaction open) is kept by this
+        store for the next driver session, up to :data:`KEEP_SECONDS` and
+        :data:`KEEP_CONNECTIONS`: the pool's check-out and check-in (its queue, events
+        and reset) cost a worker more CPU than the statement a session often sends, and
+        a claimed task opens some eight sessions. One kept longer goes back to the pool
+        as idle since it was given back, so the pool's ping on check-out still sees
+        how long it sat (store/postgres.py)."""
+        raw = self._kept_connection()
+        if raw is None:
+            try:
+                raw = self.engine.raw_connection()
+            except DBAPIError as exc:
+                raise driver_error(self.path, exc.orig) from exc
 
         def give_back() -> None:
             driver = raw.driver_connection
@@ -271,9 +304,38 @@ class Store:
                 or getattr(driver, "broken", False)
             ):
                 raw.invalidate()
+            elif (
+                self.dialect == POSTGRESQL
+                and len(self._kept) < KEEP_CONNECTIONS
+                and driver.pgconn.transaction_status == _IDLE
+            ):
+                self._kept.append((raw, time.monotonic()))
+                return
             raw.close()
 
         return raw, give_back
+
+    def _kept_connection(self) -> Any:
+        """The connection kept last, if it was given back less than :data:`KEEP_SECONDS`
+        ago; older ones go back to the pool, marked with when they were given back."""
+        while True:
+            try:
+                raw, since = self._kept.pop()  # atomic: sessions run on several threads
+            except IndexError:
+                return None
+            if time.monotonic() - since < KEEP_SECONDS:
+                return raw
+            raw.info[KEPT_SINCE] = since
+            raw.close()
+
+    def _release_kept(self) -> None:
+        while self._kept:
+            try:
+                raw, since = self._kept.pop()
+            except IndexError:
+                return
+            raw.info[KEPT_SINCE] = since
+            raw.close()
 
     def reads_one_by_one(self) -> SqlRunner:
         """A runner of read statements, each in a read transaction of its own, its rows
@@ -288,6 +350,7 @@ class Store:
         if self._connections is not None:
             self._connections.close()
         else:
+            self._release_kept()
             self.engine.dispose()
 
     def __enter__(self) -> Store:
@@ -307,6 +370,8 @@ class SqlRunner(Protocol):
 
 
 class _DriverResult:
+    __slots__ = ("_cursor",)
+
     def __init__(self, cursor: Any) -> None:
         self._cursor = cursor
 
@@ -322,12 +387,15 @@ class _DriverResult:
 
 
 class _Fetched(_DriverResult):
-    def __init__(self, rows: list[Any]) -> None:
+    __slots__ = ("_count", "_rows")
+
+    def __init__(self, rows: list[Any], rowcount: int | None = None) -> None:
         self._rows = rows
+        self._count = len(rows) if rowcount is None else rowcount
 
     @property
     def rowcount(self) -> int:
-        return len(self._rows)
+        return self._count
 
     def first(self) -> Any:
         return self._rows[0] if self._rows else None
@@ -491,6 +559,7 @@ class DriverSession:
         late_fence: RunFence | None = None,
     ) -> None:
         self._raw = raw
+        self._cursor: Any = None
         self._give_back = give_back
         self._reconnect = reconnect
         self._where = where
@@ -511,10 +580,7 @@ class DriverSession:
 
     def exec_driver_sql(self, statement: str, parameters: Any = ()) -> _DriverResult:
         try:
-            if self._raw is None:  # lost before: nothing of this statement was sent yet
-                assert self._reconnect is not None
-                self._raw, self._give_back = self._reconnect()
-            cursor = self._raw.cursor()
+            cursor = self._session_cursor()
             if isinstance(parameters, list):  # one execution per row, as SQLAlchemy's
                 cursor.executemany(statement, parameters)
             elif self._postgres and not is_compiled(statement):
@@ -522,11 +588,39 @@ class DriverSession:
                 cursor.execute(statement, parameters or None)
             else:
                 cursor.execute(statement, parameters)
+            if self._postgres:
+                # The connection's one cursor runs the next statement too: its rows are
+                # taken now (psycopg holds the whole result in memory already).
+                result = cursor.pgresult
+                rows = cursor.fetchall() if result is not None and result.status == _ROWS else []
+                return _Fetched(rows, cursor.rowcount)
         except _driver_errors() as exc:
             # Outside a transaction too (a read in autocommit): a lost connection is the
             # store's transient store.unreachable, never a driver exception.
             raise driver_error(self._where, exc) from exc
         return _DriverResult(cursor)
+
+    def _session_cursor(self) -> Any:
+        """The cursor a statement runs on. On PostgreSQL one per pooled connection, made
+        once and kept with it (``info``, which the pool drops with the connection): a
+        psycopg cursor cost the worker more CPU to make than sending its statement, and a
+        claimed task runs some thirty statements in a handful of sessions. On SQLite a
+        cursor per statement, whose rows are read as the caller asks."""
+        if self._raw is None:  # lost before: nothing of this statement was sent yet
+            assert self._reconnect is not None
+            self._raw, self._give_back = self._reconnect()
+            self._cursor = None
+        if not self._postgres:
+            return self._raw.cursor()
+        if self._cursor is None:
+            kept = getattr(self._raw, "info", None)
+            cursor = None if kept is None else kept.get(_CURSOR)
+            if cursor is None or cursor.closed:
+                cursor = self._raw.cursor()
+                if kept is not None:
+                    kept[_CURSOR] = cursor
+            self._cursor = cursor
+        return self._cursor
 
     def write(self) -> AbstractContextManager[DriverSession]:
         """A write transaction that holds its locks from its start (or, with a
@@ -562,10 +656,7 @@ class DriverSession:
         delay, started, deadline = 0.05, time.monotonic(), None
         while True:
             try:
-                if self._raw is None:
-                    assert self._reconnect is not None
-                    self._raw, self._give_back = self._reconnect()
-                cursor = self._raw.cursor()
+                cursor = self._session_cursor()
                 cursor.execute(begin)
                 return cursor
             except PersistenceError as found:  # the new connection could not be opened
@@ -584,11 +675,12 @@ class DriverSession:
             time.sleep(delay)
             delay = min(delay * 2, 2.0)
             self.give_back()
-            self._raw = None
+            self._raw = self._cursor = None
 
     def give_back(self) -> None:
         """Return the connection to its pool (once)."""
         give_back, self._give_back = self._give_back, None
+        self._cursor = None
         if give_back is not None:
             give_back()
 

@@ -31,12 +31,11 @@ from typing import TYPE_CHECKING, Any
 
 from agentctl.errors import OwnershipLostError
 from agentctl.store import locks, run_queue
-from agentctl.store.statements import Statement, padded, statement
+from agentctl.store.statements import Statement, id_list, id_values, padded, statement
 from agentctl.store.timestamps import to_db
 
 if TYPE_CHECKING:
     from sqlalchemy import Select
-    from sqlalchemy.sql.elements import ColumnElement
     from sqlalchemy.sql.expression import Executable
 
     from agentctl.store.dialect import SqlDialect
@@ -90,18 +89,6 @@ class ClaimedTask:
 #: :func:`claims_done` in one statement.
 CHUNK = 512
 _CHUNK = CHUNK
-
-
-def _listed(name: str, values: Sequence[Any]) -> dict[str, Any]:
-    """``{name_0: …, name_1: …}``: the parameters of an ``IN`` list of :func:`_in_list`."""
-    return {f"{name}_{n}": value for n, value in enumerate(values)}
-
-
-def _in_list(column: ColumnElement[Any], name: str, count: int) -> ColumnElement[bool]:
-    """``column IN (:name_0, …)`` with ``count`` parameters."""
-    from sqlalchemy import bindparam
-
-    return column.in_([bindparam(f"{name}_{n}") for n in range(count)])
 
 
 def publish(conn: Any, run_id: str, items: Sequence[Published], now: datetime) -> None:
@@ -183,7 +170,7 @@ def claimable(conn: Any, now: datetime, only_runs: Iterable[str] | None = None) 
     runs = None if only_runs is None else list(only_runs)
     if runs is not None and not runs:
         return False
-    listed = {} if runs is None else _listed("run", padded(runs))
+    listed = {} if runs is None else id_values(padded(runs), "run")
     found = _claimable(None if runs is None else len(listed)).run(conn, now=to_db(now), **listed)
     return found.first() is not None
 
@@ -211,7 +198,7 @@ def _claimable(runs: int | None) -> Statement:
             )
         )
         if runs is not None:
-            query = query.where(_in_list(c.c.run_id, "run", runs))
+            query = query.where(id_list(c.c.run_id, runs, "run"))
         return query.limit(1)
 
     return Statement(build, f"claimable({runs})")
@@ -243,7 +230,7 @@ def claim_ready(
     runs = None if only_runs is None else list(only_runs)
     if runs is not None and not runs:
         return []
-    listed = {} if runs is None else _listed("run", padded(runs))
+    listed = {} if runs is None else id_values(padded(runs), "run")
     picked = list(
         _claim_candidates(reclaim, None if runs is None else len(listed)).run(
             conn, now=stamp, limit=limit, **listed
@@ -305,7 +292,7 @@ def claim_ready_rows(
     runs = None if only_runs is None else list(only_runs)
     if runs is not None and not runs:
         return []
-    listed = {} if runs is None else _listed("run", padded(runs))
+    listed = {} if runs is None else id_values(padded(runs), "run")
     rows = _claim_now(None if runs is None else len(listed)).run(
         conn,
         now=to_db(now),
@@ -345,7 +332,7 @@ def _claim_now(runs: int | None) -> Statement:
             .where(r.c.status == "running", c.c.state == "ready")
         )
         if runs is not None:
-            pick = pick.where(_in_list(c.c.run_id, "run", runs))
+            pick = pick.where(id_list(c.c.run_id, runs, "run"))
         picked = (
             pick.order_by(c.c.ready_at, c.c.run_id, c.c.task_id)
             .limit(bindparam("limit"))
@@ -419,7 +406,7 @@ def _claim_candidates(reclaim: bool, runs: int | None) -> Statement:
             .where(r.c.status == "running", takeable)
         )
         if runs is not None:
-            query = query.where(_in_list(c.c.run_id, "run", runs))
+            query = query.where(id_list(c.c.run_id, runs, "run"))
         return (
             query.order_by(c.c.ready_at, c.c.run_id, c.c.task_id)
             .limit(bindparam("limit"))
@@ -620,7 +607,7 @@ def claim_states(
     """``task id -> (state, outcome JSON)`` for the rows of ``task_ids`` that exist."""
     found: dict[str, tuple[str, str | None]] = {}
     for start in range(0, len(task_ids), _CHUNK):
-        listed = _listed("task", padded(task_ids[start : start + _CHUNK]))
+        listed = id_values(padded(task_ids[start : start + _CHUNK]), "task")
         rows = _claim_states(len(listed)).run(conn, run_id=run_id, **listed)
         found.update((str(row[0]), (str(row[1]), row[2])) for row in rows)
     return found
@@ -635,7 +622,7 @@ def _claim_states(count: int) -> Statement:
 
         c = task_claims.c
         return select(c.task_id, c.state, c.outcome_json).where(
-            c.run_id == bindparam("run_id"), _in_list(c.task_id, "task", count)
+            c.run_id == bindparam("run_id"), id_list(c.task_id, count, "task")
         )
 
     return Statement(build, f"claim_states({count})")
@@ -649,7 +636,7 @@ def claims_done(conn: Any, run_id: str, task_ids: Sequence[str]) -> tuple[int, i
     for start in range(0, len(task_ids), _CHUNK):
         chunk = task_ids[start : start + _CHUNK]
         # Padding repeats the last id, which IN counts once: the counts stay exact.
-        listed = _listed("task", padded(chunk))
+        listed = id_values(padded(chunk), "task")
         row = _claims_done(len(listed)).run(conn, run_id=run_id, **listed).first()
         rows, done = rows + int(row[0] or 0), done + int(row[1] or 0)
     return rows, done
@@ -665,7 +652,7 @@ def _claims_done(count: int) -> Statement:
         c = task_claims.c
         return select(
             func.count(), func.count(case((c.state == "done", literal_column("1"))))
-        ).where(c.run_id == bindparam("run_id"), _in_list(c.task_id, "task", count))
+        ).where(c.run_id == bindparam("run_id"), id_list(c.task_id, count, "task"))
 
     return Statement(build, f"claims_done({count})")
 
@@ -677,7 +664,7 @@ def remove_claims(conn: Any, run_id: str, task_ids: Sequence[str] | None = None)
         _remove_all.run(conn, run_id=run_id)
         return
     for start in range(0, len(task_ids), _CHUNK):
-        listed = _listed("task", padded(task_ids[start : start + _CHUNK]))
+        listed = id_values(padded(task_ids[start : start + _CHUNK]), "task")
         _remove(len(listed)).run(conn, run_id=run_id, **listed)
 
 
@@ -699,7 +686,7 @@ def _remove(count: int) -> Statement:
 
         c = task_claims.c
         return delete(task_claims).where(
-            c.run_id == bindparam("run_id"), _in_list(c.task_id, "task", count)
+            c.run_id == bindparam("run_id"), id_list(c.task_id, count, "task")
         )
 
     return Statement(build, f"remove_claims({count})")

@@ -187,6 +187,75 @@ def test_an_owner_waiting_for_its_batch_counts_outcomes_and_reads_them_once_all_
         store.close()
 
 
+def test_an_owner_counts_the_outcomes_it_hears_and_reads_its_claims_once_all_were_heard(
+    postgres_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each outcome sends one ``done:RUN``: an owner that hears them through its
+    subscription reads the claims when it has heard as many as its batch has tasks (it
+    used to count the done rows on every wake-up, a statement per task), and at once on
+    a notification of its run's status (claims withdrawn by a takeover). No periodic
+    look here: IDLE_SECONDS is an hour, so only notifications can make it read."""
+    import asyncio
+    from types import SimpleNamespace
+
+    from agentctl.engine.run import task_claims
+    from agentctl.engine.run.task_claims import TaskClaims
+    from agentctl.store.run_queue import Subscription
+
+    monkeypatch.setattr(task_claims, "IDLE_SECONDS", 3600.0)
+    counted: list[str] = []
+    claims_done = repo.claims_done
+
+    def counting(conn: Any, run_id: str, task_ids: list[str]) -> tuple[int, int]:
+        counted.append(run_id)
+        return claims_done(conn, run_id, task_ids)
+
+    monkeypatch.setattr(task_claims.task_claims_repo, "claims_done", counting)
+    store, run_id, tasks = _running_run(postgres_url, tmp_path, 3)
+    clock = SystemClock()
+    owner = SimpleNamespace(store=store, run_id=run_id)
+    claims = TaskClaims(lambda _payloads: Subscription(), lambda _event: None)
+
+    def finish(item: repo.ClaimedTask, wake: Subscription) -> None:
+        with store.row_write() as conn:
+            repo.finish_claim(conn, run_id, item.task_id, item.token, "{}", clock.now())
+        wake.hear(f"done:{run_id}")
+
+    async def batch(withdraw: bool) -> Any:
+        wake = Subscription()
+        waiting = asyncio.ensure_future(claims._wait_done(owner, tasks, wake))  # type: ignore[arg-type]
+        await asyncio.sleep(0)  # its first look: nothing done yet
+        for item in claimed[:2]:
+            finish(item, wake)
+            while wake.is_set():  # until the owner took it (and looked, or not)
+                await asyncio.sleep(0)
+        if withdraw:
+            with store.write() as conn:
+                repo.remove_claims(conn, run_id, None)
+            wake.hear(run_id)  # the takeover's status notification
+        else:
+            finish(claimed[2], wake)
+        return await asyncio.wait_for(waiting, 60)
+
+    try:
+        with store.write() as conn:
+            repo.publish(conn, run_id, [repo.Published(t, "b", "{}") for t in tasks], clock.now())
+            claimed = repo.claim_ready(conn, "w1", clock.now(), 3, 60)
+        states = asyncio.run(batch(withdraw=False))
+        assert set(states) == set(tasks)
+        assert len(counted) == 2  # the first look, then once the third outcome was heard
+        with store.write() as conn:
+            repo.remove_claims(conn, run_id, None)
+            repo.publish(conn, run_id, [repo.Published(t, "c", "{}") for t in tasks], clock.now())
+            claimed = repo.claim_ready(conn, "w1", clock.now(), 3, 60)
+        counted.clear()
+        with pytest.raises(OwnershipLostError, match="withdrawn"):
+            asyncio.run(batch(withdraw=True))
+        assert len(counted) == 2  # the first look, then the status notification's
+    finally:
+        store.close()
+
+
 def test_a_worker_loads_what_its_first_claimed_task_needs_before_it_is_ready(
     postgres_url: str,
 ) -> None:

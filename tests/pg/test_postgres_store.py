@@ -4,6 +4,7 @@ lock, URLs that are never files."""
 from __future__ import annotations
 
 import socket
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -187,3 +188,99 @@ def test_an_unreachable_server_is_a_clear_error_and_no_file(
     assert error["code"] == "store.unreachable"
     assert f"127.0.0.1:{port}" in error["message"] and "secret" not in result.stderr
     assert list(Path.cwd().iterdir()) == []
+
+
+def test_a_driver_sessions_results_outlive_its_next_statement(postgres_url: str) -> None:
+    """Driver sessions on PostgreSQL run their statements on one cursor kept with the
+    pooled connection (a cursor per statement cost a claimed task more CPU than sending
+    it): each result is taken when its statement returns, so a result read after the
+    next statement, or after the session, still holds its own rows and counts."""
+    store = open_store(postgres_url)
+    try:
+        with store.write() as conn:
+            _insert_run(conn, "run-a")
+            _insert_run(conn, "run-b")
+        with store.driver_session() as session, session.write() as conn:
+            listed = conn.exec_driver_sql("SELECT id FROM runs ORDER BY id", ())
+            one = conn.exec_driver_sql("SELECT id FROM runs WHERE id = %s", ("run-b",))
+            changed = conn.exec_driver_sql(
+                "UPDATE runs SET status = %s WHERE status = %s", ("paused", "running")
+            )
+            nothing = conn.exec_driver_sql("SELECT id FROM runs WHERE id = %s", ("none",))
+        assert [tuple(row) for row in listed] == [("run-a",), ("run-b",)]
+        assert listed.rowcount == 2
+        assert one.first()[0] == "run-b"
+        assert changed.rowcount == 2 and list(changed) == []
+        assert nothing.first() is None and nothing.rowcount == 0
+        # The next session on the pooled connection starts from a clean cursor.
+        with store.driver_session() as session:
+            again = session.exec_driver_sql(
+                "SELECT count(*) FROM runs WHERE status = %s", ("paused",)
+            )
+            assert again.first()[0] == 2
+    finally:
+        store.close()
+
+
+class _Clock:
+    """``time`` for the store's modules, with a monotonic clock the test moves."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+        self.sleep = time.sleep
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+def test_an_idle_connection_is_kept_between_sessions_and_pinged_once_it_sat(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A driver session's connection given back idle is kept by the store for the next
+    session (the pool's check-out and check-in cost a worker more CPU than a statement),
+    for at most KEEP_SECONDS; one kept longer goes back to the pool as idle since its
+    last session, so the pool pings it when that was PING_AFTER_IDLE_SECONDS ago (a
+    server restarted meanwhile). A connection given back inside a transaction is never
+    kept: the pool rolls it back."""
+    import psycopg
+
+    from agentctl.store import postgres, runner
+
+    clock = _Clock()
+    monkeypatch.setattr(runner, "time", clock)
+    monkeypatch.setattr(postgres, "time", clock)
+    sent: list[str] = []
+    execute_ = psycopg.Cursor.execute
+
+    def counted(self: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
+        sent.append(str(query))
+        return execute_(self, query, *args, **kwargs)
+
+    monkeypatch.setattr(psycopg.Cursor, "execute", counted)
+    store = open_store(postgres_url)
+    pid = "SELECT pg_backend_pid()"
+    try:
+        with store.driver_session() as session:
+            first = session.exec_driver_sql(pid).first()[0]
+        clock.now += runner.KEEP_SECONDS / 2
+        with store.driver_session() as session:
+            assert session.exec_driver_sql(pid).first()[0] == first
+        assert ";" not in sent
+        # Given back, then left longer than both limits: back to the pool, then pinged.
+        clock.now += postgres.PING_AFTER_IDLE_SECONDS + 0.5
+        with store.driver_session() as session:
+            assert session.exec_driver_sql(pid).first()[0] == first
+        assert sent.count(";") == 1
+        # Left inside a transaction: not kept, and the pool's reset rolled it back.
+        with store.driver_session() as session:
+            session.exec_driver_sql("BEGIN")
+            session.exec_driver_sql("CREATE TEMPORARY TABLE left_open (n int)")
+        with store.driver_session() as session:
+            open_ = session.exec_driver_sql(
+                "SELECT count(*) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND state LIKE 'idle in transaction%%'"
+            )
+            assert open_.first()[0] == 0
+            assert session.exec_driver_sql("SELECT to_regclass('left_open')").first()[0] is None
+    finally:
+        store.close()

@@ -333,3 +333,25 @@ def test_cancellation_during_the_spawn_reaps_the_group(tmp_path: Path, yields: i
 
     asyncio.run(scenario())
     assert _pids_with_marker(f"3{marker}") == []
+
+
+def test_the_leaders_exit_wakes_the_call_without_polling(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The leader's exit is signalled by the spawn's protocol: a worker waiting on many
+    short processes does not wake every few milliseconds to look (each wake-up cost CPU,
+    and noticed the exit up to 20 ms late). Polling here would hit the patched sleep."""
+    import agentctl.process as process_module
+
+    slept: list[float] = []
+    real_sleep = asyncio.sleep
+
+    async def counted_sleep(delay: float, *args: object) -> object:
+        slept.append(delay)
+        return await real_sleep(delay, *args)
+
+    monkeypatch.setattr(process_module.asyncio, "sleep", counted_sleep)
+    result = _run(_spec(SH, "-c", "sleep 0.2; echo done", cwd=tmp_path))
+    assert result.exit_code == 0
+    assert result.stdout == b"done\n"
+    assert slept == []

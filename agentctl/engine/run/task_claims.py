@@ -38,6 +38,7 @@ from agentctl.engine.run.outcome import TaskOutcome
 from agentctl.errors import AgentctlError, OwnershipLostError
 from agentctl.signals import EffectBlocked
 from agentctl.store import task_claims_repo
+from agentctl.store.run_queue import Subscription
 
 if TYPE_CHECKING:
     from agentctl.compiler.plan import PlanTask
@@ -188,33 +189,62 @@ class TaskClaims:
     async def _wait_done(
         self, executor: RunExecutor, task_ids: list[str], wake: asyncio.Event
     ) -> dict[str, tuple[str, str | None]]:
+        # Each outcome sends one ``done:RUN`` (a stale claim's sends none). Heard through a
+        # Subscription, the owner counts them and reads its claims once it has heard as
+        # many as its batch has tasks: counting on every wake-up cost a statement per
+        # task. It reads at once on anything else (its run's status, a reconnected
+        # listener: what was sent meanwhile is lost), and at least every IDLE_SECONDS.
+        outcomes_heard = 0
+        look = True
+        wake.clear()
         while True:
-            wake.clear()
-            # Each outcome wakes the owner: it counts what is done (one row), and reads
-            # the outcomes once, when all are (reading every outcome on every wake-up
-            # cost the owner and the server a batch's worth of rows per task).
-            with self._batch_read(executor, task_ids) as conn:
-                present, done = task_claims_repo.claims_done(conn, executor.run_id, task_ids)
-            states: dict[str, tuple[str, str | None]] = {}
-            looked = present < len(task_ids) or done == len(task_ids)
-            if looked:
-                # Read after the count, not in its snapshot: a row seen done stays done
-                # until this owner removes it, and one withdrawn since is missing here
-                # too, which is what is decided on below.
-                with self._batch_read(executor, task_ids) as conn:
-                    states = task_claims_repo.claim_states(conn, executor.run_id, task_ids)
-            missing = [tid for tid in task_ids if tid not in states] if looked else []
-            if missing:
-                raise OwnershipLostError(
-                    f"the claims of tasks {', '.join(missing[:5])} of run {executor.run_id} "
-                    "were withdrawn by another process (the run was taken over)",
-                    run_id=executor.run_id,
-                    hint=f"inspect it with `agentctl inspect {executor.run_id}`",
-                )
-            if states and all(states[tid][0] == "done" for tid in task_ids):
-                return states
+            if look:
+                states = self._look(executor, task_ids)
+                if states is not None:
+                    return states
+            woken = False
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(wake.wait(), IDLE_SECONDS)
+                woken = await asyncio.wait_for(wake.wait(), IDLE_SECONDS)
+            wake.clear()
+            if not isinstance(wake, Subscription):
+                look = True
+                continue
+            heard = wake.heard()
+            outcomes_heard += sum(1 for payload in heard if payload.startswith("done:"))
+            look = (
+                not woken
+                or outcomes_heard >= len(task_ids)
+                or any(not payload.startswith("done:") for payload in heard)
+            )
+
+    def _look(
+        self, executor: RunExecutor, task_ids: list[str]
+    ) -> dict[str, tuple[str, str | None]] | None:
+        """The batch's outcomes when every claim is done, None while some are not; raises
+        when claims were withdrawn. Counts what is done (one row), and reads the outcomes
+        once, when all are (reading every outcome on every look cost the owner and the
+        server a batch's worth of rows per task)."""
+        with self._batch_read(executor, task_ids) as conn:
+            present, done = task_claims_repo.claims_done(conn, executor.run_id, task_ids)
+        states: dict[str, tuple[str, str | None]] = {}
+        looked = present < len(task_ids) or done == len(task_ids)
+        if looked:
+            # Read after the count, not in its snapshot: a row seen done stays done
+            # until this owner removes it, and one withdrawn since is missing here
+            # too, which is what is decided on below.
+            with self._batch_read(executor, task_ids) as conn:
+                states = task_claims_repo.claim_states(conn, executor.run_id, task_ids)
+        missing = [tid for tid in task_ids if tid not in states] if looked else []
+        if missing:
+            raise OwnershipLostError(
+                f"the claims of tasks {', '.join(missing[:5])} of run {executor.run_id} "
+                "were withdrawn by another process (the run was taken over)",
+                run_id=executor.run_id,
+                hint=f"inspect it with `agentctl inspect {executor.run_id}`",
+            )
+        if states and all(states[tid][0] == "done" for tid in task_ids):
+            return states
+        return None
 
     @staticmethod
     def _batch_read(executor: RunExecutor, task_ids: list[str]) -> Any:
