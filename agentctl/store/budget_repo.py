@@ -38,7 +38,7 @@ __all__ = [
     "insert_ledger",
     "ledger",
     "move_reservations",
-    "reserve_units",
+    "reserve_within_limits",
     "settle_reservations",
 ]
 
@@ -287,20 +287,77 @@ def _insert_reservations(count: int) -> Statement:
     return Statement(build, f"insert_reservations({count})")
 
 
-def reserve_units(
+def reserve_within_limits(
     conn: SqlRunner,
     run_id: str,
     effect_id: str,
     amounts: Sequence[tuple[str, float]],
     now: datetime,
-) -> None:
-    """Hold each ``(resource, amount)`` for one effect (distinct resources)."""
+) -> bool:
+    """Hold each ``(resource, amount)`` (distinct resources, positive amounts) for one
+    effect unless one of them would pass its limit: all or nothing, the limits checked and
+    the ledger moved by one conditional ``UPDATE`` (no read of the ledger first), then one
+    ``INSERT`` of the reservations of the rows it moved. A resource the run has no ledger
+    row for is not reserved. False: nothing was held and the run's ledger has a row of one
+    of these resources (a limit refused it; the caller reads the ledger to say which)."""
     if not amounts:
-        return
+        return True
     locks.hold_run(conn, run_id)
     values = _by_resource(run_id, amounts, to_db(now))
-    _change_units("reserved_units", 1, len(amounts)).run(conn, **values)
-    _insert_reservations(len(amounts)).run(conn, effect_id=effect_id, **values)
+    moved = [row[0] for row in _reserve_checked(len(amounts)).run(conn, **values)]
+    if not moved:
+        return False
+    held = [(resource, amount) for resource, amount in amounts if resource in set(moved)]
+    _insert_reservations(len(held)).run(
+        conn, effect_id=effect_id, **_by_resource(run_id, held, to_db(now))
+    )
+    return True
+
+
+@lru_cache(maxsize=32)
+def _reserve_checked(count: int) -> Statement:
+    """``UPDATE budgets SET reserved_units = reserved_units + amount`` over ``count``
+    resources of one run ``WHERE NOT EXISTS`` a row of them whose ``used + reserved +
+    amount`` passes its limit, ``RETURNING`` the resources moved. The run's lock is held
+    (every writer of its ledger holds it), so the check and the move see the same rows."""
+
+    def build(_: SqlDialect) -> Executable:
+        from sqlalchemy import and_, bindparam, case, exists, select, update
+
+        from agentctl.store.tables import budgets
+
+        c = budgets.c
+        other = budgets.alias("over")
+        resources: list[Any] = [bindparam(f"resource_{n}") for n in range(count)]
+
+        def amount_of(column: Any) -> Any:
+            return case(
+                *((resources[n], bindparam(f"amount_{n}")) for n in range(count)),
+                value=column,
+            )
+
+        o = other.c
+        over = exists(
+            select(o.resource).where(
+                and_(
+                    o.run_id == bindparam("run_id"),
+                    o.resource.in_(resources),
+                    o.limit_units.is_not(None),
+                    o.used_units + o.reserved_units + amount_of(o.resource) > o.limit_units,
+                )
+            )
+        )
+        return (
+            update(budgets)
+            .where(c.run_id == bindparam("run_id"), c.resource.in_(resources), ~over)
+            .values(
+                reserved_units=c.reserved_units + amount_of(c.resource),
+                updated_at=bindparam("stamp"),
+            )
+            .returning(c.resource)
+        )
+
+    return Statement(build, f"reserve_checked({count})")
 
 
 def settle_reservations(

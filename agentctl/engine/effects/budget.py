@@ -117,27 +117,21 @@ def reserve(
     reservation yet and none is looked for."""
     if not new_effect and budget_repo.has_held_reservation(conn, effect_id):
         return None  # a requested-but-never-started effect keeps its reservation
+    # One conditional UPDATE checks every limit and moves the ledger (a reservation used
+    # to read the ledger first); only a refused one reads it, to say which limit.
+    wanted = [(resource, amount) for resource, amount in units.items() if amount > 0]
+    if budget_repo.reserve_within_limits(conn, run_id, effect_id, wanted, now):
+        return None
     rows = _rows(conn, run_id)
-    for resource, amount in units.items():
+    for resource, amount in wanted:
         row = rows.get(resource)
-        if row is None or row.limit_units is None or amount <= 0:
+        if row is None or row.limit_units is None:
             continue
         if row.used_units + row.reserved_units + amount > row.limit_units:
             return BudgetDenied(
                 resource, row.limit_units, row.used_units, row.reserved_units, amount
             )
-    budget_repo.reserve_units(
-        conn,
-        run_id,
-        effect_id,
-        [
-            (resource, amount)
-            for resource, amount in units.items()
-            if resource in rows and amount > 0
-        ],
-        now,
-    )
-    return None
+    return None  # none of these resources has a ledger row: nothing to hold
 
 
 def settle(
