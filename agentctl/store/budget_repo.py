@@ -23,7 +23,7 @@ from agentctl.store.statements import Statement, statement
 from agentctl.store.timestamps import to_db
 
 if TYPE_CHECKING:
-    from sqlalchemy.sql.expression import Executable
+    from sqlalchemy.sql.expression import Executable, Update
 
     from agentctl.store.dialect import SqlDialect
     from agentctl.store.runner import SqlRunner
@@ -100,13 +100,14 @@ def _insert_ledger(_: SqlDialect) -> Executable:
 
 def ledger(conn: SqlRunner, run_id: str) -> dict[str, LedgerRow]:
     locks.hold_run(conn, run_id)
-    rows = _ledger.run(conn, run_id=run_id)
-    return {
-        row[0]: LedgerRow(
-            row[0], None if row[1] is None else float(row[1]), float(row[2]), float(row[3]), row[4]
-        )
-        for row in rows
-    }
+    return {row.resource: row for row in map(_ledger_row, _ledger.run(conn, run_id=run_id))}
+
+
+def _ledger_row(row: Any) -> LedgerRow:
+    """A ledger row as :data:`_ledger` and :func:`_add_used` return its columns."""
+    return LedgerRow(
+        row[0], None if row[1] is None else float(row[1]), float(row[2]), float(row[3]), row[4]
+    )
 
 
 @statement
@@ -237,29 +238,34 @@ def _change_units(column: str, sign: int, count: int) -> Statement:
     several resources (a model call reserves and uses five)."""
 
     def build(_: SqlDialect) -> Executable:
-        from sqlalchemy import bindparam, case, update
-
-        from agentctl.store.tables import budgets
-
-        c = budgets.c
-        resources: list[Any] = [bindparam(f"resource_{n}") for n in range(count)]
-        by_resource = case(
-            *((resources[n], bindparam(f"amount_{n}")) for n in range(count)),
-            value=c.resource,
-        )
-        current = c[column]
-        return (
-            update(budgets)
-            .where(c.run_id == bindparam("run_id"), c.resource.in_(resources))
-            .values(
-                {
-                    column: current + by_resource if sign > 0 else current - by_resource,
-                    "updated_at": bindparam("stamp"),
-                }
-            )
-        )
+        return _units_update(column, sign, count)
 
     return Statement(build, f"change_units({column}, {sign}, {count})")
+
+
+def _units_update(column: str, sign: int, count: int) -> Update:
+    """The ``UPDATE`` of :func:`_change_units` (parameters: :func:`_by_resource`)."""
+    from sqlalchemy import bindparam, case, update
+
+    from agentctl.store.tables import budgets
+
+    c = budgets.c
+    resources: list[Any] = [bindparam(f"resource_{n}") for n in range(count)]
+    by_resource = case(
+        *((resources[n], bindparam(f"amount_{n}")) for n in range(count)),
+        value=c.resource,
+    )
+    current = c[column]
+    return (
+        update(budgets)
+        .where(c.run_id == bindparam("run_id"), c.resource.in_(resources))
+        .values(
+            {
+                column: current + by_resource if sign > 0 else current - by_resource,
+                "updated_at": bindparam("stamp"),
+            }
+        )
+    )
 
 
 @lru_cache(maxsize=16)
@@ -406,10 +412,25 @@ def _settle(count: int) -> Statement:
 
 def add_used(
     conn: SqlRunner, run_id: str, amounts: Sequence[tuple[str, float]], now: datetime
-) -> None:
-    """Count each ``(resource, amount)`` as used (distinct resources)."""
+) -> list[LedgerRow]:
+    """Count each ``(resource, amount)`` as used (distinct resources); the ledger rows it
+    moved, as they are after it (one ``UPDATE … RETURNING``: the caller checks them
+    against their limits without reading the ledger again)."""
     if not amounts:
-        return
+        return []
     locks.hold_run(conn, run_id)
     values = _by_resource(run_id, amounts, to_db(now))
-    _change_units("used_units", 1, len(amounts)).run(conn, **values)
+    return [_ledger_row(row) for row in _add_used(len(amounts)).run(conn, **values)]
+
+
+@lru_cache(maxsize=16)
+def _add_used(count: int) -> Statement:
+    def build(_: SqlDialect) -> Executable:
+        from agentctl.store.tables import budgets
+
+        c = budgets.c
+        return _units_update("used_units", 1, count).returning(
+            c.resource, c.limit_units, c.reserved_units, c.used_units, c.pricing_version
+        )
+
+    return Statement(build, f"add_used({count})")

@@ -223,13 +223,14 @@ def test_a_claimed_tasks_write_takes_its_runs_lock_last_right_before_the_chain_h
         store.close()
 
 
-def test_a_budget_reservation_is_one_update_and_its_insert_and_a_limit_still_refuses(
+def test_a_budget_reservation_is_one_update_and_its_insert_and_limits_still_hold(
     postgres_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A reservation checks every limit and moves the ledger in one conditional ``UPDATE``
     (it used to read the ledger first, one more statement under the run's lock), then
     inserts its reservations. A reservation that would pass a limit holds nothing, of any
-    resource, and says which limit; one that reaches the limit exactly is held."""
+    resource, and says which limit; one that reaches the limit exactly is held. Settling
+    reports an overrun from the rows its usage moved, without reading the ledger again."""
     from agentctl.engine.effects import budget
 
     store, run_id, _ = _running_run(postgres_url, tmp_path, 1)
@@ -281,5 +282,13 @@ def test_a_budget_reservation_is_one_update_and_its_insert_and_a_limit_still_ref
             ("e1", "turns", 4.0),
             ("e3", "turns", 6.0),
         ]
+        # Settling checks the limits on the rows its usage moved (RETURNING), unread.
+        with _sent(monkeypatch) as sent, store.write(locks.run(run_id)) as conn:
+            overruns = budget.settle(conn, run_id, "e1", {"turns": 12.0}, clock.now())
+        assert overruns == [budget.BudgetDenied("turns", 10.0, 12.0, 6.0, 0.0)]
+        assert not any(s.startswith("SELECT budgets.") for s in sent), sent
+        with store.write(locks.run(run_id)) as conn:
+            assert budget.settle(conn, run_id, "e3", {"toolCalls": 1.0}, clock.now()) == []
+        assert ledger() == {"turns": 0.0, "toolCalls": 0.0}
     finally:
         store.close()

@@ -141,22 +141,22 @@ def settle(
     budget_repo.settle_reservations(
         conn, run_id, budget_repo.held_reservations(conn, effect_id), now
     )
-    budget_repo.add_used(
-        conn, run_id, [(resource, amount) for resource, amount in actual.items() if amount], now
-    )
+    # The ledger rows the usage moved come back from its UPDATE, as they are after it:
+    # the limits are checked on them without reading the ledger again. A resource
+    # measured at zero is not moved, so it is read (as every one was before).
+    measured = [(resource, amount) for resource, amount in actual.items() if amount]
+    rows = budget_repo.add_used(conn, run_id, measured, now)
     if not actual:
         return []  # nothing measured, nothing to overrun: the ledger is not read
-    overruns = []
-    for resource, row in _rows(conn, run_id).items():
-        if (
-            resource in actual
-            and row.limit_units is not None
-            and (row.used_units > row.limit_units)
-        ):
-            overruns.append(
-                BudgetDenied(resource, row.limit_units, row.used_units, row.reserved_units, 0)
-            )
-    return overruns
+    if len(measured) < len(actual):
+        rows = list(_rows(conn, run_id).values())
+    return [
+        BudgetDenied(row.resource, row.limit_units, row.used_units, row.reserved_units, 0)
+        for row in rows
+        if row.resource in actual
+        and row.limit_units is not None
+        and row.used_units > row.limit_units
+    ]
 
 
 def conclude(
