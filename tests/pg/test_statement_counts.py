@@ -284,7 +284,8 @@ def test_a_budget_reservation_is_one_update_and_its_insert_and_limits_still_hold
         ]
         # Settling checks the limits on the rows its usage moved (RETURNING), unread.
         with _sent(monkeypatch) as sent, store.write(locks.run(run_id)) as conn:
-            overruns = budget.settle(conn, run_id, "e1", {"turns": 12.0}, clock.now())
+            measured = {"turns": 12.0, "toolCalls": 0.0}  # zero: moved by nothing, unread
+            overruns = budget.settle(conn, run_id, "e1", measured, clock.now())
         assert overruns == [budget.BudgetDenied("turns", 10.0, 12.0, 6.0, 0.0)]
         assert not any(s.startswith("SELECT budgets.") for s in sent), sent
         with store.write(locks.run(run_id)) as conn:

@@ -141,15 +141,12 @@ def settle(
     budget_repo.settle_reservations(
         conn, run_id, budget_repo.held_reservations(conn, effect_id), now
     )
-    # The ledger rows the usage moved come back from its UPDATE, as they are after it:
-    # the limits are checked on them without reading the ledger again. A resource
-    # measured at zero is not moved, so it is read (as every one was before).
-    measured = [(resource, amount) for resource, amount in actual.items() if amount]
-    rows = budget_repo.add_used(conn, run_id, measured, now)
     if not actual:
         return []  # nothing measured, nothing to overrun: the ledger is not read
-    if len(measured) < len(actual):
-        rows = list(_rows(conn, run_id).values())
+    # The usage's UPDATE returns its rows as they are after it, and the limits are checked
+    # on them: the ledger is not read again. A resource measured at zero is in it too
+    # (it adds nothing), so an overrun it already had is still reported.
+    rows = budget_repo.add_used(conn, run_id, list(actual.items()), now)
     return [
         BudgetDenied(row.resource, row.limit_units, row.used_units, row.reserved_units, 0)
         for row in rows
