@@ -39,6 +39,7 @@ __all__ = [
     "ledger",
     "move_reservations",
     "reserve_within_limits",
+    "settle_and_add_used",
     "settle_reservations",
 ]
 
@@ -390,6 +391,71 @@ def settle_reservations(
             )
     ids = {f"id_{n}": r.id for n, r in enumerate(reservations)}
     _settle(len(ids)).run(conn, stamp=stamp, **ids)
+
+
+def settle_and_add_used(
+    conn: SqlRunner,
+    run_id: str,
+    reservations: Sequence[ReservationRow],
+    amounts: Sequence[tuple[str, float]],
+    now: datetime,
+) -> list[LedgerRow]:
+    """:func:`settle_reservations`, then :func:`add_used`: the ledger rows the usage moved,
+    as they are after both. Reservations of distinct resources (one per resource, as a
+    reservation holds them) and the usage move the ledger in one ``UPDATE … RETURNING``,
+    each row's reserved units given back and its used units added at once."""
+    resources = [r.resource for r in reservations]
+    if not reservations or not amounts or len(set(resources)) != len(resources):
+        settle_reservations(conn, run_id, reservations, now)
+        return add_used(conn, run_id, amounts, now)
+    locks.hold_run(conn, run_id)
+    stamp = to_db(now)
+    given = {r.resource: r.units for r in reservations}
+    used = dict(amounts)
+    values: dict[str, Any] = {"run_id": run_id, "stamp": stamp}
+    for n, resource in enumerate(dict.fromkeys([*given, *used])):
+        values[f"resource_{n}"] = resource
+        values[f"given_{n}"] = given.get(resource, 0.0)
+        values[f"used_{n}"] = used.get(resource, 0.0)
+    count = (len(values) - 2) // 3  # run_id and stamp, then three per resource
+    moved = [_ledger_row(row) for row in _give_back_and_use(count).run(conn, **values)]
+    ids = {f"id_{n}": r.id for n, r in enumerate(reservations)}
+    _settle(len(ids)).run(conn, stamp=stamp, **ids)
+    return [row for row in moved if row.resource in used]
+
+
+@lru_cache(maxsize=16)
+def _give_back_and_use(count: int) -> Statement:
+    """``UPDATE budgets SET reserved_units = reserved_units - given, used_units =
+    used_units + used`` over ``count`` resources of one run (``resource_N``, ``given_N``,
+    ``used_N``; zero where a resource has none), ``RETURNING`` the rows as after it."""
+
+    def build(_: SqlDialect) -> Executable:
+        from sqlalchemy import bindparam, case, update
+
+        from agentctl.store.tables import budgets
+
+        c = budgets.c
+        resources: list[Any] = [bindparam(f"resource_{n}") for n in range(count)]
+
+        def by_resource(name: str) -> Any:
+            return case(
+                *((resources[n], bindparam(f"{name}_{n}")) for n in range(count)),
+                value=c.resource,
+            )
+
+        return (
+            update(budgets)
+            .where(c.run_id == bindparam("run_id"), c.resource.in_(resources))
+            .values(
+                reserved_units=c.reserved_units - by_resource("given"),
+                used_units=c.used_units + by_resource("used"),
+                updated_at=bindparam("stamp"),
+            )
+            .returning(c.resource, c.limit_units, c.reserved_units, c.used_units, c.pricing_version)
+        )
+
+    return Statement(build, f"give_back_and_use({count})")
 
 
 @lru_cache(maxsize=16)

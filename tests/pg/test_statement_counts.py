@@ -230,7 +230,8 @@ def test_a_budget_reservation_is_one_update_and_its_insert_and_limits_still_hold
     (it used to read the ledger first, one more statement under the run's lock), then
     inserts its reservations. A reservation that would pass a limit holds nothing, of any
     resource, and says which limit; one that reaches the limit exactly is held. Settling
-    reports an overrun from the rows its usage moved, without reading the ledger again."""
+    gives the reservations back and adds the usage in one ``UPDATE``, and reports an
+    overrun from the rows it returns, without reading the ledger again."""
     from agentctl.engine.effects import budget
 
     store, run_id, _ = _running_run(postgres_url, tmp_path, 1)
@@ -288,6 +289,8 @@ def test_a_budget_reservation_is_one_update_and_its_insert_and_limits_still_hold
             overruns = budget.settle(conn, run_id, "e1", measured, clock.now())
         assert overruns == [budget.BudgetDenied("turns", 10.0, 12.0, 6.0, 0.0)]
         assert not any(s.startswith("SELECT budgets.") for s in sent), sent
+        moved = [s for s in sent if s.startswith("UPDATE budgets ")]
+        assert len(moved) == 1 and "reserved_units" in moved[0], sent  # give back and use
         with store.write(locks.run(run_id)) as conn:
             assert budget.settle(conn, run_id, "e3", {"toolCalls": 1.0}, clock.now()) == []
         assert ledger() == {"turns": 0.0, "toolCalls": 0.0}

@@ -138,15 +138,12 @@ def settle(
     conn: SqlRunner, run_id: str, effect_id: str, actual: Mapping[str, float], now: datetime
 ) -> list[BudgetDenied]:
     """Replace the effect's reservations with actual usage; return any overruns."""
-    budget_repo.settle_reservations(
-        conn, run_id, budget_repo.held_reservations(conn, effect_id), now
-    )
-    if not actual:
-        return []  # nothing measured, nothing to overrun: the ledger is not read
-    # The usage's UPDATE returns its rows as they are after it, and the limits are checked
-    # on them: the ledger is not read again. A resource measured at zero is in it too
-    # (it adds nothing), so an overrun it already had is still reported.
-    rows = budget_repo.add_used(conn, run_id, list(actual.items()), now)
+    # One UPDATE gives the reservations back and adds the usage, and returns the rows as
+    # they are after it: the limits are checked on them, the ledger is not read again. A
+    # resource measured at zero is in it too (it adds nothing), so an overrun it already
+    # had is still reported. Nothing measured: nothing to overrun.
+    held = budget_repo.held_reservations(conn, effect_id)
+    rows = budget_repo.settle_and_add_used(conn, run_id, held, list(actual.items()), now)
     return [
         BudgetDenied(row.resource, row.limit_units, row.used_units, row.reserved_units, 0)
         for row in rows
