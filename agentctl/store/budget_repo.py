@@ -373,8 +373,19 @@ def settle_reservations(
     """Give held reservations back to the ledger and mark them settled."""
     if not reservations:
         return
-    locks.hold_run(conn, run_id)
     stamp = to_db(now)
+    _give_back(conn, run_id, reservations, stamp)
+    ids = {f"id_{n}": r.id for n, r in enumerate(reservations)}
+    _settle(len(ids)).run(conn, stamp=stamp, **ids)
+
+
+def _give_back(
+    conn: SqlRunner, run_id: str, reservations: Sequence[ReservationRow], stamp: str
+) -> None:
+    """Give the reservations' units back to the ledger (their rows are left as they are)."""
+    if not reservations:
+        return
+    locks.hold_run(conn, run_id)
     resources = [r.resource for r in reservations]
     if len(set(resources)) == len(resources):
         values = _by_resource(run_id, [(r.resource, r.units) for r in reservations], stamp)
@@ -389,27 +400,31 @@ def settle_reservations(
                 run_id=run_id,
                 resource=reservation.resource,
             )
-    ids = {f"id_{n}": r.id for n, r in enumerate(reservations)}
-    _settle(len(ids)).run(conn, stamp=stamp, **ids)
 
 
 def settle_and_add_used(
     conn: SqlRunner,
     run_id: str,
-    reservations: Sequence[ReservationRow],
+    effect_id: str,
     amounts: Sequence[tuple[str, float]],
     now: datetime,
 ) -> list[LedgerRow]:
-    """:func:`settle_reservations`, then :func:`add_used`: the ledger rows the usage moved,
-    as they are after both. Reservations of distinct resources (one per resource, as a
-    reservation holds them) and the usage move the ledger in one ``UPDATE … RETURNING``,
-    each row's reserved units given back and its used units added at once."""
+    """Settle the effect's held reservations (:func:`settle_reservations`), then count
+    ``amounts`` as used (:func:`add_used`): the ledger rows the usage moved, as they are
+    after both. The reservations are marked settled by one ``UPDATE … RETURNING`` (they
+    are not read first); reservations of distinct resources (one per resource, as a
+    reservation holds them) and the usage then move the ledger in one ``UPDATE …
+    RETURNING``, each row's reserved units given back and its used units added at once."""
+    stamp = to_db(now)
+    reservations = [
+        ReservationRow(int(row[0]), row[1], float(row[2]))
+        for row in _settle_held.run(conn, effect_id=effect_id, stamp=stamp)
+    ]
     resources = [r.resource for r in reservations]
     if not reservations or not amounts or len(set(resources)) != len(resources):
-        settle_reservations(conn, run_id, reservations, now)
+        _give_back(conn, run_id, reservations, stamp)
         return add_used(conn, run_id, amounts, now)
     locks.hold_run(conn, run_id)
-    stamp = to_db(now)
     given = {r.resource: r.units for r in reservations}
     used = dict(amounts)
     values: dict[str, Any] = {"run_id": run_id, "stamp": stamp}
@@ -419,9 +434,22 @@ def settle_and_add_used(
         values[f"used_{n}"] = used.get(resource, 0.0)
     count = (len(values) - 2) // 3  # run_id and stamp, then three per resource
     moved = [_ledger_row(row) for row in _give_back_and_use(count).run(conn, **values)]
-    ids = {f"id_{n}": r.id for n, r in enumerate(reservations)}
-    _settle(len(ids)).run(conn, stamp=stamp, **ids)
     return [row for row in moved if row.resource in used]
+
+
+@statement
+def _settle_held(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, update
+
+    from agentctl.store.tables import budget_reservations
+
+    c = budget_reservations.c
+    return (
+        update(budget_reservations)
+        .where(c.effect_id == bindparam("effect_id"), c.status == "held")
+        .values(status="settled", settled_at=bindparam("stamp"))
+        .returning(c.id, c.resource, c.units)
+    )
 
 
 @lru_cache(maxsize=16)

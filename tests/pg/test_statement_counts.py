@@ -291,8 +291,11 @@ def test_a_budget_reservation_is_one_update_and_its_insert_and_limits_still_hold
         assert not any(s.startswith("SELECT budgets.") for s in sent), sent
         moved = [s for s in sent if s.startswith("UPDATE budgets ")]
         assert len(moved) == 1 and "reserved_units" in moved[0], sent  # give back and use
+        assert not any(s.startswith("SELECT budget_reservations.") for s in sent), sent
+        assert held() == [("e3", "turns", 6.0)]  # e1's settled by an UPDATE, unread
         with store.write(locks.run(run_id)) as conn:
             assert budget.settle(conn, run_id, "e3", {"toolCalls": 1.0}, clock.now()) == []
         assert ledger() == {"turns": 0.0, "toolCalls": 0.0}
+        assert held() == []
     finally:
         store.close()

@@ -138,12 +138,11 @@ def settle(
     conn: SqlRunner, run_id: str, effect_id: str, actual: Mapping[str, float], now: datetime
 ) -> list[BudgetDenied]:
     """Replace the effect's reservations with actual usage; return any overruns."""
-    # One UPDATE gives the reservations back and adds the usage, and returns the rows as
-    # they are after it: the limits are checked on them, the ledger is not read again. A
-    # resource measured at zero is in it too (it adds nothing), so an overrun it already
-    # had is still reported. Nothing measured: nothing to overrun.
-    held = budget_repo.held_reservations(conn, effect_id)
-    rows = budget_repo.settle_and_add_used(conn, run_id, held, list(actual.items()), now)
+    # One UPDATE settles the held reservations (not read first); one more gives them back,
+    # adds the usage and returns the ledger rows as they are after it: the limits are
+    # checked on them, the ledger is not read again. A resource measured at zero is in it
+    # too (it adds nothing), so an overrun it already had is still reported.
+    rows = budget_repo.settle_and_add_used(conn, run_id, effect_id, list(actual.items()), now)
     return [
         BudgetDenied(row.resource, row.limit_units, row.used_units, row.reserved_units, 0)
         for row in rows
