@@ -23,7 +23,7 @@ from agentctl.store.statements import Statement, statement
 from agentctl.store.timestamps import to_db
 
 if TYPE_CHECKING:
-    from sqlalchemy.sql.expression import Executable
+    from sqlalchemy.sql.expression import Executable, Update
 
     from agentctl.store.dialect import SqlDialect
     from agentctl.store.runner import SqlRunner
@@ -38,7 +38,8 @@ __all__ = [
     "insert_ledger",
     "ledger",
     "move_reservations",
-    "reserve_units",
+    "reserve_within_limits",
+    "settle_and_add_used",
     "settle_reservations",
 ]
 
@@ -100,13 +101,14 @@ def _insert_ledger(_: SqlDialect) -> Executable:
 
 def ledger(conn: SqlRunner, run_id: str) -> dict[str, LedgerRow]:
     locks.hold_run(conn, run_id)
-    rows = _ledger.run(conn, run_id=run_id)
-    return {
-        row[0]: LedgerRow(
-            row[0], None if row[1] is None else float(row[1]), float(row[2]), float(row[3]), row[4]
-        )
-        for row in rows
-    }
+    return {row.resource: row for row in map(_ledger_row, _ledger.run(conn, run_id=run_id))}
+
+
+def _ledger_row(row: Any) -> LedgerRow:
+    """A ledger row as :data:`_ledger` and :func:`_add_used` return its columns."""
+    return LedgerRow(
+        row[0], None if row[1] is None else float(row[1]), float(row[2]), float(row[3]), row[4]
+    )
 
 
 @statement
@@ -237,29 +239,34 @@ def _change_units(column: str, sign: int, count: int) -> Statement:
     several resources (a model call reserves and uses five)."""
 
     def build(_: SqlDialect) -> Executable:
-        from sqlalchemy import bindparam, case, update
-
-        from agentctl.store.tables import budgets
-
-        c = budgets.c
-        resources: list[Any] = [bindparam(f"resource_{n}") for n in range(count)]
-        by_resource = case(
-            *((resources[n], bindparam(f"amount_{n}")) for n in range(count)),
-            value=c.resource,
-        )
-        current = c[column]
-        return (
-            update(budgets)
-            .where(c.run_id == bindparam("run_id"), c.resource.in_(resources))
-            .values(
-                {
-                    column: current + by_resource if sign > 0 else current - by_resource,
-                    "updated_at": bindparam("stamp"),
-                }
-            )
-        )
+        return _units_update(column, sign, count)
 
     return Statement(build, f"change_units({column}, {sign}, {count})")
+
+
+def _units_update(column: str, sign: int, count: int) -> Update:
+    """The ``UPDATE`` of :func:`_change_units` (parameters: :func:`_by_resource`)."""
+    from sqlalchemy import bindparam, case, update
+
+    from agentctl.store.tables import budgets
+
+    c = budgets.c
+    resources: list[Any] = [bindparam(f"resource_{n}") for n in range(count)]
+    by_resource = case(
+        *((resources[n], bindparam(f"amount_{n}")) for n in range(count)),
+        value=c.resource,
+    )
+    current = c[column]
+    return (
+        update(budgets)
+        .where(c.run_id == bindparam("run_id"), c.resource.in_(resources))
+        .values(
+            {
+                column: current + by_resource if sign > 0 else current - by_resource,
+                "updated_at": bindparam("stamp"),
+            }
+        )
+    )
 
 
 @lru_cache(maxsize=16)
@@ -287,20 +294,77 @@ def _insert_reservations(count: int) -> Statement:
     return Statement(build, f"insert_reservations({count})")
 
 
-def reserve_units(
+def reserve_within_limits(
     conn: SqlRunner,
     run_id: str,
     effect_id: str,
     amounts: Sequence[tuple[str, float]],
     now: datetime,
-) -> None:
-    """Hold each ``(resource, amount)`` for one effect (distinct resources)."""
+) -> bool:
+    """Hold each ``(resource, amount)`` (distinct resources, positive amounts) for one
+    effect unless one of them would pass its limit: all or nothing, the limits checked and
+    the ledger moved by one conditional ``UPDATE`` (no read of the ledger first), then one
+    ``INSERT`` of the reservations of the rows it moved. A resource the run has no ledger
+    row for is not reserved. False: nothing was held and the run's ledger has a row of one
+    of these resources (a limit refused it; the caller reads the ledger to say which)."""
     if not amounts:
-        return
+        return True
     locks.hold_run(conn, run_id)
     values = _by_resource(run_id, amounts, to_db(now))
-    _change_units("reserved_units", 1, len(amounts)).run(conn, **values)
-    _insert_reservations(len(amounts)).run(conn, effect_id=effect_id, **values)
+    moved = [row[0] for row in _reserve_checked(len(amounts)).run(conn, **values)]
+    if not moved:
+        return False
+    held = [(resource, amount) for resource, amount in amounts if resource in set(moved)]
+    _insert_reservations(len(held)).run(
+        conn, effect_id=effect_id, **_by_resource(run_id, held, to_db(now))
+    )
+    return True
+
+
+@lru_cache(maxsize=32)
+def _reserve_checked(count: int) -> Statement:
+    """``UPDATE budgets SET reserved_units = reserved_units + amount`` over ``count``
+    resources of one run ``WHERE NOT EXISTS`` a row of them whose ``used + reserved +
+    amount`` passes its limit, ``RETURNING`` the resources moved. The run's lock is held
+    (every writer of its ledger holds it), so the check and the move see the same rows."""
+
+    def build(_: SqlDialect) -> Executable:
+        from sqlalchemy import and_, bindparam, case, exists, select, update
+
+        from agentctl.store.tables import budgets
+
+        c = budgets.c
+        other = budgets.alias("over")
+        resources: list[Any] = [bindparam(f"resource_{n}") for n in range(count)]
+
+        def amount_of(column: Any) -> Any:
+            return case(
+                *((resources[n], bindparam(f"amount_{n}")) for n in range(count)),
+                value=column,
+            )
+
+        o = other.c
+        over = exists(
+            select(o.resource).where(
+                and_(
+                    o.run_id == bindparam("run_id"),
+                    o.resource.in_(resources),
+                    o.limit_units.is_not(None),
+                    o.used_units + o.reserved_units + amount_of(o.resource) > o.limit_units,
+                )
+            )
+        )
+        return (
+            update(budgets)
+            .where(c.run_id == bindparam("run_id"), c.resource.in_(resources), ~over)
+            .values(
+                reserved_units=c.reserved_units + amount_of(c.resource),
+                updated_at=bindparam("stamp"),
+            )
+            .returning(c.resource)
+        )
+
+    return Statement(build, f"reserve_checked({count})")
 
 
 def settle_reservations(
@@ -309,8 +373,19 @@ def settle_reservations(
     """Give held reservations back to the ledger and mark them settled."""
     if not reservations:
         return
-    locks.hold_run(conn, run_id)
     stamp = to_db(now)
+    _give_back(conn, run_id, reservations, stamp)
+    ids = {f"id_{n}": r.id for n, r in enumerate(reservations)}
+    _settle(len(ids)).run(conn, stamp=stamp, **ids)
+
+
+def _give_back(
+    conn: SqlRunner, run_id: str, reservations: Sequence[ReservationRow], stamp: str
+) -> None:
+    """Give the reservations' units back to the ledger (their rows are left as they are)."""
+    if not reservations:
+        return
+    locks.hold_run(conn, run_id)
     resources = [r.resource for r in reservations]
     if len(set(resources)) == len(resources):
         values = _by_resource(run_id, [(r.resource, r.units) for r in reservations], stamp)
@@ -325,8 +400,90 @@ def settle_reservations(
                 run_id=run_id,
                 resource=reservation.resource,
             )
-    ids = {f"id_{n}": r.id for n, r in enumerate(reservations)}
-    _settle(len(ids)).run(conn, stamp=stamp, **ids)
+
+
+def settle_and_add_used(
+    conn: SqlRunner,
+    run_id: str,
+    effect_id: str,
+    amounts: Sequence[tuple[str, float]],
+    now: datetime,
+) -> list[LedgerRow]:
+    """Settle the effect's held reservations (:func:`settle_reservations`), then count
+    ``amounts`` as used (:func:`add_used`): the ledger rows the usage moved, as they are
+    after both. The reservations are marked settled by one ``UPDATE … RETURNING`` (they
+    are not read first); reservations of distinct resources (one per resource, as a
+    reservation holds them) and the usage then move the ledger in one ``UPDATE …
+    RETURNING``, each row's reserved units given back and its used units added at once."""
+    stamp = to_db(now)
+    reservations = [
+        ReservationRow(int(row[0]), row[1], float(row[2]))
+        for row in _settle_held.run(conn, effect_id=effect_id, stamp=stamp)
+    ]
+    resources = [r.resource for r in reservations]
+    if not reservations or not amounts or len(set(resources)) != len(resources):
+        _give_back(conn, run_id, reservations, stamp)
+        return add_used(conn, run_id, amounts, now)
+    locks.hold_run(conn, run_id)
+    given = {r.resource: r.units for r in reservations}
+    used = dict(amounts)
+    values: dict[str, Any] = {"run_id": run_id, "stamp": stamp}
+    for n, resource in enumerate(dict.fromkeys([*given, *used])):
+        values[f"resource_{n}"] = resource
+        values[f"given_{n}"] = given.get(resource, 0.0)
+        values[f"used_{n}"] = used.get(resource, 0.0)
+    count = (len(values) - 2) // 3  # run_id and stamp, then three per resource
+    moved = [_ledger_row(row) for row in _give_back_and_use(count).run(conn, **values)]
+    return [row for row in moved if row.resource in used]
+
+
+@statement
+def _settle_held(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, update
+
+    from agentctl.store.tables import budget_reservations
+
+    c = budget_reservations.c
+    return (
+        update(budget_reservations)
+        .where(c.effect_id == bindparam("effect_id"), c.status == "held")
+        .values(status="settled", settled_at=bindparam("stamp"))
+        .returning(c.id, c.resource, c.units)
+    )
+
+
+@lru_cache(maxsize=16)
+def _give_back_and_use(count: int) -> Statement:
+    """``UPDATE budgets SET reserved_units = reserved_units - given, used_units =
+    used_units + used`` over ``count`` resources of one run (``resource_N``, ``given_N``,
+    ``used_N``; zero where a resource has none), ``RETURNING`` the rows as after it."""
+
+    def build(_: SqlDialect) -> Executable:
+        from sqlalchemy import bindparam, case, update
+
+        from agentctl.store.tables import budgets
+
+        c = budgets.c
+        resources: list[Any] = [bindparam(f"resource_{n}") for n in range(count)]
+
+        def by_resource(name: str) -> Any:
+            return case(
+                *((resources[n], bindparam(f"{name}_{n}")) for n in range(count)),
+                value=c.resource,
+            )
+
+        return (
+            update(budgets)
+            .where(c.run_id == bindparam("run_id"), c.resource.in_(resources))
+            .values(
+                reserved_units=c.reserved_units - by_resource("given"),
+                used_units=c.used_units + by_resource("used"),
+                updated_at=bindparam("stamp"),
+            )
+            .returning(c.resource, c.limit_units, c.reserved_units, c.used_units, c.pricing_version)
+        )
+
+    return Statement(build, f"give_back_and_use({count})")
 
 
 @lru_cache(maxsize=16)
@@ -349,10 +506,25 @@ def _settle(count: int) -> Statement:
 
 def add_used(
     conn: SqlRunner, run_id: str, amounts: Sequence[tuple[str, float]], now: datetime
-) -> None:
-    """Count each ``(resource, amount)`` as used (distinct resources)."""
+) -> list[LedgerRow]:
+    """Count each ``(resource, amount)`` as used (distinct resources); the ledger rows it
+    moved, as they are after it (one ``UPDATE … RETURNING``: the caller checks them
+    against their limits without reading the ledger again)."""
     if not amounts:
-        return
+        return []
     locks.hold_run(conn, run_id)
     values = _by_resource(run_id, amounts, to_db(now))
-    _change_units("used_units", 1, len(amounts)).run(conn, **values)
+    return [_ledger_row(row) for row in _add_used(len(amounts)).run(conn, **values)]
+
+
+@lru_cache(maxsize=16)
+def _add_used(count: int) -> Statement:
+    def build(_: SqlDialect) -> Executable:
+        from agentctl.store.tables import budgets
+
+        c = budgets.c
+        return _units_update("used_units", 1, count).returning(
+            c.resource, c.limit_units, c.reserved_units, c.used_units, c.pricing_version
+        )
+
+    return Statement(build, f"add_used({count})")

@@ -221,3 +221,81 @@ def test_a_claimed_tasks_write_takes_its_runs_lock_last_right_before_the_chain_h
         assert "FOR SHARE" in sent[-2] and sent[-1] == "COMMIT", sent
     finally:
         store.close()
+
+
+def test_a_budget_reservation_is_one_update_and_its_insert_and_limits_still_hold(
+    postgres_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reservation checks every limit and moves the ledger in one conditional ``UPDATE``
+    (it used to read the ledger first, one more statement under the run's lock), then
+    inserts its reservations. A reservation that would pass a limit holds nothing, of any
+    resource, and says which limit; one that reaches the limit exactly is held. Settling
+    gives the reservations back and adds the usage in one ``UPDATE``, and reports an
+    overrun from the rows it returns, without reading the ledger again."""
+    from agentctl.engine.effects import budget
+
+    store, run_id, _ = _running_run(postgres_url, tmp_path, 1)
+    clock = SystemClock()
+    execute(
+        postgres_url,
+        "UPDATE budgets SET limit_units = 10 WHERE run_id = ? AND resource = 'turns'",
+        (run_id,),
+    )
+
+    def ledger() -> dict[str, float]:
+        found = rows(
+            postgres_url,
+            "SELECT resource, reserved_units FROM budgets WHERE run_id = ? "
+            "AND resource IN ('turns', 'toolCalls')",
+            (run_id,),
+        )
+        return {str(r[0]): float(r[1]) for r in found}
+
+    def held() -> list[tuple[str, str, float]]:
+        found = rows(
+            postgres_url,
+            "SELECT effect_id, resource, units FROM budget_reservations WHERE run_id = ? "
+            "AND status = 'held' ORDER BY effect_id, resource",
+            (run_id,),
+        )
+        return [(str(r[0]), str(r[1]), float(r[2])) for r in found]
+
+    try:
+        with _sent(monkeypatch) as sent, store.write(locks.run(run_id)) as conn:
+            units = {"turns": 4.0, "toolCalls": 2.0, "costMicrousd": 0.0}
+            assert budget.reserve(conn, run_id, "e1", units, clock.now(), new_effect=True) is None
+        touched = [s for s in sent if "budget" in s]
+        assert len(touched) == 2, sent
+        assert touched[0].startswith("UPDATE budgets") and "RETURNING" in touched[0], sent
+        assert touched[1].startswith("INSERT INTO budget_reservations"), sent
+        assert ledger() == {"turns": 4.0, "toolCalls": 2.0}
+        with store.write(locks.run(run_id)) as conn:
+            units = {"toolCalls": 1.0, "turns": 7.0}
+            denied = budget.reserve(conn, run_id, "e2", units, clock.now(), new_effect=True)
+        assert denied == budget.BudgetDenied("turns", 10.0, 0.0, 4.0, 7.0)
+        assert ledger() == {"turns": 4.0, "toolCalls": 2.0}  # all or nothing
+        with store.write(locks.run(run_id)) as conn:
+            units = {"turns": 6.0}
+            assert budget.reserve(conn, run_id, "e3", units, clock.now(), new_effect=True) is None
+        assert ledger() == {"turns": 10.0, "toolCalls": 2.0}
+        assert held() == [
+            ("e1", "toolCalls", 2.0),
+            ("e1", "turns", 4.0),
+            ("e3", "turns", 6.0),
+        ]
+        # Settling checks the limits on the rows its usage moved (RETURNING), unread.
+        with _sent(monkeypatch) as sent, store.write(locks.run(run_id)) as conn:
+            measured = {"turns": 12.0, "toolCalls": 0.0}  # zero: moved by nothing, unread
+            overruns = budget.settle(conn, run_id, "e1", measured, clock.now())
+        assert overruns == [budget.BudgetDenied("turns", 10.0, 12.0, 6.0, 0.0)]
+        assert not any(s.startswith("SELECT budgets.") for s in sent), sent
+        moved = [s for s in sent if s.startswith("UPDATE budgets ")]
+        assert len(moved) == 1 and "reserved_units" in moved[0], sent  # give back and use
+        assert not any(s.startswith("SELECT budget_reservations.") for s in sent), sent
+        assert held() == [("e3", "turns", 6.0)]  # e1's settled by an UPDATE, unread
+        with store.write(locks.run(run_id)) as conn:
+            assert budget.settle(conn, run_id, "e3", {"toolCalls": 1.0}, clock.now()) == []
+        assert ledger() == {"turns": 0.0, "toolCalls": 0.0}
+        assert held() == []
+    finally:
+        store.close()

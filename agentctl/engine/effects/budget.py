@@ -117,52 +117,39 @@ def reserve(
     reservation yet and none is looked for."""
     if not new_effect and budget_repo.has_held_reservation(conn, effect_id):
         return None  # a requested-but-never-started effect keeps its reservation
+    # One conditional UPDATE checks every limit and moves the ledger (a reservation used
+    # to read the ledger first); only a refused one reads it, to say which limit.
+    wanted = [(resource, amount) for resource, amount in units.items() if amount > 0]
+    if budget_repo.reserve_within_limits(conn, run_id, effect_id, wanted, now):
+        return None
     rows = _rows(conn, run_id)
-    for resource, amount in units.items():
+    for resource, amount in wanted:
         row = rows.get(resource)
-        if row is None or row.limit_units is None or amount <= 0:
+        if row is None or row.limit_units is None:
             continue
         if row.used_units + row.reserved_units + amount > row.limit_units:
             return BudgetDenied(
                 resource, row.limit_units, row.used_units, row.reserved_units, amount
             )
-    budget_repo.reserve_units(
-        conn,
-        run_id,
-        effect_id,
-        [
-            (resource, amount)
-            for resource, amount in units.items()
-            if resource in rows and amount > 0
-        ],
-        now,
-    )
-    return None
+    return None  # none of these resources has a ledger row: nothing to hold
 
 
 def settle(
     conn: SqlRunner, run_id: str, effect_id: str, actual: Mapping[str, float], now: datetime
 ) -> list[BudgetDenied]:
     """Replace the effect's reservations with actual usage; return any overruns."""
-    budget_repo.settle_reservations(
-        conn, run_id, budget_repo.held_reservations(conn, effect_id), now
-    )
-    budget_repo.add_used(
-        conn, run_id, [(resource, amount) for resource, amount in actual.items() if amount], now
-    )
-    if not actual:
-        return []  # nothing measured, nothing to overrun: the ledger is not read
-    overruns = []
-    for resource, row in _rows(conn, run_id).items():
-        if (
-            resource in actual
-            and row.limit_units is not None
-            and (row.used_units > row.limit_units)
-        ):
-            overruns.append(
-                BudgetDenied(resource, row.limit_units, row.used_units, row.reserved_units, 0)
-            )
-    return overruns
+    # One UPDATE settles the held reservations (not read first); one more gives them back,
+    # adds the usage and returns the ledger rows as they are after it: the limits are
+    # checked on them, the ledger is not read again. A resource measured at zero is in it
+    # too (it adds nothing), so an overrun it already had is still reported.
+    rows = budget_repo.settle_and_add_used(conn, run_id, effect_id, list(actual.items()), now)
+    return [
+        BudgetDenied(row.resource, row.limit_units, row.used_units, row.reserved_units, 0)
+        for row in rows
+        if row.resource in actual
+        and row.limit_units is not None
+        and row.used_units > row.limit_units
+    ]
 
 
 def conclude(
