@@ -40,7 +40,6 @@ __all__ = [
     "move_reservations",
     "reserve_within_limits",
     "settle_and_add_used",
-    "settle_reservations",
 ]
 
 
@@ -367,18 +366,6 @@ def _reserve_checked(count: int) -> Statement:
     return Statement(build, f"reserve_checked({count})")
 
 
-def settle_reservations(
-    conn: SqlRunner, run_id: str, reservations: Sequence[ReservationRow], now: datetime
-) -> None:
-    """Give held reservations back to the ledger and mark them settled."""
-    if not reservations:
-        return
-    stamp = to_db(now)
-    _give_back(conn, run_id, reservations, stamp)
-    ids = {f"id_{n}": r.id for n, r in enumerate(reservations)}
-    _settle(len(ids)).run(conn, stamp=stamp, **ids)
-
-
 def _give_back(
     conn: SqlRunner, run_id: str, reservations: Sequence[ReservationRow], stamp: str
 ) -> None:
@@ -409,7 +396,7 @@ def settle_and_add_used(
     amounts: Sequence[tuple[str, float]],
     now: datetime,
 ) -> list[LedgerRow]:
-    """Settle the effect's held reservations (:func:`settle_reservations`), then count
+    """Settle the effect's held reservations (give them back, mark them settled), then count
     ``amounts`` as used (:func:`add_used`): the ledger rows the usage moved, as they are
     after both. The reservations are marked settled by one ``UPDATE … RETURNING`` (they
     are not read first); reservations of distinct resources (one per resource, as a
@@ -484,24 +471,6 @@ def _give_back_and_use(count: int) -> Statement:
         )
 
     return Statement(build, f"give_back_and_use({count})")
-
-
-@lru_cache(maxsize=16)
-def _settle(count: int) -> Statement:
-    def build(_: SqlDialect) -> Executable:
-        from sqlalchemy import bindparam, update
-
-        from agentctl.store.tables import budget_reservations
-
-        c = budget_reservations.c
-        ids: list[Any] = [bindparam(f"id_{n}") for n in range(count)]
-        return (
-            update(budget_reservations)
-            .where(c.id.in_(ids))
-            .values(status="settled", settled_at=bindparam("stamp"))
-        )
-
-    return Statement(build, f"settle({count})")
 
 
 def add_used(
