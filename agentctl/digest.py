@@ -130,10 +130,11 @@ def canonical_json_reusing(
     return _reusing(value, texts, REUSE_DEPTH)
 
 
-def _reusing(value: Any, texts: dict[int, tuple[Any, str]], depth: int) -> str:
-    found = texts.get(id(value))
-    if found is not None and found[0] is value:
-        return found[1]
+def scalar_json(value: Any) -> str | None:
+    """How canonical JSON writes ``value`` if it is a string, null, a boolean or an int
+    (those exact types); None for anything else. For encoders that walk a value in Python
+    to reuse texts they already have (:func:`canonical_json_reusing`, the compiler's
+    fingerprints): the leaves they write themselves are written by this one rule."""
     kind = type(value)
     if kind is str:
         return _STRING(value)  # type: ignore[no-any-return]
@@ -145,6 +146,17 @@ def _reusing(value: Any, texts: dict[int, tuple[Any, str]], depth: int) -> str:
         return "false"
     if kind is int:
         return int.__repr__(value)
+    return None
+
+
+def _reusing(value: Any, texts: dict[int, tuple[Any, str]], depth: int) -> str:
+    found = texts.get(id(value))
+    if found is not None and found[0] is value:
+        return found[1]
+    scalar = scalar_json(value)
+    if scalar is not None:
+        return scalar
+    kind = type(value)
     if depth and kind is dict and all(type(key) is str for key in value):
         below = depth - 1
         return canonical_object({key: _reusing(item, texts, below) for key, item in value.items()})

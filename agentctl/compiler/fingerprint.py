@@ -13,21 +13,16 @@ holds that equality.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Mapping
 from typing import Any
 
 from agentctl.compiler.plan import Expansion
+from agentctl.digest import canonical_json, scalar_json, string_json
 
 __all__ = ["Fingerprinter"]
 
-# The C string encoder used by json.dumps(ensure_ascii=False): quotes and escapes a str.
-_string = json.encoder.encode_basestring
-
-# Same settings as agentctl.digest.canonical_json, built once instead of per call.
-_CANONICAL = json.JSONEncoder(
-    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-)
+# How a string is written: canonical JSON's own rule (agentctl.digest).
+_string = string_json
 
 
 class Fingerprinter:
@@ -40,7 +35,7 @@ class Fingerprinter:
         cached = self._memo.get(id(value))
         if cached is not None and cached[0] is value:
             return cached[1]
-        text = _CANONICAL.encode(value if to_json is None else to_json(value))
+        text = canonical_json(value if to_json is None else to_json(value))
         self._memo[id(value)] = (value, text)
         return text
 
@@ -64,7 +59,7 @@ class Fingerprinter:
             f',"id":{_string(fields["id"])}'
             f",{self._middle(fields, needs)}"
             f',"routeGuards":{self._guards(guards)}'
-            + (f',"session":{_CANONICAL.encode(session)}' if session else "")
+            + (f',"session":{canonical_json(session)}' if session else "")
             + f',"timeoutSeconds":{int(fields["timeout_seconds"])}'
             f',"uses":{self._shared(fields["uses"], lambda u: u.to_json())}'
             f',"vars":{self._object(fields["vars"])}'
@@ -76,7 +71,7 @@ class Fingerprinter:
         return "null" if compensate is None else self._shared(compensate, lambda c: c.to_json())
 
     def _guards(self, guards: Any) -> str:
-        return _CANONICAL.encode([g.to_json() for g in guards]) if guards else "[]"
+        return canonical_json([g.to_json() for g in guards]) if guards else "[]"
 
     def _middle(self, fields: Mapping[str, Any], needs: list[str]) -> str:
         """``input`` … ``retry``: identical for the children of one source, so cached."""
@@ -108,19 +103,12 @@ class Fingerprinter:
 
     def _value(self, value: Any) -> str:
         """Canonical JSON of one value; containers are memoised (bindings appear twice)."""
-        if isinstance(value, str):
-            return _string(value)
-        if value is None:
-            return "null"
-        if value is True:
-            return "true"
-        if value is False:
-            return "false"
-        if isinstance(value, int):
-            return str(value)
+        scalar = scalar_json(value)
+        if scalar is not None:
+            return scalar
         if isinstance(value, dict | list):
             return self._shared(value)
-        return _CANONICAL.encode(value)
+        return canonical_json(value)
 
     def _object(self, mapping: Mapping[str, Any]) -> str:
         """Canonical JSON of a mapping with string keys, one value at a time."""

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agentctl.digest import canonical_json, canonical_json_reusing
+from agentctl.digest import canonical_json, canonical_json_reusing, scalar_json
 
 
 class Text(str):
@@ -128,3 +128,17 @@ def test_short_known_texts_are_not_worth_the_walk() -> None:
     assert (
         canonical_json_reusing({"k": big}, [(big, "TAKEN" * 120)]) == '{"k":' + "TAKEN" * 120 + "}"
     )
+
+
+class Count(int):
+    """An int subclass (an IntEnum's kind): left to the encoder, never written by hand."""
+
+
+@given(SCALARS | st.integers().map(Count) | VALUES)
+def test_a_scalar_written_by_hand_is_what_the_encoder_writes(value: Any) -> None:
+    # The one rule every walking encoder (this module's and the compiler's fingerprints)
+    # writes its leaves by: either the encoder's exact text, or "not mine" (None).
+    text = scalar_json(value)
+    assert text is None or text == canonical_json(value)
+    if type(value) in (str, bool, int) or value is None:
+        assert text is not None
