@@ -38,9 +38,22 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-__all__ = ["STORE_KEY", "Locks", "begin_postgres", "hold_run", "key", "run", "schedule"]
+if TYPE_CHECKING:
+    from agentctl.store.runner import DriverSession
+
+__all__ = [
+    "STORE_KEY",
+    "LateRunLock",
+    "Locks",
+    "RunFence",
+    "begin_postgres",
+    "hold_run",
+    "key",
+    "run",
+    "schedule",
+]
 
 #: The store lock (an arbitrary constant that spells "agentctl" in ASCII, so an operator
 #: recognises it in ``pg_locks``): shared by every scoped write, exclusive for the others.
@@ -76,6 +89,45 @@ def hold_run(conn: Any, run_id: str) -> None:
     late = getattr(conn, "late_run_lock", None)
     if late is not None:
         late.take(conn, run_id)
+
+
+class RunFence(Protocol):
+    """The fencing check of a write that takes its run's lock late (a claimed task's,
+    see :func:`hold_run`): the claim's token, checked with the claim's
+    row locked until the commit, so nothing of the write lands once the claim is lost."""
+
+    run_id: str
+
+    def lock_and_check(self, conn: DriverSession) -> None:
+        """Take the run's lock, then check the fence (one statement)."""
+        ...
+
+    def check(self, conn: DriverSession) -> None:
+        """Check the fence without the run's lock (a write that needed none)."""
+        ...
+
+
+class LateRunLock:
+    """One transaction's deferred run lock (``DriverSession.late_run_lock``): taken by
+    :func:`hold_run` the first time the transaction reads its run's
+    chain head or budget ledger, with the fencing check after it; when nothing asked for
+    it, the fence alone is checked before the commit."""
+
+    __slots__ = ("fence", "taken")
+
+    def __init__(self, fence: RunFence) -> None:
+        self.fence = fence
+        self.taken = False
+
+    def take(self, conn: DriverSession, run_id: str) -> None:
+        if run_id != self.fence.run_id:
+            raise RuntimeError(
+                f"a write fenced for run {self.fence.run_id} touched run {run_id}'s "
+                "serialised rows; it holds only its own run's lock"
+            )
+        if not self.taken:
+            self.fence.lock_and_check(conn)
+            self.taken = True
 
 
 def key(name: str) -> int:

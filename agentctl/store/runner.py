@@ -35,7 +35,7 @@ from agentctl.store.dialect import (
 )
 from agentctl.store.errors import driver_error, retry_window_seconds
 from agentctl.store.location import MEMORY
-from agentctl.store.locks import Locks
+from agentctl.store.locks import LateRunLock, Locks, RunFence
 from agentctl.store.sealing import CLEAR, SEALER_OPTION, Sealer, sealer_of
 from agentctl.store.sqlite_connections import SQLITE_DRIVER, FileConnections
 from agentctl.store.statements import is_compiled
@@ -438,45 +438,6 @@ class _OneStatement:
             )
         self._used = True
         return self._runner.exec_driver_sql(statement, parameters)
-
-
-class RunFence(Protocol):
-    """The fencing check of a write that takes its run's lock late (a claimed task's,
-    see :func:`agentctl.store.locks.hold_run`): the claim's token, checked with the claim's
-    row locked until the commit, so nothing of the write lands once the claim is lost."""
-
-    run_id: str
-
-    def lock_and_check(self, conn: DriverSession) -> None:
-        """Take the run's lock, then check the fence (one statement)."""
-        ...
-
-    def check(self, conn: DriverSession) -> None:
-        """Check the fence without the run's lock (a write that needed none)."""
-        ...
-
-
-class LateRunLock:
-    """One transaction's deferred run lock (``DriverSession.late_run_lock``): taken by
-    :func:`agentctl.store.locks.hold_run` the first time the transaction reads its run's
-    chain head or budget ledger, with the fencing check after it; when nothing asked for
-    it, the fence alone is checked before the commit."""
-
-    __slots__ = ("fence", "taken")
-
-    def __init__(self, fence: RunFence) -> None:
-        self.fence = fence
-        self.taken = False
-
-    def take(self, conn: DriverSession, run_id: str) -> None:
-        if run_id != self.fence.run_id:
-            raise RuntimeError(
-                f"a write fenced for run {self.fence.run_id} touched run {run_id}'s "
-                "serialised rows; it holds only its own run's lock"
-            )
-        if not self.taken:
-            self.fence.lock_and_check(conn)
-            self.taken = True
 
 
 class _Transaction:
