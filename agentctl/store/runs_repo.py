@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from agentctl.store.formats import FORMAT_VERSION
 from agentctl.store.records import check_format_version, unknown_run
 from agentctl.store.rows import naive, row_dict
+from agentctl.store.run_results import stored_result_text
 from agentctl.store.sealing import seal, unseal, unseal_record
 from agentctl.store.statements import Statement, columns, statement
 from agentctl.store.timestamps import to_db
@@ -54,6 +55,7 @@ RUN_COLUMNS = (
     "relation",
     "reason",
     "output_json",
+    "output_source",
     "error_json",
     "created_at",
     "updated_at",
@@ -167,7 +169,7 @@ def _of_run(*names: str) -> Statement:
 
 
 _RUN = _of_run(*RUN_COLUMNS)
-_RUN_STATE = _of_run("status", "output_json", "error_json", "format_version")
+_RUN_STATE = _of_run("status", "output_json", "error_json", "format_version", "output_source")
 _TRACE_IDS = _of_run("trace_id", "span_id")
 _CANCEL_FLAG = _of_run("cancel_requested", "cancel_reason")
 
@@ -180,11 +182,16 @@ def run(conn: SqlRunner, run_id: str) -> dict[str, Any]:
     check_format_version("run", run_id, int(row["format_version"]))
     opened = unseal_record(conn, "runs", row)
     assert opened is not None
+    # The result as readers see it: the copy, or the one its reference names.
+    opened["output_json"] = stored_result_text(
+        conn, run_id, opened["output_json"], opened["output_source"]
+    )
     return opened
 
 
 def run_state(conn: SqlRunner, run_id: str) -> tuple[str, str | None, str | None]:
-    """``(status, output_json, error_json)`` without reading the plan; exit 5 when unknown."""
+    """``(status, output_json, error_json)`` without reading the plan; exit 5 when unknown.
+    ``output_json`` is the run's result (:func:`~agentctl.store.run_results.stored_result_text`)."""
     row = _RUN_STATE.run(conn, run_id=run_id).first()
     if row is None:
         raise unknown_run(run_id)
@@ -192,7 +199,7 @@ def run_state(conn: SqlRunner, run_id: str) -> tuple[str, str | None, str | None
     key = (run_id,)
     return (
         str(row[0]),
-        unseal(conn, "runs", "output_json", key, row[1]),
+        stored_result_text(conn, run_id, unseal(conn, "runs", "output_json", key, row[1]), row[4]),
         unseal(conn, "runs", "error_json", key, row[2]),
     )
 

@@ -115,6 +115,9 @@ runs = Table(
     Column("relation", String(20), nullable=True),
     Column("reason", Text, nullable=True),
     Column("output_json", Text, nullable=True),
+    # ``tasks``: the run's result is every task's recorded output, assembled from the task
+    # rows (output_json NULL, no copy); NULL: the result is output_json (run_results.py).
+    Column("output_source", String(20), nullable=True),
     Column("error_json", Text, nullable=True),
     _ts("created_at", nullable=False),
     _ts("updated_at", nullable=False),

@@ -23,6 +23,8 @@ from hypothesis import strategies as st
 
 from agentctl import Runtime
 from agentctl.digest import canonical_json
+from agentctl.store import runs_repo
+from agentctl.store.engine import open_store
 from tests.crash.cli import cli, result_json
 
 pytestmark = pytest.mark.crash
@@ -60,11 +62,19 @@ def _chain(values: list[Any]) -> str:
     return "".join(lines)
 
 
-def _stored(ws: Path) -> tuple[str, str]:
+def _stored(ws: Path) -> tuple[str, str | None]:
+    """The run's id and its result's text as every reader gets it. A finished run of these
+    workflows (no declared ``outputs:``) stores a reference to its task rows, not a copy."""
     with sqlite3.connect(ws / "runs.db") as conn:
-        run_id, output = conn.execute("SELECT id, output_json FROM runs").fetchone()
+        run_id, copy, source = conn.execute(
+            "SELECT id, output_json, output_source FROM runs"
+        ).fetchone()
     conn.close()
-    return run_id, output
+    if source is None:
+        return run_id, copy
+    assert (copy, source) == (None, "tasks")
+    with open_store(str(ws / "runs.db")) as store, store.read() as read:
+        return run_id, runs_repo.run_state(read, run_id)[1]
 
 
 @settings(

@@ -18,7 +18,7 @@ from typing import Annotated, Any, ClassVar
 from pydantic import ConfigDict, Field, field_serializer
 
 from agentctl.compiler.plan import Plan
-from agentctl.digest import canonical_json, digest_bytes
+from agentctl.digest import canonical_json, digest_bytes, parse_json
 from agentctl.errors import PersistenceError
 from agentctl.observability import audit
 from agentctl.store import checkpoints_repo, plan_repo, runs_repo, tasks_repo
@@ -54,6 +54,12 @@ _json_string = json.encoder.encode_basestring
 
 def _loads(text: str | None) -> Any:
     return None if text is None else json.loads(text)
+
+
+def _result(text: str | None) -> Any:
+    """A run's result as stored (its copy, or every task's output assembled by
+    ``store/run_results.py``): large texts, parsed by the faster parser."""
+    return None if text is None else parse_json(text)
 
 
 @dataclass
@@ -155,7 +161,7 @@ def load_run(conn: SqlRunner, run_id: str, *, whole: bool = False) -> RunRow:
             workspace=row["workspace"],
             source_run_id=row["source_run_id"],
             relation=row["relation"],
-            output=_loads(row["output_json"]),
+            output=_result(row["output_json"]),
             error=_loads(row["error_json"]),
             created_at=row["created_at"],
             updated_at=row["updated_at"],
@@ -186,7 +192,7 @@ def load_run_state(conn: SqlRunner, run_id: str) -> tuple[str, Any, Any]:
     """``(status, output, error)`` of a run without reading its plan: the cheap read behind
     "is this run already finished?" (a completed run is answered in well under 1 ms)."""
     status, output, error = runs_repo.run_state(conn, run_id)
-    return status, _loads(output), _loads(error)
+    return status, _result(output), _loads(error)
 
 
 def load_tasks(

@@ -13,6 +13,7 @@ from agentctl.engine.effects import journal
 from agentctl.store import effects_repo, runs_repo
 from agentctl.store.engine import Store
 from agentctl.store.ownership import owner_alive
+from agentctl.store.records import unknown_run
 
 __all__ = ["needs_reconciliation"]
 
@@ -21,7 +22,8 @@ def needs_reconciliation(store: Store, run_id: str | None = None) -> list[dict[s
     """Effects whose outcome is unknown and that have no conclusion yet."""
     with store.read() as conn:
         if run_id is not None:
-            runs_repo.run_state(conn, run_id)  # exit 5 for an unknown run, nothing decoded
+            if runs_repo.cancel_flag(conn, run_id) is None:  # one narrow read, nothing decoded
+                raise unknown_run(run_id)
         found = []
         live: dict[str, bool] = {}
         for effect_id in effects_repo.unsettled_effect_ids(conn, run_id):

@@ -27,6 +27,7 @@ from agentctl.spec.expressions import TemplateContext
 from agentctl.spec.template_exceptions import TemplateError
 from agentctl.spec.templates import render
 from agentctl.store import tasks_repo
+from agentctl.store.run_results import EVERY_TASK
 from agentctl.store.transitions import close_live_parts
 
 if TYPE_CHECKING:
@@ -211,14 +212,21 @@ class RunCommits:
         output_json: str | None,
     ) -> None:
         now = self.clock.now()
+        # A run that declares no outputs has every task's output as its result (never
+        # None once it ends): the task rows hold it, so the run row gets a reference, not
+        # a copy (store/run_results.py assembles it for every reader).
+        every_task = output is not None and not self.spec.get("outputs")
+        if every_task:
+            output_json = None
+        elif output_json is None and output is not None:
+            output_json = canonical_json(output)
         # The owner lease is released in the same commit: this execution ends here.
         self.log.set_run(
             conn,
             status=status,
             updated_at=now,
-            output_json=output_json
-            if output_json is not None
-            else (None if output is None else canonical_json(output)),
+            output_json=output_json,
+            output_source=EVERY_TASK if every_task else None,
             error_json=None if error is None else canonical_json(error),
             owner_id=None,
             owner_lease_expires_at=None,
@@ -275,10 +283,11 @@ class RunCommits:
         return ("cancelled" if cancelled else "succeeded"), output, None, output_json
 
     def _render_outputs(self) -> tuple[Any, str | None]:
-        """The run's output, and its canonical JSON when that is known without encoding."""
+        """The run's output, and its canonical JSON when that is known without encoding
+        (None for a result that is every task's output: it is stored as a reference)."""
         declared = self.spec.get("outputs")
         if not declared:
-            return self.outputs.every()  # every output, in plan order
+            return self.outputs.every(), None  # every output, in plan order
         context = self._context({}, self.memory)
         if self.prediction is not None:
             rendered = self.prediction.render_outputs(dict(declared), lambda t: render(t, context))

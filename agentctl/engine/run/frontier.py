@@ -10,16 +10,13 @@ the rest in one query.
 
 from __future__ import annotations
 
-import gc
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
 from typing import Any
 
 from agentctl.compiler.plan import Plan, PlanTask, check_plan_format
-from agentctl.digest import canonical_object, parse_json
 from agentctl.errors import PersistenceError
-from agentctl.store import plan_repo, tasks_repo
+from agentctl.store import plan_repo, run_results, tasks_repo
 from agentctl.store.engine import SqlRunner
 from agentctl.store.formats import FORMAT_VERSION
 from agentctl.store.records import check_format_version
@@ -35,24 +32,6 @@ __all__ = [
 ]
 
 Reader = Callable[[], SqlRunner]
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while parsing many JSON values at once.
-
-    Parsing allocates thousands of containers, which triggers collections of the oldest
-    generation: in a long-lived process those traverse every object it holds and cost far
-    more than the parse (measured: 150 ms around a 6 ms parse of 5,000 outputs). Parsed
-    JSON holds no reference cycles, so nothing is left uncollected."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 def _malformed(run_id: str, exc: Exception) -> PersistenceError:
@@ -213,6 +192,10 @@ class TaskRows(Mapping[str, Any]):
             return None
         return sorted(self._rows.values(), key=lambda row: row.ordinal)
 
+    def held_items(self) -> list[tuple[str, Any]]:
+        """The rows read or written so far, by id (no read)."""
+        return list(self._rows.items())
+
     def _all(self, conn: SqlRunner | None = None) -> dict[str, Any]:
         if not self._complete:
             merged: dict[str, Any] = {}
@@ -246,37 +229,23 @@ class TaskOutputs(Mapping[str, Any]):
     def __iter__(self) -> Iterator[str]:
         return (task_id for task_id, row in self._rows.items() if row.has_output)
 
-    def every(self) -> tuple[dict[str, Any], str]:
-        """Every recorded output in plan order, and the canonical JSON of that object,
-        from the stored rows (all of this execution's transitions must have committed).
+    def every(self) -> dict[str, Any]:
+        """Every recorded output in plan order, from the stored rows (all of this
+        execution's transitions must have committed): the run's result when it declares
+        no ``outputs:`` (:func:`~agentctl.store.run_results.plain_result`, its one home).
 
-        Each stored output is canonical JSON already, so the object's canonical text is
-        those texts under their sorted keys, with nothing encoded again. When every row is
-        held with its stored text (an execution that ran the whole run), nothing is read:
-        the values are the outputs this execution recorded. Otherwise one query of the bare
-        texts and one parse of them all (:func:`~agentctl.digest.parse_json`), where rows
-        read one by one would cost a parse each."""
-        held = None if self._task_count is None else self._rows.held(self._task_count)
-        if held is not None:
-            kept = [row for row in held if row.has_output]
-            texts = [row.output_json for row in kept if row.output_json is not None]
-            if len(texts) == len(kept):
-                return {row.task_id: row.output for row in kept}, _object_text(
-                    [row.task_id for row in kept], texts
-                )
-        task_ids, texts = tasks_repo.outputs_in_order(self._rows.reader(), self._rows.run_id)
-        with _collector_paused():
-            values = parse_json("[" + ",".join(texts) + "]")
-        return dict(zip(task_ids, values, strict=True)), _object_text(task_ids, texts)
+        The outputs of the rows held here are taken as they are; the others come from one
+        query of the bare texts and one parse of them all, where rows read one by one
+        would cost a parse each. When every row is held (an execution that ran the whole
+        run), nothing is read."""
+        held_rows = None if self._task_count is None else self._rows.held(self._task_count)
+        if held_rows is not None:
+            return {row.task_id: row.output for row in held_rows if row.has_output}
+        held = {task_id: row.output for task_id, row in self._rows.held_items() if row.has_output}
+        return run_results.plain_result(self._rows.reader(), self._rows.run_id, held)
 
     def __len__(self) -> int:
         return sum(1 for _ in self)
-
-
-def _object_text(task_ids: Sequence[str], texts: Sequence[str]) -> str:
-    """The canonical JSON of an object from its keys and its values' canonical texts (in
-    the same order)."""
-    return canonical_object(dict(zip(task_ids, texts, strict=True)))
 
 
 #: The plan a run was just created with in this process, by (database, run id): the
