@@ -20,11 +20,13 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from sqlalchemy import select
 
 from agentctl import Runtime
 from agentctl.digest import canonical_json
 from agentctl.store import migrate, runs_repo
 from agentctl.store.engine import open_store
+from agentctl.store.tables import runs, tasks
 from tests.forkserver import run_agentctl
 
 _HEADER = (
@@ -248,3 +250,38 @@ def test_a_plain_result_of_sealed_outputs_reads_back_as_the_clear_one(
     copy = _old_copy(clear / "runs.db", clear_run)
     assert sealed_run["output"] == json.loads(copy)
     _check_readers(sealed, sealed_run["runId"], copy)
+
+
+def test_both_stores_read_the_reference_and_downgrade_writes_the_copy(
+    database: str, tmp_path: Path
+) -> None:
+    """On SQLite and PostgreSQL alike: a reference in the run row, the old copy read back
+    through the API, and a downgrade to 0014 writing exactly that copy."""
+    (tmp_path / "wf.yaml").write_text(_CHAIN)
+    runtime = Runtime(database)
+    rolled = runtime.roll(tmp_path / "wf.yaml")
+    assert rolled.state == "succeeded"
+    with open_store(database) as store, store.read() as conn:
+        row = conn.execute(
+            select(runs.c.output_json, runs.c.output_source).where(runs.c.id == rolled.run_id)
+        ).one()
+        texts = conn.execute(
+            select(tasks.c.task_id, tasks.c.output_json)
+            .where(tasks.c.run_id == rolled.run_id, tasks.c.output_json.is_not(None))
+            .order_by(tasks.c.ordinal)
+        ).all()
+    copy = canonical_json({task_id: json.loads(text) for task_id, text in texts})
+    assert tuple(row) == (None, "tasks")
+    assert rolled.output == json.loads(copy)
+    assert runtime.inspect(rolled.run_id).run["output"] == json.loads(copy)
+    assert runtime.resume(rolled.run_id).output == json.loads(copy)
+    with open_store(database) as store:
+        with store.write() as conn:
+            migrate.downgrade(conn, "0014_sealed_bytes")
+        with store.read() as conn:
+            stored = conn.exec_driver_sql("SELECT output_json FROM runs").scalar_one()
+    assert stored == copy
+    # Opening upgrades again: the copy is kept (no reference), and reads the same.
+    with open_store(database) as store:
+        assert store.revision() == migrate.head_revision()
+    assert runtime.inspect(rolled.run_id).run["output"] == json.loads(copy)
