@@ -11,8 +11,8 @@ every reader assembles the same text from the rows (agentctl/store/run_results.p
 Existing rows keep their copies (``output_source`` NULL: the result is ``output_json`` as
 before) and read exactly as they did. ``downgrade`` writes each referenced result back
 into ``output_json`` as the earlier release wrote it (the canonical object of the task
-texts, keys sorted); it refuses a run whose task outputs are sealed (encryption at rest:
-the run row's copy would have to be sealed under the run's own record).
+texts, keys sorted), sealed under the run row when the task outputs are sealed (the
+store's key must be at hand, as for any read of them).
 
 Revision ID: 0015_plain_results
 Revises: 0014_sealed_bytes
@@ -21,6 +21,7 @@ Create Date: 2026-12-02 10:40:00
 
 import json
 from collections.abc import Sequence
+from typing import Any
 
 import sqlalchemy as sa
 from alembic import op
@@ -31,50 +32,58 @@ branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
 _PREFIX = "aes256gcm:"
+_STRING: Any = json.encoder.encode_basestring
 
 
 def upgrade() -> None:
     op.add_column("runs", sa.Column("output_source", sa.String(20), nullable=True))
 
 
-def _text(value: object) -> str:
+def _sealed(value: object) -> bool:
     if isinstance(value, bytes | memoryview):
-        value = bytes(value).decode("utf-8", "replace")
-    return str(value)
+        return bytes(value).startswith(_PREFIX.encode())
+    return isinstance(value, str) and value.startswith(_PREFIX)
+
+
+def _copy(texts: dict[str, str]) -> str:
+    """The canonical object of the members' canonical texts, keys sorted (what
+    ``digest.canonical_object`` writes; kept here so this revision keeps its meaning)."""
+    return "{" + ",".join(_STRING(key) + ":" + texts[key] for key in sorted(texts)) + "}"
 
 
 def downgrade() -> None:
     conn = op.get_bind()
+    mark = "?" if conn.dialect.name == "sqlite" else "%s"
     runs = conn.exec_driver_sql("SELECT id FROM runs WHERE output_source = 'tasks'").all()
     for (run_id,) in runs:
         rows = conn.exec_driver_sql(
-            "SELECT task_id, output_json FROM tasks WHERE run_id = "
-            + ("?" if conn.dialect.name == "sqlite" else "%s")
-            + " AND output_json IS NOT NULL ORDER BY ordinal",
+            f"SELECT task_id, output_json FROM tasks WHERE run_id = {mark}"  # noqa: S608
+            " AND output_json IS NOT NULL ORDER BY ordinal",
             (run_id,),
         ).all()
-        texts = {str(task_id): _text(value) for task_id, value in rows}
-        if any(text.startswith(_PREFIX) for text in texts.values()):
-            raise RuntimeError(
-                f"run {run_id}: its task outputs are sealed (encryption at rest); "
-                "0014 cannot hold its result without a copy sealed under the run row: "
-                "stay at 0015 or delete the run first"
-            )
-        # The canonical object of the members' canonical texts (keys sorted, as
-        # digest.canonical_object writes it; kept here so this revision keeps its meaning).
-        copy = (
-            "{"
-            + ",".join(
-                json.encoder.encode_basestring(key) + ":" + texts[key] for key in sorted(texts)
-            )
-            + "}"
-        )
+        if not any(_sealed(value) for _, value in rows):
+            stored: object = _copy({str(task_id): str(value) for task_id, value in rows})
+        else:
+            # Encryption at rest: the outputs open with the store's key (the connection
+            # carries its sealer) and the copy is sealed under the run row, as 0014's
+            # release wrote it; without the key this stops with encryption.key_missing.
+            from agentctl.store import sealing
+
+            texts = {
+                str(task_id): str(
+                    sealing.unseal(conn, "tasks", "output_json", (run_id, task_id), value)
+                )
+                for task_id, value in rows
+            }
+            if sealing.sealer_of(conn).active is None:
+                raise RuntimeError(
+                    f"run {run_id}: its task outputs are sealed but the store has no active "
+                    "key to seal its result's copy with; open it with the key to downgrade"
+                )
+            stored = sealing.seal(conn, "runs", "output_json", (run_id,), _copy(texts))
         conn.exec_driver_sql(
-            "UPDATE runs SET output_json = "
-            + ("?" if conn.dialect.name == "sqlite" else "%s")
-            + " WHERE id = "
-            + ("?" if conn.dialect.name == "sqlite" else "%s"),
-            (copy, run_id),
+            f"UPDATE runs SET output_json = {mark} WHERE id = {mark}",  # noqa: S608
+            (stored, run_id),
         )
     # ALTER TABLE … DROP COLUMN (SQLite 3.35+): a batch copy of ``runs`` would drop the old
     # table, and the foreign keys (on in every store connection) would cascade the delete.

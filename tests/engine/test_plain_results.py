@@ -24,6 +24,7 @@ from sqlalchemy import select
 
 from agentctl import Runtime
 from agentctl.digest import canonical_json
+from agentctl.errors import PersistenceError
 from agentctl.store import migrate, runs_repo
 from agentctl.store.engine import open_store
 from agentctl.store.tables import runs, tasks
@@ -212,20 +213,41 @@ def test_the_migration_keeps_old_copies_and_downgrade_writes_them_back(tmp_path:
     _check_readers(tmp_path, new_run, _old_copy(db, new_run))
 
 
-def test_downgrade_refuses_a_referenced_result_of_sealed_outputs(
+def test_downgrade_seals_the_copy_of_sealed_outputs_and_needs_the_key(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Encryption on: the copy a downgrade writes back is sealed under the run row, and
+    opens to the old copy; without the key the downgrade stops and changes nothing."""
     monkeypatch.setenv("K1", base64.b64encode(os.urandom(32)).decode())
-    (tmp_path / "wf.yaml").write_text(_CHAIN)
-    db = tmp_path / "runs.db"
+    clear, sealed = tmp_path / "clear", tmp_path / "sealed"
+    for ws in (clear, sealed):
+        ws.mkdir()
+        (ws / "wf.yaml").write_text(_CHAIN)
+    db = sealed / "runs.db"
     open_store(str(db)).close()
-    _agentctl(tmp_path, "db", "encryption", "enable", "--key-id", "k1", "--key-env", "K1")
-    _agentctl(tmp_path, "roll", "wf.yaml")
-    with open_store(str(db)) as store, pytest.raises(RuntimeError, match="sealed"):
+    _agentctl(sealed, "db", "encryption", "enable", "--key-id", "k1", "--key-env", "K1")
+    run_id = _agentctl(sealed, "roll", "wf.yaml")["data"]["runId"]
+    copy = _old_copy(clear / "runs.db", _agentctl(clear, "roll", "wf.yaml")["data"]["runId"])
+
+    key = os.environ["K1"]
+    monkeypatch.delenv("K1")
+    with open_store(str(db)) as store, pytest.raises(PersistenceError) as missing:
         with store.write() as conn:
             migrate.downgrade(conn, "0014_sealed_bytes")
-    with open_store(str(db)) as store:
-        assert store.revision() == "0015_plain_results"  # the refusal rolled back whole
+    assert missing.value.code == "encryption.key_missing"
+    assert _row(db, run_id) == (None, "tasks")  # rolled back whole
+
+    monkeypatch.setenv("K1", key)
+    with open_store(str(db)) as store, store.write() as conn:
+        migrate.downgrade(conn, "0014_sealed_bytes")
+    with sqlite3.connect(db) as conn:
+        (stored,) = conn.execute("SELECT output_json FROM runs").fetchone()
+    conn.close()
+    assert isinstance(stored, bytes) and stored.startswith(b"aes256gcm:k1:")
+    with open_store(str(db)) as store:  # upgrades again, keeping the sealed copy
+        assert store.revision() == migrate.head_revision()
+    assert _row(db, run_id) == (stored, None)
+    _check_readers(sealed, run_id, copy)
 
 
 def test_a_plain_result_of_sealed_outputs_reads_back_as_the_clear_one(
