@@ -39,6 +39,7 @@ from agentctl.spec.template_values import WHITESPACE, copy_json, is_truthy, json
 __all__ = [
     "CLOSE",
     "OPEN",
+    "Copies",
     "Expression",
     "RawSpan",
     "Reference",
@@ -66,6 +67,10 @@ OPEN = "${{"
 CLOSE = "}}"
 _PLAIN_KEY = re.compile(r"[A-Za-z0-9_-]+")
 _SHOWN_UNCLOSED = 40
+
+#: What :func:`render` notes when asked: ``(copy, original, expression)`` for each object or
+#: array a template read whole from the context.
+Copies = list[tuple[Any, Any, Expression]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,15 +140,21 @@ class Template:
     def expressions(self) -> tuple[Expression, ...]:
         return tuple(span.expression for span in self.spans)
 
-    def render(self, context: TemplateContext) -> Any:
-        """The value of this string in ``context`` (see the module docstring)."""
+    def render(self, context: TemplateContext, copies: Copies | None = None) -> Any:
+        """The value of this string in ``context`` (see the module docstring). A value read
+        whole (the string is one path) is a copy; with ``copies``, each object or array
+        copied is noted there as ``(copy, original, expression)``."""
         if not self.spans:
             return self.source
         if self.is_exact:
             expression = self.spans[0].expression
             if expression.is_condition:
                 return evaluate_expression(expression, context)
-            return copy_json(evaluate_value(expression, context))
+            value = evaluate_value(expression, context)
+            copied = copy_json(value)
+            if copies is not None and copied is not value:
+                copies.append((copied, value, expression))
+            return copied
         pieces: list[str] = []
         cursor = 0
         for span in self.spans:
@@ -319,21 +330,21 @@ def template_errors(value: Any) -> list[tuple[str, TemplateError]]:
     return found
 
 
-def _render(value: Any, context: TemplateContext) -> Any:
+def _render(value: Any, context: TemplateContext, copies: Copies | None) -> Any:
     # An error's location is built on its way out (each level adds its key), so rendering
     # that succeeds never formats a location; it runs twice per task attempt.
     if isinstance(value, str):
         if OPEN not in value:
             return value
         try:
-            return parse_template(value).render(context)
+            return parse_template(value).render(context, copies)
         except TemplateError as error:
             raise error.at("") from None
     if type(value) is dict or isinstance(value, Mapping):
         rendered = {}
         for key, item in value.items():
             try:
-                rendered[key] = _render(item, context)
+                rendered[key] = _render(item, context, copies)
             except TemplateError as error:
                 raise error.at(_key_location(key) + error.location) from None
         return rendered
@@ -341,17 +352,20 @@ def _render(value: Any, context: TemplateContext) -> Any:
         items = []
         for index, item in enumerate(value):
             try:
-                items.append(_render(item, context))
+                items.append(_render(item, context, copies))
             except TemplateError as error:
                 raise error.at(f"[{index}]{error.location}") from None
         return items
     return value
 
 
-def render(value: Any, context: TemplateContext) -> Any:
+def render(value: Any, context: TemplateContext, copies: Copies | None = None) -> Any:
     """Render every string in ``value`` (recursively through lists and objects).
 
     Keys are kept as they are and non-string scalars are copied. Errors are located with
-    ``.location``. A value without templates comes back equal to itself.
+    ``.location``. A value without templates comes back equal to itself. ``copies``, when
+    given, collects the objects and arrays read whole from the context, each with the one
+    it copies (:meth:`Template.render`): a caller that knows the original's canonical text
+    need not encode the copy again.
     """
-    return _render(value, context)
+    return _render(value, context, copies)

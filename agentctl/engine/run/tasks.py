@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from agentctl.compiler.plan import PlanTask
-from agentctl.digest import canonical_json, sha256_hex
+from agentctl.digest import canonical_json, sha256_hex, string_json
 from agentctl.engine.actions.agent import ProviderPool, run_agent
 from agentctl.engine.actions.builtin import run_action, run_definition
 from agentctl.engine.actions.context import TaskEnv, TaskResult
@@ -62,6 +62,44 @@ def aggregate_output(children: list[str], rows: Mapping[str, TaskRow]) -> dict[s
     return {"items": [_item(i, child, rows.get(child)) for i, child in enumerate(children)]}
 
 
+def _items_json(items: list[dict[str, Any]], rows: Mapping[str, TaskRow]) -> str:
+    """``canonical_json(items)`` of :func:`_item` records, each written around its child's
+    recorded output text (canonical JSON already) instead of encoding every output again:
+    a foreach of 200 children is about a tenth of the work. The members are written in
+    canonical (sorted) order: error, index, output, state, taskId."""
+    parts = []
+    for item in items:
+        row = rows.get(item["taskId"])
+        output = item["output"]
+        if output is None:
+            output_text = "null"
+        elif row is not None and row.output is output and row.output_json is not None:
+            output_text = row.output_json
+        else:
+            output_text = canonical_json(output)
+        error = item["error"]
+        parts.append(
+            '{"error":'
+            + ("null" if error is None else canonical_json(error))
+            + ',"index":'
+            + int.__repr__(item["index"])
+            + ',"output":'
+            + output_text
+            + ',"state":'
+            + string_json(item["state"])
+            + ',"taskId":'
+            + string_json(item["taskId"])
+            + "}"
+        )
+    return "[" + ",".join(parts) + "]"
+
+
+def aggregate_result(children: list[str], rows: Mapping[str, TaskRow]) -> TaskResult:
+    """The aggregate's output with its canonical JSON (:func:`_items_json`)."""
+    output = aggregate_output(children, rows)
+    return TaskResult(output, output_json='{"items":' + _items_json(output["items"], rows) + "}")
+
+
 def loop_exit_guard(
     task: PlanTask, rows: Mapping[str, TaskRow], context: TemplateContext
 ) -> dict[str, Any] | None:
@@ -81,6 +119,21 @@ def loop_exit_guard(
     return condition_record(
         "loopGuard", condition, evaluate_condition(condition, guard_context), guard_context
     )
+
+
+def loop_result(
+    task: PlanTask, rows: Mapping[str, TaskRow], guard: Mapping[str, Any] | None
+) -> TaskResult:
+    """:func:`loop_output` with its canonical JSON (:func:`_items_json`)."""
+    output = loop_output(task, rows, guard)
+    text = (
+        '{"items":'
+        + _items_json(output["items"], rows)
+        + ',"iterations":'
+        + int.__repr__(output["iterations"])
+        + "}"
+    )
+    return TaskResult(output, output_json=text)
 
 
 def loop_output(
@@ -212,9 +265,9 @@ async def run_body(
     if kind == "router":
         return TaskResult(router_output(task, context))
     if kind == "aggregate":
-        return TaskResult(aggregate_output(list(task.uses.children), rows))
+        return aggregate_result(list(task.uses.children), rows)
     if kind == "loop_aggregate":
-        return TaskResult(loop_output(task, rows, env.condition))
+        return loop_result(task, rows, env.condition)
     if kind in ("subworkflow_input", "subworkflow_aggregate"):
         return TaskResult(env.input)
     raise TaskFailure(f"task {task.id} has unknown kind {kind}", code="plan.unknown_kind")
