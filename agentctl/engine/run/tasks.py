@@ -26,6 +26,7 @@ from agentctl.spec.templates import json_equal, parse_template
 
 __all__ = [
     "check_contract",
+    "never_waits",
     "condition_record",
     "loop_exit_guard",
     "run_body",
@@ -243,6 +244,29 @@ def _bodies(pool: ProviderPool) -> Bodies:
         return await run_agent(env, name, pool)
 
     return Bodies(definition=run_definition, action=run_action, agent=agent)
+
+
+#: Action kinds whose body returns or raises in its first step: it never waits.
+_NEVER_WAITING_ACTIONS = frozenset(
+    {"builtin.assign", "builtin.assert", "builtin.fail", "builtin.pause"}
+)
+#: The compiler's kinds, all of them computed from what the run holds.
+_NEVER_WAITING_KINDS = frozenset(
+    {"router", "aggregate", "loop_aggregate", "subworkflow_input", "subworkflow_aggregate"}
+)
+
+
+def never_waits(task: PlanTask, spec: Mapping[str, Any]) -> bool:
+    """Whether the task's body (:func:`run_body`) never waits: no effect, process, model
+    call or question, and no artifact to ingest after it. Such an attempt waits at most for
+    a retry's pause, outside its body, and needs no asyncio task of its own until then."""
+    if task.artifacts:
+        return False
+    kind = task.uses.kind
+    if kind == "action":
+        action = (spec.get("actions") or {}).get(str(task.uses.name)) or {}
+        return action.get("kind") in _NEVER_WAITING_ACTIONS
+    return kind in _NEVER_WAITING_KINDS
 
 
 async def run_body(
