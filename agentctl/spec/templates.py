@@ -68,6 +68,9 @@ CLOSE = "}}"
 _PLAIN_KEY = re.compile(r"[A-Za-z0-9_-]+")
 _SHOWN_UNCLOSED = 40
 
+#: Values :func:`render` returns as they are, without looking further (exact types).
+_SCALARS = frozenset({int, float, bool, type(None)})
+
 #: What :func:`render` notes when asked: ``(copy, original, expression)`` for each object or
 #: array a template read whole from the context.
 Copies = list[tuple[Any, Any, Expression]]
@@ -332,7 +335,10 @@ def template_errors(value: Any) -> list[tuple[str, TemplateError]]:
 
 def _render(value: Any, context: TemplateContext, copies: Copies | None) -> Any:
     # An error's location is built on its way out (each level adds its key), so rendering
-    # that succeeds never formats a location; it runs twice per task attempt.
+    # that succeeds never formats a location; it runs twice per task attempt. A number, a
+    # boolean or null (exactly those types) is returned before the ABC checks below.
+    if type(value) in _SCALARS:
+        return value
     if isinstance(value, str):
         if OPEN not in value:
             return value
