@@ -49,7 +49,7 @@ from agentctl.policy.secrets import secret_sources
 from agentctl.signals import (
     EffectBlocked,
 )
-from agentctl.store import locks, ownership
+from agentctl.store import checkpoints_repo, locks, ownership
 from agentctl.store.engine import Store
 from agentctl.store.records import check_run_records
 from agentctl.store.states import check_run_transition
@@ -94,12 +94,17 @@ class RunExecutor(RunCommits, RunWatchers):
             check_run_records(conn, self.run_id)
             claimed = ownership.claim(conn, self.run_id, opts.owner_id, self.clock.now())
             check_run_transition(run.id, run.status, "running")
+            recorded = checkpoints_repo.last_seq(conn, self.run_id)
             plan, rows, self.frontier = load_frontier(
                 conn,
                 self.run_id,
                 run.plan,
                 lambda: self._session,
                 take_handed(self.store.path, self.run_id),
+                # The run's first claim, and no task transition recorded (each writes a
+                # checkpoint; so does a repair's copy of a reused task): its rows are as
+                # creation wrote them.
+                untouched=claimed.token == 1 and recorded is None,
             )
             self.prediction = None
             if opts.check:
