@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
@@ -129,15 +129,18 @@ class Template:
 
     source: str
     spans: tuple[Span, ...]
+    #: The whole string is one template (:attr:`is_exact`), decided once when parsed.
+    exact: bool = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        spans = self.spans
+        exact = len(spans) == 1 and spans[0].start == 0 and spans[0].end == len(self.source)
+        object.__setattr__(self, "exact", exact)
 
     @property
     def is_exact(self) -> bool:
         """True when the whole string is one template, so its value keeps its JSON type."""
-        return (
-            len(self.spans) == 1
-            and self.spans[0].start == 0
-            and self.spans[0].end == len(self.source)
-        )
+        return self.exact
 
     @property
     def expressions(self) -> tuple[Expression, ...]:
@@ -149,7 +152,7 @@ class Template:
         copied is noted there as ``(copy, original, expression)``."""
         if not self.spans:
             return self.source
-        if self.is_exact:
+        if self.exact:
             expression = self.spans[0].expression
             if expression.is_condition:
                 return evaluate_expression(expression, context)

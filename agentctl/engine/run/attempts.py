@@ -39,6 +39,7 @@ from agentctl.engine.run.tasks import (
 )
 from agentctl.errors import AgentctlError, PersistenceError
 from agentctl.ids import Clock
+from agentctl.observability import telemetry
 from agentctl.policy.paths import WorkspacePolicy
 from agentctl.signals import (
     ApprovalPending,
@@ -49,7 +50,7 @@ from agentctl.signals import (
 )
 from agentctl.spec.models_runtime import Runtime
 from agentctl.spec.template_exceptions import TemplateError
-from agentctl.spec.templates import Copies, TemplateContext, render
+from agentctl.spec.templates import OPEN, Copies, TemplateContext, render
 
 __all__ = ["WAITING", "TaskAttempts", "default_timeout_seconds", "part_text"]
 
@@ -71,6 +72,18 @@ def _compensation_approval(run: RunRow, spec: Mapping[str, Any]) -> str | None:
         return None
     setting = str((spec.get("compensation") or {}).get("approval") or "policy")
     return {"never": "never", "always": "always"}.get(setting)
+
+
+def _plain(value: Any) -> bool:
+    """A number, boolean, null or string without a template: rendered as itself."""
+    kind = type(value)
+    return (
+        kind is int
+        or kind is float
+        or kind is bool
+        or value is None
+        or (kind is str and OPEN not in value)
+    )
 
 
 def part_text(whole: Any, text: str, keys: tuple[str, ...], part: Any) -> str | None:
@@ -259,8 +272,10 @@ class TaskAttempts:
     def render_vars(self, task: PlanTask, memory: Mapping[str, Any]) -> dict[str, Any]:
         if not task.vars:
             return {}  # nothing to render (most tasks): no template context is built
+        if all(_plain(value) for value in task.vars.values()):
+            return dict(task.vars)  # what rendering returns (a foreach item's bindings)
         rendered = render(task.vars, self.context({}, memory))  # a new object
-        return dict(rendered) if isinstance(rendered, Mapping) else {}
+        return rendered if type(rendered) is dict else {}
 
     # -- the attempts ------------------------------------------------------------------
 
@@ -316,16 +331,18 @@ class TaskAttempts:
                     condition=condition,
                     workflow_dir=self.workflow_dir,
                 )
-                result: TaskResult = await tracing.traced_attempt(
-                    self.trace,
-                    task,
-                    attempt,
-                    deadlines.bounded(
-                        run_body(env, self.rows, context, self.options.pool),
-                        seconds=task.timeout_seconds,
-                        store=self.writer.store,
-                        attempt=attempt,
-                    ),
+                body = deadlines.bounded(
+                    run_body(env, self.rows, context, self.options.pool),
+                    seconds=task.timeout_seconds,
+                    store=self.writer.store,
+                    attempt=attempt,
+                )
+                # As a span when telemetry is on; otherwise the body alone (one coroutine
+                # fewer for every attempt).
+                result: TaskResult = await (
+                    tracing.traced_attempt(self.trace, task, attempt, body)
+                    if telemetry.active().enabled
+                    else body
                 )
                 if not self.options.check:
                     check_contract(task, result.output)
