@@ -25,12 +25,10 @@ from sqlalchemy.exc import SQLAlchemyError
 from agentctl.errors import PersistenceError, UsageError
 from agentctl.store import memory_sealing
 from agentctl.store.dialect import SQLITE
+from agentctl.store.keyring import CLEAR, SEALED_PREFIX, Sealer
 from agentctl.store.sealing import (
-    CLEAR,
     PAYLOAD_COLUMNS,
-    SEALED_PREFIX,
     PayloadColumns,
-    Sealer,
     is_sealed,
     key_id_of,
     reseal,
@@ -491,7 +489,7 @@ def seal_under(
     key in ``$key_env``) the active key and seal every payload value under it."""
     import os
 
-    from agentctl.store.sealing import check_key_id, key_from_text
+    from agentctl.store.keyring import check_key_id, key_from_text
 
     check_key_id(key_id)
     text = os.environ.get(key_env, "")

@@ -39,10 +39,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from agentctl.store.keyring import SEALED_BYTES_PREFIX, SEALED_PREFIX, Sealer
 from agentctl.store.sealing import (
-    SEALED_BYTES_PREFIX,
-    SEALED_PREFIX,
-    Sealer,
     open_value,
     reseal,
     reseal_binary,

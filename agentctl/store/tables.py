@@ -559,7 +559,7 @@ task_claims = Table(
     Index("ix_task_claims_state_ready_at", "state", "ready_at"),
 )
 
-# The keys that seal payloads at rest (store/sealing.py, docs/encryption.md): the name of
+# The keys that seal payloads at rest (store/keyring.py, docs/encryption.md): the name of
 # the variable that held each key (never the key), the one ``active`` key new values are
 # sealed under, and a constant sealed under the key so a wrong key is told from a lost one.
 encryption_keys = Table(
