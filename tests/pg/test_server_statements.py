@@ -1,7 +1,8 @@
 """A PostgreSQL driver session sends the store's statements through ``ServerStatements``
-(store/pg_statements.py): each text converted once and prepared once per connection, its
-rows and counts the same as psycopg's cursor gives, its failures the same psycopg errors,
-classified by SQLSTATE."""
+(store/pg_statements.py): each text converted once per connection and prepared on the
+server as psycopg's cursor would (by the connection's own manager), its rows and counts
+the same as the cursor gives, its failures the same psycopg errors, classified by
+SQLSTATE."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from psycopg._preparing import PrepareManager
 from sqlalchemy import insert
 
 from agentctl.errors import PersistenceError
@@ -42,19 +44,21 @@ def _insert_run(conn: Any, run_id: str) -> None:
 
 def _prepared(conn: Any) -> list[str]:
     """The statement texts prepared on the session's own server connection."""
-    rows = conn.exec_driver_sql(
-        "SELECT statement FROM pg_prepared_statements WHERE name LIKE 'agentctl%%'", ()
-    )
+    rows = conn.exec_driver_sql("SELECT statement FROM pg_prepared_statements", ())
     return [row[0] for row in rows]
+
+
+#: How many executions of a text on one connection psycopg waits for before preparing it.
+_THRESHOLD = PrepareManager.prepare_threshold or 0
 
 
 def test_store_statements_are_prepared_once_and_answer_as_the_cursor_does(
     postgres_url: str,
 ) -> None:
-    """Every column type of a run's row comes back as psycopg's cursor returns it; a
-    statement run again is not prepared again; an integer parameter whose PostgreSQL type
-    changes with its size (LIMIT 2, then 100000, then 2**40) gets a statement per type, as
-    psycopg keys its own prepared statements, and each answers."""
+    """Every column type of a run's row comes back as psycopg's cursor returns it, before
+    and after the text is prepared (once, however often it runs); an integer parameter
+    whose PostgreSQL type changes with its size (LIMIT 2, then 100000, then 2**40) gets a
+    statement per type, as psycopg keys its prepared statements, and each answers."""
     store = open_store(postgres_url)
     try:
         with store.write() as conn:
@@ -66,13 +70,14 @@ def test_store_statements_are_prepared_once_and_answer_as_the_cursor_does(
             expected = plain.execute(run, ("run-b",)).fetchall()
         assert len(expected) == 1
         with store.driver_session() as session:
-            for _ in range(3):
+            for _ in range(_THRESHOLD + 3):
                 got = session.exec_driver_sql(run, ("run-b",))
                 assert list(got) == expected and got.rowcount == 1
             assert _prepared(session).count(run.replace("%s", "$1")) == 1
-            for limit in (2, 100_000, 2**40, 2):
-                found = session.exec_driver_sql(listed, (limit,))
-                assert len(list(found)) == min(limit, 3)
+            for limit in (2, 100_000, 2**40):
+                for _ in range(_THRESHOLD + 1):
+                    found = session.exec_driver_sql(listed, (limit,))
+                    assert len(list(found)) == min(limit, 3)
             assert _prepared(session).count(listed.replace("%s", "$1")) == 3
             missing = session.exec_driver_sql(run, ("none",))
             assert missing.first() is None and missing.rowcount == 0
@@ -84,8 +89,10 @@ def test_a_failed_store_statement_is_classified_by_its_sqlstate_and_rolled_back(
     postgres_url: str,
 ) -> None:
     """A unique violation inside a driver session's write is store.constraint (SQLSTATE
-    23505), its transaction rolled back; the session's connection goes on (the statement
-    was prepared before it failed, and is used again)."""
+    23505), its transaction rolled back; the session's connection goes on. The statement
+    was prepared before it failed; psycopg drops every prepared statement after a ROLLBACK
+    (DEALLOCATE ALL) and the manager it shares knows: the text is sent again, unprepared,
+    then prepared anew."""
     store = open_store(postgres_url)
     compiled = runs_repo._insert_run.compiled("postgresql")
     text = compiled.text
@@ -97,15 +104,22 @@ def test_a_failed_store_statement_is_classified_by_its_sqlstate_and_rolled_back(
     try:
         with store.driver_session() as session:
             with session.write() as conn:
-                assert conn.exec_driver_sql(text, values).rowcount == 1
+                for number in range(_THRESHOLD + 1):
+                    row_values = (f"run-{number}", *values[1:])
+                    assert conn.exec_driver_sql(text, row_values).rowcount == 1
+            assert any("INSERT INTO runs" in found for found in _prepared(session))
             with pytest.raises(PersistenceError) as raised, session.write() as conn:
                 conn.exec_driver_sql(text, ("run-y", *values[1:]))
-                conn.exec_driver_sql(text, values)
+                conn.exec_driver_sql(text, ("run-0", *values[1:]))
             assert raised.value.code == "store.constraint"
             assert "23505" in str(raised.value)
-            with session.write() as conn:
-                assert conn.exec_driver_sql(text, ("run-z", *values[1:])).rowcount == 1
-            ids = session.exec_driver_sql("SELECT id FROM runs ORDER BY id", ())
-            assert [row[0] for row in ids] == ["run-x", "run-z"]
+            assert _prepared(session) == []
+            for number in range(_THRESHOLD + 2):
+                with session.write() as conn:
+                    row_values = (f"run-z{number}", *values[1:])
+                    assert conn.exec_driver_sql(text, row_values).rowcount == 1
+            assert any("INSERT INTO runs" in found for found in _prepared(session))
+            ids = session.exec_driver_sql("SELECT count(*) FROM runs", ())
+            assert ids.first()[0] == 2 * _THRESHOLD + 3
     finally:
         store.close()

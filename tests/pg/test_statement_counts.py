@@ -59,8 +59,8 @@ def _sent(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
 
     with monkeypatch.context() as patched:
         patched.setattr(psycopg.Cursor, "execute", counted(execute_))
+        # Its execute(text), a BEGIN or COMMIT, runs through run() too.
         patched.setattr(ServerStatements, "run", counted(ServerStatements.run))
-        patched.setattr(ServerStatements, "execute", counted(ServerStatements.execute))
         patched.setattr(psycopg.Connection, "commit", ending("COMMIT", commit))
         patched.setattr(psycopg.Connection, "rollback", ending("ROLLBACK", rollback))
         yield sent
