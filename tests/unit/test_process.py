@@ -401,3 +401,29 @@ def test_a_running_child_is_watched_without_a_thread_of_its_own(tmp_path: Path) 
     result = _run(_spec(SH, "-c", "sleep 0.3", cwd=tmp_path), on_started=started)
     assert result.exit_code == 0
     assert during == [before]
+
+
+def test_without_a_pidfd_a_thread_waits_for_the_leader(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where there is no pidfd (not Linux, a kernel before 5.3, a seccomp filter that
+    refuses it) a thread of the child's own waits for its exit: a normal exit, a timeout
+    that kills the group and a cancellation all end as they do with a pidfd."""
+
+    def refused(_pid: int, *_args: object) -> int:
+        raise OSError(38, "Function not implemented")
+
+    monkeypatch.setattr(os, "pidfd_open", refused, raising=False)
+    result = _run(_spec(SH, "-c", "echo out; echo err >&2; exit 3", cwd=tmp_path))
+    assert (result.exit_code, result.stdout, result.stderr) == (3, b"out\n", b"err\n")
+    slow = _run(_spec(SH, "-c", "sleep 30", cwd=tmp_path, timeout=0.3))
+    assert slow.timed_out and slow.signal is not None
+
+    async def cancelled() -> None:
+        task = asyncio.create_task(run_process(_spec(SH, "-c", "sleep 30", cwd=tmp_path)))
+        await asyncio.sleep(0.2)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(task, timeout=20)
+
+    asyncio.run(cancelled())
