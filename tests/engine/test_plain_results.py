@@ -27,7 +27,7 @@ from agentctl.digest import canonical_json
 from agentctl.errors import PersistenceError
 from agentctl.store import migrate, runs_repo
 from agentctl.store.engine import open_store
-from agentctl.store.tables import runs, tasks
+from agentctl.store.run_tables import runs, tasks
 from tests.forkserver import run_agentctl
 
 _HEADER = (
