@@ -223,15 +223,17 @@ def test_a_claimed_tasks_write_takes_its_runs_lock_last_right_before_the_chain_h
         store.close()
 
 
-def test_a_budget_reservation_is_one_update_and_its_insert_and_limits_still_hold(
+def test_a_budget_reservation_and_its_settling_are_one_statement_each_and_limits_hold(
     postgres_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A reservation checks every limit and moves the ledger in one conditional ``UPDATE``
-    (it used to read the ledger first, one more statement under the run's lock), then
-    inserts its reservations. A reservation that would pass a limit holds nothing, of any
+    """A reservation checks every limit, moves the ledger and inserts its reservations in
+    one statement (a conditional ``UPDATE`` in a ``WITH`` and the ``INSERT`` of the rows it
+    moved; it used to read the ledger first, then update, then insert: three statements
+    under the run's lock). A reservation that would pass a limit holds nothing, of any
     resource, and says which limit; one that reaches the limit exactly is held. Settling
-    gives the reservations back and adds the usage in one ``UPDATE``, and reports an
-    overrun from the rows it returns, without reading the ledger again."""
+    marks the reservations settled, gives them back and adds the usage in one statement
+    (it was two), and reports an overrun from the rows it returns, without reading the
+    ledger again."""
     from agentctl.engine.effects import budget
 
     store, run_id, _ = _running_run(postgres_url, tmp_path, 1)
@@ -265,9 +267,9 @@ def test_a_budget_reservation_is_one_update_and_its_insert_and_limits_still_hold
             units = {"turns": 4.0, "toolCalls": 2.0, "costMicrousd": 0.0}
             assert budget.reserve(conn, run_id, "e1", units, clock.now(), new_effect=True) is None
         touched = [s for s in sent if "budget" in s]
-        assert len(touched) == 2, sent
-        assert touched[0].startswith("UPDATE budgets") and "RETURNING" in touched[0], sent
-        assert touched[1].startswith("INSERT INTO budget_reservations"), sent
+        assert len(touched) == 1, sent
+        assert touched[0].startswith("WITH moved AS (UPDATE budgets"), sent
+        assert "INSERT INTO budget_reservations" in touched[0], sent
         assert ledger() == {"turns": 4.0, "toolCalls": 2.0}
         with store.write(locks.run(run_id)) as conn:
             units = {"toolCalls": 1.0, "turns": 7.0}
@@ -289,13 +291,81 @@ def test_a_budget_reservation_is_one_update_and_its_insert_and_limits_still_hold
             overruns = budget.settle(conn, run_id, "e1", measured, clock.now())
         assert overruns == [budget.BudgetDenied("turns", 10.0, 12.0, 6.0, 0.0)]
         assert not any(s.startswith("SELECT budgets.") for s in sent), sent
-        moved = [s for s in sent if s.startswith("UPDATE budgets ")]
-        assert len(moved) == 1 and "reserved_units" in moved[0], sent  # give back and use
-        assert not any(s.startswith("SELECT budget_reservations.") for s in sent), sent
+        touched = [s for s in sent if "budget" in s]
+        assert len(touched) == 1, sent  # settle, give back and use: one statement
+        assert touched[0].startswith("WITH settled AS (UPDATE budget_reservations"), sent
+        assert "UPDATE budgets SET reserved_units" in touched[0], sent
         assert held() == [("e3", "turns", 6.0)]  # e1's settled by an UPDATE, unread
         with store.write(locks.run(run_id)) as conn:
             assert budget.settle(conn, run_id, "e3", {"toolCalls": 1.0}, clock.now()) == []
         assert ledger() == {"turns": 0.0, "toolCalls": 0.0}
         assert held() == []
+        # Two held reservations of one resource are both given back by the one statement.
+        with store.write(locks.run(run_id)) as conn:
+            for _ in range(2):
+                units = {"toolCalls": 3.0}
+                held_now = budget.reserve(conn, run_id, "e4", units, clock.now(), new_effect=True)
+                assert held_now is None
+        assert ledger() == {"turns": 0.0, "toolCalls": 6.0}
+        with store.write(locks.run(run_id)) as conn:
+            assert budget.settle(conn, run_id, "e4", {}, clock.now()) == []
+        assert ledger() == {"turns": 0.0, "toolCalls": 0.0}
+        assert held() == []
+    finally:
+        store.close()
+
+
+def test_a_claimed_tasks_move_to_started_is_one_fenced_statement(
+    postgres_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The move of a claimed task's effect to ``started`` is one statement with no ``BEGIN``
+    or ``COMMIT`` around it (it was a transaction: the claim's row read ``FOR SHARE``, then
+    the update): the claim's fence is in the update's own ``WHERE``. A stale token changes
+    nothing and is told it lost the claim; a wrong prior state is still a conflict; and
+    nothing but a fenced transition can be written through it."""
+    from agentctl.engine.effects import journal
+    from agentctl.engine.run.claimed_tasks import ClaimFence
+    from agentctl.errors import OwnershipLostError, StateConflictError
+    from agentctl.store.states import EffectState
+
+    store, run_id, tasks = _running_run(postgres_url, tmp_path, 2)
+    clock = SystemClock()
+    try:
+        with store.write() as conn:
+            published = [repo.Published(t, "b", "{}") for t in tasks]
+            repo.publish(conn, run_id, published, clock.now())
+            first, second = repo.claim_ready(conn, "w1", clock.now(), 2, lease_seconds=60)
+        spec = journal.EffectSpec.classified("builtin.shell.exec", {"argv": ["true"]})
+        effects = []
+        for claimed in (first, second):
+            with ClaimFence(store, claimed).write() as conn:
+                record, _ = journal.request_effect(
+                    conn, run_id=run_id, task_id=claimed.task_id, attempt=1, ordinal=1,
+                    spec=spec, now=clock.now(),
+                )  # fmt: skip
+            effects.append(record.id)
+        fence = ClaimFence(store, first)
+        with _sent(monkeypatch) as sent, fence.row_write() as conn:
+            journal.set_status(conn, effects[0], EffectState.STARTED, clock.now())
+        assert len(sent) == 1, sent
+        assert sent[0].startswith("UPDATE effects SET status") and "FOR SHARE" in sent[0], sent
+        status = "SELECT status FROM effects WHERE id = ?"
+        assert rows(postgres_url, status, (effects[0],)) == [("started",)]
+        with pytest.raises(StateConflictError, match="is started"), fence.row_write() as conn:
+            journal.set_status(conn, effects[0], EffectState.STARTED, clock.now())
+        with pytest.raises(RuntimeError, match="guarded transitions only"):
+            with fence.row_write() as conn:
+                conn.exec_driver_sql("DELETE FROM effects WHERE id = %s", (effects[0],))
+        # The second claim is withdrawn and taken again: its old holder writes nothing.
+        execute(
+            postgres_url,
+            "UPDATE task_claims SET token = token + 1 WHERE run_id = ? AND task_id = ?",
+            (run_id, second.task_id),
+        )
+        stale = ClaimFence(store, second)
+        with pytest.raises(OwnershipLostError, match="no longer holds"):
+            with stale.row_write() as conn:
+                journal.set_status(conn, effects[1], EffectState.STARTED, clock.now())
+        assert rows(postgres_url, status, (effects[1],)) == [("requested",)]
     finally:
         store.close()
