@@ -44,6 +44,7 @@ __all__ = [
     "finish_effect",
     "get_effect",
     "insert_requested",
+    "journal_at_empty_position",
     "request_effect",
     "journaled_effect",
     "latest_reconciliation",
@@ -213,12 +214,30 @@ def request_effect(
 ) -> tuple[EffectRecord, bool]:
     """:func:`insert_requested`, and whether this call inserted the row (False: the same
     request was journaled there before, and may hold a reservation already)."""
-    eid = spec.effect_id(run_id, task_id, attempt, ordinal)
     found = journaled_effect(conn, run_id, task_id, attempt, ordinal, spec)
     if found is not None:
         if not found.same_request:
             raise nondeterministic(found.record, spec)
         return found.record, False
+    record = journal_at_empty_position(
+        conn, run_id=run_id, task_id=task_id, attempt=attempt, ordinal=ordinal, spec=spec, now=now
+    )
+    return record, True
+
+
+def journal_at_empty_position(
+    conn: SqlRunner,
+    *,
+    run_id: str,
+    task_id: str,
+    attempt: int,
+    ordinal: int,
+    spec: EffectSpec,
+    now: datetime,
+) -> EffectRecord:
+    """Journal ``spec`` as ``requested`` at a position this transaction read empty
+    (:func:`journaled_effect` found nothing there; :func:`request_effect` reads it)."""
+    eid = spec.effect_id(run_id, task_id, attempt, ordinal)
     requested = EffectRecord(
         id=eid,
         run_id=run_id,
@@ -240,10 +259,7 @@ def request_effect(
         started_at=None,
         finished_at=None,
     )
-    inserted = effects_repo.insert_effect(
-        conn, requested, trace_ids=telemetry.active().current_ids()
-    )
-    return inserted, True
+    return effects_repo.insert_effect(conn, requested, trace_ids=telemetry.active().current_ids())
 
 
 def nondeterministic(record: EffectRecord, spec: EffectSpec) -> TaskFailure:
