@@ -280,6 +280,20 @@ class Hosts:
 HOSTS: Hosts | None = None
 
 
+def _own_cluster() -> Any:
+    """tests/pg/cluster.py of this script's checkout (not ``--checkout``'s, which may
+    predate the options this script starts its server with)."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parent.parent / "tests" / "pg" / "cluster.py"
+    spec = importlib.util.spec_from_file_location("pg_bench_cluster", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
 class Server:
     """A database server: fresh databases at the current schema, from a template."""
 
@@ -293,7 +307,7 @@ class Server:
         #: its CPU is measured too.
         self.directory = Path(directory) if directory else None
         if url is None:
-            from tests.pg.cluster import start_cluster
+            start_cluster = _own_cluster().start_cluster
 
             self.cluster = start_cluster(
                 durable=True,
