@@ -211,6 +211,9 @@ def test_a_claimed_tasks_write_takes_its_runs_lock_last_right_before_the_chain_h
         assert len(taken) == 1 and "FOR SHARE OF c" in sent[taken[0]], sent
         inserted = next(n for n, s in enumerate(sent) if s.startswith("INSERT INTO effects"))
         assert inserted < taken[0]
+        # The position is read by the insert itself (INSERT … WHERE NOT EXISTS), not apart.
+        assert "NOT (EXISTS" in sent[inserted], sent
+        assert not any(s.startswith("SELECT effects.") for s in sent), sent
         assert sent[taken[0] + 1].startswith("SELECT audit_events.seq"), sent
         assert sent[taken[0] + 2].startswith("INSERT INTO audit_events"), sent
         assert sent[taken[0] + 3 :] == ["COMMIT"], sent

@@ -131,27 +131,28 @@ class EffectGate:
         ordinal = attempt.next_ordinal()
         now = self.clock.now()
         denial = deny_reason(self.policy, spec.policy_label, model=model, operation=spec.operation)
-        # One transaction reads the journal's position and, when nothing is journaled
-        # there, journals the effect (the position used to be read before it too, one
-        # statement more per effect). A found effect's transaction wrote nothing.
+        # One transaction journals the effect unless its position holds one already (one
+        # statement: the position used to be read before the transaction and again in
+        # it); what it found there is read in the same transaction, which wrote nothing.
         denied: budget.BudgetDenied | None = None
+        found: journal.Journaled | None = None
         with self.store.write() as conn:
-            found = journal.journaled_effect(
-                conn, attempt.run_id, attempt.task_id, attempt.attempt, ordinal, spec
+            record = journal.journal_if_position_empty(
+                conn,
+                run_id=attempt.run_id,
+                task_id=attempt.task_id,
+                attempt=attempt.attempt,
+                ordinal=ordinal,
+                spec=spec,
+                now=now,
             )
-            if found is None:
-                attempt.effect_ids.append(
-                    spec.effect_id(attempt.run_id, attempt.task_id, attempt.attempt, ordinal)
+            if record is None:
+                found = journal.journaled_effect(
+                    conn, attempt.run_id, attempt.task_id, attempt.attempt, ordinal, spec
                 )
-                record = journal.journal_at_empty_position(
-                    conn,
-                    run_id=attempt.run_id,
-                    task_id=attempt.task_id,
-                    attempt=attempt.attempt,
-                    ordinal=ordinal,
-                    spec=spec,
-                    now=now,
-                )
+                assert found is not None  # the insert saw an effect at the position
+            else:
+                attempt.effect_ids.append(record.id)
                 if denial is None:
                     denied = self._requested(
                         conn, attempt, record, spec, now, reservation, tool_call
@@ -189,6 +190,7 @@ class EffectGate:
             raise TaskFailure(message, code=ErrorCode.POLICY_DENIED)
         if denied is not None:
             raise TaskFailure(denied.message(), code=ErrorCode.BUDGET_EXCEEDED, stops_run=True)
+        assert record is not None
         self._usage[record.id] = (usage, failed_usage)
         self.faults.hit("effect.requested")
         gated = needs_approval(

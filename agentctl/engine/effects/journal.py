@@ -44,7 +44,7 @@ __all__ = [
     "finish_effect",
     "get_effect",
     "insert_requested",
-    "journal_at_empty_position",
+    "journal_if_position_empty",
     "request_effect",
     "journaled_effect",
     "latest_reconciliation",
@@ -214,18 +214,20 @@ def request_effect(
 ) -> tuple[EffectRecord, bool]:
     """:func:`insert_requested`, and whether this call inserted the row (False: the same
     request was journaled there before, and may hold a reservation already)."""
-    found = journaled_effect(conn, run_id, task_id, attempt, ordinal, spec)
-    if found is not None:
-        if not found.same_request:
-            raise nondeterministic(found.record, spec)
-        return found.record, False
-    record = journal_at_empty_position(
+    inserted = journal_if_position_empty(
         conn, run_id=run_id, task_id=task_id, attempt=attempt, ordinal=ordinal, spec=spec, now=now
     )
-    return record, True
+    if inserted is not None:
+        return inserted, True
+    found = journaled_effect(conn, run_id, task_id, attempt, ordinal, spec)
+    if found is None:  # pragma: no cover - the insert saw an effect there
+        raise RuntimeError(f"effect position {ordinal} of task {task_id} changed under a write")
+    if not found.same_request:
+        raise nondeterministic(found.record, spec)
+    return found.record, False
 
 
-def journal_at_empty_position(
+def journal_if_position_empty(
     conn: SqlRunner,
     *,
     run_id: str,
@@ -234,9 +236,10 @@ def journal_at_empty_position(
     ordinal: int,
     spec: EffectSpec,
     now: datetime,
-) -> EffectRecord:
-    """Journal ``spec`` as ``requested`` at a position this transaction read empty
-    (:func:`journaled_effect` found nothing there; :func:`request_effect` reads it)."""
+) -> EffectRecord | None:
+    """Journal ``spec`` as ``requested`` unless an effect is journaled at its position
+    already: the position's read and the insert are one statement. None: something is
+    there (:func:`journaled_effect` says what) and nothing was written."""
     eid = spec.effect_id(run_id, task_id, attempt, ordinal)
     requested = EffectRecord(
         id=eid,
@@ -259,7 +262,9 @@ def journal_at_empty_position(
         started_at=None,
         finished_at=None,
     )
-    return effects_repo.insert_effect(conn, requested, trace_ids=telemetry.active().current_ids())
+    return effects_repo.insert_effect_at_empty_position(
+        conn, requested, trace_ids=telemetry.active().current_ids()
+    )
 
 
 def nondeterministic(record: EffectRecord, spec: EffectSpec) -> TaskFailure:
