@@ -1,10 +1,13 @@
 """How many statements a claimed task's store work sends to a real PostgreSQL server.
 
 A claimed task's CPU, the worker's and the server's, is mostly per statement (bench/RESULTS.md,
-"Worker CPU per claimed task"), so these counts are the regression test of that cost: a
-claim of ready tasks, a claim's outcome (with the owner's wake-up) and a one-statement read
-are one statement each, with no ``BEGIN`` or ``COMMIT`` around them; a batch commit reads
-its run's audit chain head once, however many events it appends. Counts, never times."""
+"Worker CPU per claimed task", "Fewer statements per claimed task"), so these counts are the
+regression test of that cost: a claim of ready tasks, a claim's outcome (with the owner's
+wake-up), the move of a claimed task's effect to ``started`` (its fence in the update's
+``WHERE``) and a one-statement read are one statement each, with no ``BEGIN`` or ``COMMIT``
+around them; an effect is journaled by one statement that also reads its position; a budget
+reservation and its settling are one statement each; a batch commit reads its run's audit
+chain head once, however many events it appends. Counts, never times."""
 
 from __future__ import annotations
 
@@ -370,5 +373,49 @@ def test_a_claimed_tasks_move_to_started_is_one_fenced_statement(
             with stale.row_write() as conn:
                 journal.set_status(conn, effects[1], EffectState.STARTED, clock.now())
         assert rows(postgres_url, status, (effects[1],)) == [("requested",)]
+    finally:
+        store.close()
+
+
+def test_a_claimed_task_of_one_effect_sends_sixteen_statements_on_its_worker(
+    postgres_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Executing a claimed task of one process step, from its snapshot to its outcome on
+    the claim, is two write transactions and two single statements on the worker: the
+    effect journaled ``requested`` (``BEGIN`` with the store lock, the insert that also
+    reads the position, the run's lock with the claim's fence, the chain head, the event,
+    the reservation, ``COMMIT``), its move to ``started`` (one fenced statement), its
+    outcome (``BEGIN``, the effect's update, the lock with the fence, settling, the head,
+    the event, ``COMMIT``) and the claim's outcome. It was 23 (a position read
+    before the journal's transaction and again in it, a transaction of four for the
+    move to ``started``, two statements per budget reservation and per settling)."""
+    import asyncio
+
+    from agentctl.engine.run.claimed_tasks import RunSnapshots, execute_claimed
+    from agentctl.engine.run.outcome import ExecutionOptions
+
+    store, run_id, _ = _running_run(postgres_url, tmp_path, 1)
+    clock = SystemClock()
+    try:
+        planned = (
+            "SELECT task_id FROM plan_tasks WHERE run_id = ? AND task_id LIKE 'unit%' "
+            "AND task_id <> 'unit'"
+        )
+        (task_id,) = [str(r[0]) for r in rows(postgres_url, planned, (run_id,))]
+        with store.write() as conn:
+            published = [repo.Published(task_id, "b", '{"vars": {}}')]
+            repo.publish(conn, run_id, published, clock.now())
+            (claimed,) = repo.claim_ready(conn, "w1", clock.now(), 1, lease_seconds=60)
+        snapshots = RunSnapshots(store)
+        snapshots.get(claimed)  # the run's snapshot is read once per batch, not counted
+        options = ExecutionOptions(cancel_poll_seconds=3600, workspace=str(tmp_path))
+        with _sent(monkeypatch) as sent:
+            how = asyncio.run(
+                execute_claimed(store, claimed, snapshots, clock=clock, options=options)
+            )
+        assert how == "done"
+        begins = [s for s in sent if s.startswith("BEGIN")]
+        assert len(begins) == 2 and sent.count("COMMIT") == 2, sent
+        assert len(sent) == 16, "\n".join(sent)
     finally:
         store.close()
