@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentctl.errors import OwnershipLostError
 from agentctl.store import locks, run_queue
+from agentctl.store.sealing import sealer_of
 from agentctl.store.statements import Statement, id_list, id_values, padded, statement
 from agentctl.store.timestamps import to_db
 
@@ -505,7 +506,7 @@ class FencedRows:
         self._conn = conn
         self._claim = (run_id, task_id, token)
         self.dialect = conn.dialect
-        self.sealer = getattr(conn, "sealer", None)
+        self.sealer = sealer_of(conn)  # a driver session's, or a SQLAlchemy connection's option
         #: The fence's parameters, which a guarded transition adds to its own.
         self.claim_fence: dict[str, Any] = {
             "fence_run_id": run_id,
