@@ -89,7 +89,7 @@ def insert_ledger(
 def _insert_ledger(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, insert, literal
 
-    from agentctl.store.tables import budgets
+    from agentctl.store.journal_tables import budgets
 
     given = ("run_id", "resource", "limit_units", "pricing_version", "updated_at")
     return insert(budgets).values(
@@ -115,7 +115,7 @@ def _ledger_row(row: Any) -> LedgerRow:
 def _ledger(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, select
 
-    from agentctl.store.tables import budgets
+    from agentctl.store.journal_tables import budgets
 
     c = budgets.c
     return select(
@@ -136,7 +136,7 @@ def held_reservations(conn: SqlRunner, effect_id: str) -> list[ReservationRow]:
 def _held(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, select
 
-    from agentctl.store.tables import budget_reservations
+    from agentctl.store.journal_tables import budget_reservations
 
     c = budget_reservations.c
     return select(c.id, c.resource, c.units).where(
@@ -154,7 +154,7 @@ def effect_reservations(conn: SqlRunner, effect_id: str) -> list[ReservationRow]
 def _effect_reservations(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, select
 
-    from agentctl.store.tables import budget_reservations
+    from agentctl.store.journal_tables import budget_reservations
 
     c = budget_reservations.c
     return (
@@ -195,7 +195,7 @@ def move_reservations(
 def _move_units(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, update
 
-    from agentctl.store.tables import budgets
+    from agentctl.store.journal_tables import budgets
 
     c = budgets.c
     return (
@@ -213,7 +213,7 @@ def _move_units(_: SqlDialect) -> Executable:
 def _mark_reservation(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, update
 
-    from agentctl.store.tables import budget_reservations
+    from agentctl.store.journal_tables import budget_reservations
 
     return (
         update(budget_reservations)
@@ -248,7 +248,7 @@ def _units_update(column: str, sign: int, count: int) -> Update:
     """The ``UPDATE`` of :func:`_change_units` (parameters: :func:`_by_resource`)."""
     from sqlalchemy import bindparam, case, update
 
-    from agentctl.store.tables import budgets
+    from agentctl.store.journal_tables import budgets
 
     c = budgets.c
     resources: list[Any] = [bindparam(f"resource_{n}") for n in range(count)]
@@ -276,7 +276,7 @@ def _insert_reservations(count: int) -> Statement:
     def build(_: SqlDialect) -> Executable:
         from sqlalchemy import bindparam, insert
 
-        from agentctl.store.tables import budget_reservations
+        from agentctl.store.journal_tables import budget_reservations
 
         rows = [
             {
@@ -343,7 +343,7 @@ def _reserve_update(count: int) -> Any:
     (every writer of its ledger holds it), so the check and the move see the same rows."""
     from sqlalchemy import and_, bindparam, exists, select, update
 
-    from agentctl.store.tables import budgets
+    from agentctl.store.journal_tables import budgets
 
     c = budgets.c
     o = budgets.alias("over").c
@@ -387,7 +387,7 @@ def _reserve_and_hold(count: int) -> Statement:
     def build(_: SqlDialect) -> Executable:
         from sqlalchemy import bindparam, insert, literal, select
 
-        from agentctl.store.tables import budget_reservations
+        from agentctl.store.journal_tables import budget_reservations
 
         moved = _reserve_update(count).cte("moved")
         rows = select(
@@ -489,7 +489,7 @@ def _settle_in_one(
 def _settle_held(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, update
 
-    from agentctl.store.tables import budget_reservations
+    from agentctl.store.journal_tables import budget_reservations
 
     c = budget_reservations.c
     return (
@@ -511,7 +511,7 @@ def _settle_and_use(count: int) -> Statement:
     def build(_: SqlDialect) -> Executable:
         from sqlalchemy import bindparam, func, or_, select, update
 
-        from agentctl.store.tables import budget_reservations, budgets
+        from agentctl.store.journal_tables import budget_reservations, budgets
 
         r = budget_reservations.c
         settled = (
@@ -556,7 +556,7 @@ def _give_back_and_use(count: int) -> Statement:
     def build(_: SqlDialect) -> Executable:
         from sqlalchemy import bindparam, case, update
 
-        from agentctl.store.tables import budgets
+        from agentctl.store.journal_tables import budgets
 
         c = budgets.c
         resources: list[Any] = [bindparam(f"resource_{n}") for n in range(count)]
@@ -597,7 +597,7 @@ def add_used(
 @lru_cache(maxsize=16)
 def _add_used(count: int) -> Statement:
     def build(_: SqlDialect) -> Executable:
-        from agentctl.store.tables import budgets
+        from agentctl.store.journal_tables import budgets
 
         c = budgets.c
         return _units_update("used_units", 1, count).returning(
