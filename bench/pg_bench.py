@@ -49,6 +49,13 @@ at the end. The script re-runs itself inside the server's namespace; workers rea
 server, and the HTTP variant's endpoint, over their links, never over loopback. Worker i
 runs on host ``i mod N``. Lines carry ``"hosts": N``.
 
+``--statements`` starts the server with ``pg_stat_statements`` and gives, per scaling
+line, the statements the server executed per task (``statements_per_task``, each statement
+of a multi-statement query apart, the run's creation included), the explicit transactions
+(``begins_per_task``) and the most frequent statements (``statements_by_query``). psycopg
+prepares a statement it sent five times, and the extension does not count a prepared
+``COMMIT``: read the ``BEGIN``s for the transactions.
+
 ``--checkout DIR`` runs the agentctl of another checkout (its workers too), for an A/B in
 one sitting against the same ``--url``::
 
@@ -273,26 +280,50 @@ class Hosts:
 HOSTS: Hosts | None = None
 
 
+def _own_cluster() -> Any:
+    """tests/pg/cluster.py of this script's checkout (not ``--checkout``'s, which may
+    predate the options this script starts its server with)."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parent.parent / "tests" / "pg" / "cluster.py"
+    spec = importlib.util.spec_from_file_location("pg_bench_cluster", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
 class Server:
     """A database server: fresh databases at the current schema, from a template."""
 
-    def __init__(self, url: str | None, directory: str | None = None) -> None:
+    def __init__(
+        self, url: str | None, directory: str | None = None, statements: bool = False
+    ) -> None:
         self.cluster: Any = None
+        #: ``--statements``: the server counts statements (``pg_stat_statements``).
+        self.statements = statements
         #: The data directory's parent of a server started elsewhere (``--server-dir``):
         #: its CPU is measured too.
         self.directory = Path(directory) if directory else None
         if url is None:
-            from tests.pg.cluster import start_cluster
+            start_cluster = _own_cluster().start_cluster
 
             self.cluster = start_cluster(
                 durable=True,
                 listen=(BRIDGE_ADDRESS,) if HOSTS else (),
                 trust="169.254.70.0/24" if HOSTS else None,
+                preload=("pg_stat_statements",) if statements else (),
             )
             url = self.cluster.admin_url
         self.admin_url = url
         self.template = self._create("bench_template")
         open_store(self.url(self.template)).close()
+        if statements:
+            import psycopg
+
+            with psycopg.connect(self.url(self.template), autocommit=True) as conn:
+                conn.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
         self._n = 0
 
     def url(self, name: str) -> str:
@@ -450,6 +481,39 @@ class ActivitySampler:
         }
 
 
+class StatementCounter:
+    """``--statements``: what the server executed in one database while a run did, from
+    ``pg_stat_statements`` (reset at the start; each statement of a multi-statement query
+    counts apart, ``BEGIN`` and ``COMMIT`` included; the probe's and this counter's own
+    queries left out). Includes the run's creation and the benchmark's wait for it."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.summary: dict[str, Any] | None = None
+
+    def _query(self, sql: str) -> list[Any]:
+        import psycopg
+
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            return conn.execute(sql).fetchall()
+
+    def __enter__(self) -> StatementCounter:
+        self._query("SELECT pg_stat_statements_reset()")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        found = self._query(
+            "SELECT query, calls FROM pg_stat_statements WHERE dbid = (SELECT oid FROM "
+            "pg_database WHERE datname = current_database()) AND query NOT LIKE "
+            "'%pg_stat_%' ORDER BY calls DESC"
+        )
+        self.summary = {
+            "statements": sum(int(calls) for _, calls in found),
+            "begins": sum(int(c) for q, c in found if q.strip().upper().startswith("BEGIN")),
+            "by_query": [(" ".join(str(q).split())[:160], int(c)) for q, c in found[:60]],
+        }
+
+
 def _workspace(text: str) -> Path:
     ws = Path(tempfile.mkdtemp(prefix="agentctl-pgbench-", dir=os.environ.get("BENCH_TMP")))
     (ws / "wf.yaml").write_text(text)
@@ -468,6 +532,7 @@ class Measured:
     #: Of ``workers_cpu``, what the workers' child processes (``sleep``) took.
     children_cpu: float = 0.0
     activity: dict[str, Any] | None = None
+    statements: dict[str, Any] | None = None
 
 
 def _children_cpu(pid: int) -> float:
@@ -496,7 +561,8 @@ def with_workers(
         children_before = sum(_children_cpu(w.process.pid) for w in pool)
         driver_before = _own_cpu()
         sampler = ActivitySampler(url) if probe else contextlib.nullcontext()
-        with sampler:
+        counter = StatementCounter(url) if server.statements else contextlib.nullcontext()
+        with counter, sampler:
             started = time.perf_counter()
             run_ids = [
                 create_run(store, prepared, clock=clock, ids=IdGenerator(clock))
@@ -527,6 +593,7 @@ def with_workers(
         driver_cpu,
         children_cpu,
         sampler.summary() if isinstance(sampler, ActivitySampler) else None,
+        counter.summary if isinstance(counter, StatementCounter) else None,
     )
 
 
@@ -649,6 +716,15 @@ def scaling(
                         [float(e["finishMs"]) for e in done if "finishMs" in e]
                     ),
                     **({"activity": measured.activity} if measured.activity else {}),
+                    **(
+                        {
+                            "statements_per_task": round(measured.statements["statements"] / n, 2),
+                            "begins_per_task": round(measured.statements["begins"] / n, 2),
+                            "statements_by_query": measured.statements["by_query"],
+                        }
+                        if measured.statements
+                        else {}
+                    ),
                     "load_avg_1m": _load(),
                 }
             )
@@ -694,6 +770,11 @@ def main() -> None:
         default=1,
         help="run the workers as this many hosts (network namespaces; needs root)",
     )
+    parser.add_argument(
+        "--statements",
+        action="store_true",
+        help="count the statements the server executed per task (pg_stat_statements)",
+    )
     parser.add_argument("--inside", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.hosts > 1 and args.inside is None:
@@ -713,7 +794,7 @@ def main() -> None:
         HOSTS = Hosts(args.hosts, args.inside)
         # The endpoint is no longer on loopback, where a provider needs no credential.
         os.environ.setdefault("OPENAI_API_KEY", "bench-key-not-secret")
-    server = Server(args.url, args.server_dir)
+    server = Server(args.url, args.server_dir, args.statements)
     try:
         lines = [] if args.skip_standard else standard(server)
         for line in lines:

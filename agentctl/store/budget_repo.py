@@ -19,6 +19,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from agentctl.store import locks
+from agentctl.store.dialect import sql_dialect
 from agentctl.store.statements import Statement, statement
 from agentctl.store.timestamps import to_db
 
@@ -302,14 +303,19 @@ def reserve_within_limits(
 ) -> bool:
     """Hold each ``(resource, amount)`` (distinct resources, positive amounts) for one
     effect unless one of them would pass its limit: all or nothing, the limits checked and
-    the ledger moved by one conditional ``UPDATE`` (no read of the ledger first), then one
-    ``INSERT`` of the reservations of the rows it moved. A resource the run has no ledger
+    the ledger moved by one conditional ``UPDATE`` (no read of the ledger first), and one
+    ``INSERT`` of the reservations of the rows it moved (on PostgreSQL both in one
+    statement, the ``UPDATE`` in its ``WITH``). A resource the run has no ledger
     row for is not reserved. False: nothing was held and the run's ledger has a row of one
     of these resources (a limit refused it; the caller reads the ledger to say which)."""
     if not amounts:
         return True
     locks.hold_run(conn, run_id)
     values = _by_resource(run_id, amounts, to_db(now))
+    if sql_dialect(conn.dialect.name).writes_in_with:
+        # One statement: the reservations inserted are those of the rows the UPDATE moved.
+        held_rows = _reserve_and_hold(len(amounts)).run(conn, effect_id=effect_id, **values)
+        return held_rows.first() is not None
     moved = [row[0] for row in _reserve_checked(len(amounts)).run(conn, **values)]
     if not moved:
         return False
@@ -320,50 +326,86 @@ def reserve_within_limits(
     return True
 
 
-@lru_cache(maxsize=32)
-def _reserve_checked(count: int) -> Statement:
+def _amount_of(column: Any, count: int, name: str = "amount") -> Any:
+    """``CASE column WHEN :resource_0 THEN :{name}_0 … END`` over ``count`` resources."""
+    from sqlalchemy import bindparam, case
+
+    return case(
+        *((bindparam(f"resource_{n}"), bindparam(f"{name}_{n}")) for n in range(count)),
+        value=column,
+    )
+
+
+def _reserve_update(count: int) -> Any:
     """``UPDATE budgets SET reserved_units = reserved_units + amount`` over ``count``
     resources of one run ``WHERE NOT EXISTS`` a row of them whose ``used + reserved +
     amount`` passes its limit, ``RETURNING`` the resources moved. The run's lock is held
     (every writer of its ledger holds it), so the check and the move see the same rows."""
+    from sqlalchemy import and_, bindparam, exists, select, update
+
+    from agentctl.store.journal_tables import budgets
+
+    c = budgets.c
+    o = budgets.alias("over").c
+    resources: list[Any] = [bindparam(f"resource_{n}") for n in range(count)]
+    over = exists(
+        select(o.resource).where(
+            and_(
+                o.run_id == bindparam("run_id"),
+                o.resource.in_(resources),
+                o.limit_units.is_not(None),
+                o.used_units + o.reserved_units + _amount_of(o.resource, count) > o.limit_units,
+            )
+        )
+    )
+    return (
+        update(budgets)
+        .where(c.run_id == bindparam("run_id"), c.resource.in_(resources), ~over)
+        .values(
+            reserved_units=c.reserved_units + _amount_of(c.resource, count),
+            updated_at=bindparam("stamp"),
+        )
+        .returning(c.resource)
+    )
+
+
+@lru_cache(maxsize=32)
+def _reserve_checked(count: int) -> Statement:
+    """:func:`_reserve_update` alone (SQLite; the reservations are inserted after it)."""
 
     def build(_: SqlDialect) -> Executable:
-        from sqlalchemy import and_, bindparam, case, exists, select, update
-
-        from agentctl.store.journal_tables import budgets
-
-        c = budgets.c
-        other = budgets.alias("over")
-        resources: list[Any] = [bindparam(f"resource_{n}") for n in range(count)]
-
-        def amount_of(column: Any) -> Any:
-            return case(
-                *((resources[n], bindparam(f"amount_{n}")) for n in range(count)),
-                value=column,
-            )
-
-        o = other.c
-        over = exists(
-            select(o.resource).where(
-                and_(
-                    o.run_id == bindparam("run_id"),
-                    o.resource.in_(resources),
-                    o.limit_units.is_not(None),
-                    o.used_units + o.reserved_units + amount_of(o.resource) > o.limit_units,
-                )
-            )
-        )
-        return (
-            update(budgets)
-            .where(c.run_id == bindparam("run_id"), c.resource.in_(resources), ~over)
-            .values(
-                reserved_units=c.reserved_units + amount_of(c.resource),
-                updated_at=bindparam("stamp"),
-            )
-            .returning(c.resource)
-        )
+        return _reserve_update(count)  # type: ignore[no-any-return]
 
     return Statement(build, f"reserve_checked({count})")
+
+
+@lru_cache(maxsize=32)
+def _reserve_and_hold(count: int) -> Statement:
+    """:func:`_reserve_update` in a ``WITH``, and the ``INSERT`` of one held reservation
+    per row it moved (``RETURNING`` their resources: none when a limit refused)."""
+
+    def build(_: SqlDialect) -> Executable:
+        from sqlalchemy import bindparam, insert, literal, select
+
+        from agentctl.store.journal_tables import budget_reservations
+
+        moved = _reserve_update(count).cte("moved")
+        rows = select(
+            bindparam("run_id"),
+            moved.c.resource,
+            bindparam("effect_id"),
+            _amount_of(moved.c.resource, count),
+            literal("held"),
+            bindparam("stamp"),
+        )
+        columns = ["run_id", "resource", "effect_id", "units", "status", "created_at"]
+        return (
+            insert(budget_reservations)
+            .from_select(columns, rows)
+            .returning(budget_reservations.c.resource)
+        )
+
+    return Statement(build, f"reserve_and_hold({count})")
 
 
 def _give_back(
@@ -398,11 +440,14 @@ def settle_and_add_used(
 ) -> list[LedgerRow]:
     """Settle the effect's held reservations (give them back, mark them settled), then count
     ``amounts`` as used (:func:`add_used`): the ledger rows the usage moved, as they are
-    after both. The reservations are marked settled by one ``UPDATE … RETURNING`` (they
-    are not read first); reservations of distinct resources (one per resource, as a
-    reservation holds them) and the usage then move the ledger in one ``UPDATE …
-    RETURNING``, each row's reserved units given back and its used units added at once."""
+    after both. On PostgreSQL that is one statement (:func:`_settle_in_one`). On SQLite the
+    reservations are marked settled by one ``UPDATE … RETURNING`` (they are not read
+    first); reservations of distinct resources (one per resource, as a reservation holds
+    them) and the usage then move the ledger in one ``UPDATE … RETURNING``, each row's
+    reserved units given back and its used units added at once."""
     stamp = to_db(now)
+    if sql_dialect(conn.dialect.name).writes_in_with:
+        return _settle_in_one(conn, run_id, effect_id, amounts, stamp)
     reservations = [
         ReservationRow(int(row[0]), row[1], float(row[2]))
         for row in _settle_held.run(conn, effect_id=effect_id, stamp=stamp)
@@ -424,6 +469,22 @@ def settle_and_add_used(
     return [row for row in moved if row.resource in used]
 
 
+def _settle_in_one(
+    conn: SqlRunner, run_id: str, effect_id: str, amounts: Sequence[tuple[str, float]], stamp: str
+) -> list[LedgerRow]:
+    """:func:`settle_and_add_used` in one statement (PostgreSQL): the held reservations
+    settled in its ``WITH``, given back and the usage added by its ``UPDATE``, under the
+    run's lock (the reservations' own rows were settled before it; one statement now)."""
+    locks.hold_run(conn, run_id)
+    values: dict[str, Any] = {"run_id": run_id, "effect_id": effect_id, "stamp": stamp}
+    for n, (resource, amount) in enumerate(amounts):
+        values[f"resource_{n}"] = resource
+        values[f"used_{n}"] = amount
+    found = _settle_and_use(len(amounts)).run(conn, **values)
+    used = {resource for resource, _ in amounts}
+    return [row for row in map(_ledger_row, found) if row.resource in used]
+
+
 @statement
 def _settle_held(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, update
@@ -437,6 +498,53 @@ def _settle_held(_: SqlDialect) -> Executable:
         .values(status="settled", settled_at=bindparam("stamp"))
         .returning(c.id, c.resource, c.units)
     )
+
+
+@lru_cache(maxsize=16)
+def _settle_and_use(count: int) -> Statement:
+    """PostgreSQL: the effect's held reservations marked settled in a ``WITH``
+    (``effect_id``), then one ``UPDATE budgets`` giving each resource's settled units back
+    (summed, so two reservations of one resource are both given back) and adding
+    ``used_N`` of ``count`` resources (``resource_N``), ``RETURNING`` the rows it moved as
+    after it: those of the reservations and those of the usage."""
+
+    def build(_: SqlDialect) -> Executable:
+        from sqlalchemy import bindparam, func, or_, select, update
+
+        from agentctl.store.journal_tables import budget_reservations, budgets
+
+        r = budget_reservations.c
+        settled = (
+            update(budget_reservations)
+            .where(r.effect_id == bindparam("effect_id"), r.status == "held")
+            .values(status="settled", settled_at=bindparam("stamp"))
+            .returning(r.resource, r.units)
+            .cte("settled")
+        )
+        c = budgets.c
+        given = (
+            select(func.coalesce(func.sum(settled.c.units), 0.0))
+            .where(settled.c.resource == c.resource)
+            .scalar_subquery()
+        )
+        touched: Any = c.resource.in_(select(settled.c.resource))
+        values: dict[str, Any] = {
+            "reserved_units": c.reserved_units - given,
+            "updated_at": bindparam("stamp"),
+        }
+        if count:
+            used = _amount_of(c.resource, count, "used")
+            values["used_units"] = c.used_units + func.coalesce(used, 0.0)
+            listed = c.resource.in_([bindparam(f"resource_{n}") for n in range(count)])
+            touched = or_(listed, touched)
+        return (
+            update(budgets)
+            .where(c.run_id == bindparam("run_id"), touched)
+            .values(**values)
+            .returning(c.resource, c.limit_units, c.reserved_units, c.used_units, c.pricing_version)
+        )
+
+    return Statement(build, f"settle_and_use({count})")
 
 
 @lru_cache(maxsize=16)

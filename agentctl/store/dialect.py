@@ -194,6 +194,11 @@ class SqlDialect(ABC):
     #: around it; SQLite claims in its one writer's transaction instead.
     one_statement_claims: bool = False
 
+    #: Whether one statement can carry a second write in its ``WITH`` (PostgreSQL's
+    #: data-modifying CTEs): a budget reservation's ledger move and its rows are one
+    #: statement there, two on SQLite.
+    writes_in_with: bool = False
+
 
 class SqliteSql(SqlDialect):
     name = SQLITE
@@ -278,6 +283,7 @@ class PostgresqlSql(SqlDialect):
     notifies = True
     advisory_locks = True
     one_statement_claims = True
+    writes_in_with = True
 
     def compiler(self) -> Dialect:
         from sqlalchemy.dialects.postgresql.psycopg import PGDialect_psycopg

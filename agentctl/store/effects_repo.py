@@ -315,6 +315,28 @@ def insert_effect(
     its id); ``trace_ids`` are those of its span when telemetry is on. Returns the record
     as :func:`effect` would read it back (payloads through their stored JSON, times naive
     UTC), without the round trip of reading it."""
+    found = _insert(conn, effect, trace_ids, _insert_effect)
+    assert found is not None  # an unconditional INSERT inserts (or raises)
+    return found
+
+
+def insert_effect_at_empty_position(
+    conn: SqlRunner, effect: EffectRecord, *, trace_ids: tuple[str, str] | None = None
+) -> EffectRecord | None:
+    """:func:`insert_effect` unless an effect is journaled at ``effect``'s position (run,
+    task, attempt, ordinal) already: one ``INSERT … SELECT … WHERE NOT EXISTS``, the
+    position's read and the insert in one statement. None: nothing was inserted (read
+    what is there with :func:`effect_at`). Exact where the caller's transaction holds what
+    serialises the task's writers (the run's lock, or a claim's fence before it commits)."""
+    return _insert(conn, effect, trace_ids, _insert_effect_if_empty)
+
+
+def _insert(
+    conn: SqlRunner,
+    effect: EffectRecord,
+    trace_ids: tuple[str, str] | None,
+    insert: Statement,
+) -> EffectRecord | None:
     values: dict[str, Any] = {name: getattr(effect, name) for name in _SAME_NAME}
     values["confirmed"] = int(effect.confirmed)  # an integer flag on both dialects
     stored: dict[str, Any] = {}
@@ -325,12 +347,14 @@ def insert_effect(
     for column in _EFFECT_TIMES:
         values[column] = to_db(values[column])
         stored[column] = naive(values[column])
-    _insert_effect.run(
+    inserted = insert.run(
         conn,
         **values,
         trace_id=None if trace_ids is None else trace_ids[0],
         span_id=None if trace_ids is None else trace_ids[1],
     )
+    if inserted.rowcount == 0:
+        return None
     return dataclasses.replace(effect, **stored)
 
 
@@ -344,6 +368,28 @@ def _insert_effect(_: SqlDialect) -> Executable:
     return insert(effects).values(
         format_version=FORMAT_VERSION, **{name: bindparam(name) for name in given}
     )
+
+
+@statement
+def _insert_effect_if_empty(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, exists, insert, literal, select
+
+    from agentctl.store.tables import effects
+
+    given = (*_SAME_NAME, *(column for _, column in _AS_JSON), "trace_id", "span_id")
+    c = effects.alias("journaled").c
+    taken = exists(
+        select(c.id).where(
+            c.run_id == bindparam("run_id"),
+            c.task_id == bindparam("task_id"),
+            c.attempt == bindparam("attempt"),
+            c.ordinal == bindparam("ordinal"),
+        )
+    )
+    row = select(
+        literal(FORMAT_VERSION), *(bindparam(name, type_=effects.c[name].type) for name in given)
+    ).where(~taken)
+    return insert(effects).from_select(["format_version", *given], row)
 
 
 # -- reconciliations --------------------------------------------------------------------

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentctl.errors import OwnershipLostError
 from agentctl.store import locks, run_queue
+from agentctl.store.sealing import sealer_of
 from agentctl.store.statements import Statement, id_list, id_values, padded, statement
 from agentctl.store.timestamps import to_db
 
@@ -44,7 +45,9 @@ __all__ = [
     "CHUNK",
     "ClaimedTask",
     "Published",
+    "FencedRows",
     "check_claim",
+    "claim_holds",
     "claim_ready",
     "claim_ready_rows",
     "claim_states",
@@ -463,6 +466,70 @@ def check_claim(
     found = _claim_row(lock_row).run(conn, run_id=run_id, task_id=task_id).first()
     if found is None or int(found[0]) != token or found[1] != "claimed":
         raise _lost(run_id, task_id, token, found)
+
+
+def claim_holds() -> Any:
+    """``EXISTS`` the claim's row with its token, still ``claimed``, read ``FOR SHARE``
+    (parameters ``fence_run_id``, ``fence_task_id``, ``fence_token``): the fence a guarded
+    transition of a claimed task carries in its own ``WHERE`` (:class:`FencedRows`), so the
+    check and the write are one statement. Under ``READ COMMITTED`` the row lock follows a
+    claim row updated meanwhile (a reclaim's new token fails the check) and drops one
+    deleted (a withdrawal); until the statement commits, a reclaim (``SKIP LOCKED``) passes
+    the row by and a withdrawal waits. SQLite (one writer) reads it plainly."""
+    from sqlalchemy import bindparam, exists, literal, select
+
+    from agentctl.store.tables import task_claims
+
+    c = task_claims.c
+    return exists(
+        select(literal(1))
+        .where(
+            c.run_id == bindparam("fence_run_id"),
+            c.task_id == bindparam("fence_task_id"),
+            c.token == bindparam("fence_token"),
+            c.state == "claimed",
+        )
+        .with_for_update(read=True)
+    )
+
+
+class FencedRows:
+    """Statements of a claimed task that each commit by themselves and are exact by row
+    locks (the move of an effect to ``started``), fenced by the claim: the only writes it
+    runs are guarded transitions (``transitions.guarded_update``), which carry the fence in
+    their ``WHERE`` (:func:`claim_holds`) and, when it refuses, ask :meth:`refused` why. Any
+    other write through it raises ``RuntimeError``, so none can skip the fence."""
+
+    __slots__ = ("_claim", "_conn", "claim_fence", "dialect", "sealer")
+
+    def __init__(self, conn: Any, run_id: str, task_id: str, token: int) -> None:
+        self._conn = conn
+        self._claim = (run_id, task_id, token)
+        self.dialect = conn.dialect
+        self.sealer = sealer_of(conn)  # a driver session's, or a SQLAlchemy connection's option
+        #: The fence's parameters, which a guarded transition adds to its own.
+        self.claim_fence: dict[str, Any] = {
+            "fence_run_id": run_id,
+            "fence_task_id": task_id,
+            "fence_token": token,
+        }
+
+    def exec_fenced(self, statement: str, parameters: Any) -> Any:
+        """A statement whose ``WHERE`` holds :func:`claim_holds` (a guarded transition)."""
+        return self._conn.exec_driver_sql(statement, parameters)
+
+    def exec_driver_sql(self, statement: str, parameters: Any = ()) -> Any:
+        if not statement.lstrip()[:6].upper() == "SELECT":
+            raise RuntimeError(
+                "a claimed task's row write runs guarded transitions only (fenced by the "
+                f"claim in their WHERE), not {statement[:60]!r}"
+            )
+        return self._conn.exec_driver_sql(statement, parameters)
+
+    def refused(self) -> None:
+        """After a fenced transition changed nothing: :class:`OwnershipLostError` when the
+        claim was lost; otherwise it returns (the record's state refused it)."""
+        check_claim(self._conn, *self._claim)
 
 
 def lock_run_and_check_claim(conn: Any, run_id: str, task_id: str, token: int) -> None:

@@ -4,7 +4,9 @@ Every status change of a run, task, effect or approval goes through :func:`guard
 Its WHERE clause names the record *and* the prior states the transition table allows
 (:mod:`agentctl.store.states`), so when another process changed the record first the
 statement matches nothing and the writer gets :class:`StateConflictError` naming the
-record and the state it found, instead of silently overwriting it.
+record and the state it found, instead of silently overwriting it. A claimed task's
+transition (``task_claims_repo.FencedRows``) also carries the claim's fence in that WHERE:
+one statement checks the claim, the prior state and writes.
 """
 
 from __future__ import annotations
@@ -69,8 +71,11 @@ def _is_key(kind: str) -> Any:
 
 
 @lru_cache(maxsize=512)
-def _statement(kind: str, columns: tuple[str, ...], status: str | None) -> Statement:
-    """The UPDATE of these columns, from the priors ``status`` allows (one per shape)."""
+def _statement(
+    kind: str, columns: tuple[str, ...], status: str | None, fenced: bool = False
+) -> Statement:
+    """The UPDATE of these columns, from the priors ``status`` allows (one per shape);
+    ``fenced``: only while a task claim holds (``task_claims_repo.claim_holds``)."""
 
     def build(_: SqlDialect) -> Executable:
         from sqlalchemy import bindparam, false, update
@@ -80,9 +85,14 @@ def _statement(kind: str, columns: tuple[str, ...], status: str | None) -> State
         if status is not None:
             priors = allowed_priors(kind, status)
             query = query.where(one_of(table.c.status, priors) if priors else false())
+        if fenced:
+            from agentctl.store.task_claims_repo import claim_holds
+
+            query = query.where(claim_holds())
         return query.values(**{column: bindparam(column) for column in columns})
 
-    return Statement(build, f"guarded_update({kind}, {columns}, {status})")
+    fence = ", fenced" if fenced else ""
+    return Statement(build, f"guarded_update({kind}, {columns}, {status}{fence})")
 
 
 @lru_cache(maxsize=8)
@@ -102,13 +112,23 @@ def guarded_update(conn: Any, kind: str, key: tuple[Any, ...], values: Mapping[s
     executor's driver session). Column names come from our code, never from input.
     """
     status = values.get("status")
-    update = _statement(kind, tuple(values), None if status is None else str(status))
+    fence: dict[str, Any] | None = getattr(conn, "claim_fence", None)
+    update = _statement(
+        kind, tuple(values), None if status is None else str(status), fence is not None
+    )
     compiled = update.compiled(conn.dialect.name)
     params = _parameters(conn, kind, _sealed(conn, kind), key, values)
-    result = conn.exec_driver_sql(compiled.text, compiled.parameters(params))
+    if fence is not None:
+        # A claimed task's row write (task_claims_repo.FencedRows): the claim's fence is
+        # in this statement's WHERE, not a statement of its own.
+        result = conn.exec_fenced(compiled.text, compiled.parameters({**params, **fence}))
+    else:
+        result = conn.exec_driver_sql(compiled.text, compiled.parameters(params))
     if result.rowcount == 1:
         _notify(conn, kind, key, status)
         return
+    if fence is not None:
+        conn.refused()  # the claim was lost: OwnershipLostError, nothing was written
     _conflict(conn, kind, key, status)
 
 
@@ -120,7 +140,7 @@ def guarded_updates(
     and status) run as one ``executemany``, whose row count is the sum of its rows' (each
     key names one record, so every change matched exactly when the sum is their number).
     Nothing else in the transaction may read the records between the changes."""
-    if len(changes) < 2 or conn.dialect.name != "sqlite":
+    if len(changes) < 2 or conn.dialect.name != "sqlite" or hasattr(conn, "claim_fence"):
         for key, values in changes:
             guarded_update(conn, kind, key, values)
         return

@@ -165,6 +165,7 @@ def start_cluster(
     own: bool = False,
     listen: tuple[str, ...] = (),
     trust: str | None = None,
+    preload: tuple[str, ...] = (),
 ) -> Cluster:
     """Start a server (or use ``AGENTCTL_TEST_POSTGRES_URL``); skips or fails when none.
 
@@ -173,13 +174,15 @@ def start_cluster(
     ``LANGUAGE``, the package's own translations), as a server with another
     ``lc_messages`` does. ``own`` always starts a server of its own (one a test restarts).
     ``listen`` adds addresses to 127.0.0.1 and ``trust`` a network whose clients are
-    trusted (a benchmark's hosts in network namespaces it made; ``own`` is implied)."""
+    trusted (a benchmark's hosts in network namespaces it made; ``own`` is implied).
+    ``preload`` names server libraries to load at start (a benchmark's
+    ``pg_stat_statements``; ``own`` is implied)."""
     try:
         import psycopg  # noqa: F401
     except ImportError:
         require_postgres("the psycopg driver is not installed (pip install -e '.[dev]')")
     given = os.environ.get("AGENTCTL_TEST_POSTGRES_URL")
-    if given and not own and not listen:
+    if given and not own and not listen and not preload:
         return Cluster(admin_url=given)
     bin_dir = _bin_dir()
     if bin_dir is None or not (bin_dir / "pg_ctl").exists():
@@ -215,6 +218,8 @@ def start_cluster(
     addresses = ",".join(("127.0.0.1", *listen))
     options = f"-c listen_addresses={addresses} -c port={port} -k {directory}"
     options += " -c max_connections=200"
+    if preload:
+        options += f" -c shared_preload_libraries={','.join(preload)}"
     ctl = [str(bin_dir / "pg_ctl"), "-D", str(data)]
     if language is not None:
         options += " -c lc_messages=C.UTF-8"

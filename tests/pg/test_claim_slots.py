@@ -109,14 +109,19 @@ def test_workers_hold_no_more_claims_than_their_slots_and_share_a_fan_out(
     assert all(1 <= peak <= 2 for peak in peaks), peaks
 
 
-def test_a_claimed_effect_starts_without_the_write_lock_and_holds_its_claim_meanwhile(
+def test_a_claimed_effect_starts_without_the_write_lock_and_a_reclaim_in_flight_fences_it(
     postgres_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Moving a claimed task's effect to ``started`` goes on while another writer holds
-    the write lock; while that transaction is open the claim cannot be taken over (a
-    reclaim passes the row by), a stale claim's move is refused, and once it commits
-    the lapsed claim is reclaimed as usual."""
+    the write lock (one statement, the claim's fence in its WHERE). A reclaim in flight
+    (its transaction moved the claim's token, not committed yet) makes that statement
+    wait for it, and it is then refused by the token it finds (the claim's row is read
+    ``FOR SHARE``, which follows the row's latest version); a stale claim's move writes
+    nothing."""
+    import threading
     from datetime import timedelta
+
+    import psycopg
 
     from agentctl.engine.effects import journal
     from agentctl.engine.run.claimed_tasks import ClaimFence
@@ -134,15 +139,44 @@ def test_a_claimed_effect_starts_without_the_write_lock_and_holds_its_claim_mean
                 conn, run_id=run_id, task_id=tasks[0], attempt=1, ordinal=1, spec=spec,
                 now=now,
             )  # fmt: skip
-        later = now + timedelta(seconds=5)  # the claim's lease has run out by then
         with store.write(), ClaimFence(store, claim).row_write() as conn:
             journal.set_status(conn, effect.id, "started", now)
-            with store.row_write() as other:  # another worker, reclaiming meanwhile
-                assert repo.claim_ready(other, "B", later, 1, 60, reclaim=True) == []
         assert rows(postgres_url, "SELECT status FROM effects") == [("started",)]
+        reclaim = psycopg.connect(postgres_url)
+        reclaim.execute(
+            "UPDATE task_claims SET token = token + 1, worker = 'B' "
+            "WHERE run_id = %s AND task_id = %s",
+            (run_id, tasks[0]),
+        )
+        refused: list[BaseException] = []
+
+        def move() -> None:
+            try:
+                with ClaimFence(store, claim).row_write() as fenced:
+                    journal.set_status(fenced, effect.id, "uncertain", now)
+            except BaseException as exc:  # noqa: BLE001 - the test reads it below
+                refused.append(exc)
+
+        mover = threading.Thread(target=move)
+        mover.start()
+        waiting = (
+            "SELECT count(*) FROM pg_stat_activity "
+            "WHERE wait_event_type = 'Lock' AND datname = current_database()"
+        )
+        for _ in range(500):
+            if rows(postgres_url, waiting) == [(1,)]:
+                break
+            threading.Event().wait(0.01)
+        assert rows(postgres_url, waiting) == [(1,)]  # the move waits for the reclaim
+        reclaim.commit()
+        reclaim.close()
+        mover.join(30)
+        assert [type(e) for e in refused] == [OwnershipLostError], refused
+        assert rows(postgres_url, "SELECT status FROM effects") == [("started",)]
+        later = now + timedelta(seconds=5)  # the claim's lease has run out by then
         with store.write() as conn:
-            (taken,) = repo.claim_ready(conn, "B", later, 1, 60, reclaim=True)
-        assert (taken.previous_worker, taken.token) == ("A", claim.token + 1)
+            (taken,) = repo.claim_ready(conn, "C", later, 1, 60, reclaim=True)
+        assert (taken.previous_worker, taken.token) == ("B", claim.token + 2)
         with pytest.raises(OwnershipLostError), ClaimFence(store, claim).row_write() as conn:
             journal.set_status(conn, effect.id, "uncertain", now)
         assert rows(postgres_url, "SELECT status FROM effects") == [("started",)]

@@ -1,10 +1,13 @@
 """How many statements a claimed task's store work sends to a real PostgreSQL server.
 
 A claimed task's CPU, the worker's and the server's, is mostly per statement (bench/RESULTS.md,
-"Worker CPU per claimed task"), so these counts are the regression test of that cost: a
-claim of ready tasks, a claim's outcome (with the owner's wake-up) and a one-statement read
-are one statement each, with no ``BEGIN`` or ``COMMIT`` around them; a batch commit reads
-its run's audit chain head once, however many events it appends. Counts, never times."""
+"Worker CPU per claimed task", "Fewer statements per claimed task"), so these counts are the
+regression test of that cost: a claim of ready tasks, a claim's outcome (with the owner's
+wake-up), the move of a claimed task's effect to ``started`` (its fence in the update's
+``WHERE``) and a one-statement read are one statement each, with no ``BEGIN`` or ``COMMIT``
+around them; an effect is journaled by one statement that also reads its position; a budget
+reservation and its settling are one statement each; a batch commit reads its run's audit
+chain head once, however many events it appends. Counts, never times."""
 
 from __future__ import annotations
 
@@ -219,6 +222,9 @@ def test_a_claimed_tasks_write_takes_its_runs_lock_last_right_before_the_chain_h
         assert len(taken) == 1 and "FOR SHARE OF c" in sent[taken[0]], sent
         inserted = next(n for n, s in enumerate(sent) if s.startswith("INSERT INTO effects"))
         assert inserted < taken[0]
+        # The position is read by the insert itself (INSERT … WHERE NOT EXISTS), not apart.
+        assert "NOT (EXISTS" in sent[inserted], sent
+        assert not any(s.startswith("SELECT effects.") for s in sent), sent
         assert sent[taken[0] + 1].startswith("SELECT audit_events.seq"), sent
         assert sent[taken[0] + 2].startswith("INSERT INTO audit_events"), sent
         assert sent[taken[0] + 3 :] == ["COMMIT"], sent
@@ -231,15 +237,17 @@ def test_a_claimed_tasks_write_takes_its_runs_lock_last_right_before_the_chain_h
         store.close()
 
 
-def test_a_budget_reservation_is_one_update_and_its_insert_and_limits_still_hold(
+def test_a_budget_reservation_and_its_settling_are_one_statement_each_and_limits_hold(
     postgres_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A reservation checks every limit and moves the ledger in one conditional ``UPDATE``
-    (it used to read the ledger first, one more statement under the run's lock), then
-    inserts its reservations. A reservation that would pass a limit holds nothing, of any
+    """A reservation checks every limit, moves the ledger and inserts its reservations in
+    one statement (a conditional ``UPDATE`` in a ``WITH`` and the ``INSERT`` of the rows it
+    moved; it used to read the ledger first, then update, then insert: three statements
+    under the run's lock). A reservation that would pass a limit holds nothing, of any
     resource, and says which limit; one that reaches the limit exactly is held. Settling
-    gives the reservations back and adds the usage in one ``UPDATE``, and reports an
-    overrun from the rows it returns, without reading the ledger again."""
+    marks the reservations settled, gives them back and adds the usage in one statement
+    (it was two), and reports an overrun from the rows it returns, without reading the
+    ledger again."""
     from agentctl.engine.effects import budget
 
     store, run_id, _ = _running_run(postgres_url, tmp_path, 1)
@@ -273,9 +281,9 @@ def test_a_budget_reservation_is_one_update_and_its_insert_and_limits_still_hold
             units = {"turns": 4.0, "toolCalls": 2.0, "costMicrousd": 0.0}
             assert budget.reserve(conn, run_id, "e1", units, clock.now(), new_effect=True) is None
         touched = [s for s in sent if "budget" in s]
-        assert len(touched) == 2, sent
-        assert touched[0].startswith("UPDATE budgets") and "RETURNING" in touched[0], sent
-        assert touched[1].startswith("INSERT INTO budget_reservations"), sent
+        assert len(touched) == 1, sent
+        assert touched[0].startswith("WITH moved AS (UPDATE budgets"), sent
+        assert "INSERT INTO budget_reservations" in touched[0], sent
         assert ledger() == {"turns": 4.0, "toolCalls": 2.0}
         with store.write(locks.run(run_id)) as conn:
             units = {"toolCalls": 1.0, "turns": 7.0}
@@ -297,13 +305,125 @@ def test_a_budget_reservation_is_one_update_and_its_insert_and_limits_still_hold
             overruns = budget.settle(conn, run_id, "e1", measured, clock.now())
         assert overruns == [budget.BudgetDenied("turns", 10.0, 12.0, 6.0, 0.0)]
         assert not any(s.startswith("SELECT budgets.") for s in sent), sent
-        moved = [s for s in sent if s.startswith("UPDATE budgets ")]
-        assert len(moved) == 1 and "reserved_units" in moved[0], sent  # give back and use
-        assert not any(s.startswith("SELECT budget_reservations.") for s in sent), sent
+        touched = [s for s in sent if "budget" in s]
+        assert len(touched) == 1, sent  # settle, give back and use: one statement
+        assert touched[0].startswith("WITH settled AS (UPDATE budget_reservations"), sent
+        assert "UPDATE budgets SET reserved_units" in touched[0], sent
         assert held() == [("e3", "turns", 6.0)]  # e1's settled by an UPDATE, unread
         with store.write(locks.run(run_id)) as conn:
             assert budget.settle(conn, run_id, "e3", {"toolCalls": 1.0}, clock.now()) == []
         assert ledger() == {"turns": 0.0, "toolCalls": 0.0}
         assert held() == []
+        # Two held reservations of one resource are both given back by the one statement.
+        with store.write(locks.run(run_id)) as conn:
+            for _ in range(2):
+                units = {"toolCalls": 3.0}
+                held_now = budget.reserve(conn, run_id, "e4", units, clock.now(), new_effect=True)
+                assert held_now is None
+        assert ledger() == {"turns": 0.0, "toolCalls": 6.0}
+        with store.write(locks.run(run_id)) as conn:
+            assert budget.settle(conn, run_id, "e4", {}, clock.now()) == []
+        assert ledger() == {"turns": 0.0, "toolCalls": 0.0}
+        assert held() == []
+    finally:
+        store.close()
+
+
+def test_a_claimed_tasks_move_to_started_is_one_fenced_statement(
+    postgres_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The move of a claimed task's effect to ``started`` is one statement with no ``BEGIN``
+    or ``COMMIT`` around it (it was a transaction: the claim's row read ``FOR SHARE``, then
+    the update): the claim's fence is in the update's own ``WHERE``. A stale token changes
+    nothing and is told it lost the claim; a wrong prior state is still a conflict; and
+    nothing but a fenced transition can be written through it."""
+    from agentctl.engine.effects import journal
+    from agentctl.engine.run.claimed_tasks import ClaimFence
+    from agentctl.errors import OwnershipLostError, StateConflictError
+    from agentctl.store.states import EffectState
+
+    store, run_id, tasks = _running_run(postgres_url, tmp_path, 2)
+    clock = SystemClock()
+    try:
+        with store.write() as conn:
+            published = [repo.Published(t, "b", "{}") for t in tasks]
+            repo.publish(conn, run_id, published, clock.now())
+            first, second = repo.claim_ready(conn, "w1", clock.now(), 2, lease_seconds=60)
+        spec = journal.EffectSpec.classified("builtin.shell.exec", {"argv": ["true"]})
+        effects = []
+        for claimed in (first, second):
+            with ClaimFence(store, claimed).write() as conn:
+                record, _ = journal.request_effect(
+                    conn, run_id=run_id, task_id=claimed.task_id, attempt=1, ordinal=1,
+                    spec=spec, now=clock.now(),
+                )  # fmt: skip
+            effects.append(record.id)
+        fence = ClaimFence(store, first)
+        with _sent(monkeypatch) as sent, fence.row_write() as conn:
+            journal.set_status(conn, effects[0], EffectState.STARTED, clock.now())
+        assert len(sent) == 1, sent
+        assert sent[0].startswith("UPDATE effects SET status") and "FOR SHARE" in sent[0], sent
+        status = "SELECT status FROM effects WHERE id = ?"
+        assert rows(postgres_url, status, (effects[0],)) == [("started",)]
+        with pytest.raises(StateConflictError, match="is started"), fence.row_write() as conn:
+            journal.set_status(conn, effects[0], EffectState.STARTED, clock.now())
+        with pytest.raises(RuntimeError, match="guarded transitions only"):
+            with fence.row_write() as conn:
+                conn.exec_driver_sql("DELETE FROM effects WHERE id = %s", (effects[0],))
+        # The second claim is withdrawn and taken again: its old holder writes nothing.
+        execute(
+            postgres_url,
+            "UPDATE task_claims SET token = token + 1 WHERE run_id = ? AND task_id = ?",
+            (run_id, second.task_id),
+        )
+        stale = ClaimFence(store, second)
+        with pytest.raises(OwnershipLostError, match="no longer holds"):
+            with stale.row_write() as conn:
+                journal.set_status(conn, effects[1], EffectState.STARTED, clock.now())
+        assert rows(postgres_url, status, (effects[1],)) == [("requested",)]
+    finally:
+        store.close()
+
+
+def test_a_claimed_task_of_one_effect_sends_sixteen_statements_on_its_worker(
+    postgres_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Executing a claimed task of one process step, from its snapshot to its outcome on
+    the claim, is two write transactions and two single statements on the worker: the
+    effect journaled ``requested`` (``BEGIN`` with the store lock, the insert that also
+    reads the position, the run's lock with the claim's fence, the chain head, the event,
+    the reservation, ``COMMIT``), its move to ``started`` (one fenced statement), its
+    outcome (``BEGIN``, the effect's update, the lock with the fence, settling, the head,
+    the event, ``COMMIT``) and the claim's outcome. It was 23 (a position read
+    before the journal's transaction and again in it, a transaction of four for the
+    move to ``started``, two statements per budget reservation and per settling)."""
+    import asyncio
+
+    from agentctl.engine.run.claimed_tasks import RunSnapshots, execute_claimed
+    from agentctl.engine.run.outcome import ExecutionOptions
+
+    store, run_id, _ = _running_run(postgres_url, tmp_path, 1)
+    clock = SystemClock()
+    try:
+        planned = (
+            "SELECT task_id FROM plan_tasks WHERE run_id = ? AND task_id LIKE 'unit%' "
+            "AND task_id <> 'unit'"
+        )
+        (task_id,) = [str(r[0]) for r in rows(postgres_url, planned, (run_id,))]
+        with store.write() as conn:
+            published = [repo.Published(task_id, "b", '{"vars": {}}')]
+            repo.publish(conn, run_id, published, clock.now())
+            (claimed,) = repo.claim_ready(conn, "w1", clock.now(), 1, lease_seconds=60)
+        snapshots = RunSnapshots(store)
+        snapshots.get(claimed)  # the run's snapshot is read once per batch, not counted
+        options = ExecutionOptions(cancel_poll_seconds=3600, workspace=str(tmp_path))
+        with _sent(monkeypatch) as sent:
+            how = asyncio.run(
+                execute_claimed(store, claimed, snapshots, clock=clock, options=options)
+            )
+        assert how == "done"
+        begins = [s for s in sent if s.startswith("BEGIN")]
+        assert len(begins) == 2 and sent.count("COMMIT") == 2, sent
+        assert len(sent) == 16, "\n".join(sent)
     finally:
         store.close()

@@ -129,11 +129,46 @@ class EffectGate:
         to actual usage, ``failed_usage`` is what a failed dispatch still consumed.
         """
         ordinal = attempt.next_ordinal()
-        # One statement: the journal's position, read without a transaction around it.
-        with self.store.read_one() as conn:
-            found = journal.journaled_effect(
-                conn, attempt.run_id, attempt.task_id, attempt.attempt, ordinal, spec
+        now = self.clock.now()
+        denial = deny_reason(self.policy, spec.policy_label, model=model, operation=spec.operation)
+        # One transaction journals the effect unless its position holds one already (one
+        # statement: the position used to be read before the transaction and again in
+        # it); what it found there is read in the same transaction, which wrote nothing.
+        denied: budget.BudgetDenied | None = None
+        found: journal.Journaled | None = None
+        with self.store.write() as conn:
+            record = journal.journal_if_position_empty(
+                conn,
+                run_id=attempt.run_id,
+                task_id=attempt.task_id,
+                attempt=attempt.attempt,
+                ordinal=ordinal,
+                spec=spec,
+                now=now,
             )
+            if record is None:
+                found = journal.journaled_effect(
+                    conn, attempt.run_id, attempt.task_id, attempt.attempt, ordinal, spec
+                )
+                assert found is not None  # the insert saw an effect at the position
+            else:
+                attempt.effect_ids.append(record.id)
+                if denial is None:
+                    denied = self._requested(
+                        conn, attempt, record, spec, now, reservation, tool_call
+                    )
+                else:
+                    self._refuse(
+                        conn,
+                        attempt,
+                        record.id,
+                        status=EffectState.FAILED,
+                        code=ErrorCode.POLICY_DENIED,
+                        message=f"policy denied effect: {spec.operation} ({denial})",
+                        event="effect.denied",
+                        payload={"operation": spec.operation, "reason": denial},
+                        now=now,
+                    )
         if found is not None:
             existing = found.record
             attempt.effect_ids.append(existing.id)
@@ -150,37 +185,14 @@ class EffectGate:
             if existing.status == EffectState.WAITING_FOR_APPROVAL:
                 return await self._after_approval(attempt, existing, spec, dispatch)
             return await self._start_and_dispatch(attempt, existing, spec, dispatch)
-
-        attempt.effect_ids.append(
-            spec.effect_id(attempt.run_id, attempt.task_id, attempt.attempt, ordinal)
-        )
-        now = self.clock.now()
-        denial = deny_reason(self.policy, spec.policy_label, model=model, operation=spec.operation)
         if denial is not None:
             message = f"policy denied effect: {spec.operation} ({denial})"
-            with self.store.write() as conn:
-                record = journal.insert_requested(
-                    conn,
-                    run_id=attempt.run_id,
-                    task_id=attempt.task_id,
-                    attempt=attempt.attempt,
-                    ordinal=ordinal,
-                    spec=spec,
-                    now=now,
-                )
-                self._refuse(
-                    conn,
-                    attempt,
-                    record.id,
-                    status=EffectState.FAILED,
-                    code=ErrorCode.POLICY_DENIED,
-                    message=message,
-                    event="effect.denied",
-                    payload={"operation": spec.operation, "reason": denial},
-                    now=now,
-                )
             raise TaskFailure(message, code=ErrorCode.POLICY_DENIED)
-
+        if denied is not None:
+            raise TaskFailure(denied.message(), code=ErrorCode.BUDGET_EXCEEDED, stops_run=True)
+        assert record is not None
+        self._usage[record.id] = (usage, failed_usage)
+        self.faults.hit("effect.requested")
         gated = needs_approval(
             self.policy,
             effect_class=spec.effect_class,
@@ -189,63 +201,62 @@ class EffectGate:
             mode_override=self.approval_mode,
             operation=spec.operation,
         )
-        with self.store.write() as conn:
-            record, new_effect = journal.request_effect(
-                conn,
-                run_id=attempt.run_id,
-                task_id=attempt.task_id,
-                attempt=attempt.attempt,
-                ordinal=ordinal,
-                spec=spec,
-                now=now,
-            )
-            if self._on_task_running is not None:
-                self._on_task_running(conn, attempt)
-            if tool_call is not None:
-                journal.record_tool_call(
-                    conn, attempt.run_id, attempt.task_id, record.id, tool_call, now
-                )
-            elif new_effect:
-                # Journaled here without a tool call: its outcome has none to conclude.
-                self._no_tool_call.add(record.id)
-            self.log.event(
-                conn,
-                "effect.requested",
-                {"operation": spec.operation, "effectClass": spec.effect_class, "risk": spec.risk},
-                now=now,
-                task_id=attempt.task_id,
-                effect_id=record.id,
-            )
-            denied = None
-            if reservation:
-                denied = budget.reserve(
-                    conn, attempt.run_id, record.id, reservation, now, new_effect=new_effect
-                )
-            if denied is not None:
-                self._refuse(
-                    conn,
-                    attempt,
-                    record.id,
-                    status=EffectState.FAILED,
-                    code=ErrorCode.BUDGET_EXCEEDED,
-                    message=denied.message(),
-                    event="budget.exceeded",
-                    payload={
-                        "resource": denied.resource,
-                        "limit": denied.limit,
-                        "used": denied.used,
-                        "reserved": denied.reserved,
-                        "requested": denied.requested,
-                    },
-                    now=now,
-                )
-        if denied is not None:
-            raise TaskFailure(denied.message(), code=ErrorCode.BUDGET_EXCEEDED, stops_run=True)
-        self._usage[record.id] = (usage, failed_usage)
-        self.faults.hit("effect.requested")
         if gated:
             return await self._gate(attempt, record, spec, dispatch, prompt)
         return await self._start_and_dispatch(attempt, record, spec, dispatch)
+
+    def _requested(
+        self,
+        conn: Any,
+        attempt: Attempt,
+        record: journal.EffectRecord,
+        spec: journal.EffectSpec,
+        now: Any,
+        reservation: Mapping[str, float] | None,
+        tool_call: Mapping[str, Any] | None,
+    ) -> budget.BudgetDenied | None:
+        """What commits with an effect journaled ``requested``: the owner's task row, its
+        tool call, its audit event and its budget reservation (refused: concluded here,
+        and the limit returned)."""
+        if self._on_task_running is not None:
+            self._on_task_running(conn, attempt)
+        if tool_call is not None:
+            journal.record_tool_call(
+                conn, attempt.run_id, attempt.task_id, record.id, tool_call, now
+            )
+        else:
+            # Journaled here without a tool call: its outcome has none to conclude.
+            self._no_tool_call.add(record.id)
+        self.log.event(
+            conn,
+            "effect.requested",
+            {"operation": spec.operation, "effectClass": spec.effect_class, "risk": spec.risk},
+            now=now,
+            task_id=attempt.task_id,
+            effect_id=record.id,
+        )
+        if not reservation:
+            return None
+        denied = budget.reserve(conn, attempt.run_id, record.id, reservation, now, new_effect=True)
+        if denied is not None:
+            self._refuse(
+                conn,
+                attempt,
+                record.id,
+                status=EffectState.FAILED,
+                code=ErrorCode.BUDGET_EXCEEDED,
+                message=denied.message(),
+                event="budget.exceeded",
+                payload={
+                    "resource": denied.resource,
+                    "limit": denied.limit,
+                    "used": denied.used,
+                    "reserved": denied.reserved,
+                    "requested": denied.requested,
+                },
+                now=now,
+            )
+        return denied
 
     def _refuse(
         self,

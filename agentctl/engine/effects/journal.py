@@ -44,6 +44,7 @@ __all__ = [
     "finish_effect",
     "get_effect",
     "insert_requested",
+    "journal_if_position_empty",
     "request_effect",
     "journaled_effect",
     "latest_reconciliation",
@@ -213,12 +214,33 @@ def request_effect(
 ) -> tuple[EffectRecord, bool]:
     """:func:`insert_requested`, and whether this call inserted the row (False: the same
     request was journaled there before, and may hold a reservation already)."""
-    eid = spec.effect_id(run_id, task_id, attempt, ordinal)
+    inserted = journal_if_position_empty(
+        conn, run_id=run_id, task_id=task_id, attempt=attempt, ordinal=ordinal, spec=spec, now=now
+    )
+    if inserted is not None:
+        return inserted, True
     found = journaled_effect(conn, run_id, task_id, attempt, ordinal, spec)
-    if found is not None:
-        if not found.same_request:
-            raise nondeterministic(found.record, spec)
-        return found.record, False
+    if found is None:  # pragma: no cover - the insert saw an effect there
+        raise RuntimeError(f"effect position {ordinal} of task {task_id} changed under a write")
+    if not found.same_request:
+        raise nondeterministic(found.record, spec)
+    return found.record, False
+
+
+def journal_if_position_empty(
+    conn: SqlRunner,
+    *,
+    run_id: str,
+    task_id: str,
+    attempt: int,
+    ordinal: int,
+    spec: EffectSpec,
+    now: datetime,
+) -> EffectRecord | None:
+    """Journal ``spec`` as ``requested`` unless an effect is journaled at its position
+    already: the position's read and the insert are one statement. None: something is
+    there (:func:`journaled_effect` says what) and nothing was written."""
+    eid = spec.effect_id(run_id, task_id, attempt, ordinal)
     requested = EffectRecord(
         id=eid,
         run_id=run_id,
@@ -240,10 +262,9 @@ def request_effect(
         started_at=None,
         finished_at=None,
     )
-    inserted = effects_repo.insert_effect(
+    return effects_repo.insert_effect_at_empty_position(
         conn, requested, trace_ids=telemetry.active().current_ids()
     )
-    return inserted, True
 
 
 def nondeterministic(record: EffectRecord, spec: EffectSpec) -> TaskFailure:

@@ -93,13 +93,13 @@ class ClaimFence(ownership.OwnedRun):
 
     @contextmanager
     def row_write(self) -> Iterator[Any]:
-        # The move to ``started`` (a conditional update of the effect's row) without the
-        # write lock: the claim's row is read ``FOR SHARE``, so a reclaim (``SKIP
-        # LOCKED``) passes it by and a withdrawal waits until this commits; either way
-        # nothing lands once the claim is lost.
-        with self.store.row_write() as conn:
-            task_claims_repo.check_claim(conn, self.run_id, self.task_id, self.token, lock_row=True)
-            yield conn
+        # The move to ``started`` (a guarded update of the effect's row) without the run's
+        # lock or a transaction around it: one statement whose WHERE holds the claim's
+        # fence (its row read ``FOR SHARE``, so a reclaim passes it by and a withdrawal
+        # waits until it commits), and nothing but such fenced transitions runs through
+        # it. Once the claim is lost nothing lands.
+        with self.store.autocommit() as conn:
+            yield task_claims_repo.FencedRows(conn, self.run_id, self.task_id, self.token)
 
 
 @dataclass
