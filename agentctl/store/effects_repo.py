@@ -181,7 +181,7 @@ def effect(conn: SqlRunner, effect_id: str) -> EffectRecord | None:
 def _effect(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, select
 
-    from agentctl.store.tables import effects
+    from agentctl.store.journal_tables import effects
 
     return select(*columns(effects, EFFECT_COLUMNS)).where(effects.c.id == bindparam("effect_id"))
 
@@ -203,7 +203,7 @@ def effect_at(
 def _effect_at(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, select
 
-    from agentctl.store.tables import effects
+    from agentctl.store.journal_tables import effects
 
     c = effects.c
     return (
@@ -228,7 +228,7 @@ def effect_ids_with_prefix(conn: SqlRunner, prefix: str, limit: int = 2) -> list
 def _effect_ids_like(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, select
 
-    from agentctl.store.tables import effects
+    from agentctl.store.journal_tables import effects
 
     return (
         select(effects.c.id)
@@ -260,7 +260,7 @@ def _effects_of(of_task: bool, statuses: int) -> Statement:
     def build(_: SqlDialect) -> Executable:
         from sqlalchemy import bindparam, select
 
-        from agentctl.store.tables import effects
+        from agentctl.store.journal_tables import effects
 
         c = effects.c
         query = select(*columns(effects, EFFECT_COLUMNS)).where(c.run_id == bindparam("run_id"))
@@ -285,7 +285,7 @@ def unsettled_effect_ids(conn: SqlRunner, run_id: str | None = None) -> list[str
 def _unsettled_query() -> Select[tuple[str]]:
     from sqlalchemy import select
 
-    from agentctl.store.tables import effects
+    from agentctl.store.journal_tables import effects
 
     return (
         select(effects.c.id)
@@ -303,7 +303,7 @@ def _unsettled(_: SqlDialect) -> Executable:
 def _unsettled_of_run(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam
 
-    from agentctl.store.tables import effects
+    from agentctl.store.journal_tables import effects
 
     return _unsettled_query().where(effects.c.run_id == bindparam("run_id"))
 
@@ -362,7 +362,7 @@ def _insert(
 def _insert_effect(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, insert
 
-    from agentctl.store.tables import effects
+    from agentctl.store.journal_tables import effects
 
     given = (*_SAME_NAME, *(column for _, column in _AS_JSON), "trace_id", "span_id")
     return insert(effects).values(
@@ -374,7 +374,7 @@ def _insert_effect(_: SqlDialect) -> Executable:
 def _insert_effect_if_empty(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, exists, insert, literal, select
 
-    from agentctl.store.tables import effects
+    from agentctl.store.journal_tables import effects
 
     given = (*_SAME_NAME, *(column for _, column in _AS_JSON), "trace_id", "span_id")
     c = effects.alias("journaled").c
@@ -453,7 +453,7 @@ def latest_reconciliation(conn: SqlRunner, effect_id: str) -> Reconciliation | N
 def _latest_reconciliation(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, select
 
-    from agentctl.store.tables import reconciliations
+    from agentctl.store.journal_tables import reconciliations
 
     c = reconciliations.c
     return (
@@ -476,7 +476,7 @@ def reconciliations(conn: SqlRunner, effect_id: str) -> list[Reconciliation]:
 def _reconciliations(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, select
 
-    from agentctl.store.tables import reconciliations
+    from agentctl.store.journal_tables import reconciliations
 
     c = reconciliations.c
     return (
@@ -533,7 +533,7 @@ def insert_reconciliation(
 def _insert_reconciliation(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, insert
 
-    from agentctl.store.tables import reconciliations
+    from agentctl.store.journal_tables import reconciliations
 
     given = (
         "effect_id",
@@ -556,7 +556,7 @@ def _insert_reconciliation(_: SqlDialect) -> Executable:
 def _seal_reconciliation(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, update
 
-    from agentctl.store.tables import reconciliations
+    from agentctl.store.journal_tables import reconciliations
 
     return (
         update(reconciliations)
@@ -569,7 +569,7 @@ def _seal_reconciliation(_: SqlDialect) -> Executable:
 def _reconciliation_by_id(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, select
 
-    from agentctl.store.tables import reconciliations
+    from agentctl.store.journal_tables import reconciliations
 
     return select(*columns(reconciliations, RECONCILIATION_COLUMNS)).where(
         reconciliations.c.id == bindparam("id")
@@ -629,7 +629,7 @@ def insert_tool_call(
 def _insert_tool_call(sql: SqlDialect) -> Executable:
     from sqlalchemy import bindparam
 
-    from agentctl.store.tables import tool_calls
+    from agentctl.store.journal_tables import tool_calls
 
     given = ("run_id", "task_id", "effect_id", "tool", "arguments_json", "created_at")
     return sql.insert_ignoring(tool_calls).values(
@@ -664,7 +664,7 @@ def finish_tool_call(
 def _finish_tool_call(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, update
 
-    from agentctl.store.tables import tool_calls
+    from agentctl.store.journal_tables import tool_calls
 
     given = ("status", "result_json", "error_json", "finished_at")
     return (
@@ -689,7 +689,7 @@ def tool_calls(conn: SqlRunner, run_id: str) -> list[tuple[str, str, str, str, s
 def _tool_calls(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, select
 
-    from agentctl.store.tables import tool_calls
+    from agentctl.store.journal_tables import tool_calls
 
     c = tool_calls.c
     return (

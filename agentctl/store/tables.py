@@ -26,10 +26,7 @@ from agentctl.store import (
     run_tables,
     schedule_tables,
 )
-from agentctl.store.audit_tables import checkpoints
 from agentctl.store.formats import FORMAT_VERSION
-from agentctl.store.journal_tables import effects, reconciliations, tool_calls
-from agentctl.store.run_tables import runs, task_claims
 from agentctl.store.table_base import metadata
 
 __all__ = [
@@ -39,15 +36,6 @@ __all__ = [
     "TABLE_MODULES",
     "VERSIONED_TABLES",
     "metadata",
-    # Re-exported for store/effects_repo.py and store/task_claims_repo.py, the last modules
-    # that import these tables from here; they leave this list once those two import them
-    # from their table modules.
-    "checkpoints",
-    "effects",
-    "reconciliations",
-    "runs",
-    "task_claims",
-    "tool_calls",
 ]
 
 #: The modules whose tables make up the schema: importing this module registers them all

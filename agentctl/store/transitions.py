@@ -5,7 +5,7 @@ Its WHERE clause names the record *and* the prior states the transition table al
 (:mod:`agentctl.store.states`), so when another process changed the record first the
 statement matches nothing and the writer gets :class:`StateConflictError` naming the
 record and the state it found, instead of silently overwriting it. A claimed task's
-transition (``task_claims_repo.FencedRows``) also carries the claim's fence in that WHERE:
+transition (``claim_fences.FencedRows``) also carries the claim's fence in that WHERE:
 one statement checks the claim, the prior state and writes.
 """
 
@@ -75,7 +75,7 @@ def _statement(
     kind: str, columns: tuple[str, ...], status: str | None, fenced: bool = False
 ) -> Statement:
     """The UPDATE of these columns, from the priors ``status`` allows (one per shape);
-    ``fenced``: only while a task claim holds (``task_claims_repo.claim_holds``)."""
+    ``fenced``: only while a task claim holds (``claim_fences.claim_holds``)."""
 
     def build(_: SqlDialect) -> Executable:
         from sqlalchemy import bindparam, false, update
@@ -86,7 +86,7 @@ def _statement(
             priors = allowed_priors(kind, status)
             query = query.where(one_of(table.c.status, priors) if priors else false())
         if fenced:
-            from agentctl.store.task_claims_repo import claim_holds
+            from agentctl.store.claim_fences import claim_holds
 
             query = query.where(claim_holds())
         return query.values(**{column: bindparam(column) for column in columns})
@@ -119,7 +119,7 @@ def guarded_update(conn: Any, kind: str, key: tuple[Any, ...], values: Mapping[s
     compiled = update.compiled(conn.dialect.name)
     params = _parameters(conn, kind, _sealed(conn, kind), key, values)
     if fence is not None:
-        # A claimed task's row write (task_claims_repo.FencedRows): the claim's fence is
+        # A claimed task's row write (claim_fences.FencedRows): the claim's fence is
         # in this statement's WHERE, not a statement of its own.
         result = conn.exec_fenced(compiled.text, compiled.parameters({**params, **fence}))
     else:

@@ -24,7 +24,7 @@ from agentctl.engine.effects import journal
 from agentctl.engine.run.claimed_tasks import ClaimFence
 from agentctl.errors import OwnershipLostError, PersistenceError
 from agentctl.observability.audit import verify_chain
-from agentctl.store import locks
+from agentctl.store import claim_fences, locks
 from agentctl.store import task_claims_repo as repo
 from agentctl.store.engine import Store, StoreSettings, open_store
 from agentctl.store.states import EffectState
@@ -125,7 +125,7 @@ def test_a_claimed_tasks_own_writes_do_not_wait_for_its_runs_lock(
             with fence_b.row_write() as conn:
                 journal.set_status(conn, effect_b, EffectState.STARTED, NOW)
             with impatient.autocommit() as conn:
-                repo.finish_claim(conn, run_id, b.task_id, b.token, '{"by": "B"}', NOW)
+                claim_fences.finish_claim(conn, run_id, b.task_id, b.token, '{"by": "B"}', NOW)
             with pytest.raises(PersistenceError) as waited, fence_b.write() as conn:
                 journal.finish_effect(
                     conn, effect_b, status=EffectState.SUCCEEDED, now=NOW, confirmed=True
@@ -269,7 +269,7 @@ def test_concurrent_finishes_of_one_runs_tasks_keep_one_chain_and_count_once(
             threading.Event().wait(wait[3])
             with counted:
                 with store.autocommit() as conn:
-                    repo.finish_claim(conn, run_id, claim.task_id, claim.token, "{}", NOW)
+                    claim_fences.finish_claim(conn, run_id, claim.task_id, claim.token, "{}", NOW)
                 with store.read_one() as conn:
                     total, done = repo.claims_done(conn, run_id, tasks)
                 if done == total:

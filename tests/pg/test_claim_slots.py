@@ -12,6 +12,7 @@ from agentctl.engine.run.creation import create_run, prepare_run
 from agentctl.engine.worker import Worker
 from agentctl.errors import OwnershipLostError, PersistenceError
 from agentctl.ids import IdGenerator, SystemClock
+from agentctl.store import claim_fences
 from agentctl.store import task_claims_repo as repo
 from agentctl.store.engine import open_store
 from agentctl.store.transitions import guarded_update
@@ -52,12 +53,14 @@ def test_ready_tasks_are_claimed_and_finished_while_another_writer_holds_the_wri
             assert [c.task_id for c in claimed] == tasks[:2]  # no more than asked for
             first = claimed[0]
             with store.row_write() as conn:
-                repo.finish_claim(
+                claim_fences.finish_claim(
                     conn, run_id, first.task_id, first.token, '{"ok": 1}', clock.now()
                 )
             with pytest.raises(OwnershipLostError), store.row_write() as conn:
                 stale = claimed[1].token - 1
-                repo.finish_claim(conn, run_id, claimed[1].task_id, stale, "{}", clock.now())
+                claim_fences.finish_claim(
+                    conn, run_id, claimed[1].task_id, stale, "{}", clock.now()
+                )
             with pytest.raises(PersistenceError) as held:
                 worker._claim_tasks(1, None, reclaim=True)
             assert held.value.code == "store.locked"
@@ -204,12 +207,16 @@ def test_an_owner_waiting_for_its_batch_counts_outcomes_and_reads_them_once_all_
             claimed = repo.claim_ready(conn, "w1", clock.now(), 3, 60)
         for item in claimed[:2]:
             with store.row_write() as conn:
-                repo.finish_claim(conn, run_id, item.task_id, item.token, '{"n": 1}', clock.now())
+                claim_fences.finish_claim(
+                    conn, run_id, item.task_id, item.token, '{"n": 1}', clock.now()
+                )
         with store.read() as conn:
             assert repo.claims_done(conn, run_id, tasks) == (3, 2)
         last = claimed[2]
         with store.row_write() as conn:
-            repo.finish_claim(conn, run_id, last.task_id, last.token, '{"n": 3}', clock.now())
+            claim_fences.finish_claim(
+                conn, run_id, last.task_id, last.token, '{"n": 3}', clock.now()
+            )
         states = asyncio.run(claims._wait_done(owner, tasks, asyncio.Event()))  # type: ignore[arg-type]
         assert states == {t: ("done", '{"n": 3}' if t == tasks[2] else '{"n": 1}') for t in tasks}
         for withdrawn in ([tasks[0]], None):  # one claim, then all of them
@@ -252,7 +259,7 @@ def test_an_owner_counts_the_outcomes_it_hears_and_reads_its_claims_once_all_wer
 
     def finish(item: repo.ClaimedTask, wake: Subscription) -> None:
         with store.row_write() as conn:
-            repo.finish_claim(conn, run_id, item.task_id, item.token, "{}", clock.now())
+            claim_fences.finish_claim(conn, run_id, item.task_id, item.token, "{}", clock.now())
         wake.hear(f"done:{run_id}")
 
     async def batch(withdraw: bool) -> Any:

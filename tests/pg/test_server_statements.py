@@ -17,7 +17,7 @@ from sqlalchemy import insert
 from agentctl.errors import PersistenceError
 from agentctl.store import runs_repo
 from agentctl.store.engine import open_store
-from agentctl.store.tables import runs
+from agentctl.store.run_tables import runs
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -22,7 +22,7 @@ from agentctl.engine.core.records import RunLog
 from agentctl.engine.worker import Worker
 from agentctl.ids import SystemClock
 from agentctl.observability.audit import verify_chain
-from agentctl.store import locks, run_queue
+from agentctl.store import claim_fences, locks, run_queue
 from agentctl.store import task_claims_repo as repo
 from tests.pg.backends import execute, rows
 from tests.pg.test_claim_slots import _running_run
@@ -107,12 +107,14 @@ def test_a_claim_and_a_claims_outcome_are_one_statement_each(
         assert {c.previous_worker for c in claimed} == {None}
         first, second = claimed
         with _sent(monkeypatch) as sent, store.autocommit() as conn:
-            repo.finish_claim(conn, run_id, first.task_id, first.token, '{"ok": 1}', clock.now())
+            claim_fences.finish_claim(
+                conn, run_id, first.task_id, first.token, '{"ok": 1}', clock.now()
+            )
         assert len(sent) == 1, sent
         woken = [n.payload for n in listener.notifies(timeout=2, stop_after=1)]
         assert woken == [f"done:{run_id}"]
         with pytest.raises(Exception, match="no longer holds"), store.autocommit() as conn:
-            repo.finish_claim(conn, run_id, second.task_id, 0, "{}", clock.now())
+            claim_fences.finish_claim(conn, run_id, second.task_id, 0, "{}", clock.now())
         assert list(listener.notifies(timeout=0.5, stop_after=1)) == []  # nothing written
         assert rows(
             postgres_url,

@@ -211,6 +211,7 @@ def test_a_late_write_of_a_reclaimed_task_is_refused_by_its_fencing_token(
 
     from agentctl.engine.run.claimed_tasks import ClaimFence
     from agentctl.errors import OwnershipLostError
+    from agentctl.store import claim_fences
     from agentctl.store import task_claims_repo as repo
     from agentctl.store.engine import open_store
 
@@ -235,7 +236,7 @@ def test_a_late_write_of_a_reclaimed_task_is_refused_by_its_fencing_token(
             assert "fencing token" in lost.message
         try:
             with store.write() as conn:
-                repo.finish_claim(conn, run_id, "unit[0]", first.token, '{"by": "A"}', now)
+                claim_fences.finish_claim(conn, run_id, "unit[0]", first.token, '{"by": "A"}', now)
             raise AssertionError("a stale outcome was recorded")
         except OwnershipLostError:
             pass
@@ -244,7 +245,7 @@ def test_a_late_write_of_a_reclaimed_task_is_refused_by_its_fencing_token(
         # The outcome as a worker records it: one statement fenced by the token (a fenced
         # write checks its claim before its commit, after the outcome ended the claim).
         with store.autocommit() as conn:
-            repo.finish_claim(conn, run_id, "unit[0]", second.token, '{"by": "B"}', now)
+            claim_fences.finish_claim(conn, run_id, "unit[0]", second.token, '{"by": "B"}', now)
     assert rows(postgres_url, "SELECT cancel_reason FROM runs") == [("B was here",)]
     assert rows(postgres_url, "SELECT state, outcome_json, worker FROM task_claims") == [
         ("done", '{"by": "B"}', "B")

@@ -49,7 +49,7 @@ from agentctl.engine.run.task_claims import outcome_to_json
 from agentctl.errors import Cancelled, OwnershipLostError
 from agentctl.ids import Clock
 from agentctl.policy.secrets import secret_sources
-from agentctl.store import ownership, task_claims_repo
+from agentctl.store import claim_fences, ownership, task_claims_repo
 from agentctl.store.engine import SqlRunner, Store
 from agentctl.store.task_claims_repo import ClaimedTask
 
@@ -70,10 +70,10 @@ class ClaimFence(ownership.OwnedRun):
     def check(self, conn: Any) -> None:
         # The claim's row read FOR SHARE, as in row_write: a reclaim passes it by and a
         # withdrawal waits, so nothing of a write lands once the claim is lost.
-        task_claims_repo.check_claim(conn, self.run_id, self.task_id, self.token, lock_row=True)
+        claim_fences.check_claim(conn, self.run_id, self.task_id, self.token, lock_row=True)
 
     def lock_and_check(self, conn: Any) -> None:
-        task_claims_repo.lock_run_and_check_claim(conn, self.run_id, self.task_id, self.token)
+        claim_fences.lock_run_and_check_claim(conn, self.run_id, self.task_id, self.token)
 
     @contextmanager
     def write(self) -> Iterator[Any]:
@@ -99,7 +99,7 @@ class ClaimFence(ownership.OwnedRun):
         # waits until it commits), and nothing but such fenced transitions runs through
         # it. Once the claim is lost nothing lands.
         with self.store.autocommit() as conn:
-            yield task_claims_repo.FencedRows(conn, self.run_id, self.task_id, self.token)
+            yield claim_fences.FencedRows(conn, self.run_id, self.task_id, self.token)
 
 
 @dataclass
@@ -302,7 +302,7 @@ async def execute_claimed(
         # store's write lock behind every other write of every worker, nor for a
         # transaction around the one statement (which also wakes the run's owner).
         with store.autocommit() as conn:
-            task_claims_repo.finish_claim(
+            claim_fences.finish_claim(
                 conn, claimed.run_id, claimed.task_id, claimed.token, encoded, clock.now()
             )
     except OwnershipLostError:
@@ -346,7 +346,5 @@ def _beat(
     if status != "running" or cancel_requested:
         return "stopped"
     with store.row_write() as conn:  # one conditional update of the claim's row
-        task_claims_repo.renew_claim(
-            conn, claimed.run_id, claimed.task_id, claimed.token, now, lease
-        )
+        claim_fences.renew_claim(conn, claimed.run_id, claimed.task_id, claimed.token, now, lease)
     return None
