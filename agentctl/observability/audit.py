@@ -106,26 +106,16 @@ def event_digest(
     ``effectId``, ``payload``, ``prevDigest``, ``createdAt``, ``formatVersion``), with the
     canonical text of that object written out in sorted key order: it is taken for every
     event appended and every event verified."""
-    text = (
-        '{"createdAt":'
-        + _string(_stamp(created_at))
-        + ',"effectId":'
-        + _nullable(effect_id)
-        + ',"formatVersion":'
-        + str(int(format_version))
-        + ',"kind":'
-        + _string(kind)
-        + ',"payload":'
-        + _string(payload_json)
-        + ',"prevDigest":'
-        + _nullable(prev_digest)
-        + ',"runId":'
-        + _string(run_id)
-        + ',"seq":'
-        + str(int(seq))
-        + ',"taskId":'
-        + _nullable(task_id)
-        + "}"
+    text = _DIGESTED % (
+        _string(_stamp(created_at)),
+        "null" if effect_id is None else _string(effect_id),
+        int(format_version),
+        _string(kind),
+        _string(payload_json),
+        "null" if prev_digest is None else _string(prev_digest),
+        _string(run_id),
+        int(seq),
+        "null" if task_id is None else _string(task_id),
     )
     return digest_bytes(text.encode("utf-8"))
 
@@ -133,9 +123,12 @@ def event_digest(
 #: How canonical JSON writes a string.
 _string = json.encoder.encode_basestring
 
-
-def _nullable(value: str | None) -> str:
-    return "null" if value is None else _string(value)
+#: The canonical text of an event's digested object, its members in sorted key order
+#: (one formatting per event, not a concatenation of twenty pieces).
+_DIGESTED = (
+    '{"createdAt":%s,"effectId":%s,"formatVersion":%d,"kind":%s,"payload":%s,'
+    '"prevDigest":%s,"runId":%s,"seq":%d,"taskId":%s}'
+)
 
 
 def append_event(
