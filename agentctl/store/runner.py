@@ -628,6 +628,13 @@ class DriverSession:
         with backoff, within the store's retry window: nothing of this transaction reached
         the server, so nothing can have been done twice. A connection lost later fails the
         transaction with ``store.unreachable``: whether its COMMIT landed is unknown."""
+        driver = self._sqlite
+        if driver is not None:  # nothing to reconnect: a failed BEGIN is the store's error
+            try:
+                driver.execute(begin)
+            except sqlite3.Error as exc:
+                raise driver_error(self._where, exc) from exc
+            return driver
         # The window starts at the first attempt; it is read only once one has failed (the
         # environment lookup is not paid by every transaction).
         delay, started, deadline = 0.05, time.monotonic(), None

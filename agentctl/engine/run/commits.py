@@ -14,7 +14,13 @@ from typing import TYPE_CHECKING, Any
 
 from agentctl.compiler.plan import PlanTask
 from agentctl.digest import canonical_json, digest_json, sha256_hex
-from agentctl.engine.core.records import TERMINAL_RUN_STATES, RunLog, RunRow, TransitionWrites
+from agentctl.engine.core.records import (
+    TERMINAL_RUN_STATES,
+    TERMINAL_TASK_STATES,
+    RunLog,
+    RunRow,
+    TransitionWrites,
+)
 from agentctl.engine.effects.journal import mark_compensated
 from agentctl.engine.effects.tracing import RunTrace
 from agentctl.engine.run.artifacts import RunArtifacts
@@ -27,6 +33,7 @@ from agentctl.spec.expressions import TemplateContext
 from agentctl.spec.template_exceptions import TemplateError
 from agentctl.spec.templates import render
 from agentctl.store import tasks_repo
+from agentctl.store.timestamps import to_db
 from agentctl.store.transitions import close_live_parts
 
 if TYPE_CHECKING:
@@ -109,8 +116,11 @@ class RunCommits:
                     self.prediction.observe(task.id, outcome.output)
 
     def _committed(self, items: list[tuple[PlanTask, TaskOutcome]]) -> None:
+        faults, listening = self.options.faults, self.options.events is not None
         for task, outcome in items:
-            self.options.faults.hit("task.committed")
+            faults.hit("task.committed")
+            if not listening:  # no progress event to build
+                continue
             self._emit(
                 "task",
                 {
@@ -127,7 +137,7 @@ class RunCommits:
         """One task transition inside the batch's transaction (its statements run at the
         batch's flush); returns the memory after it."""
         now = self.clock.now()
-        terminal = outcome.status in ("succeeded", "failed", "skipped", "cancelled")
+        terminal = outcome.status in TERMINAL_TASK_STATES
         delta = outcome.memory_delta if outcome.status == "succeeded" else {}
         values: dict[str, Any] = {
             "status": outcome.status,
@@ -150,7 +160,8 @@ class RunCommits:
             values["state_delta_json"] = canonical_json(delta)
             values["state_delta_digest"] = digest_json(delta)
         if terminal:
-            values["finished_at"] = now
+            values["finished_at"] = to_db(now)  # its stored text, formatted once for the
+            # row, the checkpoint and the event (to_db keeps the last ones it wrote)
         writes.set_task(task.id, values)
         if terminal:
             if delta:  # memory is never changed in place: without a delta it stays as is
