@@ -386,6 +386,18 @@ class _DriverResult:
         return iter(self._cursor.fetchall())
 
 
+class _SqliteResult(sqlite3.Cursor):
+    """A SQLite statement's result: the driver's cursor itself, with what
+    :class:`_DriverResult` offers (``first()``, ``rowcount``, the rows when iterated). Made
+    by the driver in C, with no ``__init__`` of ours: a transition runs seven statements,
+    and a wrapper made per statement cost each a Python call."""
+
+    first = sqlite3.Cursor.fetchone
+
+    def __iter__(self) -> Iterator[Any]:  # type: ignore[override]
+        return iter(self.fetchall())  # read at once, as _DriverResult reads them
+
+
 class _Fetched(_DriverResult):
     __slots__ = ("_count", "_rows")
 
@@ -550,9 +562,10 @@ class DriverSession:
         driver = self._sqlite
         if driver is not None:
             try:
+                cursor = driver.cursor(_SqliteResult)
                 if isinstance(parameters, list):  # one execution per row, as SQLAlchemy's
-                    return _DriverResult(driver.executemany(statement, parameters))
-                return _DriverResult(driver.execute(statement, parameters))
+                    return cursor.executemany(statement, parameters)  # type: ignore[return-value]
+                return cursor.execute(statement, parameters)  # type: ignore[return-value]
             except sqlite3.Error as exc:
                 raise driver_error(self._where, exc) from exc
         try:

@@ -107,8 +107,9 @@ class RunCommits:
         The transaction is then little more than its statements: Python work between them
         made them slower (a replay of W1's statements with unrelated Python between its
         transactions: about 15 % slower), and a write lock is held for less time."""
-        if any(self._own_statements(outcome) for _, outcome in items):
-            return None
+        for _, outcome in items:
+            if self._own_statements(outcome):
+                return None
         writes = self.log.transitions(None)
         memory = dict(self.memory)
         for task, outcome in items:
