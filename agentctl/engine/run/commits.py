@@ -104,9 +104,9 @@ class RunCommits:
         a transition runs statements of its own (compensation, artifacts), which it then
         does inside the transaction.
 
-        The transaction is then little more than its statements: Python work between them
-        made them slower (a replay of W1's statements with unrelated Python between its
-        transactions: about 15 % slower), and a write lock is held for less time."""
+        The transaction then holds little besides its statements, the chain-head read and
+        the events' digests: its write lock (the run's lock on PostgreSQL) is held about a
+        fifth less (W1: 133 to 108 µs from BEGIN done to COMMIT sent, medians)."""
         for _, outcome in items:
             if self._own_statements(outcome):
                 return None
