@@ -36,28 +36,36 @@ from agentctl.store import engine as store_engine
 from agentctl.store.engine import open_store
 
 
-class _RecordingConnection:
+class _RecordingCursor:
+    def __init__(self, cursor: Any, log: list[tuple[str, Any]]) -> None:
+        self._cursor = cursor
+        self._log = log
+
+    def execute(self, statement: str, parameters: Any = ()) -> Any:
+        self._log.append((statement, tuple(parameters) if parameters else ()))
+        return self._cursor.execute(statement, parameters)
+
+    def executemany(self, statement: str, rows: Any) -> Any:
+        rows = list(rows)
+        self._log.extend((statement, tuple(row)) for row in rows)
+        return self._cursor.executemany(statement, rows)
+
+
+class _RecordingConnection(_RecordingCursor):
     """A pooled connection whose driver connection records every statement a driver
-    session runs on it (the session runs them on ``dbapi_connection``: ``execute`` and,
-    for a batch's rows, ``executemany``, recorded one row at a time)."""
+    session runs on it: on the connection (``BEGIN``, ``COMMIT``) or on a cursor it makes
+    (the rest; ``executemany`` recorded one row at a time)."""
 
     def __init__(self, raw: Any, log: list[tuple[str, Any]]) -> None:
+        super().__init__(getattr(raw, "dbapi_connection", raw), log)
         self._raw = raw
-        self._driver = getattr(raw, "dbapi_connection", raw)
-        self._log = log
 
     @property
     def dbapi_connection(self) -> _RecordingConnection:
         return self
 
-    def execute(self, statement: str, parameters: Any = ()) -> Any:
-        self._log.append((statement, tuple(parameters) if parameters else ()))
-        return self._driver.execute(statement, parameters)
-
-    def executemany(self, statement: str, rows: Any) -> Any:
-        rows = list(rows)
-        self._log.extend((statement, tuple(row)) for row in rows)
-        return self._driver.executemany(statement, rows)
+    def cursor(self, *factory: Any) -> _RecordingCursor:
+        return _RecordingCursor(self._cursor.cursor(*factory), self._log)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._raw, name)

@@ -540,8 +540,8 @@ class DriverSession:
         self.dialect = dialect
         self._postgres = dialect is not None and dialect.name == POSTGRESQL
         # SQLite: the driver's own connection under the pool's proxy (which a pooled one
-        # is), whose ``execute`` makes each statement's cursor in C. A task transition
-        # runs seven statements; the proxy's ``cursor()`` and a cursor made in Python for
+        # is), which makes each statement's cursor (its result) in C. A task transition
+        # runs seven statements; the proxy's ``cursor()`` and a wrapper made in Python for
         # each cost a run of 500 steps several milliseconds of CPU.
         self._sqlite: sqlite3.Connection | None = (
             None if self._postgres else getattr(raw, "dbapi_connection", raw)
