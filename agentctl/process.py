@@ -24,8 +24,8 @@ import os
 import shutil
 import signal
 import subprocess
+import threading
 import time
-import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -196,25 +196,21 @@ async def run_process(
     (an effect in flight) is recorded before this returns.
     """
     started_at = time.monotonic()
-    process = await _spawn_or_reap(spec, kill_grace_seconds, converse is not None)
-    group = _ProcessGroup(process, kill_grace_seconds)
     capture = _OutputCapture(spec)
-    assert process.stdout is not None and process.stderr is not None
-    readers = [asyncio.create_task(_pump(process.stderr, "stderr", capture))]
+    child = await _spawn_or_reap(spec, capture, kill_grace_seconds, converse is not None)
+    group = _ProcessGroup(child, kill_grace_seconds)
     talk: asyncio.Task[None] | None = None
-    if converse is None:
-        readers.append(asyncio.create_task(_pump(process.stdout, "stdout", capture)))
-    else:
-        assert process.stdin is not None
-        talk = asyncio.create_task(_talk(converse, process.stdout, process.stdin))
     helpers: list[asyncio.Task[object]] = []
-    if spec.stdin is not None:
-        assert process.stdin is not None
-        helpers.append(asyncio.create_task(_feed(process.stdin, spec.stdin)))
-    # Process.wait() only returns once the pipes are closed too, which a background
-    # grandchild can delay indefinitely; the leader's exit is observed on its own.
-    exit_wait = asyncio.create_task(_leader_exit(process))
-    closed_wait = asyncio.create_task(process.wait())
+    if converse is not None:
+        assert child.stdout is not None and child.stdin is not None
+        talk = asyncio.create_task(_talk(converse, child.stdout, child.stdin))
+    elif spec.stdin is not None:
+        assert child.stdin is not None
+        helpers.append(asyncio.create_task(_feed(child.stdin, spec.stdin)))
+    # The leader's exit is observed on its own: the pipes can stay open much longer (a
+    # background grandchild holds them), and their end is awaited apart (``drained``).
+    exit_wait = asyncio.create_task(child.exited.wait())
+    drained_wait = asyncio.create_task(child.drained.wait())
     overflow_wait = asyncio.create_task(capture.overflow.wait())
     timed_out = False
     ends: set[asyncio.Task[Any]] = {exit_wait, overflow_wait}
@@ -222,7 +218,7 @@ async def run_process(
         ends.add(talk)
     try:
         if on_started is not None:
-            on_started(process.pid)
+            on_started(child.pid)
         done, _ = await asyncio.wait(
             ends, timeout=spec.timeout_seconds, return_when=asyncio.FIRST_COMPLETED
         )
@@ -243,17 +239,19 @@ async def run_process(
         # normal exit this removes background grandchildren that still hold the pipes.
         await group.terminate()
         await _stop_talk(talk)
-        await asyncio.wait([*readers, closed_wait], timeout=DRAIN_SECONDS)
+        if not child.drained.is_set():
+            await asyncio.wait([drained_wait], timeout=DRAIN_SECONDS)
     except BaseException:
-        await group.abort(pending=[*readers, closed_wait])
+        await group.abort(pending=[drained_wait])
         await _stop_talk(talk)
         raise
     finally:
-        for task in (*readers, *helpers, exit_wait, closed_wait, overflow_wait):
+        for task in (*helpers, exit_wait, drained_wait, overflow_wait):
             task.cancel()
+        child.close()
     if talk is not None and not talk.cancelled() and talk.exception() is not None:
         raise talk.exception()  # type: ignore[misc]
-    returncode = process.returncode
+    returncode = child.returncode
     return ProcessResult(
         exit_code=returncode if returncode is not None and returncode >= 0 else None,
         signal=-returncode if returncode is not None and returncode < 0 else None,
@@ -284,68 +282,62 @@ async def _stop_talk(talk: asyncio.Task[None] | None) -> None:
 
 
 async def _spawn_or_reap(
-    spec: ProcessSpec, kill_grace_seconds: float, conversation: bool = False
-) -> asyncio.subprocess.Process:
+    spec: ProcessSpec,
+    capture: _OutputCapture,
+    kill_grace_seconds: float,
+    conversation: bool = False,
+) -> _Child:
     """Spawn the process; a cancellation that arrives while the spawn is under way lets the
     spawn finish (shielded), then terminates the new process group before re-raising.
 
-    Cancelling the spawn itself would leave asyncio closing a half-made transport, which
-    waits for the pipes to close: a background grandchild could hold them for as long as it
-    lives, and its group would never be signalled.
+    Cancelling the spawn itself would leave pipes half connected, and a background
+    grandchild could hold them for as long as it lives while its group was never
+    signalled.
     """
-    spawn = asyncio.ensure_future(_spawn(spec, conversation))
+    spawn = asyncio.ensure_future(_spawn(spec, capture, conversation))
     try:
         return await asyncio.shield(spawn)
     except asyncio.CancelledError:
         try:
-            process = await spawn
+            child = await spawn
         except Exception:  # noqa: BLE001 - the spawn failed: nothing to reap
             raise asyncio.CancelledError from None
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(process.pid, signal.SIGKILL)
-        await _ProcessGroup(process, kill_grace_seconds).terminate()
+        try:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(child.pid, signal.SIGKILL)
+            await _ProcessGroup(child, kill_grace_seconds).terminate()
+        finally:
+            child.close()
         raise
 
 
-class _ExitProtocol(asyncio.subprocess.SubprocessStreamProtocol):
-    """asyncio's protocol for a child with pipes, which also says when the leader was
-    reaped (``Process.wait`` returns only once the pipes are closed too)."""
+def popen_arguments(spec: ProcessSpec, piped: bool) -> dict[str, Any]:
+    """The ``subprocess.Popen`` arguments of every process started here.
 
-    def __init__(self, limit: int, loop: asyncio.AbstractEventLoop) -> None:
-        super().__init__(limit=limit, loop=loop)
-        self.exited = asyncio.Event()
+    The child leads a new session (``start_new_session``: its own process group, which
+    every ending terminates) and nothing runs in it between fork and exec: with no
+    ``preexec_fn`` (nor user or group changes) CPython starts it with ``vfork``, which
+    does not copy the parent's page tables; a ``preexec_fn`` would force a full ``fork``
+    of this large process for every step. Other file descriptors are closed in the child.
+    """
+    return {
+        "args": list(spec.argv),
+        "cwd": spec.cwd,
+        "env": dict(spec.env),
+        "stdin": subprocess.PIPE if piped else subprocess.DEVNULL,
+        "stdout": subprocess.PIPE,
+        "stderr": subprocess.PIPE,
+        "start_new_session": True,
+        "close_fds": True,
+        "bufsize": 0,
+    }
 
-    def process_exited(self) -> None:
-        super().process_exited()
-        self.exited.set()
 
-
-#: The exit event of each live process spawned here (its protocol's).
-_EXITS: weakref.WeakKeyDictionary[asyncio.subprocess.Process, asyncio.Event] = (
-    weakref.WeakKeyDictionary()
-)
-
-
-async def _spawn(spec: ProcessSpec, conversation: bool = False) -> asyncio.subprocess.Process:
-    piped = spec.stdin is not None or conversation
+async def _spawn(spec: ProcessSpec, capture: _OutputCapture, conversation: bool) -> _Child:
     loop = asyncio.get_running_loop()
-    # A conversation's messages are lines of JSON; its limit is the longest one.
-    limit = _MESSAGE_LIMIT if conversation else 1 << 16
+    piped = spec.stdin is not None or conversation
     try:
-        # asyncio.create_subprocess_exec, with a protocol that signals the leader's exit.
-        transport, protocol = await loop.subprocess_exec(
-            lambda: _ExitProtocol(limit, loop),
-            *spec.argv,
-            cwd=spec.cwd,
-            env=dict(spec.env),
-            stdin=asyncio.subprocess.PIPE if piped else asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            start_new_session=True,
-        )
-        process = asyncio.subprocess.Process(transport, protocol, loop)
-        _EXITS[process] = protocol.exited
-        return process
+        popen = subprocess.Popen(**popen_arguments(spec, piped))  # noqa: S603 - no shell
     except OSError as exc:
         reason = exc.strerror or str(exc)
         raise TaskError(
@@ -353,19 +345,131 @@ async def _spawn(spec: ProcessSpec, conversation: bool = False) -> asyncio.subpr
             code="process.spawn_failed",
             hint="check that the executable exists and is executable, and that cwd exists",
         ) from exc
+    child = _Child(popen, loop)
+    try:
+        child.watch_exit()
+        assert popen.stdout is not None and popen.stderr is not None
+        child.pump(popen.stderr, "stderr", capture)
+        if conversation:
+            # A conversation's messages are lines of JSON; its limit is the longest one.
+            child.stdout = asyncio.StreamReader(limit=_MESSAGE_LIMIT, loop=loop)
+            reading = child.stdout
+            reader, _ = await loop.connect_read_pipe(
+                lambda: asyncio.StreamReaderProtocol(reading, loop=loop), popen.stdout
+            )
+            child.transports.append(reader)
+        else:
+            child.pump(popen.stdout, "stdout", capture)
+        if popen.stdin is not None:
+            protocol = asyncio.StreamReaderProtocol(asyncio.StreamReader(loop=loop), loop=loop)
+            writer, _ = await loop.connect_write_pipe(lambda: protocol, popen.stdin)
+            child.transports.append(writer)
+            child.stdin = asyncio.StreamWriter(writer, protocol, None, loop)
+    except BaseException:
+        # Not handed over: the caller never sees it, so its group ends here.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(popen.pid, signal.SIGKILL)
+        child.close()
+        raise
+    return child
 
 
-async def _leader_exit(process: asyncio.subprocess.Process) -> int:
-    """Wait until the child watcher has reaped the leader: woken by the protocol when it
-    was spawned here, polling (backing off to 20 ms) otherwise."""
-    exited = _EXITS.get(process)
-    if exited is not None:
-        await exited.wait()
-    delay = 0.001
-    while process.returncode is None:
-        await asyncio.sleep(delay)
-        delay = min(delay * 2, _POLL_SECONDS)
-    return process.returncode
+class _Child:
+    """A process started by :func:`_spawn`, leading its own process group.
+
+    Its exit is seen through a pidfd on the event loop (Linux): no thread per child, unlike
+    asyncio's default child watcher on Python 3.11, and no second event loop needed. Where
+    there is no pidfd, a thread of its own waits for it. Its stderr (and stdout, unless a
+    conversation reads it) is read by the loop straight into the capture as it becomes
+    readable; ``drained`` is set once those pipes reached their end.
+    """
+
+    def __init__(self, popen: subprocess.Popen[bytes], loop: asyncio.AbstractEventLoop) -> None:
+        self._popen = popen
+        self._loop = loop
+        self.pid = popen.pid
+        self.returncode: int | None = None
+        self.exited = asyncio.Event()
+        self.drained = asyncio.Event()
+        self.stdin: asyncio.StreamWriter | None = None
+        self.stdout: asyncio.StreamReader | None = None
+        self.transports: list[asyncio.BaseTransport] = []
+        self._pipes: dict[int, tuple[Any, StreamName, _OutputCapture]] = {}
+        self._pidfd: int | None = None
+
+    def watch_exit(self) -> None:
+        try:
+            pidfd = os.pidfd_open(self.pid)
+        except (AttributeError, OSError):  # no pidfd here (an old kernel, not Linux)
+            threading.Thread(
+                target=self._wait_in_thread, name=f"agentctl-wait-{self.pid}", daemon=True
+            ).start()
+            return
+        self._pidfd = pidfd
+        self._loop.add_reader(pidfd, self._reap)
+
+    def _reap(self) -> None:
+        """The pidfd is readable: the leader has exited; reap it (this does not block)."""
+        self._stop_watching()
+        self._popen.wait()
+        self._exited()
+
+    def _wait_in_thread(self) -> None:
+        self._popen.wait()
+        with contextlib.suppress(RuntimeError):  # the loop is gone: nobody is waiting
+            self._loop.call_soon_threadsafe(self._exited)
+
+    def _exited(self) -> None:
+        self.returncode = self._popen.returncode
+        self.exited.set()
+
+    def _stop_watching(self) -> None:
+        if self._pidfd is not None:
+            self._loop.remove_reader(self._pidfd)
+            os.close(self._pidfd)
+            self._pidfd = None
+
+    def pump(self, pipe: Any, stream: StreamName, capture: _OutputCapture) -> None:
+        """Read ``pipe`` into ``capture`` whenever it is readable, until its end. Reading
+        goes on past an overflow, so the child never blocks on a full pipe while it is
+        being terminated; the capture simply stops keeping bytes."""
+        fd = pipe.fileno()
+        os.set_blocking(fd, False)
+        self._pipes[fd] = (pipe, stream, capture)
+        self._loop.add_reader(fd, self._readable, fd)
+
+    def _readable(self, fd: int) -> None:
+        pipe, stream, capture = self._pipes[fd]
+        try:
+            chunk = os.read(fd, _READ_CHUNK)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            chunk = b""
+        if chunk:
+            capture.add(stream, chunk)
+            return
+        self._close_pipe(fd)
+        if not self._pipes:
+            self.drained.set()
+
+    def _close_pipe(self, fd: int) -> None:
+        pipe, _, _ = self._pipes.pop(fd)
+        self._loop.remove_reader(fd)
+        pipe.close()
+
+    def close(self) -> None:
+        """Stop reading and close every pipe; stop watching for the exit when the leader
+        was never reaped (then it is this process's zombie until it exits)."""
+        for fd in list(self._pipes):
+            self._close_pipe(fd)
+        for transport in self.transports:
+            transport.close()
+        if self.returncode is None and self._pidfd is not None:
+            self._stop_watching()
+            threading.Thread(
+                target=self._popen.wait, name=f"agentctl-reap-{self.pid}", daemon=True
+            ).start()
 
 
 class _OutputCapture:
@@ -394,13 +498,6 @@ class _OutputCapture:
             self.overflow.set()
 
 
-async def _pump(reader: asyncio.StreamReader, stream: StreamName, capture: _OutputCapture) -> None:
-    # Reading continues past an overflow so the child never blocks on a full pipe while it
-    # is being terminated; the capture simply stops keeping bytes.
-    while chunk := await reader.read(_READ_CHUNK):
-        capture.add(stream, chunk)
-
-
 async def _feed(writer: asyncio.StreamWriter, data: bytes) -> None:
     try:
         writer.write(data)
@@ -417,9 +514,9 @@ async def _feed(writer: asyncio.StreamWriter, data: bytes) -> None:
 class _ProcessGroup:
     """The child's process group (its id is the child's pid, thanks to the new session)."""
 
-    def __init__(self, process: asyncio.subprocess.Process, grace_seconds: float) -> None:
-        self._process = process
-        self._pgid = process.pid
+    def __init__(self, child: _Child, grace_seconds: float) -> None:
+        self._child = child
+        self._pgid = child.pid
         self._grace_seconds = grace_seconds
 
     async def terminate(self) -> None:
@@ -434,7 +531,7 @@ class _ProcessGroup:
                 deadline = time.monotonic() + _KILL_WAIT_SECONDS
                 while _group_has_live_members(self._pgid) and time.monotonic() < deadline:
                     await asyncio.sleep(_POLL_SECONDS)
-        await _leader_exit(self._process)
+        await self._child.exited.wait()
 
     async def abort(self, pending: Sequence[asyncio.Task[object]]) -> None:
         """Terminate after cancellation or an error; a second cancellation escalates.

@@ -249,48 +249,52 @@ def parse_condition(text: str, *, check_roots: bool = True) -> Expression:
     return parse_expression(inner, offset, check_roots=check_roots)
 
 
+def _undefined(expression: Expression, why: str) -> UndefinedValueError:
+    return UndefinedValueError(
+        f"undefined value `{expression.path_text}`: {why}",
+        expression=expression.text,
+        offset=expression.path_offset,
+    )
+
+
 def evaluate_value(expression: Expression, context: TemplateContext) -> Any:
     """The value the expression's path points at (not a copy).
 
     Raises ``UndefinedValueError`` when any step is missing or descends into a non-object.
     """
     path = expression.path
-    shown = expression.path_text
-
-    def undefined(why: str) -> UndefinedValueError:
-        return UndefinedValueError(
-            f"undefined value `{shown}`: {why}",
-            expression=expression.text,
-            offset=expression.path_offset,
-        )
-
     # Cheap, and keeps expressions parsed with `check_roots=False` from reading nonsense.
     _check_root(expression.text, expression.path_offset, path)
     value: Any
-    if path[0] == "tasks" and path[2] == "artifacts":
+    root = path[0]
+    if root == "tasks" and path[2] == "artifacts":
         task_id, name = path[1], path[3]
         recorded = context.artifacts.get(task_id, {})
         if name not in recorded:
-            raise undefined(f"task `{task_id}` has recorded no version of artifact `{name}`")
+            raise _undefined(
+                expression, f"task `{task_id}` has recorded no version of artifact `{name}`"
+            )
         value = recorded[name]
         rest = path[4:]
-    elif path[0] == "tasks":
+    elif root == "tasks":
         task_id = path[1]
-        if task_id not in context.tasks:
-            raise undefined(f"task `{task_id}` has no recorded output")
-        value = context.tasks[task_id]
+        try:
+            value = context.tasks[task_id]
+        except KeyError:
+            raise _undefined(expression, f"task `{task_id}` has no recorded output") from None
         rest = path[3:]
     else:
-        root = context.root(path[0])
-        if path[1] not in root:
-            raise undefined(f"`{path[0]}` has no key `{path[1]}`")
-        value = root[path[1]]
+        # inputs, vars or memory (checked above): the context's field of that name.
+        found: Mapping[str, Any] = getattr(context, root)
+        if path[1] not in found:
+            raise _undefined(expression, f"`{root}` has no key `{path[1]}`")
+        value = found[path[1]]
         rest = path[2:]
     for segment in rest:
-        if not isinstance(value, Mapping):
-            raise undefined(f"cannot read `{segment}` from a non-object value")
+        if not (type(value) is dict or isinstance(value, Mapping)):
+            raise _undefined(expression, f"cannot read `{segment}` from a non-object value")
         if segment not in value:
-            raise undefined(f"no key `{segment}`")
+            raise _undefined(expression, f"no key `{segment}`")
         value = value[segment]
     return value
 

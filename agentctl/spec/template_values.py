@@ -192,15 +192,24 @@ def json_text(value: Any) -> str:
     return str(value)
 
 
+#: Types a copy keeps as they are (immutable JSON scalars, exactly these types).
+_LEAVES = frozenset({str, int, float, bool, type(None)})
+
+
 def copy_json(value: Any) -> Any:
     """A deep copy of a JSON value, so rendered results never alias the context."""
     kind = type(value)
-    # Exact JSON types first: the ABC check below is several times slower, and a join
-    # that reads a fan-out's items copies thousands of values.
+    # Exact JSON types first: the ABC checks below are several times slower, and a join
+    # that reads a fan-out's items copies thousands of values; a leaf inside an object or
+    # array is kept without a call for it.
     if kind is dict:
-        return {key: copy_json(item) for key, item in value.items()}
-    if kind is str or kind is int or kind is float or kind is bool or value is None:
+        return {
+            key: item if type(item) in _LEAVES else copy_json(item) for key, item in value.items()
+        }
+    if kind in _LEAVES:
         return value
+    if kind is list:
+        return [item if type(item) in _LEAVES else copy_json(item) for item in value]
     if isinstance(value, Mapping):
         return {key: copy_json(item) for key, item in value.items()}
     if isinstance(value, list):

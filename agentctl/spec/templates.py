@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
@@ -39,6 +39,7 @@ from agentctl.spec.template_values import WHITESPACE, copy_json, is_truthy, json
 __all__ = [
     "CLOSE",
     "OPEN",
+    "Copies",
     "Expression",
     "RawSpan",
     "Reference",
@@ -66,6 +67,13 @@ OPEN = "${{"
 CLOSE = "}}"
 _PLAIN_KEY = re.compile(r"[A-Za-z0-9_-]+")
 _SHOWN_UNCLOSED = 40
+
+#: Values :func:`render` returns as they are, without looking further (exact types).
+_SCALARS = frozenset({int, float, bool, type(None)})
+
+#: What :func:`render` notes when asked: ``(copy, original, expression)`` for each object or
+#: array a template read whole from the context.
+Copies = list[tuple[Any, Any, Expression]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,29 +129,38 @@ class Template:
 
     source: str
     spans: tuple[Span, ...]
+    #: The whole string is one template (:attr:`is_exact`), decided once when parsed.
+    exact: bool = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        spans = self.spans
+        exact = len(spans) == 1 and spans[0].start == 0 and spans[0].end == len(self.source)
+        object.__setattr__(self, "exact", exact)
 
     @property
     def is_exact(self) -> bool:
         """True when the whole string is one template, so its value keeps its JSON type."""
-        return (
-            len(self.spans) == 1
-            and self.spans[0].start == 0
-            and self.spans[0].end == len(self.source)
-        )
+        return self.exact
 
     @property
     def expressions(self) -> tuple[Expression, ...]:
         return tuple(span.expression for span in self.spans)
 
-    def render(self, context: TemplateContext) -> Any:
-        """The value of this string in ``context`` (see the module docstring)."""
+    def render(self, context: TemplateContext, copies: Copies | None = None) -> Any:
+        """The value of this string in ``context`` (see the module docstring). A value read
+        whole (the string is one path) is a copy; with ``copies``, each object or array
+        copied is noted there as ``(copy, original, expression)``."""
         if not self.spans:
             return self.source
-        if self.is_exact:
+        if self.exact:
             expression = self.spans[0].expression
             if expression.is_condition:
                 return evaluate_expression(expression, context)
-            return copy_json(evaluate_value(expression, context))
+            value = evaluate_value(expression, context)
+            copied = copy_json(value)
+            if copies is not None and copied is not value:
+                copies.append((copied, value, expression))
+            return copied
         pieces: list[str] = []
         cursor = 0
         for span in self.spans:
@@ -319,21 +336,24 @@ def template_errors(value: Any) -> list[tuple[str, TemplateError]]:
     return found
 
 
-def _render(value: Any, context: TemplateContext) -> Any:
+def _render(value: Any, context: TemplateContext, copies: Copies | None) -> Any:
     # An error's location is built on its way out (each level adds its key), so rendering
-    # that succeeds never formats a location; it runs twice per task attempt.
+    # that succeeds never formats a location; it runs twice per task attempt. A number, a
+    # boolean or null (exactly those types) is returned before the ABC checks below.
+    if type(value) in _SCALARS:
+        return value
     if isinstance(value, str):
         if OPEN not in value:
             return value
         try:
-            return parse_template(value).render(context)
+            return parse_template(value).render(context, copies)
         except TemplateError as error:
             raise error.at("") from None
     if type(value) is dict or isinstance(value, Mapping):
         rendered = {}
         for key, item in value.items():
             try:
-                rendered[key] = _render(item, context)
+                rendered[key] = _render(item, context, copies)
             except TemplateError as error:
                 raise error.at(_key_location(key) + error.location) from None
         return rendered
@@ -341,17 +361,20 @@ def _render(value: Any, context: TemplateContext) -> Any:
         items = []
         for index, item in enumerate(value):
             try:
-                items.append(_render(item, context))
+                items.append(_render(item, context, copies))
             except TemplateError as error:
                 raise error.at(f"[{index}]{error.location}") from None
         return items
     return value
 
 
-def render(value: Any, context: TemplateContext) -> Any:
+def render(value: Any, context: TemplateContext, copies: Copies | None = None) -> Any:
     """Render every string in ``value`` (recursively through lists and objects).
 
     Keys are kept as they are and non-string scalars are copied. Errors are located with
-    ``.location``. A value without templates comes back equal to itself.
+    ``.location``. A value without templates comes back equal to itself. ``copies``, when
+    given, collects the objects and arrays read whole from the context, each with the one
+    it copies (:meth:`Template.render`): a caller that knows the original's canonical text
+    need not encode the copy again.
     """
-    return _render(value, context)
+    return _render(value, context, copies)

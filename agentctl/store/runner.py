@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
@@ -40,6 +40,9 @@ from agentctl.store.sealing import CLEAR, SEALER_OPTION, Sealer, sealer_of
 from agentctl.store.sqlite_connections import SQLITE_DRIVER, FileConnections
 from agentctl.store.statements import is_compiled
 
+if TYPE_CHECKING:  # psycopg is imported only with a PostgreSQL store
+    from agentctl.store.pg_statements import ServerStatements
+
 __all__ = ["DriverSession", "LateRunLock", "RunFence", "SqlRunner", "Store", "StoreSettings"]
 
 _SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")
@@ -50,6 +53,9 @@ _ROWS = 2
 
 #: Where a pooled PostgreSQL connection keeps its driver sessions' cursor.
 _CURSOR = "agentctl_cursor"
+
+#: Where it keeps what runs the store's statements (store/pg_statements.py).
+_STATEMENTS = "agentctl_statements"
 
 #: libpq's ``PQTRANS_IDLE``: no transaction open on the connection.
 _IDLE = 0
@@ -533,6 +539,7 @@ class DriverSession:
     ) -> None:
         self._raw = raw
         self._cursor: Any = None
+        self._server: ServerStatements | None = None
         self._give_back = give_back
         self._reconnect = reconnect
         self._where = where
@@ -569,10 +576,15 @@ class DriverSession:
             except sqlite3.Error as exc:
                 raise driver_error(self._where, exc) from exc
         try:
+            if self._postgres and not isinstance(parameters, list) and is_compiled(statement):
+                # A store statement: converted and prepared once per connection, sent by
+                # libpq with its rows taken now (store/pg_statements.py).
+                rows, count = self._server_statements().run(statement, parameters)
+                return _Fetched(rows, count)
             cursor = self._session_cursor()
             if isinstance(parameters, list):  # one execution per row, as SQLAlchemy's
                 cursor.executemany(statement, parameters)
-            elif self._postgres and not is_compiled(statement):
+            elif self._postgres:
                 # Text without parameters (a BEGIN): psycopg reads no placeholders in it.
                 cursor.execute(statement, parameters or None)
             else:
@@ -589,28 +601,50 @@ class DriverSession:
             raise driver_error(self._where, exc) from exc
         return _DriverResult(cursor)
 
-    def _session_cursor(self) -> Any:
-        """The cursor a statement runs on. On PostgreSQL one per pooled connection, made
-        once and kept with it (``info``, which the pool drops with the connection): a
-        psycopg cursor cost the worker more CPU to make than sending its statement, and a
-        claimed task runs some thirty statements in a handful of sessions. On SQLite the
-        driver's connection, whose ``execute`` makes a cursor per statement (its rows are
-        read as the caller asks)."""
-        if self._raw is None:  # lost before: nothing of this statement was sent yet
+    def _connection(self) -> Any:
+        """The session's pooled connection; one lost before (see :meth:`_begun`) is
+        replaced first: nothing of the next statement was sent yet."""
+        if self._raw is None:
             assert self._reconnect is not None
             self._raw, self._give_back = self._reconnect()
-            self._cursor = None
+            self._cursor = self._server = None
+        return self._raw
+
+    def _session_cursor(self) -> Any:
+        """The cursor a statement runs on. On PostgreSQL one per pooled connection, made
+        once and kept with it (``info``, which the pool drops with the connection), for
+        what is not a store statement (:meth:`_server_statements`): a psycopg cursor cost
+        the worker more CPU to make than sending its statement. On SQLite the driver's
+        connection, whose ``execute`` makes a cursor per statement (its rows are read as
+        the caller asks)."""
         if self._sqlite is not None:
-            return self._sqlite  # its execute() runs a statement on a cursor of its own
+            return self._sqlite
+        raw = self._connection()
         if self._cursor is None:
-            kept = getattr(self._raw, "info", None)
+            kept = getattr(raw, "info", None)
             cursor = None if kept is None else kept.get(_CURSOR)
             if cursor is None or cursor.closed:
-                cursor = self._raw.cursor()
+                cursor = raw.cursor()
                 if kept is not None:
                     kept[_CURSOR] = cursor
             self._cursor = cursor
         return self._cursor
+
+    def _server_statements(self) -> ServerStatements:
+        """What runs the store's statements, BEGIN and COMMIT on PostgreSQL: one per
+        psycopg connection, kept with the pooled connection like its cursor (its prepared
+        statements live as long as that server session)."""
+        if self._server is None:
+            from agentctl.store.pg_statements import ServerStatements
+
+            raw = self._connection()
+            driver = raw.driver_connection
+            kept = raw.info
+            found = kept.get(_STATEMENTS)
+            if found is None or found.connection is not driver:
+                found = kept[_STATEMENTS] = ServerStatements(driver)
+            self._server = found
+        return self._server
 
     def write(self) -> AbstractContextManager[DriverSession]:
         """A write transaction that holds its locks from its start (or, with a
@@ -636,11 +670,13 @@ class DriverSession:
         return _Transaction(self, begin, on_begin)
 
     def _begun(self, begin: str) -> Any:
-        """A cursor whose transaction has begun. A connection lost before the transaction
-        (the server restarted since the last one) is replaced and the BEGIN sent again,
-        with backoff, within the store's retry window: nothing of this transaction reached
-        the server, so nothing can have been done twice. A connection lost later fails the
-        transaction with ``store.unreachable``: whether its COMMIT landed is unknown."""
+        """What sent the transaction's BEGIN and sends its COMMIT: on PostgreSQL the
+        connection's :meth:`_server_statements`, on SQLite the driver's connection. A
+        connection lost before the transaction (the server restarted since the last one) is
+        replaced and the BEGIN sent again, with backoff, within the store's retry window:
+        nothing of this transaction reached the server, so nothing can have been done
+        twice. A connection lost later fails the transaction with ``store.unreachable``:
+        whether its COMMIT landed is unknown."""
         driver = self._sqlite
         if driver is not None:  # nothing to reconnect: a failed BEGIN is the store's error
             try:
@@ -653,9 +689,9 @@ class DriverSession:
         delay, started, deadline = 0.05, time.monotonic(), None
         while True:
             try:
-                cursor = self._session_cursor()
-                cursor.execute(begin)
-                return cursor
+                runner = self._server_statements() if self._postgres else self._session_cursor()
+                runner.execute(begin)
+                return runner
             except PersistenceError as found:  # the new connection could not be opened
                 error = found
             except _driver_errors() as exc:
@@ -672,12 +708,12 @@ class DriverSession:
             time.sleep(delay)
             delay = min(delay * 2, 2.0)
             self.give_back()
-            self._raw = self._cursor = None
+            self._raw = self._cursor = self._server = None
 
     def give_back(self) -> None:
         """Return the connection to its pool (once)."""
         give_back, self._give_back = self._give_back, None
-        self._cursor = None
+        self._cursor = self._server = None
         if give_back is not None:
             give_back()
 

@@ -147,6 +147,62 @@ def test_a_handed_plan_is_used_only_when_it_is_the_stored_one(workspace: Path) -
             assert refused.tasks["s5"] is not mine.tasks["s5"]  # read from its row
 
 
+def test_an_untouched_runs_rows_are_made_as_creation_wrote_them(workspace: Path) -> None:
+    """The first execution of a run created in this process makes its pending rows rather
+    than reading them back: they must be the rows a read returns."""
+    from agentctl.engine.run.creation import create_run, prepare_run
+    from agentctl.engine.run.frontier import load_frontier, take_handed
+    from agentctl.ids import IdGenerator
+
+    (workspace / "wf.yaml").write_text(WORKFLOW)
+    clock = SystemClock()
+    with open_store(str(workspace / "runs.db")) as store:
+        run_id = create_run(
+            store, prepare_run(str(workspace / "wf.yaml")), clock=clock, ids=IdGenerator(clock)
+        )
+        handed = take_handed(store.path, run_id)
+        with store.read() as conn:
+            header = load_run(conn, run_id).plan
+            _, made, made_frontier = load_frontier(
+                conn, run_id, header, lambda: conn, handed, untouched=True
+            )
+            _, read, frontier = load_frontier(conn, run_id, header, lambda: conn, handed)
+            assert made_frontier == frontier == [f"s{n}" for n in range(6)]
+            assert {t: made[t] for t in frontier} == {t: read[t] for t in frontier}
+
+
+def test_a_repair_executed_in_the_process_that_made_it_reads_its_reused_rows(
+    workspace: Path,
+) -> None:
+    """A repair's reused tasks are written after its creation (with their checkpoints):
+    the execution that follows in the same process reads its rows, and does not run the
+    reused tasks again."""
+    from agentctl.engine.recovery.planner import create_derived_run, plan_repair
+    from agentctl.engine.run.creation import prepare_run
+    from agentctl.ids import IdGenerator
+
+    db = workspace / "runs.db"
+    (workspace / "wf.yaml").write_text(WORKFLOW)
+    clock = SystemClock()
+    first = run_agentctl(["roll", "wf.yaml", "--db", str(db)], cwd=workspace, timeout=120)
+    assert first.returncode == 0, first.stderr
+    with sqlite3.connect(db) as conn:
+        (source,) = conn.execute("SELECT id FROM runs").fetchone()
+    (workspace / "wf.yaml").write_text(WORKFLOW.replace("with: {i: 4}", "with: {i: 44}"))
+    with open_store(str(db)) as store:
+        recovery = plan_repair(
+            store, source, prepare_run(str(workspace / "wf.yaml")), from_tasks=()
+        )
+        run_id = create_derived_run(store, recovery, clock=clock, ids=IdGenerator(clock))
+        outcome = asyncio.run(RunExecutor(store, run_id, clock=clock).execute())
+    assert outcome.state == "succeeded"
+    with sqlite3.connect(db) as conn:
+        rows = dict(
+            conn.execute("SELECT task_id, disposition FROM tasks WHERE run_id = ?", (run_id,))
+        )
+    assert rows["s0"] == "reused" and rows["s4"] == "executed"
+
+
 def _traced_resume(db: Path, run_id: str, events: Any = None) -> tuple[Any, list[str]]:
     from sqlalchemy import event
 

@@ -28,9 +28,12 @@ from tests.pg.test_claim_slots import _running_run
 @contextmanager
 def _sent(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     """Every statement this process sends to the server meanwhile, in order, with the
-    ``COMMIT``/``ROLLBACK`` that psycopg sends for a connection's ``commit()``."""
+    ``COMMIT``/``ROLLBACK`` that psycopg sends for a connection's ``commit()``: through a
+    cursor, or through a driver session's ``ServerStatements``."""
     import psycopg
     from psycopg import pq
+
+    from agentctl.store.pg_statements import ServerStatements
 
     sent: list[str] = []
     execute_, commit, rollback = (
@@ -39,9 +42,12 @@ def _sent(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
         psycopg.Connection.rollback,
     )
 
-    def counted_execute(self: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
-        sent.append(" ".join(str(query).split()))
-        return execute_(self, query, *args, **kwargs)
+    def counted(original: Any) -> Any:
+        def counted_execute(self: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
+            sent.append(" ".join(str(query).split()))
+            return original(self, query, *args, **kwargs)
+
+        return counted_execute
 
     def ending(name: str, original: Any) -> Any:
         def end(self: Any) -> None:
@@ -52,7 +58,9 @@ def _sent(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
         return end
 
     with monkeypatch.context() as patched:
-        patched.setattr(psycopg.Cursor, "execute", counted_execute)
+        patched.setattr(psycopg.Cursor, "execute", counted(execute_))
+        # Its execute(text), a BEGIN or COMMIT, runs through run() too.
+        patched.setattr(ServerStatements, "run", counted(ServerStatements.run))
         patched.setattr(psycopg.Connection, "commit", ending("COMMIT", commit))
         patched.setattr(psycopg.Connection, "rollback", ending("ROLLBACK", rollback))
         yield sent

@@ -107,3 +107,31 @@ def test_a_structural_violation_is_still_worded_by_the_validator() -> None:
     with pytest.raises(TaskFailure) as info:
         check_contract(_task(schema), {"items": "x"})
     assert "'x' is not of type 'array' at items" in info.value.message
+
+
+@pytest.mark.parametrize(
+    ("schema", "plain"),
+    [
+        ({"type": "object"}, True),
+        ({"type": ["object"], "title": "t", "description": "d", "$comment": "c"}, True),
+        ({"type": "object", "required": ["a"]}, False),
+        ({"type": "object", "properties": {"a": {"type": "string"}}}, False),
+        ({"type": "object", "additionalProperties": False}, False),
+        ({"type": "object", "minProperties": 1}, False),
+        ({"type": ["object", "null"]}, False),
+        ({"type": "array"}, False),
+        ({}, False),
+    ],
+)
+def test_a_contract_accepting_any_object_is_told_apart(schema: dict[str, Any], plain: bool) -> None:
+    """``any_object`` (the fast check of the plain action contract) says yes only where the
+    validator accepts every object, and is remembered per contract object."""
+    import jsonschema
+
+    from agentctl.engine.run.contracts import any_object
+
+    assert any_object(schema) == plain and any_object(schema) == plain
+    if plain:
+        validator = jsonschema.Draft202012Validator(schema)
+        assert all(validator.is_valid(o) for o in ({}, {"a": 1}, {"a": {"b": [None]}}))
+    assert any_object(dict(schema)) == plain  # an equal object is looked at on its own

@@ -355,3 +355,75 @@ def test_the_leaders_exit_wakes_the_call_without_polling(
     assert result.exit_code == 0
     assert result.stdout == b"done\n"
     assert slept == []
+
+
+def test_every_process_starts_with_popen_arguments_that_let_cpython_vfork(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """CPython starts a child with vfork only when nothing runs between fork and exec (no
+    ``preexec_fn``, no user or group change); a ``preexec_fn`` forces a full fork of the
+    whole worker per step. The process group comes from ``start_new_session`` instead.
+    Checked on what the real spawn passes to Popen, with and without stdin."""
+    import subprocess
+
+    import agentctl.process as process_module
+
+    seen: list[dict[str, object]] = []
+    real_popen = subprocess.Popen
+
+    def recording(*args: object, **kwargs: object) -> object:
+        seen.append(dict(kwargs))
+        return real_popen(*args, **kwargs)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(process_module.subprocess, "Popen", recording)
+    assert _run(_spec(SH, "-c", "exit 0", cwd=tmp_path)).exit_code == 0
+    assert _run(_spec(SH, "-c", "cat", cwd=tmp_path, stdin=b"x")).stdout == b"x"
+    assert len(seen) == 2
+    for kwargs in seen:
+        assert kwargs["start_new_session"] is True
+        assert kwargs["close_fds"] is True
+        for forcing_fork in ("preexec_fn", "user", "group", "extra_groups", "process_group"):
+            assert kwargs.get(forcing_fork) is None, forcing_fork
+
+
+@pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="no pidfd on this platform")
+def test_a_running_child_is_watched_without_a_thread_of_its_own(tmp_path: Path) -> None:
+    """The leader's exit is seen through a pidfd on the event loop: no thread per child
+    (asyncio's default watcher on Python 3.11 started one for every process)."""
+    import threading
+
+    during: list[int] = []
+    before = threading.active_count()
+
+    def started(_pid: int) -> None:
+        during.append(threading.active_count())
+
+    result = _run(_spec(SH, "-c", "sleep 0.3", cwd=tmp_path), on_started=started)
+    assert result.exit_code == 0
+    assert during == [before]
+
+
+def test_without_a_pidfd_a_thread_waits_for_the_leader(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where there is no pidfd (not Linux, a kernel before 5.3, a seccomp filter that
+    refuses it) a thread of the child's own waits for its exit: a normal exit, a timeout
+    that kills the group and a cancellation all end as they do with a pidfd."""
+
+    def refused(_pid: int, *_args: object) -> int:
+        raise OSError(38, "Function not implemented")
+
+    monkeypatch.setattr(os, "pidfd_open", refused, raising=False)
+    result = _run(_spec(SH, "-c", "echo out; echo err >&2; exit 3", cwd=tmp_path))
+    assert (result.exit_code, result.stdout, result.stderr) == (3, b"out\n", b"err\n")
+    slow = _run(_spec(SH, "-c", "sleep 30", cwd=tmp_path, timeout=0.3))
+    assert slow.timed_out and slow.signal is not None
+
+    async def cancelled() -> None:
+        task = asyncio.create_task(run_process(_spec(SH, "-c", "sleep 30", cwd=tmp_path)))
+        await asyncio.sleep(0.2)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(task, timeout=20)
+
+    asyncio.run(cancelled())

@@ -98,3 +98,6 @@ class TaskEnv:
 class TaskResult:
     output: Any
     memory_delta: dict[str, Any] = field(default_factory=dict)
+    # The output's canonical JSON, when the body has it at hand (an aggregate writes it
+    # around its children's recorded texts); None: the attempt encodes the output.
+    output_json: str | None = None

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from agentctl.compiler.plan import PlanTask
-from agentctl.digest import canonical_json, canonical_json_reusing, digest_bytes
+from agentctl.digest import canonical_json, canonical_json_reusing, digest_bytes, string_json
 from agentctl.engine.actions.context import TaskEnv, TaskResult
 from agentctl.engine.core.records import Attempt, RunLog, RunRow
 from agentctl.engine.effects import tracing
@@ -39,6 +39,7 @@ from agentctl.engine.run.tasks import (
 )
 from agentctl.errors import AgentctlError, PersistenceError
 from agentctl.ids import Clock
+from agentctl.observability import telemetry
 from agentctl.policy.paths import WorkspacePolicy
 from agentctl.signals import (
     ApprovalPending,
@@ -49,9 +50,9 @@ from agentctl.signals import (
 )
 from agentctl.spec.models_runtime import Runtime
 from agentctl.spec.template_exceptions import TemplateError
-from agentctl.spec.templates import TemplateContext, render
+from agentctl.spec.templates import OPEN, Copies, TemplateContext, render
 
-__all__ = ["WAITING", "TaskAttempts", "default_timeout_seconds"]
+__all__ = ["WAITING", "TaskAttempts", "default_timeout_seconds", "part_text"]
 
 #: Task states of a task that already started: its decision is not taken again.
 WAITING = frozenset({"running", "waiting_for_approval", "waiting_for_effect"})
@@ -71,6 +72,31 @@ def _compensation_approval(run: RunRow, spec: Mapping[str, Any]) -> str | None:
         return None
     setting = str((spec.get("compensation") or {}).get("approval") or "policy")
     return {"never": "never", "always": "always"}.get(setting)
+
+
+def _plain(value: Any) -> bool:
+    """A number, boolean, null or string without a template: rendered as itself."""
+    kind = type(value)
+    return (
+        kind is int
+        or kind is float
+        or kind is bool
+        or value is None
+        or (kind is str and OPEN not in value)
+    )
+
+
+def part_text(whole: Any, text: str, keys: tuple[str, ...], part: Any) -> str | None:
+    """The canonical JSON of ``part``, found at ``keys`` in ``whole`` whose canonical JSON is
+    ``text``, when every object on the way has that one member (the text of ``{"k": v}``
+    is ``{"k":``, the text of ``v``, ``}``); None otherwise, or when what is found there is
+    not ``part`` itself."""
+    for key in keys:
+        if type(whole) is not dict or len(whole) != 1 or key not in whole:
+            return None
+        text = text[len(string_json(key)) + 2 : -1]
+        whole = whole[key]
+    return text if whole is part else None
 
 
 class TaskAttempts:
@@ -246,8 +272,10 @@ class TaskAttempts:
     def render_vars(self, task: PlanTask, memory: Mapping[str, Any]) -> dict[str, Any]:
         if not task.vars:
             return {}  # nothing to render (most tasks): no template context is built
-        rendered = render(dict(task.vars), self.context({}, memory))
-        return dict(rendered) if isinstance(rendered, Mapping) else {}
+        if all(_plain(value) for value in task.vars.values()):
+            return dict(task.vars)  # what rendering returns (a foreach item's bindings)
+        rendered = render(task.vars, self.context({}, memory))  # a new object
+        return rendered if type(rendered) is dict else {}
 
     # -- the attempts ------------------------------------------------------------------
 
@@ -275,10 +303,13 @@ class TaskAttempts:
         while True:
             attempts_used += 1
             attempt = Attempt(self.run_id, task.id, attempt_no)
-            self.emit("task.started", {"taskId": task.id, "attempt": attempt_no})
+            if self.options.events is not None:
+                self.emit("task.started", {"taskId": task.id, "attempt": attempt_no})
             try:
                 context = self.context(task_vars, memory)
-                rendered = render(dict(task.input), context)
+                # A new object whatever the plan's input is (render copies every object).
+                copies: Copies = []
+                rendered = render(task.input, context, copies)
                 env = TaskEnv(
                     run_id=self.run_id,
                     task=task,
@@ -300,16 +331,18 @@ class TaskAttempts:
                     condition=condition,
                     workflow_dir=self.workflow_dir,
                 )
-                result: TaskResult = await tracing.traced_attempt(
-                    self.trace,
-                    task,
-                    attempt,
-                    deadlines.bounded(
-                        run_body(env, self.rows, context, self.options.pool),
-                        seconds=task.timeout_seconds,
-                        store=self.writer.store,
-                        attempt=attempt,
-                    ),
+                body = deadlines.bounded(
+                    run_body(env, self.rows, context, self.options.pool),
+                    seconds=task.timeout_seconds,
+                    store=self.writer.store,
+                    attempt=attempt,
+                )
+                # As a span when telemetry is on; otherwise the body alone (one coroutine
+                # fewer for every attempt).
+                result: TaskResult = await (
+                    tracing.traced_attempt(self.trace, task, attempt, body)
+                    if telemetry.active().enabled
+                    else body
                 )
                 if not self.options.check:
                     check_contract(task, result.output)
@@ -322,7 +355,7 @@ class TaskAttempts:
                 # Repair compares the input's digest: a task is reusable only with the same
                 # inputs. The output often holds the input, or its children's outputs: their
                 # texts are taken rather than encoded again (both made here, at one moment).
-                input_json = canonical_json(rendered)
+                input_json = self._input_json(rendered, copies)
                 return TaskOutcome(
                     "succeeded",
                     attempt_no,
@@ -332,7 +365,11 @@ class TaskAttempts:
                     input_digest=digest_bytes(input_json.encode("utf-8")),
                     effect_ids=list(attempt.effect_ids),
                     artifacts=ingested,
-                    output_json=self._output_json(task, result.output, rendered, input_json),
+                    output_json=(
+                        result.output_json
+                        if result.output_json is not None
+                        else self._output_json(task, result.output, rendered, input_json)
+                    ),
                 )
             except ApprovalPending as pending:
                 return TaskOutcome(
@@ -377,6 +414,27 @@ class TaskAttempts:
             return TaskOutcome(
                 "failed", attempt_no, error=failure.to_json(), stops_run=failure.stops_run
             )
+
+    def _input_json(self, rendered: Any, copies: Copies) -> str:
+        """The rendered input's canonical JSON, taking the text of each part that is a copy
+        of a recorded output (or of its only member, and so on down: a join's
+        ``tasks.fanout.output.items``) rather than encoding it again."""
+        known = []
+        for copied, original, expression in copies:
+            text = self._recorded_text(original, expression.path)
+            if text is not None:
+                known.append((copied, text))
+        return canonical_json_reusing(rendered, known) if known else canonical_json(rendered)
+
+    def _recorded_text(self, value: Any, path: tuple[str, ...]) -> str | None:
+        """The canonical JSON of ``value``, read at ``path`` (``tasks.ID.output…``), when
+        the task's recorded output text is held (:func:`part_text`)."""
+        if len(path) < 3 or path[0] != "tasks" or path[2] != "output":
+            return None
+        row = self.rows.get(path[1])
+        if row is None or not row.has_output or row.output_json is None:
+            return None
+        return part_text(row.output, row.output_json, path[3:], value)
 
     def _output_json(
         self, task: PlanTask, output: Any, rendered: Any, input_json: str

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["plainly_valid"]
+__all__ = ["any_object", "plainly_valid"]
 
 #: Keywords the fast path understands; any other keyword hands the decision over.
 #: ``title``, ``description`` and ``$comment`` are annotations and assert nothing.
@@ -80,3 +80,26 @@ def _object_ok(schema: Mapping[str, Any], value: Mapping[str, Any]) -> bool:
         if sub is not True and not plainly_valid(sub, item):
             return False
     return True
+
+
+#: Contracts seen, by identity, and whether each accepts any object (a plan's tasks share
+#: their contract objects: a fan-out's children one, most actions the same plain one).
+_ANY_OBJECT: dict[int, tuple[Any, bool]] = {}
+
+
+def any_object(schema: Any) -> bool:
+    """Whether ``schema`` accepts every object: ``{type: object}`` with annotations at most,
+    the contract of most actions. Remembered per contract object, so the check of an
+    output against it is a type test."""
+    found = _ANY_OBJECT.get(id(schema))
+    if found is not None and found[0] is schema:
+        return found[1]
+    plain = (
+        (type(schema) is dict or isinstance(schema, Mapping))
+        and all(key in ("type", "title", "description", "$comment") for key in schema)
+        and schema.get("type") in ("object", ["object"])
+    )
+    if len(_ANY_OBJECT) >= 4096:
+        _ANY_OBJECT.clear()
+    _ANY_OBJECT[id(schema)] = (schema, bool(plain))
+    return bool(plain)

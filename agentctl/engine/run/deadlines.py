@@ -26,7 +26,7 @@ from agentctl.engine.effects import journal
 from agentctl.signals import TaskFailure
 from agentctl.store.engine import Store
 
-__all__ = ["SAFE_IDEMPOTENCY", "bounded", "excluding_person_waits"]
+__all__ = ["SAFE_IDEMPOTENCY", "bounded", "excluding_person_waits", "resumed"]
 
 T = TypeVar("T")
 
@@ -76,7 +76,7 @@ async def bounded(
         try:
             async with scope:
                 deadline.scope = scope
-                return await _resumed(work, pending)
+                return await resumed(work, pending)
         except TimeoutError:
             if not scope.expired():
                 raise  # a TimeoutError of the body's own making, not this deadline
@@ -87,7 +87,7 @@ async def bounded(
 
 
 @types.coroutine
-def _resumed(work: Coroutine[Any, Any, T], pending: Any) -> Generator[Any, Any, T]:
+def resumed(work: Coroutine[Any, Any, T], pending: Any) -> Generator[Any, Any, T]:
     """Go on with ``work`` after its first step yielded ``pending``, exactly as ``await``
     would have: what it yields goes to the task, what the task sends or throws goes back."""
     while True:

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import heapq
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from agentctl.compiler.plan import PlanTask
@@ -40,6 +41,7 @@ from agentctl.engine.run.commits import RunCommits
 from agentctl.engine.run.frontier import TaskOutputs, load_frontier, take_handed
 from agentctl.engine.run.outcome import ExecutionOptions, RunOutcome, TaskOutcome, finished_outcome
 from agentctl.engine.run.prediction import Prediction
+from agentctl.engine.run.tasks import never_waits
 from agentctl.engine.run.watchers import RunWatchers
 from agentctl.errors import AgentctlError, Cancelled, OwnershipLostError
 from agentctl.ids import Clock
@@ -47,7 +49,7 @@ from agentctl.policy.secrets import secret_sources
 from agentctl.signals import (
     EffectBlocked,
 )
-from agentctl.store import locks, ownership
+from agentctl.store import checkpoints_repo, locks, ownership
 from agentctl.store.engine import Store
 from agentctl.store.records import check_run_records
 from agentctl.store.states import check_run_transition
@@ -92,12 +94,17 @@ class RunExecutor(RunCommits, RunWatchers):
             check_run_records(conn, self.run_id)
             claimed = ownership.claim(conn, self.run_id, opts.owner_id, self.clock.now())
             check_run_transition(run.id, run.status, "running")
+            recorded = checkpoints_repo.last_seq(conn, self.run_id)
             plan, rows, self.frontier = load_frontier(
                 conn,
                 self.run_id,
                 run.plan,
                 lambda: self._session,
                 take_handed(self.store.path, self.run_id),
+                # The run's first claim, and no task transition recorded (each writes a
+                # checkpoint; so does a repair's copy of a reused task): its rows are as
+                # creation wrote them.
+                untouched=claimed.token == 1 and recorded is None,
             )
             self.prediction = None
             if opts.check:
@@ -297,6 +304,8 @@ class RunExecutor(RunCommits, RunWatchers):
         elif runnable and self.options.task_claims is not None:
             # PostgreSQL workers: the batch spreads over workers (engine/run/task_claims.py).
             outcomes.update(await self.options.task_claims.run_batch(self, runnable))
+        elif runnable and all(never_waits(task, self.spec) for task, _, _ in runnable):
+            outcomes.update(await self._run_in_place(runnable, snapshot))
         elif runnable:
             results = await asyncio.gather(
                 *(
@@ -308,6 +317,43 @@ class RunExecutor(RunCommits, RunWatchers):
                 outcomes[task.id] = result
         return outcomes
 
+    async def _run_in_place(
+        self,
+        runnable: list[tuple[PlanTask, dict[str, Any], dict[str, Any] | None]],
+        snapshot: dict[str, Any],
+    ) -> dict[str, TaskOutcome]:
+        """A batch of attempts whose bodies never wait (``tasks.never_waits``: a fan-out
+        of builtin steps, aggregates), each started here, in batch order, as ``gather``
+        would start them in its tasks, but without an asyncio task each: most finish in
+        that first step. One that waits (a retry's pause) goes on in a task of its own,
+        from where it stopped and in the same context; the batch then waits for those as
+        ``gather`` does. Each attempt runs in a copy of this task's context, as in a task.
+        The driver still lets the loop run once per batch (the cancel watcher and the
+        lease's heartbeat get their turn, as they did while ``gather`` waited)."""
+        loop = asyncio.get_running_loop()
+        outcomes: dict[str, TaskOutcome] = {}
+        going_on: list[tuple[str, asyncio.Future[TaskOutcome]]] = []
+        for task, task_vars, condition in runnable:
+            context = contextvars.copy_context()
+            attempt = self.attempts.run_task(task, task_vars, snapshot, condition)
+            try:
+                step = context.run(attempt.send, None)
+            except StopIteration as finished:
+                outcomes[task.id] = finished.value
+                continue
+            except Exception as exc:  # noqa: BLE001 - gather below raises it, as a task's
+                failed: asyncio.Future[TaskOutcome] = loop.create_future()
+                failed.set_exception(exc)
+                going_on.append((task.id, failed))
+                continue
+            going_on.append((task.id, loop.create_task(_go_on(attempt, step), context=context)))
+        if going_on:
+            results = await asyncio.gather(*(future for _, future in going_on))
+            outcomes.update(zip((task_id for task_id, _ in going_on), results, strict=True))
+        else:
+            await asyncio.sleep(0)
+        return {task.id: outcomes[task.id] for task, _, _ in runnable}
+
     def _mark_running(self, conn: Any, attempt: Attempt) -> None:
         row = self.rows[attempt.task_id]
         if row.status == "running" and row.attempt == attempt.attempt:
@@ -317,3 +363,8 @@ class RunExecutor(RunCommits, RunWatchers):
             values["started_at"] = self.clock.now()  # the first start of the task
         self.log.set_task(conn, attempt.task_id, **values)
         row.status, row.attempt = "running", attempt.attempt
+
+
+async def _go_on(attempt: Coroutine[Any, Any, TaskOutcome], step: Any) -> TaskOutcome:
+    """Go on with an attempt started in place whose first step yielded ``step``."""
+    return await deadlines.resumed(attempt, step)

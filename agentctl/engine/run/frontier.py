@@ -28,6 +28,7 @@ __all__ = [
     "StoredPlan",
     "TaskOutputs",
     "TaskRows",
+    "created_row",
     "hand_over",
     "load_frontier",
     "take_handed",
@@ -295,24 +296,53 @@ def take_handed(database: str, run_id: str) -> Plan | None:
     return _handed.pop((database, run_id), None)
 
 
+def created_row(task_id: str, ordinal: int) -> Any:
+    """The :class:`~agentctl.engine.core.records.TaskRow` of a task as run creation writes
+    it (``tasks_repo.insert_pending``): pending, no attempt, output or error yet."""
+    from agentctl.engine.core.records import TaskRow
+
+    return TaskRow(
+        task_id=task_id,
+        ordinal=ordinal,
+        status="pending",
+        attempt=0,
+        disposition=None,
+        output=None,
+        has_output=False,
+        error=None,
+        output_json=None,
+    )
+
+
 def load_frontier(
     conn: SqlRunner,
     run_id: str,
     header: Mapping[str, Any],
     reader: Reader,
     handed: Plan | None = None,
+    *,
+    untouched: bool = False,
 ) -> tuple[StoredPlan, TaskRows, list[str]]:
     """What a (re)started execution reads: the tasks not finished, in plan order, their
     compiled records, and the rows of the finished tasks they depend on or are routed by.
     Nothing here grows with the number of finished tasks beyond those.
 
     ``handed`` is the compiled plan the rows were written from in this process; it is
-    used only when its digest is the stored one."""
+    used only when its digest is the stored one. ``untouched`` says nothing has written
+    the run's tasks since it was created (the caller's claim is the run's first, and no
+    task transition is recorded: every one writes a checkpoint): with the handed plan, the
+    rows are then the ones creation wrote (:func:`created_row`), made without a read."""
+    plan = StoredPlan(run_id, header, reader)
+    adopted = handed is not None and handed.plan_digest == header.get("planDigest")
+    if adopted and untouched and handed is not None:
+        plan.adopt(handed)
+        order = handed.order
+        rows = TaskRows(run_id, {t: created_row(t, n) for n, t in enumerate(order)}, reader)
+        return plan, rows, list(order)
     states = tasks_repo.unfinished_task_states(conn, run_id)
     frontier = [state[0] for state in states]
     rows = TaskRows(run_id, {state[0]: task_row(run_id, state) for state in states}, reader)
-    plan = StoredPlan(run_id, header, reader)
-    if handed is not None and handed.plan_digest == header.get("planDigest"):
+    if adopted and handed is not None:
         plan.adopt(handed)
     elif len(frontier) * 2 >= plan.task_count:
         plan.load_all(conn)  # most of the plan: one ordered read beats many keyed ones

@@ -108,6 +108,23 @@ def test_exact_template_returns_the_value_with_its_type(value: Any) -> None:
     assert json_equal(render("${{ inputs.value }}", context), value)
 
 
+def _containers(value: Any) -> list[int]:
+    found = []
+    if isinstance(value, dict | list):
+        found.append(id(value))
+        for item in value.values() if isinstance(value, dict) else value:
+            found.extend(_containers(item))
+    return found
+
+
+@FAST
+@given(JSON_VALUES)
+def test_a_value_read_whole_is_an_equal_copy_sharing_no_object_or_array(value: Any) -> None:
+    copied = render("${{ inputs.value }}", TemplateContext(inputs={"value": value}))
+    assert copied == value and type(copied) is type(value)
+    assert not set(_containers(copied)) & set(_containers(value))
+
+
 @FAST
 @given(ANY_TEXT)
 def test_identity_rewrite_changes_nothing(text: str) -> None:
