@@ -166,13 +166,16 @@ def _reusing(value: Any, texts: dict[int, tuple[Any, str]], depth: int) -> str:
     return canonical_json(value)
 
 
+_SHA256 = hashlib.sha256
+
+
 def sha256_hex(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
+    return _SHA256(data).hexdigest()
 
 
 def digest_bytes(data: bytes) -> str:
     """``sha256:<hex>`` of raw bytes (artifact and file identities)."""
-    return "sha256:" + sha256_hex(data)
+    return "sha256:" + _SHA256(data).hexdigest()  # a task transition takes three of these
 
 
 def digest_json(value: Any) -> str:

@@ -45,17 +45,27 @@ class _RecordingCursor:
         self._log.append((statement, tuple(parameters) if parameters else ()))
         return self._cursor.execute(statement, parameters)
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._cursor, name)
+    def executemany(self, statement: str, rows: Any) -> Any:
+        rows = list(rows)
+        self._log.extend((statement, tuple(row)) for row in rows)
+        return self._cursor.executemany(statement, rows)
 
 
-class _RecordingConnection:
+class _RecordingConnection(_RecordingCursor):
+    """A pooled connection whose driver connection records every statement a driver
+    session runs on it: on the connection (``BEGIN``, ``COMMIT``) or on a cursor it makes
+    (the rest; ``executemany`` recorded one row at a time)."""
+
     def __init__(self, raw: Any, log: list[tuple[str, Any]]) -> None:
+        super().__init__(getattr(raw, "dbapi_connection", raw), log)
         self._raw = raw
-        self._log = log
 
-    def cursor(self) -> _RecordingCursor:
-        return _RecordingCursor(self._raw.cursor(), self._log)
+    @property
+    def dbapi_connection(self) -> _RecordingConnection:
+        return self
+
+    def cursor(self, *factory: Any) -> _RecordingCursor:
+        return _RecordingCursor(self._cursor.cursor(*factory), self._log)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._raw, name)

@@ -106,26 +106,16 @@ def event_digest(
     ``effectId``, ``payload``, ``prevDigest``, ``createdAt``, ``formatVersion``), with the
     canonical text of that object written out in sorted key order: it is taken for every
     event appended and every event verified."""
-    text = (
-        '{"createdAt":'
-        + _string(_stamp(created_at))
-        + ',"effectId":'
-        + _nullable(effect_id)
-        + ',"formatVersion":'
-        + str(int(format_version))
-        + ',"kind":'
-        + _string(kind)
-        + ',"payload":'
-        + _string(payload_json)
-        + ',"prevDigest":'
-        + _nullable(prev_digest)
-        + ',"runId":'
-        + _string(run_id)
-        + ',"seq":'
-        + str(int(seq))
-        + ',"taskId":'
-        + _nullable(task_id)
-        + "}"
+    text = _DIGESTED % (
+        _string(_stamp(created_at)),
+        "null" if effect_id is None else _string(effect_id),
+        int(format_version),
+        _string(kind),
+        _string(payload_json),
+        "null" if prev_digest is None else _string(prev_digest),
+        _string(run_id),
+        int(seq),
+        "null" if task_id is None else _string(task_id),
     )
     return digest_bytes(text.encode("utf-8"))
 
@@ -133,9 +123,12 @@ def event_digest(
 #: How canonical JSON writes a string.
 _string = json.encoder.encode_basestring
 
-
-def _nullable(value: str | None) -> str:
-    return "null" if value is None else _string(value)
+#: The canonical text of an event's digested object, its members in sorted key order
+#: (one formatting per event, not a concatenation of twenty pieces).
+_DIGESTED = (
+    '{"createdAt":%s,"effectId":%s,"formatVersion":%d,"kind":%s,"payload":%s,'
+    '"prevDigest":%s,"runId":%s,"seq":%d,"taskId":%s}'
+)
 
 
 def append_event(
@@ -259,13 +252,38 @@ def _event(
 ) -> tuple[Any, dict[str, Any]]:
     """One event of the chain: its stored payload and its column values (digest included)."""
     stored_payload = redact(payload) if redact is not None else payload
-    payload_json = canonical_json(stored_payload)
+    values = _event_row(
+        conn,
+        run_id,
+        kind,
+        canonical_json(stored_payload),
+        now,
+        seq,
+        prev_digest,
+        task_id,
+        effect_id,
+    )
+    return stored_payload, values
+
+
+def _event_row(
+    conn: SqlRunner,
+    run_id: str,
+    kind: str,
+    payload_json: str,
+    now: datetime,
+    seq: int,
+    prev_digest: str | None,
+    task_id: str | None,
+    effect_id: str | None,
+) -> dict[str, Any]:
+    """The column values of event ``seq`` whose stored payload's JSON is ``payload_json``."""
     digest = event_digest(
         run_id, seq, kind, task_id, effect_id, payload_json, prev_digest, now, FORMAT_VERSION
     )
     ids = telemetry.active().current_ids()
     trace_id, span_id = ids if ids is not None else (None, None)
-    values = audit_repo.event_values(
+    return audit_repo.event_values(
         conn,
         run_id=run_id,
         seq=seq,
@@ -280,7 +298,6 @@ def _event(
         trace_id=trace_id,
         span_id=span_id,
     )
-    return stored_payload, values
 
 
 class ChainAppends:
@@ -311,12 +328,32 @@ class ChainAppends:
         task_id: str | None = None,
         effect_id: str | None = None,
     ) -> None:
+        self.append_encoded(
+            conn, kind, self.encode(payload), now=now, task_id=task_id, effect_id=effect_id
+        )
+
+    def encode(self, payload: Any) -> str:
+        """The JSON an event stores for ``payload`` (redacted first): what
+        :meth:`append_encoded` takes, made before the transaction that appends it."""
+        return canonical_json(self._redact(payload) if self._redact is not None else payload)
+
+    def append_encoded(
+        self,
+        conn: SqlRunner,
+        kind: str,
+        payload_json: str,
+        *,
+        now: datetime,
+        task_id: str | None = None,
+        effect_id: str | None = None,
+    ) -> None:
+        """:meth:`append` of a payload :meth:`encode` made."""
         head = self._head
         if head is None:
             head = audit_repo.chain_head(conn, self.run_id) or (0, None)
         seq = head[0] + 1
-        _, values = _event(
-            conn, self.run_id, kind, payload, now, seq, head[1], task_id, effect_id, self._redact
+        values = _event_row(
+            conn, self.run_id, kind, payload_json, now, seq, head[1], task_id, effect_id
         )
         self._rows.append(values)
         self._head = (seq, values["digest"])

@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from agentctl.store.formats import FORMAT_VERSION
-from agentctl.store.sealing import seal, unseal
+from agentctl.store.sealing import seal, sealer_of, unseal
 from agentctl.store.statements import statement
 from agentctl.store.timestamps import to_db
 
@@ -134,22 +134,22 @@ def insert(
     checksum: str,
     now: datetime,
 ) -> None:
-    _insert.run(
-        conn,
-        **_values(conn, run_id, seq, transition, delta_json, is_snapshot, checksum, now),
-    )
+    insert_many(conn, [(run_id, seq, transition, delta_json, is_snapshot, checksum, now)])
 
 
 def insert_many(
     conn: SqlRunner, rows: list[tuple[str, int, str, str, bool, str, datetime]]
 ) -> None:
-    """:func:`insert` of several checkpoints in one driver call: each row is ``(run_id, seq,
-    transition, delta_json, is_snapshot, checksum, now)``, stored as :func:`insert` stores it."""
-    _insert.run_many(conn, [_values(conn, *row) for row in rows])
+    """Several checkpoints in one driver call: each row is ``(run_id, seq, transition,
+    delta_json, is_snapshot, checksum, now)``, its delta sealed when encryption is on
+    (asked once, not per row)."""
+    sealing = sealer_of(conn).active is not None
+    _insert.run_many(conn, [_values(conn, sealing, *row) for row in rows])
 
 
 def _values(
     conn: SqlRunner,
+    sealing: bool,
     run_id: str,
     seq: int,
     transition: str,
@@ -161,10 +161,13 @@ def _values(
     return {
         "run_id": run_id,
         "seq": seq,
+        "format_version": FORMAT_VERSION,
         "transition": transition,
         "memory_delta_json": seal(
             conn, "checkpoints", "memory_delta_json", (run_id, seq), delta_json
-        ),
+        )
+        if sealing
+        else delta_json,
         "is_snapshot": int(is_snapshot),
         "checksum": checksum,
         "created_at": to_db(now),
@@ -177,12 +180,21 @@ def _insert(_: SqlDialect) -> Executable:
 
     from agentctl.store.audit_tables import checkpoints
 
-    given = ("run_id", "seq", "transition", "memory_delta_json", "is_snapshot", "checksum")
-    return insert(checkpoints).values(
-        format_version=FORMAT_VERSION,
-        created_at=bindparam("created_at"),
-        **{name: bindparam(name) for name in given},
-    )
+    # Every value a parameter, the format version too (given by _values): a constant
+    # among them would cost each execution a merged dict (statements.Compiled).
+    return insert(checkpoints).values(**{name: bindparam(name) for name in _INSERTED})
+
+
+_INSERTED = (
+    "run_id",
+    "seq",
+    "format_version",
+    "transition",
+    "memory_delta_json",
+    "is_snapshot",
+    "checksum",
+    "created_at",
+)
 
 
 def count(conn: SqlRunner, run_id: str) -> int:

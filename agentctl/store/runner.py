@@ -392,6 +392,18 @@ class _DriverResult:
         return iter(self._cursor.fetchall())
 
 
+class _SqliteResult(sqlite3.Cursor):
+    """A SQLite statement's result: the driver's cursor itself, with what
+    :class:`_DriverResult` offers (``first()``, ``rowcount``, the rows when iterated). Made
+    by the driver in C, with no ``__init__`` of ours: a transition runs seven statements,
+    and a wrapper made per statement cost each a Python call."""
+
+    first = sqlite3.Cursor.fetchone
+
+    def __iter__(self) -> Iterator[Any]:  # type: ignore[override]
+        return iter(self.fetchall())  # read at once, as _DriverResult reads them
+
+
 class _Fetched(_DriverResult):
     __slots__ = ("_count", "_rows")
 
@@ -534,6 +546,13 @@ class DriverSession:
         self._on_begin = on_begin
         self.dialect = dialect
         self._postgres = dialect is not None and dialect.name == POSTGRESQL
+        # SQLite: the driver's own connection under the pool's proxy (which a pooled one
+        # is), which makes each statement's cursor (its result) in C. A task transition
+        # runs seven statements; the proxy's ``cursor()`` and a wrapper made in Python for
+        # each cost a run of 500 steps several milliseconds of CPU.
+        self._sqlite: sqlite3.Connection | None = (
+            None if self._postgres else getattr(raw, "dbapi_connection", raw)
+        )
         name = POSTGRESQL if self._postgres else SQLITE
         self._begin = {
             kind: begin_statement(name, kind, scope) for kind in (WRITE, READ, ROW_LOCKS)
@@ -547,6 +566,15 @@ class DriverSession:
             self._on_begin = late_fence.check
 
     def exec_driver_sql(self, statement: str, parameters: Any = ()) -> _DriverResult:
+        driver = self._sqlite
+        if driver is not None:
+            try:
+                cursor = driver.cursor(_SqliteResult)
+                if isinstance(parameters, list):  # one execution per row, as SQLAlchemy's
+                    return cursor.executemany(statement, parameters)  # type: ignore[return-value]
+                return cursor.execute(statement, parameters)  # type: ignore[return-value]
+            except sqlite3.Error as exc:
+                raise driver_error(self._where, exc) from exc
         try:
             if self._postgres and not isinstance(parameters, list) and is_compiled(statement):
                 # A store statement: converted and prepared once per connection, sent by
@@ -586,11 +614,12 @@ class DriverSession:
         """The cursor a statement runs on. On PostgreSQL one per pooled connection, made
         once and kept with it (``info``, which the pool drops with the connection), for
         what is not a store statement (:meth:`_server_statements`): a psycopg cursor cost
-        the worker more CPU to make than sending its statement. On SQLite a cursor per
-        statement, whose rows are read as the caller asks."""
+        the worker more CPU to make than sending its statement. On SQLite the driver's
+        connection, whose ``execute`` makes a cursor per statement (its rows are read as
+        the caller asks)."""
+        if self._sqlite is not None:
+            return self._sqlite
         raw = self._connection()
-        if not self._postgres:
-            return raw.cursor()
         if self._cursor is None:
             kept = getattr(raw, "info", None)
             cursor = None if kept is None else kept.get(_CURSOR)
@@ -642,12 +671,19 @@ class DriverSession:
 
     def _begun(self, begin: str) -> Any:
         """What sent the transaction's BEGIN and sends its COMMIT: on PostgreSQL the
-        connection's :meth:`_server_statements`, on SQLite a cursor. A connection lost
-        before the transaction (the server restarted since the last one) is replaced and
-        the BEGIN sent again, with backoff, within the store's retry window: nothing of
-        this transaction reached the server, so nothing can have been done twice. A
-        connection lost later fails the transaction with ``store.unreachable``: whether its
-        COMMIT landed is unknown."""
+        connection's :meth:`_server_statements`, on SQLite the driver's connection. A
+        connection lost before the transaction (the server restarted since the last one) is
+        replaced and the BEGIN sent again, with backoff, within the store's retry window:
+        nothing of this transaction reached the server, so nothing can have been done
+        twice. A connection lost later fails the transaction with ``store.unreachable``:
+        whether its COMMIT landed is unknown."""
+        driver = self._sqlite
+        if driver is not None:  # nothing to reconnect: a failed BEGIN is the store's error
+            try:
+                driver.execute(begin)
+            except sqlite3.Error as exc:
+                raise driver_error(self._where, exc) from exc
+            return driver
         # The window starts at the first attempt; it is read only once one has failed (the
         # environment lookup is not paid by every transaction).
         delay, started, deadline = 0.05, time.monotonic(), None

@@ -69,23 +69,37 @@ class Compiled:
     """A statement's text for one dialect and its parameters in placeholder order, each
     a name the caller passes or a constant written into the statement."""
 
-    __slots__ = ("_constants", "_pick", "names", "text")
+    __slots__ = ("_constants", "_one", "_pick", "_tail", "names", "text")
 
     def __init__(self, text: str, names: tuple[str, ...], constants: dict[str, Any]) -> None:
         self.text = text
         self.names = names
         self._constants = constants
-        # One C-level call picks every parameter (this runs on every execution).
-        pick = itemgetter(*names) if names else (lambda _values: ())
+        # Constants after every given name (a guard's ``status IN (…)``, a ``LIMIT``):
+        # the given values are picked and the constants' tuple added, with no dict made
+        # per execution. Constants among the given names: picked from a merged dict.
+        given = len(names) - len(constants)
+        trailing = all(name in constants for name in names[given:])
+        self._tail: tuple[Any, ...] | None = (
+            tuple(constants[name] for name in names[given:]) if trailing else None
+        )
+        picked = names[:given] if trailing else names
+        # One C-level call picks every parameter (this runs on every execution); a single
+        # name's itemgetter returns the value itself, which parameters() puts in a tuple.
+        self._one = len(picked) == 1
         self._pick: Callable[[dict[str, Any]], Any] = (
-            pick if len(names) != 1 else (lambda values: (pick(values),))
+            itemgetter(*picked) if picked else (lambda _values: ())
         )
 
     def parameters(self, values: dict[str, Any]) -> tuple[Any, ...]:
+        tail = self._tail
         try:
-            return self._pick({**values, **self._constants} if self._constants else values)  # type: ignore[no-any-return]
+            picked = self._pick(values if tail is not None else {**values, **self._constants})
         except KeyError as exc:
             raise TypeError(f"statement parameter {exc.args[0]!r} was not given") from exc
+        if self._one:
+            picked = (picked,)
+        return picked + tail if tail else picked  # type: ignore[no-any-return]
 
 
 class Statement:

@@ -335,8 +335,9 @@ class RunLog:
         self._checkpoint_seq = seq
         return (self.run_id, seq, transition, delta_json, snapshot, checksum, now)
 
-    def transitions(self, conn: SqlRunner) -> TransitionWrites:
-        """The writes of a batch of task transitions inside ``conn``'s write transaction."""
+    def transitions(self, conn: SqlRunner | None) -> TransitionWrites:
+        """The writes of a batch of task transitions inside ``conn``'s write transaction
+        (None: made before it, ``conn`` set before the first :meth:`~TransitionWrites.flush`)."""
         return TransitionWrites(self, conn)
 
     def set_task(self, conn: SqlRunner, task_id: str, **values: Any) -> None:
@@ -356,14 +357,20 @@ class TransitionWrites:
 
     Anything else the transaction writes for these tasks (a second update of a row, an
     event appended by other code) comes after a :meth:`flush`, and the last flush comes
-    before the commit: nothing waits in here when the transaction ends."""
+    before the commit: nothing waits in here when the transaction ends.
 
-    def __init__(self, log: RunLog, conn: SqlRunner) -> None:
+    Nothing but :meth:`flush` touches the store, so the batch's rows, checkpoints and event
+    payloads can be made before its transaction begins (``conn`` None until then): the
+    transaction then runs its statements nearly back to back, and holds the write lock
+    for less time. An event is chained (the head read, its digest taken) at the flush."""
+
+    def __init__(self, log: RunLog, conn: SqlRunner | None) -> None:
         self.log = log
-        self.conn = conn
+        self.conn: Any = conn
         self._tasks: list[tuple[tuple[Any, ...], dict[str, Any]]] = []
         self._checkpoints: list[tuple[str, int, str, str, bool, str, datetime]] = []
         self._events = audit.ChainAppends(log.run_id, log.redact)
+        self._pending: list[tuple[str, str, datetime, str]] = []
 
     def set_task(self, task_id: str, values: dict[str, Any]) -> None:
         self._tasks.append(((self.log.run_id, task_id), values))
@@ -374,16 +381,21 @@ class TransitionWrites:
         self._checkpoints.append(self.log._checkpoint_row(transition, delta, memory, now))  # noqa: SLF001 - its log's sequence
 
     def event(self, kind: str, payload: Any, *, now: datetime, task_id: str) -> None:
-        self._events.append(self.conn, kind, payload, now=now, task_id=task_id)
+        self._pending.append((kind, self._events.encode(payload), now, task_id))
 
     def flush(self) -> None:
         """Write everything given since the last flush, in the order of the tasks."""
+        conn = self.conn
         tasks, self._tasks = self._tasks, []
         checkpoints, self._checkpoints = self._checkpoints, []
-        guarded_updates(self.conn, "task", tasks)
+        pending, self._pending = self._pending, []
+        events = self._events
+        for kind, payload_json, now, task_id in pending:
+            events.append_encoded(conn, kind, payload_json, now=now, task_id=task_id)
+        guarded_updates(conn, "task", tasks)
         if checkpoints:
-            checkpoints_repo.insert_many(self.conn, checkpoints)
-        self._events.flush(self.conn)
+            checkpoints_repo.insert_many(conn, checkpoints)
+        events.flush(conn)
 
 
 @dataclass

@@ -13,7 +13,7 @@ from agentctl.store import effects_repo
 from agentctl.store.dialect import SqlDialect
 from agentctl.store.engine import open_store
 from agentctl.store.journal_tables import effects
-from agentctl.store.statements import Statement, compile_for, is_compiled, one_of
+from agentctl.store.statements import Compiled, Statement, compile_for, is_compiled, one_of
 
 
 def _by_status(built: list[str]) -> Statement:
@@ -62,3 +62,29 @@ def test_statements_run_at_the_driver_on_a_real_file(tmp_path: Path) -> None:
         with store.read() as conn:  # a SQLAlchemy connection runs the same text
             assert effects_repo.unsettled_effect_ids(conn, "r") == []
         assert effects_repo.unsettled_effect_ids(store.reads_one_by_one()) == []
+
+
+@pytest.mark.parametrize(
+    ("names", "constants"),
+    [
+        (("a", "b", "c"), {"c": 3}),  # constants last: picked without a merged dict
+        (("a", "c", "b"), {"c": 3}),  # a constant among the given names
+        (("c", "a"), {"c": 3}),
+        (("c",), {"c": 3}),
+        (("a",), {}),
+        ((), {}),
+        (("a", "b", "c", "d"), {"c": 3, "d": "x"}),
+    ],
+)
+def test_parameters_are_in_placeholder_order_wherever_the_constants_are(
+    names: tuple[str, ...], constants: dict[str, Any]
+) -> None:
+    given = {"a": 1, "b": 2, "c": "ignored: a constant wins", "d": "ignored"}
+    expected = tuple(constants[name] if name in constants else given[name] for name in names)
+    assert Compiled("text", names, constants).parameters(given) == expected
+
+
+def test_a_missing_parameter_is_named_wherever_the_constants_are() -> None:
+    for names in (("a", "c"), ("c", "a")):
+        with pytest.raises(TypeError, match="'a' was not given"):
+            Compiled("text", names, {"c": 3}).parameters({})

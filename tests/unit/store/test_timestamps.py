@@ -82,3 +82,13 @@ def test_the_fast_format_is_the_stored_format(value: datetime) -> None:
     instant = value if value.tzinfo is None else value.astimezone(UTC).replace(tzinfo=None)
     assert to_db(value) == instant.strftime("%Y-%m-%d %H:%M:%S.%f")
     assert to_db(value) == to_db(value)  # the cached answer is the same text
+
+
+def test_stored_text_of_each_datetime_object_is_its_own() -> None:
+    # to_db keeps its texts by object: a datetime made where a freed one was (the same id)
+    # or an equal one made anew must still get its own text.
+    for micro in range(2000):
+        moment = NOON.replace(microsecond=micro)
+        assert to_db(moment) == f"2026-01-02 12:00:00.{micro:06d}"
+        assert to_db(moment) == f"2026-01-02 12:00:00.{micro:06d}"
+        assert to_db(NOON.replace(microsecond=micro)) == f"2026-01-02 12:00:00.{micro:06d}"
