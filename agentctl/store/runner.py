@@ -34,9 +34,10 @@ from agentctl.store.dialect import (
     begin_statement,
 )
 from agentctl.store.errors import driver_error, retry_window_seconds
+from agentctl.store.keyring import CLEAR, Sealer
 from agentctl.store.location import MEMORY
 from agentctl.store.locks import LateRunLock, Locks, RunFence
-from agentctl.store.sealing import CLEAR, SEALER_OPTION, Sealer, sealer_of
+from agentctl.store.sealing import SEALER_OPTION, sealer_of
 from agentctl.store.sqlite_connections import SQLITE_DRIVER, FileConnections
 from agentctl.store.statements import is_compiled
 

@@ -38,12 +38,8 @@ from agentctl.store.keyring import CLEAR, SEALED_BYTES_PREFIX, SEALED_PREFIX, Se
 from agentctl.store.timestamps import to_db
 
 __all__ = [
-    # CLEAR and Sealer live in store/keyring.py; store/runner.py still imports them from
-    # here, and they leave this list once it imports them from the key ring.
-    "CLEAR",
     "PAYLOAD_COLUMNS",
     "PayloadColumns",
-    "Sealer",
     "binary_key_id",
     "is_sealed",
     "key_id_of",
