@@ -26,7 +26,8 @@ from tests.web.browser import (
 )
 from tests.web.conftest import ASKING, Runs
 
-# Each test starts its own Chromium: started first by `make test` (tests/conftest.py).
+# Seconds each (real agentctl processes, a page in Chromium): started first by `make test`
+# (tests/conftest.py).
 pytestmark = pytest.mark.slow
 
 

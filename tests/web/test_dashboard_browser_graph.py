@@ -13,7 +13,8 @@ import pytest
 from tests.web.browser import browser_context, keep_screenshot, require_browser, signed_in
 from tests.web.conftest import RELEASE, Runs
 
-# Each test starts its own Chromium: started first by `make test` (tests/conftest.py).
+# Seconds each (real agentctl processes, a page in Chromium): started first by `make test`
+# (tests/conftest.py).
 pytestmark = pytest.mark.slow
 
 DRAWN_EDGES = "els => els.map(e => e.dataset.from + ' -> ' + e.dataset.to).sort()"

@@ -23,7 +23,8 @@ from tests.web.browser import (
 from tests.web.conftest import LEDGER, SHELL_RESULT, Runs
 from tests.web.test_dashboard_recovery import FLAKY
 
-# Each test starts its own Chromium: started first by `make test` (tests/conftest.py).
+# Seconds each (real agentctl processes, a page in Chromium): started first by `make test`
+# (tests/conftest.py).
 pytestmark = pytest.mark.slow
 
 
