@@ -2,8 +2,9 @@
 its own browser downloads). Locally a test skips when the browser is missing; under CI
 (``CI=true``, where ``.ci/run`` installs it) a missing browser is a failure.
 
-One Chromium per test process, started by the first browser test and closed when the
-process exits; each test gets a fresh browser context of its own (its own cookies,
+One Chromium per test module, started by its first browser test and closed after its last
+(the module's ``shared_chromium`` fixture, tests/web/conftest.py; a module's tests then run
+on one xdist worker); each test gets a fresh browser context of its own (its own cookies,
 storage and cache, closed after the test), so tests share nothing a page could see.
 Playwright runs with its async API on an event loop in a thread of its own, and the tests
 drive it through synchronous stand-ins (:class:`Driven`): Playwright's sync API would mark
@@ -32,6 +33,7 @@ __all__ = [
     "CHROMIUM",
     "CHROMIUM_ARGS",
     "browser_context",
+    "close_chromium",
     "keep_screenshot",
     "live_page",
     "require_browser",
@@ -106,9 +108,12 @@ class _Chromium:
         try:
             self.run(self.browser.close)
             self.run(self.playwright.stop)
+            self.run(self.loop.shutdown_asyncgens)
         finally:
             self.loop.call_soon_threadsafe(self.loop.stop)
             self.thread.join(timeout=30)
+            if not self.thread.is_alive():
+                self.loop.close()
 
 
 _chromium: _Chromium | None = None
@@ -116,13 +121,22 @@ _chromium_lock = threading.Lock()
 
 
 def _shared_chromium() -> _Chromium:
-    """This process's Chromium, started on first use (again if it has gone away)."""
+    """The Chromium in use, started on first use (again if it has gone away)."""
     global _chromium
     with _chromium_lock:
         if _chromium is None or not _chromium.alive():
             _chromium = _Chromium()
-            atexit.register(_chromium.close)
+            atexit.register(close_chromium)
         return _chromium
+
+
+def close_chromium() -> None:
+    """Close the shared Chromium and its thread, if one is running."""
+    global _chromium
+    with _chromium_lock:
+        chromium, _chromium = _chromium, None
+    if chromium is not None:
+        chromium.close()
 
 
 class Driven:
