@@ -25,7 +25,8 @@ from agentctl.artifacts.ingest import CHUNK_BYTES
 from agentctl.artifacts.layout import DIGEST_PREFIX, Layout, fsync_dir
 from agentctl.artifacts.models import ExportResult
 from agentctl.errors import PersistenceError, UsageError
-from agentctl.store.sealing import Sealer, blob_is_sealed, open_blob
+from agentctl.store.blob_sealing import blob_is_sealed, open_blob
+from agentctl.store.keyring import Sealer
 
 __all__ = ["export_blob"]
 

@@ -21,7 +21,8 @@ from typing import Protocol
 
 from agentctl.artifacts.layout import DIGEST_PREFIX, Layout
 from agentctl.errors import TaskError
-from agentctl.store.sealing import CLEAR, Sealer, blob_is_sealed, open_blob, seal_blob
+from agentctl.store.blob_sealing import blob_is_sealed, open_blob, seal_blob
+from agentctl.store.keyring import CLEAR, Sealer
 
 __all__ = ["CHUNK_BYTES", "FaultPoint", "Staged", "hash_file", "prehash", "publish", "stage"]
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agentctl.errors import NotFoundError, UsageError
-from agentctl.store.sealing import CLEAR, Sealer
+from agentctl.store.keyring import CLEAR, Sealer
 
 __all__ = [
     "DIGEST_PREFIX",
@@ -72,7 +72,7 @@ def fsync_dir(path: Path) -> None:
 @dataclass(frozen=True, slots=True)
 class Layout:
     root: Path
-    #: Seals new blobs and opens sealed ones (the database's key ring, store/sealing.py).
+    #: Seals new blobs and opens sealed ones (the database's key ring, store/keyring.py).
     sealer: Sealer = field(default=CLEAR, compare=False)
 
     @property

@@ -4,7 +4,7 @@ New blobs are sealed as they are staged (:func:`agentctl.artifacts.ingest.stage`
 walks the blobs written before, or under an older key, and replaces each with its sealed
 form: written beside it, fsynced, then renamed over it under the store lock, so a blob is
 at every moment either its old complete bytes or its new ones. Interrupted, the walk is
-simply run again. The codec itself is :mod:`agentctl.store.sealing`.
+simply run again. The codec itself is :mod:`agentctl.store.blob_sealing`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ import secrets
 from collections.abc import Callable
 
 from agentctl.artifacts.layout import Layout, fsync_dir
-from agentctl.store.sealing import Sealer, blob_is_sealed, blob_key_id, open_blob, seal_blob
+from agentctl.store.blob_sealing import blob_is_sealed, blob_key_id, open_blob, seal_blob
+from agentctl.store.keyring import Sealer
 
 __all__ = ["blob_counts", "seal_blobs"]
 

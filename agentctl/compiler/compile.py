@@ -34,21 +34,17 @@ from agentctl.compiler.identity import resolved_definitions
 from agentctl.compiler.inputs import check_input_schema
 from agentctl.compiler.limits import check_budget_counts, check_memory_conflicts
 from agentctl.compiler.literal_templates import check_literal_templates
-from agentctl.compiler.plan import (
-    Budget,
+from agentctl.compiler.plan import Budget, Plan, PlanTask
+from agentctl.compiler.requirements import (
     EffectRequirement,
-    Plan,
-    PlanArtifact,
-    PlanTask,
     ProviderRequirement,
     Requirements,
-    RouteGuard,
     ToolRequirement,
-    worst_predictability,
 )
 from agentctl.compiler.resolve import Node, Resolver
 from agentctl.compiler.schemas import SchemaChecker
 from agentctl.compiler.secret_checks import check_secret_references
+from agentctl.compiler.task_parts import PlanArtifact, RouteGuard, worst_predictability
 from agentctl.diagnostics import Diagnostic
 from agentctl.digest import digest_json
 from agentctl.spec.document import Workflow

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from agentctl.compiler.plan import Expansion, TaskUses
+from agentctl.compiler.task_parts import Expansion, TaskUses
 from agentctl.diagnostics import Diagnostic, Severity
 from agentctl.spec.models_tasks import Task
 from agentctl.spec.source_map import SourceMap, diagnostic_at, join_path

@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, get_args
 
-from agentctl.compiler.plan import Predictability
 from agentctl.compiler.requirements import EffectRequirement
+from agentctl.compiler.task_parts import Predictability
 from agentctl.spec.models_common import EffectClass
 from agentctl.spec.models_definitions import Tool
 

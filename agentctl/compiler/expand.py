@@ -28,7 +28,7 @@ from agentctl.compiler.naming import (
     loop_previous_template,
     matrix_bindings,
 )
-from agentctl.compiler.plan import Expansion, TaskUses
+from agentctl.compiler.task_parts import Expansion, TaskUses
 from agentctl.spec.models_tasks import Foreach
 from agentctl.spec.variables import RESERVED_VARIABLES
 

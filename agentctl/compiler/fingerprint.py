@@ -16,7 +16,7 @@ import hashlib
 from collections.abc import Mapping
 from typing import Any
 
-from agentctl.compiler.plan import Expansion
+from agentctl.compiler.task_parts import Expansion
 from agentctl.digest import canonical_json, scalar_json, string_json
 
 __all__ = ["Fingerprinter"]

@@ -23,8 +23,8 @@ from agentctl.compiler.naming import (
     subworkflow_input_id,
     subworkflow_prefix,
 )
-from agentctl.compiler.plan import TaskUses
 from agentctl.compiler.schemas import SchemaChecker
+from agentctl.compiler.task_parts import TaskUses
 from agentctl.spec.models_common import Retry
 
 __all__ = ["flatten_tasks"]

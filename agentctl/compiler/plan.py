@@ -10,73 +10,50 @@ Two fingerprints per task are our addition: ``definitionFingerprint`` (SHA-256 o
 canonical JSON of the compiled task record) and ``outputContractFingerprint`` (over its
 effective output contract). Retry/repair planners compare them to decide whether a stored
 task result is still valid under a newly compiled plan.
+
+The parts a task is made of (its uses, retry, compensation …) are in
+``compiler/task_parts.py``; the fast writer of a run's stored task rows is
+``compiler/plan_rows.py``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Literal, get_args
+from typing import Any, Literal
 
-from agentctl.compiler.requirements import (
-    EffectRequirement,
-    ProviderRequirement,
-    Requirements,
-    ToolRequirement,
+from agentctl.compiler.requirements import Requirements
+from agentctl.compiler.task_parts import (
+    PREDICTABILITY_RANK,
+    USES_KINDS,
+    Compensation,
+    Expansion,
+    PlanArtifact,
+    Predictability,
+    RetryPolicy,
+    RouteGuard,
+    TaskUses,
 )
-from agentctl.digest import canonical_json, string_json
 from agentctl.errors import NewerFormatError, PersistenceError
 
 __all__ = [
     "PLAN_FORMAT_VERSION",
-    "BackoffPolicy",
+    "ROW_DEFAULTS",
     "Budget",
-    "Compensation",
-    "EffectRequirement",
-    "Expansion",
     "Plan",
-    "PlanArtifact",
     "PlanTask",
-    "Predictability",
-    "ProviderRequirement",
-    "Requirements",
-    "RetryPolicy",
     "check_plan_format",
-    "encoded_rows",
-    "RouteGuard",
-    "TaskUses",
-    "ToolRequirement",
-    "UsesKind",
-    "worst_predictability",
 ]
 
 PLAN_FORMAT_VERSION = 1
-
-Predictability = Literal["fully_predictable", "partially_predictable", "requires_execution"]
-UsesKind = Literal[
-    "action",
-    "agent",
-    "aggregate",
-    "router",
-    "loop_aggregate",
-    "subworkflow_input",
-    "subworkflow_aggregate",
-]
-
-_PREDICTABILITY_RANK: dict[str, int] = {
-    "fully_predictable": 0,
-    "partially_predictable": 1,
-    "requires_execution": 2,
-}
-_USES_KINDS = frozenset(get_args(UsesKind))
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 _HEADER_ONLY = frozenset({"taskCount", "artifactTasks"})
 
 #: Task record fields left out of a stored row when they hold these values (their
 #: defaults): most tasks declare none of them, and every run stores one row per task.
-_ROW_DEFAULTS: Mapping[str, Any] = MappingProxyType(
+ROW_DEFAULTS: Mapping[str, Any] = MappingProxyType(
     {
         "needs": [],
         "expansion": None,
@@ -91,90 +68,6 @@ _ROW_DEFAULTS: Mapping[str, Any] = MappingProxyType(
         "outputSchema": None,
     }
 )
-
-
-def encoded_rows(tasks: Iterable[PlanTask]) -> Iterator[str]:
-    """``canonical_json(task.to_row())`` of each task, in order, written out member by member
-    in sorted key order: a run stores one row per task, and a fan-out's children share
-    their input, output schema, uses and retry objects, whose texts are made once here
-    rather than once per child. The text is the same (a property test holds it to
-    ``canonical_json(task.to_row())``)."""
-    writer = _RowWriter()
-    for task in tasks:
-        yield writer.row(task)
-
-
-class _RowWriter:
-    """:func:`encoded_rows`' texts of shared parts, by identity, for one call."""
-
-    def __init__(self) -> None:
-        self._memo: dict[tuple[str, int], tuple[Any, str]] = {}
-        self._retries: dict[int, tuple[RetryPolicy, str | None]] = {}
-
-    def _shared(self, key: str, value: Any, to_json: Callable[[Any], Any]) -> str:
-        found = self._memo.get((key, id(value)))
-        if found is None or found[0] is not value:
-            found = self._memo[(key, id(value))] = (value, canonical_json(to_json(value)))
-        return found[1]
-
-    def _retry(self, retry: RetryPolicy) -> str | None:
-        """The retry policy's text, or None when it is the default a row leaves out."""
-        found = self._retries.get(id(retry))
-        if found is None or found[0] is not retry:
-            data = retry.to_json()
-            text = None if data == _ROW_DEFAULTS["retry"] else canonical_json(data)
-            found = self._retries[id(retry)] = (retry, text)
-        return found[1]
-
-    def row(self, task: PlanTask) -> str:
-        # Members in sorted key order; those left out of a row at their defaults
-        # (_ROW_DEFAULTS) are skipped under the same conditions as PlanTask.to_row.
-        parts: list[str] = []
-        if task.artifacts:
-            parts.append('"artifacts":' + canonical_json([a.to_json() for a in task.artifacts]))
-        if task.compensate is not None:
-            parts.append('"compensate":' + self._shared("c", task.compensate, _to_json))
-        parts.append('"definitionFingerprint":' + string_json(task.definition_fingerprint))
-        if task.expansion is not None:
-            parts.append('"expansion":' + canonical_json(task.expansion.to_json()))
-        if task.failure != "stop":
-            parts.append('"failure":' + string_json(task.failure))
-        if task.input:
-            parts.append('"input":' + self._shared("i", task.input, dict))
-        if task.memory_writes:
-            parts.append('"memoryWrites":' + canonical_json(list(task.memory_writes)))
-        if task.needs:
-            parts.append('"needs":' + canonical_json(list(task.needs)))
-        parts.append('"outputContractFingerprint":' + string_json(task.output_contract_fingerprint))
-        if task.output_schema is not None:
-            parts.append('"outputSchema":' + self._shared("o", task.output_schema, dict))
-        parts.append('"predictability":' + string_json(task.predictability))
-        if task.resolved_definition:
-            parts.append('"resolvedDefinition":' + string_json(task.resolved_definition))
-        retry = self._retry(task.retry)
-        if retry is not None:
-            parts.append('"retry":' + retry)
-        if task.route_guards:
-            parts.append(
-                '"routeGuards":' + canonical_json([g.to_json() for g in task.route_guards])
-            )
-        if task.session:
-            parts.append('"session":' + canonical_json(dict(task.session)))
-        seconds = task.timeout_seconds
-        parts.append(
-            '"timeoutSeconds":'
-            + (int.__repr__(seconds) if type(seconds) is int else canonical_json(seconds))
-        )
-        parts.append('"uses":' + self._shared("u", task.uses, _to_json))
-        if task.vars:
-            parts.append('"vars":' + canonical_json(dict(task.vars)))
-        if task.when is not None:
-            parts.append('"when":' + string_json(task.when))
-        return "{" + ",".join(parts) + "}"
-
-
-def _to_json(value: Any) -> Any:
-    return value.to_json()
 
 
 def check_plan_format(data: Mapping[str, Any]) -> int:
@@ -192,155 +85,6 @@ def check_plan_format(data: Mapping[str, Any]) -> int:
             hint="upgrade agentctl to read this run",
         )
     return version
-
-
-def worst_predictability(values: list[Predictability]) -> Predictability:
-    """The plan's predictability is the worst of its tasks' (an empty plan is predictable)."""
-    worst: Predictability = "fully_predictable"
-    for value in values:
-        if _PREDICTABILITY_RANK[value] > _PREDICTABILITY_RANK[worst]:
-            worst = value
-    return worst
-
-
-@dataclass(frozen=True, slots=True)
-class TaskUses:
-    """What a task runs: ``kind`` plus a kind-specific ``name`` (string or JSON object).
-
-    ``action``/``agent``: the definition name. ``aggregate``: the list of child ids.
-    ``router``: ``{select, cases, default}``. ``loop_aggregate``: ``{children, condition}``.
-    ``subworkflow_input``: ``{name, version}``. ``subworkflow_aggregate``:
-    ``{name, version, children}``.
-    """
-
-    kind: UsesKind
-    name: Any
-
-    def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "name": self.name}
-
-    @property
-    def children(self) -> list[str]:
-        """Child task ids of an aggregate of any kind (empty for other kinds)."""
-        if self.kind == "aggregate":
-            return list(self.name)
-        if self.kind in ("loop_aggregate", "subworkflow_aggregate"):
-            return list(self.name["children"])
-        return []
-
-
-@dataclass(frozen=True, slots=True)
-class Expansion:
-    """Where an expanded child came from: source task id, index and its bindings."""
-
-    parent: str
-    index: int
-    bindings: Mapping[str, Any]
-
-    def to_json(self) -> dict[str, Any]:
-        return {"parent": self.parent, "index": self.index, "bindings": dict(self.bindings)}
-
-
-@dataclass(frozen=True, slots=True)
-class RouteGuard:
-    """The task runs only if ``router`` selected it (else it is skipped with a route record)."""
-
-    router: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {"router": self.router}
-
-
-@dataclass(frozen=True, slots=True)
-class BackoffPolicy:
-    """A fixed or exponential wait before a retried attempt (``retry.backoff``)."""
-
-    kind: Literal["fixed", "exponential"] = "fixed"
-    initial_ms: int = 1000
-    max_ms: int = 60000
-    multiplier: float = 2.0
-    jitter: float = 0.0
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "initialMs": self.initial_ms,
-            "maxMs": self.max_ms,
-            "multiplier": self.multiplier,
-            "jitter": self.jitter,
-        }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> BackoffPolicy:
-        kind = data.get("kind", "fixed")
-        if kind not in ("fixed", "exponential"):
-            raise ValueError(f"unknown backoff kind `{kind}`")
-        return cls(
-            kind,
-            int(data.get("initialMs", 1000)),
-            int(data.get("maxMs", 60000)),
-            float(data.get("multiplier", 2.0)),
-            float(data.get("jitter", 0.0)),
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class RetryPolicy:
-    max_attempts: int = 1
-    backoff_ms: int = 0
-    backoff: BackoffPolicy | None = None
-    # None: every confirmed failure may be retried; else only failures matching an entry.
-    retry_on: tuple[str, ...] | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"maxAttempts": self.max_attempts, "backoffMs": self.backoff_ms}
-        # Only present when declared, so plans (and fingerprints) of workflows that do not
-        # use them stay byte-identical.
-        if self.backoff is not None:
-            out["backoff"] = self.backoff.to_json()
-        if self.retry_on is not None:
-            out["retryOn"] = list(self.retry_on)
-        return out
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> RetryPolicy:
-        backoff = data.get("backoff")
-        retry_on = data.get("retryOn")
-        return cls(
-            int(data.get("maxAttempts", 1)),
-            int(data.get("backoffMs", 0)),
-            None if backoff is None else BackoffPolicy.from_json(backoff),
-            None if retry_on is None else tuple(str(entry) for entry in retry_on),
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class Compensation:
-    """A compiled ``compensate``: the action reference, merged input, retry and timeout."""
-
-    uses: str
-    input: Mapping[str, Any]
-    retry: RetryPolicy
-    timeout_seconds: int
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "uses": self.uses,
-            "input": dict(self.input),
-            "retry": self.retry.to_json(),
-            "timeoutSeconds": self.timeout_seconds,
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class PlanArtifact:
-    """A declared named artifact: the workspace file ``path`` is version-recorded as ``name``."""
-
-    name: str
-    path: str
-
-    def to_json(self) -> dict[str, str]:
-        return {"name": self.name, "path": self.path}
 
 
 @dataclass(frozen=True, slots=True)
@@ -410,7 +154,7 @@ class PlanTask:
         :meth:`from_row` gives back the identical task."""
         out = self.to_json()
         del out["id"]
-        for key, default in _ROW_DEFAULTS.items():
+        for key, default in ROW_DEFAULTS.items():
             if key in out and out[key] == default:
                 del out[key]
         return out
@@ -418,7 +162,7 @@ class PlanTask:
     @classmethod
     def from_row(cls, task_id: str, data: Mapping[str, Any]) -> PlanTask:
         """The task of a compact stored record (:meth:`to_row`)."""
-        return cls.from_json({**_ROW_DEFAULTS, **data, "id": task_id})
+        return cls.from_json({**ROW_DEFAULTS, **data, "id": task_id})
 
     @property
     def is_aggregate(self) -> bool:
@@ -428,7 +172,7 @@ class PlanTask:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> PlanTask:
         uses = data["uses"]
-        if uses["kind"] not in _USES_KINDS:
+        if uses["kind"] not in USES_KINDS:
             raise ValueError(f"unknown task kind `{uses['kind']}`")
         expansion = data.get("expansion")
         compensate = data.get("compensate")
@@ -436,7 +180,7 @@ class PlanTask:
         if failure not in ("stop", "continue"):
             raise ValueError(f"unknown failure behaviour `{failure}`")
         predictability = data["predictability"]
-        if predictability not in _PREDICTABILITY_RANK:
+        if predictability not in PREDICTABILITY_RANK:
             raise ValueError(f"unknown predictability `{predictability}`")
         return cls(
             id=str(data["id"]),
@@ -606,7 +350,7 @@ class Plan:
         data = {k: v for k, v in header.items() if k not in _HEADER_ONLY}
         data["order"] = [task_id for task_id, _ in records]
         data["tasks"] = {
-            task_id: {**_ROW_DEFAULTS, **row, "id": task_id} for task_id, row in records
+            task_id: {**ROW_DEFAULTS, **row, "id": task_id} for task_id, row in records
         }
         return cls.from_json(data)
 
@@ -618,7 +362,7 @@ class Plan:
             tasks = {str(k): PlanTask.from_json(v) for k, v in dict(data["tasks"]).items()}
             order = tuple(str(task_id) for task_id in data["order"])
             predictability = data["predictability"]
-            if predictability not in _PREDICTABILITY_RANK:
+            if predictability not in PREDICTABILITY_RANK:
                 raise ValueError(f"unknown predictability `{predictability}`")
             if set(order) != set(tasks):
                 raise ValueError("plan order does not list exactly the plan's tasks")

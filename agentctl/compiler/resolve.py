@@ -19,13 +19,13 @@ from agentctl.compiler.effects import (
     COMPENSATION_KINDS,
     MUTATING_EFFECT_CLASSES,
 )
-from agentctl.compiler.plan import Compensation, Predictability, RetryPolicy, TaskUses
 from agentctl.compiler.schemas import (
     ACTION_CONTRACT,
     AGGREGATE_CONTRACT,
     LOOP_AGGREGATE_CONTRACT,
     ROUTER_CONTRACT,
 )
+from agentctl.compiler.task_parts import Compensation, Predictability, RetryPolicy, TaskUses
 from agentctl.spec.models_runtime import Runtime
 from agentctl.spec.variables import VariableLayers
 

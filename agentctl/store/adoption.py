@@ -58,7 +58,8 @@ def _answered(lock: bool) -> Statement:
     def build(_: SqlDialect) -> Executable:
         from sqlalchemy import exists, select
 
-        from agentctl.store.tables import approvals, runs
+        from agentctl.store.journal_tables import approvals
+        from agentctl.store.run_tables import runs
 
         r = runs.alias("r")
         pending = approvals.alias("p")

@@ -53,7 +53,7 @@ def approval(conn: SqlRunner, approval_id: str) -> dict[str, Any] | None:
 def _approval(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, select
 
-    from agentctl.store.tables import approvals
+    from agentctl.store.journal_tables import approvals
 
     return select(*columns(approvals, APPROVAL_COLUMNS)).where(
         approvals.c.id == bindparam("approval_id")
@@ -74,7 +74,7 @@ def _approvals(of_run: bool, in_status: bool) -> Statement:
     def build(_: SqlDialect) -> Executable:
         from sqlalchemy import bindparam, select
 
-        from agentctl.store.tables import approvals
+        from agentctl.store.journal_tables import approvals
 
         c = approvals.c
         query = select(*columns(approvals, APPROVAL_COLUMNS))
@@ -98,7 +98,7 @@ def count(conn: SqlRunner, run_id: str, *, status: str) -> int:
 def _count(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, func, select
 
-    from agentctl.store.tables import approvals
+    from agentctl.store.journal_tables import approvals
 
     c = approvals.c
     return select(func.count()).where(
@@ -142,7 +142,7 @@ def insert_approval(
 def _insert_approval(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, insert
 
-    from agentctl.store.tables import approvals
+    from agentctl.store.journal_tables import approvals
 
     given: tuple[str, ...] = ("id", "run_id", "task_id", "effect_id", "kind", "prompt")
     given += ("choices_json", "answer_schema_json", "input_json", "risk", "created_at")

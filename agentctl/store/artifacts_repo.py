@@ -146,7 +146,7 @@ def insert_leases(
 def _insert_lease(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, insert
 
-    from agentctl.store.tables import artifact_leases
+    from agentctl.store.artifact_tables import artifact_leases
 
     return insert(artifact_leases).values(
         id=bindparam("id"),
@@ -160,7 +160,7 @@ def _insert_lease(_: SqlDialect) -> Executable:
 def _lease_query() -> Select[Any]:
     from sqlalchemy import select
 
-    from agentctl.store.tables import artifact_leases
+    from agentctl.store.artifact_tables import artifact_leases
 
     c = artifact_leases.c
     return select(c.id, c.blob_digest, c.holder, c.created_at, c.expires_at)
@@ -175,7 +175,7 @@ def lease(conn: SqlRunner, lease_id: str) -> LeaseInfo | None:
 def _lease_by_id(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam
 
-    from agentctl.store.tables import artifact_leases
+    from agentctl.store.artifact_tables import artifact_leases
 
     return _lease_query().where(artifact_leases.c.id == bindparam("lease_id"))
 
@@ -188,7 +188,7 @@ def point_lease(conn: SqlRunner, lease_id: str, digest: str) -> None:
 def _point_lease(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, update
 
-    from agentctl.store.tables import artifact_leases
+    from agentctl.store.artifact_tables import artifact_leases
 
     return (
         update(artifact_leases)
@@ -205,7 +205,7 @@ def delete_leases(conn: SqlRunner, lease_ids: Iterable[str]) -> None:
 def _delete_lease(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, delete
 
-    from agentctl.store.tables import artifact_leases
+    from agentctl.store.artifact_tables import artifact_leases
 
     return delete(artifact_leases).where(artifact_leases.c.id == bindparam("lease_id"))
 
@@ -218,7 +218,7 @@ def live_leases(conn: SqlRunner, now: datetime) -> list[LeaseInfo]:
 def _live_leases(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam
 
-    from agentctl.store.tables import artifact_leases
+    from agentctl.store.artifact_tables import artifact_leases
 
     return _lease_query().where(artifact_leases.c.expires_at > bindparam("now"))
 
@@ -231,7 +231,7 @@ def leases_for_blob(conn: SqlRunner, digest: str) -> list[LeaseInfo]:
 def _leases_for_blob(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam
 
-    from agentctl.store.tables import artifact_leases
+    from agentctl.store.artifact_tables import artifact_leases
 
     c = artifact_leases.c
     return _lease_query().where(c.blob_digest == bindparam("digest")).order_by(c.created_at)
@@ -246,7 +246,7 @@ def count_expired_leases(conn: SqlRunner, now: datetime) -> int:
 def _count_expired_leases(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, func, select
 
-    from agentctl.store.tables import artifact_leases
+    from agentctl.store.artifact_tables import artifact_leases
 
     return (
         select(func.count())
@@ -263,7 +263,7 @@ def delete_expired_leases(conn: SqlRunner, now: datetime) -> None:
 def _delete_expired_leases(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, delete
 
-    from agentctl.store.tables import artifact_leases
+    from agentctl.store.artifact_tables import artifact_leases
 
     return delete(artifact_leases).where(artifact_leases.c.expires_at <= bindparam("now"))
 
@@ -274,7 +274,7 @@ def _delete_expired_leases(_: SqlDialect) -> Executable:
 def _blob_query() -> Select[Any]:
     from sqlalchemy import select
 
-    from agentctl.store.tables import artifact_blobs
+    from agentctl.store.artifact_tables import artifact_blobs
 
     c = artifact_blobs.c
     return select(c.digest, c.size_bytes, c.media_type, c.created_at, c.verified_at)
@@ -289,7 +289,7 @@ def blob(conn: SqlRunner, digest: str) -> BlobRow | None:
 def _blob_by_digest(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam
 
-    from agentctl.store.tables import artifact_blobs
+    from agentctl.store.artifact_tables import artifact_blobs
 
     return _blob_query().where(artifact_blobs.c.digest == bindparam("digest"))
 
@@ -314,7 +314,7 @@ def insert_blob(
 def _insert_blob(sql: SqlDialect) -> Executable:
     from sqlalchemy import bindparam
 
-    from agentctl.store.tables import artifact_blobs
+    from agentctl.store.artifact_tables import artifact_blobs
 
     return sql.insert_ignoring(artifact_blobs).values(
         digest=bindparam("digest"),
@@ -333,7 +333,7 @@ def mark_verified(conn: SqlRunner, digests: Iterable[str], now: datetime) -> Non
 def _mark_verified(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, update
 
-    from agentctl.store.tables import artifact_blobs
+    from agentctl.store.artifact_tables import artifact_blobs
 
     return (
         update(artifact_blobs)
@@ -352,7 +352,7 @@ def delete_unreferenced_blob(conn: SqlRunner, digest: str) -> None:
 def _delete_unreferenced_blob(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, delete, exists, select
 
-    from agentctl.store.tables import artifact_blobs, artifact_refs
+    from agentctl.store.artifact_tables import artifact_blobs, artifact_refs
 
     digest: Any = bindparam("digest")
     referenced = exists(select(1).where(artifact_refs.c.blob_digest == digest))
@@ -370,7 +370,7 @@ def digests_with_prefix(conn: SqlRunner, start: str, limit: int) -> list[str]:
 def _digests_between(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, select
 
-    from agentctl.store.tables import artifact_blobs
+    from agentctl.store.artifact_tables import artifact_blobs
 
     c = artifact_blobs.c
     return (
@@ -391,7 +391,7 @@ def referenced_digests(conn: SqlRunner) -> set[str]:
 def _referenced_digests(_: SqlDialect) -> Executable:
     from sqlalchemy import select
 
-    from agentctl.store.tables import artifact_refs
+    from agentctl.store.artifact_tables import artifact_refs
 
     return select(artifact_refs.c.blob_digest)
 
@@ -401,7 +401,7 @@ def _ref_query() -> Select[Any]:
     ``format_version``."""
     from sqlalchemy import select
 
-    from agentctl.store.tables import artifact_blobs, artifact_refs
+    from agentctl.store.artifact_tables import artifact_blobs, artifact_refs
 
     r = artifact_refs.c
     return select(
@@ -462,7 +462,7 @@ def insert_ref(
 def _latest_version(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, func, select
 
-    from agentctl.store.tables import artifact_refs
+    from agentctl.store.artifact_tables import artifact_refs
 
     c = artifact_refs.c
     return select(func.coalesce(func.max(c.version), 0)).where(c.name == bindparam("name"))
@@ -472,7 +472,7 @@ def _latest_version(_: SqlDialect) -> Executable:
 def _insert_ref(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, insert
 
-    from agentctl.store.tables import artifact_refs
+    from agentctl.store.artifact_tables import artifact_refs
 
     given = (
         "run_id",
@@ -502,7 +502,7 @@ def _insert_ref(_: SqlDialect) -> Executable:
 def _ref_by_version(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam
 
-    from agentctl.store.tables import artifact_refs
+    from agentctl.store.artifact_tables import artifact_refs
 
     c = artifact_refs.c
     return _ref_query().where(c.name == bindparam("name"), c.version == bindparam("version"))
@@ -534,7 +534,7 @@ def _refs_where(filters: tuple[bool, ...]) -> Statement:
     def build(_: SqlDialect) -> Executable:
         from sqlalchemy import bindparam
 
-        from agentctl.store.tables import artifact_refs
+        from agentctl.store.artifact_tables import artifact_refs
 
         c = artifact_refs.c
         query = _ref_query()
@@ -556,7 +556,7 @@ def latest_ref(conn: SqlRunner, name: str) -> ArtifactRef | None:
 def _latest_ref(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam
 
-    from agentctl.store.tables import artifact_refs
+    from agentctl.store.artifact_tables import artifact_refs
 
     c = artifact_refs.c
     return _ref_query().where(c.name == bindparam("name")).order_by(c.version.desc()).limit(1)

@@ -73,7 +73,7 @@ _COLUMNS = (
 def _events_of_run() -> Select[Any]:
     from sqlalchemy import bindparam, select
 
-    from agentctl.store.tables import audit_events
+    from agentctl.store.audit_tables import audit_events
 
     return (
         select(*columns(audit_events, _COLUMNS))
@@ -127,7 +127,7 @@ def chain_head(conn: SqlRunner, run_id: str) -> tuple[int, str] | None:
 def _chain_head(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, select
 
-    from agentctl.store.tables import audit_events
+    from agentctl.store.audit_tables import audit_events
 
     c = audit_events.c
     return (
@@ -192,7 +192,7 @@ def event_values(
 def _insert_event(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, insert
 
-    from agentctl.store.tables import audit_events
+    from agentctl.store.audit_tables import audit_events
 
     return insert(audit_events).values(**{name: bindparam(name) for name in _COLUMNS})
 
@@ -216,7 +216,7 @@ def events_after(conn: SqlRunner, run_id: str, seq: int) -> list[AuditRow]:
 def _events_after(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam
 
-    from agentctl.store.tables import audit_events
+    from agentctl.store.audit_tables import audit_events
 
     return _events_of_run().where(audit_events.c.seq > bindparam("seq"))
 
@@ -230,7 +230,7 @@ def count_events(conn: SqlRunner, run_id: str) -> int:
 def _count_events(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, func, select
 
-    from agentctl.store.tables import audit_events
+    from agentctl.store.audit_tables import audit_events
 
     return select(func.count()).where(audit_events.c.run_id == bindparam("run_id"))
 
@@ -244,7 +244,7 @@ def audited_runs(conn: SqlRunner) -> list[str]:
 def _audited_runs(_: SqlDialect) -> Executable:
     from sqlalchemy import select
 
-    from agentctl.store.tables import audit_events
+    from agentctl.store.audit_tables import audit_events
 
     c = audit_events.c
     return select(c.run_id).where(c.seq == 1).order_by(c.created_at, c.run_id)

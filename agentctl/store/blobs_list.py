@@ -52,7 +52,7 @@ def live_lease_counts(conn: SqlRunner, now: datetime) -> dict[str, int]:
 def _blob_rows(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, func, select
 
-    from agentctl.store.tables import artifact_blobs, artifact_leases, artifact_refs
+    from agentctl.store.artifact_tables import artifact_blobs, artifact_leases, artifact_refs
 
     b, r, lease = artifact_blobs.alias("b"), artifact_refs.alias("r"), artifact_leases.alias("l")
     refs = select(func.count()).where(r.c.blob_digest == b.c.digest).scalar_subquery()
@@ -70,7 +70,7 @@ def _blob_rows(_: SqlDialect) -> Executable:
 def _live_lease_counts(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, func, select
 
-    from agentctl.store.tables import artifact_leases
+    from agentctl.store.artifact_tables import artifact_leases
 
     c = artifact_leases.c
     return (

@@ -88,7 +88,7 @@ def insert_ledger(
 def _insert_ledger(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, insert, literal
 
-    from agentctl.store.tables import budgets
+    from agentctl.store.journal_tables import budgets
 
     given = ("run_id", "resource", "limit_units", "pricing_version", "updated_at")
     return insert(budgets).values(
@@ -114,7 +114,7 @@ def _ledger_row(row: Any) -> LedgerRow:
 def _ledger(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, select
 
-    from agentctl.store.tables import budgets
+    from agentctl.store.journal_tables import budgets
 
     c = budgets.c
     return select(
@@ -135,7 +135,7 @@ def held_reservations(conn: SqlRunner, effect_id: str) -> list[ReservationRow]:
 def _held(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, select
 
-    from agentctl.store.tables import budget_reservations
+    from agentctl.store.journal_tables import budget_reservations
 
     c = budget_reservations.c
     return select(c.id, c.resource, c.units).where(
@@ -153,7 +153,7 @@ def effect_reservations(conn: SqlRunner, effect_id: str) -> list[ReservationRow]
 def _effect_reservations(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, select
 
-    from agentctl.store.tables import budget_reservations
+    from agentctl.store.journal_tables import budget_reservations
 
     c = budget_reservations.c
     return (
@@ -194,7 +194,7 @@ def move_reservations(
 def _move_units(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, update
 
-    from agentctl.store.tables import budgets
+    from agentctl.store.journal_tables import budgets
 
     c = budgets.c
     return (
@@ -212,7 +212,7 @@ def _move_units(_: SqlDialect) -> Executable:
 def _mark_reservation(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, update
 
-    from agentctl.store.tables import budget_reservations
+    from agentctl.store.journal_tables import budget_reservations
 
     return (
         update(budget_reservations)
@@ -247,7 +247,7 @@ def _units_update(column: str, sign: int, count: int) -> Update:
     """The ``UPDATE`` of :func:`_change_units` (parameters: :func:`_by_resource`)."""
     from sqlalchemy import bindparam, case, update
 
-    from agentctl.store.tables import budgets
+    from agentctl.store.journal_tables import budgets
 
     c = budgets.c
     resources: list[Any] = [bindparam(f"resource_{n}") for n in range(count)]
@@ -275,7 +275,7 @@ def _insert_reservations(count: int) -> Statement:
     def build(_: SqlDialect) -> Executable:
         from sqlalchemy import bindparam, insert
 
-        from agentctl.store.tables import budget_reservations
+        from agentctl.store.journal_tables import budget_reservations
 
         rows = [
             {
@@ -330,7 +330,7 @@ def _reserve_checked(count: int) -> Statement:
     def build(_: SqlDialect) -> Executable:
         from sqlalchemy import and_, bindparam, case, exists, select, update
 
-        from agentctl.store.tables import budgets
+        from agentctl.store.journal_tables import budgets
 
         c = budgets.c
         other = budgets.alias("over")
@@ -428,7 +428,7 @@ def settle_and_add_used(
 def _settle_held(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, update
 
-    from agentctl.store.tables import budget_reservations
+    from agentctl.store.journal_tables import budget_reservations
 
     c = budget_reservations.c
     return (
@@ -448,7 +448,7 @@ def _give_back_and_use(count: int) -> Statement:
     def build(_: SqlDialect) -> Executable:
         from sqlalchemy import bindparam, case, update
 
-        from agentctl.store.tables import budgets
+        from agentctl.store.journal_tables import budgets
 
         c = budgets.c
         resources: list[Any] = [bindparam(f"resource_{n}") for n in range(count)]
@@ -489,7 +489,7 @@ def add_used(
 @lru_cache(maxsize=16)
 def _add_used(count: int) -> Statement:
     def build(_: SqlDialect) -> Executable:
-        from agentctl.store.tables import budgets
+        from agentctl.store.journal_tables import budgets
 
         c = budgets.c
         return _units_update("used_units", 1, count).returning(

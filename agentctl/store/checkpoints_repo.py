@@ -52,7 +52,7 @@ def last_seq(conn: SqlRunner, run_id: str) -> int | None:
 def _last_seq(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, func, select
 
-    from agentctl.store.tables import checkpoints
+    from agentctl.store.audit_tables import checkpoints
 
     return select(func.max(checkpoints.c.seq)).where(checkpoints.c.run_id == bindparam("run_id"))
 
@@ -66,7 +66,7 @@ def last_snapshot_seq(conn: SqlRunner, run_id: str) -> int | None:
 def _last_snapshot_seq(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, func, select
 
-    from agentctl.store.tables import checkpoints
+    from agentctl.store.audit_tables import checkpoints
 
     c = checkpoints.c
     return select(func.max(c.seq)).where(c.run_id == bindparam("run_id"), c.is_snapshot == 1)
@@ -97,7 +97,7 @@ _READ = ("seq", "format_version", "transition", "memory_delta_json", "is_snapsho
 def _of_run() -> Select[Any]:
     from sqlalchemy import bindparam, select
 
-    from agentctl.store.tables import checkpoints
+    from agentctl.store.audit_tables import checkpoints
 
     c = checkpoints.c
     return (
@@ -118,7 +118,7 @@ def _all_of_run(_: SqlDialect) -> Executable:
 def _since(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam
 
-    from agentctl.store.tables import checkpoints
+    from agentctl.store.audit_tables import checkpoints
 
     return _of_run().where(checkpoints.c.seq >= bindparam("seq"))
 
@@ -175,7 +175,7 @@ def _values(
 def _insert(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, insert
 
-    from agentctl.store.tables import checkpoints
+    from agentctl.store.audit_tables import checkpoints
 
     given = ("run_id", "seq", "transition", "memory_delta_json", "is_snapshot", "checksum")
     return insert(checkpoints).values(
@@ -194,6 +194,6 @@ def count(conn: SqlRunner, run_id: str) -> int:
 def _count(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, func, select
 
-    from agentctl.store.tables import checkpoints
+    from agentctl.store.audit_tables import checkpoints
 
     return select(func.count()).where(checkpoints.c.run_id == bindparam("run_id"))

@@ -54,7 +54,7 @@ def claim_compensation(conn: Any, source_run_id: str, effect_ids: Iterable[str])
 def _live_compensation(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, select
 
-    from agentctl.store.tables import runs
+    from agentctl.store.run_tables import runs
 
     c = runs.c
     return (
@@ -73,7 +73,7 @@ def _live_compensation(_: SqlDialect) -> Executable:
 def _latest_conclusion(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, select
 
-    from agentctl.store.tables import reconciliations
+    from agentctl.store.journal_tables import reconciliations
 
     c = reconciliations.c
     return (

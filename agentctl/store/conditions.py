@@ -46,7 +46,7 @@ def task_conditions(conn: SqlRunner, run_id: str) -> dict[str, dict[str, Any]]:
 def _conditions(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, select
 
-    from agentctl.store.tables import tasks
+    from agentctl.store.run_tables import tasks
 
     c = tasks.c
     return (

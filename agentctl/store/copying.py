@@ -104,7 +104,7 @@ def copy_task_record(
 def _task(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, select
 
-    from agentctl.store.tables import tasks
+    from agentctl.store.run_tables import tasks
 
     return select(*columns(tasks, _TASK_COLUMNS)).where(
         tasks.c.run_id == bindparam("run_id"), tasks.c.task_id == bindparam("task_id")
@@ -136,7 +136,7 @@ def _copy_refs(
 def _refs(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, select
 
-    from agentctl.store.tables import artifact_refs
+    from agentctl.store.artifact_tables import artifact_refs
 
     c = artifact_refs.c
     return (

@@ -33,7 +33,8 @@ def unstarted_scheduled_runs(conn: SqlRunner) -> list[tuple[str, str | None]]:
 def _unstarted(_: SqlDialect) -> Executable:
     from sqlalchemy import select
 
-    from agentctl.store.tables import runs, schedule_firings
+    from agentctl.store.run_tables import runs
+    from agentctl.store.schedule_tables import schedule_firings
 
     r, f = runs.alias("r"), schedule_firings.alias("f")
     return (

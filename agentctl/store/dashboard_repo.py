@@ -114,7 +114,8 @@ def _run_summaries(before: bool, status: bool, workflow: bool, search: bool) -> 
     def build(_: SqlDialect) -> Executable:
         from sqlalchemy import bindparam, func, or_, select
 
-        from agentctl.store.tables import approvals, runs, tasks
+        from agentctl.store.journal_tables import approvals
+        from agentctl.store.run_tables import runs, tasks
 
         r, t, a = runs.alias("r"), tasks.alias("t"), approvals.alias("a")
 
@@ -172,7 +173,7 @@ def workflow_names(conn: SqlRunner) -> list[str]:
 def _workflow_names(_: SqlDialect) -> Executable:
     from sqlalchemy import func, select
 
-    from agentctl.store.tables import runs
+    from agentctl.store.run_tables import runs
 
     names = select(func.min(runs.c.workflow_name).label("name")).cte("names", recursive=True)
     later = runs.alias("later")
@@ -200,7 +201,7 @@ def change_marker(conn: SqlRunner) -> str:
 def _change_marker(sql: SqlDialect) -> Executable:
     from sqlalchemy import func, select
 
-    from agentctl.store.tables import runs
+    from agentctl.store.run_tables import runs
 
     return select(sql.audit_position(), select(func.count()).select_from(runs).scalar_subquery())
 
@@ -217,7 +218,7 @@ def task_progress(
 def _task_progress(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, select
 
-    from agentctl.store.tables import tasks
+    from agentctl.store.run_tables import tasks
 
     c = tasks.c
     return (
@@ -237,7 +238,7 @@ def run_header(conn: SqlRunner, run_id: str) -> tuple[str, str | None] | None:
 def _run_header(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, select
 
-    from agentctl.store.tables import runs
+    from agentctl.store.run_tables import runs
 
     return select(runs.c.workflow_name, runs.c.owner_id).where(runs.c.id == bindparam("run_id"))
 
@@ -277,7 +278,7 @@ def paused_tasks(conn: SqlRunner, run_id: str | None = None) -> list[PausedTask]
 def _paused_tasks_query(of_run: bool) -> Executable:
     from sqlalchemy import bindparam, select
 
-    from agentctl.store.tables import runs, tasks
+    from agentctl.store.run_tables import runs, tasks
 
     r, t = runs.alias("r"), tasks.alias("t")
     query = (

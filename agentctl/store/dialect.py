@@ -257,7 +257,7 @@ class SqliteSql(SqlDialect):
     def audit_position(self) -> ColumnElement[Any]:
         from sqlalchemy import func, literal_column, select
 
-        from agentctl.store.tables import audit_events
+        from agentctl.store.audit_tables import audit_events
 
         # The newest event's rowid: one step down the table's b-tree.
         return select(func.max(literal_column("rowid"))).select_from(audit_events).scalar_subquery()

@@ -25,12 +25,10 @@ from sqlalchemy.exc import SQLAlchemyError
 from agentctl.errors import PersistenceError, UsageError
 from agentctl.store import memory_sealing
 from agentctl.store.dialect import SQLITE
+from agentctl.store.keyring import CLEAR, SEALED_PREFIX, Sealer
 from agentctl.store.sealing import (
-    CLEAR,
     PAYLOAD_COLUMNS,
-    SEALED_PREFIX,
     PayloadColumns,
-    Sealer,
     is_sealed,
     key_id_of,
     reseal,
@@ -110,7 +108,7 @@ def keys(conn: SqlRunner) -> list[KeyRecord]:
 def _keys(_: SqlDialect) -> Executable:
     from sqlalchemy import select
 
-    from agentctl.store.tables import encryption_keys as k
+    from agentctl.store.key_tables import encryption_keys as k
 
     return select(k.c.key_id, k.c.key_env, k.c.status, k.c.created_at).order_by(k.c.created_at)
 
@@ -149,7 +147,7 @@ def _check_value(conn: SqlRunner, key_id: str) -> str | None:
 def _check(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, select
 
-    from agentctl.store.tables import encryption_keys as k
+    from agentctl.store.key_tables import encryption_keys as k
 
     return select(k.c.check_value).where(k.c.key_id == bindparam("key_id"))
 
@@ -158,7 +156,7 @@ def _check(_: SqlDialect) -> Executable:
 def _retire_others(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, update
 
-    from agentctl.store.tables import encryption_keys as k
+    from agentctl.store.key_tables import encryption_keys as k
 
     return (
         update(k)
@@ -171,7 +169,7 @@ def _retire_others(_: SqlDialect) -> Executable:
 def _reactivate(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, update
 
-    from agentctl.store.tables import encryption_keys as k
+    from agentctl.store.key_tables import encryption_keys as k
 
     return (
         update(k)
@@ -184,7 +182,7 @@ def _reactivate(_: SqlDialect) -> Executable:
 def _retire_active(_: SqlDialect) -> Executable:
     from sqlalchemy import update
 
-    from agentctl.store.tables import encryption_keys as k
+    from agentctl.store.key_tables import encryption_keys as k
 
     return update(k).values(status="retired").where(k.c.status == "active")
 
@@ -193,7 +191,7 @@ def _retire_active(_: SqlDialect) -> Executable:
 def _insert_key(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, insert
 
-    from agentctl.store.tables import encryption_keys as k
+    from agentctl.store.key_tables import encryption_keys as k
 
     return insert(k).values(
         key_id=bindparam("key_id"),
@@ -491,7 +489,7 @@ def seal_under(
     key in ``$key_env``) the active key and seal every payload value under it."""
     import os
 
-    from agentctl.store.sealing import check_key_id, key_from_text
+    from agentctl.store.keyring import check_key_id, key_from_text
 
     check_key_id(key_id)
     text = os.environ.get(key_env, "")

@@ -52,7 +52,7 @@ def trace_index(conn: SqlRunner, run_id: str) -> TraceIndex:
 def _artifact_listing(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, select
 
-    from agentctl.store.tables import artifact_refs
+    from agentctl.store.artifact_tables import artifact_refs
 
     c = artifact_refs.c
     return (
@@ -72,7 +72,7 @@ def _traced(table_name: str, run_column: str, *keys: str) -> Statement:
 
         from agentctl.store import tables
 
-        table = getattr(tables, table_name)
+        table = tables.metadata.tables[table_name]
         c = table.c
         return select(*(c[key] for key in keys), c.trace_id, c.span_id).where(
             c[run_column] == bindparam("run_id"), c.trace_id.is_not(None)

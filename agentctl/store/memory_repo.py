@@ -144,7 +144,7 @@ _KEPT_ON_CONFLICT = ("namespace", "key", "created_at")
 def _upsert(sql: SqlDialect) -> Executable:
     from sqlalchemy import bindparam
 
-    from agentctl.store.tables import memory_entries
+    from agentctl.store.memory_tables import memory_entries
 
     insert = (
         sql.insert(memory_entries).values(**{name: bindparam(name) for name in _WRITTEN}).inline()
@@ -217,7 +217,7 @@ def _by_key(entries: FromClause) -> list[ColumnElement[bool]]:
 def _entry_exists(_: SqlDialect) -> Executable:
     from sqlalchemy import literal_column, select
 
-    from agentctl.store.tables import memory_entries
+    from agentctl.store.memory_tables import memory_entries
 
     return select(literal_column("1")).select_from(memory_entries).where(*_by_key(memory_entries))
 
@@ -254,7 +254,7 @@ def delete_entry(conn: SqlRunner, namespace: str, key: str) -> bool:
 def _delete_entry(_: SqlDialect) -> Executable:
     from sqlalchemy import delete
 
-    from agentctl.store.tables import memory_entries
+    from agentctl.store.memory_tables import memory_entries
 
     return delete(memory_entries).where(*_by_key(memory_entries))
 
@@ -268,7 +268,7 @@ def count_expired(conn: SqlRunner, now: datetime) -> int:
 def _count_expired(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, func, select
 
-    from agentctl.store.tables import memory_entries
+    from agentctl.store.memory_tables import memory_entries
 
     return (
         select(func.count())
@@ -286,7 +286,7 @@ def delete_expired(conn: SqlRunner, now: datetime, limit: int) -> int:
 def _delete_expired(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, delete, select
 
-    from agentctl.store.tables import memory_entries
+    from agentctl.store.memory_tables import memory_entries
 
     c = memory_entries.c
     expired = select(c.id).where(c.expires_at <= bindparam("now")).limit(bindparam("limit"))
@@ -322,7 +322,7 @@ def entry_texts(conn: SqlRunner, namespace: str) -> list[EntryText]:
 def _entry_texts(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, select
 
-    from agentctl.store.tables import memory_entries
+    from agentctl.store.memory_tables import memory_entries
 
     c = memory_entries.c
     return (
@@ -364,7 +364,7 @@ def set_embeddings(
 def _set_embedding(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, update
 
-    from agentctl.store.tables import memory_entries
+    from agentctl.store.memory_tables import memory_entries
 
     c = memory_entries.c
     return (
@@ -395,7 +395,7 @@ def entry(conn: SqlRunner, namespace: str, key: str) -> EntryRow | None:
 def _entry_by_key(_: SqlDialect) -> Executable:
     from sqlalchemy import select
 
-    from agentctl.store.tables import memory_entries
+    from agentctl.store.memory_tables import memory_entries
 
     return select(*columns(memory_entries, _ENTRY_COLUMNS)).where(*_by_key(memory_entries))
 
@@ -415,7 +415,7 @@ def _entries_by_id(count: int) -> Statement:
     def build(_: SqlDialect) -> Executable:
         from sqlalchemy import select
 
-        from agentctl.store.tables import memory_entries
+        from agentctl.store.memory_tables import memory_entries
 
         return select(*columns(memory_entries, _ENTRY_COLUMNS)).where(
             id_list(memory_entries.c.id, count)
@@ -434,7 +434,7 @@ def embedding_counts(conn: SqlRunner, namespace: str) -> dict[str, int]:
 def _embedding_counts(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, func, select
 
-    from agentctl.store.tables import memory_entries
+    from agentctl.store.memory_tables import memory_entries
 
     c = memory_entries.c
     return (

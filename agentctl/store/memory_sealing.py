@@ -39,10 +39,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from agentctl.store.keyring import SEALED_BYTES_PREFIX, SEALED_PREFIX, Sealer
 from agentctl.store.sealing import (
-    SEALED_BYTES_PREFIX,
-    SEALED_PREFIX,
-    Sealer,
     open_value,
     reseal,
     reseal_binary,
@@ -265,7 +263,7 @@ def _keys_in_use(conn: SqlRunner, sealer: Sealer, namespace: str) -> list[str]:
 def _sealed_in_namespace(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, literal_column, select
 
-    from agentctl.store.tables import memory_entries as m
+    from agentctl.store.memory_tables import memory_entries as m
 
     return (
         select(literal_column("1"))
@@ -329,7 +327,7 @@ def _pages(store: Store, batch: int) -> Iterator[list[Any]]:
 def _page(after: bool) -> Executable:
     from sqlalchemy import bindparam, select, tuple_
 
-    from agentctl.store.tables import memory_entries as m
+    from agentctl.store.memory_tables import memory_entries as m
 
     query = select(*columns(m, _COLUMNS))
     if after:
@@ -424,7 +422,7 @@ def _reseal_entry(changed: tuple[str, ...], nulls: tuple[str, ...]) -> Statement
     def build(_: SqlDialect) -> Executable:
         from sqlalchemy import bindparam, update
 
-        from agentctl.store.tables import memory_entries as m
+        from agentctl.store.memory_tables import memory_entries as m
 
         return (
             update(m)
@@ -498,7 +496,7 @@ def _column_count(shown: str, column: str, keys: int) -> Statement:
     def build(_: SqlDialect) -> Executable:
         from sqlalchemy import bindparam, case, func, literal_column, select
 
-        from agentctl.store.tables import memory_entries as m
+        from agentctl.store.memory_tables import memory_entries as m
 
         def head(length: str) -> Any:
             if column == "embedding":

@@ -95,7 +95,7 @@ def _text_matches(filters: int) -> Statement:
     def build(sql: SqlDialect) -> Executable:
         from sqlalchemy import bindparam, select
 
-        from agentctl.store.tables import memory_entries
+        from agentctl.store.memory_tables import memory_entries
 
         e = memory_entries.alias("e")
         source, matches, score = sql.memory_text_search(e, bindparam("query"))
@@ -139,7 +139,7 @@ def embeddings(conn: SqlRunner, namespace: str, identity: str) -> list[tuple[int
 def _embeddings(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, select
 
-    from agentctl.store.tables import memory_entries
+    from agentctl.store.memory_tables import memory_entries
 
     c = memory_entries.c
     return select(c.id, c.key, c.embedding).where(
@@ -157,7 +157,7 @@ def expired_ids(conn: SqlRunner, namespace: str, now: datetime) -> list[int]:
 def _expired_ids(sql: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, select
 
-    from agentctl.store.tables import memory_entries
+    from agentctl.store.memory_tables import memory_entries
 
     c = memory_entries.c
     # Unindexed namespace: SQLite stays on the expires_at index, where few entries are
@@ -189,7 +189,7 @@ def _ids_matching(count: int, filters: int) -> Statement:
     def build(sql: SqlDialect) -> Executable:
         from sqlalchemy import select
 
-        from agentctl.store.tables import memory_entries
+        from agentctl.store.memory_tables import memory_entries
 
         e = memory_entries.alias("e")
         return select(e.c.id).where(id_list(e.c.id, count), *_live_entry(sql, e, filters))

@@ -246,7 +246,7 @@ def _fenced() -> Any:
     """The run named ``run_id`` while its fencing token is still ``token``."""
     from sqlalchemy import and_, bindparam
 
-    from agentctl.store.tables import runs
+    from agentctl.store.run_tables import runs
 
     return and_(runs.c.id == bindparam("run_id"), runs.c.owner_token == bindparam("token"))
 
@@ -255,7 +255,7 @@ def _fenced() -> Any:
 def _read_owner_row(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, select
 
-    from agentctl.store.tables import runs
+    from agentctl.store.run_tables import runs
 
     c = runs.c
     return select(c.owner_id, c.owner_token, c.owner_lease_expires_at).where(
@@ -267,7 +267,7 @@ def _read_owner_row(_: SqlDialect) -> Executable:
 def _fence(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, select
 
-    from agentctl.store.tables import runs
+    from agentctl.store.run_tables import runs
 
     return select(runs.c.owner_token, runs.c.owner_id).where(runs.c.id == bindparam("run_id"))
 
@@ -276,7 +276,7 @@ def _fence(_: SqlDialect) -> Executable:
 def _claim(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, update
 
-    from agentctl.store.tables import runs
+    from agentctl.store.run_tables import runs
 
     return (
         update(runs)
@@ -293,7 +293,7 @@ def _claim(_: SqlDialect) -> Executable:
 def _renew(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, update
 
-    from agentctl.store.tables import runs
+    from agentctl.store.run_tables import runs
 
     return update(runs).where(_fenced()).values(owner_lease_expires_at=bindparam("expires_at"))
 
@@ -302,7 +302,7 @@ def _renew(_: SqlDialect) -> Executable:
 def _release(_: SqlDialect) -> Executable:
     from sqlalchemy import null, update
 
-    from agentctl.store.tables import runs
+    from agentctl.store.run_tables import runs
 
     return update(runs).where(_fenced()).values(owner_id=null(), owner_lease_expires_at=null())
 
@@ -311,7 +311,7 @@ def _release(_: SqlDialect) -> Executable:
 def _clear_owner(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, null, update
 
-    from agentctl.store.tables import runs
+    from agentctl.store.run_tables import runs
 
     return (
         update(runs)

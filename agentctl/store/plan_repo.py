@@ -42,7 +42,7 @@ def insert_records(conn: SqlRunner, run_id: str, rows: Iterable[tuple[str, str]]
 def _insert_record(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, insert
 
-    from agentctl.store.tables import plan_tasks
+    from agentctl.store.run_tables import plan_tasks
 
     given = ("run_id", "task_id", "ordinal", "record_json")
     return insert(plan_tasks).values(**{name: bindparam(name) for name in given})
@@ -71,7 +71,7 @@ def records(
 def _all_records(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, select
 
-    from agentctl.store.tables import plan_tasks
+    from agentctl.store.run_tables import plan_tasks
 
     c = plan_tasks.c
     return (
@@ -84,7 +84,7 @@ def _records_of(count: int) -> Statement:
     def build(_: SqlDialect) -> Executable:
         from sqlalchemy import bindparam, select
 
-        from agentctl.store.tables import plan_tasks
+        from agentctl.store.run_tables import plan_tasks
 
         c = plan_tasks.c
         ids: list[Any] = [bindparam(f"task_id_{n}") for n in range(count)]
@@ -103,7 +103,7 @@ def insert_workflow(conn: SqlRunner, run_id: str, workflow_json: str) -> None:
 def _insert_workflow(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, insert
 
-    from agentctl.store.tables import run_workflows
+    from agentctl.store.run_tables import run_workflows
 
     return insert(run_workflows).values(
         run_id=bindparam("run_id"), workflow_json=bindparam("workflow_json")
@@ -120,7 +120,7 @@ def workflow_document(conn: SqlRunner, run_id: str) -> str | None:
 def _workflow_document(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, select
 
-    from agentctl.store.tables import run_workflows
+    from agentctl.store.run_tables import run_workflows
 
     c = run_workflows.c
     return select(c.workflow_json).where(c.run_id == bindparam("run_id"))

@@ -12,8 +12,9 @@ from sqlalchemy import select
 from sqlalchemy.engine import Connection, RowMapping
 
 from agentctl.errors import NewerFormatError, NotFoundError
+from agentctl.store.run_tables import runs
 from agentctl.store.statements import statement
-from agentctl.store.tables import FORMAT_VERSION, NEWER_FORMAT_CONDITION, runs
+from agentctl.store.tables import FORMAT_VERSION, NEWER_FORMAT_CONDITION
 
 if TYPE_CHECKING:
     from sqlalchemy.sql.expression import Executable

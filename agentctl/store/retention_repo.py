@@ -47,7 +47,7 @@ def _old_terminal_runs(statuses: int, after: bool, limit: bool) -> Statement:
     def build(_: SqlDialect) -> Executable:
         from sqlalchemy import bindparam, select
 
-        from agentctl.store.tables import runs
+        from agentctl.store.run_tables import runs
 
         c = runs.c
         query = select(c.id).where(
@@ -71,6 +71,6 @@ def delete_runs(conn: SqlRunner, run_ids: Sequence[str]) -> None:
 def _delete_run(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, delete
 
-    from agentctl.store.tables import runs
+    from agentctl.store.run_tables import runs
 
     return delete(runs).where(runs.c.id == bindparam("run_id"))

@@ -110,7 +110,7 @@ def give_back(conn: Any, run_id: str, owner_id: str, *, to_workers: bool) -> boo
 def _release_to_workers(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, update
 
-    from agentctl.store.tables import runs
+    from agentctl.store.run_tables import runs
 
     c = runs.c
     return (
@@ -124,7 +124,7 @@ def _release_to_workers(_: SqlDialect) -> Executable:
 def _give_back(_: SqlDialect) -> Executable:
     from sqlalchemy import and_, bindparam, null, or_, update
 
-    from agentctl.store.tables import runs
+    from agentctl.store.run_tables import runs
 
     c = runs.c
     return (
@@ -151,7 +151,7 @@ def _waiting(interrupted: bool, *, claim: bool) -> Statement:
     def build(_: SqlDialect) -> Executable:
         from sqlalchemy import bindparam, literal_column, select
 
-        from agentctl.store.tables import runs
+        from agentctl.store.run_tables import runs
 
         c = runs.c
         waiting = [
@@ -200,7 +200,7 @@ def run_status(conn: Any, run_id: str) -> str | None:
 def _run_status(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, select
 
-    from agentctl.store.tables import runs
+    from agentctl.store.run_tables import runs
 
     return select(runs.c.status).where(runs.c.id == bindparam("run_id"))
 

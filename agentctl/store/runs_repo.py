@@ -143,7 +143,7 @@ _GIVEN_AT_INSERT = (
 def _insert_run(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, insert
 
-    from agentctl.store.tables import runs
+    from agentctl.store.run_tables import runs
 
     return insert(runs).values(
         format_version=FORMAT_VERSION,
@@ -159,7 +159,7 @@ def _of_run(*names: str) -> Statement:
     def build(_: SqlDialect) -> Executable:
         from sqlalchemy import bindparam, select
 
-        from agentctl.store.tables import runs
+        from agentctl.store.run_tables import runs
 
         return select(*columns(runs, names)).where(runs.c.id == bindparam("run_id"))
 
@@ -247,7 +247,8 @@ def _list_runs(schedule: bool, since: bool, status: bool, workflow: bool) -> Sta
     def build(_: SqlDialect) -> Executable:
         from sqlalchemy import bindparam, select
 
-        from agentctl.store.tables import runs, schedule_firings
+        from agentctl.store.run_tables import runs
+        from agentctl.store.schedule_tables import schedule_firings
 
         c = runs.c
         query = select(

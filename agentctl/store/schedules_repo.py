@@ -166,7 +166,7 @@ def insert_schedule(conn: SqlRunner, schedule: Schedule) -> bool:
 def _insert_schedule(sql: SqlDialect) -> Executable:
     from sqlalchemy import bindparam
 
-    from agentctl.store.tables import schedules
+    from agentctl.store.schedule_tables import schedules
 
     query: Executable = (
         sql.insert(schedules)
@@ -188,7 +188,7 @@ def schedule(conn: SqlRunner, name: str) -> Schedule | None:
 def _schedule_named(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, select
 
-    from agentctl.store.tables import schedules
+    from agentctl.store.schedule_tables import schedules
 
     return select(*columns(schedules, _SCHEDULE_COLUMNS)).where(
         schedules.c.name == bindparam("name")
@@ -203,7 +203,7 @@ def list_schedules(conn: SqlRunner) -> list[Schedule]:
 def _all_schedules(_: SqlDialect) -> Executable:
     from sqlalchemy import select
 
-    from agentctl.store.tables import schedules
+    from agentctl.store.schedule_tables import schedules
 
     return select(*columns(schedules, _SCHEDULE_COLUMNS)).order_by(schedules.c.name)
 
@@ -217,7 +217,7 @@ def set_paused(conn: SqlRunner, name: str, paused: bool, now: datetime) -> bool:
 def _set_paused(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, update
 
-    from agentctl.store.tables import schedules
+    from agentctl.store.schedule_tables import schedules
 
     return (
         update(schedules)
@@ -237,7 +237,7 @@ def delete_schedule(conn: SqlRunner, name: str) -> bool:
 def _delete_firings(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, delete
 
-    from agentctl.store.tables import schedule_firings
+    from agentctl.store.schedule_tables import schedule_firings
 
     return delete(schedule_firings).where(schedule_firings.c.schedule_name == bindparam("name"))
 
@@ -246,7 +246,7 @@ def _delete_firings(_: SqlDialect) -> Executable:
 def _delete_observations(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, delete
 
-    from agentctl.store.tables import monitor_observations
+    from agentctl.store.schedule_tables import monitor_observations
 
     return delete(monitor_observations).where(
         monitor_observations.c.monitor_name == bindparam("name")
@@ -257,7 +257,7 @@ def _delete_observations(_: SqlDialect) -> Executable:
 def _delete_schedule(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, delete
 
-    from agentctl.store.tables import schedules
+    from agentctl.store.schedule_tables import schedules
 
     return delete(schedules).where(schedules.c.name == bindparam("name"))
 
@@ -277,7 +277,7 @@ def advance_cursor(
 def _advance_cursor(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, update
 
-    from agentctl.store.tables import schedules
+    from agentctl.store.schedule_tables import schedules
 
     c = schedules.c
     cursor: Any = bindparam("cursor")
@@ -328,7 +328,7 @@ def record_firing(
 def _insert_firing(sql: SqlDialect) -> Executable:
     from sqlalchemy import bindparam
 
-    from agentctl.store.tables import schedule_firings
+    from agentctl.store.schedule_tables import schedule_firings
 
     given = ("slot_at", "trigger", "status", "missed", "reason", "inputs_json")
     now: Any = bindparam("now")
@@ -351,7 +351,7 @@ def _insert_firing(sql: SqlDialect) -> Executable:
 def _firing_id(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, select
 
-    from agentctl.store.tables import schedule_firings
+    from agentctl.store.schedule_tables import schedule_firings
 
     c = schedule_firings.c
     return select(c.id).where(
@@ -362,7 +362,7 @@ def _firing_id(_: SqlDialect) -> Executable:
 def _firings_query() -> Select[Any]:
     from sqlalchemy import select
 
-    from agentctl.store.tables import schedule_firings
+    from agentctl.store.schedule_tables import schedule_firings
 
     return select(*columns(schedule_firings, _FIRING_COLUMNS))
 
@@ -376,7 +376,7 @@ def firing(conn: SqlRunner, firing_id: int) -> Firing | None:
 def _firing_by_id(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam
 
-    from agentctl.store.tables import schedule_firings
+    from agentctl.store.schedule_tables import schedule_firings
 
     return _firings_query().where(schedule_firings.c.id == bindparam("firing_id"))
 
@@ -390,7 +390,7 @@ def firings(conn: SqlRunner, name: str, limit: int) -> list[Firing]:
 def _firings_of(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam
 
-    from agentctl.store.tables import schedule_firings
+    from agentctl.store.schedule_tables import schedule_firings
 
     c = schedule_firings.c
     return (
@@ -408,7 +408,7 @@ def recorded_firings(conn: SqlRunner) -> list[Firing]:
 
 @statement
 def _recorded_firings(_: SqlDialect) -> Executable:
-    from agentctl.store.tables import schedule_firings
+    from agentctl.store.schedule_tables import schedule_firings
 
     c = schedule_firings.c
     return _firings_query().where(c.status == "recorded").order_by(c.slot_at, c.id)
@@ -438,8 +438,9 @@ def live_run(conn: SqlRunner, name: str) -> tuple[str, str] | None:
 def _live_run(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, select
 
+    from agentctl.store.run_tables import runs
+    from agentctl.store.schedule_tables import schedule_firings
     from agentctl.store.statements import one_of
-    from agentctl.store.tables import runs, schedule_firings
 
     f = schedule_firings.c
     return (
@@ -461,7 +462,7 @@ def firing_of_run(conn: SqlRunner, run_id: str) -> Firing | None:
 def _firing_of_run(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam
 
-    from agentctl.store.tables import schedule_firings
+    from agentctl.store.schedule_tables import schedule_firings
 
     return _firings_query().where(schedule_firings.c.run_id == bindparam("run_id")).limit(1)
 
@@ -490,7 +491,7 @@ def record_observation(
 def _insert_observation(sql: SqlDialect) -> Executable:
     from sqlalchemy import bindparam
 
-    from agentctl.store.tables import monitor_observations
+    from agentctl.store.schedule_tables import monitor_observations
 
     query: Executable = (
         sql.insert(monitor_observations)
@@ -516,7 +517,7 @@ def set_outcome(conn: SqlRunner, name: str, slot: datetime, outcome: str) -> Non
 def _set_outcome(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, update
 
-    from agentctl.store.tables import monitor_observations
+    from agentctl.store.schedule_tables import monitor_observations
 
     c = monitor_observations.c
     return (
@@ -550,7 +551,7 @@ def set_observed(
 def _set_observed(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, case, update
 
-    from agentctl.store.tables import schedules
+    from agentctl.store.schedule_tables import schedules
 
     c = schedules.c
     cursor: Any = bindparam("cursor")
@@ -584,7 +585,7 @@ def observations(conn: SqlRunner, name: str, limit: int) -> list[Observation]:
 def _observations(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, select
 
-    from agentctl.store.tables import monitor_observations
+    from agentctl.store.schedule_tables import monitor_observations
 
     c = monitor_observations.c
     return (

@@ -44,7 +44,7 @@ def _earlier() -> tuple[Select[Any], Any, Any]:
     same source however many runs started since."""
     from sqlalchemy import bindparam, select
 
-    from agentctl.store.tables import provider_sessions, runs
+    from agentctl.store.run_tables import provider_sessions, runs
 
     s, r = provider_sessions.alias("s"), runs.alias("r")
     created = (
@@ -107,7 +107,7 @@ def save(
 def _save(sql: SqlDialect) -> Executable:
     from sqlalchemy import bindparam
 
-    from agentctl.store.tables import provider_sessions
+    from agentctl.store.run_tables import provider_sessions
 
     replaced = ("provider", "state_json", "updated_at", "session_name")
     new = sql.insert(provider_sessions).values(
@@ -135,7 +135,7 @@ def sessions(conn: SqlRunner, run_id: str) -> list[tuple[str, str, str]]:
 def _sessions(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, select
 
-    from agentctl.store.tables import provider_sessions
+    from agentctl.store.run_tables import provider_sessions
 
     c = provider_sessions.c
     return (
@@ -154,7 +154,7 @@ def find(conn: SqlRunner, run_id: str, task_id: str) -> SessionRow | None:
 def _find(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, select
 
-    from agentctl.store.tables import provider_sessions
+    from agentctl.store.run_tables import provider_sessions
 
     c = provider_sessions.c
     return select(*columns(provider_sessions, _COLUMNS)).where(
@@ -212,7 +212,7 @@ def _listed(of_run: bool, named: bool) -> Statement:
     def build(_: SqlDialect) -> Executable:
         from sqlalchemy import bindparam, select
 
-        from agentctl.store.tables import provider_sessions
+        from agentctl.store.run_tables import provider_sessions
 
         c = provider_sessions.c
         query = select(*columns(provider_sessions, _COLUMNS))

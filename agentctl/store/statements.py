@@ -2,13 +2,13 @@
 executed at the driver.
 
 A repository declares each statement as a function that builds it from the tables of
-:mod:`agentctl.store.tables` and decorates it with :func:`statement`::
+the table modules (``store/*_tables.py``) and decorates it with :func:`statement`::
 
     @statement
     def _effect_by_id(sql: SqlDialect) -> Executable:
         from sqlalchemy import bindparam, select
 
-        from agentctl.store.tables import effects
+        from agentctl.store.journal_tables import effects
 
         return select(*effects.c).where(effects.c.id == bindparam("effect_id"))
 

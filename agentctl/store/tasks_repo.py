@@ -92,7 +92,7 @@ def insert_pending(
 def _insert_pending(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, insert
 
-    from agentctl.store.tables import tasks
+    from agentctl.store.run_tables import tasks
 
     given = (
         "run_id",
@@ -131,14 +131,14 @@ _STATE_COLUMNS = (
 def _states_of_run() -> Any:
     from sqlalchemy import bindparam, select
 
-    from agentctl.store.tables import tasks
+    from agentctl.store.run_tables import tasks
 
     return select(*columns(tasks, _STATE_COLUMNS)).where(tasks.c.run_id == bindparam("run_id"))
 
 
 @statement
 def _task_states(_: SqlDialect) -> Executable:
-    from agentctl.store.tables import tasks
+    from agentctl.store.run_tables import tasks
 
     return _states_of_run().order_by(tasks.c.ordinal)  # type: ignore[no-any-return]
 
@@ -164,7 +164,7 @@ def unfinished_task_states(conn: SqlRunner, run_id: str) -> list[TaskState]:
 
 @statement
 def _unfinished_states(_: SqlDialect) -> Executable:
-    from agentctl.store.tables import tasks
+    from agentctl.store.run_tables import tasks
 
     return _states_of_run().where(  # type: ignore[no-any-return]
         one_of(tasks.c.status, _UNFINISHED)
@@ -190,7 +190,7 @@ def _states_of_tasks(count: int) -> Statement:
     def build(_: SqlDialect) -> Executable:
         from sqlalchemy import bindparam
 
-        from agentctl.store.tables import tasks
+        from agentctl.store.run_tables import tasks
 
         ids: list[Any] = [bindparam(f"task_id_{n}") for n in range(count)]
         return _states_of_run().where(tasks.c.task_id.in_(ids))  # type: ignore[no-any-return]
@@ -210,7 +210,7 @@ def _tasks_in_states(count: int) -> Statement:
     def build(_: SqlDialect) -> Executable:
         from sqlalchemy import bindparam, select
 
-        from agentctl.store.tables import tasks
+        from agentctl.store.run_tables import tasks
 
         c = tasks.c
         return select(c.task_id, c.status, c.ordinal).where(
@@ -237,7 +237,7 @@ def task_records(conn: SqlRunner, run_id: str) -> list[dict[str, Any]]:
 def _task_records(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, select
 
-    from agentctl.store.tables import tasks
+    from agentctl.store.run_tables import tasks
 
     return (
         select(*columns(tasks, TASK_COLUMNS))
@@ -256,7 +256,7 @@ def state_counts(conn: SqlRunner, run_id: str) -> dict[str, int]:
 def _state_counts(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, func, select
 
-    from agentctl.store.tables import tasks
+    from agentctl.store.run_tables import tasks
 
     return (
         select(tasks.c.status, func.count())
@@ -289,7 +289,7 @@ def _columns(conn: SqlRunner, run_id: str, result: Any) -> tuple[list[str], list
 def _outputs_query() -> Any:
     from sqlalchemy import bindparam, select
 
-    from agentctl.store.tables import tasks
+    from agentctl.store.run_tables import tasks
 
     c = tasks.c
     return select(c.task_id, c.output_json).where(
@@ -304,7 +304,7 @@ def _outputs(_: SqlDialect) -> Executable:
 
 @statement
 def _outputs_in_order(_: SqlDialect) -> Executable:
-    from agentctl.store.tables import tasks
+    from agentctl.store.run_tables import tasks
 
     return _outputs_query().order_by(tasks.c.ordinal)  # type: ignore[no-any-return]
 
@@ -350,7 +350,7 @@ def _replace_metadata(
     def build(_: SqlDialect) -> Executable:
         from sqlalchemy import bindparam, update
 
-        from agentctl.store.tables import tasks
+        from agentctl.store.run_tables import tasks
 
         c = tasks.c
         return (

@@ -57,7 +57,7 @@ def driver_value(value: Any) -> Any:
 def _table(kind: str) -> Any:
     from agentctl.store import tables
 
-    return getattr(tables, _RECORDS[kind][0])
+    return tables.metadata.tables[_RECORDS[kind][0]]
 
 
 def _is_key(kind: str) -> Any:
@@ -210,7 +210,7 @@ def close_live_parts(conn: Any, run_id: str, now: datetime) -> None:
 def _cancel_live_tasks(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, update
 
-    from agentctl.store.tables import tasks
+    from agentctl.store.run_tables import tasks
 
     live = ("running", "waiting_for_approval", "waiting_for_effect")
     return (
@@ -224,7 +224,7 @@ def _cancel_live_tasks(_: SqlDialect) -> Executable:
 def _expire_pending_approvals(_: SqlDialect) -> Executable:
     from sqlalchemy import bindparam, update
 
-    from agentctl.store.tables import approvals
+    from agentctl.store.journal_tables import approvals
 
     return (
         update(approvals)

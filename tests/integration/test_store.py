@@ -16,7 +16,8 @@ from agentctl.errors import NewerFormatError, NewerSchemaError, NotFoundError, P
 from agentctl.store import migrate
 from agentctl.store.engine import StoreSettings, open_store
 from agentctl.store.records import get_run
-from agentctl.store.tables import metadata, runs, tasks
+from agentctl.store.run_tables import runs, tasks
+from agentctl.store.tables import metadata
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -19,7 +19,8 @@ from agentctl.errors import NewerSchemaError, PersistenceError
 from agentctl.store import migrate
 from agentctl.store.engine import StoreSettings, open_store
 from agentctl.store.records import get_run
-from agentctl.store.tables import metadata, runs, tasks
+from agentctl.store.run_tables import runs, tasks
+from agentctl.store.tables import metadata
 from tests.pg.backends import execute, rows
 from tests.pg.cluster import Cluster
 

@@ -9,9 +9,10 @@ import pytest
 from sqlalchemy import insert
 
 from agentctl.errors import NewerFormatError
+from agentctl.store.audit_tables import checkpoints
 from agentctl.store.engine import open_store
 from agentctl.store.records import check_run_records
-from agentctl.store.tables import checkpoints, runs
+from agentctl.store.run_tables import runs
 
 NOW = datetime(2026, 1, 1)
 

@@ -1,4 +1,5 @@
-"""The payload codec (store/sealing.py): what it refuses, and that it refuses it clearly."""
+"""The payload codec (store/sealing.py, over store/keyring.py; blob files in
+store/blob_sealing.py): what it refuses, and that it refuses it clearly."""
 
 from __future__ import annotations
 
@@ -12,19 +13,10 @@ import pytest
 
 from agentctl.errors import PersistenceError, UsageError
 from agentctl.store import encryption_repo
+from agentctl.store.blob_sealing import open_blob, seal_blob
 from agentctl.store.engine import open_store
-from agentctl.store.sealing import (
-    Sealer,
-    is_sealed,
-    key_id_of,
-    next_nonce,
-    open_blob,
-    reseal,
-    seal,
-    seal_blob,
-    unseal,
-    unseal_column,
-)
+from agentctl.store.keyring import Sealer, next_nonce
+from agentctl.store.sealing import is_sealed, key_id_of, reseal, seal, unseal, unseal_column
 
 
 def _sealer(key_id: str = "k1") -> Sealer:
@@ -209,7 +201,7 @@ def test_the_bytes_form_is_the_text_form_without_base64() -> None:
 def test_nonces_never_repeat_in_a_process_its_threads_or_a_forked_child() -> None:
     import threading
 
-    from agentctl.store import sealing
+    from agentctl.store import keyring
 
     seen: list[bytes] = []
 
@@ -237,7 +229,7 @@ def test_nonces_never_repeat_in_a_process_its_threads_or_a_forked_child() -> Non
     mine = next_nonce()
     assert len(child) == 12 and child[:8] != mine[:8]
     # A counter about to wrap draws a new prefix rather than reuse a number.
-    source = sealing._NonceSource()
+    source = keyring._NonceSource()
     prefix, _ = source._state
     source._state = (prefix, itertools.count(2**32 - 1))
     last, after = source.next(), source.next()

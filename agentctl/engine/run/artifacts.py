@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentctl.compiler.plan import PlanArtifact, PlanTask
+from agentctl.compiler.plan import PlanTask
+from agentctl.compiler.task_parts import PlanArtifact
 from agentctl.engine.effects import budget
 from agentctl.ids import Clock
 from agentctl.policy.paths import WorkspacePolicy

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from agentctl.compiler import CompileSettings, Plan, compile_workflow
-from agentctl.compiler.plan import encoded_rows
+from agentctl.compiler.plan_rows import encoded_rows
 from agentctl.digest import canonical_json
 from agentctl.engine.core.preflight import check_providers
 from agentctl.engine.effects.budget import open_ledger

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping
 from fnmatch import fnmatchcase
 from typing import Any
 
-from agentctl.compiler.plan import RetryPolicy
+from agentctl.compiler.task_parts import RetryPolicy
 from agentctl.signals import TaskFailure
 
 __all__ = [

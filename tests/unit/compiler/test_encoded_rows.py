@@ -1,4 +1,4 @@
-"""A run's plan rows are written member by member (compiler/plan.py ``encoded_rows``), with
+"""A run's plan rows are written member by member (compiler/plan_rows.py ``encoded_rows``), with
 the parts a fan-out's children share encoded once; each row must be byte for byte
 ``canonical_json(task.to_row())``, the definition every stored plan row has had, for any
 task and whatever its parts share with the tasks before it."""
@@ -11,16 +11,16 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agentctl.compiler.plan import (
+from agentctl.compiler.plan import PlanTask
+from agentctl.compiler.plan_rows import encoded_rows
+from agentctl.compiler.task_parts import (
     BackoffPolicy,
     Compensation,
     Expansion,
     PlanArtifact,
-    PlanTask,
     RetryPolicy,
     RouteGuard,
     TaskUses,
-    encoded_rows,
 )
 from agentctl.digest import canonical_json
 

@@ -13,7 +13,9 @@ from agentctl.ids import FixedClock
 from agentctl.memory import LongTermMemory, collect_garbage
 from agentctl.memory.housekeeping import TERMINAL_RUN_STATUSES
 from agentctl.store.engine import Store
-from agentctl.store.tables import effects, memory_entries, runs, tasks
+from agentctl.store.journal_tables import effects
+from agentctl.store.memory_tables import memory_entries
+from agentctl.store.run_tables import runs, tasks
 
 
 def _run(store: Store, run_id: str, status: str, updated_at: datetime, **extra: object) -> None:

@@ -21,8 +21,8 @@ from agentctl.store.dialect import (
     sql_dialect,
 )
 from agentctl.store.engine import open_store
+from agentctl.store.journal_tables import tool_calls
 from agentctl.store.statements import compile_for
-from agentctl.store.tables import tool_calls
 
 
 def test_each_name_has_its_member() -> None:
@@ -114,13 +114,13 @@ def test_a_dialect_without_every_method_cannot_be_made() -> None:
 def _where(sql: SqlDialect, condition: Any) -> str:
     from sqlalchemy import select
 
-    from agentctl.store.tables import memory_entries
+    from agentctl.store.memory_tables import memory_entries
 
     return compile_for(select(memory_entries.c.id).where(condition), sql.name).text
 
 
 def test_unindexed_is_sqlites_unary_plus_and_the_column_on_postgresql() -> None:
-    from agentctl.store.tables import memory_entries
+    from agentctl.store.memory_tables import memory_entries
 
     column = memory_entries.c.namespace
     assert "(+ memory_entries.namespace) = ?" in _where(
@@ -169,7 +169,7 @@ def test_memory_text_query() -> None:
 def test_memory_text_search_uses_each_dialects_index() -> None:
     from sqlalchemy import bindparam, select
 
-    from agentctl.store.tables import memory_entries
+    from agentctl.store.memory_tables import memory_entries
 
     def text(sql: SqlDialect) -> str:
         source, matches, score = sql.memory_text_search(memory_entries, bindparam("query"))

@@ -12,8 +12,8 @@ from sqlalchemy import bindparam, select
 from agentctl.store import effects_repo
 from agentctl.store.dialect import SqlDialect
 from agentctl.store.engine import open_store
+from agentctl.store.journal_tables import effects
 from agentctl.store.statements import Statement, compile_for, is_compiled, one_of
-from agentctl.store.tables import effects
 
 
 def _by_status(built: list[str]) -> Statement:

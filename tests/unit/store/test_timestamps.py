@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from sqlalchemy import insert, select
 
+from agentctl.store.artifact_tables import artifact_blobs
 from agentctl.store.engine import open_store
-from agentctl.store.tables import artifact_blobs
 from agentctl.store.timestamps import from_db, to_db, to_iso, utc
 
 NOON = datetime(2026, 1, 2, 12, 0, 0, tzinfo=UTC)
