@@ -36,7 +36,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ForkedProcess", "run_agentctl", "start_agentctl"]
+__all__ = ["ForkedProcess", "agentctl_command", "run_agentctl", "start_agentctl"]
 
 REPO = Path(__file__).resolve().parents[1]
 LAUNCH_ENV = "AGENTCTL_TEST_LAUNCH"
@@ -295,6 +295,44 @@ def run_agentctl(
             out.read().decode(errors="replace"),
             err.read().decode(errors="replace"),
         )
+
+
+# A client small enough to start in milliseconds (no site-packages, stdlib only): it hands
+# the fork server its argv, directory, environment and standard streams, and exits with
+# the command's code (128 + N for a command killed by signal N, as a shell reports it).
+_CLIENT = """\
+import json, os, socket, sys
+conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+conn.connect(sys.argv[1])
+request = {"argv": sys.argv[2:], "cwd": os.getcwd(), "env": dict(os.environ), "session": False}
+socket.send_fds(conn, [json.dumps(request).encode() + b"\\n"], [0, 1, 2])
+received = b""
+while received.count(b"\\n") < 2:
+    chunk = conn.recv(4096)
+    if not chunk:
+        sys.exit("agentctl fork server: lost the command")
+    received += chunk
+code = json.loads(received.split(b"\\n")[1])["code"]
+sys.exit(code if code >= 0 else 128 - code)
+"""
+
+
+def agentctl_command(directory: Path) -> Path:
+    """An executable in ``directory`` that runs ``agentctl ARGS`` as a command forked from
+    this process's server, for a script that calls ``$AGENTCTL`` many times
+    (scripts/demo.sh): the same streams, directory, environment and exit code, without an
+    interpreter's start-up and imports per call. ``AGENTCTL_TEST_LAUNCH=exec`` gives the
+    environment's own ``agentctl`` instead."""
+    if os.environ.get(LAUNCH_ENV, "fork") == "exec":
+        return Path(sys.executable).with_name("agentctl")
+    client = directory / "agentctl-client.py"
+    client.write_text(_CLIENT)
+    command = directory / "agentctl"
+    command.write_text(
+        f'#!/bin/sh\nexec "{sys.executable}" -I -S "{client}" "{_the_server().path}" "$@"\n'
+    )
+    command.chmod(0o755)
+    return command
 
 
 # --- the server (``python -m tests.forkserver PATH``) -----------------------------------

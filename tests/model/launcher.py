@@ -145,6 +145,131 @@ def preimport() -> None:
 
         cached._model_cached = True  # type: ignore[attr-defined]
         typer.main.get_command = cached
+        _warm_up()
+
+
+#: What the warm-up runs: a write, then a process step that parks for approval (high_risk),
+#: and a python.function step with a ctx write, so the commands after it have a paused run,
+#: an approval, effects, an artifact and an audit chain to work on.
+_WARM_WORKFLOW = """\
+apiVersion: agentctl.dev/v1
+kind: Workflow
+metadata: {name: warm-up}
+spec:
+  policy: {approval: high_risk, processAllowlist: [sh], writableRoots: [out]}
+  actions:
+    save: {kind: builtin.write}
+    mark: {kind: builtin.shell.exec, command: sh, args: ["-c", "echo marked"]}
+    step: {kind: python.function, function: "warm_steps:step"}
+  tasks:
+    - {id: save, uses: action:save, with: {path: out/warm.txt, content: warm}}
+    - {id: mark, uses: action:mark, needs: [save]}
+    - {id: step, uses: action:step, needs: [mark]}
+"""
+_WARM_STEPS = """\
+def step(ctx, inputs):
+    ctx.write("out/said.txt", "said")
+    return {"said": True}
+"""
+
+
+def _warm_up() -> None:
+    """Run the common commands once in this process, on a scratch SQLite database, before
+    any fork.
+
+    Importing is not all a command's first run pays: pydantic builds the spec models'
+    validators on first use, SQLAlchemy compiles statements and sets up its dialect and
+    events, alembic reads its migration scripts, typing and inspect fill caches. A forked
+    command inherits whatever the harness did once, so doing it here (with its heap then
+    frozen, so the children's garbage collections leave those pages shared) cuts a forked
+    ``roll`` from about 0.30 to 0.11 s of CPU and an ``inspect`` from 0.17 to 0.04 s.
+
+    Only caches are left behind: the database, home and output go to a temporary
+    directory and /dev/null, the environment and working directory are restored, and the
+    per-process switches a command sets are put back as a fresh interpreter has them. The
+    outcome of each command is ignored (a broken command fails the tests that run it, not
+    the start of every forked command)."""
+    import gc
+    import shutil
+    import tempfile
+
+    from agentctl import hints
+    from agentctl.cli import main as cli_main
+    from agentctl.cli import output
+    from agentctl.engine.run import collector
+
+    root = Path(tempfile.mkdtemp(prefix="agentctl-warm-up-"))
+    saved_env = dict(os.environ)
+    saved_cwd = os.getcwd()
+    saved_streams = sys.stdout, sys.stderr
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved_fds = os.dup(1), os.dup(2)
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 1)
+        os.dup2(null, 2)
+        sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - closed below
+        for name in [n for n in os.environ if n.startswith(("AGENTCTL_", "OTEL_"))]:
+            del os.environ[name]
+        os.environ["HOME"] = os.environ["AGENTCTL_HOME"] = str(root)
+        (root / "warm.yaml").write_text(_WARM_WORKFLOW)
+        (root / "warm_steps.py").write_text(_WARM_STEPS)
+        os.chdir(root)
+        db = str(root / "state" / "runtime.db")
+
+        def command(*argv: str, store: bool = True) -> Any:
+            try:
+                cli_main.main(["--output", "json", *argv, *(["--db", db] if store else [])])
+            except BaseException:  # noqa: BLE001 - a warm-up only loads code
+                pass
+
+        def first(kind: str, key: str) -> str:
+            import sqlite3
+
+            conn = sqlite3.connect(db)
+            try:
+                row = conn.execute(f"SELECT {key} FROM {kind} ORDER BY rowid").fetchone()
+            except sqlite3.Error:
+                row = None
+            finally:
+                conn.close()
+            return str(row[0]) if row else "none"
+
+        command("check", "warm.yaml", store=False)
+        command("roll", "warm.yaml")
+        run_id, approval = first("runs", "id"), first("approvals", "id")
+        for argv in (
+            ["runs", "list"],
+            ["approvals", "list", run_id],
+            ["inspect", run_id],
+            ["approvals", "approve", approval, "--reason", "warm-up"],
+            ["resume", run_id],
+            ["inspect", run_id],
+            ["audit", run_id, "--verify"],
+            ["artifacts", "verify", "--all"],
+            ["replay", run_id],
+            ["gc", "--older-than-days", "0"],
+            ["artifacts", "gc", "--older-than-days", "0"],
+        ):
+            command(*argv)
+    finally:
+        sys.stdout.close()
+        sys.stdout, sys.stderr = saved_streams
+        os.dup2(saved_fds[0], 1)
+        os.dup2(saved_fds[1], 2)
+        for fd in (*saved_fds, null):
+            os.close(fd)
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+        output.set_current(output.Output())
+        hints.use_database(None)
+        shutil.rmtree(root, ignore_errors=True)
+    # The first run froze the heap (collector.settle_long_lived, once per process); a
+    # forked command is a fresh process to the code, so it freezes its own again.
+    gc.freeze()
+    collector._settled = False
 
 
 class Launcher:

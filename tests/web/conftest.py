@@ -242,6 +242,17 @@ class Runs:
         return data
 
 
+@pytest.fixture(scope="module")
+def shared_chromium() -> Iterator[None]:
+    """The browser modules' (``usefixtures``): the Chromium their tests share
+    (tests/web/browser.py) is closed after the module's last test, so no browser thread
+    outlives the module in its worker."""
+    from tests.web.browser import close_chromium
+
+    yield
+    close_chromium()
+
+
 @pytest.fixture
 def runs(cli: Any, tmp_path: Path) -> Runs:
     return Runs(cli, tmp_path)

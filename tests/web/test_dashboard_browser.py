@@ -26,8 +26,9 @@ from tests.web.browser import (
 )
 from tests.web.conftest import ASKING, Runs
 
-# Each test starts its own Chromium: started first by `make test` (tests/conftest.py).
-pytestmark = pytest.mark.slow
+# Seconds each (real agentctl processes, pages in the module's Chromium): started first by
+# `make test` (tests/conftest.py).
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("shared_chromium")]
 
 
 def _wait_until(page: Any, expression: str, seconds: float = 30.0) -> None:

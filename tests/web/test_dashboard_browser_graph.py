@@ -13,8 +13,9 @@ import pytest
 from tests.web.browser import browser_context, keep_screenshot, require_browser, signed_in
 from tests.web.conftest import RELEASE, Runs
 
-# Each test starts its own Chromium: started first by `make test` (tests/conftest.py).
-pytestmark = pytest.mark.slow
+# Seconds each (real agentctl processes, pages in the module's Chromium): started first by
+# `make test` (tests/conftest.py).
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("shared_chromium")]
 
 DRAWN_EDGES = "els => els.map(e => e.dataset.from + ' -> ' + e.dataset.to).sort()"
 

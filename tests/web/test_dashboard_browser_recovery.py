@@ -23,8 +23,9 @@ from tests.web.browser import (
 from tests.web.conftest import LEDGER, SHELL_RESULT, Runs
 from tests.web.test_dashboard_recovery import FLAKY
 
-# Each test starts its own Chromium: started first by `make test` (tests/conftest.py).
-pytestmark = pytest.mark.slow
+# Seconds each (real agentctl processes, pages in the module's Chromium): started first by
+# `make test` (tests/conftest.py).
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("shared_chromium")]
 
 
 def _failed_run(runs: Runs) -> str:

@@ -16,8 +16,9 @@ import pytest
 from tests.web.browser import browser_context, keep_screenshot, require_browser, signed_in
 from tests.web.conftest import RETRIED, UNCERTAIN, Runs
 
-# Each test starts its own Chromium: started first by `make test` (tests/conftest.py).
-pytestmark = pytest.mark.slow
+# Seconds each (real agentctl processes, pages in the module's Chromium): started first by
+# `make test` (tests/conftest.py).
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("shared_chromium")]
 
 
 def _shoot(page: Any, tmp_path: Path, name: str, **options: Any) -> None:
