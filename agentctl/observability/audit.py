@@ -422,6 +422,10 @@ class ChainReport(CamelRecord):
     ok: Annotated[bool, Field(alias="verified")]
     broken_at: int | None = None
     problem: str | None = None
+    #: Claimed tasks' events not adopted into the chain yet, and their lanes
+    #: (observability/audit_lanes.py): pending, verified on their own, not a break.
+    pending_events: Annotated[int, omitted_when(0)] = 0
+    pending_lanes: Annotated[int, omitted_when(0)] = 0
 
 
 def verify_chain(conn: SqlRunner, run_id: str) -> ChainReport:
