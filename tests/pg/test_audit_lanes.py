@@ -31,7 +31,7 @@ from tests.pg.backends import execute, rows
 from tests.pg.test_claim_fences import NOW, _claims, _spec
 from tests.pg.test_claim_slots import _running_run
 from tests.pg.test_statement_counts import _sent
-from tests.pg.test_task_claims import _detach, fan_out
+from tests.pg.test_task_claims import _crash_and_recover, _detach, fan_out
 from tests.pg.test_workers import _ready, _stop, _worker
 
 POLICY = {"approval": "never", "processAllowlist": ["true"]}
@@ -238,3 +238,28 @@ def test_a_fan_out_over_workers_leaves_every_lane_in_the_chain(
             _stop(worker)
     events = assert_every_lane_adopted(cli, postgres_url, run_id)
     assert sum(e["kind"] == "effect.succeeded" for e in events) == 12
+
+
+@pytest.mark.parametrize(
+    ("fault", "exit_code", "succeeded"),
+    [("effect.finished:2", 0, 12), ("effect.dispatched:2", 3, 11)],
+)
+def test_lanes_of_a_killed_owner_and_worker_are_adopted_by_the_next_owner(
+    cli: Any, postgres_url: str, tmp_path: Path, fault: str, exit_code: int, succeeded: int
+) -> None:
+    """The run's owner, also the worker of its tasks, is SIGKILLed on its second task after
+    that task's lane got its events (``effect.finished``: the outcome's; ``dispatched``: the
+    request's only) and before any adoption: its first task's lane (claim done) and the
+    second's (claim lapsed, taken again under a new token) are adopted by the next owner,
+    with the new claim's lane; the chain holds each effect's events once, before its
+    task's transition, and no lane is left."""
+    run_id, _, _, waited = _crash_and_recover(cli, postgres_url, tmp_path, fault)
+    assert waited.exit_code == exit_code, waited.stdout + waited.stderr
+    events = assert_every_lane_adopted(cli, postgres_url, run_id)
+    assert sum(e["kind"] == "effect.requested" for e in events) == 12
+    assert sum(e["kind"] == "effect.succeeded" for e in events) == succeeded
+    reclaimed = [e["taskId"] for e in events if e["kind"] == "task.reclaimed"]
+    assert len(reclaimed) == 1
+    first = [e for e in events if e["taskId"] == reclaimed[0] and e["effectId"]]
+    # The dead worker's lane (its request) came before the new claim's (reuse or uncertain).
+    assert first[0]["kind"] == "effect.requested"
