@@ -6,7 +6,9 @@ dropping or reordering any stored event breaks the chain, which ``verify_chain``
 ``agentctl audit RUN --verify``) reports with the first broken sequence number.
 
 Appending runs inside the caller's transaction: an audit event commits together with the
-transition it describes, never on its own.
+transition it describes, never on its own. A claimed task's events (PostgreSQL workers)
+are appended to their claim's lane first and join the chain when the run's owner adopts
+the lane (``observability/audit_lanes.py``).
 """
 
 from __future__ import annotations

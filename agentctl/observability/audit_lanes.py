@@ -1,5 +1,5 @@
 """Audit lanes: a claimed task's events, chained on their own until the run's owner adopts
-them into the run's chain (docs/audit.md, "Lanes").
+them into the run's chain (docs/durable-execution.md, "Audit lanes").
 
 A worker executing a claimed task (PostgreSQL workers, engine/run/claimed_tasks.py) does
 not append to the run's chain: that meant reading the chain's head under the run's lock
@@ -267,7 +267,9 @@ def adopt_lanes(conn: SqlRunner, run_id: str) -> int:
             )
             prev = digest
     audit_repo.insert_event_rows(conn, values)
-    audit_repo.delete_lanes(conn, run_id, [(lane[0].task_id, lane[0].claim_token) for lane in lanes])
+    audit_repo.delete_lanes(
+        conn, run_id, [(lane[0].task_id, lane[0].claim_token) for lane in lanes]
+    )
     return len(values)
 
 
@@ -310,7 +312,5 @@ def verify_lanes(conn: SqlRunner, run_id: str) -> LaneReport:
         broken = _lane_problem(run_id, lane)
         if broken is not None:
             first = lane[0]
-            return LaneReport(
-                len(lanes), events, False, first.task_id, first.claim_token, *broken
-            )
+            return LaneReport(len(lanes), events, False, first.task_id, first.claim_token, *broken)
     return LaneReport(len(lanes), events, True)

@@ -349,9 +349,7 @@ def _insert_lane_event(_: SqlDialect) -> Executable:
 
     from agentctl.store.audit_tables import audit_lane_events
 
-    return insert(audit_lane_events).values(
-        **{name: bindparam(name) for name in _LANE_COLUMNS}
-    )
+    return insert(audit_lane_events).values(**{name: bindparam(name) for name in _LANE_COLUMNS})
 
 
 def lane_events(conn: SqlRunner, run_id: str) -> list[LaneRow]:
@@ -369,9 +367,7 @@ def lane_events(conn: SqlRunner, run_id: str) -> list[LaneRow]:
                 format_version=int(row[4]),
                 kind=str(row[5]),
                 effect_id=row[6],
-                payload_json=str(
-                    unseal(conn, "audit_lane_events", "payload_json", key, row[7])
-                ),
+                payload_json=str(unseal(conn, "audit_lane_events", "payload_json", key, row[7])),
                 prev_digest=str(row[8]),
                 digest=str(row[9]),
                 created_at=from_db(row[10]),

@@ -9,7 +9,7 @@ fencing token) has a lane, chained on its own and written by the claim's holder 
 claim's fence proves it holds it, so the lane's head lives in its memory: no read, no
 lock). The run's owner, which holds the run's lock anyway, moves a lane into the chain once
 its claim can no longer write (done, withdrawn or claimed again), before the task's own
-transition event, and deletes it (docs/audit.md, "Lanes").
+transition event, and deletes it (docs/durable-execution.md, "Audit lanes").
 
 ``downgrade`` drops the table, and refuses while it still holds events: those are a live
 claim's (or a crashed owner's not yet adopted) and would be lost; let the runs go on (or

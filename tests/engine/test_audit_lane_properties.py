@@ -1,7 +1,7 @@
-"""Audit lanes, stated over any interleaving (docs/audit.md, "Lanes"), on a real SQLite file
-through the real functions: ``ClaimLane`` (a claim holder's appends, each in a write
-transaction that commits or rolls back), claims finished or taken again, and the owner's
-``adopt_lanes`` at any point.
+"""Audit lanes, stated over any interleaving (docs/durable-execution.md, "Audit lanes"),
+on a real SQLite file through the real functions: ``ClaimLane`` (a claim holder's
+appends, each in a write transaction that commits or rolls back), claims finished or
+taken again, and the owner's ``adopt_lanes`` at any point.
 
 - the chain verifies after every adoption, and no adopted lane is left behind;
 - it holds exactly the lane events that committed, each once, a lane's events together

@@ -1,5 +1,6 @@
 """A claimed task's audit events on a real server: they go to its claim's lane without the
-run's lock, and the run's owner adopts the lanes into the chain (docs/audit.md, "Lanes").
+run's lock, and the run's owner adopts the lanes into the chain (docs/durable-execution.md,
+"Audit lanes").
 
 The effect gate's two transactions of a claimed task (``requested``, its outcome) commit
 while another connection holds the run's advisory lock, when the effect reserves nothing;

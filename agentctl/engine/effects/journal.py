@@ -13,7 +13,6 @@ together.
 from __future__ import annotations
 
 import json
-
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime

@@ -48,8 +48,8 @@ from agentctl.engine.run.frontier import StoredPlan, TaskOutputs, TaskRows
 from agentctl.engine.run.outcome import ExecutionOptions, TaskOutcome
 from agentctl.engine.run.task_claims import outcome_to_json
 from agentctl.errors import Cancelled, OwnershipLostError
-from agentctl.observability.audit_lanes import ClaimLane
 from agentctl.ids import Clock
+from agentctl.observability.audit_lanes import ClaimLane
 from agentctl.policy.secrets import secret_sources
 from agentctl.store import claim_fences, ownership, task_claims_repo
 from agentctl.store.engine import SqlRunner, Store
