@@ -187,10 +187,12 @@ class TaskClaims:
             return outcomes
         except BaseException:
             # Cancelled, deadline, lost ownership: withdraw the claims so their holders stop
-            # (their next fenced write fails, their heartbeat cancels the task), and adopt
-            # what they wrote until then (the delete waited for their fenced writes).
+            # (their next fenced write fails, their heartbeat cancels the task); then adopt
+            # what they wrote until then (the delete waited for their fenced writes), in a
+            # write of its own: a lane that does not verify must not keep the claims alive.
             with contextlib.suppress(AgentctlError), executor.owned.write() as conn:
                 task_claims_repo.remove_claims(conn, run_id, task_ids)
+            with contextlib.suppress(AgentctlError), executor.owned.write() as conn:
                 audit_lanes.adopt_lanes(conn, run_id)
             raise
         finally:
