@@ -24,7 +24,7 @@ from agentctl.engine.run.claimed_tasks import ClaimFence
 from agentctl.errors import PersistenceError
 from agentctl.ids import SystemClock
 from agentctl.observability import audit_lanes
-from agentctl.observability.audit import verify_chain
+from agentctl.observability.audit import list_events, verify_chain
 from agentctl.store import claim_fences, locks
 from agentctl.store import task_claims_repo as repo
 from agentctl.store.engine import Store, StoreSettings, open_store
@@ -264,3 +264,42 @@ def test_lanes_of_a_killed_owner_and_worker_are_adopted_by_the_next_owner(
     first = [e for e in events if e["taskId"] == reclaimed[0] and e["effectId"]]
     # The dead worker's lane (its request) came before the new claim's (reuse or uncertain).
     assert first[0]["kind"] == "effect.requested"
+
+
+def test_lane_payloads_are_sealed_and_adopted_sealed_under_the_chains_own_key(
+    cli: Any, postgres_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Encryption on: a lane event's payload is stored sealed (under the lane event's own
+    record key), and its adoption reseals it under the chain event's: the chain verifies
+    and reads back the clear payload."""
+    import base64
+    import os
+
+    monkeypatch.setenv("K1", base64.b64encode(os.urandom(32)).decode())
+    assert cli("db", "migrate", "--db", postgres_url).exit_code == 0
+    enabled = cli(
+        "db", "encryption", "enable", "--key-id", "k1", "--key-env", "K1", "--db", postgres_url
+    )
+    assert enabled.exit_code == 0, enabled.stderr
+    store, run_id, tasks = _running_run(postgres_url, tmp_path, 1)
+    try:
+        (claim,) = _claims(store, run_id, tasks)
+        fence = ClaimFence(store, claim)
+        asyncio.run(_gate(fence, run_id).perform(Attempt(run_id, claim.task_id, 1), _spec(0), _ran))
+        stored = rows(postgres_url, "SELECT payload_json FROM audit_lane_events")
+        assert len(stored) == 2 and all(str(p).startswith("aes256gcm:k1:") for (p,) in stored)
+        with store.autocommit() as conn:
+            claim_fences.finish_claim(conn, run_id, claim.task_id, claim.token, "{}", NOW)
+        assert _adopt(store, run_id, tasks) == 2
+        chained = rows(
+            postgres_url,
+            "SELECT payload_json FROM audit_events WHERE run_id = ? AND kind LIKE 'effect.%'",
+            (run_id,),
+        )
+        assert len(chained) == 2 and all(str(p).startswith("aes256gcm:k1:") for (p,) in chained)
+        with store.read() as conn:
+            assert verify_chain(conn, run_id).ok
+            events = [e for e in list_events(conn, run_id) if e.kind == "effect.requested"]
+        assert events[0].payload["operation"] == "builtin.shell.exec"
+    finally:
+        store.close()
