@@ -281,5 +281,11 @@ def audit_command(
             )
         if verify:
             print(f"chain verified: {report.events} events", file=out.stdout)
+            if report.pending_events:
+                print(
+                    f"pending: {report.pending_events} events of claimed tasks in "
+                    f"{report.pending_lanes} lanes (verified; the run's owner adopts them)",
+                    file=out.stdout,
+                )
 
     out.success("AuditLog", data, human=human)

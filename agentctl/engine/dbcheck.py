@@ -16,6 +16,7 @@ from pydantic.dataclasses import dataclass
 
 from agentctl.ids import Clock
 from agentctl.observability.audit import verify_chain
+from agentctl.observability.audit_lanes import verify_lanes
 from agentctl.store import audit_repo, health
 from agentctl.store.engine import Store
 from agentctl.typed_records import CAMEL, CamelRecord, keys_in_order
@@ -83,6 +84,12 @@ def check_database(store: Store, clock: Clock) -> DatabaseCheck:
                 if not chain.ok:
                     report.audit_chains.broken.append(
                         f"run {run_id}: event {chain.broken_at}: {chain.problem}"
+                    )
+                lanes = verify_lanes(conn, run_id)  # claimed tasks' events not adopted yet
+                if not lanes.ok:
+                    report.audit_chains.broken.append(
+                        f"run {run_id}: lane of task {lanes.task_id} (claim token "
+                        f"{lanes.claim_token}): lane event {lanes.lane_seq}: {lanes.problem}"
                     )
         report.audit_chains.checked = len(run_ids)
         verified = ArtifactStore.beside(store, clock).verify(None)

@@ -478,8 +478,11 @@ def audit_trail(
 ) -> tuple[ChainReport, list[AuditEvent]]:
     """A run's audit events and the check of their hash chain: ``audit``. With ``verify``
     a broken chain is refused (exit 5) before any event is parsed."""
+    import dataclasses
+
     from agentctl.errors import PersistenceError
     from agentctl.observability.audit import list_events, verify_chain
+    from agentctl.observability.audit_lanes import verify_lanes
 
     with store.read() as conn:
         load_run(conn, run_id)
@@ -491,5 +494,21 @@ def audit_trail(
                 code="audit.broken",
                 hint="the database was modified outside agentctl; keep a copy for investigation",
                 run_id=run_id,
+            )
+        # Claimed tasks' events waiting for the run's owner to adopt them: pending, each
+        # lane verified on its own (a broken one is refused as the chain is).
+        lanes = verify_lanes(conn, run_id)
+        if verify and not lanes.ok:
+            raise PersistenceError(
+                f"audit lane of task {lanes.task_id} of run {run_id} (claim token "
+                f"{lanes.claim_token}) is broken at lane event {lanes.lane_seq}: "
+                f"{lanes.problem}",
+                code="audit.broken",
+                hint="the database was modified outside agentctl; keep a copy for investigation",
+                run_id=run_id,
+            )
+        if lanes.events:
+            report = dataclasses.replace(
+                report, pending_events=lanes.events, pending_lanes=lanes.lanes
             )
         return report, list_events(conn, run_id)

@@ -6,7 +6,9 @@ dropping or reordering any stored event breaks the chain, which ``verify_chain``
 ``agentctl audit RUN --verify``) reports with the first broken sequence number.
 
 Appending runs inside the caller's transaction: an audit event commits together with the
-transition it describes, never on its own.
+transition it describes, never on its own. A claimed task's events (PostgreSQL workers)
+are appended to their claim's lane first and join the chain when the run's owner adopts
+the lane (``observability/audit_lanes.py``).
 """
 
 from __future__ import annotations
@@ -422,6 +424,10 @@ class ChainReport(CamelRecord):
     ok: Annotated[bool, Field(alias="verified")]
     broken_at: int | None = None
     problem: str | None = None
+    #: Claimed tasks' events not adopted into the chain yet, and their lanes
+    #: (observability/audit_lanes.py): pending, verified on their own, not a break.
+    pending_events: Annotated[int, omitted_when(0)] = 0
+    pending_lanes: Annotated[int, omitted_when(0)] = 0
 
 
 def verify_chain(conn: SqlRunner, run_id: str) -> ChainReport:

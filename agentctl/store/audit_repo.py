@@ -27,13 +27,18 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AuditRow",
+    "LaneRow",
     "audited_runs",
     "chain_head",
     "count_events",
+    "delete_lanes",
     "event_values",
     "events",
     "events_after",
     "insert_event_rows",
+    "insert_lane_rows",
+    "lane_events",
+    "lane_values",
 ]
 
 
@@ -248,3 +253,174 @@ def _audited_runs(_: SqlDialect) -> Executable:
 
     c = audit_events.c
     return select(c.run_id).where(c.seq == 1).order_by(c.created_at, c.run_id)
+
+
+# -- lanes: a claimed task's events before its run's owner adopts them ---------------------
+
+
+@dataclass(frozen=True, slots=True)
+class LaneRow:
+    """One event of a claim's lane (``audit_lane_events``), its payload opened. ``live``:
+    the claim still holds its task (``claimed`` with this token), so it may append more and
+    its lane is not the owner's to adopt yet."""
+
+    run_id: str
+    task_id: str
+    claim_token: int
+    lane_seq: int
+    format_version: int
+    kind: str
+    effect_id: str | None
+    payload_json: str
+    prev_digest: str
+    digest: str
+    created_at: datetime
+    trace_id: str | None
+    span_id: str | None
+    live: bool
+
+
+_LANE_COLUMNS = (
+    "run_id",
+    "task_id",
+    "claim_token",
+    "lane_seq",
+    "format_version",
+    "kind",
+    "effect_id",
+    "payload_json",
+    "prev_digest",
+    "digest",
+    "created_at",
+    "trace_id",
+    "span_id",
+)
+
+
+def lane_values(
+    conn: SqlRunner,
+    *,
+    run_id: str,
+    task_id: str,
+    claim_token: int,
+    lane_seq: int,
+    format_version: int,
+    kind: str,
+    effect_id: str | None,
+    payload_json: str,
+    prev_digest: str,
+    digest: str,
+    created_at: datetime,
+    trace_id: str | None,
+    span_id: str | None,
+) -> dict[str, Any]:
+    """A lane event's column values as stored (the payload sealed when encryption is on,
+    under the lane event's own key: a value copied into the chain does not open)."""
+    key = (run_id, task_id, claim_token, lane_seq)
+    return {
+        "run_id": run_id,
+        "task_id": task_id,
+        "claim_token": claim_token,
+        "lane_seq": lane_seq,
+        "format_version": format_version,
+        "kind": kind,
+        "effect_id": effect_id,
+        "payload_json": seal(conn, "audit_lane_events", "payload_json", key, payload_json),
+        "prev_digest": prev_digest,
+        "digest": digest,
+        "created_at": to_db(created_at),
+        "trace_id": trace_id,
+        "span_id": span_id,
+    }
+
+
+def insert_lane_rows(conn: SqlRunner, rows: list[dict[str, Any]]) -> None:
+    """Lane events in one driver call, as :func:`lane_values` made them. No lock: only the
+    claim's holder writes its lane, and its transaction checks the claim's fence."""
+    if len(rows) == 1:
+        _insert_lane_event.run(conn, **rows[0])
+    else:
+        _insert_lane_event.run_many(conn, rows)
+
+
+@statement
+def _insert_lane_event(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, insert
+
+    from agentctl.store.audit_tables import audit_lane_events
+
+    return insert(audit_lane_events).values(**{name: bindparam(name) for name in _LANE_COLUMNS})
+
+
+def lane_events(conn: SqlRunner, run_id: str) -> list[LaneRow]:
+    """Every lane event of the run (by task, claim token and lane sequence), each with
+    whether its claim is live, read in one statement (so in one snapshot)."""
+    out = []
+    for row in _lane_events.run(conn, run_id=run_id):
+        key = (str(row[0]), str(row[1]), int(row[2]), int(row[3]))
+        out.append(
+            LaneRow(
+                run_id=key[0],
+                task_id=key[1],
+                claim_token=key[2],
+                lane_seq=key[3],
+                format_version=int(row[4]),
+                kind=str(row[5]),
+                effect_id=row[6],
+                payload_json=str(unseal(conn, "audit_lane_events", "payload_json", key, row[7])),
+                prev_digest=str(row[8]),
+                digest=str(row[9]),
+                created_at=from_db(row[10]),
+                trace_id=row[11],
+                span_id=row[12],
+                live=bool(row[13]),
+            )
+        )
+    return out
+
+
+@statement
+def _lane_events(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, exists, literal, select
+
+    from agentctl.store.audit_tables import audit_lane_events
+    from agentctl.store.run_tables import task_claims
+
+    lane = audit_lane_events.c
+    claim = task_claims.c
+    live = exists(
+        select(literal(1)).where(
+            claim.run_id == lane.run_id,
+            claim.task_id == lane.task_id,
+            claim.token == lane.claim_token,
+            claim.state == "claimed",
+        )
+    )
+    return (
+        select(*columns(audit_lane_events, _LANE_COLUMNS), live.label("live"))
+        .where(lane.run_id == bindparam("run_id"))
+        .order_by(lane.task_id, lane.claim_token, lane.lane_seq)
+    )
+
+
+def delete_lanes(conn: SqlRunner, run_id: str, lanes: Sequence[tuple[str, int]]) -> None:
+    """Delete the lanes ``(task_id, claim_token)`` of the run (adopted into its chain)."""
+    rows = [{"run_id": run_id, "task_id": t, "claim_token": token} for t, token in lanes]
+    if len(rows) == 1:
+        _delete_lane.run(conn, **rows[0])
+    else:
+        _delete_lane.run_many(conn, rows)
+
+
+@statement
+def _delete_lane(_: SqlDialect) -> Executable:
+    from sqlalchemy import bindparam, delete
+
+    from agentctl.store.audit_tables import audit_lane_events
+
+    c = audit_lane_events.c
+    return delete(audit_lane_events).where(
+        c.run_id == bindparam("run_id"),
+        c.task_id == bindparam("task_id"),
+        c.claim_token == bindparam("claim_token"),
+    )

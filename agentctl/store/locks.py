@@ -20,10 +20,12 @@ locks for exactly that, in the one round trip of its ``BEGIN``:
   deadlock on them;
 - a claimed task's write (a worker executing one task of another process's run) begins
   with the store lock alone and takes its run's lock *late*: right before it first reads
-  the run's audit chain head or budget ledger (:func:`hold_run`, which every such reader
-  calls), so its writes of its own rows (the effect journal, fenced by the claim's token)
-  do not wait for the run's other writers, and the run's lock is held from the chain
-  append to the commit only. Its fencing check comes after the run's lock (the claim's row
+  the run's budget ledger or audit chain head (:func:`hold_run`, which every such reader
+  calls), so its writes of its own rows (the effect journal, fenced by the claim's token,
+  and its task's audit events, which go to the claim's lane:
+  ``observability/audit_lanes.py``) do not wait for the run's other writers, and the
+  run's lock is held from the budget statement to the commit only (not at all when the
+  effect reserves nothing). Its fencing check comes after the run's lock (the claim's row
   is locked then), so every transaction takes a run's lock before that run's claim rows:
   the owner's writes hold the run's lock from their ``BEGIN`` and may then withdraw claim
   rows, and no order of the two deadlocks.

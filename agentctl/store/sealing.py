@@ -88,6 +88,11 @@ PAYLOAD_COLUMNS: Mapping[str, PayloadColumns] = {
         PayloadColumns("approvals", ("id",), ("prompt", "input_json", "answer_json")),
         PayloadColumns("checkpoints", ("run_id", "seq"), ("memory_delta_json",)),
         PayloadColumns("audit_events", ("run_id", "seq"), ("payload_json",)),
+        PayloadColumns(
+            "audit_lane_events",
+            ("run_id", "task_id", "claim_token", "lane_seq"),
+            ("payload_json",),
+        ),
         PayloadColumns("provider_sessions", ("run_id", "task_id"), ("state_json",)),
         PayloadColumns("tool_calls", ("id",), ("arguments_json", "result_json", "error_json")),
         PayloadColumns("schedules", ("name",), ("inputs_json", "observed_json", "pending_json")),

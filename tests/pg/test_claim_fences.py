@@ -1,12 +1,14 @@
-"""A claimed task's writes on a real server: fenced by the claim's token, its run's lock
-taken late (docs/postgresql.md, "Locks").
+"""A claimed task's writes on a real server: fenced by the claim's token, its run's lock taken
+late (docs/postgresql.md, "Locks").
 
 A worker's write of its own rows (the effect journal) goes on while another transaction
-holds the run's lock; only the audit chain append (and the budget ledger) waits for it,
-and holds it to the commit. A stale claim's write is refused whatever it did before its
-lock, the owner withdrawing a claim under its lock never waits in a circle with a worker,
-concurrent finishes keep one audit chain per run, and a join after a fan-out spread over
-workers is started exactly once."""
+holds the run's lock; only an append to the run's audit chain (and the budget ledger) waits
+for it, and holds it to the commit. The events here are appended to the chain by a
+``RunLog`` without a lane, as anything but a claimed task's own events still is; the claimed
+task's own events go to its lane without the lock (tests/pg/test_audit_lanes.py). A stale
+claim's write is refused whatever it did before its lock, the owner withdrawing a claim
+under its lock never waits in a circle with a worker, concurrent finishes keep one audit
+chain per run, and a join after a fan-out spread over workers is started exactly once."""
 
 from __future__ import annotations
 

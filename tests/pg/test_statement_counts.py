@@ -387,18 +387,20 @@ def test_a_claimed_tasks_move_to_started_is_one_fenced_statement(
         store.close()
 
 
-def test_a_claimed_task_of_one_effect_sends_sixteen_statements_on_its_worker(
+def test_a_claimed_task_of_one_effect_sends_fourteen_statements_on_its_worker(
     postgres_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Executing a claimed task of one process step, from its snapshot to its outcome on
     the claim, is two write transactions and two single statements on the worker: the
     effect journaled ``requested`` (``BEGIN`` with the store lock, the insert that also
-    reads the position, the run's lock with the claim's fence, the chain head, the event,
-    the reservation, ``COMMIT``), its move to ``started`` (one fenced statement), its
-    outcome (``BEGIN``, the effect's update, the lock with the fence, settling, the head,
-    the event, ``COMMIT``) and the claim's outcome. It was 23 (a position read
-    before the journal's transaction and again in it, a transaction of four for the
-    move to ``started``, two statements per budget reservation and per settling)."""
+    reads the position, the event into the claim's audit lane, the run's lock with the
+    claim's fence, the reservation, ``COMMIT``), its move to ``started`` (one fenced
+    statement), its outcome (``BEGIN``, the effect's update, the lock with the fence,
+    settling, the lane event, ``COMMIT``) and the claim's outcome. It was 16 with the
+    chain's head read in both transactions (the events went to the run's chain), and 23
+    before that (a position read before the journal's transaction and again in it, a
+    transaction of four for the move to ``started``, two statements per budget
+    reservation and per settling)."""
     import asyncio
 
     from agentctl.engine.run.claimed_tasks import RunSnapshots, execute_claimed
@@ -426,6 +428,7 @@ def test_a_claimed_task_of_one_effect_sends_sixteen_statements_on_its_worker(
         assert how == "done"
         begins = [s for s in sent if s.startswith("BEGIN")]
         assert len(begins) == 2 and sent.count("COMMIT") == 2, sent
-        assert len(sent) == 16, "\n".join(sent)
+        assert len(sent) == 14, "\n".join(sent)
+        assert not any("audit_events" in s for s in sent)  # the owner adopts the lane
     finally:
         store.close()

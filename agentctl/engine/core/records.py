@@ -13,7 +13,7 @@ import json.encoder
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Annotated, Any, ClassVar
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 from pydantic import ConfigDict, Field, field_serializer
 
@@ -28,6 +28,9 @@ from agentctl.store.records import check_format_version
 from agentctl.store.states import RunState
 from agentctl.store.transitions import guarded_update, guarded_updates
 from agentctl.typed_records import CAMEL, CamelRecord
+
+if TYPE_CHECKING:
+    from agentctl.observability.audit_lanes import ClaimLane
 
 __all__ = [
     "TERMINAL_RUN_STATES",
@@ -273,14 +276,25 @@ def _checksum_ok(transition: str, delta_json: str, checksum: str) -> bool:
 
 
 class RunLog:
-    """Writes for one run by its owner: transitions, checkpoints and audit events."""
+    """Writes for one run by its owner: transitions, checkpoints and audit events.
+
+    ``lane``: the log of a claimed task's execution (a worker's, engine/run/claimed_tasks.py):
+    that task's events go to its claim's lane, which the run's owner adopts into the chain
+    (observability/audit_lanes.py), not to the chain, so a worker's writes never take the
+    run's lock for them."""
 
     def __init__(
-        self, run_id: str, *, checkpoint_seq: int, redact: audit.Redactor | None = None
+        self,
+        run_id: str,
+        *,
+        checkpoint_seq: int,
+        redact: audit.Redactor | None = None,
+        lane: ClaimLane | None = None,
     ) -> None:
         self.run_id = run_id
         self._checkpoint_seq = checkpoint_seq
         self.redact = redact
+        self.lane = lane
 
     @classmethod
     def open(cls, conn: SqlRunner, run_id: str, redact: audit.Redactor | None = None) -> RunLog:
@@ -298,7 +312,13 @@ class RunLog:
         effect_id: str | None = None,
     ) -> None:
         """Append to the chain; the head is read inside this write transaction because
-        operators (cancel, reconcile, approvals) append to a live run's chain too."""
+        operators (cancel, reconcile, approvals) append to a live run's chain too. An event
+        of a claimed task goes to its claim's lane instead (the one home of that rule);
+        anything else a worker appends (another task's) takes the chain's way, locked."""
+        lane = self.lane
+        if lane is not None and task_id == lane.task_id:
+            lane.append(conn, kind, payload, now=now, effect_id=effect_id, redact=self.redact)
+            return
         audit.append_to_chain(
             conn,
             self.run_id,

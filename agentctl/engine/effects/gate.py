@@ -81,6 +81,9 @@ class EffectGate:
         self._usage: dict[str, tuple[Any, Any]] = {}
         # Effects this gate journaled without a tool call (none to conclude with them).
         self._no_tool_call: set[str] = set()
+        # Effects this gate journaled with no budget reservation: when one measures no
+        # usage either, its outcome has nothing to settle (and takes no run lock for it).
+        self._unreserved: set[str] = set()
         self._on_task_running = on_task_running
 
     def journaled(self, attempt: Attempt, spec: journal.EffectSpec) -> bool:
@@ -236,6 +239,7 @@ class EffectGate:
             effect_id=record.id,
         )
         if not reservation:
+            self._unreserved.add(record.id)
             return None
         denied = budget.reserve(conn, attempt.run_id, record.id, reservation, now, new_effect=True)
         if denied is not None:
@@ -531,6 +535,10 @@ class EffectGate:
         # An effect found in the journal (a resumed attempt) may carry one: concluded.
         tool_call = record.id not in self._no_tool_call
         self._no_tool_call.discard(record.id)
+        # Journaled here without a reservation (not found in the journal: a resumed one
+        # may hold one): settling no usage against no reservation changes nothing.
+        unreserved = record.id in self._unreserved
+        self._unreserved.discard(record.id)
 
         def record_outcome() -> list[budget.BudgetDenied]:
             overruns: list[budget.BudgetDenied] = []
@@ -556,9 +564,11 @@ class EffectGate:
                     )
                 if status == EffectState.SUCCEEDED:
                     actual = usage(result) if usage is not None else {}
-                    overruns = budget.settle(conn, attempt.run_id, record.id, actual, now)
+                    if actual or not unreserved:
+                        overruns = budget.settle(conn, attempt.run_id, record.id, actual, now)
                 elif status in (EffectState.FAILED, EffectState.CANCELLED):
-                    budget.settle(conn, attempt.run_id, record.id, failed_usage or {}, now)
+                    if failed_usage or not unreserved:
+                        budget.settle(conn, attempt.run_id, record.id, failed_usage or {}, now)
                 # An uncertain effect keeps its worst-case reservation: it may have consumed it.
                 for overrun in overruns:
                     self.log.event(

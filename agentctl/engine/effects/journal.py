@@ -12,6 +12,7 @@ together.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -432,9 +433,16 @@ def note_remote_task(
 def remote_task(conn: SqlRunner, effect: EffectRecord) -> dict[str, Any] | None:
     """The handle :func:`note_remote_task` journaled for ``effect`` (the latest), or None."""
     from agentctl.observability.audit import list_events
+    from agentctl.observability.audit_lanes import pending_events
 
     found: dict[str, Any] | None = None
     for event in list_events(conn, effect.run_id):
         if event.kind == REMOTE_TASK_EVENT and event.effect_id == effect.id:
             found = dict(event.payload) if isinstance(event.payload, Mapping) else None
+    # A claimed task's events wait in its claim's lane until the run's owner adopts them
+    # (observability/audit_lanes.py): later than the chain's, so read after it.
+    for row in pending_events(conn, effect.run_id):
+        if row.kind == REMOTE_TASK_EVENT and row.effect_id == effect.id:
+            payload = json.loads(row.payload_json)
+            found = dict(payload) if isinstance(payload, Mapping) else None
     return found

@@ -8,7 +8,8 @@ differs from the owner's execution is only who may write:
 
 - every write goes through :class:`ClaimFence`, which checks the claim's fencing token
   inside the write transaction (the claim's row read ``FOR SHARE``; the run's lock is
-  taken late, only for the audit chain and the budget ledger, see ``locks.hold_run``):
+  taken late, only for the budget ledger, see ``locks.hold_run``; the task's audit events
+  go to the claim's lane, which the owner adopts into the chain):
   after the lease ran out and another worker claimed the task, or after the owner
   withdrew the claim (cancel, deadline, takeover), this worker's writes fail and nothing
   of it lands;
@@ -48,6 +49,7 @@ from agentctl.engine.run.outcome import ExecutionOptions, TaskOutcome
 from agentctl.engine.run.task_claims import outcome_to_json
 from agentctl.errors import Cancelled, OwnershipLostError
 from agentctl.ids import Clock
+from agentctl.observability.audit_lanes import ClaimLane
 from agentctl.policy.secrets import secret_sources
 from agentctl.store import claim_fences, ownership, task_claims_repo
 from agentctl.store.engine import SqlRunner, Store
@@ -66,6 +68,9 @@ class ClaimFence(ownership.OwnedRun):
     def __init__(self, store: Store, claimed: ClaimedTask) -> None:
         super().__init__(store, ownership.Claim(claimed.run_id, "task-claim", claimed.token, None))
         self.task_id = claimed.task_id
+        #: The claim's audit lane: the task's events, which the run's owner adopts into
+        #: the chain (observability/audit_lanes.py); its head moves with each commit here.
+        self.lane = ClaimLane(claimed.run_id, claimed.task_id, claimed.token)
 
     def check(self, conn: Any) -> None:
         # The claim's row read FOR SHARE, as in row_write: a reclaim passes it by and a
@@ -79,16 +84,17 @@ class ClaimFence(ownership.OwnedRun):
     def write(self) -> Iterator[Any]:
         # At the driver level, as the owner's batch commits: a claimed task's effect makes
         # three of these transactions, and SQLAlchemy's per-statement work would cost
-        # more CPU than the statements. Each commits whole or rolls back.
-        with self.driver_session() as session, session.write() as conn:
+        # more CPU than the statements. Each commits whole or rolls back, and the lane's
+        # head with it (the lane's transaction is left after the COMMIT).
+        with self.lane.transaction(), self.driver_session() as session, session.write() as conn:
             yield conn
 
     def driver_session(self) -> Any:
         # The store lock from BEGIN, the run's lock late (locks.hold_run): the gate's
-        # writes of this task's own effect rows do not wait for the run's other writers;
-        # the audit chain append and the budget ledger (read-then-writes of the run) do,
-        # from the first of them to the commit, the claim's fence checked right after the
-        # lock, or before the commit when the write needed no lock.
+        # writes of this task's own effect rows and of its claim's audit lane do not wait
+        # for the run's other writers; the budget ledger (a read-then-write of the run)
+        # does, from its first statement to the commit, the claim's fence checked right
+        # after the lock, or before the commit when the write needed no lock.
         return self.store.driver_session(late_fence=self)
 
     @contextmanager
@@ -240,7 +246,7 @@ def _attempts(
         rows=snapshot.rows,
         outputs=TaskOutputs(snapshot.rows),
         writer=fence,
-        log=RunLog(run.id, checkpoint_seq=snapshot.checkpoint_seq),
+        log=RunLog(run.id, checkpoint_seq=snapshot.checkpoint_seq, lane=fence.lane),
         trace=tracing.RunTrace.off(run.id),
         clock=clock,
         options=options,

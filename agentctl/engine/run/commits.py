@@ -28,11 +28,13 @@ from agentctl.engine.run.frontier import StoredPlan, TaskOutputs, TaskRows
 from agentctl.engine.run.outcome import ExecutionOptions, RunOutcome, TaskOutcome
 from agentctl.engine.run.prediction import Prediction
 from agentctl.ids import Clock
+from agentctl.observability import audit_lanes
 from agentctl.signals import EffectBlocked
 from agentctl.spec.expressions import TemplateContext
 from agentctl.spec.template_exceptions import TemplateError
 from agentctl.spec.templates import render
 from agentctl.store import tasks_repo
+from agentctl.store.dialect import sql_dialect
 from agentctl.store.run_results import EVERY_TASK
 from agentctl.store.timestamps import to_db
 from agentctl.store.transitions import close_live_parts
@@ -281,6 +283,11 @@ class RunCommits:
         )
         if status in TERMINAL_RUN_STATES:
             close_live_parts(conn, self.run_id, now)
+        if sql_dialect(conn.dialect.name).advisory_locks:
+            # Workers' audit lanes this run still has (a claim a crashed owner left, one
+            # of an earlier owner's batch): into the chain before the run's last event.
+            # Only PostgreSQL stores have workers, so only they can hold lanes.
+            audit_lanes.adopt_lanes(conn, self.run_id)
         self.log.event(conn, f"run.{status}", {"error": error}, now=now)
 
     def _finished(self, status: str, error: dict[str, Any] | None) -> None:

@@ -16,6 +16,9 @@ as if it had run the tasks itself. So the run-level rules stay with the one owne
   withdrawn (their holders' next write fails, and their heartbeat stops the task);
 - approvals: a task that waits for a person reports ``waiting_for_approval`` and the owner
   parks the run as usual.
+- the audit chain: a worker writes its claimed task's events to the claim's lane, and
+  the owner adopts the lanes into the run's chain when it removes the batch's claims,
+  before the batch's commit appends the tasks' transitions (observability/audit_lanes.py).
 
 A batch of one task, every batch on SQLite, and the tasks of a batch that have no effect
 (``builtin.assign``, routers, aggregates: a claim would cost more than they do) are
@@ -36,6 +39,7 @@ from agentctl.digest import canonical_json, digest_json
 from agentctl.engine.run.artifacts import IngestedFile
 from agentctl.engine.run.outcome import TaskOutcome
 from agentctl.errors import AgentctlError, OwnershipLostError
+from agentctl.observability import audit_lanes
 from agentctl.signals import EffectBlocked
 from agentctl.store import task_claims_repo
 from agentctl.store.run_queue import Subscription
@@ -176,12 +180,20 @@ class TaskClaims:
             }
             with executor.owned.write() as conn:
                 task_claims_repo.remove_claims(conn, run_id, task_ids)
+                # The claims' audit lanes join the chain here, before the batch's commit
+                # appends the tasks' own transition events (and any lane an earlier claim
+                # or owner left behind with them).
+                audit_lanes.adopt_lanes(conn, run_id)
             return outcomes
         except BaseException:
             # Cancelled, deadline, lost ownership: withdraw the claims so their holders stop
-            # (their next fenced write fails, their heartbeat cancels the task).
+            # (their next fenced write fails, their heartbeat cancels the task); then adopt
+            # what they wrote until then (the delete waited for their fenced writes), in a
+            # write of its own: a lane that does not verify must not keep the claims alive.
             with contextlib.suppress(AgentctlError), executor.owned.write() as conn:
                 task_claims_repo.remove_claims(conn, run_id, task_ids)
+            with contextlib.suppress(AgentctlError), executor.owned.write() as conn:
+                audit_lanes.adopt_lanes(conn, run_id)
             raise
         finally:
             self._unsubscribe(wake)
