@@ -1,5 +1,6 @@
 """What a worker repeats per claimed task, and what it does once, on a real PostgreSQL
-server: a claimed task's environment copy and owner id are the worker's (made once); an idle
+server: a claimed task's environment copy and owner id are the worker's (made once), its
+workspace policy its run snapshot's (resolved once); an idle
 round of the worker's loop makes no task; the owner's fenced writes (publishing a batch,
 withdrawing its claims) run at the driver; a session's BEGIN text is made once per scope.
 Counts, never times (bench/RESULTS.md, "Worker-side CPU per claimed task")."""
@@ -13,6 +14,7 @@ from typing import Any
 import pytest
 
 from agentctl.engine import worker as workers
+from agentctl.engine.run import attempts
 from agentctl.engine.run.creation import create_run, prepare_run
 from agentctl.engine.worker import Worker, detach_run, wait_for_run
 from agentctl.errors import OwnershipLostError
@@ -30,8 +32,8 @@ def test_claimed_tasks_share_the_workers_environment_copy_and_owner_id(
     postgres_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Six claimed tasks, one owner id for all of them besides the run's own claim (each
-    used to make an owner id, reading /proc, and copy the environment); every task still
-    runs once, with a provider pool of its own."""
+    used to make an owner id, reading /proc, copy the environment and resolve the
+    workspace's roots); every task still runs once, with a provider pool of its own."""
     made: list[str] = []
     original = ownership.new_owner_id
 
@@ -40,6 +42,14 @@ def test_claimed_tasks_share_the_workers_environment_copy_and_owner_id(
         return owner
 
     monkeypatch.setattr(ownership, "new_owner_id", counted)
+    policies: list[Path] = []
+
+    class Policy(attempts.WorkspacePolicy):
+        def __init__(self, base_dir: Path, *args: Any) -> None:
+            policies.append(base_dir)
+            super().__init__(base_dir, *args)
+
+    monkeypatch.setattr(attempts, "WorkspacePolicy", Policy)
     ledger = tmp_path / "ledger.txt"
     (tmp_path / "wf.yaml").write_text(fan_out(ledger, 6))
     store = open_store(postgres_url)
@@ -71,6 +81,9 @@ def test_claimed_tasks_share_the_workers_environment_copy_and_owner_id(
     assert len(_ledger(ledger)) == 6
     assert claimed == [(6,)]
     assert len(made) == 2, made  # the run's claim, and the tasks' one
+    # The workspace resolved once for the owner's execution, once for the worker's
+    # snapshot of the run: not once per claimed task.
+    assert len(policies) == 2, policies
     first, second = worker._claimed_task_options(), worker._claimed_task_options()
     assert first.environ is second.environ and first.owner_id == second.owner_id
     assert first.pool is not second.pool
