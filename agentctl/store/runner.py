@@ -567,6 +567,7 @@ class DriverSession:
             None if self._postgres else getattr(raw, "dbapi_connection", raw)
         )
         self._dialect_name = POSTGRESQL if self._postgres else SQLITE
+        self._begins: dict[str, str] = {}
         self._scope = scope
         self._late_fence = late_fence if self._postgres else None
         if self._late_fence is not None:
@@ -580,12 +581,16 @@ class DriverSession:
         """The statement this session's ``kind`` transactions begin with: looked up when
         one begins (most sessions begin one kind, or none: a claimed task's autocommitted
         statements), each text made once per scope (:data:`_BEGINS`)."""
-        found = _BEGINS.get((self._dialect_name, kind, self._scope))
+        found = self._begins.get(kind)
         if found is None:
-            found = begin_statement(self._dialect_name, kind, self._scope)
-            if len(_BEGINS) >= _BEGINS_LIMIT:
-                _BEGINS.clear()
-            _BEGINS[(self._dialect_name, kind, self._scope)] = found
+            key = (self._dialect_name, kind, self._scope)
+            found = _BEGINS.get(key)
+            if found is None:
+                found = begin_statement(*key)
+                if len(_BEGINS) >= _BEGINS_LIMIT:
+                    _BEGINS.clear()
+                _BEGINS[key] = found
+            self._begins[kind] = found  # a run's own session begins hundreds
         return found
 
     def exec_driver_sql(self, statement: str, parameters: Any = ()) -> _DriverResult:
