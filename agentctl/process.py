@@ -21,7 +21,6 @@ import asyncio
 import contextlib
 import math
 import os
-import shutil
 import signal
 import subprocess
 import threading
@@ -31,7 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from agentctl.errors import PolicyDeniedError, TaskError
+from agentctl.errors import TaskError
+from agentctl.executables import check_allowed, resolve_executable
 
 __all__ = [
     "DRAIN_SECONDS",
@@ -125,57 +125,6 @@ def decode_lossy(data: bytes) -> str:
     return data.decode("utf-8", errors="replace")
 
 
-def check_allowed(command: str, allowlist: Sequence[str]) -> None:
-    """The command's form and the allow-list check, without looking for it on this host
-    (a container's command is looked up inside its image)."""
-    if not command or "\0" in command:
-        raise TaskError(f"process command {command!r} is not valid", code="input.invalid")
-    basename = os.path.basename(command)
-    if not os.path.isabs(command) and basename != command:
-        raise TaskError(
-            f"process command `{command}` must be an absolute path or a bare executable name",
-            code="input.invalid",
-            hint="use an absolute path, or a name found on PATH",
-        )
-    if basename not in allowlist:
-        raise PolicyDeniedError(
-            f"policy denied effect: process `{basename}` is not in policy.processAllowlist",
-            code="policy.process_not_allowed",
-            hint=f"add `{basename}` to spec.policy.processAllowlist",
-        )
-
-
-def resolve_executable(
-    command: str, allowlist: Sequence[str], search_path: str | None = None
-) -> str:
-    """Return the absolute executable path for ``command`` after the allow-list check.
-
-    The allow-list holds basenames (``policy.processAllowlist``). Names are looked up on
-    ``search_path``, which defaults to agentctl's own ``PATH``: the child's environment is
-    cleared, so its ``PATH`` (if any) says nothing about where executables are.
-    """
-    check_allowed(command, allowlist)
-    if os.path.isabs(command):
-        if not os.path.exists(command):
-            raise TaskError(
-                f"process executable `{command}` does not exist", code="process.not_found"
-            )
-        if not os.path.isfile(command) or not os.access(command, os.X_OK):
-            raise TaskError(
-                f"process `{command}` is not an executable file", code="process.not_executable"
-            )
-        return command
-    path = search_path if search_path is not None else os.environ.get("PATH", os.defpath)
-    found = shutil.which(command, path=path)
-    if found is None:
-        raise TaskError(
-            f"process executable `{command}` was not found on PATH `{path}`",
-            code="process.not_found",
-            hint="install it, or give the action an absolute `command` path",
-        )
-    return os.path.abspath(found)
-
-
 async def run_process(
     spec: ProcessSpec,
     *,
@@ -209,11 +158,10 @@ async def run_process(
         helpers.append(asyncio.create_task(_feed(child.stdin, spec.stdin)))
     # The leader's exit is observed on its own: the pipes can stay open much longer (a
     # background grandchild holds them), and their end is awaited apart (``drained``).
-    exit_wait = asyncio.create_task(child.exited.wait())
-    drained_wait = asyncio.create_task(child.drained.wait())
-    overflow_wait = asyncio.create_task(capture.overflow.wait())
+    # Futures the loop's callbacks settle, waited for as they are (no task each).
+    exit_wait, drained_wait, overflow_wait = child.exited, child.drained, capture.overflow
     timed_out = False
-    ends: set[asyncio.Task[Any]] = {exit_wait, overflow_wait}
+    ends: set[asyncio.Future[Any]] = {exit_wait, overflow_wait}
     if talk is not None:
         ends.add(talk)
     try:
@@ -239,14 +187,14 @@ async def run_process(
         # normal exit this removes background grandchildren that still hold the pipes.
         await group.terminate()
         await _stop_talk(talk)
-        if not child.drained.is_set():
+        if not drained_wait.done():
             await asyncio.wait([drained_wait], timeout=DRAIN_SECONDS)
     except BaseException:
         await group.abort(pending=[drained_wait])
         await _stop_talk(talk)
         raise
     finally:
-        for task in (*helpers, exit_wait, drained_wait, overflow_wait):
+        for task in helpers:
             task.cancel()
         child.close()
     if talk is not None and not talk.cancelled() and talk.exception() is not None:
@@ -292,8 +240,11 @@ async def _spawn_or_reap(
 
     Cancelling the spawn itself would leave pipes half connected, and a background
     grandchild could hold them for as long as it lives while its group was never
-    signalled.
+    signalled. A child with neither stdin nor a conversation is started without waiting
+    for anything (no cancellation can arrive half way): no task and no shield for it.
     """
+    if not conversation and spec.stdin is None:
+        return _start(spec, capture, conversation)
     spawn = asyncio.ensure_future(_spawn(spec, capture, conversation))
     try:
         return await asyncio.shield(spawn)
@@ -333,7 +284,9 @@ def popen_arguments(spec: ProcessSpec, piped: bool) -> dict[str, Any]:
     }
 
 
-async def _spawn(spec: ProcessSpec, capture: _OutputCapture, conversation: bool) -> _Child:
+def _start(spec: ProcessSpec, capture: _OutputCapture, conversation: bool) -> _Child:
+    """Start the process, watch its exit and read its stderr (and stdout, unless a
+    conversation reads it) into ``capture``."""
     loop = asyncio.get_running_loop()
     piped = spec.stdin is not None or conversation
     try:
@@ -350,6 +303,27 @@ async def _spawn(spec: ProcessSpec, capture: _OutputCapture, conversation: bool)
         child.watch_exit()
         assert popen.stdout is not None and popen.stderr is not None
         child.pump(popen.stderr, "stderr", capture)
+        if not conversation:
+            child.pump(popen.stdout, "stdout", capture)
+    except BaseException:
+        _abandon(child)
+        raise
+    return child
+
+
+def _abandon(child: _Child) -> None:
+    """A child not handed over: the caller never sees it, so its group ends here."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(child.pid, signal.SIGKILL)
+    child.close()
+
+
+async def _spawn(spec: ProcessSpec, capture: _OutputCapture, conversation: bool) -> _Child:
+    """:func:`_start`, then connect the pipes an event loop's transport reads or writes."""
+    child = _start(spec, capture, conversation)
+    popen, loop = child.popen, child.loop
+    try:
+        assert popen.stdout is not None
         if conversation:
             # A conversation's messages are lines of JSON; its limit is the longest one.
             child.stdout = asyncio.StreamReader(limit=_MESSAGE_LIMIT, loop=loop)
@@ -358,18 +332,13 @@ async def _spawn(spec: ProcessSpec, capture: _OutputCapture, conversation: bool)
                 lambda: asyncio.StreamReaderProtocol(reading, loop=loop), popen.stdout
             )
             child.transports.append(reader)
-        else:
-            child.pump(popen.stdout, "stdout", capture)
         if popen.stdin is not None:
             protocol = asyncio.StreamReaderProtocol(asyncio.StreamReader(loop=loop), loop=loop)
             writer, _ = await loop.connect_write_pipe(lambda: protocol, popen.stdin)
             child.transports.append(writer)
             child.stdin = asyncio.StreamWriter(writer, protocol, None, loop)
     except BaseException:
-        # Not handed over: the caller never sees it, so its group ends here.
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(popen.pid, signal.SIGKILL)
-        child.close()
+        _abandon(child)
         raise
     return child
 
@@ -385,12 +354,15 @@ class _Child:
     """
 
     def __init__(self, popen: subprocess.Popen[bytes], loop: asyncio.AbstractEventLoop) -> None:
-        self._popen = popen
-        self._loop = loop
+        self.popen = popen
+        self.loop = loop
         self.pid = popen.pid
         self.returncode: int | None = None
-        self.exited = asyncio.Event()
-        self.drained = asyncio.Event()
+        #: Settled when the leader has exited and been reaped, and when the pipes read
+        #: here reached their end. Waited for with ``asyncio.wait`` (never awaited as
+        #: they are: a cancelled waiter must not cancel them).
+        self.exited: asyncio.Future[None] = loop.create_future()
+        self.drained: asyncio.Future[None] = loop.create_future()
         self.stdin: asyncio.StreamWriter | None = None
         self.stdout: asyncio.StreamReader | None = None
         self.transports: list[asyncio.BaseTransport] = []
@@ -406,26 +378,26 @@ class _Child:
             ).start()
             return
         self._pidfd = pidfd
-        self._loop.add_reader(pidfd, self._reap)
+        self.loop.add_reader(pidfd, self._reap)
 
     def _reap(self) -> None:
         """The pidfd is readable: the leader has exited; reap it (this does not block)."""
         self._stop_watching()
-        self._popen.wait()
+        self.popen.wait()
         self._exited()
 
     def _wait_in_thread(self) -> None:
-        self._popen.wait()
+        self.popen.wait()
         with contextlib.suppress(RuntimeError):  # the loop is gone: nobody is waiting
-            self._loop.call_soon_threadsafe(self._exited)
+            self.loop.call_soon_threadsafe(self._exited)
 
     def _exited(self) -> None:
-        self.returncode = self._popen.returncode
-        self.exited.set()
+        self.returncode = self.popen.returncode
+        _settle(self.exited)
 
     def _stop_watching(self) -> None:
         if self._pidfd is not None:
-            self._loop.remove_reader(self._pidfd)
+            self.loop.remove_reader(self._pidfd)
             os.close(self._pidfd)
             self._pidfd = None
 
@@ -436,7 +408,7 @@ class _Child:
         fd = pipe.fileno()
         os.set_blocking(fd, False)
         self._pipes[fd] = (pipe, stream, capture)
-        self._loop.add_reader(fd, self._readable, fd)
+        self.loop.add_reader(fd, self._readable, fd)
 
     def _readable(self, fd: int) -> None:
         pipe, stream, capture = self._pipes[fd]
@@ -451,11 +423,11 @@ class _Child:
             return
         self._close_pipe(fd)
         if not self._pipes:
-            self.drained.set()
+            _settle(self.drained)
 
     def _close_pipe(self, fd: int) -> None:
         pipe, _, _ = self._pipes.pop(fd)
-        self._loop.remove_reader(fd)
+        self.loop.remove_reader(fd)
         pipe.close()
 
     def close(self) -> None:
@@ -468,8 +440,13 @@ class _Child:
         if self.returncode is None and self._pidfd is not None:
             self._stop_watching()
             threading.Thread(
-                target=self._popen.wait, name=f"agentctl-reap-{self.pid}", daemon=True
+                target=self.popen.wait, name=f"agentctl-reap-{self.pid}", daemon=True
             ).start()
+
+
+def _settle(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
 
 
 class _OutputCapture:
@@ -483,7 +460,7 @@ class _OutputCapture:
         self._combined_cap = spec.combined_limit_bytes
         self.buffers: dict[StreamName, bytearray] = {"stdout": bytearray(), "stderr": bytearray()}
         self.limit_exceeded: LimitName | None = None
-        self.overflow = asyncio.Event()
+        self.overflow: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
     def add(self, stream: StreamName, chunk: bytes) -> None:
         buffer = self.buffers[stream]
@@ -495,7 +472,7 @@ class _OutputCapture:
         buffer += chunk[:keep]
         if keep < len(chunk) and self.limit_exceeded is None:
             self.limit_exceeded = stream if stream_room <= combined_room else "combined"
-            self.overflow.set()
+            _settle(self.overflow)
 
 
 async def _feed(writer: asyncio.StreamWriter, data: bytes) -> None:
@@ -531,9 +508,11 @@ class _ProcessGroup:
                 deadline = time.monotonic() + _KILL_WAIT_SECONDS
                 while _group_has_live_members(self._pgid) and time.monotonic() < deadline:
                     await asyncio.sleep(_POLL_SECONDS)
-        await self._child.exited.wait()
+        exited = self._child.exited
+        if not exited.done():
+            await asyncio.wait([exited])
 
-    async def abort(self, pending: Sequence[asyncio.Task[object]]) -> None:
+    async def abort(self, pending: Sequence[asyncio.Future[Any]]) -> None:
         """Terminate after cancellation or an error; a second cancellation escalates.
 
         The pipes are drained briefly too, so the transport closes instead of being left

@@ -21,11 +21,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from agentctl.engine.actions.agent import ProviderPool
 from agentctl.engine.core.faults import Faults
 from agentctl.engine.core.records import RunLog, load_run
 from agentctl.engine.run.outcome import ExecutionOptions, RunOutcome
@@ -128,6 +130,8 @@ class Worker:
         # across every run and task this worker executes.
         self._faults = Faults()
         self._snapshots: Any = None
+        # The environment and owner id every claimed task is executed with (made once).
+        self._task_basis: tuple[dict[str, str], str] | None = None
 
     def stop(self) -> None:
         """Stop claiming; :meth:`serve` returns once the runs in hand finish or park."""
@@ -156,6 +160,13 @@ class Worker:
         periodic = True
         more_tasks = False
         last_look = asyncio.get_running_loop().time()
+        # What ends a round's wait besides a task or run finishing: a notification (or the
+        # listener reconnecting), the stop, the idle timeout. Waited for by futures kept
+        # across rounds, not made and cancelled on each (three tasks and a timer a round,
+        # about two rounds per claimed task).
+        heard = listener.subscribe()
+        notified: asyncio.Future[Any] | None = None
+        stop_asked = asyncio.ensure_future(self._stopping.wait())
         try:
             while True:
                 if self._stopping.is_set() and not draining:
@@ -188,15 +199,21 @@ class Worker:
                     more_tasks = len(claimed_now) == free  # there may be more waiting
                     for claimed in claimed_now:
                         executing.add(asyncio.create_task(self._execute_task(claimed)))
-                waiters: set[asyncio.Future[Any]] = {
-                    asyncio.ensure_future(listener.wait(IDLE_SECONDS)),
-                    asyncio.ensure_future(self._stopping.wait()),
-                }
+                if notified is None:
+                    notified = asyncio.ensure_future(heard.wait())
+                # Draining, the stop was heard already: only work and notifications count.
+                waiters = {notified} if draining else {notified, stop_asked}
                 await asyncio.wait(
-                    waiters | set(driving) | executing, return_when=asyncio.FIRST_COMPLETED
+                    waiters | set(driving) | executing,
+                    timeout=IDLE_SECONDS,
+                    return_when=asyncio.FIRST_COMPLETED,
                 )
-                for waiter in waiters:
-                    waiter.cancel()
+                if notified.done():
+                    # Nothing runs between the wait and here: a notification arriving later
+                    # sets it again (their payloads are the listener's, drained below).
+                    heard.clear()
+                    heard.heard()
+                    notified = None
                 freed = any(task.done() for task in executing)
                 driving = {task: run for task, run in driving.items() if not task.done()}
                 executing = {task for task in executing if not task.done()}
@@ -213,6 +230,10 @@ class Worker:
                     or (draining and freed)
                 )
         finally:
+            for waiter in (notified, stop_asked):
+                if waiter is not None:
+                    waiter.cancel()
+            listener.unsubscribe(heard)
             await listener.close()
         self._events("WorkerEvent", {"worker": self.name, "state": "stopped"})
         return self.report
@@ -318,9 +339,7 @@ class Worker:
     async def _execute_task(self, claimed: task_claims_repo.ClaimedTask) -> None:
         from agentctl.engine.run.claimed_tasks import execute_claimed
 
-        options = ExecutionOptions(
-            owner_id=f"{ownership.new_owner_id()}:{self.name}", faults=self._faults
-        )
+        options = self._claimed_task_options()
         data: dict[str, Any] = {
             "worker": self.name,
             "runId": claimed.run_id,
@@ -343,6 +362,23 @@ class Worker:
             state = "error"
             data.update(code=exc.code, message=exc.message)
         self._events("WorkerEvent", {**data, "state": f"task.{state}"})
+
+    def _claimed_task_options(self) -> ExecutionOptions:
+        """What a claimed task is executed with. The environment and the owner id are this
+        worker's, taken once (a copy of ``os.environ`` and a new owner id for each task
+        cost more CPU than a statement, and a claimed task writes through its claim's
+        fence, never as the run's owner); the provider pool is the task's own (a pool
+        holds the providers of one workflow, by name)."""
+        shared = self._task_basis
+        if shared is None:
+            shared = self._task_basis = (
+                dict(os.environ),
+                f"{ownership.new_owner_id()}:{self.name}",
+            )
+        environ, owner_id = shared
+        return ExecutionOptions(
+            environ=environ, owner_id=owner_id, faults=self._faults, pool=ProviderPool()
+        )
 
     def _claim_or_wait(self, limit: int) -> list[tuple[str, str]]:
         """Claim; a lock held too long or a server restarting is reported and retried on

@@ -91,10 +91,27 @@ def _read_stat(pid: int) -> tuple[str, str | None] | None:
     return fields[0], fields[19] if len(fields) > 19 else None
 
 
+#: This process's start time as ``(pid, start)``: read from ``/proc`` once, not for every
+#: owner id (a worker makes one per run it claims, and a read of ``/proc`` costs as much CPU
+#: as a statement). Keyed by the pid, so a forked child reads its own.
+_started: tuple[int, str] | None = None
+
+
+def _own_start_time(pid: int) -> str:
+    global _started
+    known = _started
+    if known is not None and known[0] == pid:
+        return known[1]
+    start = _read_start_time(pid)
+    if start is None:
+        return "0"  # unreadable (no /proc): read again next time
+    _started = (pid, start)
+    return start
+
+
 def new_owner_id() -> str:
     pid = os.getpid()
-    start = _read_start_time(pid) or "0"
-    return f"{_hostname()}:{pid}:{start}:{secrets.token_hex(4)}"
+    return f"{_hostname()}:{pid}:{_own_start_time(pid)}:{secrets.token_hex(4)}"
 
 
 def _parse(owner_id: str) -> tuple[str, int | None, str | None]:
@@ -347,6 +364,14 @@ class OwnedRun:
 
     @contextmanager
     def write(self) -> Iterator[Any]:
+        """A write transaction holding the run's lock, the fence checked first in it. On
+        PostgreSQL at the driver (:meth:`driver_session`), as the batch commits are: the
+        owner's other writes (publishing a batch to the workers, withdrawing its claims)
+        cost more CPU in SQLAlchemy's per-statement work than in their statements."""
+        if self.store.dialect == "postgresql":
+            with self.driver_session() as session, session.write() as conn:
+                yield conn
+            return
         with self.store.write(locks.run(self.run_id)) as conn:
             check_fence(conn, self.run_id, self.token)
             yield conn

@@ -67,6 +67,12 @@ _IDLE = 0
 KEEP_SECONDS = 1.0
 KEEP_CONNECTIONS = 8
 
+#: The texts transactions begin with, by ``(dialect, kind, scope)``: a write's is made from
+#: its scope's lock keys (a hash per lock, store/locks.py), and a run opens several driver
+#: sessions per task. Emptied when it holds :data:`_BEGINS_LIMIT` (one scope per run).
+_BEGINS: dict[tuple[str, str, Locks | None], str] = {}
+_BEGINS_LIMIT = 1024
+
 #: In a kept connection's ``info`` when it goes back to the pool: when it was given back
 #: by its last session, which the pool's check-in takes as the start of its idle time.
 KEPT_SINCE = "agentctl_kept_since"
@@ -112,6 +118,7 @@ class Store:
         # PostgreSQL: pooled connections kept checked out between driver sessions, with
         # when each was last given back, most recent last (see _server_connection).
         self._kept: list[tuple[Any, float]] = []
+        self._dialect: str | None = None
 
     @property
     def engine(self) -> Engine:
@@ -149,10 +156,15 @@ class Store:
 
     @property
     def dialect(self) -> str:
-        """``sqlite`` or ``postgresql``."""
-        if self._connections is not None:
-            return SQLITE_DRIVER.name
-        return str(self.engine.dialect.name)
+        """``sqlite`` or ``postgresql`` (asked for by every session: read once)."""
+        name = self._dialect
+        if name is None:
+            if self._connections is not None:
+                name = SQLITE_DRIVER.name
+            else:
+                name = str(self.engine.dialect.name)
+            self._dialect = name
+        return name
 
     @contextmanager
     def write(self, scope: Locks | None = None) -> Iterator[Connection]:
@@ -554,17 +566,32 @@ class DriverSession:
         self._sqlite: sqlite3.Connection | None = (
             None if self._postgres else getattr(raw, "dbapi_connection", raw)
         )
-        name = POSTGRESQL if self._postgres else SQLITE
-        self._begin = {
-            kind: begin_statement(name, kind, scope) for kind in (WRITE, READ, ROW_LOCKS)
-        }
+        self._dialect_name = POSTGRESQL if self._postgres else SQLITE
+        self._begins: dict[str, str] = {}
+        self._scope = scope
         self._late_fence = late_fence if self._postgres else None
         if self._late_fence is not None:
             # The store lock alone (shared: store-wide writes still exclude this one); the
             # run's lock is taken late, by locks.hold_run.
-            self._begin[WRITE] = begin_statement(name, WRITE, Locks())
+            self._scope = Locks()
         elif late_fence is not None:  # SQLite: one writer, the fence checked at BEGIN
             self._on_begin = late_fence.check
+
+    def _begin(self, kind: str) -> str:
+        """The statement this session's ``kind`` transactions begin with: looked up when
+        one begins (most sessions begin one kind, or none: a claimed task's autocommitted
+        statements), each text made once per scope (:data:`_BEGINS`)."""
+        found = self._begins.get(kind)
+        if found is None:
+            key = (self._dialect_name, kind, self._scope)
+            found = _BEGINS.get(key)
+            if found is None:
+                found = begin_statement(*key)
+                if len(_BEGINS) >= _BEGINS_LIMIT:
+                    _BEGINS.clear()
+                _BEGINS[key] = found
+            self._begins[kind] = found  # a run's own session begins hundreds
+        return found
 
     def exec_driver_sql(self, statement: str, parameters: Any = ()) -> _DriverResult:
         driver = self._sqlite
@@ -652,16 +679,16 @@ class DriverSession:
         ``late_fence``, the store lock from its start and its run's lock from the first
         read of the run's chain head or ledger: :func:`agentctl.store.locks.hold_run`)."""
         if self._late_fence is not None:
-            return _Transaction(self, self._begin[WRITE], None, self._late_fence)
-        return self._transaction(self._begin[WRITE], self._on_begin)
+            return _Transaction(self, self._begin(WRITE), None, self._late_fence)
+        return self._transaction(self._begin(WRITE), self._on_begin)
 
     def row_write(self) -> AbstractContextManager[DriverSession]:
         """A write transaction exact by row locks alone (see :meth:`Store.row_write`)."""
-        return self._transaction(self._begin[ROW_LOCKS], None)
+        return self._transaction(self._begin(ROW_LOCKS), None)
 
     def read(self) -> AbstractContextManager[DriverSession]:
         """A read transaction (one snapshot for every statement in it, no lock taken)."""
-        return self._transaction(self._begin[READ], None)
+        return self._transaction(self._begin(READ), None)
 
     def _transaction(
         self, begin: str, on_begin: Callable[[DriverSession], None] | None

@@ -9,6 +9,7 @@ import signal
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -427,3 +428,25 @@ def test_without_a_pidfd_a_thread_waits_for_the_leader(
             await asyncio.wait_for(task, timeout=20)
 
     asyncio.run(cancelled())
+
+
+def test_a_plain_child_is_run_on_the_callers_task_alone(tmp_path: Path) -> None:
+    """A child with neither stdin nor a conversation (a process step) is started, watched
+    and read by the loop's callbacks: no task is made for its spawn, its exit, its pipes'
+    end or its output cap (four tasks and a shield per step, each a few loop turns)."""
+    made: list[object] = []
+
+    async def main() -> tuple[ProcessResult, list[object]]:
+        loop = asyncio.get_running_loop()
+
+        def counted(loop: asyncio.AbstractEventLoop, coro: Any, **kwargs: Any) -> Any:
+            made.append(coro)
+            return asyncio.Task(coro, loop=loop, **kwargs)
+
+        loop.set_task_factory(counted)
+        done = await run_process(_spec(SH, "-c", "echo out; echo err >&2; exit 3", cwd=tmp_path))
+        return done, list(made)
+
+    result, during = asyncio.run(main())
+    assert during == []
+    assert (result.exit_code, result.stdout, result.stderr) == (3, b"out\n", b"err\n")

@@ -99,6 +99,30 @@ def part_text(whole: Any, text: str, keys: tuple[str, ...], part: Any) -> str | 
     return text if whole is part else None
 
 
+#: The workspace policy of each run snapshot this process executes tasks of, by the
+#: snapshot's run row: resolved once per snapshot, as the executor resolves its run's once,
+#: not for every task a worker claims of the run (each resolution is system calls on every
+#: root). A new snapshot (another owner, a resumed run) resolves its own. Emptied when it
+#: holds :data:`_POLICIES_LIMIT`.
+_POLICIES: dict[int, tuple[RunRow, Path, WorkspacePolicy]] = {}
+_POLICIES_LIMIT = 64
+
+
+def _workspace_policy(run: RunRow, base_dir: Path, policy: Mapping[str, Any]) -> WorkspacePolicy:
+    found = _POLICIES.get(id(run))
+    if found is not None and found[0] is run and found[1] == base_dir:
+        return found[2]
+    made = WorkspacePolicy(
+        base_dir,
+        str(policy.get("workspaceRoot") or "."),
+        list(policy.get("writableRoots") or []),
+    )
+    if len(_POLICIES) >= _POLICIES_LIMIT:
+        _POLICIES.clear()
+    _POLICIES[id(run)] = (run, base_dir, made)
+    return made
+
+
 class TaskAttempts:
     """Executes tasks of one run through one fenced writer (see the module's doc)."""
 
@@ -137,11 +161,7 @@ class TaskAttempts:
         self.base_dir = Path(options.workspace or run.workspace or ".")
         # The folder of the workflow file the run was made from (a function step's modules).
         self.workflow_dir = Path(run.workflow_file).parent if run.workflow_file else None
-        self.workspace = WorkspacePolicy(
-            self.base_dir,
-            str(self.policy.get("workspaceRoot") or "."),
-            list(self.policy.get("writableRoots") or []),
-        )
+        self.workspace = _workspace_policy(run, self.base_dir, self.policy)
         artifacts.writer = writer
         self.artifacts = artifacts
         self.gate = EffectGate(
