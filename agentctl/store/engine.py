@@ -24,9 +24,10 @@ from pathlib import Path
 
 from agentctl.errors import PersistenceError
 from agentctl.store import migrate
+from agentctl.store.driver_sessions import DriverSession
 from agentctl.store.errors import driver_error
 from agentctl.store.location import MEMORY, is_postgres_url
-from agentctl.store.runner import DriverSession, SqlRunner, Store, StoreSettings
+from agentctl.store.runner import SqlRunner, Store, StoreSettings
 from agentctl.store.sqlite_connections import FileConnections, address, connect, make_engine
 
 # The types of an open store live in store/runner.py (the repositories name them without

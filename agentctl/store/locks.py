@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from agentctl.store.runner import DriverSession
+    from agentctl.store.driver_sessions import DriverSession
 
 __all__ = [
     "STORE_KEY",

@@ -19,7 +19,7 @@ from agentctl.engine.run.creation import create_run, prepare_run
 from agentctl.engine.worker import Worker, detach_run, wait_for_run
 from agentctl.errors import OwnershipLostError
 from agentctl.ids import IdGenerator, SystemClock
-from agentctl.store import locks, ownership, runner
+from agentctl.store import driver_sessions, locks, ownership
 from agentctl.store import task_claims_repo as repo
 from agentctl.store.engine import open_store
 from tests.pg.backends import execute, rows
@@ -175,14 +175,14 @@ def test_a_sessions_begin_text_is_made_once_per_scope_and_not_for_autocommit(
 ) -> None:
     store, run_id, _ = _running_run(postgres_url, tmp_path, 1)
     made: list[tuple[Any, ...]] = []
-    begin = runner.begin_statement
+    begin = driver_sessions.begin_statement
 
     def counted(*args: Any) -> str:
         made.append(args)
         return begin(*args)
 
-    monkeypatch.setattr(runner, "_BEGINS", {})
-    monkeypatch.setattr(runner, "begin_statement", counted)
+    monkeypatch.setattr(driver_sessions, "_BEGINS", {})
+    monkeypatch.setattr(driver_sessions, "begin_statement", counted)
     try:
         for _ in range(3):
             with store.driver_session(scope=locks.run(run_id)) as session:
