@@ -170,6 +170,16 @@ def claimable(conn: Any, now: datetime, only_runs: Iterable[str] | None = None) 
     return found.first() is not None
 
 
+def _state(name: str) -> Any:
+    """A state a claim looks for, as a literal in the statement's text (never a parameter):
+    the partial indexes of ready rows and of leases (``state = 'ready'``, ``state =
+    'claimed'``) serve only a statement whose condition names the same constant, and a
+    prepared statement's generic plan cannot see a parameter's value."""
+    from sqlalchemy import literal_column
+
+    return literal_column(f"'{name}'")
+
+
 @lru_cache(maxsize=16)
 def _claimable(runs: int | None) -> Statement:
     """The claimable-row probe, of every run or of ``runs`` listed ones."""
@@ -187,8 +197,8 @@ def _claimable(runs: int | None) -> Statement:
             .where(
                 r.c.status == "running",
                 or_(
-                    c.c.state == "ready",
-                    (c.c.state == "claimed") & (c.c.lease_expires_at < bindparam("now")),
+                    c.c.state == _state("ready"),
+                    (c.c.state == _state("claimed")) & (c.c.lease_expires_at < bindparam("now")),
                 ),
             )
         )
@@ -325,7 +335,7 @@ def _claim_now(runs: int | None) -> Statement:
         pick = (
             select(c.c.run_id, c.c.task_id)
             .select_from(c.join(r, r.c.id == c.c.run_id))
-            .where(r.c.status == "running", c.c.state == "ready")
+            .where(r.c.status == "running", c.c.state == _state("ready"))
         )
         if runs is not None:
             pick = pick.where(id_list(c.c.run_id, runs, "run"))
@@ -381,11 +391,11 @@ def _claim_candidates(reclaim: bool, runs: int | None) -> Statement:
 
         c, r, k = task_claims.alias("c"), runs_table.alias("r"), checkpoints.alias("k")
         last_seq = select(func.max(k.c.seq)).where(k.c.run_id == c.c.run_id).scalar_subquery()
-        takeable = c.c.state == "ready"
+        takeable = c.c.state == _state("ready")
         if reclaim:
             takeable = or_(
                 takeable,
-                (c.c.state == "claimed") & (c.c.lease_expires_at < bindparam("now")),
+                (c.c.state == _state("claimed")) & (c.c.lease_expires_at < bindparam("now")),
             )
         query = (
             select(
