@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ from agentctl.store import migrate
 from agentctl.store import task_claims_repo as repo
 from agentctl.store.engine import open_store
 from tests.pg.backends import rows
+from tests.pg.cluster import Cluster
 from tests.pg.test_claim_slots import _running_run
 from tests.pg.test_postgres_store import empty_url  # noqa: F401 - a fixture
 
@@ -33,24 +35,39 @@ _FILL = (
 )
 
 
-def _updates(url: str, tables: tuple[str, ...], at_least: int) -> dict[str, tuple[int, int]]:
+def _updates(url: str, at_least: dict[str, int]) -> dict[str, tuple[int, int]]:
     """(updates, HOT updates) per table, once the server counted ``at_least`` updates of
     each (a backend reports its counts when it ends, or within a second or so)."""
+    tables = tuple(at_least)
     query = (
         "SELECT relname, n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables WHERE relname = ANY(?)"
     )
     deadline = time.monotonic() + 15
     while True:
         found = {str(r[0]): (int(r[1]), int(r[2])) for r in rows(url, query, (list(tables),))}
-        if all(found.get(t, (0, 0))[0] >= at_least for t in tables):
+        if all(found.get(t, (0, 0))[0] >= at_least[t] for t in tables):
             return found
         if time.monotonic() > deadline:
             pytest.fail(f"the server counted {found}, fewer than {at_least} updates each")
         time.sleep(0.2)
 
 
+@pytest.fixture
+def fresh_url(
+    postgres_cluster: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[str]:
+    """A new database at the current schema, never used before: its table statistics
+    count this test's writes alone (the ``postgres_url`` databases are reused)."""
+    monkeypatch.setenv("AGENTCTL_ARTIFACT_ROOT", str(tmp_path / "artifacts"))
+    url = postgres_cluster.create_database(template=postgres_cluster.template)
+    try:
+        yield url
+    finally:
+        postgres_cluster.drop_database(url)
+
+
 def test_a_claimed_tasks_effect_and_reservation_updates_are_hot(
-    postgres_url: str, tmp_path: Path
+    fresh_url: str, tmp_path: Path
 ) -> None:
     """Executing claimed tasks of one process step each: their effects' two updates
     (``started``, then the outcome) and their reservations' settling are all HOT updates:
@@ -59,13 +76,13 @@ def test_a_claimed_tasks_effect_and_reservation_updates_are_hot(
     from agentctl.engine.run.claimed_tasks import RunSnapshots, execute_claimed
     from agentctl.engine.run.outcome import ExecutionOptions
 
-    store, run_id, _ = _running_run(postgres_url, tmp_path, 6)
+    store, run_id, _ = _running_run(fresh_url, tmp_path, 6)
     clock = SystemClock()
     planned = (
         "SELECT task_id FROM plan_tasks WHERE run_id = ? AND task_id LIKE 'unit%' "
         "AND task_id <> 'unit' ORDER BY ordinal"
     )
-    tasks = [str(r[0]) for r in rows(postgres_url, planned, (run_id,))]
+    tasks = [str(r[0]) for r in rows(fresh_url, planned, (run_id,))]
     assert len(tasks) == 6
     try:
         with store.write() as conn:
@@ -81,10 +98,10 @@ def test_a_claimed_tasks_effect_and_reservation_updates_are_hot(
             assert how == "done"
     finally:
         store.close()  # its backends end, and report their counts
-    counted = _updates(postgres_url, ("effects", "budget_reservations"), len(tasks))
+    counted = _updates(fresh_url, {"effects": 2 * len(tasks), "budget_reservations": len(tasks)})
     assert counted["effects"] == (2 * len(tasks), 2 * len(tasks)), counted
     assert counted["budget_reservations"] == (len(tasks), len(tasks)), counted
-    statuses = rows(postgres_url, "SELECT DISTINCT status FROM effects WHERE run_id = ?", (run_id,))
+    statuses = rows(fresh_url, "SELECT DISTINCT status FROM effects WHERE run_id = ?", (run_id,))
     assert statuses == [("succeeded",)]
 
 
