@@ -168,5 +168,22 @@ task_claims = Table(
     timestamp_column("finished_at"),
     Column("outcome_json", Text),
     CheckConstraint("state IN ('ready', 'claimed', 'done')", name="state"),
-    Index("ix_task_claims_state_ready_at", "state", "ready_at"),
+    # The claim's order over the ready rows (a claim reads the few it takes, not every
+    # ready row of the batch), and the leases a reclaim looks at: partial indexes, so a
+    # claim's fence check (by the primary key) has no index on ``state`` to stray into
+    # (0017). Their statements name the state as a literal, for the planner to match.
+    Index(
+        "ix_task_claims_ready",
+        "ready_at",
+        "run_id",
+        "task_id",
+        sqlite_where=text("state = 'ready'"),
+        postgresql_where=text("state = 'ready'"),
+    ),
+    Index(
+        "ix_task_claims_leases",
+        "lease_expires_at",
+        sqlite_where=text("state = 'claimed'"),
+        postgresql_where=text("state = 'claimed'"),
+    ),
 )

@@ -39,7 +39,7 @@ def _insert_run(conn: object, run_id: str = "run-1", format_version: int = 1) ->
 
 
 def test_single_head() -> None:
-    assert migrate.head_revision() == migrate.SCHEMA_HEAD == "0016_audit_lanes"
+    assert migrate.head_revision() == migrate.SCHEMA_HEAD == "0017_hot_updates"
     assert len(migrate.known_revisions()) >= 1
 
 

@@ -7,7 +7,8 @@ wake-up), the move of a claimed task's effect to ``started`` (its fence in the u
 ``WHERE``) and a one-statement read are one statement each, with no ``BEGIN`` or ``COMMIT``
 around them; an effect is journaled by one statement that also reads its position; a budget
 reservation and its settling are one statement each; a batch commit reads its run's audit
-chain head once, however many events it appends. Counts, never times."""
+chain head once, however many events it appends; a batch is published by one insert,
+however many tasks it holds. Counts, never times."""
 
 from __future__ import annotations
 
@@ -430,5 +431,44 @@ def test_a_claimed_task_of_one_effect_sends_fourteen_statements_on_its_worker(
         assert len(begins) == 2 and sent.count("COMMIT") == 2, sent
         assert len(sent) == 14, "\n".join(sent)
         assert not any("audit_events" in s for s in sent)  # the owner adopts the lane
+    finally:
+        store.close()
+
+
+def test_a_batch_is_published_by_one_insert_whatever_its_size(
+    postgres_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The driver publishes a batch's new rows with one ``INSERT`` (the ids, bases and
+    payloads as arrays), where it sent one per task; a row already published with the same
+    basis is kept as it is, one with another basis is replaced with its token bumped."""
+    store, run_id, tasks = _running_run(postgres_url, tmp_path, 6)
+    clock = SystemClock()
+    try:
+        with _sent(monkeypatch) as sent, store.write() as conn:
+            published = [repo.Published(t, "b", f'{{"n": {n}}}') for n, t in enumerate(tasks)]
+            repo.publish(conn, run_id, published[:4], clock.now())
+        inserts = [s for s in sent if s.startswith("INSERT INTO task_claims")]
+        assert len(inserts) == 1 and "unnest" in inserts[0], sent
+        with store.write() as conn:
+            (claimed,) = repo.claim_ready(conn, "w1", clock.now(), 1, lease_seconds=60)
+        assert claimed.task_id == tasks[0] and claimed.token == 1
+        again = [published[0], repo.Published(tasks[1], "other", "{}"), *published[2:]]
+        with _sent(monkeypatch) as sent, store.write() as conn:
+            repo.publish(conn, run_id, again, clock.now())
+        inserts = [s for s in sent if s.startswith("INSERT INTO task_claims")]
+        assert len(inserts) == 1, sent
+        found = rows(
+            postgres_url,
+            "SELECT task_id, state, basis, token, payload_json FROM task_claims "
+            "WHERE run_id = ? ORDER BY task_id",
+            (run_id,),
+        )
+        assert found == sorted(
+            [
+                (tasks[0], "claimed", "b", 1, '{"n": 0}'),  # kept, still claimed
+                (tasks[1], "ready", "other", 1, "{}"),  # replaced, its token bumped
+                *[(t, "ready", "b", 0, f'{{"n": {n}}}') for n, t in enumerate(tasks) if n > 1],
+            ]
+        )
     finally:
         store.close()
