@@ -158,7 +158,8 @@ def test_an_owners_fenced_write_runs_at_the_driver_and_a_stale_token_writes_noth
                 repo.publish(conn, run_id, published, clock.now())
             monkeypatch.setattr(psycopg.Cursor, "execute", cursor_execute)
         assert cursor_texts == []
-        assert sum(s.startswith("INSERT INTO task_claims") for s in sent) == 3, sent
+        # The batch's new claim rows in one INSERT (store/task_claims_repo.py, publish).
+        assert sum(s.startswith("INSERT INTO task_claims") for s in sent) == 1, sent
         assert sent[0].startswith("BEGIN") and sent[-1] == "COMMIT", sent
         # Taken over: the old owner's next write is refused, and rolled back whole.
         taken_over = "UPDATE runs SET owner_token = owner_token + 1 WHERE id = ?"
