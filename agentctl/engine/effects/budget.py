@@ -171,7 +171,7 @@ def _unlimited(conn: SqlRunner, run_id: str) -> frozenset[str]:
     if found is None:
         found = budget_pending.unlimited(conn, run_id)
         if len(_UNLIMITED) >= _UNLIMITED_RUNS:
-            _UNLIMITED.pop(next(iter(_UNLIMITED)))
+            _UNLIMITED.clear()  # read again on next need (a worker's threads share it)
         _UNLIMITED[run_id] = found
     return found
 
