@@ -113,13 +113,21 @@ def _ledger_row(row: Any) -> LedgerRow:
 
 @statement
 def _ledger(_: SqlDialect) -> Executable:
-    from sqlalchemy import bindparam, select
+    """The run's ledger rows, each resource's used units counting its pending usage (what
+    claimed tasks measured of it, not posted by the run's owner yet: budget_pending.py)."""
+    from sqlalchemy import bindparam, func, select
 
-    from agentctl.store.journal_tables import budgets
+    from agentctl.store.journal_tables import budget_pending_usage, budgets
 
     c = budgets.c
+    p = budget_pending_usage.c
+    pending = (
+        select(func.coalesce(func.sum(p.units), 0.0))
+        .where(p.run_id == c.run_id, p.resource == c.resource)
+        .scalar_subquery()
+    )
     return select(
-        c.resource, c.limit_units, c.reserved_units, c.used_units, c.pricing_version
+        c.resource, c.limit_units, c.reserved_units, c.used_units + pending, c.pricing_version
     ).where(c.run_id == bindparam("run_id"))
 
 

@@ -22,6 +22,7 @@ from agentctl.store.table_base import FLAG, format_version_column, metadata, tim
 
 __all__ = [
     "approvals",
+    "budget_pending_usage",
     "budget_reservations",
     "budgets",
     "effects",
@@ -163,4 +164,23 @@ budget_reservations = Table(
     # ``status`` that settling changes (0017: that made every settling update non-HOT).
     Index(None, "run_id", "resource"),
     Index(None, "effect_id"),
+)
+
+#: Usage of a resource without a limit that a claimed task measured (a PostgreSQL worker),
+#: written in the worker's fenced outcome transaction without the run's lock; the run's
+#: owner posts it into ``budgets.used_units`` and deletes it in one of its writes
+#: (docs/budgets.md, "Workers").
+budget_pending_usage = Table(
+    "budget_pending_usage",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("run_id", String(80), nullable=False),
+    Column("resource", String(60), nullable=False),
+    Column("effect_id", String(64), nullable=True),
+    Column("units", Float, nullable=False),
+    timestamp_column("created_at", nullable=False),
+    ForeignKeyConstraint(
+        ["run_id", "resource"], ["budgets.run_id", "budgets.resource"], ondelete="CASCADE"
+    ),
+    Index(None, "run_id"),
 )

@@ -11,7 +11,13 @@ lock). The run's owner, which holds the run's lock anyway, moves a lane into the
 its claim can no longer write (done, withdrawn or claimed again), before the task's own
 transition event, and deletes it (docs/durable-execution.md, "Audit lanes").
 
-``downgrade`` drops the table, and refuses while it still holds events: those are a live
+The same release's second half, for the same reason (the run's lock a worker took late and
+held through its commit): ``budget_pending_usage`` holds usage of resources without a limit
+that a claimed task measured, written in its fenced outcome transaction without the run's
+lock; the run's owner posts it into ``budgets.used_units`` (and deletes it) in the writes
+that adopt lanes (docs/budgets.md, "Workers").
+
+``downgrade`` drops both tables, and refuses while either still holds rows: those are a live
 claim's (or a crashed owner's not yet adopted) and would be lost; let the runs go on (or
 finish) under this release first.
 
@@ -57,6 +63,26 @@ def upgrade() -> None:
             "run_id", "task_id", "claim_token", "lane_seq", name=op.f("pk_audit_lane_events")
         ),
     )
+    op.create_table(
+        "budget_pending_usage",
+        sa.Column("id", sa.Integer(), autoincrement=True, nullable=False),
+        sa.Column("run_id", sa.String(length=80), nullable=False),
+        sa.Column("resource", sa.String(length=60), nullable=False),
+        sa.Column("effect_id", sa.String(length=64), nullable=True),
+        sa.Column("units", sa.Float(), nullable=False),
+        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+        sa.ForeignKeyConstraint(
+            ["run_id", "resource"],
+            ["budgets.run_id", "budgets.resource"],
+            name=op.f("fk_budget_pending_usage_run_id_budgets"),
+            ondelete="CASCADE",
+        ),
+        sa.PrimaryKeyConstraint("id", name=op.f("pk_budget_pending_usage")),
+    )
+    with op.batch_alter_table("budget_pending_usage", schema=None) as batch_op:
+        batch_op.create_index(
+            batch_op.f("ix_budget_pending_usage_run_id"), ["run_id"], unique=False
+        )
 
 
 def downgrade() -> None:
@@ -67,4 +93,13 @@ def downgrade() -> None:
             f"{pending} audit events of claimed tasks are not adopted into their runs' "
             "chains yet; let those runs' owners commit them under this release first"
         )
+    unposted = conn.exec_driver_sql("SELECT count(*) FROM budget_pending_usage").scalar()
+    if unposted:
+        raise RuntimeError(
+            f"{unposted} usage rows of claimed tasks are not posted into their runs' budget "
+            "ledgers yet; let those runs' owners post them under this release first"
+        )
+    with op.batch_alter_table("budget_pending_usage", schema=None) as batch_op:
+        batch_op.drop_index(batch_op.f("ix_budget_pending_usage_run_id"))
+    op.drop_table("budget_pending_usage")
     op.drop_table("audit_lane_events")

@@ -3,10 +3,11 @@ run's lock, and the run's owner adopts the lanes into the chain (docs/durable-ex
 "Audit lanes").
 
 The effect gate's two transactions of a claimed task (``requested``, its outcome) commit
-while another connection holds the run's advisory lock, when the effect reserves nothing;
-with a reservation the ledger is settled as before. A real worker run leaves a chain that
-verifies and holds every effect event once, before its task's transition, and no lane. A
-lane edited in the database is refused by the adoption and by ``audit --verify``."""
+while another connection holds the run's advisory lock, when the effect reserves nothing
+(a reservation of a resource with a limit still takes the lock: test_ledger_postings.py).
+A real worker run leaves a chain that verifies and holds every effect event once, before
+its task's transition, and no lane. A lane edited in the database is refused by the
+adoption and by ``audit --verify``."""
 
 from __future__ import annotations
 
@@ -109,46 +110,6 @@ def test_a_claimed_effect_without_reservation_commits_while_the_runs_lock_is_hel
         ]
         with store.read() as conn:
             assert verify_chain(conn, run_id).ok
-    finally:
-        store.close()
-
-
-def test_a_reserving_effect_still_settles_its_reservation_under_the_runs_lock(
-    postgres_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """With a reservation and measured usage the ledger moves as before: reserved, then
-    settled to the usage, under the run's lock; the events still go to the lane."""
-    store, run_id, tasks = _running_run(postgres_url, tmp_path, 1)
-    try:
-        (claim,) = _claims(store, run_id, tasks)
-        fence = ClaimFence(store, claim)
-        attempt = Attempt(run_id, claim.task_id, 1)
-        ledger = (
-            "SELECT used_units, reserved_units FROM budgets WHERE run_id = ? "
-            "AND resource = 'processOutputBytes'"
-        )
-        (before,) = rows(postgres_url, ledger, (run_id,))
-        with _sent(monkeypatch) as sent:
-            asyncio.run(
-                _gate(fence, run_id).perform(
-                    attempt,
-                    _spec(0),
-                    _ran,
-                    reservation={"processOutputBytes": 100},
-                    usage=lambda result: {"processOutputBytes": len(result["stdout"])},
-                )
-            )
-        (after,) = rows(postgres_url, ledger, (run_id,))
-        assert float(after[0]) == float(before[0]) + 7 and float(after[1]) == float(before[1])
-        assert any("WITH settled AS" in s for s in sent)
-        assert sum("pg_advisory_xact_lock(" in s for s in sent) == 2  # reserve, settle
-        effect_id = rows(postgres_url, "SELECT id FROM effects WHERE run_id = ?", (run_id,))
-        assert rows(
-            postgres_url,
-            "SELECT status FROM budget_reservations WHERE effect_id = ?",
-            (effect_id[0][0],),
-        ) == [("settled",)]
-        assert _lane_kinds(postgres_url, run_id) == ["effect.requested", "effect.succeeded"]
     finally:
         store.close()
 

@@ -388,20 +388,22 @@ def test_a_claimed_tasks_move_to_started_is_one_fenced_statement(
         store.close()
 
 
-def test_a_claimed_task_of_one_effect_sends_fourteen_statements_on_its_worker(
+def test_a_claimed_task_of_one_effect_sends_thirteen_statements_on_its_worker(
     postgres_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Executing a claimed task of one process step, from its snapshot to its outcome on
-    the claim, is two write transactions and two single statements on the worker: the
-    effect journaled ``requested`` (``BEGIN`` with the store lock, the insert that also
-    reads the position, the event into the claim's audit lane, the run's lock with the
-    claim's fence, the reservation, ``COMMIT``), its move to ``started`` (one fenced
-    statement), its outcome (``BEGIN``, the effect's update, the lock with the fence,
-    settling, the lane event, ``COMMIT``) and the claim's outcome. It was 16 with the
-    chain's head read in both transactions (the events went to the run's chain), and 23
-    before that (a position read before the journal's transaction and again in it, a
-    transaction of four for the move to ``started``, two statements per budget
-    reservation and per settling)."""
+    the claim, is two write transactions and two single statements on the worker, and
+    never the run's lock (its ``processOutputBytes`` has no limit: not reserved; it
+    printed nothing, so no usage is pending either): the effect journaled ``requested``
+    (``BEGIN`` with the store lock, the insert that also reads the position, the event
+    into the claim's audit lane, the run's resources without a limit — read once per run
+    in a process —, the claim's fence, ``COMMIT``), its move to ``started`` (one fenced
+    statement), its outcome (``BEGIN``, the effect's update, the lane event, the fence,
+    ``COMMIT``) and the claim's outcome. It was 14 with the reservation and its settling
+    under the run's lock, 16 with the chain's head read in both transactions (the events
+    went to the run's chain), and 23 before that (a position read before the journal's
+    transaction and again in it, a transaction of four for the move to ``started``, two
+    statements per budget reservation and per settling)."""
     import asyncio
 
     from agentctl.engine.run.claimed_tasks import RunSnapshots, execute_claimed
@@ -429,8 +431,9 @@ def test_a_claimed_task_of_one_effect_sends_fourteen_statements_on_its_worker(
         assert how == "done"
         begins = [s for s in sent if s.startswith("BEGIN")]
         assert len(begins) == 2 and sent.count("COMMIT") == 2, sent
-        assert len(sent) == 14, "\n".join(sent)
+        assert len(sent) == 13, "\n".join(sent)
         assert not any("audit_events" in s for s in sent)  # the owner adopts the lane
+        assert not any("pg_advisory_xact_lock(" in s for s in sent)  # nor the run's lock
     finally:
         store.close()
 

@@ -15,6 +15,11 @@ An effect whose outcome is unknown keeps its reservation until an operator concl
 the conclusion settles it (``conclude``): ``not_applied`` gives it back, ``applied`` and
 ``compensated`` count it as used. Amounts are shown in their units by
 :func:`agentctl.amounts.amount`.
+
+A claimed task (a PostgreSQL worker's, ``claimed=True``) reserves only resources with a
+limit, under the run's lock as above; usage of resources without one — never refused,
+never overrun — is recorded as pending in its outcome transaction, without the lock, and
+the run's owner posts it (:func:`post_pending`, store/budget_pending.py).
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from typing import Any
 
 from agentctl import amounts
 from agentctl.providers.base import Usage
-from agentctl.store import budget_repo
+from agentctl.store import budget_pending, budget_repo
 from agentctl.store.engine import SqlRunner
 
 __all__ = [
@@ -37,8 +42,11 @@ __all__ = [
     "model_usage",
     "model_worst_case",
     "open_ledger",
+    "post_pending",
     "reserve",
+    "reserved_by_claimed_task",
     "settle",
+    "settle_outcome",
     "snapshot",
 ]
 
@@ -150,6 +158,60 @@ def settle(
         and row.limit_units is not None
         and row.used_units > row.limit_units
     ]
+
+
+#: The resources without a limit of runs this process executed claimed tasks of: a run's
+#: limits are written with its ledger and never change, so they are read once (no lock).
+_UNLIMITED: dict[str, frozenset[str]] = {}
+_UNLIMITED_RUNS = 256
+
+
+def _unlimited(conn: SqlRunner, run_id: str) -> frozenset[str]:
+    found = _UNLIMITED.get(run_id)
+    if found is None:
+        found = budget_pending.unlimited(conn, run_id)
+        if len(_UNLIMITED) >= _UNLIMITED_RUNS:
+            _UNLIMITED.clear()  # read again on next need (a worker's threads share it)
+        _UNLIMITED[run_id] = found
+    return found
+
+
+def reserved_by_claimed_task(
+    conn: SqlRunner, run_id: str, units: Mapping[str, float]
+) -> dict[str, float]:
+    """What a claimed task reserves of ``units``: the resources with a limit (one without
+    can never refuse it, so it is not reserved: no statement, no run lock)."""
+    free = _unlimited(conn, run_id)
+    return {resource: amount for resource, amount in units.items() if resource not in free}
+
+
+def settle_outcome(
+    conn: SqlRunner,
+    run_id: str,
+    effect_id: str,
+    actual: Mapping[str, float],
+    now: datetime,
+    reserved: bool,
+    claimed: bool,
+) -> list[BudgetDenied]:
+    """Settle an effect's outcome (:func:`settle`; nothing when it measured nothing and
+    this gate reserved nothing: ``reserved`` False). ``claimed``: a claimed task's, whose
+    usage of resources without a limit is recorded as pending, without the run's lock."""
+    if claimed and actual:
+        free = _unlimited(conn, run_id)
+        pending = [(r, units) for r, units in actual.items() if r in free and units > 0]
+        if pending:
+            budget_pending.add_pending(conn, run_id, effect_id, pending, now)
+        actual = {r: units for r, units in actual.items() if r not in free}
+    if not actual and not reserved:
+        return []
+    return settle(conn, run_id, effect_id, actual, now)
+
+
+def post_pending(conn: SqlRunner, run_id: str, now: datetime) -> None:
+    """Post the usage claimed tasks of the run left pending into its ledger, exactly once
+    (an owner's write on PostgreSQL, which holds the run's lock)."""
+    budget_pending.post_pending(conn, run_id, now)
 
 
 def conclude(

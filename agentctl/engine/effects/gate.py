@@ -238,6 +238,8 @@ class EffectGate:
             task_id=attempt.task_id,
             effect_id=record.id,
         )
+        if reservation and self.log.lane is not None:  # a claimed task's (a worker's)
+            reservation = budget.reserved_by_claimed_task(conn, attempt.run_id, reservation)
         if not reservation:
             self._unreserved.add(record.id)
             return None
@@ -562,13 +564,14 @@ class EffectGate:
                         error_json=None if error is None else canonical_json(error),
                         now=now,
                     )
-                if status == EffectState.SUCCEEDED:
-                    actual = usage(result) if usage is not None else {}
-                    if actual or not unreserved:
-                        overruns = budget.settle(conn, attempt.run_id, record.id, actual, now)
-                elif status in (EffectState.FAILED, EffectState.CANCELLED):
-                    if failed_usage or not unreserved:
-                        budget.settle(conn, attempt.run_id, record.id, failed_usage or {}, now)
+                ok = status == EffectState.SUCCEEDED
+                if ok or status in (EffectState.FAILED, EffectState.CANCELLED):
+                    measured = (usage(result) if usage else {}) if ok else failed_usage or {}
+                    claimed = self.log.lane is not None  # a worker's: see budget.settle_outcome
+                    settled = budget.settle_outcome(
+                        conn, attempt.run_id, record.id, measured, now, not unreserved, claimed
+                    )
+                    overruns = settled if ok else []  # a failed dispatch's are not reported
                 # An uncertain effect keeps its worst-case reservation: it may have consumed it.
                 for overrun in overruns:
                     self.log.event(

@@ -21,6 +21,7 @@ from agentctl.engine.core.records import (
     RunRow,
     TransitionWrites,
 )
+from agentctl.engine.effects import budget
 from agentctl.engine.effects.journal import mark_compensated
 from agentctl.engine.effects.tracing import RunTrace
 from agentctl.engine.run.artifacts import RunArtifacts
@@ -288,6 +289,8 @@ class RunCommits:
             # of an earlier owner's batch): into the chain before the run's last event.
             # Only PostgreSQL stores have workers, so only they can hold lanes.
             audit_lanes.adopt_lanes(conn, self.run_id)
+            # And their usage of resources without a limit, into the ledger.
+            budget.post_pending(conn, self.run_id, now)
         self.log.event(conn, f"run.{status}", {"error": error}, now=now)
 
     def _finished(self, status: str, error: dict[str, Any] | None) -> None:

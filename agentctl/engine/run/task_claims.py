@@ -36,6 +36,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from agentctl.digest import canonical_json, digest_json
+from agentctl.engine.effects import budget
 from agentctl.engine.run.artifacts import IngestedFile
 from agentctl.engine.run.outcome import TaskOutcome
 from agentctl.errors import AgentctlError, OwnershipLostError
@@ -180,6 +181,9 @@ class TaskClaims:
             }
             with executor.owned.write() as conn:
                 task_claims_repo.remove_claims(conn, run_id, task_ids)
+                # What the claimed tasks measured of resources without a limit joins the
+                # ledger here (the removal waited for every fenced write that passed).
+                budget.post_pending(conn, run_id, executor.clock.now())
                 # The claims' audit lanes join the chain here, before the batch's commit
                 # appends the tasks' own transition events (and any lane an earlier claim
                 # or owner left behind with them).
@@ -192,6 +196,7 @@ class TaskClaims:
             # write of its own: a lane that does not verify must not keep the claims alive.
             with contextlib.suppress(AgentctlError), executor.owned.write() as conn:
                 task_claims_repo.remove_claims(conn, run_id, task_ids)
+                budget.post_pending(conn, run_id, executor.clock.now())
             with contextlib.suppress(AgentctlError), executor.owned.write() as conn:
                 audit_lanes.adopt_lanes(conn, run_id)
             raise
