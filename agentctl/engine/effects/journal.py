@@ -27,9 +27,10 @@ from agentctl.error_codes import ErrorCode
 from agentctl.errors import NotFoundError
 from agentctl.observability import telemetry
 from agentctl.signals import TaskFailure
-from agentctl.store import effects_repo
-from agentctl.store.effects_repo import EffectRecord, Reconciliation, ReconciliationStatus
+from agentctl.store import effects_repo, reconciliations_repo
+from agentctl.store.effects_repo import EffectRecord
 from agentctl.store.engine import SqlRunner
+from agentctl.store.reconciliations_repo import Reconciliation, ReconciliationStatus
 from agentctl.store.states import EffectState
 from agentctl.store.transitions import guarded_update
 
@@ -338,11 +339,11 @@ def finish_effect(
 
 
 def latest_reconciliation(conn: SqlRunner, effect_id_: str) -> Reconciliation | None:
-    return effects_repo.latest_reconciliation(conn, effect_id_)
+    return reconciliations_repo.latest_reconciliation(conn, effect_id_)
 
 
 def list_reconciliations(conn: SqlRunner, effect_id_: str) -> list[Reconciliation]:
-    return effects_repo.reconciliations(conn, effect_id_)
+    return reconciliations_repo.reconciliations(conn, effect_id_)
 
 
 def add_reconciliation(
@@ -359,7 +360,7 @@ def add_reconciliation(
     compensation_effect_id: str | None = None,
 ) -> Reconciliation:
     previous = latest_reconciliation(conn, effect_id_)
-    conclusion = effects_repo.insert_reconciliation(
+    conclusion = reconciliations_repo.insert_reconciliation(
         conn,
         effect_id_,
         status=status,
@@ -394,7 +395,7 @@ def mark_compensated(conn: Any, run: RunRow, task_id: str, effect_ids: list[str]
     inverse = effect_ids[-1] if effect_ids else None
     source = run.source_run_id
     for undone in mapping.get("effects") or []:
-        effects_repo.append_compensated(
+        reconciliations_repo.append_compensated(
             conn,
             undone,
             reason=f"compensated by {run.id} task {task_id}",
