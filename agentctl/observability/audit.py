@@ -44,6 +44,7 @@ __all__ = [
     "count_events",
     "event_digest",
     "events_and_chain",
+    "first_break",
     "list_events",
     "verify_chain",
 ]
@@ -436,16 +437,28 @@ def verify_chain(conn: SqlRunner, run_id: str) -> ChainReport:
 
 
 def _verify_rows(run_id: str, rows: Iterable[audit_repo.AuditRow]) -> ChainReport:
-    prev: str | None = None
-    expected_seq = 1
-    count = 0
-    for row in rows:
-        count += 1
-        seq = row.seq
-        if seq != expected_seq:
-            return ChainReport(run_id, count, False, seq, f"expected event {expected_seq}")
+    events = list(rows)
+    found = first_break(run_id, ((row.seq, row) for row in events), origin=None)
+    if found is None:
+        return ChainReport(run_id, len(events), True)
+    position, seq, problem = found
+    return ChainReport(run_id, position, False, seq, problem)
+
+
+def first_break(
+    run_id: str, rows: Iterable[tuple[int, Any]], *, origin: str | None, noun: str = "event"
+) -> tuple[int, int, str] | None:
+    """The first break of events chained from ``origin``, given in order as ``(seq, row)``
+    (a row has the digested fields, ``prev_digest`` and ``digest``): its position from 1,
+    its sequence number and what broke; None when every number, link and digest holds.
+    The one rule for the run's chain and for a claimed task's lane
+    (observability/audit_lanes.py, whose ``seq`` is its lane's)."""
+    prev = origin
+    for position, (seq, row) in enumerate(rows, start=1):
+        if seq != position:
+            return position, seq, f"expected {noun} {position}"
         if row.prev_digest != prev:
-            return ChainReport(run_id, count, False, seq, "link to the previous event broken")
+            return position, seq, "link to the previous event broken"
         digest = event_digest(
             run_id,
             seq,
@@ -458,10 +471,9 @@ def _verify_rows(run_id: str, rows: Iterable[audit_repo.AuditRow]) -> ChainRepor
             row.format_version,
         )
         if digest != row.digest:
-            return ChainReport(run_id, count, False, seq, "event content does not match digest")
+            return position, seq, "event content does not match digest"
         prev = row.digest
-        expected_seq += 1
-    return ChainReport(run_id, count, True)
+    return None
 
 
 def count_events(conn: SqlRunner, run_id: str) -> int:

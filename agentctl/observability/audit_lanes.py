@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentctl.digest import canonical_json, digest_json
 from agentctl.observability import telemetry
-from agentctl.observability.audit import Redactor, event_digest
+from agentctl.observability.audit import Redactor, event_digest, first_break
 from agentctl.store import audit_repo
 from agentctl.store.formats import FORMAT_VERSION
 from agentctl.store.records import check_format_version
@@ -180,27 +180,13 @@ def _corrupt(run_id: str, row: audit_repo.LaneRow, problem: str) -> Exception:
 def _lane_problem(run_id: str, rows: list[audit_repo.LaneRow]) -> tuple[int, str] | None:
     """The first break of one lane's events (in lane order): its lane seq and what broke."""
     first = rows[0]
-    prev = lane_origin(run_id, first.task_id, first.claim_token)
-    for expected, row in enumerate(rows, start=1):
-        if row.lane_seq != expected:
-            return row.lane_seq, f"expected lane event {expected}"
-        if row.prev_digest != prev:
-            return row.lane_seq, "link to the previous event broken"
-        digest = event_digest(
-            run_id,
-            row.lane_seq,
-            row.kind,
-            row.task_id,
-            row.effect_id,
-            row.payload_json,
-            row.prev_digest,
-            row.created_at,
-            row.format_version,
-        )
-        if digest != row.digest:
-            return row.lane_seq, "event content does not match digest"
-        prev = row.digest
-    return None
+    found = first_break(
+        run_id,
+        ((row.lane_seq, row) for row in rows),
+        origin=lane_origin(run_id, first.task_id, first.claim_token),
+        noun="lane event",
+    )
+    return None if found is None else (found[1], found[2])
 
 
 def _lanes(rows: list[audit_repo.LaneRow]) -> list[list[audit_repo.LaneRow]]:
