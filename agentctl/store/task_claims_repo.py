@@ -101,14 +101,7 @@ def publish(conn: Any, run_id: str, items: Sequence[Published], now: datetime) -
         if found is None:
             new.append(item)
             continue
-        given = {
-            "run_id": run_id,
-            "task_id": item.task_id,
-            "basis": item.basis,
-            "payload_json": item.payload_json,
-            "stamp": stamp,
-        }
-        _republish.run(conn, **given)
+        _republish.run(conn, **_row_values(run_id, item, stamp))
     if new and sql_dialect(conn.dialect.name).one_statement_claims:
         _publish_all.run(
             conn,
@@ -120,15 +113,19 @@ def publish(conn: Any, run_id: str, items: Sequence[Published], now: datetime) -
         )
     else:
         for item in new:
-            given = {
-                "run_id": run_id,
-                "task_id": item.task_id,
-                "basis": item.basis,
-                "payload_json": item.payload_json,
-                "stamp": stamp,
-            }
-            _publish.run(conn, **given)
+            _publish.run(conn, **_row_values(run_id, item, stamp))
     run_queue.notify_run(conn, f"tasks:{run_id}")
+
+
+def _row_values(run_id: str, item: Published, stamp: str) -> dict[str, Any]:
+    """A published row's parameters, for its INSERT or its replacing UPDATE."""
+    return {
+        "run_id": run_id,
+        "task_id": item.task_id,
+        "basis": item.basis,
+        "payload_json": item.payload_json,
+        "stamp": stamp,
+    }
 
 
 @statement
