@@ -13,16 +13,20 @@ import asyncio
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from agentctl.ids import SystemClock
+from agentctl.engine.run.creation import create_run, prepare_run
+from agentctl.ids import IdGenerator, SystemClock
 from agentctl.store import migrate
 from agentctl.store import task_claims_repo as repo
 from agentctl.store.engine import open_store
+from agentctl.store.transitions import guarded_update
 from tests.pg.backends import rows
 from tests.pg.cluster import Cluster
 from tests.pg.test_claim_slots import _running_run
+from tests.pg.test_ledger_postings import speaking
 from tests.pg.test_postgres_store import empty_url  # noqa: F401 - a fixture
 
 _INDEXES = (
@@ -66,6 +70,20 @@ def fresh_url(
         postgres_cluster.drop_database(url)
 
 
+def _limited_run(url: str, tmp_path: Path, items: int) -> tuple[Any, str]:
+    """A store and a running run of ``items`` process steps whose output has a limit."""
+    (tmp_path / "wf.yaml").write_text(
+        speaking(tmp_path / "ledger.txt", items, budgets="{maxProcessOutputBytes: 1000000000000}")
+    )
+    prepared = prepare_run(str(tmp_path / "wf.yaml"), workspace=str(tmp_path))
+    store = open_store(url)
+    clock = SystemClock()
+    run_id = create_run(store, prepared, clock=clock, ids=IdGenerator(clock))
+    with store.write() as conn:
+        guarded_update(conn, "run", (run_id,), {"status": "running"})
+    return store, run_id
+
+
 def test_a_claimed_tasks_effect_and_reservation_updates_are_hot(
     fresh_url: str, tmp_path: Path
 ) -> None:
@@ -76,7 +94,9 @@ def test_a_claimed_tasks_effect_and_reservation_updates_are_hot(
     from agentctl.engine.run.claimed_tasks import RunSnapshots, execute_claimed
     from agentctl.engine.run.outcome import ExecutionOptions
 
-    store, run_id, _ = _running_run(fresh_url, tmp_path, 6)
+    # A limit on the output, so each effect reserves and settles (a claimed task reserves
+    # nothing of a resource without a limit: docs/budgets.md, "Workers").
+    store, run_id = _limited_run(fresh_url, tmp_path, 6)
     clock = SystemClock()
     planned = (
         "SELECT task_id FROM plan_tasks WHERE run_id = ? AND task_id LIKE 'unit%' "
