@@ -42,10 +42,12 @@ __all__ = [
     "append_event_after",
     "append_to_chain",
     "count_events",
+    "current_trace_ids",
     "event_digest",
     "events_and_chain",
     "first_break",
     "list_events",
+    "stored_payload_json",
     "verify_chain",
 ]
 
@@ -269,6 +271,18 @@ def _event(
     return stored_payload, values
 
 
+def stored_payload_json(payload: Any, redact: Redactor | None) -> str:
+    """The JSON an event stores for ``payload``: redacted first, then canonical (the run's
+    chain and a claimed task's lane store the same text)."""
+    return canonical_json(redact(payload) if redact is not None else payload)
+
+
+def current_trace_ids() -> tuple[str | None, str | None]:
+    """The trace and span an event written now correlates with (outside its digest)."""
+    ids = telemetry.active().current_ids()
+    return ids if ids is not None else (None, None)
+
+
 def _event_row(
     conn: SqlRunner,
     run_id: str,
@@ -284,8 +298,7 @@ def _event_row(
     digest = event_digest(
         run_id, seq, kind, task_id, effect_id, payload_json, prev_digest, now, FORMAT_VERSION
     )
-    ids = telemetry.active().current_ids()
-    trace_id, span_id = ids if ids is not None else (None, None)
+    trace_id, span_id = current_trace_ids()
     return audit_repo.event_values(
         conn,
         run_id=run_id,
@@ -338,7 +351,7 @@ class ChainAppends:
     def encode(self, payload: Any) -> str:
         """The JSON an event stores for ``payload`` (redacted first): what
         :meth:`append_encoded` takes, made before the transaction that appends it."""
-        return canonical_json(self._redact(payload) if self._redact is not None else payload)
+        return stored_payload_json(payload, self._redact)
 
     def append_encoded(
         self,

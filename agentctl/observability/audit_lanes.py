@@ -38,9 +38,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from agentctl.digest import canonical_json, digest_json
-from agentctl.observability import telemetry
-from agentctl.observability.audit import Redactor, event_digest, first_break
+from agentctl.digest import digest_json
+from agentctl.observability.audit import (
+    Redactor,
+    current_trace_ids,
+    event_digest,
+    first_break,
+    stored_payload_json,
+)
 from agentctl.store import audit_repo
 from agentctl.store.formats import FORMAT_VERSION
 from agentctl.store.records import check_format_version
@@ -124,7 +129,7 @@ class ClaimLane:
                 f"an event of claimed task {self.task_id} of run {self.run_id} was appended "
                 "outside its claim's write transaction"
             )
-        payload_json = canonical_json(redact(payload) if redact is not None else payload)
+        payload_json = stored_payload_json(payload, redact)
         seq = head[0] + 1
         digest = event_digest(
             self.run_id,
@@ -137,8 +142,7 @@ class ClaimLane:
             now,
             FORMAT_VERSION,
         )
-        ids = telemetry.active().current_ids()
-        trace_id, span_id = ids if ids is not None else (None, None)
+        trace_id, span_id = current_trace_ids()
         audit_repo.insert_lane_rows(
             conn,
             [
