@@ -1,7 +1,8 @@
 """The run's resource ledger rows: one ``budgets`` row per resource, and the reservations
 held against it by effects. Every function runs in the caller's transaction; the gate
-reserves in the transaction that journals the effect and settles in the one that records
-its outcome.
+reserves in the transaction that journals the effect (the reservation's conditional
+``UPDATE`` is :mod:`agentctl.store.budget_reserve_repo`'s) and settles in the one that
+records its outcome.
 
 A run's ledger rows are decided on read-then-write (a reservation checks the limit against
 what is used and held), so every function that reads or moves them holds the run's lock
@@ -33,13 +34,14 @@ __all__ = [
     "LedgerRow",
     "ReservationRow",
     "add_used",
+    "amount_of",
+    "by_resource",
     "effect_reservations",
     "has_held_reservation",
     "held_reservations",
     "insert_ledger",
     "ledger",
     "move_reservations",
-    "reserve_within_limits",
     "settle_and_add_used",
 ]
 
@@ -230,9 +232,10 @@ def _mark_reservation(_: SqlDialect) -> Executable:
     )
 
 
-def _by_resource(run_id: str, amounts: Sequence[tuple[str, float]], stamp: str) -> dict[str, Any]:
-    """The parameters of a :func:`_change_units` statement: ``resource_N`` and
-    ``amount_N`` per pair of ``amounts``."""
+def by_resource(run_id: str, amounts: Sequence[tuple[str, float]], stamp: str) -> dict[str, Any]:
+    """The parameters of a statement over several resources of one run (:func:`_change_units`,
+    a reservation's in budget_reserve_repo): ``resource_N`` and ``amount_N`` per pair of
+    ``amounts``."""
     values: dict[str, Any] = {"run_id": run_id, "stamp": stamp}
     for n, (resource, amount) in enumerate(amounts):
         values[f"resource_{n}"] = resource
@@ -253,7 +256,7 @@ def _change_units(column: str, sign: int, count: int) -> Statement:
 
 
 def _units_update(column: str, sign: int, count: int) -> Update:
-    """The ``UPDATE`` of :func:`_change_units` (parameters: :func:`_by_resource`)."""
+    """The ``UPDATE`` of :func:`_change_units` (parameters: :func:`by_resource`)."""
     from sqlalchemy import bindparam, case, update
 
     from agentctl.store.journal_tables import budgets
@@ -277,64 +280,7 @@ def _units_update(column: str, sign: int, count: int) -> Update:
     )
 
 
-@lru_cache(maxsize=16)
-def _insert_reservations(count: int) -> Statement:
-    """``count`` held reservations of one effect in one ``INSERT``."""
-
-    def build(_: SqlDialect) -> Executable:
-        from sqlalchemy import bindparam, insert
-
-        from agentctl.store.journal_tables import budget_reservations
-
-        rows = [
-            {
-                "run_id": bindparam("run_id"),
-                "resource": bindparam(f"resource_{n}"),
-                "effect_id": bindparam("effect_id"),
-                "units": bindparam(f"amount_{n}"),
-                "status": "held",
-                "created_at": bindparam("stamp"),
-            }
-            for n in range(count)
-        ]
-        return insert(budget_reservations).values(rows)
-
-    return Statement(build, f"insert_reservations({count})")
-
-
-def reserve_within_limits(
-    conn: SqlRunner,
-    run_id: str,
-    effect_id: str,
-    amounts: Sequence[tuple[str, float]],
-    now: datetime,
-) -> bool:
-    """Hold each ``(resource, amount)`` (distinct resources, positive amounts) for one
-    effect unless one of them would pass its limit: all or nothing, the limits checked and
-    the ledger moved by one conditional ``UPDATE`` (no read of the ledger first), and one
-    ``INSERT`` of the reservations of the rows it moved (on PostgreSQL both in one
-    statement, the ``UPDATE`` in its ``WITH``). A resource the run has no ledger
-    row for is not reserved. False: nothing was held and the run's ledger has a row of one
-    of these resources (a limit refused it; the caller reads the ledger to say which)."""
-    if not amounts:
-        return True
-    locks.hold_run(conn, run_id)
-    values = _by_resource(run_id, amounts, to_db(now))
-    if sql_dialect(conn.dialect.name).writes_in_with:
-        # One statement: the reservations inserted are those of the rows the UPDATE moved.
-        held_rows = _reserve_and_hold(len(amounts)).run(conn, effect_id=effect_id, **values)
-        return held_rows.first() is not None
-    moved = [row[0] for row in _reserve_checked(len(amounts)).run(conn, **values)]
-    if not moved:
-        return False
-    held = [(resource, amount) for resource, amount in amounts if resource in set(moved)]
-    _insert_reservations(len(held)).run(
-        conn, effect_id=effect_id, **_by_resource(run_id, held, to_db(now))
-    )
-    return True
-
-
-def _amount_of(column: Any, count: int, name: str = "amount") -> Any:
+def amount_of(column: Any, count: int, name: str = "amount") -> Any:
     """``CASE column WHEN :resource_0 THEN :{name}_0 … END`` over ``count`` resources."""
     from sqlalchemy import bindparam, case
 
@@ -342,78 +288,6 @@ def _amount_of(column: Any, count: int, name: str = "amount") -> Any:
         *((bindparam(f"resource_{n}"), bindparam(f"{name}_{n}")) for n in range(count)),
         value=column,
     )
-
-
-def _reserve_update(count: int) -> Any:
-    """``UPDATE budgets SET reserved_units = reserved_units + amount`` over ``count``
-    resources of one run ``WHERE NOT EXISTS`` a row of them whose ``used + reserved +
-    amount`` passes its limit, ``RETURNING`` the resources moved. The run's lock is held
-    (every writer of its ledger holds it), so the check and the move see the same rows."""
-    from sqlalchemy import and_, bindparam, exists, select, update
-
-    from agentctl.store.journal_tables import budgets
-
-    c = budgets.c
-    o = budgets.alias("over").c
-    resources: list[Any] = [bindparam(f"resource_{n}") for n in range(count)]
-    over = exists(
-        select(o.resource).where(
-            and_(
-                o.run_id == bindparam("run_id"),
-                o.resource.in_(resources),
-                o.limit_units.is_not(None),
-                o.used_units + o.reserved_units + _amount_of(o.resource, count) > o.limit_units,
-            )
-        )
-    )
-    return (
-        update(budgets)
-        .where(c.run_id == bindparam("run_id"), c.resource.in_(resources), ~over)
-        .values(
-            reserved_units=c.reserved_units + _amount_of(c.resource, count),
-            updated_at=bindparam("stamp"),
-        )
-        .returning(c.resource)
-    )
-
-
-@lru_cache(maxsize=32)
-def _reserve_checked(count: int) -> Statement:
-    """:func:`_reserve_update` alone (SQLite; the reservations are inserted after it)."""
-
-    def build(_: SqlDialect) -> Executable:
-        return _reserve_update(count)  # type: ignore[no-any-return]
-
-    return Statement(build, f"reserve_checked({count})")
-
-
-@lru_cache(maxsize=32)
-def _reserve_and_hold(count: int) -> Statement:
-    """:func:`_reserve_update` in a ``WITH``, and the ``INSERT`` of one held reservation
-    per row it moved (``RETURNING`` their resources: none when a limit refused)."""
-
-    def build(_: SqlDialect) -> Executable:
-        from sqlalchemy import bindparam, insert, literal, select
-
-        from agentctl.store.journal_tables import budget_reservations
-
-        moved = _reserve_update(count).cte("moved")
-        rows = select(
-            bindparam("run_id"),
-            moved.c.resource,
-            bindparam("effect_id"),
-            _amount_of(moved.c.resource, count),
-            literal("held"),
-            bindparam("stamp"),
-        )
-        columns = ["run_id", "resource", "effect_id", "units", "status", "created_at"]
-        return (
-            insert(budget_reservations)
-            .from_select(columns, rows)
-            .returning(budget_reservations.c.resource)
-        )
-
-    return Statement(build, f"reserve_and_hold({count})")
 
 
 def _give_back(
@@ -425,7 +299,7 @@ def _give_back(
     locks.hold_run(conn, run_id)
     resources = [r.resource for r in reservations]
     if len(set(resources)) == len(resources):
-        values = _by_resource(run_id, [(r.resource, r.units) for r in reservations], stamp)
+        values = by_resource(run_id, [(r.resource, r.units) for r in reservations], stamp)
         _change_units("reserved_units", -1, len(reservations)).run(conn, **values)
     else:  # two reservations of one resource: given back one by one, as they were held
         for reservation in reservations:
@@ -541,7 +415,7 @@ def _settle_and_use(count: int) -> Statement:
             "updated_at": bindparam("stamp"),
         }
         if count:
-            used = _amount_of(c.resource, count, "used")
+            used = amount_of(c.resource, count, "used")
             values["used_units"] = c.used_units + func.coalesce(used, 0.0)
             listed = c.resource.in_([bindparam(f"resource_{n}") for n in range(count)])
             touched = or_(listed, touched)
@@ -598,7 +472,7 @@ def add_used(
     if not amounts:
         return []
     locks.hold_run(conn, run_id)
-    values = _by_resource(run_id, amounts, to_db(now))
+    values = by_resource(run_id, amounts, to_db(now))
     return [_ledger_row(row) for row in _add_used(len(amounts)).run(conn, **values)]
 
 

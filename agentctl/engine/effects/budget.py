@@ -32,7 +32,7 @@ from typing import Any
 
 from agentctl import amounts
 from agentctl.providers.base import Usage
-from agentctl.store import budget_pending, budget_repo
+from agentctl.store import budget_pending, budget_repo, budget_reserve_repo
 from agentctl.store.engine import SqlRunner
 
 __all__ = [
@@ -128,7 +128,7 @@ def reserve(
     # One conditional UPDATE checks every limit and moves the ledger (a reservation used
     # to read the ledger first); only a refused one reads it, to say which limit.
     wanted = [(resource, amount) for resource, amount in units.items() if amount > 0]
-    if budget_repo.reserve_within_limits(conn, run_id, effect_id, wanted, now):
+    if budget_reserve_repo.reserve_within_limits(conn, run_id, effect_id, wanted, now):
         return None
     rows = _rows(conn, run_id)
     for resource, amount in wanted:
