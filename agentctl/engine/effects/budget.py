@@ -19,7 +19,8 @@ the conclusion settles it (``conclude``): ``not_applied`` gives it back, ``appli
 A claimed task (a PostgreSQL worker's, ``claimed=True``) reserves only resources with a
 limit, under the run's lock as above; usage of resources without one — never refused,
 never overrun — is recorded as pending in its outcome transaction, without the lock, and
-the run's owner posts it (:func:`post_pending`, store/budget_pending.py).
+the run's owner posts it (:func:`post_pending`, store/budget_pending.py). Its artifacts'
+bytes are counted the same way (:func:`charge`).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from agentctl.store.engine import SqlRunner
 __all__ = [
     "LIMIT_RESOURCES",
     "BudgetDenied",
+    "charge",
     "conclude",
     "model_usage",
     "model_worst_case",
@@ -206,6 +208,30 @@ def settle_outcome(
     if not actual and not reserved:
         return []
     return settle(conn, run_id, effect_id, actual, now)
+
+
+def charge(
+    conn: SqlRunner,
+    run_id: str,
+    key: str,
+    units: Mapping[str, float],
+    now: datetime,
+    *,
+    claimed: bool,
+) -> BudgetDenied | None:
+    """Count usage measured before it is recorded (the bytes of a task's artifacts, ingested
+    before its commit), under ``key``: reserved and settled at once in the caller's
+    transaction, all or nothing (refused: nothing is held or counted). ``claimed``: a
+    claimed task's, which reserves only the resources with a limit and records its usage
+    of the others as pending, without the run's lock, as its effects do
+    (:func:`reserved_by_claimed_task`, :func:`settle_outcome`)."""
+    wanted = reserved_by_claimed_task(conn, run_id, units) if claimed else dict(units)
+    if wanted:
+        denied = reserve(conn, run_id, key, wanted, now)
+        if denied is not None:
+            return denied
+    settle_outcome(conn, run_id, key, units, now, bool(wanted), claimed)
+    return None
 
 
 def post_pending(conn: SqlRunner, run_id: str, now: datetime) -> None:

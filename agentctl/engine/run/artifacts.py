@@ -30,6 +30,9 @@ class RunArtifacts:
         self.store = store
         # Where the run's own rows are written: the owner's fenced view once it claimed.
         self.writer: Any = store
+        # Whether the writer is a claimed task's (a PostgreSQL worker's): its artifacts'
+        # bytes of an unlimited budget are then pending, not reserved (budget.charge).
+        self.claimed = False
         self.clock = clock
         self.run_id = run_id
         self._artifacts: Any = None
@@ -87,11 +90,10 @@ class RunArtifacts:
         key = f"artifacts:{task.id}:{attempt}"
         with self.writer.write() as conn:
             now = self.clock.now()
-            denied = budget.reserve(conn, self.run_id, key, {"artifactBytes": total}, now)
+            used = {"artifactBytes": total}
+            denied = budget.charge(conn, self.run_id, key, used, now, claimed=self.claimed)
             if denied is not None:
                 store.release(conn, blobs)
-            else:
-                budget.settle(conn, self.run_id, key, {"artifactBytes": total}, now)
         if denied is not None:
             raise TaskFailure(denied.message(), code="budget.exceeded", stops_run=True)
         return files

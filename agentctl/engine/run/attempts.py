@@ -163,6 +163,7 @@ class TaskAttempts:
         self.workflow_dir = Path(run.workflow_file).parent if run.workflow_file else None
         self.workspace = _workspace_policy(run, self.base_dir, self.policy)
         artifacts.writer = writer
+        artifacts.claimed = log.lane is not None  # a worker's claimed task, as the gate's
         self.artifacts = artifacts
         self.gate = EffectGate(
             writer,
