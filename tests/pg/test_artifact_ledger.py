@@ -14,9 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from agentctl.engine.effects import budget
-from agentctl.engine.run.claimed_tasks import RunSnapshots, execute_claimed
+from agentctl.engine.run.claimed_tasks import ClaimFence, RunSnapshots, execute_claimed
 from agentctl.engine.run.creation import create_run, prepare_run
 from agentctl.engine.run.outcome import ExecutionOptions
 from agentctl.ids import IdGenerator, SystemClock
@@ -167,6 +169,57 @@ def test_limited_artifact_bytes_reserve_under_the_runs_lock_and_are_refused_at_t
         assert rows(postgres_url, PENDING, (run_id,)) == [(0, 0.0)]
         held = "SELECT status, units FROM budget_reservations WHERE run_id = ?"
         assert rows(postgres_url, held, (run_id,)) == [("settled", len(TEXT))]
+    finally:
+        store.close()
+
+
+@settings(
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    limit=st.one_of(st.none(), st.integers(1, 60)),
+    charges=st.lists(st.tuples(st.booleans(), st.integers(0, 30)), min_size=1, max_size=6),
+)
+def test_artifact_charges_of_workers_and_owner_follow_the_ledgers_rule(
+    postgres_url: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    limit: int | None,
+    charges: list[tuple[bool, int]],
+) -> None:
+    """Any sequence of artifact charges, each a worker's (through its claim's fence) or the
+    owner's (under the run's lock from ``BEGIN``), with or without ``maxArtifactBytes``: a
+    charge is refused exactly when the run has a limit and the bytes counted so far plus
+    its own pass it; a worker's charge takes the run's lock only when there is a limit
+    (once); the ledger shows every accepted byte at once (used plus pending), and after
+    the owner's posting holds them all as used, nothing reserved or pending."""
+    budgets = "{}" if limit is None else f"{{maxArtifactBytes: {limit}}}"
+    store, run_id = _run(postgres_url, tmp_path, 1, budgets)
+    try:
+        (claim,) = _claim(store, run_id, ["t0"])
+        fence = ClaimFence(store, claim)
+        counted = 0
+        for n, (claimed, size) in enumerate(charges):
+            now = claim.started_at
+            units = {"artifactBytes": float(size)}
+            key = f"artifacts:t0:{n}"
+            with _sent(monkeypatch) as sent:
+                writer = fence.write() if claimed else store.write(locks.run(run_id))
+                with writer as conn:
+                    denied = budget.charge(conn, run_id, key, units, now, claimed=claimed)
+            refused = limit is not None and counted + size > limit
+            assert (denied is not None) == refused, (counted, size, limit)
+            counted += 0 if refused else size
+            if claimed:
+                lock = sum("pg_advisory_xact_lock(" in s for s in sent)
+                assert lock == (0 if limit is None else 1)
+        with store.read() as conn:
+            shown = {row["resource"]: row for row in budget.snapshot(conn, run_id)}
+        assert (shown["artifactBytes"]["used"], shown["artifactBytes"]["reserved"]) == (counted, 0)
+        with store.write(locks.run(run_id)) as conn:
+            budget.post_pending(conn, run_id, claim.started_at)
+        assert _used(postgres_url, run_id) == (counted, 0.0)
+        assert rows(postgres_url, PENDING, (run_id,)) == [(0, 0.0)]
     finally:
         store.close()
 
