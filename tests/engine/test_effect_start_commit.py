@@ -235,3 +235,26 @@ def test_every_dispatch_follows_a_committed_started_row(
             assert dispatch.journaled_as == "started"
             assert dispatch.commits_since_journal == 1
     assert result.state == ("succeeded" if len(expected) == len(kinds) else "failed"), result
+
+
+def test_a_gated_effect_found_requested_follows_its_recorded_approval(tmp_path: Path) -> None:
+    """A gated effect left ``requested`` after its approval was recorded (answered at the
+    terminal, which commits before the move to ``started``) is dispatched once on resume
+    as that approval says, not asked for a second time."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "wf.yaml").write_text(_workflow("always", ["builtin.shell.exec"]))
+    runtime = Runtime(tmp_path / "r.db")
+    parked = runtime.roll(ws / "wf.yaml", workspace=ws)
+    assert parked.state == "paused", parked
+    (approval,) = parked.pending_approvals
+    runtime.approve(approval, reason="ok")
+    with sqlite3.connect(tmp_path / "r.db") as conn:  # as the terminal's answer leaves it
+        conn.execute("UPDATE effects SET status = 'requested'")
+    conn.close()
+    resumed = runtime.resume(parked.run_id)
+    assert resumed.state == "succeeded", resumed
+    assert (ws / "ledger.txt").read_text().split() == ["0"]
+    with sqlite3.connect(tmp_path / "r.db") as conn:
+        assert conn.execute("SELECT COUNT(*) FROM approvals").fetchone() == (1,)
+    conn.close()

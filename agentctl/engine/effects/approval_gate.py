@@ -27,7 +27,7 @@ from agentctl.store.states import ApprovalState, EffectState
 if TYPE_CHECKING:
     from agentctl.engine.effects.gate import EffectGate
 
-__all__ = ["after_approval", "gate_effect"]
+__all__ = ["after_approval", "gate_effect", "gate_requested"]
 
 
 async def gate_effect(
@@ -144,6 +144,24 @@ async def after_approval(
     if approval.status != ApprovalState.APPROVED:
         return _reject(gate, attempt, record, aid)
     return await gate._start_and_dispatch(attempt, record, spec, dispatch)
+
+
+async def gate_requested(
+    gate: EffectGate,
+    attempt: Attempt,
+    record: journal.EffectRecord,
+    spec: journal.EffectSpec,
+    dispatch: Callable[[str], Awaitable[Any]],
+    prompt: str | None,
+) -> Any:
+    """Go on with a gated effect found ``requested`` (its process stopped before it moved
+    on): asked for when no approval of it was recorded, else followed as that approval
+    says (one answered at the terminal commits before the effect moves to ``started``)."""
+    with gate.store.read() as conn:
+        recorded = get_approval(conn, approval_id(record.id))
+    if recorded is None:
+        return await gate_effect(gate, attempt, record, spec, dispatch, prompt)
+    return await after_approval(gate, attempt, record, spec, dispatch)
 
 
 def _reject(gate: EffectGate, attempt: Attempt, record: journal.EffectRecord, aid: str) -> Any:

@@ -28,7 +28,7 @@ from agentctl.digest import canonical_json
 from agentctl.engine.core.faults import Faults
 from agentctl.engine.core.records import Attempt, RunLog
 from agentctl.engine.effects import budget, journal
-from agentctl.engine.effects.approval_gate import after_approval, gate_effect
+from agentctl.engine.effects.approval_gate import after_approval, gate_effect, gate_requested
 from agentctl.engine.effects.approval_policy import deny_reason, needs_approval
 from agentctl.engine.effects.journal import ConcludedEffectState
 from agentctl.engine.effects.tracing import traced_dispatch, traced_effect
@@ -200,7 +200,7 @@ class EffectGate:
             # its approval (or by a release that journaled every effect so): a gated one
             # is asked for now, never dispatched unapproved; the rest move to ``started``.
             if gated:
-                return await gate_effect(self, attempt, existing, spec, dispatch, prompt)
+                return await gate_requested(self, attempt, existing, spec, dispatch, prompt)
             return await self._start_and_dispatch(attempt, existing, spec, dispatch)
         if denial is not None:
             message = f"policy denied effect: {spec.operation} ({denial})"
