@@ -1,13 +1,14 @@
 """W1 and W2 with an effect in every step: what one commit less per ungated effect saves.
 
 engine_bench.py's W1 and W2 steps are ``builtin.assign`` (pure: no effect, nothing
-journaled), so they cannot show the effect protocol's commits. Here every step is a
-``builtin.memory.write`` (an effect of class ``internal_state``, never gated under
-``approval: never``, whose dispatch is cheap), so the journal's commits are most of a
-step's cost: W1e is N sequential steps, W2e an N-way foreach (maxConcurrency 64) of
-``builtin.write`` (a file each: a templated memory key needs a declared set) and its join. Run it with the ``PYTHONPATH`` of the checkout to measure; A/B by alternating two
-checkouts in the same minutes (bench/RESULTS.md). One JSON line per measurement, with the
-commits per step of an untimed, counted run of the same workflow.
+journaled), so they cannot show the effect protocol's commits. Here every step is an
+effect never gated under ``approval: never``, whose dispatch is cheap, so the journal's
+commits are most of a step's cost: W1e is N sequential ``builtin.memory.write`` steps, W2e
+an N-way foreach (maxConcurrency 64) of ``builtin.write`` (a file each: a templated memory
+key needs a declared set) and its join. Run it with the ``PYTHONPATH`` of the checkout to
+measure; A/B by alternating two checkouts in the same minutes (bench/RESULTS.md). One JSON
+line per measurement, with the commits per step of an untimed, counted run of the same
+workflow.
 """
 
 from __future__ import annotations
