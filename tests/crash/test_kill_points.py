@@ -309,6 +309,26 @@ def test_kill_at_fault_point_then_recover(
     assert verified.returncode == 0, verified.stderr
 
 
+@pytest.mark.parametrize("name", sorted(WORKFLOWS))
+def test_a_kill_at_effect_requested_leaves_what_the_approval_mode_decided(
+    tmp_path: Path, name: str
+) -> None:
+    """``effect.requested`` is passed by every effect after its journal's commit. An effect
+    that needs no approval was journaled ``started`` there (one commit before its dispatch),
+    so a kill leaves what a kill at ``effect.started`` leaves; a gated one (the loop's
+    writes, under ``approval: mutations``) is ``requested``, its approval not yet asked."""
+    ws, db = _setup(tmp_path, name, "killed")
+    killed = cli(["roll", "wf.yaml", "--db", str(db)], ws, {"AGENTCTL_FAULT": "effect.requested"})
+    assert killed.returncode == -9, killed.stderr
+    with sqlite3.connect(db) as conn:
+        statuses = [s for (s,) in conn.execute("SELECT status FROM effects")]
+        approvals = conn.execute("SELECT COUNT(*) FROM approvals").fetchone()[0]
+    conn.close()
+    # The foreach's parallel children may have journaled more before the kill.
+    assert statuses and set(statuses) == ({"requested"} if name == "loop" else {"started"})
+    assert approvals == 0
+
+
 def test_confirmed_memory_write_is_applied_on_resume(tmp_path: Path) -> None:
     """Killed after the memory write's effect confirmed but before its task committed: the
     resumed run reuses the effect and applies the delta in the succeeding transition."""

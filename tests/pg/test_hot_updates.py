@@ -87,9 +87,10 @@ def _limited_run(url: str, tmp_path: Path, items: int) -> tuple[Any, str]:
 def test_a_claimed_tasks_effect_and_reservation_updates_are_hot(
     fresh_url: str, tmp_path: Path
 ) -> None:
-    """Executing claimed tasks of one process step each: their effects' two updates
-    (``started``, then the outcome) and their reservations' settling are all HOT updates:
-    no index holds a column they change, and the tables leave each page room for the new
+    """Executing claimed tasks of one process step each: their effects' one update (the
+    outcome: an effect that needs no approval is journaled ``started``; it was two, the
+    move to ``started`` too) and their reservations' settling are all HOT updates: no
+    index holds a column they change, and the tables leave each page room for the new
     version. They were none (``status`` was indexed on both tables)."""
     from agentctl.engine.run.claimed_tasks import RunSnapshots, execute_claimed
     from agentctl.engine.run.outcome import ExecutionOptions
@@ -118,8 +119,8 @@ def test_a_claimed_tasks_effect_and_reservation_updates_are_hot(
             assert how == "done"
     finally:
         store.close()  # its backends end, and report their counts
-    counted = _updates(fresh_url, {"effects": 2 * len(tasks), "budget_reservations": len(tasks)})
-    assert counted["effects"] == (2 * len(tasks), 2 * len(tasks)), counted
+    counted = _updates(fresh_url, {"effects": len(tasks), "budget_reservations": len(tasks)})
+    assert counted["effects"] == (len(tasks), len(tasks)), counted
     assert counted["budget_reservations"] == (len(tasks), len(tasks)), counted
     statuses = rows(fresh_url, "SELECT DISTINCT status FROM effects WHERE run_id = ?", (run_id,))
     assert statuses == [("succeeded",)]

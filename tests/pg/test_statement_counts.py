@@ -388,22 +388,23 @@ def test_a_claimed_tasks_move_to_started_is_one_fenced_statement(
         store.close()
 
 
-def test_a_claimed_task_of_one_effect_sends_thirteen_statements_on_its_worker(
+def test_a_claimed_task_of_one_effect_sends_twelve_statements_on_its_worker(
     postgres_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Executing a claimed task of one process step, from its snapshot to its outcome on
-    the claim, is two write transactions and two single statements on the worker, and
+    the claim, is two write transactions and one single statement on the worker, and
     never the run's lock (its ``processOutputBytes`` has no limit: not reserved; it
-    printed nothing, so no usage is pending either): the effect journaled ``requested``
-    (``BEGIN`` with the store lock, the insert that also reads the position, the event
-    into the claim's audit lane, the run's resources without a limit — read once per run
-    in a process —, the claim's fence, ``COMMIT``), its move to ``started`` (one fenced
-    statement), its outcome (``BEGIN``, the effect's update, the lane event, the fence,
-    ``COMMIT``) and the claim's outcome. It was 14 with the reservation and its settling
-    under the run's lock, 16 with the chain's head read in both transactions (the events
-    went to the run's chain), and 23 before that (a position read before the journal's
-    transaction and again in it, a transaction of four for the move to ``started``, two
-    statements per budget reservation and per settling)."""
+    printed nothing, so no usage is pending either): the effect journaled ``started`` (it
+    needs no approval: ``BEGIN`` with the store lock, the insert that also reads the
+    position, the event into the claim's audit lane, the run's resources without a limit
+    — read once per run in a process —, the claim's fence, ``COMMIT``), its outcome
+    (``BEGIN``, the effect's update, the lane event, the fence, ``COMMIT``) and the
+    claim's outcome. It was 13 with a fenced statement of its own moving the effect from
+    ``requested`` to ``started``, 14 with the reservation and its settling under the run's
+    lock, 16 with the chain's head read in both transactions (the events went to the run's
+    chain), and 23 before that (a position read before the journal's transaction and again
+    in it, a transaction of four for the move to ``started``, two statements per budget
+    reservation and per settling)."""
     import asyncio
 
     from agentctl.engine.run.claimed_tasks import RunSnapshots, execute_claimed
@@ -431,7 +432,11 @@ def test_a_claimed_task_of_one_effect_sends_thirteen_statements_on_its_worker(
         assert how == "done"
         begins = [s for s in sent if s.startswith("BEGIN")]
         assert len(begins) == 2 and sent.count("COMMIT") == 2, sent
-        assert len(sent) == 13, "\n".join(sent)
+        assert len(sent) == 12, "\n".join(sent)
+        # The journal's insert wrote it started: no statement of its own moves it there.
+        assert not any(
+            s.startswith("UPDATE effects") and "started_at" in s.split("WHERE")[0] for s in sent
+        ), sent
         assert not any("audit_events" in s for s in sent)  # the owner adopts the lane
         assert not any("pg_advisory_xact_lock(" in s for s in sent)  # nor the run's lock
     finally:

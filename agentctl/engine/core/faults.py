@@ -4,7 +4,10 @@
 1st) it passes ``point``. The points sit at every boundary of the effect protocol and the
 task commit, so tests/crash can prove the recovery rules at each one:
 
-- ``effect.requested``  after the ``requested`` row committed, before ``started``
+- ``effect.requested``  after the effect's journal committed: ``requested`` for an effect
+                        that needs approval (before it is asked for); ``started`` for
+                        the rest, journaled so in that one commit, where a kill leaves
+                        what one at ``effect.started`` leaves
 - ``effect.started``    after ``started`` committed, before dispatch
 - ``effect.dispatched`` after the dispatch returned, before its outcome committed
 - ``effect.finished``   after the outcome committed, before the task transition

@@ -6,8 +6,13 @@ docs/workflow-language.md).
 1. The effect id is derived from (run, task, attempt, ordinal, operation, input digest).
    A journaled outcome for that id is reused — confirmed results are never redone.
 2. Policy denies first (``toolsDeny``/``toolsAllow``, ``providers``); then the approval mode
-   decides whether a person must approve (pause, ask at the terminal, or deny).
-3. ``requested`` commits, then ``started`` commits, then the dispatch runs.
+   decides whether a person must approve (pause, ask at the terminal, or deny:
+   :mod:`~agentctl.engine.effects.approval_gate`).
+3. An effect that needs no approval commits ``started`` as it is journaled (one commit,
+   with its budget reservation and audit event), then the dispatch runs. One that needs
+   approval commits ``requested`` and its approval; once approved, ``started`` commits,
+   then the dispatch runs. ``requested`` is a durable state only where something waits
+   between the journal and the dispatch.
 4. Its outcome commits: ``succeeded`` + result + confirmed; ``failed`` for a definite
    failure; ``uncertain`` for a timeout, a lost connection or a cancellation after dispatch.
 """
@@ -23,24 +28,14 @@ from agentctl.digest import canonical_json
 from agentctl.engine.core.faults import Faults
 from agentctl.engine.core.records import Attempt, RunLog
 from agentctl.engine.effects import budget, journal
-from agentctl.engine.effects.approval_policy import (
-    deny_reason,
-    needs_approval,
-    non_interactive_mode,
-)
-from agentctl.engine.effects.approvals import create_approval, get_approval
+from agentctl.engine.effects.approval_gate import after_approval, gate_effect, gate_requested
+from agentctl.engine.effects.approval_policy import deny_reason, needs_approval
 from agentctl.engine.effects.journal import ConcludedEffectState
-from agentctl.engine.effects.tracing import (
-    approval_wait,
-    approval_waited,
-    traced_dispatch,
-    traced_effect,
-)
+from agentctl.engine.effects.tracing import traced_dispatch, traced_effect
 from agentctl.error_codes import ErrorCode
 from agentctl.errors import AgentctlError, Cancelled, OwnershipLostError, PersistenceError
-from agentctl.ids import Clock, approval_id
+from agentctl.ids import Clock
 from agentctl.signals import (
-    ApprovalPending,
     EffectBlocked,
     FreshAttempt,
     OutcomeUnknown,
@@ -50,7 +45,7 @@ from agentctl.signals import (
 from agentctl.store import effects_repo
 from agentctl.store.errors import retry_transient
 from agentctl.store.ownership import OwnedRun
-from agentctl.store.states import ApprovalState, EffectState
+from agentctl.store.states import EffectState
 
 __all__ = ["EffectGate", "InteractiveApprover"]
 
@@ -134,6 +129,19 @@ class EffectGate:
         ordinal = attempt.next_ordinal()
         now = self.clock.now()
         denial = deny_reason(self.policy, spec.policy_label, model=model, operation=spec.operation)
+        gated = needs_approval(
+            self.policy,
+            effect_class=spec.effect_class,
+            risk=spec.risk,
+            tool_approval=tool_approval,
+            mode_override=self.approval_mode,
+            operation=spec.operation,
+        )
+        # Nothing waits between the journal and the dispatch of an effect that needs no
+        # approval: it is journaled ``started``, the one commit before its dispatch (a
+        # ``requested`` row would only be seen by a kill in that instant, and cost a
+        # commit of its own). A denied one is journaled ``requested`` and refused.
+        start_now = denial is None and not gated
         # One transaction journals the effect unless its position holds one already (one
         # statement: the position used to be read before the transaction and again in
         # it); what it found there is read in the same transaction, which wrote nothing.
@@ -148,6 +156,7 @@ class EffectGate:
                 ordinal=ordinal,
                 spec=spec,
                 now=now,
+                started=start_now,
             )
             if record is None:
                 found = journal.journaled_effect(
@@ -186,7 +195,12 @@ class EffectGate:
             if reused is not _PROCEED:
                 return reused
             if existing.status == EffectState.WAITING_FOR_APPROVAL:
-                return await self._after_approval(attempt, existing, spec, dispatch)
+                return await after_approval(self, attempt, existing, spec, dispatch)
+            # Journaled ``requested`` by an earlier process that stopped before asking for
+            # its approval (or by a release that journaled every effect so): a gated one
+            # is asked for now, never dispatched unapproved; the rest move to ``started``.
+            if gated:
+                return await gate_requested(self, attempt, existing, spec, dispatch, prompt)
             return await self._start_and_dispatch(attempt, existing, spec, dispatch)
         if denial is not None:
             message = f"policy denied effect: {spec.operation} ({denial})"
@@ -195,18 +209,14 @@ class EffectGate:
             raise TaskFailure(denied.message(), code=ErrorCode.BUDGET_EXCEEDED, stops_run=True)
         assert record is not None
         self._usage[record.id] = (usage, failed_usage)
+        # Both points are passed by every effect. An ungated one is ``started`` at the
+        # first already: a kill there leaves what a kill at ``effect.started`` leaves (the
+        # effect uncertain on resume, as any started effect; see durable-execution.md).
         self.faults.hit("effect.requested")
-        gated = needs_approval(
-            self.policy,
-            effect_class=spec.effect_class,
-            risk=spec.risk,
-            tool_approval=tool_approval,
-            mode_override=self.approval_mode,
-            operation=spec.operation,
-        )
         if gated:
-            return await self._gate(attempt, record, spec, dispatch, prompt)
-        return await self._start_and_dispatch(attempt, record, spec, dispatch)
+            return await gate_effect(self, attempt, record, spec, dispatch, prompt)
+        self.faults.hit("effect.started")
+        return await self._dispatch(attempt, record, spec, dispatch)
 
     def _requested(
         self,
@@ -218,9 +228,10 @@ class EffectGate:
         reservation: Mapping[str, float] | None,
         tool_call: Mapping[str, Any] | None,
     ) -> budget.BudgetDenied | None:
-        """What commits with an effect journaled ``requested``: the owner's task row, its
-        tool call, its audit event and its budget reservation (refused: concluded here,
-        and the limit returned)."""
+        """What commits with an effect journaled (``requested``, or ``started`` when it
+        needs no approval): the owner's task row, its tool call, its audit event
+        (``effect.requested`` either way: the request is what it records) and its budget
+        reservation (refused: concluded here, and the limit returned)."""
         if self._on_task_running is not None:
             self._on_task_running(conn, attempt)
         if tool_call is not None:
@@ -261,6 +272,7 @@ class EffectGate:
                     "requested": denied.requested,
                 },
                 now=now,
+                dispatched=False,
             )
         return denied
 
@@ -276,8 +288,11 @@ class EffectGate:
         event: str,
         payload: dict[str, Any],
         now: Any,
+        dispatched: bool = True,
     ) -> None:
-        """Conclude an effect that will never be dispatched (denied, refused, rejected)."""
+        """Conclude an effect that will never be dispatched (denied, refused, rejected).
+        ``dispatched=False``: refused in the transaction that journaled it ``started``
+        (its budget), so its start time goes with that state."""
         journal.finish_effect(
             conn,
             effect_id,
@@ -285,6 +300,7 @@ class EffectGate:
             now=now,
             confirmed=True,
             error={"code": str(code), "message": message},
+            dispatched=dispatched,
         )
         self.log.event(conn, event, payload, now=now, task_id=attempt.task_id, effect_id=effect_id)
 
@@ -334,138 +350,6 @@ class EffectGate:
             raise EffectBlocked(record.id, record.operation)
         return _PROCEED
 
-    # -- approval ----------------------------------------------------------------------
-
-    async def _gate(
-        self,
-        attempt: Attempt,
-        record: journal.EffectRecord,
-        spec: journal.EffectSpec,
-        dispatch: Callable[[str], Awaitable[Any]],
-        prompt: str | None,
-    ) -> Any:
-        aid = approval_id(record.id)
-        text = prompt or f"allow {spec.operation} ({spec.effect_class}, risk {spec.risk})?"
-        request = {
-            "approvalId": aid,
-            "runId": attempt.run_id,
-            "taskId": attempt.task_id,
-            "effectId": record.id,
-            "operation": spec.operation,
-            "effectClass": spec.effect_class,
-            "risk": spec.risk,
-            "prompt": text,
-            "input": spec.effect_input,
-        }
-
-        def store_approval(conn: Any, now: Any) -> None:
-            create_approval(
-                conn,
-                approval_id=aid,
-                run_id=attempt.run_id,
-                task_id=attempt.task_id,
-                kind="approval",
-                prompt=text,
-                now=now,
-                effect_id=record.id,
-                risk=spec.risk,
-                input=spec.effect_input,
-            )
-
-        if self.approver is not None:
-            allowed = await approval_wait(self.approver, request)
-            now = self.clock.now()
-            with self.store.write() as conn:
-                store_approval(conn, now)
-                from agentctl.engine.effects.approvals import resolve_approval
-
-                resolve_approval(
-                    conn,
-                    aid,
-                    status=ApprovalState.APPROVED if allowed else ApprovalState.REJECTED,
-                    actor="terminal",
-                    reason="answered at the terminal",
-                    now=now,
-                )
-                self.log.event(
-                    conn,
-                    "approval.resolved",
-                    {"approvalId": aid, "approved": allowed, "actor": "terminal"},
-                    now=now,
-                    task_id=attempt.task_id,
-                    effect_id=record.id,
-                )
-            if not allowed:
-                return self._reject(attempt, record, aid)
-            return await self._start_and_dispatch(attempt, record, spec, dispatch)
-
-        mode = non_interactive_mode(self.policy)
-        now = self.clock.now()
-        if mode in ("deny_approval", "fail"):
-            message = (
-                f"policy denied effect: {spec.operation} needs approval and "
-                f"policy.nonInteractive is {mode}"
-            )
-            with self.store.write() as conn:
-                self._refuse(
-                    conn,
-                    attempt,
-                    record.id,
-                    status=EffectState.FAILED,
-                    code=ErrorCode.POLICY_DENIED,
-                    message=message,
-                    event="effect.denied",
-                    payload={"reason": message},
-                    now=now,
-                )
-            raise TaskFailure(message, code=ErrorCode.POLICY_DENIED)
-        with self.store.write() as conn:
-            journal.set_status(conn, record.id, EffectState.WAITING_FOR_APPROVAL, now)
-            store_approval(conn, now)
-            self.log.event(
-                conn,
-                "approval.requested",
-                request,
-                now=now,
-                task_id=attempt.task_id,
-                effect_id=record.id,
-            )
-        raise ApprovalPending(aid)
-
-    async def _after_approval(
-        self,
-        attempt: Attempt,
-        record: journal.EffectRecord,
-        spec: journal.EffectSpec,
-        dispatch: Callable[[str], Awaitable[Any]],
-    ) -> Any:
-        aid = approval_id(record.id)
-        with self.store.read() as conn:
-            approval = get_approval(conn, aid)
-        if approval is None or approval.status == ApprovalState.PENDING:
-            raise ApprovalPending(aid)
-        approval_waited(approval, record.operation)
-        if approval.status != ApprovalState.APPROVED:
-            return self._reject(attempt, record, aid)
-        return await self._start_and_dispatch(attempt, record, spec, dispatch)
-
-    def _reject(self, attempt: Attempt, record: journal.EffectRecord, aid: str) -> Any:
-        now = self.clock.now()
-        message = f"approval rejected: {aid}"
-        with self.store.write() as conn:
-            self._refuse(
-                conn,
-                attempt,
-                record.id,
-                status=EffectState.CANCELLED,
-                code=ErrorCode.APPROVAL_REJECTED,
-                message=message,
-                event="effect.cancelled",
-                payload={"reason": message},
-                now=now,
-            )
-        raise TaskFailure(message, code=ErrorCode.APPROVAL_REJECTED, stops_run=True)
-
     # -- dispatch ----------------------------------------------------------------------
 
     async def _start_and_dispatch(
@@ -483,6 +367,16 @@ class EffectGate:
             if self._on_task_running is not None:
                 self._on_task_running(conn, attempt)
         self.faults.hit("effect.started")
+        return await self._dispatch(attempt, record, spec, dispatch)
+
+    async def _dispatch(
+        self,
+        attempt: Attempt,
+        record: journal.EffectRecord,
+        spec: journal.EffectSpec,
+        dispatch: Callable[[str], Awaitable[Any]],
+    ) -> Any:
+        """Dispatch an effect whose ``started`` row committed, and commit its outcome."""
         try:
             result = await traced_dispatch(spec, dispatch, record.id)
         except TaskFailure as failure:

@@ -1,10 +1,12 @@
 """The effect journal: every non-pure operation, before and after dispatch.
 
 Status moves ``requested`` -> (``waiting_for_approval`` ->) ``started`` -> ``succeeded`` |
-``failed`` | ``cancelled`` | ``uncertain``. A started effect whose outcome is unknown (crash,
-timeout, transport loss, cancellation after dispatch) becomes ``uncertain`` and blocks its
-task until an operator appends a reconciliation: ``applied`` (with a validated result),
-``not_applied`` or ``compensated``. Reconciliations are append-only; the latest wins.
+``failed`` | ``cancelled`` | ``uncertain``; an effect that needs no approval is journaled
+``started`` (nothing waits between its journal and its dispatch). A started effect whose
+outcome is unknown (crash, timeout, transport loss, cancellation after dispatch) becomes
+``uncertain`` and blocks its task until an operator appends a reconciliation: ``applied``
+(with a validated result), ``not_applied`` or ``compensated``. Reconciliations are
+append-only; the latest wins.
 
 These functions run inside the caller's transaction; the executor decides what commits
 together.
@@ -238,10 +240,15 @@ def journal_if_position_empty(
     ordinal: int,
     spec: EffectSpec,
     now: datetime,
+    started: bool = False,
 ) -> EffectRecord | None:
     """Journal ``spec`` as ``requested`` unless an effect is journaled at its position
     already: the position's read and the insert are one statement. None: something is
-    there (:func:`journaled_effect` says what) and nothing was written."""
+    there (:func:`journaled_effect` says what) and nothing was written.
+
+    ``started``: journal it ``started`` instead, for an effect nothing waits for between
+    its journal and its dispatch (no approval): the gate's one commit before the dispatch
+    (docs/durable-execution.md, "The effect protocol")."""
     eid = spec.effect_id(run_id, task_id, attempt, ordinal)
     requested = EffectRecord(
         id=eid,
@@ -255,13 +262,13 @@ def journal_if_position_empty(
         idempotency=spec.idempotency,
         risk=spec.risk,
         idempotency_key=eid,  # an effect's idempotency key is its id
-        status=EffectState.REQUESTED,
+        status=EffectState.STARTED if started else EffectState.REQUESTED,
         confirmed=False,
         request=spec.stored_request(),
         result=None,
         error=None,
         requested_at=now,
-        started_at=None,
+        started_at=now if started else None,
         finished_at=None,
     )
     return effects_repo.insert_effect_at_empty_position(
@@ -323,19 +330,20 @@ def finish_effect(
     result: Any = None,
     error: Any = None,
     confirmed: bool,
+    dispatched: bool = True,
 ) -> None:
-    guarded_update(
-        conn,
-        "effect",
-        (effect_id_,),
-        {
-            "status": status,
-            "result_json": _dumps(result),
-            "error_json": _dumps(error),
-            "confirmed": confirmed,
-            "finished_at": now,
-        },
-    )
+    """Conclude an effect. ``dispatched=False``: it never was (refused in the transaction
+    that journaled it ``started``), so it keeps no start time."""
+    values: dict[str, Any] = {
+        "status": status,
+        "result_json": _dumps(result),
+        "error_json": _dumps(error),
+        "confirmed": confirmed,
+        "finished_at": now,
+    }
+    if not dispatched:
+        values["started_at"] = None
+    guarded_update(conn, "effect", (effect_id_,), values)
 
 
 def latest_reconciliation(conn: SqlRunner, effect_id_: str) -> Reconciliation | None:
