@@ -50,7 +50,9 @@ __all__ = [
     "LateRunLock",
     "Locks",
     "RunFence",
+    "Step",
     "begin_postgres",
+    "begin_steps",
     "hold_run",
     "key",
     "run",
@@ -105,7 +107,12 @@ class RunFence(Protocol):
         ...
 
     def check(self, conn: DriverSession) -> None:
-        """Check the fence without the run's lock (a write that needed none)."""
+        """Check the fence without the run's lock (one statement)."""
+        ...
+
+    def commit(self, conn: DriverSession) -> None:
+        """Check the fence without the run's lock and commit (a write that needed none):
+        one round trip, the commit skipped by the server when the fence fails."""
         ...
 
 
@@ -150,4 +157,29 @@ def begin_postgres(locks: Locks | None) -> str:
     )
     return f"BEGIN; SELECT pg_advisory_xact_lock_shared({STORE_KEY})" + (
         f"; {taken}" if taken else ""
+    )
+
+
+#: A pipelined ``BEGIN``'s lock statements: the key is a parameter, so each is prepared once
+#: per connection whatever the key (a simple query's text was parsed and planned each time).
+SHARED_LOCK = "SELECT pg_advisory_xact_lock_shared(%s)"
+EXCLUSIVE_LOCK = "SELECT pg_advisory_xact_lock(%s)"
+
+
+#: One statement of a pipelined ``BEGIN``: its text and its parameters (None: none).
+Step = tuple[str, tuple[int, ...] | None]
+
+
+def begin_steps(locks: Locks | None, begin: str = "BEGIN") -> tuple[Step, ...]:
+    """:func:`begin_postgres`'s statements one by one, in the same order, for one pipelined
+    round trip (``ServerStatements.pipeline``): ``BEGIN``, the store lock, then the scope's
+    locks by key."""
+    if locks is None:
+        return ((begin, None), (EXCLUSIVE_LOCK, (STORE_KEY,)))
+    modes = {key(name): SHARED_LOCK for name in locks.shared}
+    modes.update({key(name): EXCLUSIVE_LOCK for name in locks.exclusive})
+    return (
+        (begin, None),
+        (SHARED_LOCK, (STORE_KEY,)),
+        *((text, (value,)) for value, text in sorted(modes.items())),
     )

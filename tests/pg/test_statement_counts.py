@@ -31,9 +31,11 @@ from tests.pg.test_claim_slots import _running_run
 
 @contextmanager
 def _sent(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
-    """Every statement this process sends to the server meanwhile, in order, with the
-    ``COMMIT``/``ROLLBACK`` that psycopg sends for a connection's ``commit()``: through a
-    cursor, or through a driver session's ``ServerStatements``."""
+    """Every round trip this process makes to the server meanwhile, in order, each as the
+    statement it sent, with the ``COMMIT``/``ROLLBACK`` that psycopg sends for a
+    connection's ``commit()``: through a cursor, or through a driver session's
+    ``ServerStatements``, whose pipeline (several statements in one round trip) is one
+    entry, its statements joined by ``; `` with their parameters written in."""
     import psycopg
     from psycopg import pq
 
@@ -53,6 +55,13 @@ def _sent(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
 
         return counted_execute
 
+    def pipelined(original: Any) -> Any:
+        def counted_pipeline(self: Any, steps: Any) -> Any:
+            sent.append("; ".join(_written(text, params) for text, params in steps))
+            return original(self, steps)
+
+        return counted_pipeline
+
     def ending(name: str, original: Any) -> Any:
         def end(self: Any) -> None:
             if self.info.transaction_status != pq.TransactionStatus.IDLE:
@@ -65,9 +74,16 @@ def _sent(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
         patched.setattr(psycopg.Cursor, "execute", counted(execute_))
         # Its execute(text), a BEGIN or COMMIT, runs through run() too.
         patched.setattr(ServerStatements, "run", counted(ServerStatements.run))
+        patched.setattr(ServerStatements, "pipeline", pipelined(ServerStatements.pipeline))
         patched.setattr(psycopg.Connection, "commit", ending("COMMIT", commit))
         patched.setattr(psycopg.Connection, "rollback", ending("ROLLBACK", rollback))
         yield sent
+
+
+def _written(text: str, parameters: Any) -> str:
+    """A pipelined statement with its parameters in place of its placeholders."""
+    text = " ".join(text.split())
+    return text if parameters is None else text % tuple(str(p) for p in parameters)
 
 
 def test_a_claim_and_a_claims_outcome_are_one_statement_each(
@@ -198,7 +214,9 @@ def test_a_claimed_tasks_write_takes_its_runs_lock_last_right_before_the_chain_h
     """A claimed task's write begins with the store lock alone, writes its own effect row,
     and takes the run's lock (with the claim's fence, one statement) only right before it
     reads the run's chain head: held for the head, the append and the commit. A write that
-    needs no run lock checks the fence just before its commit and takes no run lock."""
+    needs no run lock takes no run lock and checks the fence in the round trip of its
+    commit (the fence, then ``COMMIT``, pipelined): three round trips, ``BEGIN`` with the
+    store lock, its write, the fence with the commit (it was four)."""
     from agentctl.engine.effects import journal
     from agentctl.engine.run.claimed_tasks import ClaimFence
     from agentctl.store.states import EffectState
@@ -235,7 +253,8 @@ def test_a_claimed_tasks_write_takes_its_runs_lock_last_right_before_the_chain_h
         with _sent(monkeypatch) as sent, fence.write() as conn:
             journal.set_status(conn, record.id, EffectState.STARTED, clock.now())
         assert not any("pg_advisory_xact_lock(" in s for s in sent), sent
-        assert "FOR SHARE" in sent[-2] and sent[-1] == "COMMIT", sent
+        assert len(sent) == 3 and sent[0] == begin, sent
+        assert "FOR SHARE" in sent[-1] and sent[-1].endswith("; COMMIT"), sent
     finally:
         store.close()
 
@@ -388,11 +407,13 @@ def test_a_claimed_tasks_move_to_started_is_one_fenced_statement(
         store.close()
 
 
-def test_a_claimed_task_of_one_effect_sends_thirteen_statements_on_its_worker(
+def test_a_claimed_task_of_one_effect_makes_eleven_round_trips_from_its_worker(
     postgres_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Executing a claimed task of one process step, from its snapshot to its outcome on
-    the claim, is two write transactions and two single statements on the worker, and
+    the claim, is two write transactions and two single statements on the worker, eleven
+    round trips to the server (it was thirteen: each transaction's fence now goes with its
+    ``COMMIT``, in one pipeline, and so does its ``BEGIN`` with the store lock), and
     never the run's lock (its ``processOutputBytes`` has no limit: not reserved; it
     printed nothing, so no usage is pending either): the effect journaled ``requested``
     (``BEGIN`` with the store lock, the insert that also reads the position, the event
@@ -430,8 +451,10 @@ def test_a_claimed_task_of_one_effect_sends_thirteen_statements_on_its_worker(
             )
         assert how == "done"
         begins = [s for s in sent if s.startswith("BEGIN")]
-        assert len(begins) == 2 and sent.count("COMMIT") == 2, sent
-        assert len(sent) == 13, "\n".join(sent)
+        assert len(begins) == 2, sent
+        commits = [s for s in sent if s.endswith("COMMIT")]
+        assert len(commits) == 2 and all("FOR SHARE" in s for s in commits), sent
+        assert len(sent) == 11, "\n".join(sent)
         assert not any("audit_events" in s for s in sent)  # the owner adopts the lane
         assert not any("pg_advisory_xact_lock(" in s for s in sent)  # nor the run's lock
     finally:
