@@ -170,10 +170,16 @@ class _Transaction:
 
     def __enter__(self) -> DriverSession:
         session = self._session
-        try:
-            self._cursor = session._begun(self._begin)
-        except driver_errors() as exc:
-            raise driver_error(session._where, exc) from exc
+        begin = self._begin
+        if session._postgres:
+            # Sent with the transaction's first statement, in its round trip: every
+            # statement of it still runs after the BEGIN and its locks (exec_driver_sql).
+            session._pending = ((begin, None),) if isinstance(begin, str) else begin
+        else:
+            try:
+                self._cursor = session._begun(begin)
+            except driver_errors() as exc:
+                raise driver_error(session._where, exc) from exc
         session.chain_heads = {}
         session.late_run_lock = None if self._late is None else LateRunLock(self._late)
         if self._on_begin is not None:
@@ -188,6 +194,15 @@ class _Transaction:
         session = self._session
         late, session.late_run_lock = session.late_run_lock, None
         session.chain_heads = None
+        pending, session._pending = session._pending, None
+        if pending is not None:  # nothing of the transaction was sent
+            if kind is not None:  # nothing to roll back
+                if exc is not None and isinstance(exc, driver_errors()):
+                    raise driver_error(session._where, exc) from exc
+                return
+            session._begun(pending)  # an empty write still waits for its locks
+        if session._postgres:
+            self._cursor = session._server_statements()
         if kind is None and late is not None and not late.taken:
             # Nothing of the run's serialised rows was touched: the claim's fence is still
             # checked (its row locked) before anything of the transaction commits, in the
@@ -247,6 +262,9 @@ class DriverSession:
         )
         self._dialect_name = POSTGRESQL if self._postgres else SQLITE
         self._begins: dict[str, str | tuple[Step, ...]] = {}
+        #: On PostgreSQL, inside a transaction until its first statement: its BEGIN (and
+        #: locks), sent with that statement in one pipeline (:meth:`exec_driver_sql`).
+        self._pending: tuple[Step, ...] | None = None
         self._scope = scope
         self._late_fence = late_fence if self._postgres else None
         if self._late_fence is not None:
@@ -285,9 +303,16 @@ class DriverSession:
         try:
             if self._postgres and not isinstance(parameters, list) and is_compiled(statement):
                 # A store statement: converted and prepared once per connection, sent by
-                # libpq with its rows taken now (store/pg_statements.py).
-                rows, count = self._server_statements().run(statement, parameters)
+                # libpq with its rows taken now (store/pg_statements.py); a transaction's
+                # first one with the transaction's BEGIN, in one round trip.
+                if self._pending is not None:
+                    rows, count = self._begun_with(statement, parameters)
+                else:
+                    rows, count = self._server_statements().run(statement, parameters)
                 return _Fetched(rows, count)
+            if self._pending is not None:  # not a store statement: the BEGIN goes first
+                pending, self._pending = self._pending, None
+                self._begun(pending)
             cursor = self._session_cursor()
             if isinstance(parameters, list):  # one execution per row, as SQLAlchemy's
                 cursor.executemany(statement, parameters)
@@ -376,7 +401,19 @@ class DriverSession:
         store's (store/errors.py)."""
         return _Transaction(self, begin, on_begin)
 
-    def _begun(self, begin: str | tuple[Step, ...]) -> Any:
+    def _begun_with(self, statement: str, parameters: Any) -> tuple[list[Any], int]:
+        """Send the transaction's pending BEGIN (and locks) and its first statement in one
+        pipeline (:meth:`_begun`'s retries included: nothing of the transaction reached the
+        server before): that statement's rows and count. A lock that times out or a
+        statement that fails raises the store's error, as when sent apart."""
+        assert self._pending is not None
+        pending, self._pending = self._pending, None
+        answers: list[tuple[list[Any], int]] = self._begun(
+            (*pending, (statement, parameters)), answers=True
+        )
+        return answers[-1]
+
+    def _begun(self, begin: str | tuple[Step, ...], *, answers: bool = False) -> Any:
         """What sent the transaction's BEGIN and sends its COMMIT: on PostgreSQL the
         connection's :meth:`_server_statements`, on SQLite the driver's connection. A
         connection lost before the transaction (the server restarted since the last one) is
@@ -401,8 +438,10 @@ class DriverSession:
                     runner = self._server_statements()
                     if isinstance(begin, str):
                         runner.execute(begin)
-                    else:  # its BEGIN and locks, one round trip
-                        runner.pipeline(begin)
+                    else:  # its BEGIN and locks (and its first statement), one round trip
+                        found = runner.pipeline(begin)
+                        if answers:
+                            return found
                     return runner
                 runner = self._session_cursor()
                 runner.execute(begin)

@@ -29,19 +29,25 @@ from tests.pg.backends import execute, rows
 from tests.pg.test_claim_slots import _running_run
 
 
+class Sent(list[str]):
+    """The statements sent, in order, and how many round trips carried them."""
+
+    round_trips = 0
+
+
 @contextmanager
-def _sent(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
-    """Every round trip this process makes to the server meanwhile, in order, each as the
-    statement it sent, with the ``COMMIT``/``ROLLBACK`` that psycopg sends for a
-    connection's ``commit()``: through a cursor, or through a driver session's
-    ``ServerStatements``, whose pipeline (several statements in one round trip) is one
-    entry, its statements joined by ``; `` with their parameters written in."""
+def _sent(monkeypatch: pytest.MonkeyPatch) -> Iterator[Sent]:
+    """Every statement this process sends to the server meanwhile, in order, with the
+    ``COMMIT``/``ROLLBACK`` that psycopg sends for a connection's ``commit()``: through a
+    cursor, or through a driver session's ``ServerStatements``, whose pipeline sends
+    several in one round trip (each an entry, with its parameters written in); and the
+    round trips (``round_trips``)."""
     import psycopg
     from psycopg import pq
 
     from agentctl.store.pg_statements import ServerStatements
 
-    sent: list[str] = []
+    sent = Sent()
     execute_, commit, rollback = (
         psycopg.Cursor.execute,
         psycopg.Connection.commit,
@@ -51,13 +57,15 @@ def _sent(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     def counted(original: Any) -> Any:
         def counted_execute(self: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
             sent.append(" ".join(str(query).split()))
+            sent.round_trips += 1
             return original(self, query, *args, **kwargs)
 
         return counted_execute
 
     def pipelined(original: Any) -> Any:
         def counted_pipeline(self: Any, steps: Any) -> Any:
-            sent.append("; ".join(_written(text, params) for text, params in steps))
+            sent.extend(_written(text, params) for text, params in steps)
+            sent.round_trips += 1
             return original(self, steps)
 
         return counted_pipeline
@@ -66,6 +74,7 @@ def _sent(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
         def end(self: Any) -> None:
             if self.info.transaction_status != pq.TransactionStatus.IDLE:
                 sent.append(name)
+                sent.round_trips += 1
             original(self)
 
         return end
@@ -215,8 +224,8 @@ def test_a_claimed_tasks_write_takes_its_runs_lock_last_right_before_the_chain_h
     and takes the run's lock (with the claim's fence, one statement) only right before it
     reads the run's chain head: held for the head, the append and the commit. A write that
     needs no run lock takes no run lock and checks the fence in the round trip of its
-    commit (the fence, then ``COMMIT``, pipelined): three round trips, ``BEGIN`` with the
-    store lock, its write, the fence with the commit (it was four)."""
+    commit (the fence, then ``COMMIT``, pipelined): two round trips, ``BEGIN`` with the
+    store lock and its write, then the fence with the commit (it was four)."""
     from agentctl.engine.effects import journal
     from agentctl.engine.run.claimed_tasks import ClaimFence
     from agentctl.store.states import EffectState
@@ -237,8 +246,8 @@ def test_a_claimed_tasks_write_takes_its_runs_lock_last_right_before_the_chain_h
                 now=clock.now(),
             )  # fmt: skip
             log.event(conn, "test.requested", {}, now=clock.now(), task_id=tasks[0])
-        begin = f"BEGIN; SELECT pg_advisory_xact_lock_shared({locks.STORE_KEY})"
-        assert sent[0] == begin, sent  # the store lock alone
+        begin = ["BEGIN", f"SELECT pg_advisory_xact_lock_shared({locks.STORE_KEY})"]
+        assert sent[:2] == begin, sent  # the store lock alone
         taken = [n for n, s in enumerate(sent) if "pg_advisory_xact_lock(" in s]
         assert len(taken) == 1 and "FOR SHARE OF c" in sent[taken[0]], sent
         inserted = next(n for n, s in enumerate(sent) if s.startswith("INSERT INTO effects"))
@@ -249,12 +258,15 @@ def test_a_claimed_tasks_write_takes_its_runs_lock_last_right_before_the_chain_h
         assert sent[taken[0] + 1].startswith("SELECT audit_events.seq"), sent
         assert sent[taken[0] + 2].startswith("INSERT INTO audit_events"), sent
         assert sent[taken[0] + 3 :] == ["COMMIT"], sent
-        assert str(locks.key(name)) not in sent[0]
+        assert str(locks.key(name)) not in sent[1]
+        # BEGIN with the effect's insert, the lock, the head, the append, the COMMIT.
+        assert sent.round_trips == 5, sent
         with _sent(monkeypatch) as sent, fence.write() as conn:
             journal.set_status(conn, record.id, EffectState.STARTED, clock.now())
         assert not any("pg_advisory_xact_lock(" in s for s in sent), sent
-        assert len(sent) == 3 and sent[0] == begin, sent
-        assert "FOR SHARE" in sent[-1] and sent[-1].endswith("; COMMIT"), sent
+        assert sent[:2] == begin and sent[2].startswith("UPDATE effects"), sent
+        assert "FOR SHARE" in sent[3] and sent[4:] == ["COMMIT"], sent
+        assert sent.round_trips == 2, sent
     finally:
         store.close()
 
@@ -407,13 +419,14 @@ def test_a_claimed_tasks_move_to_started_is_one_fenced_statement(
         store.close()
 
 
-def test_a_claimed_task_of_one_effect_makes_eleven_round_trips_from_its_worker(
+def test_a_claimed_task_of_one_effect_makes_nine_round_trips_from_its_worker(
     postgres_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Executing a claimed task of one process step, from its snapshot to its outcome on
-    the claim, is two write transactions and two single statements on the worker, eleven
-    round trips to the server (it was thirteen: each transaction's fence now goes with its
-    ``COMMIT``, in one pipeline, and so does its ``BEGIN`` with the store lock), and
+    the claim, is two write transactions and two single statements on the worker: fifteen
+    statements in nine round trips (it was thirteen: each transaction's ``BEGIN`` and
+    store lock now go with its first statement, and its fence with its ``COMMIT``, each
+    in one pipeline), and
     never the run's lock (its ``processOutputBytes`` has no limit: not reserved; it
     printed nothing, so no usage is pending either): the effect journaled ``requested``
     (``BEGIN`` with the store lock, the insert that also reads the position, the event
@@ -450,11 +463,11 @@ def test_a_claimed_task_of_one_effect_makes_eleven_round_trips_from_its_worker(
                 execute_claimed(store, claimed, snapshots, clock=clock, options=options)
             )
         assert how == "done"
-        begins = [s for s in sent if s.startswith("BEGIN")]
-        assert len(begins) == 2, sent
-        commits = [s for s in sent if s.endswith("COMMIT")]
-        assert len(commits) == 2 and all("FOR SHARE" in s for s in commits), sent
-        assert len(sent) == 11, "\n".join(sent)
+        assert sent.count("BEGIN") == 2 and sent.count("COMMIT") == 2, sent
+        fences = [n for n, s in enumerate(sent) if "FOR SHARE) AS held" in s]
+        assert len(fences) == 2 and all(sent[n + 1] == "COMMIT" for n in fences), sent
+        assert len(sent) == 15, "\n".join(sent)
+        assert sent.round_trips == 9, "\n".join(sent)
         assert not any("audit_events" in s for s in sent)  # the owner adopts the lane
         assert not any("pg_advisory_xact_lock(" in s for s in sent)  # nor the run's lock
     finally:
