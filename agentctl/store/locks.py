@@ -2,7 +2,8 @@
 
 SQLite has one writer at a time (``BEGIN IMMEDIATE``) and ignores all of this. On
 PostgreSQL a write transaction names what it writes, and takes transaction-scoped advisory
-locks for exactly that, in the one round trip of its ``BEGIN``:
+locks for exactly that, in the one round trip of its ``BEGIN`` (a driver session's: its
+``BEGIN``, its locks and its first statement, pipelined, :func:`begin_steps`):
 
 - every write takes the store lock (:data:`STORE_KEY`): **shared** when it names its
   scope, **exclusive** when it names none. A write with no scope (an operator's command, a
@@ -26,7 +27,9 @@ locks for exactly that, in the one round trip of its ``BEGIN``:
   ``observability/audit_lanes.py``) do not wait for the run's other writers, and the
   run's lock is held from the budget statement to the commit only (not at all when the
   effect reserves nothing). Its fencing check comes after the run's lock (the claim's row
-  is locked then), so every transaction takes a run's lock before that run's claim rows:
+  is locked then), or, when it took none, with its ``COMMIT`` (one pipeline: the server
+  skips the commit when the fence fails), so every transaction takes a run's lock before
+  that run's claim rows:
   the owner's writes hold the run's lock from their ``BEGIN`` and may then withdraw claim
   rows, and no order of the two deadlocks.
 
