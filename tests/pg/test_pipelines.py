@@ -240,6 +240,9 @@ def test_a_failed_statement_of_a_pipeline_is_the_error_it_is_alone_and_commits_n
 def test_a_write_whose_lock_times_out_in_its_pipelined_begin_is_store_locked(
     postgres_url: str, tmp_path: Path
 ) -> None:
+    """A lock that times out in a pipelined ``BEGIN`` is ``store.locked`` (SQLSTATE 55P03),
+    whether the write sent a statement (the lock is in that statement's round trip) or
+    none (its locks are taken before it ends)."""
     store, run_id, _ = _running_run(postgres_url, tmp_path, 1)
     impatient = open_store(postgres_url, settings=StoreSettings(busy_timeout_ms=200))
     (name,) = locks.run(run_id).exclusive
@@ -250,9 +253,16 @@ def test_a_write_whose_lock_times_out_in_its_pipelined_begin_is_store_locked(
                 with impatient.driver_session(scope=locks.run(run_id)) as session:
                     with session.write():
                         pass
-        assert locked.value.code == "store.locked" and "55P03" in locked.value.message
-        with impatient.driver_session(scope=locks.run(run_id)) as session, session.write():
-            pass  # the lock released, the same kind of write begins
+            assert locked.value.code == "store.locked" and "55P03" in locked.value.message
+            # The BEGIN goes with the first statement: that statement is refused alike,
+            # and the session's next transaction begins afresh once the lock is free.
+            with impatient.driver_session(scope=locks.run(run_id)) as session:
+                with pytest.raises(PersistenceError) as first, session.write() as conn:
+                    repo.snapshot_key(conn, run_id)
+                assert first.value.code == "store.locked", first.value
+                holder.rollback()
+                with session.write() as conn:
+                    assert repo.snapshot_key(conn, run_id) is not None
     finally:
         impatient.close()
         store.close()
@@ -275,5 +285,27 @@ def test_a_connection_lost_before_the_fence_and_commit_pipeline_is_store_unreach
                     admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
         assert lost.value.code == "store.unreachable", lost.value
         assert _effects(postgres_url, run_id) == 0
+    finally:
+        store.close()
+
+
+def test_a_connection_lost_between_transactions_is_replaced_for_the_next_first_statement(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    """The server ended the session's connection after its last transaction: the next
+    transaction's ``BEGIN``, locks and first statement (one pipeline, nothing of it
+    committed) are sent again on a new connection, and the write lands once."""
+    store, run_id, tasks = _running_run(postgres_url, tmp_path, 1)
+    try:
+        (claim,) = _claims(store, run_id, tasks)
+        with store.driver_session(late_fence=ClaimFence(store, claim)) as session:
+            pid = session.exec_driver_sql("SELECT pg_backend_pid()", None).first()[0]
+            with psycopg.connect(postgres_url, autocommit=True) as admin:
+                admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+            with session.write() as conn:
+                _request(conn, claim)
+            again = session.exec_driver_sql("SELECT pg_backend_pid()", None).first()[0]
+        assert again != pid
+        assert _effects(postgres_url, run_id) == 1
     finally:
         store.close()
