@@ -200,7 +200,11 @@ class _Transaction:
                 if exc is not None and isinstance(exc, driver_errors()):
                     raise driver_error(session._where, exc) from exc
                 return
-            session._begun(pending)  # an empty write still waits for its locks
+            try:
+                session._begun(pending)  # an empty write still waits for its locks
+            except PersistenceError:
+                session._abandon()
+                raise
         if session._postgres:
             self._cursor = session._server_statements()
         if kind is None and late is not None and not late.taken:
@@ -463,6 +467,16 @@ class DriverSession:
             delay = min(delay * 2, 2.0)
             self.give_back()
             self._raw = self._cursor = self._server = None
+
+    def _abandon(self) -> None:
+        """Roll back what a failed pipelined BEGIN left open (its lock timed out), if the
+        connection still answers; a lost one is replaced by the next transaction."""
+        server = self._server
+        if server is not None and server.connection.info.transaction_status != _IDLE:
+            try:
+                server.execute("ROLLBACK")
+            except driver_errors():
+                pass
 
     def commit_after(self, statement: str, parameters: Sequence[Any]) -> None:
         """End this session's transaction (PostgreSQL) with ``statement`` and ``COMMIT``

@@ -247,22 +247,23 @@ def test_a_write_whose_lock_times_out_in_its_pipelined_begin_is_store_locked(
     impatient = open_store(postgres_url, settings=StoreSettings(busy_timeout_ms=200))
     (name,) = locks.run(run_id).exclusive
     try:
-        with psycopg.connect(postgres_url) as holder:
+        with (
+            psycopg.connect(postgres_url) as holder,
+            impatient.driver_session(scope=locks.run(run_id)) as session,
+        ):
             holder.execute("SELECT pg_advisory_xact_lock(%s)", (locks.key(name),))
-            with pytest.raises(PersistenceError) as locked:
-                with impatient.driver_session(scope=locks.run(run_id)) as session:
-                    with session.write():
-                        pass
+            with pytest.raises(PersistenceError) as locked, session.write():
+                pass
             assert locked.value.code == "store.locked" and "55P03" in locked.value.message
-            # The BEGIN goes with the first statement: that statement is refused alike,
-            # and the session's next transaction begins afresh once the lock is free.
-            with impatient.driver_session(scope=locks.run(run_id)) as session:
-                with pytest.raises(PersistenceError) as first, session.write() as conn:
-                    repo.snapshot_key(conn, run_id)
-                assert first.value.code == "store.locked", first.value
-                holder.rollback()
-                with session.write() as conn:
-                    assert repo.snapshot_key(conn, run_id) is not None
+            # The BEGIN goes with the first statement: that statement is refused alike
+            # (the failed transaction rolled back each time), and the session's next
+            # transaction begins afresh once the lock is free.
+            with pytest.raises(PersistenceError) as first, session.write() as conn:
+                repo.snapshot_key(conn, run_id)
+            assert first.value.code == "store.locked", first.value
+            holder.rollback()
+            with session.write() as conn:
+                assert repo.snapshot_key(conn, run_id) is not None
     finally:
         impatient.close()
         store.close()
