@@ -28,6 +28,7 @@ from agentctl.store.pg_statements import ServerStatements
 from tests.pg.backends import execute, rows
 from tests.pg.test_claim_fences import NOW, _claims, _request
 from tests.pg.test_claim_slots import _running_run
+from tests.pg.test_statement_counts import _sent, _written
 
 
 @contextmanager
@@ -308,5 +309,44 @@ def test_a_connection_lost_between_transactions_is_replaced_for_the_next_first_s
             again = session.exec_driver_sql("SELECT pg_backend_pid()", None).first()[0]
         assert again != pid
         assert _effects(postgres_url, run_id) == 1
+    finally:
+        store.close()
+
+
+def test_an_owners_write_checks_its_fence_in_the_round_trip_of_its_begin(
+    postgres_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The owner's write sends ``BEGIN``, its locks and its fencing read in one round trip
+    (the fence was a round trip of its own): publishing a batch is five (its three
+    statements and the ``COMMIT``), it was six. A stale owner's write is still refused,
+    with nothing of it landed."""
+    from agentctl.ids import SystemClock
+    from agentctl.store import ownership
+
+    store, run_id, tasks = _running_run(postgres_url, tmp_path, 1)
+    clock = SystemClock()
+    claims = "SELECT COUNT(*) FROM task_claims WHERE run_id = ?"
+    try:
+        with store.write(locks.run(run_id)) as conn:
+            claim = ownership.claim(conn, run_id, ownership.new_owner_id(), clock.now())
+        owned = ownership.OwnedRun(store, claim)
+        published = [repo.Published(tasks[0], "basis", "{}")]
+        lock_steps = locks.begin_steps(locks.run(run_id))[1:]
+        with owned.driver_session() as session:
+            for _ in range(6):  # every text prepared
+                with session.write() as conn:
+                    repo.snapshot_key(conn, run_id)
+            with _sent(monkeypatch) as sent, session.write() as conn:
+                repo.publish(conn, run_id, published, clock.now())
+        assert sent[:3] == ["BEGIN", *[_written(*step) for step in lock_steps]], sent
+        assert sent[3].startswith("SELECT runs.owner_token"), sent
+        assert sent.round_trips == 5 and sent[-1] == "COMMIT", sent
+        assert rows(postgres_url, claims, (run_id,)) == [(1,)]
+        taken_over = "UPDATE runs SET owner_token = owner_token + 1 WHERE id = ?"
+        execute(postgres_url, taken_over, (run_id,))
+        execute(postgres_url, "DELETE FROM task_claims WHERE run_id = ?", (run_id,))
+        with pytest.raises(OwnershipLostError), owned.write() as conn:
+            repo.publish(conn, run_id, published, clock.now())
+        assert rows(postgres_url, claims, (run_id,)) == [(0,)]
     finally:
         store.close()
