@@ -151,7 +151,10 @@ class OneStatement:
 
 class _Transaction:
     """One transaction of a :class:`DriverSession` (see its ``_transaction``): a plain
-    context manager, not a generator's, because a run opens one per task transition."""
+    context manager, not a generator's, because a run opens one per task transition. On
+    PostgreSQL its ``BEGIN`` and locks wait for its first statement and go in that
+    statement's round trip (one pipeline); a claimed task's fence goes with its
+    ``COMMIT``."""
 
     __slots__ = ("_begin", "_cursor", "_late", "_on_begin", "_session")
 
