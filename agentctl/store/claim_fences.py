@@ -5,9 +5,11 @@ A claim's row carries a fencing token, incremented at each claim (docs/postgresq
 "Task-level claims"; claiming and publishing are in ``task_claims_repo``). Each write of the
 claimed task checks it inside its own transaction: read ``FOR SHARE`` until the commit
 (:func:`check_claim`), taken with the run's late lock in one statement
-(:func:`lock_run_and_check_claim`), or carried in the ``WHERE`` of the write itself
-(:func:`claim_holds`, :class:`FencedRows`). The lease's renewal (:func:`renew_claim`) and the
-outcome's record (:func:`finish_claim`) are conditional updates on the token.
+(:func:`lock_run_and_check_claim`), sent with the transaction's ``COMMIT``, which it
+refuses when it fails (:func:`commit_if_claim_holds`), or carried in the ``WHERE`` of the
+write itself (:func:`claim_holds`, :class:`FencedRows`). The lease's renewal
+(:func:`renew_claim`) and the outcome's record (:func:`finish_claim`) are conditional
+updates on the token.
 """
 
 from __future__ import annotations
@@ -26,11 +28,13 @@ if TYPE_CHECKING:
     from sqlalchemy.sql.expression import Executable
 
     from agentctl.store.dialect import SqlDialect
+    from agentctl.store.driver_sessions import DriverSession
 
 __all__ = [
     "FencedRows",
     "check_claim",
     "claim_holds",
+    "commit_if_claim_holds",
     "finish_claim",
     "lock_run_and_check_claim",
     "renew_claim",
@@ -58,6 +62,34 @@ def check_claim(
     found = _claim_row(lock_row).run(conn, run_id=run_id, task_id=task_id).first()
     if found is None or int(found[0]) != token or found[1] != "claimed":
         raise _lost(run_id, task_id, token, found)
+
+
+#: The claim's fence as a statement that fails when the fence does (``division_by_zero``,
+#: SQLSTATE 22012, when no row of the claim is ``claimed`` with the token), its row read
+#: ``FOR SHARE``: sent before a ``COMMIT`` in one pipeline, it makes the server skip the
+#: commit (store/pg_statements.py). PostgreSQL only; the parameters are the run's id, the
+#: task's and the token.
+_FENCE_OR_FAIL = (
+    "SELECT 1 / (SELECT count(*) FROM (SELECT 1 FROM task_claims WHERE task_claims.run_id = %s"
+    " AND task_claims.task_id = %s AND task_claims.token = %s"
+    " AND task_claims.state = 'claimed' FOR SHARE) AS held) AS holds"
+)
+_FENCE_FAILED = "22012"
+
+
+def commit_if_claim_holds(session: DriverSession, run_id: str, task_id: str, token: int) -> None:
+    """Commit ``session``'s transaction (PostgreSQL) unless this claim no longer holds the
+    task: the fence (the claim's row read ``FOR SHARE``) and the ``COMMIT`` in one round
+    trip, the fence's row locked from the statement to the commit as by :func:`check_claim`
+    before the commit. When the fence fails the server skips the commit, the transaction is
+    rolled back and :class:`OwnershipLostError` raised: nothing of it landed."""
+    try:
+        session.commit_after(_FENCE_OR_FAIL, (run_id, task_id, token))
+    except Exception as failed:
+        if getattr(failed, "sqlstate", None) != _FENCE_FAILED:
+            raise
+        check_claim(session, run_id, task_id, token)  # who holds it now, for the error
+        raise _lost(run_id, task_id, token, None) from None  # pragma: no cover
 
 
 def claim_holds() -> Any:

@@ -52,6 +52,7 @@ __all__ = [
     "SqlDialect",
     "SqliteSql",
     "begin_statement",
+    "begin_steps",
     "dialect_name",
     "sql_dialect",
 ]
@@ -85,6 +86,16 @@ def begin_statement(dialect: str, kind: str, scope: locks.Locks | None = None) -
     if scope is not None and (dialect, kind) == (POSTGRESQL, WRITE):
         return locks.begin_postgres(scope)
     return _BEGIN[(dialect, kind)]
+
+
+def begin_steps(kind: str, scope: locks.Locks | None = None) -> tuple[locks.Step, ...]:
+    """A PostgreSQL ``kind`` transaction's :func:`begin_statement` as separate statements,
+    which a driver session sends in one pipelined round trip (store/pg_statements.py): a
+    write's ``BEGIN`` and each of its locks, each lock statement prepared once per
+    connection; a read or a row-lock write its one ``BEGIN``."""
+    if kind == WRITE:
+        return locks.begin_steps(scope)
+    return ((_BEGIN[(POSTGRESQL, kind)], None),)
 
 
 def dialect_name(conn: Any) -> str:

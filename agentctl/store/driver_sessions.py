@@ -14,7 +14,7 @@ from __future__ import annotations
 import sqlite3
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
@@ -26,10 +26,11 @@ from agentctl.store.dialect import (
     SQLITE,
     WRITE,
     begin_statement,
+    begin_steps,
 )
 from agentctl.store.errors import driver_error, retry_window_seconds
 from agentctl.store.keyring import CLEAR, Sealer
-from agentctl.store.locks import LateRunLock, Locks, RunFence
+from agentctl.store.locks import LateRunLock, Locks, RunFence, Step
 from agentctl.store.sealing import sealer_of
 from agentctl.store.sqlite_connections import SQLITE_DRIVER
 from agentctl.store.statements import is_compiled
@@ -44,16 +45,21 @@ __all__ = ["DriverSession", "OneStatement", "ReadEach", "driver_errors"]
 #: ``pq.ExecStatus.TUPLES_OK``; psycopg is imported only with a PostgreSQL store).
 _ROWS = 2
 
+#: libpq's ``PQTRANS_IDLE``: no transaction open (psycopg's ``pq.TransactionStatus.IDLE``).
+_IDLE = 0
+
 #: Where a pooled PostgreSQL connection keeps its driver sessions' cursor.
 _CURSOR = "agentctl_cursor"
 
 #: Where it keeps what runs the store's statements (store/pg_statements.py).
 _STATEMENTS = "agentctl_statements"
 
-#: The texts transactions begin with, by ``(dialect, kind, scope)``: a write's is made from
-#: its scope's lock keys (a hash per lock, store/locks.py), and a run opens several driver
-#: sessions per task. Emptied when it holds :data:`_BEGINS_LIMIT` (one scope per run).
-_BEGINS: dict[tuple[str, str, Locks | None], str] = {}
+#: How transactions begin, by ``(dialect, kind, scope)``: a text (SQLite, or a PostgreSQL
+#: transaction of one ``BEGIN``), or a PostgreSQL write's statements, its ``BEGIN`` and each
+#: lock, sent in one pipelined round trip. A write's are made from its scope's lock keys (a
+#: hash per lock, store/locks.py), and a run opens several driver sessions per task.
+#: Emptied when it holds :data:`_BEGINS_LIMIT` (one scope per run).
+_BEGINS: dict[tuple[str, str, Locks | None], str | tuple[Step, ...]] = {}
 _BEGINS_LIMIT = 1024
 
 
@@ -145,14 +151,17 @@ class OneStatement:
 
 class _Transaction:
     """One transaction of a :class:`DriverSession` (see its ``_transaction``): a plain
-    context manager, not a generator's, because a run opens one per task transition."""
+    context manager, not a generator's, because a run opens one per task transition. On
+    PostgreSQL its ``BEGIN`` and locks wait for its first statement and go in that
+    statement's round trip (one pipeline); a claimed task's fence goes with its
+    ``COMMIT``."""
 
     __slots__ = ("_begin", "_cursor", "_late", "_on_begin", "_session")
 
     def __init__(
         self,
         session: DriverSession,
-        begin: str,
+        begin: str | tuple[Step, ...],
         on_begin: Callable[[DriverSession], None] | None,
         late: RunFence | None = None,
     ) -> None:
@@ -164,10 +173,16 @@ class _Transaction:
 
     def __enter__(self) -> DriverSession:
         session = self._session
-        try:
-            self._cursor = session._begun(self._begin)
-        except driver_errors() as exc:
-            raise driver_error(session._where, exc) from exc
+        begin = self._begin
+        if session._postgres:
+            # Sent with the transaction's first statement, in its round trip: every
+            # statement of it still runs after the BEGIN and its locks (exec_driver_sql).
+            session._pending = ((begin, None),) if isinstance(begin, str) else begin
+        else:
+            try:
+                self._cursor = session._begun(begin)
+            except driver_errors() as exc:
+                raise driver_error(session._where, exc) from exc
         session.chain_heads = {}
         session.late_run_lock = None if self._late is None else LateRunLock(self._late)
         if self._on_begin is not None:
@@ -181,15 +196,29 @@ class _Transaction:
     def __exit__(self, kind: Any, exc: BaseException | None, _tb: Any) -> None:
         session = self._session
         late, session.late_run_lock = session.late_run_lock, None
+        session.chain_heads = None
+        pending, session._pending = session._pending, None
+        if pending is not None:  # nothing of the transaction was sent
+            if kind is not None:  # nothing to roll back
+                if exc is not None and isinstance(exc, driver_errors()):
+                    raise driver_error(session._where, exc) from exc
+                return
+            try:
+                session._begun(pending)  # an empty write still waits for its locks
+            except PersistenceError:
+                session._abandon()
+                raise
+        if session._postgres:
+            self._cursor = session._server_statements()
         if kind is None and late is not None and not late.taken:
             # Nothing of the run's serialised rows was touched: the claim's fence is still
-            # checked (its row locked) before anything of the transaction commits.
+            # checked (its row locked) before anything of the transaction commits, in the
+            # round trip of the COMMIT, which the server skips when the fence fails.
             try:
-                late.fence.check(session)
-            except BaseException as failed:
-                self.__exit__(type(failed), failed, None)
-                raise
-        session.chain_heads = None
+                late.fence.commit(session)
+            except driver_errors() as failed:
+                raise driver_error(session._where, failed) from failed
+            return
         try:
             self._cursor.execute("ROLLBACK" if kind is not None else "COMMIT")
         except driver_errors() as failed:
@@ -239,7 +268,10 @@ class DriverSession:
             None if self._postgres else getattr(raw, "dbapi_connection", raw)
         )
         self._dialect_name = POSTGRESQL if self._postgres else SQLITE
-        self._begins: dict[str, str] = {}
+        self._begins: dict[str, str | tuple[Step, ...]] = {}
+        #: On PostgreSQL, inside a transaction until its first statement: its BEGIN (and
+        #: locks), sent with that statement in one pipeline (:meth:`exec_driver_sql`).
+        self._pending: tuple[Step, ...] | None = None
         self._scope = scope
         self._late_fence = late_fence if self._postgres else None
         if self._late_fence is not None:
@@ -249,7 +281,7 @@ class DriverSession:
         elif late_fence is not None:  # SQLite: one writer, the fence checked at BEGIN
             self._on_begin = late_fence.check
 
-    def _begin(self, kind: str) -> str:
+    def _begin(self, kind: str) -> str | tuple[Step, ...]:
         """The statement this session's ``kind`` transactions begin with: looked up when
         one begins (most sessions begin one kind, or none: a claimed task's autocommitted
         statements), each text made once per scope (:data:`_BEGINS`)."""
@@ -258,7 +290,7 @@ class DriverSession:
             key = (self._dialect_name, kind, self._scope)
             found = _BEGINS.get(key)
             if found is None:
-                found = begin_statement(*key)
+                found = _begin_with(*key)
                 if len(_BEGINS) >= _BEGINS_LIMIT:
                     _BEGINS.clear()
                 _BEGINS[key] = found
@@ -278,9 +310,16 @@ class DriverSession:
         try:
             if self._postgres and not isinstance(parameters, list) and is_compiled(statement):
                 # A store statement: converted and prepared once per connection, sent by
-                # libpq with its rows taken now (store/pg_statements.py).
-                rows, count = self._server_statements().run(statement, parameters)
+                # libpq with its rows taken now (store/pg_statements.py); a transaction's
+                # first one with the transaction's BEGIN, in one round trip.
+                if self._pending is not None:
+                    rows, count = self._begun_with(statement, parameters)
+                else:
+                    rows, count = self._server_statements().run(statement, parameters)
                 return _Fetched(rows, count)
+            if self._pending is not None:  # not a store statement: the BEGIN goes first
+                pending, self._pending = self._pending, None
+                self._begun(pending)
             cursor = self._session_cursor()
             if isinstance(parameters, list):  # one execution per row, as SQLAlchemy's
                 cursor.executemany(statement, parameters)
@@ -363,13 +402,25 @@ class DriverSession:
         return self._transaction(self._begin(READ), None)
 
     def _transaction(
-        self, begin: str, on_begin: Callable[[DriverSession], None] | None
+        self, begin: str | tuple[Step, ...], on_begin: Callable[[DriverSession], None] | None
     ) -> _Transaction:
         """Committed whole, or rolled back when the body raises; driver errors become the
         store's (store/errors.py)."""
         return _Transaction(self, begin, on_begin)
 
-    def _begun(self, begin: str) -> Any:
+    def _begun_with(self, statement: str, parameters: Any) -> tuple[list[Any], int]:
+        """Send the transaction's pending BEGIN (and locks) and its first statement in one
+        pipeline (:meth:`_begun`'s retries included: nothing of the transaction reached the
+        server before): that statement's rows and count. A lock that times out or a
+        statement that fails raises the store's error, as when sent apart."""
+        assert self._pending is not None
+        pending, self._pending = self._pending, None
+        answers: list[tuple[list[Any], int]] = self._begun(
+            (*pending, (statement, parameters)), answers=True
+        )
+        return answers[-1]
+
+    def _begun(self, begin: str | tuple[Step, ...], *, answers: bool = False) -> Any:
         """What sent the transaction's BEGIN and sends its COMMIT: on PostgreSQL the
         connection's :meth:`_server_statements`, on SQLite the driver's connection. A
         connection lost before the transaction (the server restarted since the last one) is
@@ -379,6 +430,7 @@ class DriverSession:
         whether its COMMIT landed is unknown."""
         driver = self._sqlite
         if driver is not None:  # nothing to reconnect: a failed BEGIN is the store's error
+            assert isinstance(begin, str)
             try:
                 driver.execute(begin)
             except sqlite3.Error as exc:
@@ -389,7 +441,16 @@ class DriverSession:
         delay, started, deadline = 0.05, time.monotonic(), None
         while True:
             try:
-                runner = self._server_statements() if self._postgres else self._session_cursor()
+                if self._postgres:
+                    runner = self._server_statements()
+                    if isinstance(begin, str):
+                        runner.execute(begin)
+                    else:  # its BEGIN and locks (and its first statement), one round trip
+                        found = runner.pipeline(begin)
+                        if answers:
+                            return found
+                    return runner
+                runner = self._session_cursor()
                 runner.execute(begin)
                 return runner
             except PersistenceError as found:  # the new connection could not be opened
@@ -410,12 +471,46 @@ class DriverSession:
             self.give_back()
             self._raw = self._cursor = self._server = None
 
+    def _abandon(self) -> None:
+        """Roll back what a failed pipelined BEGIN left open (its lock timed out), if the
+        connection still answers; a lost one is replaced by the next transaction."""
+        server = self._server
+        if server is not None and server.connection.info.transaction_status != _IDLE:
+            try:
+                server.execute("ROLLBACK")
+            except driver_errors():
+                pass
+
+    def commit_after(self, statement: str, parameters: Sequence[Any]) -> None:
+        """End this session's transaction (PostgreSQL) with ``statement`` and ``COMMIT``
+        in one round trip: the commit lands only when the statement succeeded. When it
+        failed, the transaction is rolled back and the statement's driver error raised,
+        which a statement can use to refuse the commit (a claim's fence)."""
+        server = self._server_statements()
+        try:
+            server.pipeline(((statement, parameters), ("COMMIT", None)))
+        except driver_errors():
+            if server.connection.info.transaction_status != _IDLE:
+                server.execute("ROLLBACK")
+            raise
+
     def give_back(self) -> None:
         """Return the connection to its pool (once)."""
         give_back, self._give_back = self._give_back, None
         self._cursor = self._server = None
         if give_back is not None:
             give_back()
+
+
+def _begin_with(dialect: str, kind: str, scope: Locks | None) -> str | tuple[Step, ...]:
+    """How a ``kind`` transaction of ``scope`` begins on ``dialect`` (:data:`_BEGINS`)."""
+    if dialect == POSTGRESQL:
+        steps = begin_steps(kind, scope)
+        if len(steps) > 1:
+            return steps
+        ((text, _),) = steps
+        return text
+    return begin_statement(dialect, kind, scope)
 
 
 def driver_errors() -> tuple[type[BaseException], ...]:

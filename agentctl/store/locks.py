@@ -2,7 +2,8 @@
 
 SQLite has one writer at a time (``BEGIN IMMEDIATE``) and ignores all of this. On
 PostgreSQL a write transaction names what it writes, and takes transaction-scoped advisory
-locks for exactly that, in the one round trip of its ``BEGIN``:
+locks for exactly that, in the one round trip of its ``BEGIN`` (a driver session's: its
+``BEGIN``, its locks and its first statement, pipelined, :func:`begin_steps`):
 
 - every write takes the store lock (:data:`STORE_KEY`): **shared** when it names its
   scope, **exclusive** when it names none. A write with no scope (an operator's command, a
@@ -26,7 +27,9 @@ locks for exactly that, in the one round trip of its ``BEGIN``:
   ``observability/audit_lanes.py``) do not wait for the run's other writers, and the
   run's lock is held from the budget statement to the commit only (not at all when the
   effect reserves nothing). Its fencing check comes after the run's lock (the claim's row
-  is locked then), so every transaction takes a run's lock before that run's claim rows:
+  is locked then), or, when it took none, with its ``COMMIT`` (one pipeline: the server
+  skips the commit when the fence fails), so every transaction takes a run's lock before
+  that run's claim rows:
   the owner's writes hold the run's lock from their ``BEGIN`` and may then withdraw claim
   rows, and no order of the two deadlocks.
 
@@ -50,7 +53,9 @@ __all__ = [
     "LateRunLock",
     "Locks",
     "RunFence",
+    "Step",
     "begin_postgres",
+    "begin_steps",
     "hold_run",
     "key",
     "run",
@@ -105,7 +110,12 @@ class RunFence(Protocol):
         ...
 
     def check(self, conn: DriverSession) -> None:
-        """Check the fence without the run's lock (a write that needed none)."""
+        """Check the fence without the run's lock (one statement)."""
+        ...
+
+    def commit(self, conn: DriverSession) -> None:
+        """Check the fence without the run's lock and commit (a write that needed none):
+        one round trip, the commit skipped by the server when the fence fails."""
         ...
 
 
@@ -150,4 +160,29 @@ def begin_postgres(locks: Locks | None) -> str:
     )
     return f"BEGIN; SELECT pg_advisory_xact_lock_shared({STORE_KEY})" + (
         f"; {taken}" if taken else ""
+    )
+
+
+#: A pipelined ``BEGIN``'s lock statements: the key is a parameter, so each is prepared once
+#: per connection whatever the key (a simple query's text was parsed and planned each time).
+SHARED_LOCK = "SELECT pg_advisory_xact_lock_shared(%s)"
+EXCLUSIVE_LOCK = "SELECT pg_advisory_xact_lock(%s)"
+
+
+#: One statement of a pipelined ``BEGIN``: its text and its parameters (None: none).
+Step = tuple[str, tuple[int, ...] | None]
+
+
+def begin_steps(locks: Locks | None, begin: str = "BEGIN") -> tuple[Step, ...]:
+    """:func:`begin_postgres`'s statements one by one, in the same order, for one pipelined
+    round trip (``ServerStatements.pipeline``): ``BEGIN``, the store lock, then the scope's
+    locks by key."""
+    if locks is None:
+        return ((begin, None), (EXCLUSIVE_LOCK, (STORE_KEY,)))
+    modes = {key(name): SHARED_LOCK for name in locks.shared}
+    modes.update({key(name): EXCLUSIVE_LOCK for name in locks.exclusive})
+    return (
+        (begin, None),
+        (SHARED_LOCK, (STORE_KEY,)),
+        *((text, (value,)) for value, text in sorted(modes.items())),
     )

@@ -29,17 +29,25 @@ from tests.pg.backends import execute, rows
 from tests.pg.test_claim_slots import _running_run
 
 
+class Sent(list[str]):
+    """The statements sent, in order, and how many round trips carried them."""
+
+    round_trips = 0
+
+
 @contextmanager
-def _sent(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+def _sent(monkeypatch: pytest.MonkeyPatch) -> Iterator[Sent]:
     """Every statement this process sends to the server meanwhile, in order, with the
     ``COMMIT``/``ROLLBACK`` that psycopg sends for a connection's ``commit()``: through a
-    cursor, or through a driver session's ``ServerStatements``."""
+    cursor, or through a driver session's ``ServerStatements``, whose pipeline sends
+    several in one round trip (each an entry, with its parameters written in); and the
+    round trips (``round_trips``)."""
     import psycopg
     from psycopg import pq
 
     from agentctl.store.pg_statements import ServerStatements
 
-    sent: list[str] = []
+    sent = Sent()
     execute_, commit, rollback = (
         psycopg.Cursor.execute,
         psycopg.Connection.commit,
@@ -49,14 +57,24 @@ def _sent(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     def counted(original: Any) -> Any:
         def counted_execute(self: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
             sent.append(" ".join(str(query).split()))
+            sent.round_trips += 1
             return original(self, query, *args, **kwargs)
 
         return counted_execute
+
+    def pipelined(original: Any) -> Any:
+        def counted_pipeline(self: Any, steps: Any) -> Any:
+            sent.extend(_written(text, params) for text, params in steps)
+            sent.round_trips += 1
+            return original(self, steps)
+
+        return counted_pipeline
 
     def ending(name: str, original: Any) -> Any:
         def end(self: Any) -> None:
             if self.info.transaction_status != pq.TransactionStatus.IDLE:
                 sent.append(name)
+                sent.round_trips += 1
             original(self)
 
         return end
@@ -65,9 +83,16 @@ def _sent(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
         patched.setattr(psycopg.Cursor, "execute", counted(execute_))
         # Its execute(text), a BEGIN or COMMIT, runs through run() too.
         patched.setattr(ServerStatements, "run", counted(ServerStatements.run))
+        patched.setattr(ServerStatements, "pipeline", pipelined(ServerStatements.pipeline))
         patched.setattr(psycopg.Connection, "commit", ending("COMMIT", commit))
         patched.setattr(psycopg.Connection, "rollback", ending("ROLLBACK", rollback))
         yield sent
+
+
+def _written(text: str, parameters: Any) -> str:
+    """A pipelined statement with its parameters in place of its placeholders."""
+    text = " ".join(text.split())
+    return text if parameters is None else text % tuple(str(p) for p in parameters)
 
 
 def test_a_claim_and_a_claims_outcome_are_one_statement_each(
@@ -198,7 +223,9 @@ def test_a_claimed_tasks_write_takes_its_runs_lock_last_right_before_the_chain_h
     """A claimed task's write begins with the store lock alone, writes its own effect row,
     and takes the run's lock (with the claim's fence, one statement) only right before it
     reads the run's chain head: held for the head, the append and the commit. A write that
-    needs no run lock checks the fence just before its commit and takes no run lock."""
+    needs no run lock takes no run lock and checks the fence in the round trip of its
+    commit (the fence, then ``COMMIT``, pipelined): two round trips, ``BEGIN`` with the
+    store lock and its write, then the fence with the commit (it was four)."""
     from agentctl.engine.effects import journal
     from agentctl.engine.run.claimed_tasks import ClaimFence
     from agentctl.store.states import EffectState
@@ -219,8 +246,8 @@ def test_a_claimed_tasks_write_takes_its_runs_lock_last_right_before_the_chain_h
                 now=clock.now(),
             )  # fmt: skip
             log.event(conn, "test.requested", {}, now=clock.now(), task_id=tasks[0])
-        begin = f"BEGIN; SELECT pg_advisory_xact_lock_shared({locks.STORE_KEY})"
-        assert sent[0] == begin, sent  # the store lock alone
+        begin = ["BEGIN", f"SELECT pg_advisory_xact_lock_shared({locks.STORE_KEY})"]
+        assert sent[:2] == begin, sent  # the store lock alone
         taken = [n for n, s in enumerate(sent) if "pg_advisory_xact_lock(" in s]
         assert len(taken) == 1 and "FOR SHARE OF c" in sent[taken[0]], sent
         inserted = next(n for n, s in enumerate(sent) if s.startswith("INSERT INTO effects"))
@@ -231,11 +258,15 @@ def test_a_claimed_tasks_write_takes_its_runs_lock_last_right_before_the_chain_h
         assert sent[taken[0] + 1].startswith("SELECT audit_events.seq"), sent
         assert sent[taken[0] + 2].startswith("INSERT INTO audit_events"), sent
         assert sent[taken[0] + 3 :] == ["COMMIT"], sent
-        assert str(locks.key(name)) not in sent[0]
+        assert str(locks.key(name)) not in sent[1]
+        # BEGIN with the effect's insert, the lock, the head, the append, the COMMIT.
+        assert sent.round_trips == 5, sent
         with _sent(monkeypatch) as sent, fence.write() as conn:
             journal.set_status(conn, record.id, EffectState.STARTED, clock.now())
         assert not any("pg_advisory_xact_lock(" in s for s in sent), sent
-        assert "FOR SHARE" in sent[-2] and sent[-1] == "COMMIT", sent
+        assert sent[:2] == begin and sent[2].startswith("UPDATE effects"), sent
+        assert "FOR SHARE" in sent[3] and sent[4:] == ["COMMIT"], sent
+        assert sent.round_trips == 2, sent
     finally:
         store.close()
 
@@ -388,18 +419,21 @@ def test_a_claimed_tasks_move_to_started_is_one_fenced_statement(
         store.close()
 
 
-def test_a_claimed_task_of_one_effect_sends_twelve_statements_on_its_worker(
+def test_a_claimed_task_of_one_effect_makes_eight_round_trips_from_its_worker(
     postgres_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Executing a claimed task of one process step, from its snapshot to its outcome on
-    the claim, is two write transactions and one single statement on the worker, and
+    the claim, is two write transactions and one single statement on the worker: fourteen
+    statements in eight round trips (each transaction's ``BEGIN`` and store lock go with
+    its first statement, and its fence with its ``COMMIT``, each in one pipeline), and
     never the run's lock (its ``processOutputBytes`` has no limit: not reserved; it
     printed nothing, so no usage is pending either): the effect journaled ``started`` (it
     needs no approval: ``BEGIN`` with the store lock, the insert that also reads the
     position, the event into the claim's audit lane, the run's resources without a limit
     — read once per run in a process —, the claim's fence, ``COMMIT``), its outcome
     (``BEGIN``, the effect's update, the lane event, the fence, ``COMMIT``) and the
-    claim's outcome. It was 13 with a fenced statement of its own moving the effect from
+    claim's outcome. Counted as statements before the pipelines it was 12; it was 13
+    with a fenced statement of its own moving the effect from
     ``requested`` to ``started``, 14 with the reservation and its settling under the run's
     lock, 16 with the chain's head read in both transactions (the events went to the run's
     chain), and 23 before that (a position read before the journal's transaction and again
@@ -430,9 +464,11 @@ def test_a_claimed_task_of_one_effect_sends_twelve_statements_on_its_worker(
                 execute_claimed(store, claimed, snapshots, clock=clock, options=options)
             )
         assert how == "done"
-        begins = [s for s in sent if s.startswith("BEGIN")]
-        assert len(begins) == 2 and sent.count("COMMIT") == 2, sent
-        assert len(sent) == 12, "\n".join(sent)
+        assert sent.count("BEGIN") == 2 and sent.count("COMMIT") == 2, sent
+        fences = [n for n, s in enumerate(sent) if "FOR SHARE) AS held" in s]
+        assert len(fences) == 2 and all(sent[n + 1] == "COMMIT" for n in fences), sent
+        assert len(sent) == 14, "\n".join(sent)
+        assert sent.round_trips == 8, "\n".join(sent)
         # The journal's insert wrote it started: no statement of its own moves it there.
         assert not any(
             s.startswith("UPDATE effects") and "started_at" in s.split("WHERE")[0] for s in sent

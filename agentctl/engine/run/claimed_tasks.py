@@ -77,6 +77,10 @@ class ClaimFence(ownership.OwnedRun):
         # withdrawal waits, so nothing of a write lands once the claim is lost.
         claim_fences.check_claim(conn, self.run_id, self.task_id, self.token, lock_row=True)
 
+    def commit(self, conn: Any) -> None:
+        # The same fence with the COMMIT, in one round trip (the commit refused by it).
+        claim_fences.commit_if_claim_holds(conn, self.run_id, self.task_id, self.token)
+
     def lock_and_check(self, conn: Any) -> None:
         claim_fences.lock_run_and_check_claim(conn, self.run_id, self.task_id, self.token)
 
