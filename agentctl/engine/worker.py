@@ -130,6 +130,8 @@ class Worker:
         # across every run and task this worker executes.
         self._faults = Faults()
         self._snapshots: Any = None
+        # The one heartbeat of every task this worker executes under a claim.
+        self._heartbeat: Any = None
         # The environment and owner id every claimed task is executed with (made once).
         self._task_basis: tuple[dict[str, str], str] | None = None
 
@@ -139,6 +141,7 @@ class Worker:
             self._stopping.set()
 
     async def serve(self) -> WorkerReport:
+        from agentctl.engine.run.claim_heartbeat import ClaimHeartbeat
         from agentctl.engine.run.claimed_tasks import RunSnapshots
         from agentctl.engine.run.task_claims import TaskClaims
 
@@ -147,6 +150,7 @@ class Worker:
         listener = await run_queue.RunsListener.open(self.store)
         self._task_claims = TaskClaims(listener.subscribe, listener.unsubscribe)
         self._snapshots = RunSnapshots(self.store)
+        self._heartbeat = ClaimHeartbeat(self.store, self.clock)
         driving: dict[asyncio.Task[None], str] = {}
         executing: set[asyncio.Task[None]] = set()
         self._events("WorkerEvent", {"worker": self.name, "state": "ready"})
@@ -354,6 +358,7 @@ class Worker:
                 clock=self.clock,
                 options=options,
                 timings=timings,
+                heartbeat=self._heartbeat,
             )
             data.update(timings)
         except AgentctlError as exc:
