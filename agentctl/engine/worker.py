@@ -125,11 +125,16 @@ class Worker:
         self.report = WorkerReport(name)
         self._events = events or (lambda _kind, _data: None)
         self._stopping: asyncio.Event | None = None
+        #: What ends a round's wait: set by a notification, by a task or run in hand
+        #: finishing (their done callbacks) and by the stop.
+        self._round: asyncio.Event | None = None
         self._task_claims: Any = None
         # One set of fault points for the process (test-only): ``point:n`` counts hits
         # across every run and task this worker executes.
         self._faults = Faults()
         self._snapshots: Any = None
+        # The one heartbeat of every task this worker executes under a claim.
+        self._heartbeat: Any = None
         # The environment and owner id every claimed task is executed with (made once).
         self._task_basis: tuple[dict[str, str], str] | None = None
 
@@ -137,8 +142,16 @@ class Worker:
         """Stop claiming; :meth:`serve` returns once the runs in hand finish or park."""
         if self._stopping is not None:
             self._stopping.set()
+        if self._round is not None:
+            self._round.set()
+
+    def _wake_round(self, _: object = None) -> None:
+        """End the round's wait (a task or run in hand finished)."""
+        if self._round is not None:
+            self._round.set()
 
     async def serve(self) -> WorkerReport:
+        from agentctl.engine.run.claim_heartbeat import ClaimHeartbeat
         from agentctl.engine.run.claimed_tasks import RunSnapshots
         from agentctl.engine.run.task_claims import TaskClaims
 
@@ -147,6 +160,7 @@ class Worker:
         listener = await run_queue.RunsListener.open(self.store)
         self._task_claims = TaskClaims(listener.subscribe, listener.unsubscribe)
         self._snapshots = RunSnapshots(self.store)
+        self._heartbeat = ClaimHeartbeat(self.store, self.clock)
         driving: dict[asyncio.Task[None], str] = {}
         executing: set[asyncio.Task[None]] = set()
         self._events("WorkerEvent", {"worker": self.name, "state": "ready"})
@@ -160,13 +174,12 @@ class Worker:
         periodic = True
         more_tasks = False
         last_look = asyncio.get_running_loop().time()
-        # What ends a round's wait besides a task or run finishing: a notification (or the
-        # listener reconnecting), the stop, the idle timeout. Waited for by futures kept
-        # across rounds, not made and cancelled on each (three tasks and a timer a round,
-        # about two rounds per claimed task).
-        heard = listener.subscribe()
-        notified: asyncio.Future[Any] | None = None
-        stop_asked = asyncio.ensure_future(self._stopping.wait())
+        # What ends a round's wait: a notification (or the listener reconnecting), a task
+        # or run in hand finishing, the stop, the idle timeout. One event all of them set,
+        # waited for in this task under a timer: no task a round (an event's wait made one
+        # for each notification, and asyncio.wait hooked every task in hand, about two
+        # rounds per claimed task).
+        heard = self._round = listener.subscribe()
         try:
             while True:
                 if self._stopping.is_set() and not draining:
@@ -191,29 +204,26 @@ class Worker:
                 )
                 if look_runs:
                     for run_id, owner_id in self._claim_or_wait(free_runs):
-                        driving[asyncio.create_task(self._execute(run_id, owner_id))] = run_id
+                        execution = asyncio.create_task(self._execute(run_id, owner_id))
+                        execution.add_done_callback(self._wake_round)
+                        driving[execution] = run_id
                 if claim_now or found_tasks:
                     # Never more than the free slots: the rest stay for the other workers,
                     # and this one claims again as each of its slots frees.
                     claimed_now = self._claim_tasks_or_wait(free, only, reclaim=periodic)
                     more_tasks = len(claimed_now) == free  # there may be more waiting
                     for claimed in claimed_now:
-                        executing.add(asyncio.create_task(self._execute_task(claimed)))
-                if notified is None:
-                    notified = asyncio.ensure_future(heard.wait())
-                # Draining, the stop was heard already: only work and notifications count.
-                waiters = {notified} if draining else {notified, stop_asked}
-                await asyncio.wait(
-                    waiters | set(driving) | executing,
-                    timeout=IDLE_SECONDS,
-                    return_when=asyncio.FIRST_COMPLETED,
-                )
-                if notified.done():
-                    # Nothing runs between the wait and here: a notification arriving later
-                    # sets it again (their payloads are the listener's, drained below).
-                    heard.clear()
-                    heard.heard()
-                    notified = None
+                        execution = asyncio.create_task(self._execute_task(claimed))
+                        execution.add_done_callback(self._wake_round)
+                        executing.add(execution)
+                if not heard.is_set():
+                    with contextlib.suppress(TimeoutError):
+                        async with asyncio.timeout(IDLE_SECONDS):
+                            await heard.wait()
+                # Nothing runs between the wait and here: whatever happens later sets it
+                # again (the payloads are the listener's, drained below).
+                heard.clear()
+                heard.heard()
                 freed = any(task.done() for task in executing)
                 driving = {task: run for task, run in driving.items() if not task.done()}
                 executing = {task for task in executing if not task.done()}
@@ -230,9 +240,7 @@ class Worker:
                     or (draining and freed)
                 )
         finally:
-            for waiter in (notified, stop_asked):
-                if waiter is not None:
-                    waiter.cancel()
+            self._round = None
             listener.unsubscribe(heard)
             await listener.close()
         self._events("WorkerEvent", {"worker": self.name, "state": "stopped"})
@@ -354,6 +362,7 @@ class Worker:
                 clock=self.clock,
                 options=options,
                 timings=timings,
+                heartbeat=self._heartbeat,
             )
             data.update(timings)
         except AgentctlError as exc:

@@ -290,3 +290,96 @@ def _finish(sql: SqlDialect) -> Executable:
         )
     )
     return sql.notifying(finish, run_queue.CHANNEL, literal("done:") + c.run_id)
+
+
+#: A claim as its holder names it in :func:`renew_held_claims`: ``(run, task, token)``.
+HeldClaim = tuple[str, str, int]
+
+
+def renew_held_claims(
+    conn: Any, held: list[HeldClaim], now: datetime, lease_seconds: float
+) -> dict[HeldClaim, bool]:
+    """Extend the leases of every claim one worker holds, in one conditional update (the
+    worker's one heartbeat, where each claim renewed its own and read its run: two
+    statements per claim per period). A claim is renewed while it still holds its task
+    (its token, ``claimed``) and its run is ``running``; returned for each renewed claim is
+    whether its run has a cancel request. A claim missing from the result was lost or its
+    run stopped (:func:`check_claim` and the run's status tell which). On PostgreSQL one
+    statement whatever the number of claims (their keys as three arrays that ``unnest``
+    pairs up); elsewhere (SQLite never has workers) the same update per claim."""
+    from agentctl.store.dialect import sql_dialect
+
+    expires = to_db(now + timedelta(seconds=lease_seconds))
+    if not held:
+        return {}
+    if sql_dialect(conn.dialect.name).one_statement_claims:
+        found = _renew_all_held.run(
+            conn,
+            expires=expires,
+            run_ids=[run_id for run_id, _, _ in held],
+            task_ids=[task_id for _, task_id, _ in held],
+            tokens=[token for _, _, token in held],
+        )
+        return {(str(r[0]), str(r[1]), int(r[2])): bool(r[3]) for r in found}
+    renewed: dict[HeldClaim, bool] = {}
+    for run_id, task_id, token in held:
+        for row in _renew_held.run(
+            conn, expires=expires, run_id=run_id, task_id=task_id, token=token
+        ):
+            renewed[(str(row[0]), str(row[1]), int(row[2]))] = bool(row[3])
+    return renewed
+
+
+def _renew_held_update(keys: Any) -> Executable:
+    """The renewal of the claims ``keys`` names (columns of a table of ``run_id``,
+    ``task_id``, ``token``, or one claim's parameters). Their runs are read in correlated
+    sub-queries, not joined: SQLite's ``RETURNING`` names the updated table only."""
+    from sqlalchemy import bindparam, exists, literal, select, update
+
+    from agentctl.store.run_tables import runs, task_claims
+
+    c = task_claims.c
+    running = exists(select(literal(1)).where(runs.c.id == c.run_id, runs.c.status == "running"))
+    cancel = select(runs.c.cancel_requested).where(runs.c.id == c.run_id).scalar_subquery()
+    return (
+        update(task_claims)
+        .where(
+            c.run_id == keys[0],
+            c.task_id == keys[1],
+            c.token == keys[2],
+            c.state == "claimed",
+            running,
+        )
+        .values(lease_expires_at=bindparam("expires"))
+        .returning(c.run_id, c.task_id, c.token, cancel)
+    )
+
+
+@statement
+def _renew_all_held(sql: SqlDialect) -> Executable:
+    if not sql.one_statement_claims:
+        return _one_held()
+    from sqlalchemy import Integer, Text, bindparam, cast, func
+    from sqlalchemy.dialects.postgresql import ARRAY
+
+    held = (
+        func.unnest(
+            cast(bindparam("run_ids"), ARRAY(Text)),
+            cast(bindparam("task_ids"), ARRAY(Text)),
+            cast(bindparam("tokens"), ARRAY(Integer)),
+        )
+        .table_valued("run_id", "task_id", "token")
+        .render_derived(name="held")
+    )
+    return _renew_held_update((held.c.run_id, held.c.task_id, held.c.token))
+
+
+@statement
+def _renew_held(_: SqlDialect) -> Executable:
+    return _one_held()
+
+
+def _one_held() -> Executable:
+    from sqlalchemy import bindparam
+
+    return _renew_held_update((bindparam("run_id"), bindparam("task_id"), bindparam("token")))

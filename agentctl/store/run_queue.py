@@ -252,19 +252,30 @@ class RunsListener:
     async def _listen(self) -> None:
         """Deliver notifications; when the connection is lost (the server restarted),
         wake everyone (what was missed meanwhile is found by looking) and listen again on
-        a new connection, with backoff while the server is away."""
+        a new connection, with backoff while the server is away.
+
+        The connection's socket is watched by one reader callback for as long as it
+        lives, which takes what arrived and delivers it (:meth:`_readable`): psycopg's
+        ``notifies()`` generator registered and removed a reader, and made a future and a
+        timer, for every wait, that is for every notification, which every worker hears
+        (a claimed task's outcome sends one)."""
         import psycopg
 
+        loop = asyncio.get_running_loop()
         delay = 0.05
         while True:
+            lost: asyncio.Future[None] = loop.create_future()
+            fd = self._conn.pgconn.socket
+            loop.add_reader(fd, self._readable, lost)
             try:
-                async for notice in self._conn.notifies():
-                    delay = 0.05
-                    self._deliver(str(notice.payload))
-            except psycopg.OperationalError:
-                pass
+                self._readable(lost)  # what libpq read with the LISTEN's answer
+                await lost
+            finally:
+                loop.remove_reader(fd)
+            delay = 0.05
             self._wake_all()
-            await self._conn.close()
+            with contextlib.suppress(psycopg.Error):
+                await self._conn.close()
             while True:
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 2.0)
@@ -274,6 +285,22 @@ class RunsListener:
                 except psycopg.OperationalError:
                     continue
             self._wake_all()
+
+    def _readable(self, lost: asyncio.Future[None]) -> None:
+        """The socket is readable: take what arrived and deliver its notifications; a
+        connection that failed settles ``lost``."""
+        import psycopg
+
+        pgconn = self._conn.pgconn
+        try:
+            pgconn.consume_input()
+        except psycopg.OperationalError:
+            if not lost.done():
+                lost.set_result(None)
+            return
+        encoding = self._conn.info.encoding
+        while (notice := pgconn.notifies()) is not None:
+            self._deliver(notice.extra.decode(encoding))
 
     def _deliver(self, payload: str) -> None:
         if len(self._payloads) < 10_000:

@@ -8,6 +8,7 @@ Counts, never times (bench/RESULTS.md, "Worker-side CPU per claimed task")."""
 from __future__ import annotations
 
 import asyncio
+import collections
 from pathlib import Path
 from typing import Any
 
@@ -200,3 +201,52 @@ def test_a_sessions_begin_text_is_made_once_per_scope_and_not_for_autocommit(
         store.close()
     assert [args[1] for args in made] == ["write", "read"]
     assert "; ".join(sent[:3]) == locks.begin_postgres(locks.run(run_id)), sent
+
+
+def test_a_claimed_task_makes_two_tasks_on_its_worker(
+    postgres_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Per claimed task a worker makes its execution's task and the work's (which the
+    heartbeat cancels), and nothing else: the claim's own heartbeat task is gone (one
+    heartbeat renews every claim of the worker), so are the task ``wait_for`` made of
+    the owner's wait for its batch each time an outcome's notification woke it, and the
+    task the worker's loop made of its wait for the next notification (about one per
+    claimed task). It was four to five per claimed task."""
+    store = open_store(postgres_url)
+    clock = SystemClock()
+    (tmp_path / "wf.yaml").write_text(fan_out(tmp_path / "ledger.txt", 12))
+    run_id = create_run(
+        store,
+        prepare_run(str(tmp_path / "wf.yaml"), workspace=str(tmp_path)),
+        clock=clock,
+        ids=IdGenerator(clock),
+    )
+    detach_run(store, run_id)
+    worker = Worker(store, name="w1", concurrency=2, clock=clock)
+    made: list[str] = []
+
+    async def main() -> str:
+        def factory(loop: asyncio.AbstractEventLoop, coro: Any, **kwargs: Any) -> Any:
+            made.append(getattr(coro, "__qualname__", repr(coro)))
+            return asyncio.Task(coro, loop=loop, **kwargs)
+
+        asyncio.get_running_loop().set_task_factory(factory)
+        serving = asyncio.create_task(worker.serve())
+        try:
+            return await wait_for_run(store, run_id)
+        finally:
+            worker.stop()
+            await serving
+
+    try:
+        assert asyncio.run(main()) == "succeeded"
+    finally:
+        store.close()
+    assert len(_ledger(tmp_path / "ledger.txt")) == 12
+    per_task = ("Worker._execute_task", "_run_claimed")
+    assert sum(1 for name in made if name in per_task) == 24, made
+    # The rest are the run's (its driver, watchers, batch), the listeners', the
+    # heartbeat's, the worker's and the test's own wait for the run (``Event.wait``):
+    # none per task or per round of the worker's loop.
+    others = collections.Counter(name for name in made if name not in per_task)
+    assert max(others.values()) <= 3, others

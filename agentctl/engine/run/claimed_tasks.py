@@ -15,7 +15,8 @@ differs from the owner's execution is only who may write:
   of it lands;
 - the outcome is written on the claim row, fenced the same way, in one transaction; the
   task row, checkpoint and audit transition are the owner's commit, in plan order;
-- a heartbeat renews the claim's lease and watches the run: a cancel request, a passed
+- the worker's heartbeat (:mod:`agentctl.engine.run.claim_heartbeat`, one for all of its
+  claims) renews the claim's lease and watches the run: a cancel request, a passed
   deadline or a run no longer ``running`` cancels the task, whose in-flight effects record
   what is known of them (or, when the fence already refuses, stay ``started`` and become
   ``uncertain`` for whoever executes the task next: nobody guesses).
@@ -24,14 +25,12 @@ differs from the owner's execution is only who may write:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from agentctl.engine.core.records import (
@@ -44,6 +43,7 @@ from agentctl.engine.core.records import (
 from agentctl.engine.effects import tracing
 from agentctl.engine.run.artifacts import RunArtifacts
 from agentctl.engine.run.attempts import TaskAttempts
+from agentctl.engine.run.claim_heartbeat import ClaimHeartbeat
 from agentctl.engine.run.frontier import StoredPlan, TaskOutputs, TaskRows
 from agentctl.engine.run.outcome import ExecutionOptions, TaskOutcome
 from agentctl.engine.run.task_claims import outcome_to_json
@@ -279,32 +279,34 @@ async def execute_claimed(
     clock: Clock,
     options: ExecutionOptions,
     timings: dict[str, float] | None = None,
+    heartbeat: ClaimHeartbeat | None = None,
 ) -> str:
     """Execute one claimed task and record its outcome on the claim; how it ended:
     ``done``, ``lost`` (the claim was taken or withdrawn: nothing more was written) or
     ``stopped`` (the run was cancelled, passed its deadline or ended).
 
-    ``timings`` receives ``taskMs`` (from here to the outcome recorded) and ``finishMs``
-    (recording the outcome), for the worker's events."""
+    ``heartbeat`` is the worker's, which renews the leases of all of its claims at once
+    (one of its own otherwise). ``timings`` receives ``taskMs`` (from here to the outcome
+    recorded) and ``finishMs`` (recording the outcome), for the worker's events."""
     began = time.perf_counter()
     snapshot = snapshots.cached(claimed)
     if snapshot is None:
         snapshot = await asyncio.to_thread(snapshots.get, claimed)
     attempts = _attempts(store, claimed, snapshot, clock=clock, options=options)
     work = asyncio.create_task(_run_claimed(attempts, claimed, snapshot.memory))
-    watch = asyncio.create_task(_heartbeat(store, claimed, snapshot.run, clock, work))
+    if heartbeat is None:
+        heartbeat = ClaimHeartbeat(store, clock)
+    held = heartbeat.hold(claimed, snapshot.run.deadline_at, work)
     try:
         outcome = await work
     except OwnershipLostError:
         return "lost"
     except (asyncio.CancelledError, Cancelled):
-        if watch.done() and not watch.cancelled():
-            return watch.result()
+        if held.reason is not None:  # the heartbeat stopped it
+            return held.reason
         raise
     finally:
-        watch.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await watch
+        heartbeat.release(held)
     encoded = json.dumps(outcome_to_json(outcome), sort_keys=True, separators=(",", ":"))
     finishing = time.perf_counter()
     try:
@@ -322,39 +324,3 @@ async def execute_claimed(
         timings["taskMs"] = round((finished - began) * 1000, 1)
         timings["finishMs"] = round((finished - finishing) * 1000, 1)
     return "done"
-
-
-async def _heartbeat(
-    store: Store, claimed: ClaimedTask, run: RunRow, clock: Clock, work: asyncio.Task[Any]
-) -> str:
-    """Renew the claim's lease while the task runs; cancel the task when the claim is lost
-    or the run is cancelled, past its deadline, or no longer running. Returns why."""
-    lease = ownership.lease_seconds()
-    while not work.done():
-        await asyncio.sleep(min(lease / 4, 1.0))
-        try:
-            reason = await asyncio.to_thread(_beat, store, claimed, run, clock, lease)
-        except OwnershipLostError:
-            reason = "lost"
-        except Exception:  # noqa: BLE001 - a busy database: the next beat tries again
-            continue
-        if reason is not None:
-            work.cancel()
-            return reason
-    return "done"
-
-
-def _beat(
-    store: Store, claimed: ClaimedTask, run: RunRow, clock: Clock, lease: float
-) -> str | None:
-    now: datetime = clock.now()
-    deadline = run.deadline_at
-    if deadline is not None and now.replace(tzinfo=None) > deadline.replace(tzinfo=None):
-        return "stopped"
-    with store.read_one() as conn:
-        status, cancel_requested = task_claims_repo.run_watch(conn, claimed.run_id)
-    if status != "running" or cancel_requested:
-        return "stopped"
-    with store.row_write() as conn:  # one conditional update of the claim's row
-        claim_fences.renew_claim(conn, claimed.run_id, claimed.task_id, claimed.token, now, lease)
-    return None

@@ -219,9 +219,7 @@ class TaskClaims:
                 states = self._look(executor, task_ids)
                 if states is not None:
                     return states
-            woken = False
-            with contextlib.suppress(TimeoutError):
-                woken = await asyncio.wait_for(wake.wait(), IDLE_SECONDS)
+            woken = await _woken(wake, IDLE_SECONDS)
             wake.clear()
             if not isinstance(wake, Subscription):
                 look = True
@@ -292,6 +290,20 @@ class TaskClaims:
             },
             effect_ids=outcome.effect_ids,
         )
+
+
+async def _woken(wake: asyncio.Event, timeout: float) -> bool:
+    """Whether ``wake`` was set within ``timeout`` seconds. The wait runs in the caller's
+    task under a timer (``asyncio.timeout``): ``wait_for`` made a task of it, one per
+    wake-up, and an owner wakes about once per claimed task (each outcome notifies)."""
+    if wake.is_set():
+        return True
+    try:
+        async with asyncio.timeout(timeout):
+            await wake.wait()
+    except TimeoutError:
+        return False
+    return True
 
 
 async def _nothing() -> dict[str, TaskOutcome]:
