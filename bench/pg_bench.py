@@ -54,7 +54,12 @@ line, the statements the server executed per task (``statements_per_task``, each
 of a multi-statement query apart, the run's creation included), the explicit transactions
 (``begins_per_task``) and the most frequent statements (``statements_by_query``). psycopg
 prepares a statement it sent five times, and the extension does not count a prepared
-``COMMIT``: read the ``BEGIN``s for the transactions.
+``BEGIN`` or ``COMMIT``. Before the driver sessions' pipelines (docs/postgresql.md, "The
+fence with the commit") the ``BEGIN``s counted the explicit transactions; since, a driver
+session sends both prepared in its pipelines, so ``begins_per_task`` counts only the
+other sessions' transactions and ``statements_per_task`` leaves out every pipelined
+``BEGIN`` and ``COMMIT``: compare statement counts only between checkouts of one side of
+that change.
 
 ``--checkout DIR`` runs the agentctl of another checkout (its workers too), for an A/B in
 one sitting against the same ``--url``::
