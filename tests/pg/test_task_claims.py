@@ -101,11 +101,12 @@ def _spawn(database: str, ws: Path, name: str, concurrency: int, *flags: str, **
 
 
 def _crash_and_recover(
-    cli: Any, database: str, tmp_path: Path, fault: str
+    cli: Any, database: str, tmp_path: Path, fault: str, ran: int = 2
 ) -> tuple[str, Path, list[list[dict[str, Any]]], Any]:
     """A worker that executes one task at a time takes a 12-task run alone and SIGKILLs
-    itself at ``fault`` on its second task; then two workers continue. Returns the run, the
-    ledger, the survivors' events and how `runs wait` ended."""
+    itself at ``fault`` once it claimed ``ran`` tasks (and their processes ran); then two
+    workers continue. Returns the run, the ledger, the survivors' events and how `runs
+    wait` ended."""
     ws = tmp_path / "ws"
     ws.mkdir()
     ledger = tmp_path / "ledger.txt"
@@ -121,8 +122,8 @@ def _crash_and_recover(
         raise AssertionError(out[-3000:] + err[-3000:]) from None
     assert doomed.returncode == -signal.SIGKILL, out + err
     claimed = [json.loads(line)["data"] for line in out.splitlines() if line.strip()]
-    assert sum(1 for e in claimed if e.get("state") == "task.claimed") == 2
-    assert len(_ledger(ledger)) == 2  # both tasks' processes ran before the kill
+    assert sum(1 for e in claimed if e.get("state") == "task.claimed") == ran
+    assert len(_ledger(ledger)) == ran  # the tasks' processes ran before the kill
     # The dead worker drove the run: only a worker told to recover interrupted runs takes
     # it (the other one executes the tasks the new driver publishes).
     # The survivors hold longer leases: with one second each, a survivor starved of CPU
@@ -165,6 +166,32 @@ def test_a_worker_killed_between_effects_has_its_task_reclaimed_and_nothing_redo
     assert _audit(cli, postgres_url, run_id, "run.taken_over")
     claims = sum((_claimed_by(r) for r in reports), Counter())
     assert claims[reclaimed[0]["taskId"]] == 1 and len(claims) == 11  # the done one was kept
+    assert cli("audit", run_id, "--verify", "--db", postgres_url).exit_code == 0
+
+
+def test_an_owner_killed_with_its_batch_done_leaves_the_outcomes_to_the_next_owner(
+    cli: Any, postgres_url: str, tmp_path: Path
+) -> None:
+    """Killed with every claim of its batch done, before the batch's commit: the claims are
+    removed by that commit only, so the worker that takes the run over finds them done with
+    the same basis and commits their outcomes; no task is claimed or executed again, and
+    the tasks' audit lanes join the chain once. (The claims used to be removed in a commit
+    of their own before the batch's: a kill between the two left the outcomes nowhere, and
+    every task of the batch was claimed and executed again.)"""
+    run_id, ledger, reports, waited = _crash_and_recover(
+        cli, postgres_url, tmp_path, "batch.committing", ran=12
+    )
+    assert waited.exit_code == 0, waited.stdout + waited.stderr
+    lines = _ledger(ledger)
+    assert len(lines) == 12 and len(set(lines)) == 12
+    assert _audit(cli, postgres_url, run_id, "run.taken_over")
+    assert sum((_claimed_by(r) for r in reports), Counter()) == Counter()
+    items = [e for e in _audit(cli, postgres_url, run_id, "task.succeeded") if "--" in e["taskId"]]
+    assert len(items) == 12 and len({e["taskId"] for e in items}) == 12
+    events = cli("--output", "json", "audit", run_id, "--db", postgres_url).json()["data"]
+    by_effect = Counter((e["kind"], e["effectId"]) for e in events["events"] if e["effectId"])
+    assert by_effect and max(by_effect.values()) == 1, by_effect  # each lane adopted once
+    assert len({effect for _, effect in by_effect}) == 12
     assert cli("audit", run_id, "--verify", "--db", postgres_url).exit_code == 0
 
 

@@ -19,6 +19,11 @@ task commit, so tests/crash can prove the recovery rules at each one:
 - ``task.committed``    after a task transition committed (the last batch's commits the
                         run's end too: a kill there leaves the run finished)
 - ``run.created``       after the run row committed, before the first task
+- ``batch.committing``  a batch's outcomes in hand, before the transaction that commits
+                        them (with a batch spread over workers, the claims are still
+                        there, done: the next owner keeps their outcomes); the effect
+                        points above cover what it leaves in one process, so it is not in
+                        :data:`FAULT_POINTS` and its test is in tests/pg
 
 The daemon passes :meth:`Faults.hit` down to the scheduler for its own two points:
 ``schedule.slot_recorded`` (a firing committed, its run not created) and

@@ -9,7 +9,7 @@ to run commits with the run's end (docs/durable-execution.md).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from agentctl.compiler.plan import PlanTask
@@ -65,6 +65,18 @@ class RunCommits:
     attempts: TaskAttempts
     _session: Any
     _released: bool
+    _with_batch: Callable[[Any], None] | None
+
+    def commit_with_batch(self, write: Callable[[Any], None]) -> None:
+        """Run ``write(conn)`` first in the transaction that commits the batch being
+        executed, whichever commit that is (the run's last batch commits with its end).
+
+        The batch's tasks ran under claims (engine/run/task_claims.py): removing them,
+        posting their pending usage and adopting their audit lanes commit with the tasks'
+        transitions, so a crash leaves both or neither. A separate earlier commit cost the
+        owner a commit (a WAL flush) per batch while every worker slot waited, and a crash
+        between the two lost the claims' outcomes, so the next owner ran the tasks again."""
+        self._with_batch = write
 
     def _context(self, task_vars: Mapping[str, Any], memory: Mapping[str, Any]) -> TemplateContext:
         return self.attempts.context(task_vars, memory)
@@ -78,6 +90,7 @@ class RunCommits:
         them or none.
         """
         prepared = self._prepare(items)
+        self.options.faults.hit("batch.committing")
         with self._session.write() as conn:
             memory = self._write_batch(conn, items, prepared)
         self.memory = memory
@@ -89,6 +102,7 @@ class RunCommits:
         completion (state, output, lease released) in one transaction, one commit less
         per run. A crash leaves the run before that batch, or finished."""
         prepared = self._prepare(items)
+        self.options.faults.hit("batch.committing")
         with self._session.write() as conn:
             # The run's output is rendered from these rows and this memory, which the
             # transaction's own reads see.
@@ -133,6 +147,11 @@ class RunCommits:
     ) -> dict[str, Any]:
         """The batch's transitions in plan order (as :meth:`_prepare` made them, or made
         here); returns the working memory after them."""
+        settle, self._with_batch = self._with_batch, None
+        if settle is not None:
+            # Before the transitions: what it appends to the audit chain (the claims'
+            # lanes) comes before the tasks' own events, as when it committed apart.
+            settle(conn)
         if prepared is not None:
             writes, memory = prepared
             writes.conn = conn

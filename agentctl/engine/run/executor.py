@@ -71,6 +71,7 @@ class RunExecutor(RunCommits, RunWatchers):
         self._cancel_reason: str | None = None
         self._deadline_passed = False
         self._released = False
+        self._with_batch = None
         self.artifacts = RunArtifacts(store, clock, run_id)
         self._last_cancel_check = float("-inf")
         self._lost: OwnershipLostError | None = None

@@ -134,16 +134,21 @@ class TaskClaims:
     ) -> dict[str, TaskOutcome]:
         """The batch's outcomes: tasks that reach outside the process are published for
         the workers; those that do not (``builtin.assign``, routers, aggregates, …) are
-        computed here meanwhile, as a claim would cost more than they do."""
+        computed here meanwhile, as a claim would cost more than they do. The claims are
+        removed in the transaction that commits the batch (``commit_with_batch``)."""
         spread = [item for item in runnable if _reaches_out(executor, item[0])]
         local = [item for item in runnable if not _reaches_out(executor, item[0])]
         snapshot = dict(executor.memory)
         remote = asyncio.ensure_future(self._spread(executor, spread) if spread else _nothing())
+        handed = False
         try:
             computed = await asyncio.gather(
                 *(executor.attempts.run_task(task, tv, snapshot, cond) for task, tv, cond in local)
             )
             outcomes = await remote
+            if spread:
+                executor.commit_with_batch(_settlement(executor, _ids(spread)))
+            handed = True
         finally:
             if not remote.done():
                 # Stopped (cancel, deadline, lost run): the claims are withdrawn before the
@@ -151,6 +156,10 @@ class TaskClaims:
                 remote.cancel()
                 with contextlib.suppress(BaseException):
                     await asyncio.wait({remote})
+            elif spread and not handed and not remote.cancelled() and not remote.exception():
+                # Every claim is done but the batch will not commit (a local task raised):
+                # they are removed now, as when the run stops while they run.
+                _withdraw(executor, _ids(spread))
         for (task, _, _), outcome in zip(local, computed, strict=True):
             outcomes[task.id] = outcome
         return outcomes
@@ -175,30 +184,14 @@ class TaskClaims:
             with executor.owned.write() as conn:
                 task_claims_repo.publish(conn, run_id, items, executor.clock.now())
             states = await self._wait_done(executor, task_ids, wake)
-            outcomes = {
+            return {
                 tid: self._checked(executor, outcome_from_json(json.loads(str(states[tid][1]))))
                 for tid in task_ids
             }
-            with executor.owned.write() as conn:
-                task_claims_repo.remove_claims(conn, run_id, task_ids)
-                # What the claimed tasks measured of resources without a limit joins the
-                # ledger here (the removal waited for every fenced write that passed).
-                budget.post_pending(conn, run_id, executor.clock.now())
-                # The claims' audit lanes join the chain here, before the batch's commit
-                # appends the tasks' own transition events (and any lane an earlier claim
-                # or owner left behind with them).
-                audit_lanes.adopt_lanes(conn, run_id)
-            return outcomes
         except BaseException:
             # Cancelled, deadline, lost ownership: withdraw the claims so their holders stop
-            # (their next fenced write fails, their heartbeat cancels the task); then adopt
-            # what they wrote until then (the delete waited for their fenced writes), in a
-            # write of its own: a lane that does not verify must not keep the claims alive.
-            with contextlib.suppress(AgentctlError), executor.owned.write() as conn:
-                task_claims_repo.remove_claims(conn, run_id, task_ids)
-                budget.post_pending(conn, run_id, executor.clock.now())
-            with contextlib.suppress(AgentctlError), executor.owned.write() as conn:
-                audit_lanes.adopt_lanes(conn, run_id)
+            # (their next fenced write fails, their heartbeat cancels the task).
+            _withdraw(executor, task_ids)
             raise
         finally:
             self._unsubscribe(wake)
@@ -304,6 +297,41 @@ async def _woken(wake: asyncio.Event, timeout: float) -> bool:
     except TimeoutError:
         return False
     return True
+
+
+def _ids(runnable: list[Runnable]) -> list[str]:
+    return [task.id for task, _, _ in runnable]
+
+
+def _settle(conn: Any, run_id: str, task_ids: list[str], now: Any) -> None:
+    """Remove a batch's claims and post what they measured; the removal waits for every
+    fenced write of their holders that passed, so what they left is all there."""
+    task_claims_repo.remove_claims(conn, run_id, task_ids)
+    # What the claimed tasks measured of resources without a limit joins the ledger.
+    budget.post_pending(conn, run_id, now)
+
+
+def _settlement(executor: RunExecutor, task_ids: list[str]) -> Callable[[Any], None]:
+    """The writes that end a batch's claims once every one is done, for the batch's
+    commit: the claims removed, their usage posted, and their audit lanes adopted into
+    the chain, before the batch appends the tasks' own transition events (and any lane
+    an earlier claim or owner left behind with them)."""
+
+    def write(conn: Any) -> None:
+        _settle(conn, executor.run_id, task_ids, executor.clock.now())
+        audit_lanes.adopt_lanes(conn, executor.run_id)
+
+    return write
+
+
+def _withdraw(executor: RunExecutor, task_ids: list[str]) -> None:
+    """End a batch's claims apart from any commit of the batch (the run stopped): removed
+    so their holders stop, then what they wrote until then adopted, in a write of its own:
+    a lane that does not verify must not keep the claims alive."""
+    with contextlib.suppress(AgentctlError), executor.owned.write() as conn:
+        _settle(conn, executor.run_id, task_ids, executor.clock.now())
+    with contextlib.suppress(AgentctlError), executor.owned.write() as conn:
+        audit_lanes.adopt_lanes(conn, executor.run_id)
 
 
 async def _nothing() -> dict[str, TaskOutcome]:
