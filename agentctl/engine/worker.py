@@ -13,7 +13,9 @@ once, and a worker that lost its run (stopped past its lease, cut off from the d
 fails its next write instead of overwriting the new owner's.
 
 Idle, a worker waits on ``LISTEN agentctl_runs`` and looks for work at most about once a
-second. Stopping (:meth:`Worker.stop`, SIGTERM/SIGINT in the CLI) drains: no new claims;
+second; from the first run it drives, it also listens on ``agentctl_done``, where claimed
+tasks' outcomes wake their runs' owners (a worker that drives nothing never hears them).
+Stopping (:meth:`Worker.stop`, SIGTERM/SIGINT in the CLI) drains: no new claims;
 the runs in hand finish or park; then :meth:`Worker.serve` returns.
 """
 
@@ -129,6 +131,11 @@ class Worker:
         #: finishing (their done callbacks) and by the stop.
         self._round: asyncio.Event | None = None
         self._task_claims: Any = None
+        self._listener: run_queue.RunsListener | None = None
+        #: The done channel's listener (``done:RUN``, a claimed task's outcome), opened
+        #: when this worker first drives a run: only a run's owner needs to hear them.
+        self._done: run_queue.RunsListener | None = None
+        self._done_opening: asyncio.Lock | None = None
         # One set of fault points for the process (test-only): ``point:n`` counts hits
         # across every run and task this worker executes.
         self._faults = Faults()
@@ -157,8 +164,9 @@ class Worker:
 
         self._stopping = asyncio.Event()
         _warm_up()
-        listener = await run_queue.RunsListener.open(self.store)
-        self._task_claims = TaskClaims(listener.subscribe, listener.unsubscribe)
+        listener = self._listener = await run_queue.RunsListener.open(self.store)
+        self._done_opening = asyncio.Lock()
+        self._task_claims = TaskClaims(self._subscribe_batch, self._unsubscribe_batch)
         self._snapshots = RunSnapshots(self.store)
         self._heartbeat = ClaimHeartbeat(self.store, self.clock)
         driving: dict[asyncio.Task[None], str] = {}
@@ -243,8 +251,39 @@ class Worker:
             self._round = None
             listener.unsubscribe(heard)
             await listener.close()
+            if self._done is not None:
+                await self._done.close()
+                self._done = None
         self._events("WorkerEvent", {"worker": self.name, "state": "stopped"})
         return self.report
+
+    def _subscribe_batch(self, payloads: frozenset[str] | None) -> run_queue.Subscription:
+        """What wakes a run owner waiting for its batch: the outcomes (``done:RUN``, on the
+        done channel) and its run's status (on the runs channel), in one event."""
+        assert self._listener is not None
+        event = self._listener.subscribe(payloads)
+        if self._done is not None:
+            self._done.attach(event, payloads)
+        return event
+
+    def _unsubscribe_batch(self, event: asyncio.Event) -> None:
+        if self._listener is not None:
+            self._listener.unsubscribe(event)
+        if self._done is not None:
+            self._done.unsubscribe(event)
+
+    async def _listen_for_outcomes(self) -> None:
+        """Listen on the done channel from the first run this worker drives on. Without
+        it (the server refused the connection) a waiting owner still reads its batch's
+        claims at least once a second; the next run tries again."""
+        assert self._done_opening is not None
+        async with self._done_opening:
+            if self._done is not None:
+                return
+            import psycopg
+
+            with contextlib.suppress(psycopg.Error, OSError):
+                self._done = await run_queue.RunsListener.open(self.store, run_queue.DONE_CHANNEL)
 
     def _or_wait(self, step: Callable[[], T], fallback: T) -> T:
         """``step()``; a transient store error (a lock held too long, a server restarting)
@@ -445,6 +484,7 @@ class Worker:
         options = ExecutionOptions(
             owner_id=owner_id, task_claims=self._task_claims, faults=self._faults
         )
+        await self._listen_for_outcomes()
         try:
             outcome = await RunExecutor(
                 self.store, run_id, clock=self.clock, options=options

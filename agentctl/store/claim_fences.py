@@ -251,7 +251,8 @@ def finish_claim(
 ) -> None:
     """Record the task's outcome, fenced by the claim's token; a stale claim writes nothing
     and gets :class:`OwnershipLostError`. One conditional update of the claim's row, which
-    also wakes the run's owner (``done:RUN``, not idle workers): exact by itself, so it
+    also wakes the run's owner (``done:RUN`` on the done channel, which only workers
+    driving runs listen to): exact by itself, so it
     needs neither the store's write lock nor a transaction around it
     (``Store.autocommit``)."""
     updated = _finish.run(
@@ -289,7 +290,7 @@ def _finish(sql: SqlDialect) -> Executable:
             lease_expires_at=null(),
         )
     )
-    return sql.notifying(finish, run_queue.CHANNEL, literal("done:") + c.run_id)
+    return sql.notifying(finish, run_queue.DONE_CHANNEL, literal("done:") + c.run_id)
 
 
 #: A claim as its holder names it in :func:`renew_held_claims`: ``(run, task, token)``.

@@ -13,7 +13,10 @@ bumps the fencing token: a previous owner that wakes up can no longer write.
 
 Every change of a run's status, and every new detached run, sends ``NOTIFY agentctl_runs``
 with the run id, inside the transaction that made it (PostgreSQL delivers it on commit),
-so idle workers and ``runs wait`` wake at once instead of polling fast.
+so idle workers and ``runs wait`` wake at once instead of polling fast. A claimed task's
+outcome wakes its run's owner on another channel, ``agentctl_done`` (payload
+``done:RUN``), which only workers that drive runs listen to: every worker hearing every
+outcome cost each of them a read and a round of its loop per task of any run.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CHANNEL",
+    "DONE_CHANNEL",
     "RunsListener",
     "Subscription",
     "any_claimable_run",
@@ -48,6 +52,8 @@ __all__ = [
 ]
 
 CHANNEL = "agentctl_runs"
+#: Where a claimed task's outcome is announced (``done:RUN``): heard by run owners only.
+DONE_CHANNEL = "agentctl_done"
 _EPOCH = "1970-01-01 00:00:00.000000"
 
 
@@ -225,28 +231,29 @@ class Subscription(asyncio.Event):
 
 
 class RunsListener:
-    """``LISTEN agentctl_runs`` on a connection of its own; :meth:`wait` returns when a
-    notification arrived (True) or after ``timeout`` seconds (False)."""
+    """``LISTEN agentctl_runs`` (or ``channel``) on a connection of its own; :meth:`wait`
+    returns when a notification arrived (True) or after ``timeout`` seconds (False)."""
 
-    def __init__(self, conn: Any, url: str) -> None:
+    def __init__(self, conn: Any, url: str, channel: str = CHANNEL) -> None:
         self._conn = conn
         self._url = url
+        self._channel = channel
         self._woken = asyncio.Event()
         self._subscribers: dict[Subscription, frozenset[str] | None] = {}
         self._payloads: list[str] = []
         self._task = asyncio.create_task(self._listen())
 
     @classmethod
-    async def open(cls, store: Any) -> RunsListener:
+    async def open(cls, store: Any, channel: str = CHANNEL) -> RunsListener:
         url = str(store.location)
-        return cls(await cls._connect(url), url)
+        return cls(await cls._connect(url, channel), url, channel)
 
     @staticmethod
-    async def _connect(url: str) -> Any:
+    async def _connect(url: str, channel: str) -> Any:
         import psycopg
 
         conn = await psycopg.AsyncConnection.connect(url, autocommit=True)
-        await conn.execute(f"LISTEN {CHANNEL}")
+        await conn.execute(f"LISTEN {channel}")
         return conn
 
     async def _listen(self) -> None:
@@ -280,7 +287,7 @@ class RunsListener:
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 2.0)
                 try:
-                    self._conn = await self._connect(self._url)
+                    self._conn = await self._connect(self._url, self._channel)
                     break
                 except psycopg.OperationalError:
                     continue
@@ -323,11 +330,16 @@ class RunsListener:
 
     def subscribe(self, payloads: frozenset[str] | None = None) -> Subscription:
         """An event set on every notification whose payload is in ``payloads`` (any when
-        None), besides :meth:`wait`: a run owner waiting for its claimed tasks listens on
-        the worker's one connection for ``done:RUN``."""
+        None), besides :meth:`wait`: a run owner waiting for its claimed tasks listens for
+        ``done:RUN`` (on the done channel's listener) and its run's id (on this one)."""
         event = Subscription()
         self._subscribers[event] = payloads
         return event
+
+    def attach(self, event: Subscription, payloads: frozenset[str] | None) -> None:
+        """Set ``event`` on this listener's notifications in ``payloads`` too (one event
+        woken by two channels)."""
+        self._subscribers[event] = payloads
 
     def unsubscribe(self, event: asyncio.Event) -> None:
         if isinstance(event, Subscription):

@@ -112,7 +112,10 @@ def test_a_claim_and_a_claims_outcome_are_one_statement_each(
         with store.write() as conn:
             published = [repo.Published(t, "basis", '{"vars": {}}') for t in tasks]
             repo.publish(conn, run_id, published, clock.now())
-        listener.execute(f"LISTEN {run_queue.CHANNEL}")
+        listener.execute(f"LISTEN {run_queue.DONE_CHANNEL}")
+        # The runs channel, which every worker listens on, hears no outcome.
+        idle = psycopg.connect(postgres_url, autocommit=True)
+        idle.execute(f"LISTEN {run_queue.CHANNEL}")
         with store.read() as conn:
             key = repo.snapshot_key(conn, run_id)
         worker = Worker(store, name="w1", concurrency=4, clock=clock)
@@ -139,6 +142,8 @@ def test_a_claim_and_a_claims_outcome_are_one_statement_each(
         assert len(sent) == 1, sent
         woken = [n.payload for n in listener.notifies(timeout=2, stop_after=1)]
         assert woken == [f"done:{run_id}"]
+        assert list(idle.notifies(timeout=0.5, stop_after=1)) == []
+        idle.close()
         with pytest.raises(Exception, match="no longer holds"), store.autocommit() as conn:
             claim_fences.finish_claim(conn, run_id, second.task_id, 0, "{}", clock.now())
         assert list(listener.notifies(timeout=0.5, stop_after=1)) == []  # nothing written

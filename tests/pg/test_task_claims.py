@@ -195,6 +195,40 @@ def test_an_owner_killed_with_its_batch_done_leaves_the_outcomes_to_the_next_own
     assert cli("audit", run_id, "--verify", "--db", postgres_url).exit_code == 0
 
 
+def test_only_the_worker_driving_the_run_listens_for_its_tasks_outcomes(
+    cli: Any, postgres_url: str, tmp_path: Path
+) -> None:
+    """The worker that drives the run listens on the done channel, where each claimed
+    task's outcome wakes the owner; the other never does, so it is not woken by every task
+    of the run (it used to hear every outcome of every run on the one channel all workers
+    share)."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    ledger = tmp_path / "ledger.txt"
+    (ws / "wf.yaml").write_text(fan_out(ledger, 16, concurrency=16))
+    workers = [_spawn(postgres_url, ws, name, 2) for name in ("w1", "w2")]
+    try:
+        for worker in workers:
+            _ready(worker)
+        run_id = _detach(cli, postgres_url, ws)
+        waited = cli("--output", "json", "runs", "wait", run_id, "--db", postgres_url)
+        listening = rows(
+            postgres_url,
+            "SELECT query FROM pg_stat_activity WHERE datname = current_database() "
+            "AND query LIKE 'LISTEN %'",
+        )
+    finally:
+        reports = [_stop(worker) for worker in workers]
+    assert waited.exit_code == 0, waited.stdout + waited.stderr
+    assert len(set(_ledger(ledger))) == 16
+    drove = [any(e["data"].get("state") == "claimed" for e in r) for r in reports]
+    assert sorted(drove) == [False, True]
+    queries = [q for (q,) in listening]
+    # (`runs wait`'s own listener may still be closing: two or three on the runs channel.)
+    assert queries.count("LISTEN agentctl_done") == 1, queries
+    assert queries.count("LISTEN agentctl_runs") >= 2, queries
+
+
 def test_a_worker_killed_mid_effect_leaves_it_uncertain_and_nobody_guesses(
     cli: Any, postgres_url: str, tmp_path: Path
 ) -> None:
