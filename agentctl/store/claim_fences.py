@@ -7,9 +7,9 @@ claimed task checks it inside its own transaction: read ``FOR SHARE`` until the 
 (:func:`check_claim`), taken with the run's late lock in one statement
 (:func:`lock_run_and_check_claim`), sent with the transaction's ``COMMIT``, which it
 refuses when it fails (:func:`commit_if_claim_holds`), or carried in the ``WHERE`` of the
-write itself (:func:`claim_holds`, :class:`FencedRows`). The lease's renewal
-(:func:`renew_claim`) and the outcome's record (:func:`finish_claim`) are conditional
-updates on the token.
+write itself (:func:`claim_holds`, :class:`FencedRows`). The leases' renewal (one
+statement for every claim a worker holds, :func:`renew_held_claims`) and the outcome's
+record (:func:`finish_claim`) are conditional updates on the token.
 """
 
 from __future__ import annotations
@@ -37,7 +37,6 @@ __all__ = [
     "commit_if_claim_holds",
     "finish_claim",
     "lock_run_and_check_claim",
-    "renew_claim",
 ]
 
 
@@ -210,40 +209,6 @@ def _claim_row(lock_row: bool) -> Statement:
         return query.with_for_update(read=True) if lock_row else query
 
     return Statement(build, f"claim_row(lock_row={lock_row})")
-
-
-def renew_claim(
-    conn: Any, run_id: str, task_id: str, token: int, now: datetime, lease_seconds: float
-) -> None:
-    """Extend the claim's lease (the worker's heartbeat); fails when the claim was lost."""
-    updated = _renew.run(
-        conn,
-        expires=to_db(now + timedelta(seconds=lease_seconds)),
-        run_id=run_id,
-        task_id=task_id,
-        token=token,
-    )
-    if updated.rowcount != 1:
-        check_claim(conn, run_id, task_id, token)
-
-
-@statement
-def _renew(_: SqlDialect) -> Executable:
-    from sqlalchemy import bindparam, update
-
-    from agentctl.store.run_tables import task_claims
-
-    c = task_claims.c
-    return (
-        update(task_claims)
-        .where(
-            c.run_id == bindparam("run_id"),
-            c.task_id == bindparam("task_id"),
-            c.token == bindparam("token"),
-            c.state == "claimed",
-        )
-        .values(lease_expires_at=bindparam("expires"))
-    )
 
 
 def finish_claim(
