@@ -17,8 +17,7 @@ from agentctl.store import task_claims_repo as repo
 from agentctl.store.engine import open_store
 from agentctl.store.transitions import guarded_update
 from tests.pg.backends import rows
-from tests.pg.test_task_claims import _detach, _ledger, _spawn, fan_out
-from tests.pg.test_workers import _ready, _stop
+from tests.pg.test_task_claims import _ledger, fan_out, fan_out_on_two_workers
 
 
 def _running_run(url: str, tmp_path: Path, items: int) -> tuple[Any, str, list[str]]:
@@ -93,22 +92,11 @@ def test_workers_hold_no_more_claims_than_their_slots_and_share_a_fan_out(
 ) -> None:
     """Two workers of two slots each and a 40-task batch: neither ever holds more than
     two tasks (the rest stay claimable for the other), every task runs once."""
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    ledger = tmp_path / "ledger.txt"
-    (ws / "wf.yaml").write_text(fan_out(ledger, 40))
-    workers = [_spawn(postgres_url, ws, name, 2) for name in ("w1", "w2")]
-    try:
-        for worker in workers:
-            _ready(worker)
-        run_id = _detach(cli, postgres_url, ws)
-        waited = cli("--output", "json", "runs", "wait", run_id, "--db", postgres_url)
-        assert waited.exit_code == 0, waited.stdout + waited.stderr
-    finally:
-        reports = [_stop(worker) for worker in workers]
-    lines = _ledger(ledger)
+    with fan_out_on_two_workers(cli, postgres_url, tmp_path, 40) as done:
+        assert done.waited.exit_code == 0, done.waited.stdout + done.waited.stderr
+    lines = _ledger(done.ledger)
     assert len(lines) == 40 and len(set(lines)) == 40
-    peaks = [_in_flight_peak(report) for report in reports]
+    peaks = [_in_flight_peak(report) for report in done.reports]
     assert all(1 <= peak <= 2 for peak in peaks), peaks
 
 

@@ -8,6 +8,9 @@ import os
 import signal
 import subprocess
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +50,43 @@ def _detach(cli: Any, database: str, ws: Path) -> str:
     )  # fmt: skip
     assert queued.exit_code == 0, queued.stdout + queued.stderr
     return str(queued.json()["data"]["runId"])
+
+
+@dataclass
+class FannedOut:
+    """A fan-out executed by two workers: the run, its ledger, how `runs wait` answered,
+    and the workers' events (filled once they stopped)."""
+
+    run_id: str
+    ledger: Path
+    waited: Any
+    reports: list[list[dict[str, Any]]] = field(default_factory=list)
+
+
+@contextmanager
+def fan_out_on_two_workers(
+    cli: Any, database: str, tmp_path: Path, items: int, concurrency: int = 64
+) -> Iterator[FannedOut]:
+    """A fan-out of ``items`` process steps (:func:`fan_out`) detached to two workers of
+    two slots each, ``w1`` and ``w2``; the block runs once `runs wait` answered, while the
+    workers still run, and their events are in ``reports`` after it."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    ledger = tmp_path / "ledger.txt"
+    (ws / "wf.yaml").write_text(fan_out(ledger, items, concurrency))
+    workers = [_spawn(database, ws, name, 2) for name in ("w1", "w2")]
+    done: FannedOut | None = None
+    try:
+        for worker in workers:
+            _ready(worker)
+        run_id = _detach(cli, database, ws)
+        waited = cli("--output", "json", "runs", "wait", run_id, "--db", database)
+        done = FannedOut(run_id, ledger, waited)
+        yield done
+    finally:
+        reports = [_stop(worker) for worker in workers]
+        if done is not None:
+            done.reports.extend(reports)
 
 
 def _ledger(path: Path) -> list[str]:
@@ -202,26 +242,15 @@ def test_only_the_worker_driving_the_run_listens_for_its_tasks_outcomes(
     task's outcome wakes the owner; the other never does, so it is not woken by every task
     of the run (it used to hear every outcome of every run on the one channel all workers
     share)."""
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    ledger = tmp_path / "ledger.txt"
-    (ws / "wf.yaml").write_text(fan_out(ledger, 16, concurrency=16))
-    workers = [_spawn(postgres_url, ws, name, 2) for name in ("w1", "w2")]
-    try:
-        for worker in workers:
-            _ready(worker)
-        run_id = _detach(cli, postgres_url, ws)
-        waited = cli("--output", "json", "runs", "wait", run_id, "--db", postgres_url)
+    with fan_out_on_two_workers(cli, postgres_url, tmp_path, 16, concurrency=16) as done:
         listening = rows(
             postgres_url,
             "SELECT query FROM pg_stat_activity WHERE datname = current_database() "
             "AND query LIKE 'LISTEN %'",
         )
-    finally:
-        reports = [_stop(worker) for worker in workers]
-    assert waited.exit_code == 0, waited.stdout + waited.stderr
-    assert len(set(_ledger(ledger))) == 16
-    drove = [any(e["data"].get("state") == "claimed" for e in r) for r in reports]
+    assert done.waited.exit_code == 0, done.waited.stdout + done.waited.stderr
+    assert len(set(_ledger(done.ledger))) == 16
+    drove = [any(e["data"].get("state") == "claimed" for e in r) for r in done.reports]
     assert sorted(drove) == [False, True]
     queries = [q for (q,) in listening]
     # (`runs wait`'s own listener may still be closing: two or three on the runs channel.)
