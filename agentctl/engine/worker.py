@@ -131,11 +131,8 @@ class Worker:
         #: finishing (their done callbacks) and by the stop.
         self._round: asyncio.Event | None = None
         self._task_claims: Any = None
-        self._listener: run_queue.RunsListener | None = None
-        #: The done channel's listener (``done:RUN``, a claimed task's outcome), opened
-        #: when this worker first drives a run: only a run's owner needs to hear them.
-        self._done: run_queue.RunsListener | None = None
-        self._done_opening: asyncio.Lock | None = None
+        #: What wakes a run this worker drives while it waits for its claimed tasks.
+        self._wakeups: Any = None
         # One set of fault points for the process (test-only): ``point:n`` counts hits
         # across every run and task this worker executes.
         self._faults = Faults()
@@ -158,15 +155,16 @@ class Worker:
             self._round.set()
 
     async def serve(self) -> WorkerReport:
+        from agentctl.engine.run.batch_wakeups import BatchWakeups
         from agentctl.engine.run.claim_heartbeat import ClaimHeartbeat
         from agentctl.engine.run.claimed_tasks import RunSnapshots
         from agentctl.engine.run.task_claims import TaskClaims
 
         self._stopping = asyncio.Event()
         _warm_up()
-        listener = self._listener = await run_queue.RunsListener.open(self.store)
-        self._done_opening = asyncio.Lock()
-        self._task_claims = TaskClaims(self._subscribe_batch, self._unsubscribe_batch)
+        listener = await run_queue.RunsListener.open(self.store)
+        self._wakeups = BatchWakeups(self.store, listener)
+        self._task_claims = TaskClaims(self._wakeups.subscribe, self._wakeups.unsubscribe)
         self._snapshots = RunSnapshots(self.store)
         self._heartbeat = ClaimHeartbeat(self.store, self.clock)
         driving: dict[asyncio.Task[None], str] = {}
@@ -250,40 +248,10 @@ class Worker:
         finally:
             self._round = None
             listener.unsubscribe(heard)
+            await self._wakeups.close()
             await listener.close()
-            if self._done is not None:
-                await self._done.close()
-                self._done = None
         self._events("WorkerEvent", {"worker": self.name, "state": "stopped"})
         return self.report
-
-    def _subscribe_batch(self, payloads: frozenset[str] | None) -> run_queue.Subscription:
-        """What wakes a run owner waiting for its batch: the outcomes (``done:RUN``, on the
-        done channel) and its run's status (on the runs channel), in one event."""
-        assert self._listener is not None
-        event = self._listener.subscribe(payloads)
-        if self._done is not None:
-            self._done.attach(event, payloads)
-        return event
-
-    def _unsubscribe_batch(self, event: asyncio.Event) -> None:
-        if self._listener is not None:
-            self._listener.unsubscribe(event)
-        if self._done is not None:
-            self._done.unsubscribe(event)
-
-    async def _listen_for_outcomes(self) -> None:
-        """Listen on the done channel from the first run this worker drives on. Without
-        it (the server refused the connection) a waiting owner still reads its batch's
-        claims at least once a second; the next run tries again."""
-        assert self._done_opening is not None
-        async with self._done_opening:
-            if self._done is not None:
-                return
-            import psycopg
-
-            with contextlib.suppress(psycopg.Error, OSError):
-                self._done = await run_queue.RunsListener.open(self.store, run_queue.DONE_CHANNEL)
 
     def _or_wait(self, step: Callable[[], T], fallback: T) -> T:
         """``step()``; a transient store error (a lock held too long, a server restarting)
@@ -484,7 +452,18 @@ class Worker:
         options = ExecutionOptions(
             owner_id=owner_id, task_claims=self._task_claims, faults=self._faults
         )
-        await self._listen_for_outcomes()
+        problem = await self._wakeups.listen_for_outcomes()
+        if problem is not None:
+            self._events(
+                "WorkerEvent",
+                {
+                    "worker": self.name,
+                    "runId": run_id,
+                    "state": "waiting",
+                    "code": "worker.outcomes_unheard",
+                    "message": f"{problem}; the run's batches are read once a second",
+                },
+            )
         try:
             outcome = await RunExecutor(
                 self.store, run_id, clock=self.clock, options=options

@@ -253,7 +253,12 @@ class RunsListener:
         import psycopg
 
         conn = await psycopg.AsyncConnection.connect(url, autocommit=True)
-        await conn.execute(f"LISTEN {channel}")
+        try:
+            await conn.execute(f"LISTEN {channel}")
+        except BaseException:
+            with contextlib.suppress(psycopg.Error):
+                await conn.close()
+            raise
         return conn
 
     async def _listen(self) -> None:
@@ -310,7 +315,8 @@ class RunsListener:
             self._deliver(notice.extra.decode(encoding))
 
     def _deliver(self, payload: str) -> None:
-        if len(self._payloads) < 10_000:
+        # Only the runs channel's payloads are drained (by the worker's loop).
+        if self._channel == CHANNEL and len(self._payloads) < 10_000:
             self._payloads.append(payload)
         self._woken.set()
         for event, wanted in self._subscribers.items():

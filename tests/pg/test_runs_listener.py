@@ -78,3 +78,38 @@ def test_notifications_are_delivered_by_one_reader_for_the_connections_life(
     assert woken[:2] == ["", ""] and woken[2:] == ["done:r1"]
     # The reader registered once per connection, not once per notification.
     assert readers == [0], readers
+
+
+def test_a_done_channel_that_cannot_be_opened_is_reported_and_the_runs_channel_still_wakes(
+    postgres_url: str,
+) -> None:
+    """A worker that cannot open its done channel's connection (here: nothing listens on
+    the port) gets the reason back, never an exception, and an owner's subscription is
+    still woken by its run's status on the runs channel."""
+    from types import SimpleNamespace
+
+    from agentctl.engine.run.batch_wakeups import BatchWakeups
+
+    store = open_store(postgres_url)
+    unreachable = SimpleNamespace(location="postgresql://agentctl@127.0.0.1:1/none")
+
+    async def main() -> tuple[str | None, list[str]]:
+        runs = await run_queue.RunsListener.open(store)
+        wakeups = BatchWakeups(unreachable, runs)
+        try:
+            problem = await wakeups.listen_for_outcomes()
+            event = wakeups.subscribe(frozenset({"done:r1", "r1"}))
+            await asyncio.to_thread(execute, postgres_url, f"NOTIFY {run_queue.CHANNEL}, 'r1'")
+            heard = await _heard(event, 1)
+            wakeups.unsubscribe(event)
+            return problem, heard
+        finally:
+            await wakeups.close()
+            await runs.close()
+
+    try:
+        problem, heard = asyncio.run(main())
+    finally:
+        store.close()
+    assert problem is not None and run_queue.DONE_CHANNEL in problem, problem
+    assert heard == ["r1"]
