@@ -237,6 +237,7 @@ class ErrorCode(StrEnum):
     UI_SEARCH_TOO_LONG = "ui.search_too_long"
     WORKER_BAD_CONCURRENCY = "worker.bad_concurrency"
     WORKER_NEEDS_POSTGRES = "worker.needs_postgres"
+    WORKER_OUTCOMES_UNHEARD = "worker.outcomes_unheard"
     WORKFLOW_AMBIGUOUS = "workflow.ambiguous"
     WORKFLOW_INVALID = "workflow.invalid"
     WORKFLOW_MISSING_FILE = "workflow.missing_file"
